@@ -1,0 +1,3 @@
+from flask_eval.cli import main
+
+main()

@@ -1,0 +1,155 @@
+"""The `run` pipeline: validate everything, write the run and its ledger, dispatch, wait.
+
+Validation is complete before the first write: bad input leaves the database and the
+queue untouched.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tqdm import tqdm
+
+from flask_eval.exceptions import ConfigError, InputError
+from flask_eval.settings import Settings
+from producer.dispatch import CeleryDispatcher, Dispatcher, InProcessDispatcher
+from producer.inputs import Inputs, load_inputs, parse_responses_arg
+from producer.plan import DEFAULT_MODE, MODES, batches, default_run_name, fingerprint, run_config
+from report.metrics import Row, rows_from_cells
+from rubrics import codec
+from rubrics.skills import SkillSet, load, load_default
+from storage import queries
+from storage.store import RunInfo, Store
+from workers.judge import JudgeSpec, create_judge
+from workers.runner import ExecutorConfig
+
+
+@dataclass(frozen=True)
+class Plan:
+    inputs: Inputs
+    skillset: SkillSet
+    judges: tuple[str, ...]
+    mode: str
+    name: str
+    fingerprint: str
+    instances_path: str
+
+
+def prepare(
+    *,
+    instances: str,
+    responses: Sequence[str],
+    judges: Sequence[str],
+    run_name: str | None = None,
+    mode: str = DEFAULT_MODE,
+    rubrics: str | None = None,
+) -> Plan:
+    """Validate all inputs and flags; raises InputError/ConfigError; writes nothing."""
+    if mode not in MODES:
+        raise InputError(f"invalid --mode {mode!r}; choose one of: {', '.join(MODES)}")
+    if not judges:
+        raise InputError("no judge given; add --judge provider/model, e.g. --judge openai/gpt-4o")
+    specs = [JudgeSpec.parse(j).name for j in judges]
+    dupes = sorted({s for s in specs if specs.count(s) > 1})
+    if dupes:
+        raise InputError(f"judge given twice: {', '.join(dupes)}")
+    if run_name is not None and not run_name.strip():
+        raise InputError("--run needs a non-empty name")
+    if run_name is not None and len(run_name) > 200:
+        raise InputError("--run name is longer than 200 characters")
+    skillset = load(rubrics) if rubrics else load_default()
+    pairs = [parse_responses_arg(a) for a in responses]
+    if not pairs:
+        raise InputError("no responses given; add --responses NAME=PATH")
+    inputs = load_inputs(instances, pairs, skillset.names)
+    skills = codec.to_data(skillset)
+    digest = fingerprint(inputs, specs, mode, skills)
+    return Plan(inputs, skillset, tuple(specs), mode, run_name or default_run_name(digest), digest, instances)
+
+
+def check_judges_locally(plan: Plan) -> None:
+    """In-process runs call the judges from here: their keys must be set here."""
+    for name in plan.judges:
+        create_judge(name)  # raises ConfigError naming the missing variable
+
+
+def make_dispatcher(settings: Settings, store: Store, skillset: SkillSet, in_flight: int) -> Dispatcher:
+    if settings.broker_url:
+        return CeleryDispatcher(settings)
+    config = ExecutorConfig(in_flight=in_flight, lease_seconds=settings.lease_seconds)
+    return InProcessDispatcher(store, skillset, config)
+
+
+def start(plan: Plan, store: Store, dispatcher: Dispatcher, settings: Settings, *, retry_failed: bool = False) -> tuple[RunInfo, bool, int]:
+    """Write the run (or find it again) and dispatch what is not done yet.
+
+    Returns (run, created, calls dispatched).
+    """
+    dispatcher.check()
+    run, created = store.create_run(
+        name=plan.name,
+        fingerprint=plan.fingerprint,
+        mode=plan.mode,
+        config=run_config(plan.inputs, plan.judges, plan.mode, codec.to_data(plan.skillset), plan.instances_path),
+        instances=plan.inputs.instances,
+        response_sets=plan.inputs.response_sets,
+        judges=plan.judges,
+    )
+    if retry_failed:
+        store.reset_failed(run.id)
+    calls = store.open_calls(run)
+    if calls:
+        dispatcher.submit(run.id, batches(calls, settings.calls_per_message))
+    return run, created, len(calls)
+
+
+def wait(store: Store, run: RunInfo, dispatcher: Dispatcher, *, progress: bool = True, poll: float = 0.5) -> None:
+    """Block until no judgment of ``run`` is pending or running, with a progress bar."""
+    counts = queries.status(store, run.id, run.name)
+    bar = tqdm(
+        total=counts.total,
+        initial=counts.total - counts.pending,
+        desc=f"judging {run.name}",
+        unit="judgment",
+        disable=not progress,
+        file=sys.stderr,
+        dynamic_ncols=True,
+    )
+    last_change, last_open = time.monotonic(), counts.pending
+    hinted = False
+    try:
+        while True:
+            open_ = store.count_open(run.id)
+            bar.update(bar.total - open_ - bar.n)
+            if open_ != last_open:
+                last_change, last_open = time.monotonic(), open_
+            if open_ == 0:
+                break
+            local = isinstance(dispatcher, InProcessDispatcher)
+            if local and not dispatcher.alive():
+                dispatcher.join()  # re-raises an executor crash
+                if store.count_open(run.id):
+                    raise ConfigError(f"run {run.name}: in-process execution stopped with judgments open; rerun to resume")
+            if not local and not hinted and time.monotonic() - last_change > 15:
+                bar.write("no progress for 15 s: is a worker running? start one with `flask-eval worker`")
+                hinted = True
+            time.sleep(poll)
+    finally:
+        bar.close()
+    dispatcher.join()
+
+
+def report_rows(store: Store, run: RunInfo) -> list[Row]:
+    skillset = codec.from_data(run.config["skills"])
+    from producer.schema import DOMAINS
+
+    return rows_from_cells(
+        queries.cells(store, run.id),
+        {s.name: s.ability for s in skillset},
+        skill_order=skillset.names,
+        ability_order=tuple(skillset.abilities),
+        domain_order=DOMAINS,
+    )

@@ -1,0 +1,413 @@
+"""Load and validate FLASK inputs from JSON Lines files.
+
+Two loaders, both strict and both raising :class:`~flask_eval.exceptions.InputError`
+with the exact 1-based line of the first problem:
+
+* :func:`load_instances` reads evaluation instances in either public FLASK schema
+  (detected per record; one file must use one schema):
+
+  - current (``evaluation_set/flask_evaluation.jsonl`` on ``main``): ``idx``,
+    ``instruction``, ``answer``, ``skill``, ``domain``, ``difficulty``;
+  - older (commit 612d031, the one FLASK's own scripts read): ``question_id``, ``text``,
+    ``answer``, ``metrics``, ``domain_labeled``, ``difficulty_labeled``.
+
+  Any other field (``task``, ``domain_review``, ...) is ignored.
+* :func:`load_responses` reads one model's responses: ``question_id`` + ``text``.
+
+Skill names are not hard-coded: callers pass the rubric set's skill names.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from flask_eval.exceptions import InputError
+from producer.schema import DIFFICULTY_LABELS, DOMAINS, Instance, Response, ResponseSet
+
+__all__ = ["MAX_LINE_BYTES", "load_instances", "load_responses", "read_json_lines"]
+
+#: Longest accepted line, in bytes (without the newline).
+MAX_LINE_BYTES = 1 << 20
+
+_UNKNOWN = "-1"
+_DOMAIN_SET = frozenset(DOMAINS)
+_LEVELS = {label.casefold(): level for level, label in enumerate(DIFFICULTY_LABELS, start=1)}
+_EMPTY_MESSAGE = "no records; expected JSON Lines (one JSON object per line)"
+
+
+@dataclass(frozen=True)
+class _Schema:
+    """Field names of one FLASK instance schema."""
+
+    name: str
+    id: str
+    instruction: str
+    answer: str
+    skills: str
+    domains: str
+    difficulty: str
+
+    def fields(self) -> str:
+        return ", ".join(
+            (self.id, self.instruction, self.answer, self.skills, self.domains, self.difficulty)
+        )
+
+
+_CURRENT = _Schema(
+    "current FLASK schema", "idx", "instruction", "answer", "skill", "domain", "difficulty"
+)
+_OLDER = _Schema(
+    "older FLASK schema",
+    "question_id",
+    "text",
+    "answer",
+    "metrics",
+    "domain_labeled",
+    "difficulty_labeled",
+)
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def read_json_lines(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line number, object)`` for every non-blank line of a JSON Lines file.
+
+    Raises InputError for an unreadable file, a line over :data:`MAX_LINE_BYTES`,
+    invalid UTF-8, invalid JSON, a line that is not an object, or a file with no records.
+    """
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - closed by the with-block below
+    except FileNotFoundError:
+        raise InputError("file not found; check the path", path) from None
+    except IsADirectoryError:
+        raise InputError("is a directory; expected a JSON Lines file", path) from None
+    except PermissionError:
+        raise InputError("cannot read file: permission denied", path) from None
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror or exc}", path) from None
+    lineno = 0
+    records = 0
+    with handle:
+        while True:
+            try:
+                raw = handle.readline(MAX_LINE_BYTES + 1)
+            except OSError as exc:
+                where = lineno + 1
+                raise InputError(f"cannot read file: {exc.strerror or exc}", path, where) from None
+            if not raw:
+                break
+            lineno += 1
+            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                raise InputError(
+                    f"line is longer than {MAX_LINE_BYTES} bytes (1 MiB); "
+                    "put one JSON object per line",
+                    path,
+                    lineno,
+                )
+            if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
+                raw = raw[len(codecs.BOM_UTF8) :]
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(
+                    f"invalid UTF-8 (byte {exc.start + 1} of the line); save the file as UTF-8",
+                    path,
+                    lineno,
+                ) from None
+            if not text.strip():
+                continue
+            yield lineno, _parse_object(text, path, lineno)
+            records += 1
+    if records == 0:
+        raise InputError(_EMPTY_MESSAGE, path, None)
+
+
+def _parse_object(text: str, path: str, line: int) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        hint = "each line must be one complete JSON object"
+        if exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string"):
+            hint = "the record looks truncated; " + hint
+        raise InputError(
+            f"invalid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}; {hint}", path, line
+        ) from None
+    except (ValueError, RecursionError) as exc:
+        raise InputError(f"invalid JSON: {exc}", path, line) from None
+    if not isinstance(value, dict):
+        raise InputError(
+            f"expected a JSON object, got {_json_type(value)}; put one object per line",
+            path,
+            line,
+        )
+    return value
+
+
+def _json_type(value: object) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    names = {type(None): "null", int: "number", float: "number", str: "string", list: "array"}
+    return names.get(type(value), "object" if isinstance(value, dict) else type(value).__name__)
+
+
+# --------------------------------------------------------------------------- fields
+
+
+def _field(record: dict[str, Any], key: str, path: str, line: int, hint: str = "") -> Any:
+    try:
+        return record[key]
+    except KeyError:
+        suffix = f" ({hint})" if hint else ""
+        raise InputError(f"missing field {key!r}{suffix}", path, line) from None
+
+
+def _wrong_type(key: str, expected: str, value: object, path: str, line: int) -> InputError:
+    return InputError(f"field {key!r} must be {expected}, got {_json_type(value)}", path, line)
+
+
+def _record_id(value: object, key: str, path: str, line: int) -> str:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if isinstance(value, str) and value.strip():
+        return value
+    raise _wrong_type(key, "an integer or a non-empty string", value, path, line)
+
+
+def _string(value: object, key: str, path: str, line: int, *, allow_empty: bool) -> str:
+    if not isinstance(value, str):
+        raise _wrong_type(key, "a string", value, path, line)
+    if not allow_empty and not value.strip():
+        raise InputError(f"field {key!r} is empty", path, line)
+    return value
+
+
+def _did_you_mean(name: str, choices: Collection[str]) -> str:
+    folded = name.strip().casefold()
+    for choice in choices:
+        if choice.casefold() == folded:
+            return f" (did you mean {choice!r}?)"
+    return ""
+
+
+def _skills(
+    value: object,
+    key: str,
+    known: frozenset[str],
+    listing: str,
+    path: str,
+    line: int,
+) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise _wrong_type(key, "a list of skill names", value, path, line)
+    if not value:
+        raise InputError(f"field {key!r} is empty; list the instance's skills", path, line)
+    seen: set[str] = set()
+    for name in value:
+        if not isinstance(name, str):
+            raise InputError(
+                f"field {key!r} must be a list of skill names (strings), found {_json_type(name)}",
+                path,
+                line,
+            )
+        if name not in known:
+            raise InputError(
+                f"unknown skill {name!r}{_did_you_mean(name, known)}; valid skills: {listing}",
+                path,
+                line,
+            )
+        if name in seen:
+            raise InputError(f"skill {name!r} is listed twice in field {key!r}", path, line)
+        seen.add(name)
+    return tuple(value)
+
+
+def _domains(value: object, key: str, path: str, line: int) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise _wrong_type(key, "a list of domain names", value, path, line)
+    domains: list[str] = []
+    for name in value:
+        if name == -1 or name == _UNKNOWN:
+            continue  # FLASK's "unknown domain" marker
+        if not isinstance(name, str):
+            raise InputError(
+                f"field {key!r} must be a list of domain names (strings), found {_json_type(name)}",
+                path,
+                line,
+            )
+        if name not in _DOMAIN_SET:
+            raise InputError(
+                f"unknown domain {name!r}{_did_you_mean(name, DOMAINS)}; "
+                f'valid domains: {", ".join(DOMAINS)} (or "-1" for unknown)',
+                path,
+                line,
+            )
+        if name in domains:
+            raise InputError(f"domain {name!r} is listed twice in field {key!r}", path, line)
+        domains.append(name)
+    return tuple(domains)
+
+
+def _difficulty(value: object, key: str, path: str, line: int) -> int | None:
+    labels = ", ".join(repr(label) for label in DIFFICULTY_LABELS)
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value == -1:
+            return None
+        if 1 <= value <= len(DIFFICULTY_LABELS):
+            return value
+        raise InputError(
+            f"difficulty level {value} is out of range; use 1-5, -1 for unknown, "
+            f"or a label: {labels}",
+            path,
+            line,
+        )
+    if isinstance(value, str):
+        if value.strip() == _UNKNOWN:
+            return None
+        level = _LEVELS.get(" ".join(value.split()).casefold())
+        if level is not None:
+            return level
+        raise InputError(
+            f"unknown difficulty label {value!r}; valid labels: {labels} (or -1 for unknown)",
+            path,
+            line,
+        )
+    raise _wrong_type(key, "a difficulty label or a level 1-5", value, path, line)
+
+
+# --------------------------------------------------------------------------- loaders
+
+
+def _detect_schema(record: dict[str, Any], path: str, line: int) -> _Schema:
+    has_current = _CURRENT.id in record
+    has_older = _OLDER.id in record
+    if has_current and has_older:
+        raise InputError(
+            f"record has both {_CURRENT.id!r} and {_OLDER.id!r}; use one schema: "
+            f"{_CURRENT.fields()} or (older) {_OLDER.fields()}",
+            path,
+            line,
+        )
+    if has_current or (not has_older and _CURRENT.instruction in record):
+        return _CURRENT
+    if has_older or _OLDER.instruction in record:
+        return _OLDER
+    raise InputError(
+        f"missing field {_CURRENT.id!r}; a FLASK instance needs {_CURRENT.fields()} "
+        f"(or, older schema, {_OLDER.fields()})",
+        path,
+        line,
+    )
+
+
+def _skill_listing(known_skills: Collection[str]) -> str:
+    names = sorted(known_skills) if isinstance(known_skills, set | frozenset) else known_skills
+    return ", ".join(names)
+
+
+def load_instances(path: str, known_skills: Collection[str]) -> list[Instance]:
+    """Load FLASK instances from a JSON Lines file, in file order.
+
+    ``known_skills`` are the skill names of the rubric set; every instance's skills must
+    be among them. Raises InputError naming the file and line of the first problem.
+    """
+    if not known_skills:
+        raise ValueError("known_skills is empty")
+    known = frozenset(known_skills)
+    listing = _skill_listing(known_skills)
+    instances: list[Instance] = []
+    first_line: dict[str, int] = {}
+    schema: _Schema | None = None
+    schema_line = 0
+    for line, record in read_json_lines(path):
+        this = _detect_schema(record, path, line)
+        if schema is None:
+            schema, schema_line = this, line
+        elif this is not schema:
+            raise InputError(
+                f"mixed schemas: this record uses the {this.name} ({this.id}, "
+                f"{this.instruction}, ...) but line {schema_line} uses the {schema.name} "
+                f"({schema.id}, {schema.instruction}, ...); convert the file to one schema",
+                path,
+                line,
+            )
+        hint = f"{this.name}: {this.fields()}"
+        instance_id = _record_id(_field(record, this.id, path, line, hint), this.id, path, line)
+        previous = first_line.get(instance_id)
+        if previous is not None:
+            raise InputError(
+                f"duplicate instance id {instance_id!r} (first on line {previous}); "
+                "instance ids must be unique",
+                path,
+                line,
+            )
+        first_line[instance_id] = line
+        instruction = _string(
+            _field(record, this.instruction, path, line, hint),
+            this.instruction,
+            path,
+            line,
+            allow_empty=False,
+        )
+        answer = _string(
+            _field(record, this.answer, path, line, hint), this.answer, path, line, allow_empty=True
+        )
+        skills = _skills(
+            _field(record, this.skills, path, line, hint), this.skills, known, listing, path, line
+        )
+        domains = _domains(_field(record, this.domains, path, line, hint), this.domains, path, line)
+        difficulty = _difficulty(
+            _field(record, this.difficulty, path, line, hint), this.difficulty, path, line
+        )
+        instances.append(
+            Instance(
+                id=instance_id,
+                instruction=instruction,
+                answer=answer,
+                skills=skills,
+                domains=domains,
+                difficulty=difficulty,
+                line=line,
+            )
+        )
+    return instances
+
+
+def load_responses(model: str, path: str, instance_ids: Collection[str]) -> ResponseSet:
+    """Load one model's responses (``question_id`` + ``text`` per line) from JSON Lines.
+
+    Every ``question_id`` must name one of ``instance_ids`` and appear at most once; the
+    text may be empty (empty responses are judged like any other). Extra fields are
+    ignored. Raises InputError naming the file and line of the first problem.
+    """
+    ids = instance_ids if isinstance(instance_ids, set | frozenset) else frozenset(instance_ids)
+    first_line: dict[str, int] = {}
+    responses: list[Response] = []
+    hint = "a response needs question_id and text"
+    for line, record in read_json_lines(path):
+        qid = _record_id(_field(record, "question_id", path, line, hint), "question_id", path, line)
+        text = _string(
+            _field(record, "text", path, line, hint), "text", path, line, allow_empty=True
+        )
+        previous = first_line.get(qid)
+        if previous is not None:
+            raise InputError(
+                f"duplicate response for instance {qid!r} (first on line {previous}); "
+                "keep one response per instance",
+                path,
+                line,
+            )
+        if qid not in ids:
+            raise InputError(
+                f"response for unknown instance {qid!r}; the instances file has no such id "
+                "(check that the responses match the instances file)",
+                path,
+                line,
+            )
+        first_line[qid] = line
+        responses.append(Response(model=model, instance_id=qid, text=text, line=line))
+    return ResponseSet(model=model, path=path, responses=tuple(responses))

@@ -1,0 +1,60 @@
+"""``python -m simulator --port 8765 --latency-ms 200 ...``"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from .config import LATENCY_DISTS, SimConfig
+from .server import run
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m simulator",
+        description="Judge simulator speaking the OpenAI and Anthropic wire formats.",
+    )
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8765, help="0 picks a free port")
+    p.add_argument("--latency-ms", type=float, default=0.0)
+    p.add_argument("--latency-dist", choices=LATENCY_DISTS, default="fixed")
+    p.add_argument("--error-rate", type=float, default=0.0)
+    p.add_argument("--garbage-rate", type=float, default=0.0)
+    p.add_argument("--rate-limit-rate", type=float, default=0.0)
+    p.add_argument("--timeout-rate", type=float, default=0.0)
+    p.add_argument("--na-rate", type=float, default=0.0)
+    p.add_argument("--rpm", type=int, default=None)
+    p.add_argument("--tpm", type=int, default=None)
+    p.add_argument("--score", type=int, default=None, help="give every skill this score")
+    p.add_argument("--seed", type=int, default=0)
+    return p
+
+
+def config_from_args(args: argparse.Namespace) -> SimConfig:
+    return SimConfig(
+        latency_ms=args.latency_ms,
+        latency_dist=args.latency_dist,
+        error_rate=args.error_rate,
+        garbage_rate=args.garbage_rate,
+        rate_limit_rate=args.rate_limit_rate,
+        timeout_rate=args.timeout_rate,
+        rpm=args.rpm,
+        tpm=args.tpm,
+        score=args.score,
+        seed=args.seed,
+        na_rate=args.na_rate,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        config = config_from_args(args)
+    except ValueError as exc:
+        parser.error(str(exc))
+    run(config, args.host, args.port)
+
+
+if __name__ == "__main__":
+    main()

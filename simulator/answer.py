@@ -1,0 +1,148 @@
+"""What the simulated judge says (pure, no I/O).
+
+Scores are a deterministic function of the seed, the judge model and the full prompt
+text, so the same request always gets the same answer, while different requests get
+different scores. A per-response "quality" (hash of the text between ``<<<RESPONSE`` and
+``RESPONSE>>>``, or of the whole prompt when those markers are absent) sets the level and
+a per-skill, per-judge nudge of -1/0/+1 spreads the skills around it; judges therefore
+broadly agree on a response without being identical.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+
+from rubrics.protocol import SCORES_MARKER, requested_skills, scores_line
+
+from .config import SimConfig
+
+RESPONSE_START = "<<<RESPONSE"
+RESPONSE_END = "RESPONSE>>>"
+RESULT_MARKER = "[RESULT]"
+
+# Real judges mostly give 3s and 4s; keep every value reachable.
+_QUALITY_WEIGHTS = (1, 2, 3, 3, 2)
+_NUDGES = (-1, 0, 0, 0, 1)
+GARBAGE_KINDS = ("prose", "out_of_range", "truncated")
+
+_RATIONALES = {
+    1: "The response fails on this criterion: it is largely wrong, missing or unusable.",
+    2: "The response only partly meets this criterion and has significant problems.",
+    3: "The response is acceptable on this criterion, though several points need work.",
+    4: "The response handles this criterion well, with only minor lapses.",
+    5: "The response is excellent on this criterion; nothing material is missing.",
+}
+_NA_RATIONALE = "This criterion does not apply to the given instruction."
+
+
+def _hash(*parts: str) -> int:
+    digest = hashlib.blake2b("\x1f".join(parts).encode("utf-8", "surrogatepass"), digest_size=8)
+    return int.from_bytes(digest.digest(), "big")
+
+
+def _weighted(h: int, weights: Sequence[int]) -> int:
+    """Index into ``weights`` chosen by the hash value ``h``."""
+    x = h % sum(weights)
+    for i, w in enumerate(weights):
+        if x < w:
+            return i
+        x -= w
+    return len(weights) - 1  # pragma: no cover - unreachable
+
+
+def estimate_tokens(text: str) -> int:
+    """Rough token count: one token per four characters, at least one."""
+    return max(1, math.ceil(len(text) / 4))
+
+
+def response_focus(prompt: str) -> str:
+    """The text between the response markers, or the whole prompt if absent."""
+    start = prompt.find(RESPONSE_START)
+    if start < 0:
+        return prompt
+    start += len(RESPONSE_START)
+    end = prompt.find(RESPONSE_END, start)
+    if end < 0:
+        return prompt
+    return prompt[start:end]
+
+
+def quality(prompt: str, config: SimConfig) -> int:
+    """The 1..5 level of the judged response (independent of the judge model)."""
+    h = _hash("quality", str(config.seed), response_focus(prompt))
+    return 1 + _weighted(h, _QUALITY_WEIGHTS)
+
+
+def judge_scores(
+    prompt: str, model: str, skills: Sequence[str], config: SimConfig
+) -> dict[str, int | None]:
+    """Deterministic scores (None = N/A) for ``skills``."""
+    if config.score is not None:
+        return {skill: config.score for skill in skills}
+    level = quality(prompt, config)
+    seed = str(config.seed)
+    scores: dict[str, int | None] = {}
+    for skill in skills:
+        if config.na_rate > 0:
+            u = _hash("na", seed, model, prompt, skill) % 1_000_000 / 1_000_000
+            if u < config.na_rate:
+                scores[skill] = None
+                continue
+        nudge = _NUDGES[_hash("nudge", seed, model, prompt, skill) % len(_NUDGES)]
+        scores[skill] = min(5, max(1, level + nudge))
+    return scores
+
+
+def _rationale(scores: dict[str, int | None]) -> list[str]:
+    paragraphs = ["Evaluation of the response, skill by skill."]
+    for skill, value in scores.items():
+        text = _NA_RATIONALE if value is None else _RATIONALES[value]
+        paragraphs.append(f"{skill}: {text}")
+    return paragraphs
+
+
+def garbage_kind(prompt: str, model: str, config: SimConfig) -> str:
+    """Which kind of malformed answer this request gets when it gets one."""
+    return GARBAGE_KINDS[_hash("garbage", str(config.seed), model, prompt) % len(GARBAGE_KINDS)]
+
+
+def _garbage_answer(prompt: str, model: str, skills: list[str] | None, config: SimConfig) -> str:
+    if skills is None:
+        return "The response has some merits and some flaws; I would rather not give a number."
+    scores = judge_scores(prompt, model, skills, config)
+    paragraphs = _rationale(scores)
+    kind = garbage_kind(prompt, model, config)
+    if kind == "prose" or not skills:
+        paragraphs.append("Overall the response is mixed, so I will not commit to final scores.")
+        return "\n\n".join(paragraphs)
+    if kind == "out_of_range":
+        broken: dict[str, int | None] = dict(scores)
+        broken[skills[0]] = 7 if _hash("oor", prompt) % 2 else 0
+        paragraphs.append(scores_line(broken))
+        return "\n\n".join(paragraphs)
+    line = scores_line(scores)
+    cut = len(SCORES_MARKER) + 2 + max(1, (len(line) - len(SCORES_MARKER) - 2) // 2)
+    paragraphs.append(line[:cut])
+    return "\n\n".join(paragraphs)
+
+
+def make_answer(prompt: str, model: str, config: SimConfig, *, garbage: bool = False) -> str:
+    """The judge's full answer text for a request whose messages concatenate to ``prompt``.
+
+    With a ``Skills to score:`` line: one rationale paragraph per skill, then the final
+    ``[SCORES] {...}`` line. Without one: a short feedback ending in ``[RESULT] N``.
+    ``garbage=True`` yields an answer with no valid final line (prose only, an
+    out-of-range score, or truncated JSON — chosen deterministically per request).
+    """
+    skills = requested_skills(prompt)
+    if garbage:
+        return _garbage_answer(prompt, model, skills, config)
+    if skills is None:
+        level = config.score if config.score is not None else quality(prompt, config)
+        return f"Feedback: {_RATIONALES[level]} {RESULT_MARKER} {level}"
+    scores = judge_scores(prompt, model, skills, config)
+    paragraphs = _rationale(scores)
+    paragraphs.append(scores_line(scores))
+    return "\n\n".join(paragraphs)

@@ -1,0 +1,54 @@
+"""Configuration of the judge simulator (pure, no I/O)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+LATENCY_DISTS = ("fixed", "lognormal")
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """How the simulated judge behaves.
+
+    Rates are probabilities in ``[0, 1]`` drawn independently per request, in the order
+    rate limit → server error → timeout; ``garbage_rate`` applies to answers actually sent.
+
+    - ``latency_ms``: fixed latency, or the median of a lognormal (sigma 0.5) when
+      ``latency_dist == "lognormal"``.
+    - ``rpm`` / ``tpm``: sliding 60 s window limits (requests, estimated prompt tokens);
+      requests over the limit get a 429 with ``Retry-After``.
+    - ``score``: when set (1..5), every requested skill gets that score.
+    - ``na_rate``: probability that a skill is scored "N/A" (ignored when ``score`` is set).
+    - ``seed``: seeds both the answer hashes and the per-app random generator.
+    """
+
+    latency_ms: float = 0
+    latency_dist: str = "fixed"
+    error_rate: float = 0
+    garbage_rate: float = 0
+    rate_limit_rate: float = 0
+    timeout_rate: float = 0
+    rpm: int | None = None
+    tpm: int | None = None
+    score: int | None = None
+    seed: int = 0
+    na_rate: float = 0
+
+    def __post_init__(self) -> None:
+        if self.latency_ms < 0:
+            raise ValueError(f"latency_ms must be >= 0, got {self.latency_ms}")
+        if self.latency_dist not in LATENCY_DISTS:
+            raise ValueError(
+                f"latency_dist must be one of {LATENCY_DISTS}, got {self.latency_dist!r}"
+            )
+        for name in ("error_rate", "garbage_rate", "rate_limit_rate", "timeout_rate", "na_rate"):
+            value = getattr(self, name)
+            if not 0 <= value <= 1:
+                raise ValueError(f"{name} must be in [0, 1], got {value}")
+        for name in ("rpm", "tpm"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be >= 1 or None, got {value}")
+        if self.score is not None and not 1 <= self.score <= 5:
+            raise ValueError(f"score must be in 1..5 or None, got {self.score}")

@@ -1,0 +1,301 @@
+"""The judge simulator HTTP server (aiohttp).
+
+Routes: ``POST /v1/chat/completions`` (OpenAI), ``POST /v1/messages`` (Anthropic),
+``GET /stats``, ``POST /stats/reset``, ``GET /health``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import random
+import signal
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from aiohttp import web
+
+from .answer import estimate_tokens, make_answer
+from .config import SimConfig
+from .limits import SlidingWindow
+from .wire import BadRequest, Dialect, ErrorKind, error_body, parse_request, success_body
+
+TIMEOUT_SLEEP_S = 3600.0
+SHUTDOWN_TIMEOUT_S = 0.5
+LISTEN_BACKLOG = 2048
+LOGNORMAL_SIGMA = 0.5
+
+
+@dataclass
+class Stats:
+    """Counters served by ``GET /stats``."""
+
+    requests: int = 0
+    rate_limited: int = 0
+    errors: int = 0
+    timeouts: int = 0
+    garbage: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    in_flight: int = 0
+    max_in_flight: int = 0
+
+    def reset(self) -> None:
+        in_flight = self.in_flight
+        for name in asdict(self):
+            setattr(self, name, 0)
+        self.in_flight = in_flight
+        self.max_in_flight = in_flight
+
+
+def _json_response(
+    payload: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None
+) -> web.Response:
+    return web.Response(
+        body=json.dumps(payload, ensure_ascii=False).encode("utf-8"),
+        status=status,
+        headers=headers,
+        content_type="application/json",
+    )
+
+
+class Simulator:
+    """State and request handlers of one simulator app."""
+
+    def __init__(self, config: SimConfig) -> None:
+        self.config = config
+        self.rng = random.Random(config.seed)
+        self.stats = Stats()
+        self.rpm = SlidingWindow(config.rpm) if config.rpm is not None else None
+        self.tpm = SlidingWindow(config.tpm) if config.tpm is not None else None
+
+    # -- helpers -----------------------------------------------------------------
+
+    def _error(
+        self,
+        dialect: Dialect,
+        status: int,
+        kind: ErrorKind,
+        message: str,
+        headers: dict[str, str] | None = None,
+    ) -> web.Response:
+        if status == 429:
+            self.stats.rate_limited += 1
+        elif status >= 500:
+            self.stats.errors += 1
+        return _json_response(error_body(dialect, kind, message), status, headers)
+
+    def _rate_limited(self, dialect: Dialect, wait_s: float, message: str) -> web.Response:
+        headers = {
+            "Retry-After": str(max(1, math.ceil(wait_s))),
+            "retry-after-ms": str(max(1, math.ceil(wait_s * 1000))),
+        }
+        return self._error(dialect, 429, "rate_limit", message, headers)
+
+    def _check_limits(self, prompt_tokens: int) -> tuple[float, str] | None:
+        """None if within rpm/tpm (and then records the request), else (wait, reason)."""
+        if self.rpm is None and self.tpm is None:
+            return None
+        now = time.monotonic()
+        wait = 0.0
+        reasons = []
+        if self.rpm is not None:
+            w = self.rpm.wait_time(now, 1)
+            if w > 0:
+                wait = max(wait, w)
+                reasons.append(f"requests per minute (limit {self.rpm.limit})")
+        if self.tpm is not None:
+            w = self.tpm.wait_time(now, prompt_tokens)
+            if w > 0:
+                wait = max(wait, w)
+                reasons.append(f"tokens per minute (limit {self.tpm.limit})")
+        if reasons:
+            return wait, "Rate limit reached for " + " and ".join(reasons)
+        if self.rpm is not None:
+            self.rpm.record(now, 1)
+        if self.tpm is not None:
+            self.tpm.record(now, prompt_tokens)
+        return None
+
+    def _latency_s(self) -> float:
+        cfg = self.config
+        if cfg.latency_ms <= 0:
+            return 0.0
+        if cfg.latency_dist == "lognormal":
+            return self.rng.lognormvariate(math.log(cfg.latency_ms), LOGNORMAL_SIGMA) / 1000
+        return cfg.latency_ms / 1000
+
+    # -- handlers ----------------------------------------------------------------
+
+    async def openai_chat(self, request: web.Request) -> web.Response:
+        return await self._complete(request, "openai")
+
+    async def anthropic_messages(self, request: web.Request) -> web.Response:
+        return await self._complete(request, "anthropic")
+
+    async def _complete(self, request: web.Request, dialect: Dialect) -> web.Response:
+        stats = self.stats
+        stats.requests += 1
+        stats.in_flight += 1
+        if stats.in_flight > stats.max_in_flight:
+            stats.max_in_flight = stats.in_flight
+        try:
+            return await self._complete_inner(request, dialect)
+        finally:
+            stats.in_flight -= 1
+
+    async def _complete_inner(self, request: web.Request, dialect: Dialect) -> web.Response:
+        cfg = self.config
+        try:
+            body = json.loads(await request.read())
+            parsed = parse_request(dialect, body)
+        except (BadRequest, ValueError) as exc:
+            return self._error(dialect, 400, "invalid_request", str(exc))
+
+        prompt_tokens = estimate_tokens(parsed.prompt)
+        limited = self._check_limits(prompt_tokens)
+        if limited is not None:
+            return self._rate_limited(dialect, *limited)
+
+        # Draw every random decision before the first await so that, for a fixed request
+        # order, the run is reproducible regardless of latency interleavings.
+        rng = self.rng
+        if cfg.rate_limit_rate > 0 and rng.random() < cfg.rate_limit_rate:
+            return self._rate_limited(dialect, 1.0, "Rate limit reached (simulated)")
+        if cfg.error_rate > 0 and rng.random() < cfg.error_rate:
+            overloaded = rng.random() < 0.5
+            if dialect == "anthropic":
+                status = 529 if overloaded else 500
+            else:
+                status = 503 if overloaded else 500
+            kind: ErrorKind = "overloaded" if overloaded else "server_error"
+            return self._error(dialect, status, kind, "The server had an error (simulated)")
+        if cfg.timeout_rate > 0 and rng.random() < cfg.timeout_rate:
+            self.stats.timeouts += 1
+            await asyncio.sleep(TIMEOUT_SLEEP_S)
+            return self._error(dialect, 504, "server_error", "Timed out (simulated)")
+        latency = self._latency_s()
+        garbage = cfg.garbage_rate > 0 and rng.random() < cfg.garbage_rate
+
+        if latency > 0:
+            await asyncio.sleep(latency)
+
+        text = make_answer(parsed.prompt, parsed.model, cfg, garbage=garbage)
+        completion_tokens = estimate_tokens(text)
+        truncated = parsed.max_tokens is not None and completion_tokens > parsed.max_tokens
+        if truncated and parsed.max_tokens is not None:
+            text = text[: parsed.max_tokens * 4]
+            completion_tokens = parsed.max_tokens
+        stats = self.stats
+        if garbage:
+            stats.garbage += 1
+        stats.prompt_tokens += prompt_tokens
+        stats.completion_tokens += completion_tokens
+        payload = success_body(
+            dialect, parsed.model, text, prompt_tokens, completion_tokens, truncated
+        )
+        return _json_response(payload)
+
+    async def get_stats(self, request: web.Request) -> web.Response:
+        return _json_response(asdict(self.stats))
+
+    async def reset_stats(self, request: web.Request) -> web.Response:
+        self.stats.reset()
+        return _json_response(asdict(self.stats))
+
+    async def health(self, request: web.Request) -> web.Response:
+        return _json_response({"status": "ok"})
+
+
+SIMULATOR_KEY = web.AppKey("simulator", Simulator)
+
+
+def make_app(config: SimConfig) -> web.Application:
+    """A fresh simulator application (its own counters, limits and random generator)."""
+    sim = Simulator(config)
+    app = web.Application(client_max_size=64 * 1024 * 1024)
+    app[SIMULATOR_KEY] = sim
+    app.router.add_post("/v1/chat/completions", sim.openai_chat)
+    app.router.add_post("/chat/completions", sim.openai_chat)
+    app.router.add_post("/v1/messages", sim.anthropic_messages)
+    app.router.add_get("/stats", sim.get_stats)
+    app.router.add_post("/stats/reset", sim.reset_stats)
+    app.router.add_get("/health", sim.health)
+    return app
+
+
+async def start(
+    config: SimConfig, host: str = "127.0.0.1", port: int = 8765
+) -> tuple[web.AppRunner, int]:
+    """Start serving; returns the runner (call ``await runner.cleanup()``) and the real port."""
+    runner = web.AppRunner(
+        make_app(config),
+        access_log=None,
+        handler_cancellation=True,
+        shutdown_timeout=SHUTDOWN_TIMEOUT_S,
+    )
+    await runner.setup()
+    site = web.TCPSite(runner, host, port, backlog=LISTEN_BACKLOG)
+    try:
+        await site.start()
+    except BaseException:
+        await runner.cleanup()
+        raise
+    bound = runner.addresses[0][1] if runner.addresses else port
+    return runner, int(bound)
+
+
+async def serve(
+    config: SimConfig,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    *,
+    stop: asyncio.Event | None = None,
+    on_ready: Callable[[int], None] | None = None,
+) -> None:
+    """Serve until ``stop`` is set (or forever / until cancelled when it is None).
+
+    ``on_ready(port)`` is called once the socket is bound, with the real port.
+    """
+    runner, bound = await start(config, host, port)
+    try:
+        if on_ready is not None:
+            on_ready(bound)
+        if stop is None:
+            stop = asyncio.Event()
+        await stop.wait()
+    finally:
+        await runner.cleanup()
+
+
+def _listening_line(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"simulator listening on http://{shown}:{port}"
+
+
+def run(config: SimConfig, host: str = "127.0.0.1", port: int = 8765) -> None:
+    """Serve in the foreground until SIGINT/SIGTERM.
+
+    Prints ``simulator listening on http://HOST:PORT`` (flushed) once bound.
+    """
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):  # non-POSIX
+                loop.add_signal_handler(sig, stop.set)
+
+        def ready(bound: int) -> None:
+            print(_listening_line(host, bound), flush=True)
+
+        await serve(config, host, port, stop=stop, on_ready=ready)
+
+    with contextlib.suppress(KeyboardInterrupt):  # the signal handler normally catches it
+        asyncio.run(main())
+    sys.stdout.flush()

@@ -1,0 +1,179 @@
+"""Read-side queries: status counts, the grouped cells of the report, the export.
+
+The grouping happens in SQL (GROUP BY); ``report.metrics`` does the pure math on the
+resulting cells.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Integer, and_, case, cast, func, select
+from sqlalchemy.sql.elements import ColumnElement
+
+from report.metrics import Cell, Cells
+from storage.models import Call, InstanceDomain, InstanceRow, Judgment, ResponseRow, Status
+from storage.store import Store
+
+
+@dataclass(frozen=True)
+class StatusCounts:
+    run: str
+    total: int
+    done: int
+    failed: int
+    pending: int  # pending + running: not finished yet
+    failed_by_reason: dict[str, int] = field(default_factory=dict)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    calls: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "run": self.run,
+            "total": self.total,
+            "done": self.done,
+            "failed": self.failed,
+            "pending": self.pending,
+            "failed_by_reason": self.failed_by_reason,
+            "calls": self.calls,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+        }
+
+
+def status(store: Store, run_id: int, run_name: str) -> StatusCounts:
+    with store.engine.connect() as conn:
+        counts = dict(
+            conn.execute(
+                select(Judgment.status, func.count())
+                .where(Judgment.run_id == run_id)
+                .group_by(Judgment.status)
+            ).all()
+        )
+        reasons = dict(
+            conn.execute(
+                select(Judgment.reason, func.count())
+                .where(Judgment.run_id == run_id, Judgment.status == Status.FAILED.value)
+                .group_by(Judgment.reason)
+            ).all()
+        )
+        calls, ptok, ctok = conn.execute(
+            select(
+                func.count(Call.id),
+                func.coalesce(func.sum(Call.prompt_tokens), 0),
+                func.coalesce(func.sum(Call.completion_tokens), 0),
+            ).where(Call.run_id == run_id)
+        ).one()
+    done = counts.get(Status.DONE.value, 0)
+    failed = counts.get(Status.FAILED.value, 0)
+    open_ = counts.get(Status.PENDING.value, 0) + counts.get(Status.RUNNING.value, 0)
+    return StatusCounts(
+        run=run_name,
+        total=done + failed + open_,
+        done=done,
+        failed=failed,
+        pending=open_,
+        failed_by_reason={str(k): int(v) for k, v in sorted(reasons.items(), key=str)},
+        prompt_tokens=int(ptok),
+        completion_tokens=int(ctok),
+        calls=int(calls),
+    )
+
+
+def _cell_columns() -> list[ColumnElement[Any]]:
+    done = Judgment.status == Status.DONE.value
+    return [
+        func.coalesce(func.sum(Judgment.score), 0),
+        func.count(Judgment.score),
+        func.sum(cast(case((and_(done, Judgment.score.is_(None)), 1), else_=0), Integer)),  # type: ignore[union-attr]
+        func.sum(cast(case((Judgment.status == Status.FAILED.value, 1), else_=0), Integer)),
+    ]
+
+
+def _cell(total: Any, n: Any, n_na: Any, n_failed: Any) -> Cell:
+    return Cell(float(total or 0), int(n or 0), int(n_na or 0), int(n_failed or 0))
+
+
+def cells(store: Store, run_id: int) -> Cells:
+    """The four GROUP BY queries the report is built from."""
+    finished = and_(
+        Judgment.run_id == run_id,
+        Judgment.status.in_([Status.DONE.value, Status.FAILED.value]),  # type: ignore[attr-defined]
+    )
+    inst = and_(InstanceRow.run_id == Judgment.run_id, InstanceRow.instance_id == Judgment.instance_id)
+    dom = and_(
+        InstanceDomain.run_id == Judgment.run_id, InstanceDomain.instance_id == Judgment.instance_id
+    )
+    result = Cells(skill={}, domain={}, difficulty={}, skill_difficulty={})
+    with store.engine.connect() as conn:
+        for m, j, s, *c in conn.execute(
+            select(Judgment.model, Judgment.judge, Judgment.skill, *_cell_columns())
+            .where(finished)
+            .group_by(Judgment.model, Judgment.judge, Judgment.skill)
+        ):
+            result.skill[(m, j, s)] = _cell(*c)
+        for m, j, d, *c in conn.execute(
+            select(Judgment.model, Judgment.judge, InstanceDomain.domain, *_cell_columns())
+            .join(InstanceDomain, dom)
+            .where(finished)
+            .group_by(Judgment.model, Judgment.judge, InstanceDomain.domain)
+        ):
+            result.domain[(m, j, d)] = _cell(*c)
+        for m, j, lvl, *c in conn.execute(
+            select(Judgment.model, Judgment.judge, InstanceRow.difficulty, *_cell_columns())
+            .join(InstanceRow, inst)
+            .where(finished, InstanceRow.difficulty.is_not(None))  # type: ignore[union-attr]
+            .group_by(Judgment.model, Judgment.judge, InstanceRow.difficulty)
+        ):
+            result.difficulty[(m, j, int(lvl))] = _cell(*c)
+        for m, j, s, lvl, *c in conn.execute(
+            select(
+                Judgment.model, Judgment.judge, Judgment.skill, InstanceRow.difficulty, *_cell_columns()
+            )
+            .join(InstanceRow, inst)
+            .where(finished, InstanceRow.difficulty.is_not(None))  # type: ignore[union-attr]
+            .group_by(Judgment.model, Judgment.judge, Judgment.skill, InstanceRow.difficulty)
+        ):
+            result.skill_difficulty[(m, j, s, int(lvl))] = _cell(*c)
+    return result
+
+
+def coverage(store: Store, run_id: int) -> dict[str, tuple[int, int]]:
+    """model -> (instances answered, instances in the run)."""
+    with store.engine.connect() as conn:
+        total = conn.execute(
+            select(func.count()).select_from(InstanceRow).where(InstanceRow.run_id == run_id)
+        ).scalar_one()
+        rows = conn.execute(
+            select(ResponseRow.model, func.count())
+            .where(ResponseRow.run_id == run_id)
+            .group_by(ResponseRow.model)
+            .order_by(ResponseRow.model)
+        ).all()
+    return {m: (int(n), int(total)) for m, n in rows}
+
+
+EXPORT_FIELDS = (
+    "run", "model", "judge", "instance_id", "skill", "status", "score", "reason", "detail",
+    "rationale", "raw", "attempts",
+)
+
+
+def export_rows(store: Store, run_id: int, run_name: str) -> Iterator[dict[str, Any]]:
+    """One row per judgment, streamed in id order."""
+    stmt = (
+        select(
+            Judgment.model, Judgment.judge, Judgment.instance_id, Judgment.skill, Judgment.status,
+            Judgment.score, Judgment.reason, Judgment.detail, Judgment.rationale, Call.raw,
+            Judgment.attempts,
+        )
+        .outerjoin(Call, Call.id == Judgment.call_id)  # type: ignore[arg-type]
+        .where(Judgment.run_id == run_id)
+        .order_by(Judgment.id)
+    )
+    with store.engine.connect() as conn:
+        for row in conn.execution_options(yield_per=2000).execute(stmt):
+            yield dict(zip(EXPORT_FIELDS, (run_name, *row), strict=True))

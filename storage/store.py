@@ -1,0 +1,381 @@
+"""The store: runs, inputs and the judgment ledger. All SQL writes live here.
+
+Every write is idempotent: inserts ignore rows that exist, and a judgment only moves
+forward (pending -> running -> done/failed), so a redelivered or duplicated message
+changes nothing that is already done.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection, Engine
+
+from flask_eval.exceptions import RunConflictError
+from producer.schema import Instance, ResponseSet
+from storage.db import make_engine
+from storage.models import (
+    Call,
+    InstanceDomain,
+    InstanceRow,
+    Judgment,
+    ResponseRow,
+    Run,
+    Status,
+    utcnow,
+)
+
+INSERT_CHUNK = 5_000
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    id: int
+    name: str
+    fingerprint: str
+    mode: str
+    config: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class JobContext:
+    """What a worker needs to judge one ledger row."""
+
+    id: int
+    run_id: int
+    model: str
+    instance_id: str
+    skill: str
+    judge: str
+    instruction: str
+    reference: str
+    response: str
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    id: int
+    raw: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The end of one ledger row: done (score None = N/A) or failed with a reason."""
+
+    id: int
+    status: Status
+    score: int | None = None
+    rationale: str | None = None
+    reason: str | None = None
+    detail: str | None = None
+    call_id: int | None = None
+
+
+class Store:
+    """The SQL store behind one engine (SQLite file or PostgreSQL)."""
+
+    def __init__(self, url_or_engine: str | Engine) -> None:
+        self.engine = (
+            make_engine(url_or_engine) if isinstance(url_or_engine, str) else url_or_engine
+        )
+        self.dialect = self.engine.dialect.name
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # -- runs and inputs ---------------------------------------------------------------
+
+    def find_run(self, name: str | None = None) -> RunInfo | None:
+        """The run called ``name``, or the latest run when ``name`` is None."""
+        stmt = select(Run)
+        stmt = stmt.where(Run.name == name) if name is not None else stmt.order_by(Run.id.desc())  # type: ignore[union-attr]
+        with self.engine.connect() as conn:
+            row = conn.execute(stmt.limit(1)).mappings().first()
+        if row is None:
+            return None
+        return RunInfo(row["id"], row["name"], row["fingerprint"], row["mode"], json.loads(row["config"]))
+
+    def run_by_id(self, run_id: int) -> RunInfo:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(Run).where(Run.id == run_id)).mappings().one()
+        return RunInfo(row["id"], row["name"], row["fingerprint"], row["mode"], json.loads(row["config"]))
+
+    def create_run(
+        self,
+        *,
+        name: str,
+        fingerprint: str,
+        mode: str,
+        config: dict[str, Any],
+        instances: Sequence[Instance],
+        response_sets: Sequence[ResponseSet],
+        judges: Sequence[str],
+    ) -> tuple[RunInfo, bool]:
+        """Create the run with its inputs and pending ledger, in one transaction.
+
+        Returns (run, created). Reusing a name with a different fingerprint raises
+        RunConflictError and writes nothing.
+        """
+        existing = self.find_run(name)
+        if existing is not None:
+            if existing.fingerprint != fingerprint:
+                raise RunConflictError(
+                    f"run {name!r} exists with different inputs, judges or mode; "
+                    "pick another --run name to start a new run"
+                )
+            return existing, False
+        by_id = {inst.id: inst for inst in instances}
+        with self.engine.begin() as conn:
+            run_id = conn.execute(
+                Run.__table__.insert().values(  # type: ignore[attr-defined]
+                    name=name,
+                    fingerprint=fingerprint,
+                    mode=mode,
+                    config=json.dumps(config, sort_keys=True),
+                    created_at=utcnow(),
+                )
+            ).inserted_primary_key[0]
+            self._insert_ignore(
+                conn,
+                InstanceRow,
+                (
+                    {
+                        "run_id": run_id,
+                        "instance_id": i.id,
+                        "instruction": i.instruction,
+                        "answer": i.answer,
+                        "skills": json.dumps(list(i.skills)),
+                        "difficulty": i.difficulty,
+                    }
+                    for i in instances
+                ),
+            )
+            self._insert_ignore(
+                conn,
+                InstanceDomain,
+                (
+                    {"run_id": run_id, "instance_id": i.id, "domain": d}
+                    for i in instances
+                    for d in dict.fromkeys(i.domains)
+                ),
+            )
+            self._insert_ignore(
+                conn,
+                ResponseRow,
+                (
+                    {"run_id": run_id, "model": r.model, "instance_id": r.instance_id, "text": r.text}
+                    for rs in response_sets
+                    for r in rs.responses
+                ),
+            )
+            now = utcnow()
+            self._insert_ignore(
+                conn,
+                Judgment,
+                (
+                    {
+                        "run_id": run_id,
+                        "model": r.model,
+                        "instance_id": r.instance_id,
+                        "skill": skill,
+                        "judge": judge,
+                        "status": Status.PENDING.value,
+                        "attempts": 0,
+                        "created_at": now,
+                        "updated_at": now,
+                    }
+                    for rs in response_sets
+                    for r in rs.responses
+                    for judge in judges
+                    for skill in by_id[r.instance_id].skills
+                ),
+            )
+        return RunInfo(run_id, name, fingerprint, mode, config), True
+
+    def _insert_ignore(self, conn: Connection, model: Any, rows: Iterable[dict[str, Any]]) -> None:
+        table = model.__table__
+        ins = (postgresql.insert if self.dialect == "postgresql" else sqlite.insert)(table)
+        stmt = ins.on_conflict_do_nothing()
+        batch: list[dict[str, Any]] = []
+        for row in rows:
+            batch.append(row)
+            if len(batch) >= INSERT_CHUNK:
+                conn.execute(stmt, batch)
+                batch = []
+        if batch:
+            conn.execute(stmt, batch)
+
+    # -- planning ----------------------------------------------------------------------
+
+    def open_calls(self, run: RunInfo, *, stale_after: float = 0.0) -> list[list[int]]:
+        """Ledger ids still to judge, grouped into judge calls.
+
+        Pending rows, plus running rows whose lease has expired (their worker died).
+        In ``instance`` mode one call covers all skills of (model, instance, judge);
+        in ``skill`` mode each row is its own call.
+        """
+        now = utcnow() - timedelta(seconds=stale_after)
+        stmt = (
+            select(Judgment.id, Judgment.model, Judgment.instance_id, Judgment.judge)
+            .where(
+                Judgment.run_id == run.id,
+                or_(
+                    Judgment.status == Status.PENDING.value,
+                    and_(Judgment.status == Status.RUNNING.value, Judgment.lease_until < now),  # type: ignore[operator]
+                ),
+            )
+            .order_by(Judgment.judge, Judgment.model, Judgment.instance_id, Judgment.id)
+        )
+        with self.engine.connect() as conn:
+            rows = conn.execute(stmt).all()
+        if run.mode == "skill":
+            return [[r.id] for r in rows]
+        groups: dict[tuple[str, str, str], list[int]] = {}
+        for r in rows:
+            groups.setdefault((r.judge, r.model, r.instance_id), []).append(r.id)
+        return list(groups.values())
+
+    def reset_failed(self, run_id: int, reasons: Sequence[str] | None = None) -> int:
+        """Send failed rows (optionally only some reasons) back to pending."""
+        stmt = update(Judgment).where(
+            Judgment.run_id == run_id, Judgment.status == Status.FAILED.value
+        )
+        if reasons:
+            stmt = stmt.where(Judgment.reason.in_(list(reasons)))  # type: ignore[union-attr]
+        with self.engine.begin() as conn:
+            result = conn.execute(
+                stmt.values(status=Status.PENDING.value, reason=None, detail=None, updated_at=utcnow())
+            )
+        return int(result.rowcount)
+
+    # -- the worker side ---------------------------------------------------------------
+
+    def claim(self, ids: Sequence[int], lease_seconds: float) -> list[int]:
+        """Mark rows running for ``lease_seconds``; returns the ids this caller now owns.
+
+        Rows that are done, failed, or running under a live lease are not claimed, so
+        two deliveries of one message do not both pay for the same judgment.
+        """
+        if not ids:
+            return []
+        now = utcnow()
+        stmt = (
+            update(Judgment)
+            .where(
+                Judgment.id.in_(list(ids)),  # type: ignore[union-attr]
+                or_(
+                    Judgment.status == Status.PENDING.value,
+                    and_(Judgment.status == Status.RUNNING.value, Judgment.lease_until < now),  # type: ignore[operator]
+                ),
+            )
+            .values(
+                status=Status.RUNNING.value,
+                attempts=Judgment.attempts + 1,
+                lease_until=now + timedelta(seconds=lease_seconds),
+                updated_at=now,
+            )
+            .returning(Judgment.id)
+        )
+        with self.engine.begin() as conn:
+            return sorted(conn.execute(stmt).scalars().all())
+
+    def contexts(self, ids: Sequence[int]) -> list[JobContext]:
+        if not ids:
+            return []
+        j, i, r = Judgment, InstanceRow, ResponseRow
+        stmt = (
+            select(
+                j.id, j.run_id, j.model, j.instance_id, j.skill, j.judge,
+                i.instruction, i.answer, r.text,
+            )
+            .join(i, and_(i.run_id == j.run_id, i.instance_id == j.instance_id))
+            .join(r, and_(r.run_id == j.run_id, r.model == j.model, r.instance_id == j.instance_id))
+            .where(j.id.in_(list(ids)))  # type: ignore[union-attr]
+            .order_by(j.id)
+        )
+        with self.engine.connect() as conn:
+            return [JobContext(*row) for row in conn.execute(stmt).all()]
+
+    def cached_call(self, cache_key: str) -> CallRecord | None:
+        """A parsed answer already paid for with this exact prompt, judge and parameters."""
+        stmt = select(Call.id, Call.raw, Call.prompt_tokens, Call.completion_tokens).where(
+            Call.cache_key == cache_key, Call.parsed == True  # noqa: E712
+        )
+        with self.engine.connect() as conn:
+            row = conn.execute(stmt).first()
+        return CallRecord(*row) if row else None
+
+    def record_call(
+        self,
+        *,
+        cache_key: str,
+        run_id: int,
+        judge: str,
+        raw: str,
+        parsed: bool,
+        prompt_tokens: int,
+        completion_tokens: int,
+        latency_ms: float,
+    ) -> int:
+        """Keep a paid answer; a second answer for the same key replaces an unparsed one."""
+        values = {
+            "cache_key": cache_key,
+            "run_id": run_id,
+            "judge": judge,
+            "raw": raw,
+            "parsed": parsed,
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "latency_ms": latency_ms,
+            "created_at": utcnow(),
+        }
+        ins = (postgresql.insert if self.dialect == "postgresql" else sqlite.insert)(Call.__table__)  # type: ignore[attr-defined]
+        stmt = ins.values(**values).on_conflict_do_update(
+            index_elements=["cache_key"],
+            set_={k: ins.excluded[k] for k in ("raw", "parsed", "prompt_tokens", "completion_tokens", "latency_ms")},
+            where=(Call.__table__.c.parsed == False),  # type: ignore[attr-defined]  # noqa: E712
+        )
+        with self.engine.begin() as conn:
+            conn.execute(stmt)
+            return int(conn.execute(select(Call.id).where(Call.cache_key == cache_key)).scalar_one())
+
+    def finish(self, outcomes: Sequence[Outcome]) -> int:
+        """Write final states; a row already done is never changed. Returns rows written."""
+        if not outcomes:
+            return 0
+        now = utcnow()
+        written = 0
+        with self.engine.begin() as conn:
+            for o in outcomes:
+                result = conn.execute(
+                    update(Judgment)
+                    .where(Judgment.id == o.id, Judgment.status != Status.DONE.value)
+                    .values(
+                        status=o.status.value,
+                        score=o.score,
+                        rationale=o.rationale,
+                        reason=o.reason,
+                        detail=o.detail,
+                        call_id=o.call_id,
+                        lease_until=None,
+                        updated_at=now,
+                    )
+                )
+                written += int(result.rowcount)
+        return written
+
+    def count_open(self, run_id: int) -> int:
+        stmt = select(func.count()).where(
+            Judgment.run_id == run_id,
+            Judgment.status.in_([Status.PENDING.value, Status.RUNNING.value]),  # type: ignore[attr-defined]
+        )
+        with self.engine.connect() as conn:
+            return int(conn.execute(stmt).scalar_one())

@@ -1,0 +1,376 @@
+"""The judge simulator, driven over real HTTP by the real openai/anthropic SDKs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+
+from rubrics.protocol import NA, SCORES_MARKER, skills_line
+from simulator.answer import GARBAGE_KINDS, estimate_tokens, garbage_kind, make_answer
+from simulator.config import SimConfig
+from simulator.limits import SlidingWindow
+from simulator.testing import (
+    SimHandle,
+    SimProcess,
+    config_to_argv,
+    running_simulator,
+    spawn_simulator,
+)
+
+SKILLS = ["Readability", "Logical Correctness", "Factuality"]
+
+
+def judge_prompt(response: str, skills: list[str] = SKILLS) -> str:
+    return (
+        "Score the response below on each skill from 1 to 5.\n"
+        "Instruction: explain recursion.\n"
+        f"<<<RESPONSE\n{response}\nRESPONSE>>>\n"
+        f"{skills_line(skills)}"
+    )
+
+
+def parse_scores(text: str) -> dict[str, Any] | None:
+    """A valid final scores line (values 1..5 or N/A), else None."""
+    last = text.rstrip().splitlines()[-1] if text.strip() else ""
+    if not last.startswith(SCORES_MARKER):
+        return None
+    try:
+        data = json.loads(last[len(SCORES_MARKER) :])
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    for v in data.values():
+        if v != NA and not (isinstance(v, int) and 1 <= v <= 5):
+            return None
+    return data
+
+
+def oai(sim: SimHandle | SimProcess, **kw: Any) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(base_url=sim.openai_base_url, api_key="sk-test", max_retries=0, **kw)
+
+
+def ant(sim: SimHandle | SimProcess) -> anthropic.AsyncAnthropic:
+    return anthropic.AsyncAnthropic(
+        base_url=sim.anthropic_base_url, api_key="sk-test", max_retries=0
+    )
+
+
+async def ask_openai(client: openai.AsyncOpenAI, prompt: str, model: str = "gpt-judge") -> str:
+    r = await client.chat.completions.create(
+        model=model,
+        messages=[
+            {"role": "system", "content": "You are a strict judge."},
+            {"role": "user", "content": prompt},
+        ],
+        max_tokens=1024,
+        temperature=0,
+    )
+    return r.choices[0].message.content or ""
+
+
+async def ask_anthropic(client: anthropic.AsyncAnthropic, prompt: str) -> str:
+    m = await client.messages.create(
+        model="claude-judge",
+        system="You are a strict judge.",
+        messages=[{"role": "user", "content": prompt}],
+        max_tokens=1024,
+    )
+    block = m.content[0]
+    assert block.type == "text"
+    return block.text
+
+
+def openai_text(sim: SimHandle | SimProcess, prompt: str, **kw: Any) -> str:
+    """One request through a fresh OpenAI client, closed before the loop ends."""
+
+    async def go() -> str:
+        async with oai(sim, **kw) as client:
+            return await ask_openai(client, prompt)
+
+    return asyncio.run(go())
+
+
+def anthropic_text(sim: SimHandle | SimProcess, prompt: str) -> str:
+    async def go() -> str:
+        async with ant(sim) as client:
+            return await ask_anthropic(client, prompt)
+
+    return asyncio.run(go())
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[SimHandle]:
+    with running_simulator(SimConfig(seed=7)) as handle:
+        yield handle
+
+
+def test_openai_answer_has_requested_skills(sim: SimHandle) -> None:
+    async def go() -> openai.types.chat.ChatCompletion:
+        async with oai(sim) as client:
+            return await client.chat.completions.create(
+                model="gpt-judge",
+                messages=[
+                    {"role": "user", "content": [{"type": "text", "text": judge_prompt("x")}]}
+                ],
+                max_completion_tokens=1024,
+            )
+
+    r = asyncio.run(go())
+    assert r.object == "chat.completion"
+    assert r.model == "gpt-judge"
+    assert r.choices[0].finish_reason == "stop"
+    scores = parse_scores(r.choices[0].message.content or "")
+    assert scores is not None and list(scores) == SKILLS
+    assert r.usage is not None
+    assert r.usage.prompt_tokens > 0 and r.usage.completion_tokens > 0
+    assert r.usage.total_tokens == r.usage.prompt_tokens + r.usage.completion_tokens
+
+
+def test_anthropic_answer_has_requested_skills(sim: SimHandle) -> None:
+    async def go() -> anthropic.types.Message:
+        async with ant(sim) as client:
+            return await client.messages.create(
+                model="claude-judge",
+                system=[{"type": "text", "text": "Be strict."}],
+                messages=[{"role": "user", "content": judge_prompt("y", ["Harmlessness"])}],
+                max_tokens=1024,
+            )
+
+    m = asyncio.run(go())
+    assert m.type == "message" and m.role == "assistant" and m.stop_reason == "end_turn"
+    block = m.content[0]
+    assert block.type == "text"
+    assert list(parse_scores(block.text) or {}) == ["Harmlessness"]
+    assert m.usage.input_tokens > 0 and m.usage.output_tokens > 0
+
+
+def test_same_request_same_answer_and_scores_vary(sim: SimHandle) -> None:
+    async def go() -> tuple[list[str], list[str], list[str]]:
+        prompts = [judge_prompt(f"response number {i}") for i in range(20)]
+        async with oai(sim) as oc, ant(sim) as ac:
+            first = await asyncio.gather(*(ask_openai(oc, p) for p in prompts))
+            again = await asyncio.gather(*(ask_openai(oc, p) for p in prompts))
+            claude = await asyncio.gather(*(ask_anthropic(ac, p) for p in prompts))
+        return first, again, claude
+
+    first, again, claude = asyncio.run(go())
+    assert first == again
+    parsed = [parse_scores(t) for t in first + claude]
+    assert all(p is not None and list(p) == SKILLS for p in parsed)
+    values = {v for p in parsed if p for v in p.values()}
+    assert len(values) >= 3
+    assert len({json.dumps(p) for p in parsed[:20]}) > 1
+
+
+def test_fixed_score() -> None:
+    with running_simulator(SimConfig(score=3)) as sim:
+        text = openai_text(sim, judge_prompt("one"))
+        assert parse_scores(text) == dict.fromkeys(SKILLS, 3)
+        text = anthropic_text(sim, judge_prompt("other"))
+        assert parse_scores(text) == dict.fromkeys(SKILLS, 3)
+
+
+def test_no_skills_line_gives_result_line(sim: SimHandle) -> None:
+    text = openai_text(sim, "Rate this essay from 1 to 5.")
+    last = text.rstrip().splitlines()[-1]
+    assert "[RESULT]" in last
+    assert int(last.rsplit("[RESULT]", 1)[1]) in range(1, 6)
+
+
+def test_errors() -> None:
+    with running_simulator(SimConfig(error_rate=1)) as sim:
+        with pytest.raises(openai.InternalServerError) as oe:
+            openai_text(sim, judge_prompt("a"))
+        assert oe.value.status_code in (500, 503)
+        with pytest.raises(anthropic.InternalServerError) as ae:
+            anthropic_text(sim, judge_prompt("a"))
+        assert ae.value.status_code in (500, 529)
+        stats = sim.stats()
+        assert stats["errors"] == 2 and stats["requests"] == 2
+
+
+def test_random_rate_limit() -> None:
+    with running_simulator(SimConfig(rate_limit_rate=1)) as sim:
+        with pytest.raises(openai.RateLimitError) as oe:
+            openai_text(sim, judge_prompt("a"))
+        assert oe.value.response.headers["retry-after"] == "1"
+        with pytest.raises(anthropic.RateLimitError) as ae:
+            anthropic_text(sim, judge_prompt("a"))
+        assert ae.value.response.headers["retry-after"] == "1"
+        assert ae.value.body == {
+            "type": "error",
+            "error": {"type": "rate_limit_error", "message": "Rate limit reached (simulated)"},
+        }
+        assert sim.stats()["rate_limited"] == 2
+
+
+def test_rpm_limit() -> None:
+    with running_simulator(SimConfig(rpm=5)) as sim:
+
+        async def go() -> None:
+            async with oai(sim) as client:
+                for i in range(5):
+                    await ask_openai(client, judge_prompt(f"r{i}"))
+                with pytest.raises(openai.RateLimitError) as exc:
+                    await ask_openai(client, judge_prompt("r6"))
+            retry_after = int(exc.value.response.headers["retry-after"])
+            assert 1 <= retry_after <= 60
+            assert int(exc.value.response.headers["retry-after-ms"]) > 0
+
+        asyncio.run(go())
+        stats = sim.stats()
+        assert stats["rate_limited"] == 1 and stats["requests"] == 6
+
+
+def test_tpm_limit() -> None:
+    prompt = judge_prompt("z" * 400)
+    tokens = estimate_tokens("You are a strict judge.\n" + prompt)
+    with running_simulator(SimConfig(tpm=tokens + 10)) as sim:
+        openai_text(sim, prompt)
+        with pytest.raises(openai.RateLimitError):
+            openai_text(sim, prompt)
+
+
+def test_garbage_answers() -> None:
+    with running_simulator(SimConfig(garbage_rate=1)) as sim:
+
+        async def go() -> list[str]:
+            async with oai(sim) as client:
+                return await asyncio.gather(
+                    *(ask_openai(client, judge_prompt(f"g{i}")) for i in range(12))
+                )
+
+        texts = asyncio.run(go())
+        assert all(parse_scores(t) is None for t in texts)
+        assert sim.stats()["garbage"] == 12
+    kinds = {garbage_kind(judge_prompt(f"g{i}"), "m", SimConfig()) for i in range(30)}
+    assert kinds == set(GARBAGE_KINDS)
+
+
+def test_answer_is_pure_and_garbage_kinds_invalid() -> None:
+    cfg = SimConfig(seed=3)
+    for i in range(30):
+        prompt = judge_prompt(f"p{i}", ["A"])
+        assert make_answer(prompt, "m", cfg) == make_answer(prompt, "m", cfg)
+        assert parse_scores(make_answer(prompt, "m", cfg)) is not None
+        assert parse_scores(make_answer(prompt, "m", cfg, garbage=True)) is None
+    na = make_answer(judge_prompt("q"), "m", SimConfig(na_rate=1))
+    assert parse_scores(na) == dict.fromkeys(SKILLS, NA)
+
+
+def test_max_tokens_truncates(sim: SimHandle) -> None:
+    async def go() -> openai.types.chat.ChatCompletion:
+        async with oai(sim) as client:
+            return await client.chat.completions.create(
+                model="gpt-judge",
+                messages=[{"role": "user", "content": judge_prompt("t")}],
+                max_tokens=5,
+            )
+
+    r = asyncio.run(go())
+    assert r.choices[0].finish_reason == "length"
+    assert r.usage is not None and r.usage.completion_tokens == 5
+
+
+def test_bad_request(sim: SimHandle) -> None:
+    async def go() -> None:
+        async with oai(sim) as client:
+            await client.chat.completions.create(model="gpt-judge", messages=[])
+
+    with pytest.raises(openai.BadRequestError):
+        asyncio.run(go())
+
+
+def test_timeout() -> None:
+    with running_simulator(SimConfig(timeout_rate=1)) as sim:
+        with pytest.raises(openai.APITimeoutError):
+            openai_text(sim, judge_prompt("slow"), timeout=0.3)
+        assert sim.stats()["timeouts"] == 1
+        t0 = time.monotonic()
+    assert time.monotonic() - t0 < 5
+
+
+def test_stats_and_reset_and_health(sim: SimHandle) -> None:
+    sim.reset_stats()
+    openai_text(sim, judge_prompt("s"))
+    stats = sim.stats()
+    assert stats["requests"] == 1 and stats["prompt_tokens"] > 0 and stats["completion_tokens"] > 0
+    keys = {"requests", "rate_limited", "errors", "timeouts", "garbage"}
+    assert keys | {"prompt_tokens", "completion_tokens"} <= set(stats)
+    assert sim.reset_stats()["requests"] == 0
+    assert sim.stats()["requests"] == 0
+    with urllib.request.urlopen(f"{sim.base_url}/health", timeout=5) as resp:
+        assert resp.status == 200
+
+
+def test_concurrency_and_reproducible_randomness() -> None:
+    cfg = SimConfig(latency_ms=150, latency_dist="lognormal", error_rate=0.3, seed=11)
+
+    def outcomes() -> tuple[list[bool], float, int]:
+        with running_simulator(cfg) as sim:
+
+            async def one(client: openai.AsyncOpenAI, i: int) -> bool:
+                try:
+                    await ask_openai(client, judge_prompt(f"c{i}"))
+                except openai.InternalServerError:
+                    return False
+                return True
+
+            async def go() -> list[bool]:
+                async with oai(sim) as client:
+                    seq = [await one(client, i) for i in range(10)]
+                    await asyncio.gather(*(one(client, i) for i in range(200)))
+                return seq
+
+            t0 = time.monotonic()
+            seq = asyncio.run(go())
+            return seq, time.monotonic() - t0, sim.stats()["max_in_flight"]
+
+    seq1, _, _ = outcomes()
+    seq2, elapsed, max_in_flight = outcomes()
+    assert seq1 == seq2 and not all(seq1)
+    assert max_in_flight >= 50
+    assert elapsed < 8
+
+
+def test_sliding_window() -> None:
+    w = SlidingWindow(3, window=60)
+    for t in (0.0, 10.0, 20.0):
+        assert w.wait_time(t, 1) == 0
+        w.record(t, 1)
+    assert w.wait_time(30.0, 1) == pytest.approx(30.0)
+    assert w.wait_time(60.0, 1) == 0
+    big = SlidingWindow(10)
+    assert big.wait_time(0.0, 50) == 0  # oversized request admitted on an empty window
+    big.record(0.0, 50)
+    assert big.wait_time(1.0, 1) == pytest.approx(59.0)
+
+
+def test_config_validation() -> None:
+    with pytest.raises(ValueError):
+        SimConfig(error_rate=1.5)
+    with pytest.raises(ValueError):
+        SimConfig(latency_dist="uniform")
+    with pytest.raises(ValueError):
+        SimConfig(score=6)
+    argv = config_to_argv(SimConfig(rpm=10, score=2))
+    assert argv[argv.index("--rpm") + 1] == "10" and "--tpm" not in argv
+
+
+def test_spawned_process() -> None:
+    with spawn_simulator(SimConfig(score=4)) as proc:
+        assert proc.port > 0
+        text = anthropic_text(proc, judge_prompt("p"))
+        assert parse_scores(text) == dict.fromkeys(SKILLS, 4)
+        assert proc.stats()["requests"] == 1
+        assert proc.proc is not None
+    assert proc.proc.poll() is not None

@@ -1,0 +1,78 @@
+"""The Celery app: JSON only, late acks, one task that judges a batch of calls."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from functools import cache
+from typing import Any
+
+from celery import Celery
+
+from flask_eval import settings as settings_mod
+from flask_eval.redact import install_log_redaction
+from rubrics.skills import SkillSet
+from storage.store import Store
+from workers.loop import run_sync
+from workers.runner import Executor, ExecutorConfig
+from rubrics.codec import from_data
+
+TASK_NAME = "flask_eval.judge_batch"
+log = logging.getLogger("flask_eval.worker")
+
+
+def make_app(settings: settings_mod.Settings) -> Celery:
+    app = Celery("flask_eval", broker=settings.broker_url, set_as_current=False)
+    app.conf.update(
+        # JSON only: a pickled message is refused, never executed.
+        task_serializer="json",
+        accept_content=["json"],
+        result_serializer="json",
+        result_accept_content=["json"],
+        event_serializer="json",
+        task_ignore_result=True,
+        # At-least-once delivery; the SQL ledger makes the result exactly-once.
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        broker_transport_options={"visibility_timeout": settings.visibility_timeout},
+        task_default_queue=settings.queue,
+        broker_connection_retry_on_startup=True,
+        broker_connection_max_retries=None,
+        worker_hijack_root_logger=False,
+        worker_send_task_events=False,
+    )
+    app.task(name=TASK_NAME, ignore_result=True)(judge_batch)
+    return app
+
+
+_executor_lock = threading.Lock()
+
+
+@cache
+def _executor(pid: int) -> Executor:
+    settings = settings_mod.load()
+    in_flight = int(os.environ.get("FLASK_EVAL_IN_FLIGHT", "256"))
+    store = Store(settings.database_url)
+    config = ExecutorConfig(in_flight=in_flight, lease_seconds=settings.lease_seconds)
+    install_log_redaction()
+    return Executor(store, config)
+
+
+def judge_batch(run_id: int, calls: list[list[int]]) -> dict[str, Any]:
+    """Judge ``calls`` (lists of ledger ids, one list per judge call) of run ``run_id``."""
+    with _executor_lock:
+        executor = _executor(os.getpid())
+    skillset = _skillset(executor, run_id)
+    summary = run_sync(executor.run_batch(calls, skillset))
+    return vars(summary)
+
+
+_skillsets: dict[int, SkillSet] = {}
+
+
+def _skillset(executor: Executor, run_id: int) -> SkillSet:
+    if run_id not in _skillsets:
+        _skillsets[run_id] = from_data(executor.store.run_by_id(run_id).config["skills"])
+    return _skillsets[run_id]

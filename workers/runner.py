@@ -1,0 +1,221 @@
+"""The executor: turn a batch of ledger ids into judgments. Same code in-process and in
+Celery workers.
+
+Per call: claim the rows (so a duplicate delivery does not pay twice), render the
+prompt, reuse a cached answer or ask the judge (one retry loop, ours), parse, ask once
+more with a format reminder if the answer is unparseable, and write the outcome. Every
+row claimed ends done or failed with a reason; nothing is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from flask_eval.exceptions import FlaskEvalError, JudgeError
+from flask_eval.redact import redact
+from rubrics.parse import parse
+from rubrics.prompt import render, reminder
+from rubrics.skills import Skill, SkillSet
+from storage.models import FailureReason, Status
+from storage.store import JobContext, Outcome, Store
+from workers.errors import classify
+from workers.judge import GenerateConfig, Judge, JudgeOutput, Message, create_judge
+
+log = logging.getLogger("flask_eval.worker")
+
+RATIONALE_LIMIT = 8_000
+
+
+@dataclass(frozen=True)
+class ExecutorConfig:
+    in_flight: int = 256
+    lease_seconds: float = 900.0
+    generate: GenerateConfig = GenerateConfig()
+
+
+@dataclass
+class BatchSummary:
+    done: int = 0
+    failed: int = 0
+    skipped: int = 0  # already done, or owned by another live delivery
+    calls: int = 0  # provider calls made (cache hits excluded)
+    cache_hits: int = 0
+
+
+def cache_key(judge: str, messages: Sequence[Message], config: GenerateConfig) -> str:
+    payload = {
+        "judge": judge,
+        "messages": list(messages),
+        "max_tokens": config.max_tokens,
+        "temperature": config.temperature,
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+class Executor:
+    """Runs judge calls for one process; create it on the loop that will use it."""
+
+    def __init__(self, store: Store, config: ExecutorConfig) -> None:
+        self.store = store
+        self.config = config
+        self._judges: dict[str, Judge] = {}
+        self._slots = asyncio.Semaphore(config.in_flight)
+
+    def judge(self, name: str) -> Judge:
+        if name not in self._judges:
+            judge = create_judge(name)
+            judge.max_connections = min(judge.max_connections, self.config.in_flight)
+            self._judges[name] = judge
+        return self._judges[name]
+
+    async def aclose(self) -> None:
+        for judge in self._judges.values():
+            await judge.aclose()
+        self._judges.clear()
+
+    async def run_batch(self, calls: Sequence[Sequence[int]], skillset: SkillSet) -> BatchSummary:
+        """Judge ``calls`` (lists of ledger ids, one list per judge call)."""
+        summary = BatchSummary()
+        wanted = [i for call in calls for i in call]
+        claimed = set(await asyncio.to_thread(self.store.claim, wanted, self.config.lease_seconds))
+        summary.skipped = len(wanted) - len(claimed)
+        contexts = {c.id: c for c in await asyncio.to_thread(self.store.contexts, sorted(claimed))}
+        groups = [[contexts[i] for i in call if i in contexts] for call in calls]
+        groups = [g for g in groups if g]
+        results = await asyncio.gather(*(self._run_call(g, skillset, summary) for g in groups), return_exceptions=True)
+        for group, result in zip(groups, results, strict=True):
+            if isinstance(result, BaseException):  # a bug: record it, never drop the rows
+                log.exception("internal error judging rows %s", [c.id for c in group], exc_info=result)
+                err = JudgeError(FailureReason.INTERNAL, redact(f"{type(result).__name__}: {result}"))
+                await self._finish(self._failed(group, err, None), summary)
+        return summary
+
+    async def _run_call(
+        self, group: list[JobContext], skillset: SkillSet, summary: BatchSummary
+    ) -> None:
+        first = group[0]
+        try:
+            judge = self.judge(first.judge)
+            skills = [skillset.get(c.skill) for c in group]
+        except (FlaskEvalError, KeyError) as exc:
+            reason = FailureReason.AUTH if isinstance(exc, FlaskEvalError) else FailureReason.INTERNAL
+            await self._finish(self._failed(group, JudgeError(reason, redact(str(exc))), None), summary)
+            return
+        messages = render(
+            instruction=first.instruction, reference=first.reference, response=first.response, skills=skills
+        )
+        outcome = await self._ask(judge, first.run_id, messages, skills, summary)
+        if isinstance(outcome, JudgeError):
+            await self._finish(self._failed(group, outcome, None), summary)
+            return
+        text, scores, call_id = outcome
+        if scores is None:  # unparseable: ask once more with a format reminder
+            retry = [*messages, *reminder(text, skills)]
+            second = await self._ask(judge, first.run_id, retry, skills, summary)
+            if isinstance(second, JudgeError):
+                await self._finish(self._failed(group, second, call_id), summary)
+                return
+            text, scores, call_id = second
+            if scores is None:
+                err = JudgeError(FailureReason.UNPARSEABLE, parse_error(text, skills), text)
+                await self._finish(self._failed(group, err, call_id), summary)
+                return
+        rationale = _rationale(text)
+        await self._finish(
+            [
+                Outcome(c.id, Status.DONE, score=scores[c.skill], rationale=rationale, call_id=call_id)
+                for c in group
+            ],
+            summary,
+        )
+
+    async def _ask(
+        self,
+        judge: Judge,
+        run_id: int,
+        messages: list[Message],
+        skills: Sequence[Skill],
+        summary: BatchSummary,
+    ) -> tuple[str, dict[str, int | None] | None, int] | JudgeError:
+        """One prompt: a cached answer, or a paid one (kept even when unparseable)."""
+        key = cache_key(judge.name, messages, self.config.generate)
+        cached = await asyncio.to_thread(self.store.cached_call, key)
+        if cached is not None:
+            scores = _scores(cached.raw, skills)
+            if scores is not None:
+                summary.cache_hits += 1
+                return cached.raw, scores, cached.id
+        started = time.perf_counter()
+        try:
+            output = await self._generate(judge, messages)
+        except JudgeError as err:
+            return err
+        summary.calls += 1
+        scores = _scores(output.text, skills)
+        call_id = await asyncio.to_thread(
+            self.store.record_call,
+            cache_key=key,
+            run_id=run_id,
+            judge=judge.name,
+            raw=output.text,
+            parsed=scores is not None,
+            prompt_tokens=output.prompt_tokens,
+            completion_tokens=output.completion_tokens,
+            latency_ms=(time.perf_counter() - started) * 1000,
+        )
+        return output.text, scores, call_id
+
+    async def _generate(self, judge: Judge, messages: Sequence[Message]) -> JudgeOutput:
+        """The one retry loop: the SDKs' own retries are off."""
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                async with self._slots:
+                    return await asyncio.wait_for(
+                        judge.generate(messages, self.config.generate),
+                        self.config.generate.timeout + 5,
+                    )
+            except Exception as exc:
+                err = classify(exc)
+                decision = judge.should_retry(err, attempt)
+                if not decision.retry:
+                    raise err from exc
+                log.info("retrying %s after %s (attempt %d, %.1fs)", judge.name, err.reason, attempt, decision.delay)
+                await asyncio.sleep(decision.delay)
+
+    def _failed(self, group: Sequence[JobContext], err: JudgeError, call_id: int | None) -> list[Outcome]:
+        detail = redact(err.detail)[:2000]
+        return [
+            Outcome(c.id, Status.FAILED, reason=str(err.reason), detail=detail, call_id=call_id)
+            for c in group
+        ]
+
+    async def _finish(self, outcomes: list[Outcome], summary: BatchSummary) -> None:
+        await asyncio.to_thread(self.store.finish, outcomes)
+        for o in outcomes:
+            if o.status == Status.DONE:
+                summary.done += 1
+            else:
+                summary.failed += 1
+
+
+def _scores(text: str, skills: Sequence[Skill]) -> dict[str, int | None] | None:
+    parsed = parse(text, [s.name for s in skills], [s.name for s in skills if s.allow_na])
+    return dict(parsed.scores) if parsed.scores is not None else None
+
+
+def parse_error(text: str, skills: Sequence[Skill]) -> str:
+    parsed = parse(text, [s.name for s in skills], [s.name for s in skills if s.allow_na])
+    return f"unparseable after a format reminder: {parsed.error}"
+
+
+def _rationale(text: str) -> str:
+    lines = text.rstrip().splitlines()
+    return "\n".join(lines[:-1]).strip()[:RATIONALE_LIMIT]

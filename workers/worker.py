@@ -1,0 +1,76 @@
+"""`flask-eval worker`: P Celery worker processes, N judge calls in flight in each.
+
+Each process runs Celery's threads pool; its task threads hand their batches to the
+process's one event loop (workers/loop.py), where up to N calls are in flight. A message
+carries several calls, and there are enough threads that a batch waiting for its
+slowest call does not leave the loop idle.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from flask_eval import settings as settings_mod
+from flask_eval.exceptions import ConfigError
+
+
+def threads_for(in_flight: int, calls_per_message: int) -> int:
+    return max(4, 2 * math.ceil(in_flight / calls_per_message))
+
+
+def run_one(in_flight: int, loglevel: str = "INFO", index: int = 0) -> None:
+    """Run one Celery worker in this process (blocks until it is stopped)."""
+    settings = settings_mod.load()
+    if not settings.broker_url:
+        raise ConfigError(
+            "FLASK_EVAL_BROKER_URL is not set: workers need a broker, e.g. redis://127.0.0.1:6379/0"
+        )
+    os.environ["FLASK_EVAL_IN_FLIGHT"] = str(in_flight)
+    from workers.app import make_app
+
+    app = make_app(settings)
+    app.worker_main(
+        [
+            "worker",
+            "--pool=threads",
+            f"--concurrency={threads_for(in_flight, settings.calls_per_message)}",
+            f"--loglevel={loglevel}",
+            f"--hostname=flask-eval-{os.getpid()}-{index}@%h",
+            f"--queues={settings.queue}",
+            "--without-gossip",
+            "--without-mingle",
+        ]
+    )
+
+
+def run(processes: int, in_flight: int, loglevel: str = "INFO") -> int:
+    """Run ``processes`` workers; returns an exit code."""
+    if processes < 1 or in_flight < 1:
+        raise ConfigError("--processes and --in-flight must be at least 1")
+    settings_mod.load()  # fail fast on bad settings
+    if processes == 1:
+        run_one(in_flight, loglevel)
+        return 0
+    cmd = [sys.executable, "-m", "flask_eval", "worker", "--processes", "1", "--in-flight", str(in_flight), "--loglevel", loglevel]
+    children = [subprocess.Popen(cmd) for _ in range(processes)]
+
+    def forward(signum: int, _frame: object) -> None:
+        for child in children:
+            if child.poll() is None:
+                child.send_signal(signum)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    code = 0
+    while any(c.poll() is None for c in children):
+        for c in children:
+            if c.poll() not in (None, 0) and code == 0:
+                code = c.returncode or 1
+                forward(signal.SIGTERM, None)  # one died: stop the rest, let a supervisor restart us
+        time.sleep(0.5)
+    return code
