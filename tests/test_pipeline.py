@@ -1,0 +1,75 @@
+"""The whole pipeline in-process (the embedded default): CLI, simulator, SQLite."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from simulator.config import SimConfig
+from simulator.testing import running_simulator
+from tests.conftest import EXAMPLES
+from tests.helpers import cli_env, flask_eval
+
+DIMENSIONS = {"overall", "skill", "ability", "domain", "difficulty", "skill_difficulty"}
+
+
+def run_args(base_openai: str, base_anthropic: str, run: str = "t1") -> list[str]:
+    return [
+        "run", "--instances", str(EXAMPLES / "instances.jsonl"),
+        "--responses", f"model_a={EXAMPLES / 'model_a.jsonl'}",
+        "--responses", f"model_b={EXAMPLES / 'model_b.jsonl'}",
+        "--judge", f"openai/sim-gpt@{base_openai}",
+        "--judge", f"anthropic/sim-claude@{base_anthropic}",
+        "--run", run, "--quiet",
+    ]
+
+
+def test_in_process_run_report_export_and_rerun_pays_nothing(sqlite_url: str) -> None:
+    env = cli_env(sqlite_url)
+    with running_simulator(SimConfig(garbage_rate=0.1, seed=3)) as sim:
+        flask_eval(*run_args(sim.openai_base_url, sim.anthropic_base_url), env=env)
+        first = sim.stats()["requests"]
+        st = json.loads(flask_eval("status", "--json", env=env).stdout)
+        assert st["run"] == "t1" and st["pending"] == 0
+        assert st["done"] + st["failed"] == st["total"] > 0
+        # 27 instances x model_a + 25 x model_b, 2 judges; garbage answers get a reminder
+        assert first >= (27 + 25) * 2
+        flask_eval(*run_args(sim.openai_base_url, sim.anthropic_base_url), env=env)
+        assert sim.stats()["requests"] == first  # resumed: nothing left to pay for
+
+    report = json.loads(flask_eval("report", "--format", "json", env=env).stdout)
+    assert report["run"] == "t1"
+    pairs = {(r["model"], r["judge"]) for r in report["rows"]}
+    assert len(pairs) == 4
+    for pair in pairs:
+        dims = {r["dimension"] for r in report["rows"] if (r["model"], r["judge"]) == pair}
+        assert dims == DIMENSIONS
+    difficulties = {r["key"] for r in report["rows"] if r["dimension"] == "difficulty"}
+    assert difficulties == {"1", "2", "3", "4", "5"}
+    overall = [r for r in report["rows"] if r["dimension"] == "overall"]
+    assert sum(r["n"] + r["n_na"] + r["n_failed"] for r in overall) == st["total"]
+
+    lines = flask_eval("export", "--format", "jsonl", env=env).stdout.splitlines()
+    assert len(lines) == st["total"]
+    row = json.loads(lines[0])
+    assert set(row) >= {"run", "model", "judge", "instance_id", "skill", "status", "score", "reason", "raw"}
+    csv_out = flask_eval("report", "t1", "--format", "csv", env=env).stdout.splitlines()
+    assert csv_out[0] == "model,judge,dimension,key,mean,n,n_na,n_failed"
+    assert len(csv_out) == len(report["rows"]) + 1
+
+
+def test_skill_mode_makes_one_call_per_skill(sqlite_url: str) -> None:
+    env = cli_env(sqlite_url)
+    with running_simulator(SimConfig(seed=1)) as sim:
+        flask_eval(*run_args(sim.openai_base_url, sim.anthropic_base_url, "per-skill"), "--mode", "skill", env=env)
+        st = json.loads(flask_eval("status", "--json", env=env).stdout)
+        assert st["done"] == st["total"]
+        assert sim.stats()["requests"] == st["total"]
+
+
+def test_demo_runs_and_prints_breakdowns(tmp_path: Path) -> None:
+    env = cli_env(f"sqlite:///{tmp_path / 'demo.db'}")
+    out = flask_eval("demo", env=env).stdout
+    for section in ("== overall ==", "== ability ==", "== skill ==", "== domain ==", "== difficulty =="):
+        assert section in out
+    assert "model_a" in out and "model_b" in out and "Logical Thinking" in out

@@ -1,0 +1,174 @@
+"""The SQL store on real SQLite and PostgreSQL: idempotent writes, claims, grouping."""
+
+from __future__ import annotations
+
+import random
+import threading
+
+import pytest
+
+from flask_eval.exceptions import RunConflictError
+from producer.schema import Instance, Response, ResponseSet
+from report.metrics import Record, aggregate, rows_from_cells
+from rubrics.skills import load_default
+from storage import queries
+from storage.models import Status
+from storage.store import Outcome, Store
+
+SKILLS = load_default()
+ABILITY = {s.name: s.ability for s in SKILLS}
+
+
+def make_inputs(n: int = 6) -> tuple[list[Instance], list[ResponseSet]]:
+    names = SKILLS.names
+    instances = [
+        Instance(
+            id=str(i),
+            instruction=f"question {i}",
+            answer=f"answer {i}",
+            skills=(names[i % 12], names[(i + 3) % 12], names[(i + 7) % 12]),
+            domains=(("Math", "Coding") if i % 3 == 0 else ("History",) if i % 3 == 1 else ()),
+            difficulty=None if i == 5 else 1 + i % 5,
+        )
+        for i in range(n)
+    ]
+    sets = [
+        ResponseSet(m, f"{m}.jsonl", tuple(Response(m, inst.id, f"{m} says {inst.id}") for inst in instances[: n - k]))
+        for k, m in enumerate(("alpha", "beta"))
+    ]
+    return instances, sets
+
+
+def create(store: Store, name: str = "r1", fingerprint: str = "f" * 64, mode: str = "instance") -> int:
+    instances, sets = make_inputs()
+    run, created = store.create_run(
+        name=name, fingerprint=fingerprint, mode=mode, config={"x": 1},
+        instances=instances, response_sets=sets, judges=["memory/j1", "memory/j2"],
+    )
+    assert created
+    return run.id
+
+
+def test_create_run_plans_one_row_per_instance_response_skill_judge(database_url: str) -> None:
+    store = Store(database_url)
+    run_id = create(store)
+    counts = queries.status(store, run_id, "r1")
+    # alpha answers 6 instances, beta 5; 3 skills each; 2 judges
+    assert counts.total == (6 + 5) * 3 * 2
+    assert counts.pending == counts.total and counts.done == 0
+
+
+def test_same_name_same_fingerprint_resumes_and_different_conflicts(database_url: str) -> None:
+    store = Store(database_url)
+    run_id = create(store)
+    instances, sets = make_inputs()
+    again, created = store.create_run(
+        name="r1", fingerprint="f" * 64, mode="instance", config={},
+        instances=instances, response_sets=sets, judges=["memory/j1", "memory/j2"],
+    )
+    assert (again.id, created) == (run_id, False)
+    with pytest.raises(RunConflictError, match="different inputs"):
+        store.create_run(
+            name="r1", fingerprint="e" * 64, mode="instance", config={},
+            instances=instances, response_sets=sets, judges=["memory/j1"],
+        )
+    assert queries.status(store, run_id, "r1").total == 66
+
+
+def test_open_calls_group_by_instance_or_skill(database_url: str) -> None:
+    store = Store(database_url)
+    create(store, "inst", mode="instance")
+    create(store, "skill", "s" * 64, mode="skill")
+    inst = store.find_run("inst")
+    skill = store.find_run("skill")
+    assert inst is not None and skill is not None
+    by_instance = store.open_calls(inst)
+    assert len(by_instance) == (6 + 5) * 2 and all(len(c) == 3 for c in by_instance)
+    assert len(store.open_calls(skill)) == 66
+
+
+def test_claim_is_exclusive_across_concurrent_claimers(database_url: str) -> None:
+    store = Store(database_url)
+    run_id = create(store)
+    run = store.run_by_id(run_id)
+    ids = [i for call in store.open_calls(run) for i in call]
+    won: list[list[int]] = []
+    barrier = threading.Barrier(4)
+
+    def claimer() -> None:
+        barrier.wait()
+        won.append(store.claim(ids, lease_seconds=60))
+
+    threads = [threading.Thread(target=claimer) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    claimed = [i for w in won for i in w]
+    assert sorted(claimed) == sorted(ids)  # every row claimed exactly once
+    assert store.claim(ids, lease_seconds=60) == []  # live leases are respected
+
+
+def test_expired_lease_can_be_claimed_again(database_url: str) -> None:
+    store = Store(database_url)
+    run_id = create(store)
+    ids = [i for call in store.open_calls(store.run_by_id(run_id)) for i in call][:3]
+    assert store.claim(ids, lease_seconds=-1) == sorted(ids)  # a worker that died at once
+    assert store.claim(ids, lease_seconds=60) == sorted(ids)
+
+
+def test_finish_never_overwrites_done(database_url: str) -> None:
+    store = Store(database_url)
+    run_id = create(store)
+    (i, *_), *_ = store.open_calls(store.run_by_id(run_id))
+    assert store.finish([Outcome(i, Status.DONE, score=4)]) == 1
+    assert store.finish([Outcome(i, Status.FAILED, reason="timeout")]) == 0
+    assert store.finish([Outcome(i, Status.DONE, score=1)]) == 0
+    rows = list(queries.export_rows(store, run_id, "r1"))
+    row = next(r for r in rows if r["status"] == "done")
+    assert row["score"] == 4
+
+
+def test_record_call_is_idempotent_and_a_parsed_answer_wins(database_url: str) -> None:
+    store = Store(database_url)
+    run_id = create(store)
+    kw = dict(run_id=run_id, judge="memory/j1", prompt_tokens=10, completion_tokens=5, latency_ms=1.0)
+    first = store.record_call(cache_key="k" * 64, raw="garbage", parsed=False, **kw)  # type: ignore[arg-type]
+    assert store.cached_call("k" * 64) is None  # unparsed answers are not reused
+    second = store.record_call(cache_key="k" * 64, raw="good", parsed=True, **kw)  # type: ignore[arg-type]
+    third = store.record_call(cache_key="k" * 64, raw="other", parsed=True, **kw)  # type: ignore[arg-type]
+    assert first == second == third
+    cached = store.cached_call("k" * 64)
+    assert cached is not None and cached.raw == "good"
+
+
+def test_sql_grouping_equals_the_pure_reference(database_url: str) -> None:
+    store = Store(database_url)
+    run_id = create(store)
+    instances, _ = make_inputs()
+    by_id = {i.id: i for i in instances}
+    rng = random.Random(3)
+    outcomes = []
+    ids = [i for call in store.open_calls(store.run_by_id(run_id)) for i in call]
+    for i in ids:
+        roll = rng.random()
+        if roll < 0.7:
+            outcomes.append(Outcome(i, Status.DONE, score=rng.randint(1, 5)))
+        elif roll < 0.8:
+            outcomes.append(Outcome(i, Status.DONE, score=None))  # N/A
+        elif roll < 0.9:
+            outcomes.append(Outcome(i, Status.FAILED, reason="unparseable"))
+        # else: stays pending
+    store.finish(outcomes)
+    records = [
+        Record(
+            r["model"], r["judge"], r["instance_id"], r["skill"], r["status"],
+            r["score"] if isinstance(r["score"], int) else None,
+            by_id[r["instance_id"]].domains, by_id[r["instance_id"]].difficulty,
+        )
+        for r in queries.export_rows(store, run_id, "r1")
+    ]
+    expected = aggregate(records, ABILITY, skill_order=SKILLS.names)
+    got = rows_from_cells(queries.cells(store, run_id), ABILITY, skill_order=SKILLS.names)
+    assert got == expected
+    assert {r.dimension for r in got} == {"overall", "skill", "ability", "domain", "difficulty", "skill_difficulty"}
