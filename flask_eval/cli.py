@@ -60,34 +60,75 @@ def main() -> None:
 
 @main.command()
 @click.option("--instances", required=True, help="FLASK evaluation set (JSON Lines).")
-@click.option("--responses", "responses", multiple=True, metavar="NAME=PATH", help="A model's responses (JSON Lines); repeat per model.")
-@click.option("--judge", "judges", multiple=True, metavar="SPEC", help="provider/model[@BASE_URL]; repeat per judge.")
-@click.option("--run", "run_name", default=None, help="Run name; the same name and inputs resume the run.")
-@click.option("--mode", type=click.Choice(["instance", "skill"]), default="instance", show_default=True, help="One judge call per instance (all its skills) or per skill.")
-@click.option("--rubrics", default=None, help="Skill rubrics: our YAML or FLASK's skillset_description.json.")
-@click.option("--in-flight", default=64, show_default=True, help="Judge calls in flight (in-process mode).")
+@click.option(
+    "--responses",
+    "responses",
+    multiple=True,
+    metavar="NAME=PATH",
+    help="A model's responses (JSON Lines); repeat per model.",
+)
+@click.option(
+    "--judge",
+    "judges",
+    multiple=True,
+    metavar="SPEC",
+    help="provider/model[@BASE_URL]; repeat per judge.",
+)
+@click.option(
+    "--run", "run_name", default=None, help="Run name; the same name and inputs resume the run."
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["instance", "skill"]),
+    default="instance",
+    show_default=True,
+    help="One judge call per instance (all its skills) or per skill.",
+)
+@click.option(
+    "--rubrics", default=None, help="Skill rubrics: our YAML or FLASK's skillset_description.json."
+)
+@click.option(
+    "--in-flight", default=64, show_default=True, help="Judge calls in flight (in-process mode)."
+)
 @click.option("--retry-failed", is_flag=True, help="Also judge again what failed before.")
 @click.option("--no-wait", is_flag=True, help="Enqueue and return without waiting.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @handle_errors
 def run(
-    instances: str, responses: tuple[str, ...], judges: tuple[str, ...], run_name: str | None,
-    mode: str, rubrics: str | None, in_flight: int, retry_failed: bool, no_wait: bool, quiet: bool,
+    instances: str,
+    responses: tuple[str, ...],
+    judges: tuple[str, ...],
+    run_name: str | None,
+    mode: str,
+    rubrics: str | None,
+    in_flight: int,
+    retry_failed: bool,
+    no_wait: bool,
+    quiet: bool,
 ) -> None:
     """Validate inputs, plan one job per (instance, response, skill, judge), and judge them."""
     settings = settings_mod.load()
     plan = pipeline.prepare(
-        instances=instances, responses=responses, judges=judges, run_name=run_name, mode=mode, rubrics=rubrics
+        instances=instances,
+        responses=responses,
+        judges=judges,
+        run_name=run_name,
+        mode=mode,
+        rubrics=rubrics,
     )
     if not settings.broker_url:
         pipeline.check_judges_locally(plan)
         if no_wait:
-            raise InputError("--no-wait needs a broker (FLASK_EVAL_BROKER_URL); in-process runs must wait")
+            raise InputError(
+                "--no-wait needs a broker (FLASK_EVAL_BROKER_URL); in-process runs must wait"
+            )
     store = Store(settings.database_url)
     dispatcher = pipeline.make_dispatcher(settings, store, plan.skillset, in_flight)
     for model, (answered, total) in plan.inputs.coverage().items():
         click.echo(f"{model}: {answered}/{total} instances answered", err=True)
-    run_info, created, calls = pipeline.start(plan, store, dispatcher, settings, retry_failed=retry_failed)
+    run_info, created, calls = pipeline.start(
+        plan, store, dispatcher, settings, retry_failed=retry_failed
+    )
     verb = "created" if created else "resumed"
     click.echo(f"run {run_info.name} {verb}: {calls} judge calls dispatched", err=True)
     if no_wait:
@@ -95,17 +136,28 @@ def run(
     pipeline.wait(store, run_info, dispatcher, progress=not quiet)
     counts = queries.status(store, run_info.id, run_info.name)
     click.echo(render.to_table(pipeline.report_rows(store, run_info)))
-    click.echo(f"done {counts.done}, failed {counts.failed} of {counts.total}; {counts.calls} calls paid", err=True)
+    click.echo(
+        f"done {counts.done}, failed {counts.failed} of {counts.total}; {counts.calls} calls paid",
+        err=True,
+    )
 
 
 @main.command()
 @click.argument("run_name", required=False)
-@click.option("--reason", "reasons", multiple=True, type=click.Choice([r.value for r in FailureReason]), help="Only failures with this reason (repeatable).")
+@click.option(
+    "--reason",
+    "reasons",
+    multiple=True,
+    type=click.Choice([r.value for r in FailureReason]),
+    help="Only failures with this reason (repeatable).",
+)
 @click.option("--no-wait", is_flag=True)
 @click.option("--quiet", is_flag=True)
 @click.option("--in-flight", default=64, show_default=True)
 @handle_errors
-def resume(run_name: str | None, reasons: tuple[str, ...], no_wait: bool, quiet: bool, in_flight: int) -> None:
+def resume(
+    run_name: str | None, reasons: tuple[str, ...], no_wait: bool, quiet: bool, in_flight: int
+) -> None:
     """Re-dispatch what is pending, stale or failed (idempotent)."""
     settings = settings_mod.load()
     store = open_store()
@@ -113,21 +165,28 @@ def resume(run_name: str | None, reasons: tuple[str, ...], no_wait: bool, quiet:
     reset = store.reset_failed(run_info.id, reasons or None)
     from rubrics import codec
 
-    dispatcher = pipeline.make_dispatcher(settings, store, codec.from_data(run_info.config["skills"]), in_flight)
+    dispatcher = pipeline.make_dispatcher(
+        settings, store, codec.from_data(run_info.config["skills"]), in_flight
+    )
     dispatcher.check()
     calls = store.open_calls(run_info)
     if calls:
         from producer.plan import batches
 
         dispatcher.submit(run_info.id, batches(calls, settings.calls_per_message))
-    click.echo(f"run {run_info.name}: {reset} failed judgments reset, {len(calls)} calls dispatched", err=True)
+    click.echo(
+        f"run {run_info.name}: {reset} failed judgments reset, {len(calls)} calls dispatched",
+        err=True,
+    )
     if not no_wait or not settings.broker_url:
         pipeline.wait(store, run_info, dispatcher, progress=not quiet)
 
 
 @main.command()
 @click.option("--processes", default=1, show_default=True, help="Worker processes.")
-@click.option("--in-flight", default=256, show_default=True, help="Judge calls in flight per process.")
+@click.option(
+    "--in-flight", default=256, show_default=True, help="Judge calls in flight per process."
+)
 @click.option("--loglevel", default="INFO", show_default=True)
 @handle_errors
 def worker(processes: int, in_flight: int, loglevel: str) -> None:
@@ -149,15 +208,27 @@ def status(run_name: str | None, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(counts.as_dict()))
         return
-    click.echo(f"run {counts.run}: {counts.done} done, {counts.failed} failed, {counts.pending} pending of {counts.total}")
+    click.echo(
+        f"run {counts.run}: {counts.done} done, {counts.failed} failed, "
+        f"{counts.pending} pending of {counts.total}"
+    )
     for reason, n in counts.failed_by_reason.items():
         click.echo(f"  failed ({reason}): {n}")
-    click.echo(f"  {counts.calls} judge calls, {counts.prompt_tokens} prompt + {counts.completion_tokens} completion tokens")
+    click.echo(
+        f"  {counts.calls} judge calls, {counts.prompt_tokens} prompt + "
+        f"{counts.completion_tokens} completion tokens"
+    )
 
 
 @main.command()
 @click.argument("run_name", required=False)
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json", "csv"]),
+    default="table",
+    show_default=True,
+)
 @handle_errors
 def report(run_name: str | None, fmt: str) -> None:
     """Per model x judge: overall, skill, ability, domain, difficulty breakdowns."""
@@ -176,14 +247,16 @@ def report(run_name: str | None, fmt: str) -> None:
 
 @main.command()
 @click.argument("run_name", required=False)
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True
+)
 @handle_errors
 def export(run_name: str | None, fmt: str) -> None:
     """One row per judgment, with its raw judge output."""
     store = open_store()
     run_info = find_run(store, run_name)
     rows = queries.export_rows(store, run_info.id, run_info.name)
-    out = click.get_text_stream("stdout")
+    out = sys.stdout
     if fmt == "csv":
         writer = csv.DictWriter(out, fieldnames=queries.EXPORT_FIELDS)
         writer.writeheader()
@@ -197,7 +270,9 @@ def export(run_name: str | None, fmt: str) -> None:
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8765, show_default=True)
 @click.option("--latency-ms", default=0.0, show_default=True)
-@click.option("--latency-dist", type=click.Choice(["fixed", "lognormal"]), default="fixed", show_default=True)
+@click.option(
+    "--latency-dist", type=click.Choice(["fixed", "lognormal"]), default="fixed", show_default=True
+)
 @click.option("--error-rate", default=0.0, show_default=True)
 @click.option("--garbage-rate", default=0.0, show_default=True)
 @click.option("--rate-limit-rate", default=0.0, show_default=True)

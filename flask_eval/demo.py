@@ -30,20 +30,26 @@ def run_demo() -> None:
     instances = str(examples.joinpath("instances.jsonl"))
     responses = [f"{m}={examples.joinpath(m + '.jsonl')}" for m in ("model_a", "model_b")]
     # A little realism: some latency, a few garbage answers and 5xx errors to recover from.
-    sim = SimConfig(latency_ms=40, latency_dist="lognormal", garbage_rate=0.05, error_rate=0.02, seed=7)
+    sim = SimConfig(
+        latency_ms=40, latency_dist="lognormal", garbage_rate=0.05, error_rate=0.02, seed=7
+    )
     settings = replace(settings_mod.load(), broker_url=None)  # the demo always runs in-process
     with running_simulator(sim) as handle:
         os.environ["OPENAI_BASE_URL"] = handle.openai_base_url
         os.environ["ANTHROPIC_BASE_URL"] = handle.anthropic_base_url
         os.environ.setdefault("OPENAI_API_KEY", "sk-demo-simulator")
         os.environ.setdefault("ANTHROPIC_API_KEY", "sk-demo-simulator")
-        plan = pipeline.prepare(instances=instances, responses=responses, judges=JUDGES, run_name="demo")
+        plan = pipeline.prepare(
+            instances=instances, responses=responses, judges=JUDGES, run_name="demo"
+        )
         for model, (answered, total) in plan.inputs.coverage().items():
             click.echo(f"coverage {model}: {answered}/{total} instances answered")
         store = Store(settings.database_url)
         dispatcher = pipeline.make_dispatcher(settings, store, plan.skillset, in_flight=32)
         run, created, calls = pipeline.start(plan, store, dispatcher, settings)
-        click.echo(f"run {run.name} {'created' if created else 'resumed'}: {calls} judge calls dispatched")
+        click.echo(
+            f"run {run.name} {'created' if created else 'resumed'}: {calls} judge calls dispatched"
+        )
         pipeline.wait(store, run, dispatcher)
         stats = handle.stats()
     counts = queries.status(store, run.id, run.name)
@@ -63,4 +69,7 @@ def run_demo() -> None:
         f"({', '.join(f'{k}: {v}' for k, v in counts.failed_by_reason.items()) or 'none'}); "
         f"simulator saw {stats['requests']} requests this time"
     )
-    click.echo(f"database: {settings.database_url}; try `flask-eval report demo` or `flask-eval export demo`")
+    click.echo(
+        f"database: {settings.database_url}; "
+        "try `flask-eval report demo` or `flask-eval export demo`"
+    )

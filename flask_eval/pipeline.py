@@ -67,7 +67,15 @@ def prepare(
     inputs = load_inputs(instances, pairs, skillset.names)
     skills = codec.to_data(skillset)
     digest = fingerprint(inputs, specs, mode, skills)
-    return Plan(inputs, skillset, tuple(specs), mode, run_name or default_run_name(digest), digest, instances)
+    return Plan(
+        inputs,
+        skillset,
+        tuple(specs),
+        mode,
+        run_name or default_run_name(digest),
+        digest,
+        instances,
+    )
 
 
 def check_judges_locally(plan: Plan) -> None:
@@ -76,14 +84,23 @@ def check_judges_locally(plan: Plan) -> None:
         create_judge(name)  # raises ConfigError naming the missing variable
 
 
-def make_dispatcher(settings: Settings, store: Store, skillset: SkillSet, in_flight: int) -> Dispatcher:
+def make_dispatcher(
+    settings: Settings, store: Store, skillset: SkillSet, in_flight: int
+) -> Dispatcher:
     if settings.broker_url:
         return CeleryDispatcher(settings)
     config = ExecutorConfig(in_flight=in_flight, lease_seconds=settings.lease_seconds)
     return InProcessDispatcher(store, skillset, config)
 
 
-def start(plan: Plan, store: Store, dispatcher: Dispatcher, settings: Settings, *, retry_failed: bool = False) -> tuple[RunInfo, bool, int]:
+def start(
+    plan: Plan,
+    store: Store,
+    dispatcher: Dispatcher,
+    settings: Settings,
+    *,
+    retry_failed: bool = False,
+) -> tuple[RunInfo, bool, int]:
     """Write the run (or find it again) and dispatch what is not done yet.
 
     Returns (run, created, calls dispatched).
@@ -93,7 +110,9 @@ def start(plan: Plan, store: Store, dispatcher: Dispatcher, settings: Settings, 
         name=plan.name,
         fingerprint=plan.fingerprint,
         mode=plan.mode,
-        config=run_config(plan.inputs, plan.judges, plan.mode, codec.to_data(plan.skillset), plan.instances_path),
+        config=run_config(
+            plan.inputs, plan.judges, plan.mode, codec.to_data(plan.skillset), plan.instances_path
+        ),
         instances=plan.inputs.instances,
         response_sets=plan.inputs.response_sets,
         judges=plan.judges,
@@ -106,7 +125,9 @@ def start(plan: Plan, store: Store, dispatcher: Dispatcher, settings: Settings, 
     return run, created, len(calls)
 
 
-def wait(store: Store, run: RunInfo, dispatcher: Dispatcher, *, progress: bool = True, poll: float = 0.5) -> None:
+def wait(
+    store: Store, run: RunInfo, dispatcher: Dispatcher, *, progress: bool = True, poll: float = 0.5
+) -> None:
     """Block until no judgment of ``run`` is pending or running, with a progress bar."""
     counts = queries.status(store, run.id, run.name)
     bar = tqdm(
@@ -129,12 +150,17 @@ def wait(store: Store, run: RunInfo, dispatcher: Dispatcher, *, progress: bool =
             if open_ == 0:
                 break
             local = isinstance(dispatcher, InProcessDispatcher)
-            if local and not dispatcher.alive():
+            if isinstance(dispatcher, InProcessDispatcher) and not dispatcher.alive():
                 dispatcher.join()  # re-raises an executor crash
                 if store.count_open(run.id):
-                    raise ConfigError(f"run {run.name}: in-process execution stopped with judgments open; rerun to resume")
+                    raise ConfigError(
+                        f"run {run.name}: in-process execution stopped with judgments open; "
+                        "rerun to resume"
+                    )
             if not local and not hinted and time.monotonic() - last_change > 15:
-                bar.write("no progress for 15 s: is a worker running? start one with `flask-eval worker`")
+                bar.write(
+                    "no progress for 15 s: is a worker running? start one with `flask-eval worker`"
+                )
                 hinted = True
             time.sleep(poll)
     finally:

@@ -27,10 +27,10 @@ class Dispatcher(ABC):
     def submit(self, run_id: int, batches: Sequence[Batch]) -> None:
         """Hand ``batches`` over for execution."""
 
-    def join(self) -> None:
+    def join(self) -> None:  # noqa: B027  (default hook)
         """Wait for local execution (no-op where execution is remote)."""
 
-    def check(self) -> None:
+    def check(self) -> None:  # noqa: B027  (default hook)
         """Raise ConfigError if the dispatcher cannot work (before anything is written)."""
 
 
@@ -55,7 +55,8 @@ class CeleryDispatcher(Dispatcher):
                 conn.ensure_connection(max_retries=2, interval_start=0.2, interval_step=0.5)
         except Exception as exc:
             raise ConfigError(
-                f"cannot reach the broker at {redact(str(self.settings.broker_url))}: {redact(str(exc))}; "
+                f"cannot reach the broker at {redact(str(self.settings.broker_url))}: "
+                f"{redact(str(exc))}; "
                 "start Redis or unset FLASK_EVAL_BROKER_URL to run in-process"
             ) from None
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from enum import StrEnum
+from typing import cast
 
-from sqlalchemy import Column, Index, Text, UniqueConstraint
+from sqlalchemy import Column, Index, Table, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
@@ -105,3 +106,16 @@ class Judgment(SQLModel, table=True):
     lease_until: datetime | None = None
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+
+
+def _table(model: type[SQLModel]) -> Table:
+    return cast(Table, model.__table__)  # type: ignore[attr-defined]
+
+
+#: Core tables, for typed SQL expressions (``JUDGMENT.c.status == ...``).
+RUN = _table(Run)
+INSTANCE = _table(InstanceRow)
+INSTANCE_DOMAIN = _table(InstanceDomain)
+RESPONSE = _table(ResponseRow)
+CALL = _table(Call)
+JUDGMENT = _table(Judgment)

@@ -14,8 +14,10 @@ from sqlalchemy import Integer, and_, case, cast, func, select
 from sqlalchemy.sql.elements import ColumnElement
 
 from report.metrics import Cell, Cells
-from storage.models import Call, InstanceDomain, InstanceRow, Judgment, ResponseRow, Status
+from storage.models import CALL, INSTANCE, INSTANCE_DOMAIN, JUDGMENT, RESPONSE, Status
 from storage.store import Store
+
+J, C, INS, DOM, R = JUDGMENT.c, CALL.c, INSTANCE.c, INSTANCE_DOMAIN.c, RESPONSE.c
 
 
 @dataclass(frozen=True)
@@ -46,26 +48,24 @@ class StatusCounts:
 
 def status(store: Store, run_id: int, run_name: str) -> StatusCounts:
     with store.engine.connect() as conn:
-        counts = dict(
+        counts: dict[str, int] = dict(
             conn.execute(
-                select(Judgment.status, func.count())
-                .where(Judgment.run_id == run_id)
-                .group_by(Judgment.status)
+                select(J.status, func.count()).where(J.run_id == run_id).group_by(J.status)
             ).all()
         )
-        reasons = dict(
+        reasons: dict[str | None, int] = dict(
             conn.execute(
-                select(Judgment.reason, func.count())
-                .where(Judgment.run_id == run_id, Judgment.status == Status.FAILED.value)
-                .group_by(Judgment.reason)
+                select(J.reason, func.count())
+                .where(J.run_id == run_id, J.status == Status.FAILED.value)
+                .group_by(J.reason)
             ).all()
         )
         calls, ptok, ctok = conn.execute(
             select(
-                func.count(Call.id),
-                func.coalesce(func.sum(Call.prompt_tokens), 0),
-                func.coalesce(func.sum(Call.completion_tokens), 0),
-            ).where(Call.run_id == run_id)
+                func.count(C.id),
+                func.coalesce(func.sum(C.prompt_tokens), 0),
+                func.coalesce(func.sum(C.completion_tokens), 0),
+            ).where(C.run_id == run_id)
         ).one()
     done = counts.get(Status.DONE.value, 0)
     failed = counts.get(Status.FAILED.value, 0)
@@ -84,12 +84,12 @@ def status(store: Store, run_id: int, run_name: str) -> StatusCounts:
 
 
 def _cell_columns() -> list[ColumnElement[Any]]:
-    done = Judgment.status == Status.DONE.value
+    done = J.status == Status.DONE.value
     return [
-        func.coalesce(func.sum(Judgment.score), 0),
-        func.count(Judgment.score),
-        func.sum(cast(case((and_(done, Judgment.score.is_(None)), 1), else_=0), Integer)),  # type: ignore[union-attr]
-        func.sum(cast(case((Judgment.status == Status.FAILED.value, 1), else_=0), Integer)),
+        func.coalesce(func.sum(J.score), 0),
+        func.count(J.score),
+        func.sum(cast(case((and_(done, J.score.is_(None)), 1), else_=0), Integer)),
+        func.sum(cast(case((J.status == Status.FAILED.value, 1), else_=0), Integer)),
     ]
 
 
@@ -100,42 +100,44 @@ def _cell(total: Any, n: Any, n_na: Any, n_failed: Any) -> Cell:
 def cells(store: Store, run_id: int) -> Cells:
     """The four GROUP BY queries the report is built from."""
     finished = and_(
-        Judgment.run_id == run_id,
-        Judgment.status.in_([Status.DONE.value, Status.FAILED.value]),  # type: ignore[attr-defined]
+        J.run_id == run_id,
+        J.status.in_([Status.DONE.value, Status.FAILED.value]),
     )
-    inst = and_(InstanceRow.run_id == Judgment.run_id, InstanceRow.instance_id == Judgment.instance_id)
-    dom = and_(
-        InstanceDomain.run_id == Judgment.run_id, InstanceDomain.instance_id == Judgment.instance_id
-    )
+    inst = and_(INS.run_id == J.run_id, INS.instance_id == J.instance_id)
+    dom = and_(DOM.run_id == J.run_id, DOM.instance_id == J.instance_id)
     result = Cells(skill={}, domain={}, difficulty={}, skill_difficulty={})
     with store.engine.connect() as conn:
         for m, j, s, *c in conn.execute(
-            select(Judgment.model, Judgment.judge, Judgment.skill, *_cell_columns())
+            select(J.model, J.judge, J.skill, *_cell_columns())
             .where(finished)
-            .group_by(Judgment.model, Judgment.judge, Judgment.skill)
+            .group_by(J.model, J.judge, J.skill)
         ):
             result.skill[(m, j, s)] = _cell(*c)
         for m, j, d, *c in conn.execute(
-            select(Judgment.model, Judgment.judge, InstanceDomain.domain, *_cell_columns())
-            .join(InstanceDomain, dom)
+            select(J.model, J.judge, DOM.domain, *_cell_columns())
+            .join(INSTANCE_DOMAIN, dom)
             .where(finished)
-            .group_by(Judgment.model, Judgment.judge, InstanceDomain.domain)
+            .group_by(J.model, J.judge, DOM.domain)
         ):
             result.domain[(m, j, d)] = _cell(*c)
         for m, j, lvl, *c in conn.execute(
-            select(Judgment.model, Judgment.judge, InstanceRow.difficulty, *_cell_columns())
-            .join(InstanceRow, inst)
-            .where(finished, InstanceRow.difficulty.is_not(None))  # type: ignore[union-attr]
-            .group_by(Judgment.model, Judgment.judge, InstanceRow.difficulty)
+            select(J.model, J.judge, INS.difficulty, *_cell_columns())
+            .join(INSTANCE, inst)
+            .where(finished, INS.difficulty.is_not(None))
+            .group_by(J.model, J.judge, INS.difficulty)
         ):
             result.difficulty[(m, j, int(lvl))] = _cell(*c)
         for m, j, s, lvl, *c in conn.execute(
             select(
-                Judgment.model, Judgment.judge, Judgment.skill, InstanceRow.difficulty, *_cell_columns()
+                J.model,
+                J.judge,
+                J.skill,
+                INS.difficulty,
+                *_cell_columns(),
             )
-            .join(InstanceRow, inst)
-            .where(finished, InstanceRow.difficulty.is_not(None))  # type: ignore[union-attr]
-            .group_by(Judgment.model, Judgment.judge, Judgment.skill, InstanceRow.difficulty)
+            .join(INSTANCE, inst)
+            .where(finished, INS.difficulty.is_not(None))
+            .group_by(J.model, J.judge, J.skill, INS.difficulty)
         ):
             result.skill_difficulty[(m, j, s, int(lvl))] = _cell(*c)
     return result
@@ -145,20 +147,30 @@ def coverage(store: Store, run_id: int) -> dict[str, tuple[int, int]]:
     """model -> (instances answered, instances in the run)."""
     with store.engine.connect() as conn:
         total = conn.execute(
-            select(func.count()).select_from(InstanceRow).where(InstanceRow.run_id == run_id)
+            select(func.count()).select_from(INSTANCE).where(INS.run_id == run_id)
         ).scalar_one()
         rows = conn.execute(
-            select(ResponseRow.model, func.count())
-            .where(ResponseRow.run_id == run_id)
-            .group_by(ResponseRow.model)
-            .order_by(ResponseRow.model)
+            select(R.model, func.count())
+            .where(R.run_id == run_id)
+            .group_by(R.model)
+            .order_by(R.model)
         ).all()
     return {m: (int(n), int(total)) for m, n in rows}
 
 
 EXPORT_FIELDS = (
-    "run", "model", "judge", "instance_id", "skill", "status", "score", "reason", "detail",
-    "rationale", "raw", "attempts",
+    "run",
+    "model",
+    "judge",
+    "instance_id",
+    "skill",
+    "status",
+    "score",
+    "reason",
+    "detail",
+    "rationale",
+    "raw",
+    "attempts",
 )
 
 
@@ -166,13 +178,21 @@ def export_rows(store: Store, run_id: int, run_name: str) -> Iterator[dict[str, 
     """One row per judgment, streamed in id order."""
     stmt = (
         select(
-            Judgment.model, Judgment.judge, Judgment.instance_id, Judgment.skill, Judgment.status,
-            Judgment.score, Judgment.reason, Judgment.detail, Judgment.rationale, Call.raw,
-            Judgment.attempts,
+            J.model,
+            J.judge,
+            J.instance_id,
+            J.skill,
+            J.status,
+            J.score,
+            J.reason,
+            J.detail,
+            J.rationale,
+            C.raw,
+            J.attempts,
         )
-        .outerjoin(Call, Call.id == Judgment.call_id)  # type: ignore[arg-type]
-        .where(Judgment.run_id == run_id)
-        .order_by(Judgment.id)
+        .outerjoin(CALL, C.id == J.call_id)
+        .where(J.run_id == run_id)
+        .order_by(J.id)
     )
     with store.engine.connect() as conn:
         for row in conn.execution_options(yield_per=2000).execute(stmt):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import Table, and_, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 
@@ -21,15 +21,17 @@ from flask_eval.exceptions import RunConflictError
 from producer.schema import Instance, ResponseSet
 from storage.db import make_engine
 from storage.models import (
-    Call,
-    InstanceDomain,
-    InstanceRow,
-    Judgment,
-    ResponseRow,
-    Run,
+    CALL,
+    INSTANCE,
+    INSTANCE_DOMAIN,
+    JUDGMENT,
+    RESPONSE,
+    RUN,
     Status,
     utcnow,
 )
+
+J, C, INS, DOM, R, RN = JUDGMENT.c, CALL.c, INSTANCE.c, INSTANCE_DOMAIN.c, RESPONSE.c, RUN.c
 
 INSERT_CHUNK = 5_000
 
@@ -95,18 +97,22 @@ class Store:
 
     def find_run(self, name: str | None = None) -> RunInfo | None:
         """The run called ``name``, or the latest run when ``name`` is None."""
-        stmt = select(Run)
-        stmt = stmt.where(Run.name == name) if name is not None else stmt.order_by(Run.id.desc())  # type: ignore[union-attr]
+        stmt = select(RUN)
+        stmt = stmt.where(RN.name == name) if name is not None else stmt.order_by(RN.id.desc())
         with self.engine.connect() as conn:
             row = conn.execute(stmt.limit(1)).mappings().first()
         if row is None:
             return None
-        return RunInfo(row["id"], row["name"], row["fingerprint"], row["mode"], json.loads(row["config"]))
+        return RunInfo(
+            row["id"], row["name"], row["fingerprint"], row["mode"], json.loads(row["config"])
+        )
 
     def run_by_id(self, run_id: int) -> RunInfo:
         with self.engine.connect() as conn:
-            row = conn.execute(select(Run).where(Run.id == run_id)).mappings().one()
-        return RunInfo(row["id"], row["name"], row["fingerprint"], row["mode"], json.loads(row["config"]))
+            row = conn.execute(select(RUN).where(RN.id == run_id)).mappings().one()
+        return RunInfo(
+            row["id"], row["name"], row["fingerprint"], row["mode"], json.loads(row["config"])
+        )
 
     def create_run(
         self,
@@ -135,17 +141,19 @@ class Store:
         by_id = {inst.id: inst for inst in instances}
         with self.engine.begin() as conn:
             run_id = conn.execute(
-                Run.__table__.insert().values(  # type: ignore[attr-defined]
+                RUN.insert()
+                .values(
                     name=name,
                     fingerprint=fingerprint,
                     mode=mode,
                     config=json.dumps(config, sort_keys=True),
                     created_at=utcnow(),
                 )
-            ).inserted_primary_key[0]
+                .returning(RN.id)
+            ).scalar_one()
             self._insert_ignore(
                 conn,
-                InstanceRow,
+                INSTANCE,
                 (
                     {
                         "run_id": run_id,
@@ -160,7 +168,7 @@ class Store:
             )
             self._insert_ignore(
                 conn,
-                InstanceDomain,
+                INSTANCE_DOMAIN,
                 (
                     {"run_id": run_id, "instance_id": i.id, "domain": d}
                     for i in instances
@@ -169,9 +177,14 @@ class Store:
             )
             self._insert_ignore(
                 conn,
-                ResponseRow,
+                RESPONSE,
                 (
-                    {"run_id": run_id, "model": r.model, "instance_id": r.instance_id, "text": r.text}
+                    {
+                        "run_id": run_id,
+                        "model": r.model,
+                        "instance_id": r.instance_id,
+                        "text": r.text,
+                    }
                     for rs in response_sets
                     for r in rs.responses
                 ),
@@ -179,7 +192,7 @@ class Store:
             now = utcnow()
             self._insert_ignore(
                 conn,
-                Judgment,
+                JUDGMENT,
                 (
                     {
                         "run_id": run_id,
@@ -200,8 +213,9 @@ class Store:
             )
         return RunInfo(run_id, name, fingerprint, mode, config), True
 
-    def _insert_ignore(self, conn: Connection, model: Any, rows: Iterable[dict[str, Any]]) -> None:
-        table = model.__table__
+    def _insert_ignore(
+        self, conn: Connection, table: Table, rows: Iterable[dict[str, Any]]
+    ) -> None:
         ins = (postgresql.insert if self.dialect == "postgresql" else sqlite.insert)(table)
         stmt = ins.on_conflict_do_nothing()
         batch: list[dict[str, Any]] = []
@@ -224,15 +238,15 @@ class Store:
         """
         now = utcnow() - timedelta(seconds=stale_after)
         stmt = (
-            select(Judgment.id, Judgment.model, Judgment.instance_id, Judgment.judge)
+            select(J.id, J.model, J.instance_id, J.judge)
             .where(
-                Judgment.run_id == run.id,
+                J.run_id == run.id,
                 or_(
-                    Judgment.status == Status.PENDING.value,
-                    and_(Judgment.status == Status.RUNNING.value, Judgment.lease_until < now),  # type: ignore[operator]
+                    J.status == Status.PENDING.value,
+                    and_(J.status == Status.RUNNING.value, J.lease_until < now),
                 ),
             )
-            .order_by(Judgment.judge, Judgment.model, Judgment.instance_id, Judgment.id)
+            .order_by(J.judge, J.model, J.instance_id, J.id)
         )
         with self.engine.connect() as conn:
             rows = conn.execute(stmt).all()
@@ -245,14 +259,14 @@ class Store:
 
     def reset_failed(self, run_id: int, reasons: Sequence[str] | None = None) -> int:
         """Send failed rows (optionally only some reasons) back to pending."""
-        stmt = update(Judgment).where(
-            Judgment.run_id == run_id, Judgment.status == Status.FAILED.value
-        )
+        stmt = update(JUDGMENT).where(J.run_id == run_id, J.status == Status.FAILED.value)
         if reasons:
-            stmt = stmt.where(Judgment.reason.in_(list(reasons)))  # type: ignore[union-attr]
+            stmt = stmt.where(J.reason.in_(list(reasons)))
         with self.engine.begin() as conn:
             result = conn.execute(
-                stmt.values(status=Status.PENDING.value, reason=None, detail=None, updated_at=utcnow())
+                stmt.values(
+                    status=Status.PENDING.value, reason=None, detail=None, updated_at=utcnow()
+                )
             )
         return int(result.rowcount)
 
@@ -268,21 +282,21 @@ class Store:
             return []
         now = utcnow()
         stmt = (
-            update(Judgment)
+            update(JUDGMENT)
             .where(
-                Judgment.id.in_(list(ids)),  # type: ignore[union-attr]
+                J.id.in_(list(ids)),
                 or_(
-                    Judgment.status == Status.PENDING.value,
-                    and_(Judgment.status == Status.RUNNING.value, Judgment.lease_until < now),  # type: ignore[operator]
+                    J.status == Status.PENDING.value,
+                    and_(J.status == Status.RUNNING.value, J.lease_until < now),
                 ),
             )
             .values(
                 status=Status.RUNNING.value,
-                attempts=Judgment.attempts + 1,
+                attempts=J.attempts + 1,
                 lease_until=now + timedelta(seconds=lease_seconds),
                 updated_at=now,
             )
-            .returning(Judgment.id)
+            .returning(J.id)
         )
         with self.engine.begin() as conn:
             return sorted(conn.execute(stmt).scalars().all())
@@ -290,24 +304,34 @@ class Store:
     def contexts(self, ids: Sequence[int]) -> list[JobContext]:
         if not ids:
             return []
-        j, i, r = Judgment, InstanceRow, ResponseRow
         stmt = (
             select(
-                j.id, j.run_id, j.model, j.instance_id, j.skill, j.judge,
-                i.instruction, i.answer, r.text,
+                J.id,
+                J.run_id,
+                J.model,
+                J.instance_id,
+                J.skill,
+                J.judge,
+                INS.instruction,
+                INS.answer,
+                R.text,
             )
-            .join(i, and_(i.run_id == j.run_id, i.instance_id == j.instance_id))
-            .join(r, and_(r.run_id == j.run_id, r.model == j.model, r.instance_id == j.instance_id))
-            .where(j.id.in_(list(ids)))  # type: ignore[union-attr]
-            .order_by(j.id)
+            .join(INSTANCE, and_(INS.run_id == J.run_id, INS.instance_id == J.instance_id))
+            .join(
+                RESPONSE,
+                and_(R.run_id == J.run_id, R.model == J.model, R.instance_id == J.instance_id),
+            )
+            .where(J.id.in_(list(ids)))
+            .order_by(J.id)
         )
         with self.engine.connect() as conn:
             return [JobContext(*row) for row in conn.execute(stmt).all()]
 
     def cached_call(self, cache_key: str) -> CallRecord | None:
         """A parsed answer already paid for with this exact prompt, judge and parameters."""
-        stmt = select(Call.id, Call.raw, Call.prompt_tokens, Call.completion_tokens).where(
-            Call.cache_key == cache_key, Call.parsed == True  # noqa: E712
+        stmt = select(C.id, C.raw, C.prompt_tokens, C.completion_tokens).where(
+            C.cache_key == cache_key,
+            C.parsed.is_(True),
         )
         with self.engine.connect() as conn:
             row = conn.execute(stmt).first()
@@ -337,15 +361,18 @@ class Store:
             "latency_ms": latency_ms,
             "created_at": utcnow(),
         }
-        ins = (postgresql.insert if self.dialect == "postgresql" else sqlite.insert)(Call.__table__)  # type: ignore[attr-defined]
+        ins = (postgresql.insert if self.dialect == "postgresql" else sqlite.insert)(CALL)
         stmt = ins.values(**values).on_conflict_do_update(
             index_elements=["cache_key"],
-            set_={k: ins.excluded[k] for k in ("raw", "parsed", "prompt_tokens", "completion_tokens", "latency_ms")},
-            where=(Call.__table__.c.parsed == False),  # type: ignore[attr-defined]  # noqa: E712
+            set_={
+                k: ins.excluded[k]
+                for k in ("raw", "parsed", "prompt_tokens", "completion_tokens", "latency_ms")
+            },
+            where=CALL.c.parsed.is_(False),
         )
         with self.engine.begin() as conn:
             conn.execute(stmt)
-            return int(conn.execute(select(Call.id).where(Call.cache_key == cache_key)).scalar_one())
+            return int(conn.execute(select(C.id).where(C.cache_key == cache_key)).scalar_one())
 
     def finish(self, outcomes: Sequence[Outcome]) -> int:
         """Write final states; a row already done is never changed. Returns rows written."""
@@ -356,8 +383,8 @@ class Store:
         with self.engine.begin() as conn:
             for o in outcomes:
                 result = conn.execute(
-                    update(Judgment)
-                    .where(Judgment.id == o.id, Judgment.status != Status.DONE.value)
+                    update(JUDGMENT)
+                    .where(J.id == o.id, J.status != Status.DONE.value)
                     .values(
                         status=o.status.value,
                         score=o.score,
@@ -374,8 +401,8 @@ class Store:
 
     def count_open(self, run_id: int) -> int:
         stmt = select(func.count()).where(
-            Judgment.run_id == run_id,
-            Judgment.status.in_([Status.PENDING.value, Status.RUNNING.value]),  # type: ignore[attr-defined]
+            J.run_id == run_id,
+            J.status.in_([Status.PENDING.value, Status.RUNNING.value]),
         )
         with self.engine.connect() as conn:
             return int(conn.execute(stmt).scalar_one())

@@ -13,7 +13,9 @@ REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "flask_eval" / "examples"
 FLASK_DATA = Path(os.environ.get("FLASK_EVAL_FLASK_DATA", REPO.parent / "shared" / "flask-data"))
 REDIS_URL = os.environ.get("FLASK_EVAL_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
-POSTGRES_URL = os.environ.get("FLASK_EVAL_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+POSTGRES_URL = os.environ.get(
+    "FLASK_EVAL_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
 
 
 def _unavailable(what: str, exc: Exception) -> None:

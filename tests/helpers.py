@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -18,7 +19,11 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def cli_env(database_url: str, broker_url: str | None = None, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FLASK_EVAL_", "OPENAI_", "ANTHROPIC_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("FLASK_EVAL_", "OPENAI_", "ANTHROPIC_"))
+    }
     env["FLASK_EVAL_DATABASE_URL"] = database_url
     if broker_url:
         env["FLASK_EVAL_BROKER_URL"] = broker_url
@@ -29,23 +34,48 @@ def cli_env(database_url: str, broker_url: str | None = None, **extra: str) -> d
     return env
 
 
-def flask_eval(*args: str, env: Mapping[str, str], timeout: float = 300, check: bool = True) -> subprocess.CompletedProcess[str]:
+def flask_eval(
+    *args: str, env: Mapping[str, str], timeout: float = 300, check: bool = True
+) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(
         [sys.executable, "-m", "flask_eval", *args],
-        env=dict(env), cwd=REPO, capture_output=True, text=True, timeout=timeout,
+        env=dict(env),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
     if check and proc.returncode != 0:
-        raise AssertionError(f"flask-eval {' '.join(args)} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
+        raise AssertionError(
+            f"flask-eval {' '.join(args)} exited {proc.returncode}:\n{proc.stderr[-3000:]}"
+        )
     return proc
 
 
 @contextmanager
-def workers(env: Mapping[str, str], processes: int = 1, in_flight: int = 64, log: Path | None = None) -> Iterator[subprocess.Popen[bytes]]:
+def workers(
+    env: Mapping[str, str], processes: int = 1, in_flight: int = 64, log: Path | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
     """A real `flask-eval worker` process group; stopped (TERM, then KILL) on exit."""
     out = open(log, "wb") if log else subprocess.DEVNULL  # noqa: SIM115
     proc = subprocess.Popen(
-        [sys.executable, "-m", "flask_eval", "worker", "--processes", str(processes), "--in-flight", str(in_flight), "--loglevel", "WARNING"],
-        env=dict(env), cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "flask_eval",
+            "worker",
+            "--processes",
+            str(processes),
+            "--in-flight",
+            str(in_flight),
+            "--loglevel",
+            "WARNING",
+        ],
+        env=dict(env),
+        cwd=REPO,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     try:
         yield proc
@@ -61,10 +91,8 @@ def workers(env: Mapping[str, str], processes: int = 1, in_flight: int = 64, log
 
 
 def kill_group(proc: subprocess.Popen[Any], sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, sig)
-    except ProcessLookupError:
-        pass
 
 
 def status(env: Mapping[str, str], run: str) -> dict[str, Any]:

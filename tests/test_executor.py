@@ -68,7 +68,11 @@ def test_unparseable_answer_gets_one_reminder_then_succeeds(store: Store) -> Non
     run_id = create(store)
 
     def script(messages: Sequence[Message]) -> str:
-        return default_answer(messages) if len(messages) > 2 else "I think it is fine overall. Score: 5"
+        return (
+            default_answer(messages)
+            if len(messages) > 2
+            else "I think it is fine overall. Score: 5"
+        )
 
     MemoryJudge.script = staticmethod(script)  # type: ignore[assignment]
     run_all(store, run_id)

@@ -15,12 +15,20 @@ DIMENSIONS = {"overall", "skill", "ability", "domain", "difficulty", "skill_diff
 
 def run_args(base_openai: str, base_anthropic: str, run: str = "t1") -> list[str]:
     return [
-        "run", "--instances", str(EXAMPLES / "instances.jsonl"),
-        "--responses", f"model_a={EXAMPLES / 'model_a.jsonl'}",
-        "--responses", f"model_b={EXAMPLES / 'model_b.jsonl'}",
-        "--judge", f"openai/sim-gpt@{base_openai}",
-        "--judge", f"anthropic/sim-claude@{base_anthropic}",
-        "--run", run, "--quiet",
+        "run",
+        "--instances",
+        str(EXAMPLES / "instances.jsonl"),
+        "--responses",
+        f"model_a={EXAMPLES / 'model_a.jsonl'}",
+        "--responses",
+        f"model_b={EXAMPLES / 'model_b.jsonl'}",
+        "--judge",
+        f"openai/sim-gpt@{base_openai}",
+        "--judge",
+        f"anthropic/sim-claude@{base_anthropic}",
+        "--run",
+        run,
+        "--quiet",
     ]
 
 
@@ -52,7 +60,17 @@ def test_in_process_run_report_export_and_rerun_pays_nothing(sqlite_url: str) ->
     lines = flask_eval("export", "--format", "jsonl", env=env).stdout.splitlines()
     assert len(lines) == st["total"]
     row = json.loads(lines[0])
-    assert set(row) >= {"run", "model", "judge", "instance_id", "skill", "status", "score", "reason", "raw"}
+    assert set(row) >= {
+        "run",
+        "model",
+        "judge",
+        "instance_id",
+        "skill",
+        "status",
+        "score",
+        "reason",
+        "raw",
+    }
     csv_out = flask_eval("report", "t1", "--format", "csv", env=env).stdout.splitlines()
     assert csv_out[0] == "model,judge,dimension,key,mean,n,n_na,n_failed"
     assert len(csv_out) == len(report["rows"]) + 1
@@ -61,7 +79,12 @@ def test_in_process_run_report_export_and_rerun_pays_nothing(sqlite_url: str) ->
 def test_skill_mode_makes_one_call_per_skill(sqlite_url: str) -> None:
     env = cli_env(sqlite_url)
     with running_simulator(SimConfig(seed=1)) as sim:
-        flask_eval(*run_args(sim.openai_base_url, sim.anthropic_base_url, "per-skill"), "--mode", "skill", env=env)
+        flask_eval(
+            *run_args(sim.openai_base_url, sim.anthropic_base_url, "per-skill"),
+            "--mode",
+            "skill",
+            env=env,
+        )
         st = json.loads(flask_eval("status", "--json", env=env).stdout)
         assert st["done"] == st["total"]
         assert sim.stats()["requests"] == st["total"]
@@ -70,6 +93,12 @@ def test_skill_mode_makes_one_call_per_skill(sqlite_url: str) -> None:
 def test_demo_runs_and_prints_breakdowns(tmp_path: Path) -> None:
     env = cli_env(f"sqlite:///{tmp_path / 'demo.db'}")
     out = flask_eval("demo", env=env).stdout
-    for section in ("== overall ==", "== ability ==", "== skill ==", "== domain ==", "== difficulty =="):
+    for section in (
+        "== overall ==",
+        "== ability ==",
+        "== skill ==",
+        "== domain ==",
+        "== difficulty ==",
+    ):
         assert section in out
     assert "model_a" in out and "model_b" in out and "Logical Thinking" in out

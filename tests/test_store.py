@@ -33,17 +33,28 @@ def make_inputs(n: int = 6) -> tuple[list[Instance], list[ResponseSet]]:
         for i in range(n)
     ]
     sets = [
-        ResponseSet(m, f"{m}.jsonl", tuple(Response(m, inst.id, f"{m} says {inst.id}") for inst in instances[: n - k]))
+        ResponseSet(
+            m,
+            f"{m}.jsonl",
+            tuple(Response(m, inst.id, f"{m} says {inst.id}") for inst in instances[: n - k]),
+        )
         for k, m in enumerate(("alpha", "beta"))
     ]
     return instances, sets
 
 
-def create(store: Store, name: str = "r1", fingerprint: str = "f" * 64, mode: str = "instance") -> int:
+def create(
+    store: Store, name: str = "r1", fingerprint: str = "f" * 64, mode: str = "instance"
+) -> int:
     instances, sets = make_inputs()
     run, created = store.create_run(
-        name=name, fingerprint=fingerprint, mode=mode, config={"x": 1},
-        instances=instances, response_sets=sets, judges=["memory/j1", "memory/j2"],
+        name=name,
+        fingerprint=fingerprint,
+        mode=mode,
+        config={"x": 1},
+        instances=instances,
+        response_sets=sets,
+        judges=["memory/j1", "memory/j2"],
     )
     assert created
     return run.id
@@ -63,14 +74,24 @@ def test_same_name_same_fingerprint_resumes_and_different_conflicts(database_url
     run_id = create(store)
     instances, sets = make_inputs()
     again, created = store.create_run(
-        name="r1", fingerprint="f" * 64, mode="instance", config={},
-        instances=instances, response_sets=sets, judges=["memory/j1", "memory/j2"],
+        name="r1",
+        fingerprint="f" * 64,
+        mode="instance",
+        config={},
+        instances=instances,
+        response_sets=sets,
+        judges=["memory/j1", "memory/j2"],
     )
     assert (again.id, created) == (run_id, False)
     with pytest.raises(RunConflictError, match="different inputs"):
         store.create_run(
-            name="r1", fingerprint="e" * 64, mode="instance", config={},
-            instances=instances, response_sets=sets, judges=["memory/j1"],
+            name="r1",
+            fingerprint="e" * 64,
+            mode="instance",
+            config={},
+            instances=instances,
+            response_sets=sets,
+            judges=["memory/j1"],
         )
     assert queries.status(store, run_id, "r1").total == 66
 
@@ -132,7 +153,9 @@ def test_finish_never_overwrites_done(database_url: str) -> None:
 def test_record_call_is_idempotent_and_a_parsed_answer_wins(database_url: str) -> None:
     store = Store(database_url)
     run_id = create(store)
-    kw = dict(run_id=run_id, judge="memory/j1", prompt_tokens=10, completion_tokens=5, latency_ms=1.0)
+    kw = dict(
+        run_id=run_id, judge="memory/j1", prompt_tokens=10, completion_tokens=5, latency_ms=1.0
+    )
     first = store.record_call(cache_key="k" * 64, raw="garbage", parsed=False, **kw)  # type: ignore[arg-type]
     assert store.cached_call("k" * 64) is None  # unparsed answers are not reused
     second = store.record_call(cache_key="k" * 64, raw="good", parsed=True, **kw)  # type: ignore[arg-type]
@@ -162,13 +185,25 @@ def test_sql_grouping_equals_the_pure_reference(database_url: str) -> None:
     store.finish(outcomes)
     records = [
         Record(
-            r["model"], r["judge"], r["instance_id"], r["skill"], r["status"],
+            r["model"],
+            r["judge"],
+            r["instance_id"],
+            r["skill"],
+            r["status"],
             r["score"] if isinstance(r["score"], int) else None,
-            by_id[r["instance_id"]].domains, by_id[r["instance_id"]].difficulty,
+            by_id[r["instance_id"]].domains,
+            by_id[r["instance_id"]].difficulty,
         )
         for r in queries.export_rows(store, run_id, "r1")
     ]
     expected = aggregate(records, ABILITY, skill_order=SKILLS.names)
     got = rows_from_cells(queries.cells(store, run_id), ABILITY, skill_order=SKILLS.names)
     assert got == expected
-    assert {r.dimension for r in got} == {"overall", "skill", "ability", "domain", "difficulty", "skill_difficulty"}
+    assert {r.dimension for r in got} == {
+        "overall",
+        "skill",
+        "ability",
+        "domain",
+        "difficulty",
+        "skill_difficulty",
+    }

@@ -19,17 +19,34 @@ pytestmark = pytest.mark.redis
 
 
 def judges(sim_openai: str, sim_anthropic: str) -> list[str]:
-    return ["--judge", f"openai/sim-gpt@{sim_openai}", "--judge", f"anthropic/sim-claude@{sim_anthropic}"]
+    return [
+        "--judge",
+        f"openai/sim-gpt@{sim_openai}",
+        "--judge",
+        f"anthropic/sim-claude@{sim_anthropic}",
+    ]
 
 
-def test_examples_through_redis_and_a_worker(database_url: str, redis_url: str, tmp_path: Path) -> None:
+def test_examples_through_redis_and_a_worker(
+    database_url: str, redis_url: str, tmp_path: Path
+) -> None:
     env = cli_env(database_url, redis_url)
-    with spawn_simulator(SimConfig(latency_ms=20, garbage_rate=0.05, seed=5)) as sim, workers(env, log=tmp_path / "w.log"):
+    with (
+        spawn_simulator(SimConfig(latency_ms=20, garbage_rate=0.05, seed=5)) as sim,
+        workers(env, log=tmp_path / "w.log"),
+    ):
         proc = flask_eval(
-            "run", "--instances", str(EXAMPLES / "instances.jsonl"),
-            "--responses", f"model_a={EXAMPLES / 'model_a.jsonl'}",
-            "--responses", f"model_b={EXAMPLES / 'model_b.jsonl'}",
-            *judges(sim.openai_base_url, sim.anthropic_base_url), "--run", "celery", "--quiet",
+            "run",
+            "--instances",
+            str(EXAMPLES / "instances.jsonl"),
+            "--responses",
+            f"model_a={EXAMPLES / 'model_a.jsonl'}",
+            "--responses",
+            f"model_b={EXAMPLES / 'model_b.jsonl'}",
+            *judges(sim.openai_base_url, sim.anthropic_base_url),
+            "--run",
+            "celery",
+            "--quiet",
             env=env,
         )
         assert "model_b: 25/27 instances answered" in proc.stderr
@@ -39,7 +56,9 @@ def test_examples_through_redis_and_a_worker(database_url: str, redis_url: str, 
     assert st["done"] > 0.95 * st["total"]
 
 
-def _subset(flask_data: Path, tmp_path: Path, n: int, models: tuple[str, ...]) -> tuple[Path, list[str]]:
+def _subset(
+    flask_data: Path, tmp_path: Path, n: int, models: tuple[str, ...]
+) -> tuple[Path, list[str]]:
     src = flask_data / "evaluation_set" / "flask_evaluation.jsonl"
     instances = tmp_path / "instances.jsonl"
     with src.open() as f:
@@ -63,18 +82,31 @@ def test_flask_subset_two_workers_two_judges_every_breakdown_present(
     args = [a for r in responses for a in ("--responses", r)]
     with spawn_simulator(SimConfig(latency_ms=5, seed=11)) as sim:
         flask_eval(
-            "run", "--instances", str(instances), *args,
-            *judges(sim.openai_base_url, sim.anthropic_base_url), "--run", "flask300", "--no-wait",
+            "run",
+            "--instances",
+            str(instances),
+            *args,
+            *judges(sim.openai_base_url, sim.anthropic_base_url),
+            "--run",
+            "flask300",
+            "--no-wait",
             env=env,
         )
         with workers(env, processes=2, in_flight=64, log=tmp_path / "w.log"):
             st = wait_done(env, "flask300")
     assert st["done"] == st["total"] and st["failed"] == 0
-    report = json.loads(flask_eval("report", "flask300", "--format", "json", env=env).stdout)["rows"]
+    report = json.loads(flask_eval("report", "flask300", "--format", "json", env=env).stdout)[
+        "rows"
+    ]
 
     data = [json.loads(line) for line in instances.read_text().splitlines()]
-    levels = {"simple lifestyle knowledge": "1", "advanced lifestyle knowledge": "2",
-              "formal education knowledge": "3", "major level knowledge": "4", "expert level knowledge": "5"}
+    levels = {
+        "simple lifestyle knowledge": "1",
+        "advanced lifestyle knowledge": "2",
+        "formal education knowledge": "3",
+        "major level knowledge": "4",
+        "expert level knowledge": "5",
+    }
     expected = {
         "overall": {"all"},
         "skill": {s for d in data for s in d["skill"]},
@@ -89,5 +121,9 @@ def test_flask_subset_two_workers_two_judges_every_breakdown_present(
     assert len(pairs) == 4
     for pair in pairs:
         for dim, keys in expected.items():
-            got = {r["key"] for r in report if (r["model"], r["judge"]) == pair and r["dimension"] == dim}
+            got = {
+                r["key"]
+                for r in report
+                if (r["model"], r["judge"]) == pair and r["dimension"] == dim
+            }
             assert got == keys, (pair, dim)

@@ -12,11 +12,11 @@ from celery import Celery
 
 from flask_eval import settings as settings_mod
 from flask_eval.redact import install_log_redaction
+from rubrics.codec import from_data
 from rubrics.skills import SkillSet
 from storage.store import Store
 from workers.loop import run_sync
 from workers.runner import Executor, ExecutorConfig
-from rubrics.codec import from_data
 
 TASK_NAME = "flask_eval.judge_batch"
 log = logging.getLogger("flask_eval.worker")

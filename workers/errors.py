@@ -12,7 +12,9 @@ from flask_eval.exceptions import JudgeError
 from flask_eval.redact import redact
 from storage.models import FailureReason
 
-_DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?(?:(\d+)ms)?$")
+_DURATION = re.compile(
+    r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?(?:(\d+)ms)?$"
+)
 
 
 def _duration(value: str) -> float | None:
@@ -44,12 +46,19 @@ def retry_after(headers: Mapping[str, str] | None) -> float | None:
         try:
             return max(0.0, float(value))
         except ValueError:
-            parsed = email.utils.parsedate_to_datetime(value) if value else None
+            try:
+                parsed = email.utils.parsedate_to_datetime(value)
+            except (TypeError, ValueError):
+                parsed = None
             if parsed is not None:
                 return max(0.0, parsed.timestamp() - time.time())
     resets = [
         d
-        for k in ("x-ratelimit-reset-requests", "x-ratelimit-reset-tokens", "anthropic-ratelimit-requests-reset")
+        for k in (
+            "x-ratelimit-reset-requests",
+            "x-ratelimit-reset-tokens",
+            "anthropic-ratelimit-requests-reset",
+        )
         if k in lower and (d := _duration(lower[k])) is not None
     ]
     return max(resets) if resets else None

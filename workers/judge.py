@@ -131,7 +131,7 @@ class Judge(ABC):
             return RetryDecision(True, error.retry_after + random.uniform(0, 0.25))
         return RetryDecision(True, backoff)
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> None:  # noqa: B027  (a default hook: nothing to release)
         """Release the HTTP client."""
 
 

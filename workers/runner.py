@@ -15,12 +15,12 @@ import json
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from flask_eval.exceptions import FlaskEvalError, JudgeError
 from flask_eval.redact import redact
 from rubrics.parse import parse
-from rubrics.prompt import render, reminder
+from rubrics.prompt import reminder, render
 from rubrics.skills import Skill, SkillSet
 from storage.models import FailureReason, Status
 from storage.store import JobContext, Outcome, Store
@@ -36,7 +36,7 @@ RATIONALE_LIMIT = 8_000
 class ExecutorConfig:
     in_flight: int = 256
     lease_seconds: float = 900.0
-    generate: GenerateConfig = GenerateConfig()
+    generate: GenerateConfig = field(default_factory=GenerateConfig)
 
 
 @dataclass
@@ -88,11 +88,17 @@ class Executor:
         contexts = {c.id: c for c in await asyncio.to_thread(self.store.contexts, sorted(claimed))}
         groups = [[contexts[i] for i in call if i in contexts] for call in calls]
         groups = [g for g in groups if g]
-        results = await asyncio.gather(*(self._run_call(g, skillset, summary) for g in groups), return_exceptions=True)
+        results = await asyncio.gather(
+            *(self._run_call(g, skillset, summary) for g in groups), return_exceptions=True
+        )
         for group, result in zip(groups, results, strict=True):
             if isinstance(result, BaseException):  # a bug: record it, never drop the rows
-                log.exception("internal error judging rows %s", [c.id for c in group], exc_info=result)
-                err = JudgeError(FailureReason.INTERNAL, redact(f"{type(result).__name__}: {result}"))
+                log.exception(
+                    "internal error judging rows %s", [c.id for c in group], exc_info=result
+                )
+                err = JudgeError(
+                    FailureReason.INTERNAL, redact(f"{type(result).__name__}: {result}")
+                )
                 await self._finish(self._failed(group, err, None), summary)
         return summary
 
@@ -104,11 +110,18 @@ class Executor:
             judge = self.judge(first.judge)
             skills = [skillset.get(c.skill) for c in group]
         except (FlaskEvalError, KeyError) as exc:
-            reason = FailureReason.AUTH if isinstance(exc, FlaskEvalError) else FailureReason.INTERNAL
-            await self._finish(self._failed(group, JudgeError(reason, redact(str(exc))), None), summary)
+            reason = (
+                FailureReason.AUTH if isinstance(exc, FlaskEvalError) else FailureReason.INTERNAL
+            )
+            await self._finish(
+                self._failed(group, JudgeError(reason, redact(str(exc))), None), summary
+            )
             return
         messages = render(
-            instruction=first.instruction, reference=first.reference, response=first.response, skills=skills
+            instruction=first.instruction,
+            reference=first.reference,
+            response=first.response,
+            skills=skills,
         )
         outcome = await self._ask(judge, first.run_id, messages, skills, summary)
         if isinstance(outcome, JudgeError):
@@ -129,7 +142,9 @@ class Executor:
         rationale = _rationale(text)
         await self._finish(
             [
-                Outcome(c.id, Status.DONE, score=scores[c.skill], rationale=rationale, call_id=call_id)
+                Outcome(
+                    c.id, Status.DONE, score=scores[c.skill], rationale=rationale, call_id=call_id
+                )
                 for c in group
             ],
             summary,
@@ -187,10 +202,18 @@ class Executor:
                 decision = judge.should_retry(err, attempt)
                 if not decision.retry:
                     raise err from exc
-                log.info("retrying %s after %s (attempt %d, %.1fs)", judge.name, err.reason, attempt, decision.delay)
+                log.info(
+                    "retrying %s after %s (attempt %d, %.1fs)",
+                    judge.name,
+                    err.reason,
+                    attempt,
+                    decision.delay,
+                )
                 await asyncio.sleep(decision.delay)
 
-    def _failed(self, group: Sequence[JobContext], err: JudgeError, call_id: int | None) -> list[Outcome]:
+    def _failed(
+        self, group: Sequence[JobContext], err: JudgeError, call_id: int | None
+    ) -> list[Outcome]:
         detail = redact(err.detail)[:2000]
         return [
             Outcome(c.id, Status.FAILED, reason=str(err.reason), detail=detail, call_id=call_id)

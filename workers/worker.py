@@ -56,7 +56,18 @@ def run(processes: int, in_flight: int, loglevel: str = "INFO") -> int:
     if processes == 1:
         run_one(in_flight, loglevel)
         return 0
-    cmd = [sys.executable, "-m", "flask_eval", "worker", "--processes", "1", "--in-flight", str(in_flight), "--loglevel", loglevel]
+    cmd = [
+        sys.executable,
+        "-m",
+        "flask_eval",
+        "worker",
+        "--processes",
+        "1",
+        "--in-flight",
+        str(in_flight),
+        "--loglevel",
+        loglevel,
+    ]
     children = [subprocess.Popen(cmd) for _ in range(processes)]
 
     def forward(signum: int, _frame: object) -> None:
@@ -71,6 +82,8 @@ def run(processes: int, in_flight: int, loglevel: str = "INFO") -> int:
         for c in children:
             if c.poll() not in (None, 0) and code == 0:
                 code = c.returncode or 1
-                forward(signal.SIGTERM, None)  # one died: stop the rest, let a supervisor restart us
+                forward(
+                    signal.SIGTERM, None
+                )  # one died: stop the rest, let a supervisor restart us
         time.sleep(0.5)
     return code

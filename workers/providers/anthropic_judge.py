@@ -30,7 +30,9 @@ class AnthropicJudge(Judge):
 
     async def generate(self, messages: Sequence[Message], config: GenerateConfig) -> JudgeOutput:
         system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
-        chat = [{"role": m["role"], "content": m["content"]} for m in messages if m["role"] != "system"]
+        chat = [
+            {"role": m["role"], "content": m["content"]} for m in messages if m["role"] != "system"
+        ]
         try:
             message = await self._client.messages.create(
                 model=self.spec.model,
@@ -42,9 +44,12 @@ class AnthropicJudge(Judge):
             )
         except Exception as exc:
             raise classify(exc) from exc
-        texts = [getattr(b, "text", "") for b in message.content if getattr(b, "type", "") == "text"]
+        texts = [
+            getattr(b, "text", "") for b in message.content if getattr(b, "type", "") == "text"
+        ]
         text = check_not_refused(
-            "".join(texts) if texts else None, f"no text in the answer (stop_reason={message.stop_reason})"
+            "".join(texts) if texts else None,
+            f"no text in the answer (stop_reason={message.stop_reason})",
         )
         return JudgeOutput(text, message.usage.input_tokens, message.usage.output_tokens)
 

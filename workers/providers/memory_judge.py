@@ -17,7 +17,9 @@ def default_answer(messages: Sequence[Message]) -> str:
     prompt = "\n".join(m["content"] for m in messages)
     skills = requested_skills(prompt) or []
     digest = hashlib.sha256(prompt.encode()).digest()
-    scores: dict[str, int | None] = {s: 1 + digest[i % len(digest)] % 5 for i, s in enumerate(skills)}
+    scores: dict[str, int | None] = {
+        s: 1 + digest[i % len(digest)] % 5 for i, s in enumerate(skills)
+    }
     return "The response was read against each rubric.\n" + scores_line(scores)
 
 
