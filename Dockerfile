@@ -1,0 +1,14 @@
+FROM python:3.11-slim
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY flask_eval flask_eval
+COPY producer producer
+COPY rubrics rubrics
+COPY workers workers
+COPY storage storage
+COPY report report
+COPY simulator simulator
+RUN pip install --no-cache-dir .
+RUN useradd --create-home flask
+USER flask
+ENTRYPOINT ["flask-eval"]
