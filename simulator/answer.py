@@ -2,8 +2,9 @@
 
 Scores are a deterministic function of the seed, the judge model and the full prompt
 text, so the same request always gets the same answer, while different requests get
-different scores. A per-response "quality" (hash of the text between ``<<<RESPONSE`` and
-``RESPONSE>>>``, or of the whole prompt when those markers are absent) sets the level and
+different scores. A per-response "quality" (how much of the reference answer the response
+covers, blended with a hash of the response text between the ``<<<RESPONSE`` and
+``RESPONSE>>>`` lines, or of the whole prompt when those are absent) sets the level and
 a per-skill, per-judge nudge of -1/0/+1 spreads the skills around it; judges therefore
 broadly agree on a response without being identical.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from collections.abc import Sequence
 
 from rubrics.protocol import SCORES_MARKER, requested_skills, scores_line
@@ -21,6 +23,8 @@ from .config import SimConfig
 RESPONSE_START = "<<<RESPONSE"
 RESPONSE_END = "RESPONSE>>>"
 RESULT_MARKER = "[RESULT]"
+REFERENCE_HEADING = "## Reference answer"
+_WORD = re.compile(r"[a-z0-9]+")
 
 # Real judges mostly give 3s and 4s; keep every value reachable.
 _QUALITY_WEIGHTS = (1, 2, 3, 3, 2)
@@ -57,22 +61,53 @@ def estimate_tokens(text: str) -> int:
     return max(1, math.ceil(len(text) / 4))
 
 
+def _block(prompt: str, start_line: str, end_line: str) -> str | None:
+    """Text between a line that is exactly ``start_line`` and the next ``end_line`` line."""
+    lines = prompt.splitlines()
+    try:
+        i = lines.index(start_line)
+        j = lines.index(end_line, i + 1)
+    except ValueError:
+        return None
+    return "\n".join(lines[i + 1 : j])
+
+
 def response_focus(prompt: str) -> str:
-    """The text between the response markers, or the whole prompt if absent."""
-    start = prompt.find(RESPONSE_START)
+    """The judged response (between the delimiter lines), or the whole prompt if absent."""
+    block = _block(prompt, RESPONSE_START, RESPONSE_END)
+    return prompt if block is None else block
+
+
+def reference_text(prompt: str) -> str | None:
+    """The reference answer section of our prompts, if there is one."""
+    start = prompt.find(REFERENCE_HEADING)
     if start < 0:
-        return prompt
-    start += len(RESPONSE_START)
-    end = prompt.find(RESPONSE_END, start)
-    if end < 0:
-        return prompt
-    return prompt[start:end]
+        return None
+    end = prompt.find("\n## ", start + len(REFERENCE_HEADING))
+    section = prompt[start + len(REFERENCE_HEADING) : end if end >= 0 else None].strip()
+    # The section opens with one paragraph about the reference; the reference follows.
+    _intro, _, reference = section.partition("\n\n")
+    return reference or None
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if len(w) > 2}
 
 
 def quality(prompt: str, config: SimConfig) -> int:
-    """The 1..5 level of the judged response (independent of the judge model)."""
-    h = _hash("quality", str(config.seed), response_focus(prompt))
-    return 1 + _weighted(h, _QUALITY_WEIGHTS)
+    """The 1..5 level of the judged response (independent of the judge model).
+
+    Half of it is how much of the reference answer's vocabulary the response covers, half
+    a hash of the response: better answers score higher, yet scores stay spread out.
+    """
+    response = response_focus(prompt)
+    u = _hash("quality", str(config.seed), response) % 10_000 / 10_000
+    reference = reference_text(prompt)
+    ref_words = _words(reference) if reference else set()
+    if not ref_words:
+        return 1 + _weighted(_hash("quality", str(config.seed), response), _QUALITY_WEIGHTS)
+    recall = len(ref_words & _words(response)) / len(ref_words)
+    return min(5, max(1, 1 + round(4 * (0.55 * recall + 0.45 * u))))
 
 
 def judge_scores(
