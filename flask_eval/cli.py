@@ -19,7 +19,8 @@ from flask_eval.redact import install_log_redaction, redact
 from report import render
 from storage import queries
 from storage.models import FailureReason
-from storage.store import RunInfo, Store
+from storage.records import RunInfo
+from storage.store import Store
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from tqdm import tqdm
 
+from flask_eval import settings as settings_mod
 from flask_eval.exceptions import ConfigError, InputError
 from flask_eval.settings import Settings
 from producer.dispatch import CeleryDispatcher, Dispatcher, InProcessDispatcher
@@ -22,9 +23,9 @@ from report.metrics import Row, rows_from_cells
 from rubrics import codec
 from rubrics.skills import SkillSet, load, load_default
 from storage import queries
-from storage.store import RunInfo, Store
+from storage.records import RunInfo
+from storage.store import Store
 from workers.judge import JudgeSpec, create_judge
-from workers.runner import ExecutorConfig
 
 
 @dataclass(frozen=True)
@@ -89,8 +90,7 @@ def make_dispatcher(
 ) -> Dispatcher:
     if settings.broker_url:
         return CeleryDispatcher(settings)
-    config = ExecutorConfig(in_flight=in_flight, lease_seconds=settings.lease_seconds)
-    return InProcessDispatcher(store, skillset, config)
+    return InProcessDispatcher(store, skillset, settings_mod.executor_config(settings, in_flight))
 
 
 def start(

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import Table, and_, func, or_, select, update
+from sqlalchemy import Table, and_, bindparam, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 
@@ -30,55 +29,12 @@ from storage.models import (
     Status,
     utcnow,
 )
+from storage.records import CallRecord, JobContext, Outcome, RunInfo
+from storage.retry import transient_retry
 
 J, C, INS, DOM, R, RN = JUDGMENT.c, CALL.c, INSTANCE.c, INSTANCE_DOMAIN.c, RESPONSE.c, RUN.c
 
 INSERT_CHUNK = 5_000
-
-
-@dataclass(frozen=True)
-class RunInfo:
-    id: int
-    name: str
-    fingerprint: str
-    mode: str
-    config: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class JobContext:
-    """What a worker needs to judge one ledger row."""
-
-    id: int
-    run_id: int
-    model: str
-    instance_id: str
-    skill: str
-    judge: str
-    instruction: str
-    reference: str
-    response: str
-
-
-@dataclass(frozen=True)
-class CallRecord:
-    id: int
-    raw: str
-    prompt_tokens: int
-    completion_tokens: int
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """The end of one ledger row: done (score None = N/A) or failed with a reason."""
-
-    id: int
-    status: Status
-    score: int | None = None
-    rationale: str | None = None
-    reason: str | None = None
-    detail: str | None = None
-    call_id: int | None = None
 
 
 class Store:
@@ -95,6 +51,7 @@ class Store:
 
     # -- runs and inputs ---------------------------------------------------------------
 
+    @transient_retry
     def find_run(self, name: str | None = None) -> RunInfo | None:
         """The run called ``name``, or the latest run when ``name`` is None."""
         stmt = select(RUN)
@@ -107,6 +64,7 @@ class Store:
             row["id"], row["name"], row["fingerprint"], row["mode"], json.loads(row["config"])
         )
 
+    @transient_retry
     def run_by_id(self, run_id: int) -> RunInfo:
         with self.engine.connect() as conn:
             row = conn.execute(select(RUN).where(RN.id == run_id)).mappings().one()
@@ -272,6 +230,7 @@ class Store:
 
     # -- the worker side ---------------------------------------------------------------
 
+    @transient_retry
     def claim(self, ids: Sequence[int], lease_seconds: float) -> list[int]:
         """Mark rows running for ``lease_seconds``; returns the ids this caller now owns.
 
@@ -301,6 +260,21 @@ class Store:
         with self.engine.begin() as conn:
             return sorted(conn.execute(stmt).scalars().all())
 
+    @transient_retry
+    def extend_leases(self, ids: Sequence[int], lease_seconds: float) -> int:
+        """Heartbeat: keep the rows this worker is still judging leased to it."""
+        if not ids:
+            return 0
+        now = utcnow()
+        stmt = (
+            update(JUDGMENT)
+            .where(J.id.in_(list(ids)), J.status == Status.RUNNING.value)
+            .values(lease_until=now + timedelta(seconds=lease_seconds))
+        )
+        with self.engine.begin() as conn:
+            return int(conn.execute(stmt).rowcount)
+
+    @transient_retry
     def contexts(self, ids: Sequence[int]) -> list[JobContext]:
         if not ids:
             return []
@@ -327,6 +301,7 @@ class Store:
         with self.engine.connect() as conn:
             return [JobContext(*row) for row in conn.execute(stmt).all()]
 
+    @transient_retry
     def cached_call(self, cache_key: str) -> CallRecord | None:
         """A parsed answer already paid for with this exact prompt, judge and parameters."""
         stmt = select(C.id, C.raw, C.prompt_tokens, C.completion_tokens).where(
@@ -337,6 +312,7 @@ class Store:
             row = conn.execute(stmt).first()
         return CallRecord(*row) if row else None
 
+    @transient_retry
     def record_call(
         self,
         *,
@@ -374,31 +350,42 @@ class Store:
             conn.execute(stmt)
             return int(conn.execute(select(C.id).where(C.cache_key == cache_key)).scalar_one())
 
+    @transient_retry
     def finish(self, outcomes: Sequence[Outcome]) -> int:
         """Write final states; a row already done is never changed. Returns rows written."""
         if not outcomes:
             return 0
-        now = utcnow()
-        written = 0
+        stmt = (
+            update(JUDGMENT)
+            .where(J.id == bindparam("o_id"), J.status != Status.DONE.value)
+            .values(
+                status=bindparam("o_status"),
+                score=bindparam("o_score"),
+                rationale=bindparam("o_rationale"),
+                reason=bindparam("o_reason"),
+                detail=bindparam("o_detail"),
+                call_id=bindparam("o_call_id"),
+                lease_until=None,
+                updated_at=utcnow(),
+            )
+        )
+        params = [
+            {
+                "o_id": o.id,
+                "o_status": o.status.value,
+                "o_score": o.score,
+                "o_rationale": o.rationale,
+                "o_reason": o.reason,
+                "o_detail": o.detail,
+                "o_call_id": o.call_id,
+            }
+            for o in outcomes
+        ]
         with self.engine.begin() as conn:
-            for o in outcomes:
-                result = conn.execute(
-                    update(JUDGMENT)
-                    .where(J.id == o.id, J.status != Status.DONE.value)
-                    .values(
-                        status=o.status.value,
-                        score=o.score,
-                        rationale=o.rationale,
-                        reason=o.reason,
-                        detail=o.detail,
-                        call_id=o.call_id,
-                        lease_until=None,
-                        updated_at=now,
-                    )
-                )
-                written += int(result.rowcount)
+            written = int(conn.execute(stmt, params).rowcount)
         return written
 
+    @transient_retry
     def count_open(self, run_id: int) -> int:
         stmt = select(func.count()).where(
             J.run_id == run_id,

@@ -13,7 +13,8 @@ from report.metrics import Record, aggregate, rows_from_cells
 from rubrics.skills import load_default
 from storage import queries
 from storage.models import Status
-from storage.store import Outcome, Store
+from storage.records import Outcome
+from storage.store import Store
 
 SKILLS = load_default()
 ABILITY = {s.name: s.ability for s in SKILLS}

@@ -16,7 +16,7 @@ from rubrics.codec import from_data
 from rubrics.skills import SkillSet
 from storage.store import Store
 from workers.loop import run_sync
-from workers.runner import Executor, ExecutorConfig
+from workers.runner import Executor
 
 TASK_NAME = "flask_eval.judge_batch"
 log = logging.getLogger("flask_eval.worker")
@@ -35,6 +35,16 @@ def make_app(settings: settings_mod.Settings) -> Celery:
         # At-least-once delivery; the SQL ledger makes the result exactly-once.
         task_acks_late=True,
         task_reject_on_worker_lost=True,
+        # A task that raised (the database stayed down past its retry window) is not
+        # acked: the message comes back after the visibility timeout.
+        task_acks_on_failure_or_timeout=False,
+        task_publish_retry=True,
+        task_publish_retry_policy={
+            "max_retries": 60,
+            "interval_start": 0.2,
+            "interval_step": 0.5,
+            "interval_max": 5,
+        },
         worker_prefetch_multiplier=1,
         broker_transport_options={"visibility_timeout": settings.visibility_timeout},
         task_default_queue=settings.queue,
@@ -55,7 +65,7 @@ def _executor(pid: int) -> Executor:
     settings = settings_mod.load()
     in_flight = int(os.environ.get("FLASK_EVAL_IN_FLIGHT", "256"))
     store = Store(settings.database_url)
-    config = ExecutorConfig(in_flight=in_flight, lease_seconds=settings.lease_seconds)
+    config = settings_mod.executor_config(settings, in_flight)
     install_log_redaction()
     return Executor(store, config)
 

@@ -23,7 +23,8 @@ from rubrics.parse import parse
 from rubrics.prompt import reminder, render
 from rubrics.skills import Skill, SkillSet
 from storage.models import FailureReason, Status
-from storage.store import JobContext, Outcome, Store
+from storage.records import JobContext, Outcome
+from storage.store import Store
 from workers.errors import classify
 from workers.judge import GenerateConfig, Judge, JudgeOutput, Message, create_judge
 
@@ -35,8 +36,10 @@ RATIONALE_LIMIT = 8_000
 @dataclass(frozen=True)
 class ExecutorConfig:
     in_flight: int = 256
-    lease_seconds: float = 900.0
+    #: a claimed row stays leased while its worker lives: renewed every lease/3 seconds
+    lease_seconds: float = 60.0
     generate: GenerateConfig = field(default_factory=GenerateConfig)
+    max_attempts: int | None = None  # None: each judge's own default
 
 
 @dataclass
@@ -66,15 +69,22 @@ class Executor:
         self.config = config
         self._judges: dict[str, Judge] = {}
         self._slots = asyncio.Semaphore(config.in_flight)
+        self._owned: dict[int, int] = {}  # row id -> batches holding it
+        self._heartbeat: asyncio.Task[None] | None = None
 
     def judge(self, name: str) -> Judge:
         if name not in self._judges:
             judge = create_judge(name)
             judge.max_connections = min(judge.max_connections, self.config.in_flight)
+            if self.config.max_attempts is not None:
+                judge.max_attempts = self.config.max_attempts
             self._judges[name] = judge
         return self._judges[name]
 
     async def aclose(self) -> None:
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+            self._heartbeat = None
         for judge in self._judges.values():
             await judge.aclose()
         self._judges.clear()
@@ -85,12 +95,18 @@ class Executor:
         wanted = [i for call in calls for i in call]
         claimed = set(await asyncio.to_thread(self.store.claim, wanted, self.config.lease_seconds))
         summary.skipped = len(wanted) - len(claimed)
-        contexts = {c.id: c for c in await asyncio.to_thread(self.store.contexts, sorted(claimed))}
-        groups = [[contexts[i] for i in call if i in contexts] for call in calls]
-        groups = [g for g in groups if g]
-        results = await asyncio.gather(
-            *(self._run_call(g, skillset, summary) for g in groups), return_exceptions=True
-        )
+        self._hold(claimed)
+        try:
+            contexts = {
+                c.id: c for c in await asyncio.to_thread(self.store.contexts, sorted(claimed))
+            }
+            groups = [[contexts[i] for i in call if i in contexts] for call in calls]
+            groups = [g for g in groups if g]
+            results = await asyncio.gather(
+                *(self._run_call(g, skillset, summary) for g in groups), return_exceptions=True
+            )
+        finally:
+            self._release(claimed)
         for group, result in zip(groups, results, strict=True):
             if isinstance(result, BaseException):  # a bug: record it, never drop the rows
                 log.exception(
@@ -101,6 +117,31 @@ class Executor:
                 )
                 await self._finish(self._failed(group, err, None), summary)
         return summary
+
+    def _hold(self, ids: set[int]) -> None:
+        for i in ids:
+            self._owned[i] = self._owned.get(i, 0) + 1
+        if self._heartbeat is None or self._heartbeat.done():
+            self._heartbeat = asyncio.get_running_loop().create_task(self._beat())
+
+    def _release(self, ids: set[int]) -> None:
+        for i in ids:
+            left = self._owned.get(i, 0) - 1
+            if left > 0:
+                self._owned[i] = left
+            else:
+                self._owned.pop(i, None)
+
+    async def _beat(self) -> None:
+        """Renew the leases of every row this process is judging, until it has none."""
+        interval = self.config.lease_seconds / 3
+        while self._owned:
+            await asyncio.sleep(interval)
+            ids = list(self._owned)
+            try:
+                await asyncio.to_thread(self.store.extend_leases, ids, self.config.lease_seconds)
+            except Exception:  # the store retries outages itself; never kill the loop
+                log.exception("lease heartbeat failed")
 
     async def _run_call(
         self, group: list[JobContext], skillset: SkillSet, summary: BatchSummary

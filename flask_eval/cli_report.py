@@ -1,0 +1,337 @@
+"""`flask-eval report` (intervals, ensembles, comparisons, HTML) and `flask-eval agreement`.
+
+Wire into the command line with :func:`register` (``register(main)`` in ``cli.py``, after
+removing its older ``report`` command): it adds both commands to the group.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from tqdm import tqdm
+
+from flask_eval import settings as settings_mod
+from flask_eval.exceptions import FlaskEvalError, InputError
+from flask_eval.redact import redact
+from producer.schema import DOMAINS
+from report import export, references
+from report.agreement import Agreement, agreement_rows
+from report.bootstrap import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_REPLICATES,
+    DEFAULT_SEED,
+    instance_weights,
+)
+from report.ensemble import EnsembleSpec, add_ensembles
+from report.intervals import cell_intervals, comparisons
+from report.metrics import rows_from_cells
+from report.scores import ScoreTable, point_cells
+from rubrics import codec
+from storage import analytics, queries
+from storage.store import RunInfo, Store
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+FORMATS = ("table", "json", "csv", "html")
+DEFAULT_HTML_DIR = "flask-eval-report"
+
+
+def handle_errors(fn: F) -> F:
+    """Print a FlaskEvalError as one line on stderr and exit with its code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except FlaskEvalError as exc:
+            click.echo(f"error: {redact(str(exc))}", err=True)
+            sys.exit(exc.exit_code)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _find_run(store: Store, name: str | None) -> RunInfo:
+    run = store.find_run(name)
+    if run is None:
+        what = f"no run named {name!r}" if name else "no runs yet"
+        raise InputError(f"{what} in the database; start one with `flask-eval run`")
+    return run
+
+
+def parse_ensembles(specs: Sequence[str]) -> list[EnsembleSpec]:
+    try:
+        return [EnsembleSpec.parse(s) for s in specs]
+    except ValueError as exc:
+        raise InputError(f"--ensemble: {exc}") from None
+
+
+def load_references(args: Sequence[str]) -> list[references.Reference]:
+    return [references.load(*references.parse_arg(a)) for a in args]
+
+
+def run_table(store: Store, run: RunInfo) -> ScoreTable:
+    """The run's score table, judge columns in the order the run was given them."""
+    return analytics.score_table(
+        store, run.id, list(run.config.get("judges", ())), domain_order=DOMAINS
+    )
+
+
+def _with_references(
+    table: ScoreTable, refs: Sequence[references.Reference]
+) -> tuple[ScoreTable, list[str]]:
+    table, unmatched = references.attach(table, refs)
+    notes = [
+        f"reference {ref.name}: {missed} of {len(ref.scores)} scores match no judged "
+        "(model, instance, skill) of the run and are left out"
+        for ref, missed in zip(refs, unmatched, strict=True)
+        if missed
+    ]
+    return table, notes
+
+
+def build_report(
+    store: Store,
+    run: RunInfo,
+    *,
+    replicates: int = DEFAULT_REPLICATES,
+    seed: int = DEFAULT_SEED,
+    confidence: float = DEFAULT_CONFIDENCE,
+    ensembles: Sequence[EnsembleSpec] = (),
+    ensemble_judges: Sequence[str] = (),
+    refs: Sequence[references.Reference] = (),
+    progress: bool = True,
+) -> export.Report:
+    """All breakdowns of a run with bootstrap intervals, paired comparisons and agreement.
+
+    ``replicates=0`` skips the bootstrap (no intervals).
+    """
+    skillset = codec.from_data(run.config["skills"])
+    ability_of = {s.name: s.ability for s in skillset}
+    bar = tqdm(
+        total=2,
+        desc=f"report {run.name}",
+        unit="step",
+        disable=not progress,
+        file=sys.stderr,
+        dynamic_ncols=True,
+    )
+    try:
+        base = run_table(store, run)
+        bar.update(1)
+        try:
+            table = add_ensembles(base, ensembles, ensemble_judges)
+        except ValueError as exc:
+            raise InputError(f"--ensemble: {exc}") from None
+        rows = rows_from_cells(
+            point_cells(table),
+            ability_of,
+            skill_order=skillset.names,
+            ability_order=tuple(skillset.abilities),
+            domain_order=DOMAINS,
+        )
+        weights = instance_weights(len(table.instances), replicates, seed)
+        bar.total = 2 + len(table.skills) + len(table.domains) + 2
+        bar.refresh()
+        intervals = cell_intervals(table, weights, ability_of, confidence, progress=bar.update)
+        pairs = comparisons(table, weights, confidence)
+        bar.update(1)
+        rated, notes = _with_references(base, refs)
+        agreement = agreement_rows(rated, skill_order=skillset.names)
+        bar.update(1)
+    finally:
+        bar.close()
+    coverage = queries.coverage(store, run.id)
+    return export.Report(
+        run=run.name,
+        rows=export.with_intervals(rows, intervals),
+        comparisons=pairs,
+        agreement=agreement,
+        bootstrap={
+            "replicates": replicates,
+            "seed": seed,
+            "confidence": confidence,
+            "unit": "instance",
+            "method": "percentile",
+            "instances": len(table.instances),
+        },
+        coverage=coverage,
+        models=list(table.models),
+        judges=list(table.judges),
+        skills=list(skillset.names),
+        abilities=list(skillset.abilities),
+        ability_of=ability_of,
+        domains=list(table.domains),
+        notes=notes,
+    )
+
+
+def agreement_for_run(
+    store: Store, run: RunInfo, refs: Sequence[references.Reference] = ()
+) -> tuple[list[Agreement], list[str]]:
+    skillset = codec.from_data(run.config["skills"])
+    table, notes = _with_references(run_table(store, run), refs)
+    return agreement_rows(table, skill_order=skillset.names), notes
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+@click.command("report")
+@click.argument("run_name", required=False)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help=f"Write files into DIR (html: default ./{DEFAULT_HTML_DIR}; csv: one file per table).",
+)
+@click.option(
+    "--ensemble",
+    "ensemble_specs",
+    multiple=True,
+    metavar="METHOD[:QUORUM]",
+    help="Add a virtual judge combining the judges: mean, median or majority, with a quorum "
+    "(default 1) of successful judges per cell; repeatable. E.g. --ensemble mean:2.",
+)
+@click.option(
+    "--ensemble-judge",
+    "ensemble_judges",
+    multiple=True,
+    metavar="JUDGE",
+    help="Judges the ensembles combine (repeatable; default: all judges of the run).",
+)
+@click.option(
+    "--reference",
+    "reference_args",
+    multiple=True,
+    metavar="NAME=PATH",
+    help="Reference scores (CSV or JSON Lines: model, instance_id, skill, score) to compare "
+    "judges with, e.g. human=labels.csv; repeatable.",
+)
+@click.option(
+    "--bootstrap",
+    "replicates",
+    type=click.IntRange(min=0),
+    default=DEFAULT_REPLICATES,
+    show_default=True,
+    help="Bootstrap replicates (resampling instances); 0 for no intervals.",
+)
+@click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True)
+@click.option(
+    "--confidence",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=DEFAULT_CONFIDENCE,
+    show_default=True,
+)
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@handle_errors
+def report(
+    run_name: str | None,
+    fmt: str,
+    out_dir: str | None,
+    ensemble_specs: tuple[str, ...],
+    ensemble_judges: tuple[str, ...],
+    reference_args: tuple[str, ...],
+    replicates: int,
+    seed: int,
+    confidence: float,
+    quiet: bool,
+) -> None:
+    """Per model x judge: overall, skill, ability, domain, difficulty, with 95% intervals."""
+    ensembles = parse_ensembles(ensemble_specs)
+    refs = load_references(reference_args)
+    store = Store(settings_mod.load().database_url)
+    try:
+        run = _find_run(store, run_name)
+        result = build_report(
+            store,
+            run,
+            replicates=replicates,
+            seed=seed,
+            confidence=confidence,
+            ensembles=ensembles,
+            ensemble_judges=ensemble_judges,
+            refs=refs,
+            progress=not quiet,
+        )
+    finally:
+        store.close()
+    for note in result.notes:
+        click.echo(f"warning: {note}", err=True)
+    out = Path(out_dir) if out_dir else None
+    if fmt == "html":
+        from report import html
+
+        target = out or Path(DEFAULT_HTML_DIR)
+        page = html.write_report(result, target, progress=not quiet)
+        click.echo(f"wrote {page}", err=True)
+    elif fmt == "json":
+        text = export.to_json(result)
+        if out:
+            _write(out / "report.json", text)
+            click.echo(f"wrote {out / 'report.json'}", err=True)
+        else:
+            click.echo(text, nl=False)
+    elif fmt == "csv":
+        if out:
+            _write(out / "rows.csv", export.rows_csv(result.rows))
+            _write(out / "comparisons.csv", export.comparisons_csv(result.comparisons))
+            _write(out / "agreement.csv", export.agreement_csv(result.agreement))
+            click.echo(f"wrote rows.csv, comparisons.csv, agreement.csv in {out}", err=True)
+        else:
+            click.echo(export.rows_csv(result.rows), nl=False)
+    else:
+        lines = [f"coverage {m}: {a}/{t}" for m, (a, t) in result.coverage.items()]
+        text = "\n".join(lines) + "\n" + export.to_table(result)
+        if out:
+            _write(out / "report.txt", text)
+        else:
+            click.echo(text, nl=False)
+
+
+@click.command("agreement")
+@click.argument("run_name", required=False)
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
+@click.option(
+    "--reference",
+    "reference_args",
+    multiple=True,
+    metavar="NAME=PATH",
+    help="Reference scores (CSV or JSON Lines: model, instance_id, skill, score), compared "
+    "like one more judge, e.g. human=labels.csv; repeatable.",
+)
+@handle_errors
+def agreement(run_name: str | None, fmt: str, reference_args: tuple[str, ...]) -> None:
+    """Agreement between every pair of judges, per skill and over all skills."""
+    refs = load_references(reference_args)
+    store = Store(settings_mod.load().database_url)
+    try:
+        run = _find_run(store, run_name)
+        rows, notes = agreement_for_run(store, run, refs)
+    finally:
+        store.close()
+    for note in notes:
+        click.echo(f"warning: {note}", err=True)
+    if fmt == "json":
+        click.echo(json.dumps({"rows": [r.as_dict() for r in rows]}, indent=2))
+    elif rows:
+        click.echo(export.agreement_table(rows), nl=False)
+    else:
+        click.echo("no pair of judges scored the same judgments", err=True)
+
+
+def register(main: click.Group) -> None:
+    """Add ``report`` (replacing any older one) and ``agreement`` to ``main``."""
+    main.add_command(report)
+    main.add_command(agreement)

@@ -1,0 +1,148 @@
+"""Read-side SQL of the statistics: the score table of a run (one ``GROUP BY`` query).
+
+The bootstrap needs per-instance partial sums for every (model, judge, key); ensembles
+need every judge's verdict on a (model, instance, skill) cell; agreement needs the pairs
+of judgments two judges made on the same cell. All three are served by one query that
+groups the ledger by (model, instance, skill) and pivots the judges into columns::
+
+    SELECT model, instance_id, skill, COUNT(*),
+           MAX(CASE WHEN judge = :j1 THEN <code> END), ..., MAX(CASE WHEN judge = :jN ...)
+    FROM judgment WHERE run_id = :run GROUP BY model, instance_id, skill
+
+where ``<code>`` is the score (done), -1 (done, N/A), -2 (failed) or -3 (not finished).
+That is the per (model, judge, instance, skill) information in 1/N of the rows (N
+judges), read straight into numpy (``report.scores.ScoreTable``); every sum, interval
+and agreement statistic is then computed on whole arrays. On SQLite the grouping follows
+the ``uq_judgment`` index (run_id, model, instance_id, skill, judge) and needs no sort.
+Instance difficulty and domains come from two small queries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Integer, case, cast, func, literal, select
+from sqlalchemy.engine import Connection
+
+from report.scores import FAILED, NA, NONE, SCORED, ScoreTable, build
+from storage.models import INSTANCE, INSTANCE_DOMAIN, JUDGMENT, Status
+from storage.store import Store
+
+J, INS, DOM = JUDGMENT.c, INSTANCE.c, INSTANCE_DOMAIN.c
+
+#: Judges per pivot query; more judges take several passes (each reads only its judges).
+JUDGES_PER_QUERY = 32
+
+#: Codes of the pivot (scores are >= 0).
+_NA, _FAILED, _OPEN = -1, -2, -3
+
+#: PostgreSQL: memory for the grouping, so a million rows group in memory, not on disk.
+POSTGRES_WORK_MEM = "128MB"
+
+
+def run_judges(store: Store, run_id: int) -> list[str]:
+    """Judges with at least one judgment in the run, sorted."""
+    with store.engine.connect() as conn:
+        rows = conn.execute(select(J.judge).where(J.run_id == run_id).group_by(J.judge)).all()
+    return sorted(str(r[0]) for r in rows)
+
+
+def _code() -> Any:
+    return case(
+        (J.status == Status.DONE.value, func.coalesce(J.score, literal(_NA))),
+        (J.status == Status.FAILED.value, literal(_FAILED)),
+        else_=literal(_OPEN),
+    )
+
+
+def _pivot(
+    conn: Connection, run_id: int, judges: Sequence[str], known: Sequence[str]
+) -> tuple[list[tuple[str, str, str]], np.ndarray, int]:
+    """(cells, codes (cells, judges) with NaN = no judgment, rows of judges not ``known``)."""
+    code = _code()
+    columns = [func.max(case((J.judge == j, code), else_=None)) for j in judges]
+    matched = func.sum(cast(case((J.judge.in_(list(known)), 0), else_=1), Integer))
+    stmt = (
+        select(J.model, J.instance_id, J.skill, matched, *columns)
+        .where(J.run_id == run_id)
+        .group_by(J.model, J.instance_id, J.skill)
+    )
+    rows = conn.execute(stmt).all()
+    cells = [(str(r[0]), str(r[1]), str(r[2])) for r in rows]
+    others = sum(int(r[3] or 0) for r in rows)
+    codes = np.array([r[4:] for r in rows], dtype=np.float64).reshape(len(rows), len(judges))
+    return cells, codes, others
+
+
+def _states(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    state = np.full(codes.shape, NONE, dtype=np.int8)
+    state[codes >= 0] = SCORED
+    state[codes == _NA] = NA
+    state[codes == _FAILED] = FAILED
+    score = np.where(state == SCORED, codes, np.nan)
+    return state, score
+
+
+def score_table(
+    store: Store,
+    run_id: int,
+    judges: Sequence[str] = (),
+    domain_order: Sequence[str] = (),
+) -> ScoreTable:
+    """Every judgment of run ``run_id`` as a :class:`report.scores.ScoreTable`.
+
+    ``judges`` are the columns, in that order (default: the run's judges, sorted); judges
+    of the run missing from ``judges`` are found and appended, so nothing is dropped.
+    Cells are the (model, instance, skill) with at least one judgment row.
+    """
+    names = list(dict.fromkeys(judges)) or run_judges(store, run_id)
+    with store.engine.begin() as conn:
+        if store.dialect == "postgresql":
+            conn.exec_driver_sql(f"SET LOCAL work_mem = '{POSTGRES_WORK_MEM}'")
+        parts: list[tuple[list[tuple[str, str, str]], np.ndarray]] = []
+        others = 0
+        for start in range(0, max(len(names), 1), JUDGES_PER_QUERY):
+            chunk = names[start : start + JUDGES_PER_QUERY]
+            cells, codes, others = _pivot(conn, run_id, chunk, names)
+            parts.append((cells, codes))
+        levels = dict(
+            conn.execute(select(INS.instance_id, INS.difficulty).where(INS.run_id == run_id)).all()
+        )
+        domains: dict[str, list[str]] = {}
+        for iid, domain in conn.execute(
+            select(DOM.instance_id, DOM.domain).where(DOM.run_id == run_id)
+        ):
+            domains.setdefault(str(iid), []).append(str(domain))
+    if others:
+        # the ledger has judges not given: add them (sorted) after the given ones
+        extra = [j for j in run_judges(store, run_id) if j not in names]
+        return score_table(store, run_id, [*names, *extra], domain_order)
+    cells, codes = _merge(parts)
+    state, score = _states(codes)
+    return build(
+        cells,
+        names,
+        state,
+        score,
+        {str(k): (int(v) if v is not None else None) for k, v in levels.items()},
+        domains,
+        domain_order,
+    )
+
+
+def _merge(
+    parts: list[tuple[list[tuple[str, str, str]], np.ndarray]],
+) -> tuple[list[tuple[str, str, str]], np.ndarray]:
+    """Join the column chunks of several pivot passes on their cells."""
+    if len(parts) == 1:
+        return parts[0]
+    cells = list(dict.fromkeys(c for chunk, _ in parts for c in chunk))
+    index = {c: n for n, c in enumerate(cells)}
+    blocks = []
+    for chunk, codes in parts:
+        block = np.full((len(cells), codes.shape[1]), np.nan)
+        block[[index[c] for c in chunk]] = codes
+        blocks.append(block)
+    return cells, np.concatenate(blocks, axis=1)

@@ -1,0 +1,53 @@
+"""Plain records the store returns and takes (no I/O)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from storage.models import Status
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    id: int
+    name: str
+    fingerprint: str
+    mode: str
+    config: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class JobContext:
+    """What a worker needs to judge one ledger row."""
+
+    id: int
+    run_id: int
+    model: str
+    instance_id: str
+    skill: str
+    judge: str
+    instruction: str
+    reference: str
+    response: str
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    id: int
+    raw: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The end of one ledger row: done (score None = N/A) or failed with a reason."""
+
+    id: int
+    status: Status
+    score: int | None = None
+    rationale: str | None = None
+    reason: str | None = None
+    detail: str | None = None
+    call_id: int | None = None
