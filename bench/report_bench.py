@@ -214,7 +214,7 @@ def build(store: Store, data: dict[str, Any]) -> int:
             stamp = now.isoformat(sep=" ")
             cur.executemany(
                 f"INSERT INTO judgment ({cols}) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?)",
-                (row + (stamp, stamp) for row in _judgment_rows(data, run_id)),
+                ((*row, stamp, stamp) for row in _judgment_rows(data, run_id)),
             )
             cur.execute("COMMIT")
             cur.execute("ANALYZE")

@@ -123,6 +123,7 @@ def run(
             raise InputError(
                 "--no-wait needs a broker (FLASK_EVAL_BROKER_URL); in-process runs must wait"
             )
+    pipeline.preflight(settings)
     store = Store(settings.database_url)
     dispatcher = pipeline.make_dispatcher(settings, store, plan.skillset, in_flight)
     for model, (answered, total) in plan.inputs.coverage().items():

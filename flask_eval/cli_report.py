@@ -34,7 +34,8 @@ from report.metrics import rows_from_cells
 from report.scores import ScoreTable, point_cells
 from rubrics import codec
 from storage import analytics, queries
-from storage.store import RunInfo, Store
+from storage.records import RunInfo
+from storage.store import Store
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -234,7 +235,7 @@ def _write(path: Path, text: str) -> None:
 )
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @handle_errors
-def report(
+def report_command(
     run_name: str | None,
     fmt: str,
     out_dir: str | None,
@@ -269,10 +270,10 @@ def report(
         click.echo(f"warning: {note}", err=True)
     out = Path(out_dir) if out_dir else None
     if fmt == "html":
-        from report import html
+        from report.html import write_report
 
         target = out or Path(DEFAULT_HTML_DIR)
-        page = html.write_report(result, target, progress=not quiet)
+        page = write_report(result, target, progress=not quiet)
         click.echo(f"wrote {page}", err=True)
     elif fmt == "json":
         text = export.to_json(result)
@@ -312,7 +313,7 @@ def report(
     "like one more judge, e.g. human=labels.csv; repeatable.",
 )
 @handle_errors
-def agreement(run_name: str | None, fmt: str, reference_args: tuple[str, ...]) -> None:
+def agreement_command(run_name: str | None, fmt: str, reference_args: tuple[str, ...]) -> None:
     """Agreement between every pair of judges, per skill and over all skills."""
     refs = load_references(reference_args)
     store = Store(settings_mod.load().database_url)
@@ -333,5 +334,5 @@ def agreement(run_name: str | None, fmt: str, reference_args: tuple[str, ...]) -
 
 def register(main: click.Group) -> None:
     """Add ``report`` (replacing any older one) and ``agreement`` to ``main``."""
-    main.add_command(report)
-    main.add_command(agreement)
+    main.add_command(report_command)
+    main.add_command(agreement_command)

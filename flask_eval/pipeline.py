@@ -85,6 +85,12 @@ def check_judges_locally(plan: Plan) -> None:
         create_judge(name)  # raises ConfigError naming the missing variable
 
 
+def preflight(settings: Settings) -> None:
+    """Before anything is written: the broker, when one is configured, must answer."""
+    if settings.broker_url:
+        CeleryDispatcher(settings).check()
+
+
 def make_dispatcher(
     settings: Settings, store: Store, skillset: SkillSet, in_flight: int
 ) -> Dispatcher:

@@ -162,11 +162,11 @@ def _direct(a: FloatArray, b: FloatArray) -> dict[str, float | None]:
     }
     xa, xb = a - a.mean(), b - b.mean()
     denom = np.sqrt((xa @ xa) * (xb @ xb))
-    stat["pearson"] = _none(np.clip(xa @ xb / denom, -1, 1)) if denom > 0 else None
+    stat["pearson"] = _none(float(np.clip(xa @ xb / denom, -1, 1))) if denom > 0 else None
     ra, rb = stats.rankdata(a), stats.rankdata(b)
     ra, rb = ra - ra.mean(), rb - rb.mean()
     denom = np.sqrt((ra @ ra) * (rb @ rb))
-    stat["spearman"] = _none(np.clip(ra @ rb / denom, -1, 1)) if denom > 0 else None
+    stat["spearman"] = _none(float(np.clip(ra @ rb / denom, -1, 1))) if denom > 0 else None
     stat["kendall_tau_b"] = _none(float(stats.kendalltau(a, b).statistic))
     # ordinal alpha = interval alpha on each value's mid-cumulative frequency
     values, codes = np.unique(np.concatenate([a, b]), return_inverse=True)
@@ -174,8 +174,8 @@ def _direct(a: FloatArray, b: FloatArray) -> dict[str, float | None]:
     mid = np.cumsum(n_c) - n_c / 2.0
     ma, mb = mid[codes[:n]], mid[codes[n:]]
     total = 2.0 * n
-    expected = 2.0 * total * (n_c @ (mid * mid)) - 2.0 * (n_c @ mid) ** 2
-    observed = 2.0 * np.sum((ma - mb) ** 2)
+    expected = float(2.0 * total * (n_c @ (mid * mid)) - 2.0 * (n_c @ mid) ** 2)
+    observed = float(2.0 * np.sum((ma - mb) ** 2))
     stat["krippendorff_alpha"] = (
         _none(1.0 - (total - 1.0) * observed / expected) if expected > 0 else None
     )

@@ -35,7 +35,7 @@ from report.scores import SCORED, UNKNOWN_LEVEL, ScoreTable
 #: (model, judge, dimension, key) -> (ci_low, ci_high)
 Intervals = dict[tuple[str, str, str, str], tuple[float, float]]
 
-Progress = Callable[[int], None]
+Progress = Callable[[int], object]
 
 
 def _no_progress(_: int) -> None:
@@ -57,11 +57,13 @@ class _Sums:
         """(instance ids, per-instance sums) of the cells ``rows``."""
         t = self.table
         inst, local = np.unique(t.instance[rows], return_inverse=True)
-        local = local.reshape(-1)
         n_models, n_judges = len(t.models), len(t.judges)
-        out = np.zeros((len(inst), 2, n_models, n_judges))
-        np.add.at(out, (local, 0, t.model[rows]), self.total[rows])
-        np.add.at(out, (local, 1, t.model[rows]), self.count[rows])
+        flat = local.reshape(-1) * n_models + t.model[rows]
+        out = np.zeros((2, len(inst) * n_models, n_judges))
+        np.add.at(out[0], flat, self.total[rows])
+        np.add.at(out[1], flat, self.count[rows])
+        # (instances, [total | count] x models x judges)
+        out = out.reshape(2, len(inst), n_models * n_judges).transpose(1, 0, 2)
         return inst, out.reshape(len(inst), 2 * self.width)
 
 

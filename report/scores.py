@@ -206,11 +206,11 @@ def _group_sums(table: ScoreTable, rows: IntArray, key: IntArray, size: int) -> 
     parts = (np.where(scored, table.score[rows], 0.0), scored, state == NA, state == FAILED)
     flat = key * n_models + table.model[rows]
     length = size * n_models
-    out = []
+    out: list[FloatArray] = []
     for part in parts:
         columns = [np.bincount(flat, weights=part[:, j], minlength=length) for j in range(n_judges)]
         stacked = np.stack(columns, axis=-1) if columns else np.zeros((length, 0))
-        out.append(stacked.reshape(size, n_models, n_judges))
+        out.append(np.asarray(stacked, dtype=np.float64).reshape(size, n_models, n_judges))
     return out[0], out[1], out[2], out[3]
 
 

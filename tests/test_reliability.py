@@ -98,7 +98,8 @@ def test_kill_9_three_times_run_completes_by_itself_exactly_once(
     assert report_rows(env, "chaos") == report_rows(calm_env, "chaos")
     calls = planned // 3
     print(
-        f"kill -9 x3: recovered {recovered_in:.0f}s after the last kill; {paid} requests for {calls} calls"
+        f"kill -9 x3: recovered {recovered_in:.0f}s after the last kill; "
+        f"{paid} requests for {calls} calls"
     )
 
 
@@ -188,13 +189,18 @@ def test_pickled_message_is_refused_not_executed(
     env = cli_env(sqlite_url, redis_url)
     instances, responses = write_inputs(tmp_path / "in", 5)
     with spawn_simulator(SimConfig(seed=1)) as sim, workers(env, log=tmp_path / "w.log"):
-        wait_for_queue(redis_url, env["FLASK_EVAL_QUEUE"])
+        queue = env["FLASK_EVAL_QUEUE"]
+        wait_for_queue(redis_url, queue)
         body = pickle.dumps(((1, [[1]]), {}, {}, Exploit()))
         with Connection(redis_url) as conn:
             Producer(conn).publish(
-                body, routing_key=env["FLASK_EVAL_QUEUE"], exchange=Exchange(env["FLASK_EVAL_QUEUE"], type="direct"),
-                serializer=None, content_type="application/x-python-serialize", content_encoding="binary",
-                headers={"task": "flask_eval.judge_batch", "id": "evil-1", "argsrepr": "", "kwargsrepr": ""},
+                body,
+                routing_key=queue,
+                exchange=Exchange(queue, type="direct"),
+                serializer=None,
+                content_type="application/x-python-serialize",
+                content_encoding="binary",
+                headers={"task": "flask_eval.judge_batch", "id": "evil-1"},
             )  # fmt: skip
         # the worker keeps working after the poisoned message
         flask_eval(*run_cmd(instances, responses, sim, "after-pickle"), env=env)
@@ -315,7 +321,8 @@ def test_fault_mix_every_job_ends_with_the_right_reason_and_resume_retries_only_
         if key in done_before:
             assert r == done_before[key]  # finished judgments untouched
     print(
-        f"faults: {len(failed)} failed rows ({sorted(reasons)}) in {len(failed_calls)} calls, all retried"
+        f"faults: {len(failed)} failed rows ({sorted(reasons)}) "
+        f"in {len(failed_calls)} calls, all retried"
     )
 
 

@@ -1,0 +1,228 @@
+"""A self-contained HTML report: tables and PNG figures embedded as data URIs.
+
+No network and no external CSS or JavaScript: the page opens from a file anywhere. The
+PNG files are written next to it too. A few lines of inline script record, once the page
+has loaded, how many images decoded (``<body data-images="loaded/total">``), which
+tests read from the rendered DOM.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from tqdm import tqdm
+
+from report.export import Report, ReportRow, fmt, fmt_interval
+from report.metrics import ABILITY, DIFFICULTY, DOMAIN, OVERALL, SKILL
+from report.plots import Plot, all_plots
+
+PAGE = "report.html"
+
+CSS = """
+body { font-family: -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif;
+       margin: 24px 32px; color: #1d1d1f; background: #fff; font-size: 14px; }
+h1 { font-size: 22px; margin: 0 0 4px; }
+h2 { font-size: 18px; margin: 28px 0 8px; border-bottom: 1px solid #ddd; padding-bottom: 4px; }
+h3 { font-size: 15px; margin: 16px 0 6px; }
+.meta { color: #555; margin: 0 0 8px; } nav a { margin-right: 12px; color: #0a58ca; }
+table { border-collapse: collapse; margin: 6px 0 14px; font-size: 13px; }
+th, td { border: 1px solid #d8d8d8; padding: 3px 8px; text-align: right; white-space: nowrap; }
+th { background: #f3f4f6; } td.key, th.key { text-align: left; }
+.ci { color: #666; font-size: 11px; } .n { color: #888; font-size: 11px; }
+.plots { display: flex; flex-wrap: wrap; gap: 12px; align-items: flex-start; }
+figure { margin: 0; } figure img { max-width: 100%; border: 1px solid #eee; }
+figcaption { font-size: 12px; color: #555; } .wide img { max-width: 1000px; }
+.pos { color: #0a7d2c; } .neg { color: #b42318; } .note { color: #555; font-size: 12px; }
+"""
+
+SCRIPT = """
+window.addEventListener("load", function () {
+  var images = Array.prototype.slice.call(document.images);
+  var ok = images.filter(function (i) { return i.complete && i.naturalWidth > 0; }).length;
+  document.body.setAttribute("data-images", ok + "/" + images.length);
+});
+"""
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _data_uri(png: bytes) -> str:
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+def _figure(plot: Plot, wide: bool = False) -> str:
+    cls = ' class="wide"' if wide else ""
+    return (
+        f'<figure{cls}><img src="{_data_uri(plot.png)}" alt="{_e(plot.title)}">'
+        f"<figcaption>{_e(plot.title)} ({_e(plot.name)})</figcaption></figure>"
+    )
+
+
+def _cell(row: ReportRow | None) -> str:
+    if row is None:
+        return "<td></td>"
+    interval = fmt_interval(row.ci_low, row.ci_high)
+    ci = f' <span class="ci">{_e(interval)}</span>' if interval else ""
+    return f'<td>{fmt(row.mean)}{ci} <span class="n">n={row.n}</span></td>'
+
+
+def _matrix(
+    rows: Sequence[ReportRow], keys: Sequence[str], cols: Sequence[str], by: str, head: str
+) -> str:
+    """A table of keys (rows) by models or judges (columns, per ``by``)."""
+    cells = {(r.key, getattr(r, by)): r for r in rows}
+    out = [f'<table><tr><th class="key">{_e(head)}</th>']
+    out += [f"<th>{_e(c)}</th>" for c in cols]
+    out.append("</tr>")
+    for key in keys:
+        out.append(f'<tr><td class="key">{_e(key)}</td>')
+        out += [_cell(cells.get((key, c))) for c in cols]
+        out.append("</tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def _keys(rows: Sequence[ReportRow], order: Sequence[str]) -> list[str]:
+    present = list(dict.fromkeys(r.key for r in rows))
+    ranked = [k for k in order if k in present]
+    rest = [k for k in present if k not in ranked]
+    if rest and all(k.isdigit() for k in rest):
+        rest.sort(key=int)
+    return ranked + rest
+
+
+def _section_tables(report: Report, dimension: str, order: Sequence[str], head: str) -> str:
+    parts = []
+    for judge in report.judges:
+        rows = [r for r in report.rows if r.judge == judge and r.dimension == dimension]
+        if rows:
+            parts.append(f"<h3>Judge {_e(judge)}</h3>")
+            parts.append(_matrix(rows, _keys(rows, order), report.models, "model", head))
+    return "".join(parts)
+
+
+def _overall(report: Report) -> str:
+    rows = [r for r in report.rows if r.dimension == OVERALL]
+    if not rows:
+        return "<p>No finished judgments.</p>"
+    cells = {(r.model, r.judge): r for r in rows}
+    judges = [j for j in report.judges if any(r.judge == j for r in rows)]
+    out = ['<table><tr><th class="key">model</th>']
+    out += [f"<th>{_e(j)}</th>" for j in judges]
+    out.append("</tr>")
+    for model in report.models:
+        out.append(f'<tr><td class="key">{_e(model)}</td>')
+        out += [_cell(cells.get((model, j))) for j in judges]
+        out.append("</tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def _comparisons(report: Report) -> str:
+    if not report.comparisons:
+        return "<p>Fewer than two models.</p>"
+    out = [
+        "<table><tr><th class='key'>judge</th><th class='key'>model A</th>"
+        "<th class='key'>model B</th><th>instances</th><th>mean A</th><th>mean B</th>"
+        "<th>A − B</th><th>interval</th></tr>"
+    ]
+    for c in report.comparisons:
+        sign = ""
+        if c.ci_low is not None and c.ci_high is not None:
+            sign = "pos" if c.ci_low > 0 else "neg" if c.ci_high < 0 else ""
+        out.append(
+            f"<tr><td class='key'>{_e(c.judge)}</td><td class='key'>{_e(c.model_a)}</td>"
+            f"<td class='key'>{_e(c.model_b)}</td><td>{c.n_instances}</td>"
+            f"<td>{fmt(c.mean_a)}</td><td>{fmt(c.mean_b)}</td>"
+            f"<td class='{sign}'>{fmt(c.diff, 3)}</td>"
+            f"<td class='{sign}'>{_e(fmt_interval(c.ci_low, c.ci_high, 3))}</td></tr>"
+        )
+    out.append("</table>")
+    return "".join(out)
+
+
+def _agreement(report: Report) -> str:
+    if not report.agreement:
+        return "<p>No pair of judges scored the same judgments.</p>"
+    heads = ("judge A", "judge B", "skill", "n", "Pearson", "Spearman", "Kendall τ-b",
+             "Krippendorff α", "exact", "within 1")  # fmt: skip
+    out = ["<table><tr>", *(f"<th>{_e(h)}</th>" for h in heads), "</tr>"]
+    for r in report.agreement:
+        values = (r.pearson, r.spearman, r.kendall_tau_b, r.krippendorff_alpha, r.exact)
+        stats = "".join(f"<td>{fmt(v, 3)}</td>" for v in (*values, r.within1))
+        out.append(
+            f"<tr><td class='key'>{_e(r.judge_a)}</td><td class='key'>{_e(r.judge_b)}</td>"
+            f"<td class='key'>{_e(r.skill or 'all skills')}</td><td>{r.n}</td>{stats}</tr>"
+        )
+    out.append("</table>")
+    return "".join(out)
+
+
+def render(report: Report, plots: Sequence[Plot]) -> str:
+    """The whole page as one string."""
+    boot = report.bootstrap
+    level = round(100 * float(boot.get("confidence", 0.95)))
+    by_kind: dict[str, list[Plot]] = {}
+    for plot in plots:
+        by_kind.setdefault(plot.name.split("-", 1)[0].removesuffix(".png"), []).append(plot)
+
+    def figures(kind: str, wide: bool = False) -> str:
+        found = by_kind.get(kind, [])
+        return '<div class="plots">' + "".join(_figure(p, wide) for p in found) + "</div>"
+
+    coverage = ", ".join(f"{_e(m)} {a}/{t}" for m, (a, t) in report.coverage.items())
+    if boot.get("replicates"):
+        method = (
+            f"{level}% percentile bootstrap intervals, {boot.get('replicates')} replicates "
+            f"resampling {boot.get('instances')} instances (seed {boot.get('seed')})"
+        )
+    else:
+        method = "no bootstrap intervals (--bootstrap 0)"
+    notes = "".join(f"<p class='note'>{_e(n)}</p>" for n in report.notes)
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    sections = [
+        ("overall", "Overall", _overall(report)),
+        ("skills", "Skills", figures("radar")
+         + _section_tables(report, SKILL, report.skills, "skill")),
+        ("abilities", "Abilities", figures("abilities")
+         + _section_tables(report, ABILITY, report.abilities, "ability")),
+        ("domains", "Domains", figures("domains")
+         + _section_tables(report, DOMAIN, report.domains, "domain")),
+        ("difficulty", "Difficulty", figures("difficulty", wide=True)
+         + _section_tables(report, DIFFICULTY, (), "level")),
+        ("comparisons", "Paired model comparisons (overall)", _comparisons(report)),
+        ("agreement", "Judge agreement", figures("agreement") + _agreement(report)),
+    ]  # fmt: skip
+    nav = "".join(f'<a href="#{sid}">{_e(title)}</a>' for sid, title, _ in sections)
+    body = "".join(f'<section id="{sid}"><h2>{_e(t)}</h2>{c}</section>' for sid, t, c in sections)
+    return (
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        f"<title>flask-eval report: {_e(report.run)}</title><style>{CSS}</style></head>"
+        f"<body><h1>flask-eval report: {_e(report.run)}</h1>"
+        f"<p class='meta'>{len(report.models)} models, {len(report.judges)} judges; "
+        f"coverage: {coverage or '-'}. Means over (instance, skill) pairs on a 1-5 scale, "
+        f"N/A and failures excluded; {_e(method)}. Generated {stamp}.</p>{notes}"
+        f"<nav>{nav}</nav>{body}<script>{SCRIPT}</script></body></html>\n"
+    )
+
+
+def write_report(report: Report, out_dir: Path, *, progress: bool = False) -> Path:
+    """Write ``report.html`` and every figure as a PNG into ``out_dir``; returns the page."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    judges = sum(1 for j in report.judges if any(r.judge == j for r in report.rows))
+    with tqdm(
+        total=judges + 1, desc="plots", unit="judge", disable=not progress, leave=False
+    ) as bar:
+        plots = all_plots(report, progress=bar.update)
+    for plot in plots:
+        (out_dir / plot.name).write_bytes(plot.png)
+    page = out_dir / PAGE
+    page.write_text(render(report, plots), encoding="utf-8")
+    return page
