@@ -16,11 +16,15 @@ from flask_eval import pipeline
 from flask_eval import settings as settings_mod
 from flask_eval.exceptions import FlaskEvalError, InputError
 from flask_eval.redact import install_log_redaction, redact
+from producer.estimate import format_estimates, planned_calls
+from producer.plan import batches
 from report import render
 from storage import queries
 from storage.models import FailureReason
 from storage.records import RunInfo
 from storage.store import Store
+from workers.judge import create_judge
+from workers.runner import RunContext
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -91,7 +95,22 @@ def main() -> None:
 @click.option(
     "--in-flight", default=64, show_default=True, help="Judge calls in flight (in-process mode)."
 )
+@click.option(
+    "--judges",
+    "judges_files",
+    multiple=True,
+    metavar="FILE",
+    help="YAML list of judges with spec, name, rpm, tpm, max_in_flight, price.",
+)
 @click.option("--retry-failed", is_flag=True, help="Also judge again what failed before.")
+@click.option("--dry-run", is_flag=True, help="Print jobs, calls, tokens and cost; spend nothing.")
+@click.option(
+    "--max-cost",
+    type=click.FloatRange(min=0),
+    default=None,
+    metavar="USD",
+    help="Stop enqueueing when the run's metered plus estimated cost would pass this.",
+)
 @click.option("--no-wait", is_flag=True, help="Enqueue and return without waiting.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @handle_errors
@@ -103,7 +122,10 @@ def run(
     mode: str,
     rubrics: str | None,
     in_flight: int,
+    judges_files: tuple[str, ...],
     retry_failed: bool,
+    dry_run: bool,
+    max_cost: float | None,
     no_wait: bool,
     quiet: bool,
 ) -> None:
@@ -113,10 +135,18 @@ def run(
         instances=instances,
         responses=responses,
         judges=judges,
+        judges_files=judges_files,
         run_name=run_name,
         mode=mode,
         rubrics=rubrics,
     )
+    for model, (answered, total) in plan.inputs.coverage().items():
+        click.echo(f"{model}: {answered}/{total} instances answered", err=True)
+    if dry_run:
+        calls = planned_calls(plan.inputs, plan.judges, plan.mode)
+        click.echo(f"dry run of {plan.name} ({plan.mode} mode): nothing is written or sent")
+        click.echo(format_estimates(plan.estimator().summarize(calls)))
+        return
     if not settings.broker_url:
         pipeline.check_judges_locally(plan)
         if no_wait:
@@ -125,21 +155,34 @@ def run(
             )
     pipeline.preflight(settings)
     store = Store(settings.database_url)
-    dispatcher = pipeline.make_dispatcher(settings, store, plan.skillset, in_flight)
-    for model, (answered, total) in plan.inputs.coverage().items():
-        click.echo(f"{model}: {answered}/{total} instances answered", err=True)
-    run_info, created, calls = pipeline.start(
-        plan, store, dispatcher, settings, retry_failed=retry_failed
+    dispatcher = pipeline.make_dispatcher(settings, store, plan.context(), in_flight)
+    started = pipeline.start(
+        plan, store, dispatcher, settings, retry_failed=retry_failed, max_cost=max_cost
     )
-    verb = "created" if created else "resumed"
-    click.echo(f"run {run_info.name} {verb}: {calls} judge calls dispatched", err=True)
+    run_info = started.run
+    verb = "created" if started.created else "resumed"
+    click.echo(
+        f"run {run_info.name} {verb}: {started.dispatched} judge calls dispatched "
+        f"(estimated ${started.estimated_cost:.4f})",
+        err=True,
+    )
+    if started.held_back:
+        click.echo(
+            f"--max-cost {max_cost}: stopped enqueueing; {started.held_back} calls "
+            f"({started.held_back_rows} judgments) stay pending; rerun with a higher "
+            "--max-cost to continue",
+            err=True,
+        )
     if no_wait:
         return
-    pipeline.wait(store, run_info, dispatcher, progress=not quiet)
+    pipeline.wait(
+        store, run_info, dispatcher, progress=not quiet, leave_open=started.held_back_rows
+    )
     counts = queries.status(store, run_info.id, run_info.name)
     click.echo(render.to_table(pipeline.report_rows(store, run_info)))
     click.echo(
-        f"done {counts.done}, failed {counts.failed} of {counts.total}; {counts.calls} calls paid",
+        f"done {counts.done}, failed {counts.failed}, pending {counts.pending} of {counts.total}; "
+        f"{counts.calls} calls paid, ${counts.cost:.4f}",
         err=True,
     )
 
@@ -164,17 +207,15 @@ def resume(
     settings = settings_mod.load()
     store = open_store()
     run_info = find_run(store, run_name)
+    context = RunContext.from_config(run_info.config)
+    if not settings.broker_url:
+        for judge in context.judges.values():
+            create_judge(judge.spec)  # the keys must be here when we call the judges
+    pipeline.preflight(settings)
+    dispatcher = pipeline.make_dispatcher(settings, store, context, in_flight)
     reset = store.reset_failed(run_info.id, reasons or None)
-    from rubrics import codec
-
-    dispatcher = pipeline.make_dispatcher(
-        settings, store, codec.from_data(run_info.config["skills"]), in_flight
-    )
-    dispatcher.check()
     calls = store.open_calls(run_info)
     if calls:
-        from producer.plan import batches
-
         dispatcher.submit(run_info.id, batches(calls, settings.calls_per_message))
     click.echo(
         f"run {run_info.name}: {reset} failed judgments reset, {len(calls)} calls dispatched",

@@ -45,11 +45,11 @@ def run_demo() -> None:
         for model, (answered, total) in plan.inputs.coverage().items():
             click.echo(f"coverage {model}: {answered}/{total} instances answered")
         store = Store(settings.database_url)
-        dispatcher = pipeline.make_dispatcher(settings, store, plan.skillset, in_flight=32)
-        run, created, calls = pipeline.start(plan, store, dispatcher, settings)
-        click.echo(
-            f"run {run.name} {'created' if created else 'resumed'}: {calls} judge calls dispatched"
-        )
+        dispatcher = pipeline.make_dispatcher(settings, store, plan.context(), in_flight=32)
+        started = pipeline.start(plan, store, dispatcher, settings)
+        run = started.run
+        verb = "created" if started.created else "resumed"
+        click.echo(f"run {run.name} {verb}: {started.dispatched} judge calls dispatched")
         pipeline.wait(store, run, dispatcher)
         stats = handle.stats()
     counts = queries.status(store, run.id, run.name)

@@ -17,7 +17,9 @@ from flask_eval import settings as settings_mod
 from flask_eval.exceptions import ConfigError, InputError
 from flask_eval.settings import Settings
 from producer.dispatch import CeleryDispatcher, Dispatcher, InProcessDispatcher
+from producer.estimate import CallShape, Estimator
 from producer.inputs import Inputs, load_inputs, parse_responses_arg
+from producer.judges_file import combine
 from producer.plan import DEFAULT_MODE, MODES, batches, default_run_name, fingerprint, run_config
 from report.metrics import Row, rows_from_cells
 from rubrics import codec
@@ -25,25 +27,44 @@ from rubrics.skills import SkillSet, load, load_default
 from storage import queries
 from storage.records import RunInfo
 from storage.store import Store
-from workers.judge import JudgeSpec, create_judge
+from workers.endpoints import JudgeConfig
+from workers.judge import create_judge
+from workers.runner import RunContext
 
 
 @dataclass(frozen=True)
 class Plan:
     inputs: Inputs
     skillset: SkillSet
-    judges: tuple[str, ...]
+    judges: tuple[JudgeConfig, ...]
     mode: str
     name: str
     fingerprint: str
     instances_path: str
+
+    def context(self) -> RunContext:
+        return RunContext(self.skillset, {j.name: j for j in self.judges})
+
+    def estimator(self) -> Estimator:
+        return Estimator(self.inputs, self.skillset, self.judges)
+
+
+@dataclass(frozen=True)
+class Started:
+    run: RunInfo
+    created: bool
+    dispatched: int  # calls sent
+    held_back: int = 0  # calls left pending because of --max-cost
+    held_back_rows: int = 0
+    estimated_cost: float = 0.0  # of the calls sent
 
 
 def prepare(
     *,
     instances: str,
     responses: Sequence[str],
-    judges: Sequence[str],
+    judges: Sequence[str] = (),
+    judges_files: Sequence[str] = (),
     run_name: str | None = None,
     mode: str = DEFAULT_MODE,
     rubrics: str | None = None,
@@ -51,12 +72,12 @@ def prepare(
     """Validate all inputs and flags; raises InputError/ConfigError; writes nothing."""
     if mode not in MODES:
         raise InputError(f"invalid --mode {mode!r}; choose one of: {', '.join(MODES)}")
-    if not judges:
-        raise InputError("no judge given; add --judge provider/model, e.g. --judge openai/gpt-4o")
-    specs = [JudgeSpec.parse(j).name for j in judges]
-    dupes = sorted({s for s in specs if specs.count(s) > 1})
-    if dupes:
-        raise InputError(f"judge given twice: {', '.join(dupes)}")
+    if not judges and not judges_files:
+        raise InputError(
+            "no judge given; add --judge provider/model (e.g. --judge openai/gpt-4o) "
+            "or --judges FILE"
+        )
+    configs = combine(judges, judges_files)
     if run_name is not None and not run_name.strip():
         raise InputError("--run needs a non-empty name")
     if run_name is not None and len(run_name) > 200:
@@ -67,22 +88,16 @@ def prepare(
         raise InputError("no responses given; add --responses NAME=PATH")
     inputs = load_inputs(instances, pairs, skillset.names)
     skills = codec.to_data(skillset)
-    digest = fingerprint(inputs, specs, mode, skills)
-    return Plan(
-        inputs,
-        skillset,
-        tuple(specs),
-        mode,
-        run_name or default_run_name(digest),
-        digest,
-        instances,
-    )
+    # Budgets and prices may change between attempts of a run; names and specs may not.
+    digest = fingerprint(inputs, [f"{j.name}={j.spec}" for j in configs], mode, skills)
+    name = run_name or default_run_name(digest)
+    return Plan(inputs, skillset, tuple(configs), mode, name, digest, instances)
 
 
 def check_judges_locally(plan: Plan) -> None:
     """In-process runs call the judges from here: their keys must be set here."""
-    for name in plan.judges:
-        create_judge(name)  # raises ConfigError naming the missing variable
+    for judge in plan.judges:
+        create_judge(judge.spec)  # raises ConfigError naming the missing variable
 
 
 def preflight(settings: Settings) -> None:
@@ -92,11 +107,11 @@ def preflight(settings: Settings) -> None:
 
 
 def make_dispatcher(
-    settings: Settings, store: Store, skillset: SkillSet, in_flight: int
+    settings: Settings, store: Store, context: RunContext, in_flight: int
 ) -> Dispatcher:
     if settings.broker_url:
         return CeleryDispatcher(settings)
-    return InProcessDispatcher(store, skillset, settings_mod.executor_config(settings, in_flight))
+    return InProcessDispatcher(store, context, settings_mod.executor_config(settings, in_flight))
 
 
 def start(
@@ -106,10 +121,12 @@ def start(
     settings: Settings,
     *,
     retry_failed: bool = False,
-) -> tuple[RunInfo, bool, int]:
+    max_cost: float | None = None,
+) -> Started:
     """Write the run (or find it again) and dispatch what is not done yet.
 
-    Returns (run, created, calls dispatched).
+    With ``max_cost``, calls are dispatched in order only while the cost already metered
+    for this run plus the estimated cost of the calls sent stays within it.
     """
     dispatcher.check()
     run, created = store.create_run(
@@ -121,20 +138,39 @@ def start(
         ),
         instances=plan.inputs.instances,
         response_sets=plan.inputs.response_sets,
-        judges=plan.judges,
+        judges=[j.name for j in plan.judges],
     )
     if retry_failed:
         store.reset_failed(run.id)
-    calls = store.open_calls(run)
-    if calls:
-        dispatcher.submit(run.id, batches(calls, settings.calls_per_message))
-    return run, created, len(calls)
+    calls = store.open_call_details(run)
+    estimator = plan.estimator()
+    spent = queries.status(store, run.id, run.name).cost
+    chosen, estimated = [], 0.0
+    for call in calls:
+        cost = estimator.cost(
+            CallShape(call.judge, call.model, call.instance_id, tuple(call.skills))
+        )
+        if max_cost is not None and spent + estimated + cost > max_cost:
+            break
+        chosen.append(call)
+        estimated += cost
+    if chosen:
+        dispatcher.submit(run.id, batches([c.ids for c in chosen], settings.calls_per_message))
+    held = calls[len(chosen) :]
+    return Started(run, created, len(chosen), len(held), sum(len(c.ids) for c in held), estimated)
 
 
 def wait(
-    store: Store, run: RunInfo, dispatcher: Dispatcher, *, progress: bool = True, poll: float = 0.5
+    store: Store,
+    run: RunInfo,
+    dispatcher: Dispatcher,
+    *,
+    progress: bool = True,
+    poll: float = 0.5,
+    leave_open: int = 0,
 ) -> None:
-    """Block until no judgment of ``run`` is pending or running, with a progress bar."""
+    """Block until no judgment of ``run`` is open (but ``leave_open`` held back on
+    purpose), with a progress bar."""
     counts = queries.status(store, run.id, run.name)
     bar = tqdm(
         total=counts.total,
@@ -149,7 +185,7 @@ def wait(
     hinted = False
     try:
         while True:
-            open_ = store.count_open(run.id)
+            open_ = store.count_open(run.id) - leave_open
             bar.update(bar.total - open_ - bar.n)
             if open_ != last_open:
                 last_change, last_open = time.monotonic(), open_
@@ -158,7 +194,7 @@ def wait(
             local = isinstance(dispatcher, InProcessDispatcher)
             if isinstance(dispatcher, InProcessDispatcher) and not dispatcher.alive():
                 dispatcher.join()  # re-raises an executor crash
-                if store.count_open(run.id):
+                if store.count_open(run.id) > leave_open:
                     raise ConfigError(
                         f"run {run.name}: in-process execution stopped with judgments open; "
                         "rerun to resume"

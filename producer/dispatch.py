@@ -15,9 +15,8 @@ from collections.abc import Sequence
 from flask_eval.exceptions import ConfigError
 from flask_eval.redact import redact
 from flask_eval.settings import Settings
-from rubrics.skills import SkillSet
 from storage.store import Store
-from workers.runner import Executor, ExecutorConfig
+from workers.runner import Executor, ExecutorConfig, RunContext
 
 Batch = list[list[int]]
 
@@ -73,9 +72,9 @@ class CeleryDispatcher(Dispatcher):
 class InProcessDispatcher(Dispatcher):
     """Runs batches on a background thread's event loop, ``in_flight`` calls at once."""
 
-    def __init__(self, store: Store, skillset: SkillSet, config: ExecutorConfig) -> None:
+    def __init__(self, store: Store, context: RunContext, config: ExecutorConfig) -> None:
         self.store = store
-        self.skillset = skillset
+        self.context = context
         self.config = config
         self._thread: threading.Thread | None = None
         self.error: BaseException | None = None
@@ -97,7 +96,7 @@ class InProcessDispatcher(Dispatcher):
 
         async def one(batch: Batch) -> None:
             async with gate:
-                await executor.run_batch(batch, self.skillset)
+                await executor.run_batch(batch, self.context)
 
         try:
             await asyncio.gather(*(one(b) for b in batches))

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from producer.inputs import Inputs
+from workers.endpoints import JudgeConfig
 
 MODES = ("instance", "skill")
 #: One call per (instance, response, judge) scoring all of the instance's skills: FLASK's
@@ -40,14 +41,14 @@ def default_run_name(digest: str) -> str:
 
 def run_config(
     inputs: Inputs,
-    judges: Sequence[str],
+    judges: Sequence[JudgeConfig],
     mode: str,
     skills: list[dict[str, Any]],
     instances_path: str,
 ) -> dict[str, Any]:
     """What the store keeps about a run (never secrets: judge specs carry no keys)."""
     return {
-        "judges": list(judges),
+        "judges": [j.to_data() for j in judges],
         "mode": mode,
         "skills": skills,
         "instances_path": instances_path,

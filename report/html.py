@@ -34,8 +34,9 @@ th, td { border: 1px solid #d8d8d8; padding: 3px 8px; text-align: right; white-s
 th { background: #f3f4f6; } td.key, th.key { text-align: left; }
 .ci { color: #666; font-size: 11px; } .n { color: #888; font-size: 11px; }
 .plots { display: flex; flex-wrap: wrap; gap: 12px; align-items: flex-start; }
-figure { margin: 0; } figure img { max-width: 100%; border: 1px solid #eee; }
-figcaption { font-size: 12px; color: #555; } .wide img { max-width: 1000px; }
+figure { margin: 0; flex: 0 1 640px; } figure img { width: 100%; border: 1px solid #eee; }
+figure.wide { flex: 0 1 1000px; }
+figcaption { font-size: 12px; color: #555; }
 .pos { color: #0a7d2c; } .neg { color: #b42318; } .note { color: #555; font-size: 12px; }
 """
 
@@ -152,7 +153,8 @@ def _agreement(report: Report) -> str:
         return "<p>No pair of judges scored the same judgments.</p>"
     heads = ("judge A", "judge B", "skill", "n", "Pearson", "Spearman", "Kendall τ-b",
              "Krippendorff α", "exact", "within 1")  # fmt: skip
-    out = ["<table><tr>", *(f"<th>{_e(h)}</th>" for h in heads), "</tr>"]
+    cells = [f"<th{' class=key' if k < 3 else ''}>{_e(h)}</th>" for k, h in enumerate(heads)]
+    out = ["<table><tr>", *cells, "</tr>"]
     for r in report.agreement:
         values = (r.pearson, r.spearman, r.kendall_tau_b, r.krippendorff_alpha, r.exact)
         stats = "".join(f"<td>{fmt(v, 3)}</td>" for v in (*values, r.within1))

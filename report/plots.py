@@ -80,7 +80,9 @@ def radar(report: Report, judge: str) -> bytes:
         data = np.array([np.nan if v is None else v for v in values], dtype=float)
         data = np.concatenate([data, data[:1]])
         ax.plot(closed, data, color=color, linewidth=1.8, label=model)
-        ax.fill(closed, np.nan_to_num(data, nan=SCORE_RANGE[0]), color=color, alpha=0.08)
+        ax.fill(closed, np.nan_to_num(data, nan=SCORE_RANGE[0]), color=color, alpha=0.05)
+    ax.set_theta_offset(math.pi / 2)  # first skill on top, then clockwise
+    ax.set_theta_direction(-1)
     ax.set_xticks(angles)
     ax.set_xticklabels([_wrap(s) for s in skills], fontsize=8)
     ax.set_ylim(0, SCORE_RANGE[1])
@@ -147,7 +149,11 @@ def _heatmap(
     if matrix.size <= 400:
         for (i, j), value in np.ndenumerate(matrix):
             if np.isfinite(value):
-                ax.text(j, i, f"{value:.{digits}f}", ha="center", va="center", fontsize=7)
+                x = (value - vmin) / (vmax - vmin)
+                dark = x < 0.55 if cmap == "viridis" else not 0.2 <= x <= 0.8
+                color = "white" if dark else "black"
+                ax.text(j, i, f"{value:.{digits}f}", ha="center", va="center", fontsize=7,
+                        color=color)  # fmt: skip
     return image
 
 

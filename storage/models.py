@@ -79,6 +79,7 @@ class Call(SQLModel, table=True):
     parsed: bool = False
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cost: float = 0.0  # USD, from the judge's configured price
     latency_ms: float = 0.0
     created_at: datetime = Field(default_factory=utcnow)
 

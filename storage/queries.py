@@ -31,6 +31,7 @@ class StatusCounts:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     calls: int = 0
+    cost: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -43,6 +44,7 @@ class StatusCounts:
             "calls": self.calls,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            "cost": round(self.cost, 6),
         }
 
 
@@ -60,11 +62,12 @@ def status(store: Store, run_id: int, run_name: str) -> StatusCounts:
                 .group_by(J.reason)
             ).all()
         )
-        calls, ptok, ctok = conn.execute(
+        calls, ptok, ctok, cost = conn.execute(
             select(
                 func.count(C.id),
                 func.coalesce(func.sum(C.prompt_tokens), 0),
                 func.coalesce(func.sum(C.completion_tokens), 0),
+                func.coalesce(func.sum(C.cost), 0.0),
             ).where(C.run_id == run_id)
         ).one()
     done = counts.get(Status.DONE.value, 0)
@@ -80,6 +83,7 @@ def status(store: Store, run_id: int, run_name: str) -> StatusCounts:
         prompt_tokens=int(ptok),
         completion_tokens=int(ctok),
         calls=int(calls),
+        cost=float(cost),
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from storage.models import Status
@@ -51,3 +51,14 @@ class Outcome:
     reason: str | None = None
     detail: str | None = None
     call_id: int | None = None
+
+
+@dataclass
+class PlannedCall:
+    """One judge call still to make: its ledger rows and what they are about."""
+
+    ids: list[int]
+    model: str
+    instance_id: str
+    judge: str
+    skills: list[str] = field(default_factory=list)

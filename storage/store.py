@@ -29,7 +29,7 @@ from storage.models import (
     Status,
     utcnow,
 )
-from storage.records import CallRecord, JobContext, Outcome, RunInfo
+from storage.records import CallRecord, JobContext, Outcome, PlannedCall, RunInfo
 from storage.retry import transient_retry
 
 J, C, INS, DOM, R, RN = JUDGMENT.c, CALL.c, INSTANCE.c, INSTANCE_DOMAIN.c, RESPONSE.c, RUN.c
@@ -187,21 +187,24 @@ class Store:
 
     # -- planning ----------------------------------------------------------------------
 
-    def open_calls(self, run: RunInfo, *, stale_after: float = 0.0) -> list[list[int]]:
-        """Ledger ids still to judge, grouped into judge calls.
+    def open_calls(self, run: RunInfo) -> list[list[int]]:
+        """Ledger ids still to judge, grouped into judge calls."""
+        return [c.ids for c in self.open_call_details(run)]
+
+    def open_call_details(self, run: RunInfo) -> list[PlannedCall]:
+        """The judge calls still to make, with what each is about.
 
         Pending rows, plus running rows whose lease has expired (their worker died).
         In ``instance`` mode one call covers all skills of (model, instance, judge);
         in ``skill`` mode each row is its own call.
         """
-        now = utcnow() - timedelta(seconds=stale_after)
         stmt = (
-            select(J.id, J.model, J.instance_id, J.judge)
+            select(J.id, J.model, J.instance_id, J.judge, J.skill)
             .where(
                 J.run_id == run.id,
                 or_(
                     J.status == Status.PENDING.value,
-                    and_(J.status == Status.RUNNING.value, J.lease_until < now),
+                    and_(J.status == Status.RUNNING.value, J.lease_until < utcnow()),
                 ),
             )
             .order_by(J.judge, J.model, J.instance_id, J.id)
@@ -209,10 +212,13 @@ class Store:
         with self.engine.connect() as conn:
             rows = conn.execute(stmt).all()
         if run.mode == "skill":
-            return [[r.id] for r in rows]
-        groups: dict[tuple[str, str, str], list[int]] = {}
+            return [PlannedCall([r.id], r.model, r.instance_id, r.judge, [r.skill]) for r in rows]
+        groups: dict[tuple[str, str, str], PlannedCall] = {}
         for r in rows:
-            groups.setdefault((r.judge, r.model, r.instance_id), []).append(r.id)
+            key = (r.judge, r.model, r.instance_id)
+            call = groups.setdefault(key, PlannedCall([], r.model, r.instance_id, r.judge, []))
+            call.ids.append(r.id)
+            call.skills.append(r.skill)
         return list(groups.values())
 
     def reset_failed(self, run_id: int, reasons: Sequence[str] | None = None) -> int:
@@ -324,6 +330,7 @@ class Store:
         prompt_tokens: int,
         completion_tokens: int,
         latency_ms: float,
+        cost: float = 0.0,
     ) -> int:
         """Keep a paid answer; a second answer for the same key replaces an unparsed one."""
         values = {
@@ -335,6 +342,7 @@ class Store:
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
             "latency_ms": latency_ms,
+            "cost": cost,
             "created_at": utcnow(),
         }
         ins = (postgresql.insert if self.dialect == "postgresql" else sqlite.insert)(CALL)
@@ -342,7 +350,14 @@ class Store:
             index_elements=["cache_key"],
             set_={
                 k: ins.excluded[k]
-                for k in ("raw", "parsed", "prompt_tokens", "completion_tokens", "latency_ms")
+                for k in (
+                    "raw",
+                    "parsed",
+                    "prompt_tokens",
+                    "completion_tokens",
+                    "latency_ms",
+                    "cost",
+                )
             },
             where=CALL.c.parsed.is_(False),
         )

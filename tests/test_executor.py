@@ -17,9 +17,11 @@ from storage.store import Store
 from tests.test_store import create
 from workers.judge import Message
 from workers.providers.memory_judge import MemoryJudge, default_answer
-from workers.runner import Executor, ExecutorConfig
+from workers.endpoints import JudgeConfig
+from workers.runner import Executor, ExecutorConfig, RunContext
 
 SKILLS = load_default()
+CONTEXT = RunContext(SKILLS, {n: JudgeConfig(n, n) for n in ("memory/j1", "memory/j2")})
 
 
 @pytest.fixture
@@ -40,7 +42,7 @@ def run_all(store: Store, run_id: int, **config: float) -> None:
     executor = Executor(store, ExecutorConfig(**config))  # type: ignore[arg-type]
 
     async def go() -> None:
-        await executor.run_batch(store.open_calls(run), SKILLS)
+        await executor.run_batch(store.open_calls(run), CONTEXT)
         await executor.aclose()
 
     asyncio.run(go())
@@ -59,7 +61,7 @@ def test_every_row_is_judged_once_and_a_redelivery_pays_nothing(store: Store) ->
     # the same batch delivered again: rows are done, nothing is claimed or paid
     run = store.run_by_id(run_id)
     ids = [[r] for r in range(1, 67)]
-    summary = asyncio.run(Executor(store, ExecutorConfig()).run_batch(ids, SKILLS))
+    summary = asyncio.run(Executor(store, ExecutorConfig()).run_batch(ids, CONTEXT))
     assert summary.skipped == 66 and summary.calls == 0 and MemoryJudge.calls == calls
     assert store.open_calls(run) == []
 

@@ -10,7 +10,7 @@ import multiprocessing
 import os
 import random
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -293,9 +293,7 @@ def grant_worker(config: dict[str, Any]) -> None:
 
     async def main() -> dict[str, Any]:
         budget = Budget(**config["budget"])
-        limiter = RedisLimiter(
-            config["url"], {KEY: budget}, smoothing=config.get("smoothing", False)
-        )
+        limiter = RedisLimiter(config["url"], {KEY: budget})
         rng = random.Random(os.getpid())
         grants: list[tuple[float, int]] = []
         cancelled = 0
@@ -339,7 +337,7 @@ def grant_worker(config: dict[str, Any]) -> None:
 def run_processes(
     url: str,
     tmp_path: Path,
-    budget: dict[str, float],
+    budget: Mapping[str, float],
     seconds: float,
     n: int = 2,
     coroutines: int = 50,
@@ -352,7 +350,7 @@ def run_processes(
     configs = [
         {
             "url": url,
-            "budget": budget,
+            "budget": dict(budget),
             "coroutines": coroutines,
             "start": start,
             "end": start + seconds,
@@ -511,7 +509,12 @@ def test_unreachable_redis_is_a_retryable_limiter_error() -> None:
         try:
             with pytest.raises(LimiterError) as info:
                 await limiter.acquire(KEY, 0)
-            assert info.value.reason == "provider_error"
+            assert info.value.reason == "provider_error"  # retried by the executor's loop
+            # settle and penalize follow a paid call or a 429: they log, never raise
+            await limiter.settle(KEY, 100, 500)
+            await limiter.penalize(KEY, 5)
+            with pytest.raises(TimeoutError):  # this process still honours its own block
+                await asyncio.wait_for(limiter.acquire(KEY, 0), 0.5)
         finally:
             await limiter.aclose()
 

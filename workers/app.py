@@ -12,11 +12,9 @@ from celery import Celery
 
 from flask_eval import settings as settings_mod
 from flask_eval.redact import install_log_redaction
-from rubrics.codec import from_data
-from rubrics.skills import SkillSet
 from storage.store import Store
 from workers.loop import run_sync
-from workers.runner import Executor
+from workers.runner import Executor, RunContext
 
 TASK_NAME = "flask_eval.judge_batch"
 log = logging.getLogger("flask_eval.worker")
@@ -74,15 +72,14 @@ def judge_batch(run_id: int, calls: list[list[int]]) -> dict[str, Any]:
     """Judge ``calls`` (lists of ledger ids, one list per judge call) of run ``run_id``."""
     with _executor_lock:
         executor = _executor(os.getpid())
-    skillset = _skillset(executor, run_id)
-    summary = run_sync(executor.run_batch(calls, skillset))
+    summary = run_sync(executor.run_batch(calls, _context(executor, run_id)))
     return vars(summary)
 
 
-_skillsets: dict[int, SkillSet] = {}
+_contexts: dict[int, RunContext] = {}
 
 
-def _skillset(executor: Executor, run_id: int) -> SkillSet:
-    if run_id not in _skillsets:
-        _skillsets[run_id] = from_data(executor.store.run_by_id(run_id).config["skills"])
-    return _skillsets[run_id]
+def _context(executor: Executor, run_id: int) -> RunContext:
+    if run_id not in _contexts:
+        _contexts[run_id] = RunContext.from_config(executor.store.run_by_id(run_id).config)
+    return _contexts[run_id]

@@ -60,19 +60,18 @@ class Budget:
         if not (math.isfinite(self.burst_seconds) and self.burst_seconds >= 0):
             raise ValueError(f"burst_seconds must be >= 0, got {self.burst_seconds!r}")
 
+    # Per dimension: seconds of budget one unit uses (0.0: not limited), and the burst
+    # tolerance in seconds (at least one request).
     @property
     def request_interval(self) -> float:
-        """Seconds of budget one request uses; 0.0 when requests are not limited."""
         return 60.0 / (self.rpm * self.target) if self.rpm else 0.0
 
     @property
     def request_burst(self) -> float:
-        """Burst tolerance of the requests dimension, in seconds (one request at least)."""
         return max(self.burst_seconds, self.request_interval) if self.rpm else 0.0
 
     @property
     def token_interval(self) -> float:
-        """Seconds of budget one token uses; 0.0 when tokens are not limited."""
         return 60.0 / (self.tpm * self.target) if self.tpm else 0.0
 
     @property
@@ -111,7 +110,7 @@ def parse_budgets(text: str) -> dict[str, Budget]:
                 values[fields[name.strip()]] = float(number)
             except ValueError:
                 raise ValueError(f"invalid number {number!r} in budget {entry!r}") from None
-        budgets[key.strip()] = Budget(**values)  # type: ignore[arg-type]
+        budgets[key.strip()] = Budget(**values)
     return budgets
 
 
@@ -251,19 +250,27 @@ class ReservingLimiter(Limiter):
             log.debug("budget %s: blocked while waiting, reserving again", key)
 
     async def settle(self, key: str, estimated: int, actual: int) -> None:
+        """Best effort, never raises: the call it settles is paid for already."""
         budget = self.budget_for(key)
         if budget is None or not budget.tpm:
             return
         delta = budget.token_cost(actual) - budget.token_cost(estimated)
         if delta:
-            await self._correct(key, budget, delta)
+            try:
+                await self._correct(key, budget, delta)
+            except LimiterError as exc:
+                log.warning("budget %s: correction of %+d tokens lost: %s", key, delta, exc)
 
     async def penalize(self, key: str, seconds: float) -> None:
+        """Best effort, never raises: this process honours the block in any case."""
         seconds = min(max(float(seconds), 0.0), self.max_penalty)
         if seconds <= 0 or math.isnan(seconds):
             return
         self._note_block(key, seconds)
-        await self._block(key, seconds)
+        try:
+            await self._block(key, seconds)
+        except LimiterError as exc:
+            log.warning("budget %s: block of %.1fs not shared: %s", key, seconds, exc)
 
     def _note_block(self, key: str, seconds: float) -> None:
         now = self._clock()
@@ -283,9 +290,7 @@ class _State:
     blocked: float = -math.inf  # nobody sends before this
 
 
-def gcra_reserve(
-    state: _State, now: float, budget: Budget, tokens: int, adjust: int = 0
-) -> Reservation:
+def gcra_reserve(state: _State, now: float, budget: Budget, tokens: int) -> Reservation:
     """The reservation arithmetic (seconds); ``limiter_lua.RESERVE`` is its twin.
 
     Each dimension may be sent at ``max(TAT, now) + cost - burst``; the call goes at the
@@ -297,8 +302,6 @@ def gcra_reserve(
     int_t, burst_t = budget.token_interval, budget.token_burst
     tat_r = max(state.tat_r, now)
     tat_t = max(state.tat_t, now)
-    if int_t and adjust:
-        tat_t = max(tat_t + adjust * int_t, now)
     inc_r, inc_t = int_r, budget.token_cost(tokens) * int_t
     burst_t = max(burst_t, inc_t)  # a call larger than the burst goes when the bucket is empty
     grant = max(now, state.blocked)
@@ -355,9 +358,6 @@ class RedisLimiter(ReservingLimiter):
 
     Give-backs from ``settle`` wait in the process and ride along with the key's next
     reservation; extra charges (a call larger than its estimate) are sent at once.
-    ``smoothing`` puts an ``aiolimiter.AsyncLimiter`` at the request rate in front of
-    the reservations (off by default: the reservations already space the calls; see
-    docs/design/limiter.md).
     """
 
     def __init__(
@@ -368,13 +368,11 @@ class RedisLimiter(ReservingLimiter):
         *,
         max_connections: int = 16,
         max_penalty: float = 300.0,
-        smoothing: bool = False,
     ) -> None:
         from redis.asyncio import BlockingConnectionPool, Redis
 
         super().__init__(budgets, max_penalty=max_penalty)
         self.prefix = prefix
-        self.smoothing = smoothing
         self._pool = BlockingConnectionPool.from_url(
             url, max_connections=max_connections, timeout=30
         )
@@ -382,13 +380,10 @@ class RedisLimiter(ReservingLimiter):
         self._reserve = self._redis.register_script(limiter_lua.RESERVE)
         self._adjust = self._redis.register_script(limiter_lua.ADJUST)
         self._pending: dict[str, int] = {}  # token give-backs not yet sent, per key
-        self._smoothers: dict[str, Any] = {}  # key -> aiolimiter.AsyncLimiter
         self.script_calls = 0
 
     async def reserve(self, key: str, tokens: int) -> Reservation:
         budget = self.budget_for(key) or UNLIMITED
-        if self.smoothing and budget.rpm:
-            await self._smoother(key, budget).acquire()
         adjust = self._pending.pop(key, 0)
         args = (
             budget.request_interval * 1e6,
@@ -428,14 +423,6 @@ class RedisLimiter(ReservingLimiter):
             return await script(keys=[self.prefix + key], args=args)
         except RedisError as exc:
             raise LimiterError(f"{type(exc).__name__}: {exc}") from exc
-
-    def _smoother(self, key: str, budget: Budget) -> Any:
-        if key not in self._smoothers:
-            from aiolimiter import AsyncLimiter
-
-            burst = max(1.0, budget.request_burst / budget.request_interval)
-            self._smoothers[key] = AsyncLimiter(burst, burst * budget.request_interval)
-        return self._smoothers[key]
 
     async def aclose(self) -> None:
         """Send the pending give-backs (best effort) and close the connections."""

@@ -10,21 +10,25 @@ row claimed ends done or failed with a reason; nothing is dropped.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from flask_eval.exceptions import FlaskEvalError, JudgeError
 from flask_eval.redact import redact
+from rubrics import codec
 from rubrics.parse import parse
 from rubrics.prompt import reminder, render
 from rubrics.skills import Skill, SkillSet
 from storage.models import FailureReason, Status
 from storage.records import JobContext, Outcome
 from storage.store import Store
+from workers.endpoints import JudgeConfig
 from workers.errors import classify
 from workers.judge import GenerateConfig, Judge, JudgeOutput, Message, create_judge
 
@@ -40,6 +44,19 @@ class ExecutorConfig:
     lease_seconds: float = 60.0
     generate: GenerateConfig = field(default_factory=GenerateConfig)
     max_attempts: int | None = None  # None: each judge's own default
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What a batch needs to know about its run: rubrics and judge configurations."""
+
+    skillset: SkillSet
+    judges: Mapping[str, JudgeConfig]
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> RunContext:
+        judges = [JudgeConfig.from_data(j) for j in config["judges"]]
+        return cls(codec.from_data(config["skills"]), {j.name: j for j in judges})
 
 
 @dataclass
@@ -71,15 +88,24 @@ class Executor:
         self._slots = asyncio.Semaphore(config.in_flight)
         self._owned: dict[int, int] = {}  # row id -> batches holding it
         self._heartbeat: asyncio.Task[None] | None = None
+        self._judge_slots_by_spec: dict[str, asyncio.Semaphore] = {}
 
-    def judge(self, name: str) -> Judge:
-        if name not in self._judges:
-            judge = create_judge(name)
+    def judge(self, config: JudgeConfig) -> Judge:
+        """One client per judge endpoint and process, reused by every batch."""
+        if config.spec not in self._judges:
+            judge = create_judge(config.spec)
             judge.max_connections = min(judge.max_connections, self.config.in_flight)
             if self.config.max_attempts is not None:
                 judge.max_attempts = self.config.max_attempts
-            self._judges[name] = judge
-        return self._judges[name]
+            self._judges[config.spec] = judge
+        return self._judges[config.spec]
+
+    def _judge_slots(self, config: JudgeConfig) -> asyncio.Semaphore | None:
+        if config.max_in_flight is None:
+            return None
+        if config.spec not in self._judge_slots_by_spec:
+            self._judge_slots_by_spec[config.spec] = asyncio.Semaphore(config.max_in_flight)
+        return self._judge_slots_by_spec[config.spec]
 
     async def aclose(self) -> None:
         if self._heartbeat is not None:
@@ -89,7 +115,7 @@ class Executor:
             await judge.aclose()
         self._judges.clear()
 
-    async def run_batch(self, calls: Sequence[Sequence[int]], skillset: SkillSet) -> BatchSummary:
+    async def run_batch(self, calls: Sequence[Sequence[int]], run: RunContext) -> BatchSummary:
         """Judge ``calls`` (lists of ledger ids, one list per judge call)."""
         summary = BatchSummary()
         wanted = [i for call in calls for i in call]
@@ -103,7 +129,7 @@ class Executor:
             groups = [[contexts[i] for i in call if i in contexts] for call in calls]
             groups = [g for g in groups if g]
             results = await asyncio.gather(
-                *(self._run_call(g, skillset, summary) for g in groups), return_exceptions=True
+                *(self._run_call(g, run, summary) for g in groups), return_exceptions=True
             )
         finally:
             self._release(claimed)
@@ -144,12 +170,13 @@ class Executor:
                 log.exception("lease heartbeat failed")
 
     async def _run_call(
-        self, group: list[JobContext], skillset: SkillSet, summary: BatchSummary
+        self, group: list[JobContext], run: RunContext, summary: BatchSummary
     ) -> None:
         first = group[0]
         try:
-            judge = self.judge(first.judge)
-            skills = [skillset.get(c.skill) for c in group]
+            config = run.judges[first.judge]
+            judge = self.judge(config)
+            skills = [run.skillset.get(c.skill) for c in group]
         except (FlaskEvalError, KeyError) as exc:
             reason = (
                 FailureReason.AUTH if isinstance(exc, FlaskEvalError) else FailureReason.INTERNAL
@@ -164,14 +191,14 @@ class Executor:
             response=first.response,
             skills=skills,
         )
-        outcome = await self._ask(judge, first.run_id, messages, skills, summary)
+        outcome = await self._ask(judge, config, first.run_id, messages, skills, summary)
         if isinstance(outcome, JudgeError):
             await self._finish(self._failed(group, outcome, None), summary)
             return
         text, scores, call_id = outcome
         if scores is None:  # unparseable: ask once more with a format reminder
             retry = [*messages, *reminder(text, skills)]
-            second = await self._ask(judge, first.run_id, retry, skills, summary)
+            second = await self._ask(judge, config, first.run_id, retry, skills, summary)
             if isinstance(second, JudgeError):
                 await self._finish(self._failed(group, second, call_id), summary)
                 return
@@ -194,6 +221,7 @@ class Executor:
     async def _ask(
         self,
         judge: Judge,
+        config: JudgeConfig,
         run_id: int,
         messages: list[Message],
         skills: Sequence[Skill],
@@ -209,7 +237,7 @@ class Executor:
                 return cached.raw, scores, cached.id
         started = time.perf_counter()
         try:
-            output = await self._generate(judge, messages)
+            output = await self._generate(judge, config, messages)
         except JudgeError as err:
             return err
         summary.calls += 1
@@ -218,22 +246,25 @@ class Executor:
             self.store.record_call,
             cache_key=key,
             run_id=run_id,
-            judge=judge.name,
+            judge=config.name,
             raw=output.text,
             parsed=scores is not None,
             prompt_tokens=output.prompt_tokens,
             completion_tokens=output.completion_tokens,
             latency_ms=(time.perf_counter() - started) * 1000,
+            cost=config.price.cost(output.prompt_tokens, output.completion_tokens),
         )
         return output.text, scores, call_id
 
-    async def _generate(self, judge: Judge, messages: Sequence[Message]) -> JudgeOutput:
+    async def _generate(
+        self, judge: Judge, config: JudgeConfig, messages: Sequence[Message]
+    ) -> JudgeOutput:
         """The one retry loop: the SDKs' own retries are off."""
         attempt = 0
         while True:
             attempt += 1
             try:
-                async with self._slots:
+                async with self._slots, _maybe(self._judge_slots(config)):
                     return await asyncio.wait_for(
                         judge.generate(messages, self.config.generate),
                         self.config.generate.timeout + 5,
@@ -268,6 +299,10 @@ class Executor:
                 summary.done += 1
             else:
                 summary.failed += 1
+
+
+def _maybe(sem: asyncio.Semaphore | None) -> contextlib.AbstractAsyncContextManager[object]:
+    return sem if sem is not None else contextlib.nullcontext()
 
 
 def _scores(text: str, skills: Sequence[Skill]) -> dict[str, int | None] | None:
