@@ -23,8 +23,8 @@ from storage import queries
 from storage.models import FailureReason
 from storage.records import RunInfo
 from storage.store import Store
+from workers.context import RunContext
 from workers.judge import create_judge
-from workers.runner import RunContext
 
 F = TypeVar("F", bound=Callable[..., Any])
 

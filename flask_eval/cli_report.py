@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -76,11 +77,19 @@ def load_references(args: Sequence[str]) -> list[references.Reference]:
     return [references.load(*references.parse_arg(a)) for a in args]
 
 
+def config_judges(config: dict[str, Any]) -> list[str]:
+    """Judge names of a run's config: a list of names, or of objects with a ``name``."""
+    names = []
+    for entry in config.get("judges") or ():
+        name = entry.get("name") if isinstance(entry, dict) else entry
+        if isinstance(name, str) and name:
+            names.append(name)
+    return names
+
+
 def run_table(store: Store, run: RunInfo) -> ScoreTable:
     """The run's score table, judge columns in the order the run was given them."""
-    return analytics.score_table(
-        store, run.id, list(run.config.get("judges", ())), domain_order=DOMAINS
-    )
+    return analytics.score_table(store, run.id, config_judges(run.config), domain_order=DOMAINS)
 
 
 def _with_references(
@@ -107,15 +116,25 @@ def build_report(
     ensemble_judges: Sequence[str] = (),
     refs: Sequence[references.Reference] = (),
     progress: bool = True,
+    timings: dict[str, float] | None = None,
 ) -> export.Report:
     """All breakdowns of a run with bootstrap intervals, paired comparisons and agreement.
 
-    ``replicates=0`` skips the bootstrap (no intervals).
+    ``replicates=0`` skips the bootstrap (no intervals). ``timings``, when given, receives
+    the seconds spent in each phase.
     """
     skillset = codec.from_data(run.config["skills"])
     ability_of = {s.name: s.ability for s in skillset}
+    clock = [time.perf_counter()]
+
+    def lap(name: str) -> None:
+        now = time.perf_counter()
+        if timings is not None:
+            timings[name] = round(now - clock[0], 4)
+        clock[0] = now
+
     bar = tqdm(
-        total=2,
+        total=1,
         desc=f"report {run.name}",
         unit="step",
         disable=not progress,
@@ -124,7 +143,9 @@ def build_report(
     )
     try:
         base = run_table(store, run)
+        bar.total = 1 + len(base.skills) + len(base.domains) + 2
         bar.update(1)
+        lap("query")
         try:
             table = add_ensembles(base, ensembles, ensemble_judges)
         except ValueError as exc:
@@ -136,21 +157,25 @@ def build_report(
             ability_order=tuple(skillset.abilities),
             domain_order=DOMAINS,
         )
+        lap("means")
         weights = instance_weights(len(table.instances), replicates, seed)
-        bar.total = 2 + len(table.skills) + len(table.domains) + 2
-        bar.refresh()
         intervals = cell_intervals(table, weights, ability_of, confidence, progress=bar.update)
+        lap("intervals")
         pairs = comparisons(table, weights, confidence)
         bar.update(1)
+        lap("comparisons")
         rated, notes = _with_references(base, refs)
         agreement = agreement_rows(rated, skill_order=skillset.names)
         bar.update(1)
+        lap("agreement")
     finally:
         bar.close()
     coverage = queries.coverage(store, run.id)
+    report_rows = export.with_intervals(rows, intervals)
+    lap("rows")
     return export.Report(
         run=run.name,
-        rows=export.with_intervals(rows, intervals),
+        rows=report_rows,
         comparisons=pairs,
         agreement=agreement,
         bootstrap={

@@ -27,9 +27,9 @@ from rubrics.skills import SkillSet, load, load_default
 from storage import queries
 from storage.records import RunInfo
 from storage.store import Store
+from workers.context import RunContext
 from workers.endpoints import JudgeConfig
 from workers.judge import create_judge
-from workers.runner import RunContext
 
 
 @dataclass(frozen=True)

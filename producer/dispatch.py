@@ -16,7 +16,9 @@ from flask_eval.exceptions import ConfigError
 from flask_eval.redact import redact
 from flask_eval.settings import Settings
 from storage.store import Store
-from workers.runner import Executor, ExecutorConfig, RunContext
+from workers.context import RunContext
+from workers.limiter import MemoryLimiter
+from workers.runner import Executor, ExecutorConfig
 
 Batch = list[list[int]]
 
@@ -90,7 +92,7 @@ class InProcessDispatcher(Dispatcher):
         self._thread.start()
 
     async def _run(self, batches: Sequence[Batch]) -> None:
-        executor = Executor(self.store, self.config)
+        executor = Executor(self.store, self.config, limiter=MemoryLimiter({}))
         per_batch = max(1, max((len(b) for b in batches), default=1))
         gate = asyncio.Semaphore(max(2, 2 * self.config.in_flight // per_batch))
 

@@ -14,10 +14,12 @@ import math
 import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.projections.polar import PolarAxes
 
 from report.agreement import Agreement
 from report.export import Report, ReportRow
@@ -67,7 +69,7 @@ def radar(report: Report, judge: str) -> bytes:
     cells = _means(report.rows, judge, SKILL)
     skills = [s for s in report.skills if any((m, s) in cells for m in report.models)]
     fig = Figure(figsize=(7.2, 6.4))
-    ax = fig.add_subplot(projection="polar")
+    ax = cast(PolarAxes, fig.add_subplot(projection="polar"))
     if len(skills) < 3:
         ax.set_title(f"{judge}: too few skills for a radar chart", fontsize=10)
         return _png(fig)
@@ -168,6 +170,10 @@ def domain_heatmap(report: Report, judge: str) -> bytes:
     ).reshape(len(models), len(domains))
     fig = Figure(figsize=(7.2, 1.4 + 0.35 * max(len(models), 1)))
     ax = fig.add_subplot()
+    if matrix.size == 0:
+        ax.set_axis_off()
+        ax.set_title(f"Domains — judge {judge}: no instance has a known domain", fontsize=10)
+        return _png(fig)
     image = _heatmap(ax, matrix, models, domains, *SCORE_RANGE, cmap="viridis")
     fig.colorbar(image, ax=ax, fraction=0.03, pad=0.02)  # type: ignore[arg-type]
     ax.set_title(f"Domains — judge {judge}", fontsize=10)

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Integer, case, cast, func, literal, select
+from sqlalchemy import case, func, literal, select
 from sqlalchemy.engine import Connection
 
 from report.scores import FAILED, NA, NONE, SCORED, ScoreTable, build
@@ -58,22 +58,21 @@ def _code() -> Any:
 
 
 def _pivot(
-    conn: Connection, run_id: int, judges: Sequence[str], known: Sequence[str]
+    conn: Connection, run_id: int, judges: Sequence[str]
 ) -> tuple[list[tuple[str, str, str]], np.ndarray, int]:
-    """(cells, codes (cells, judges) with NaN = no judgment, rows of judges not ``known``)."""
+    """(cells, codes (cells, judges) with NaN = no judgment, judgment rows in all)."""
     code = _code()
     columns = [func.max(case((J.judge == j, code), else_=None)) for j in judges]
-    matched = func.sum(cast(case((J.judge.in_(list(known)), 0), else_=1), Integer))
     stmt = (
-        select(J.model, J.instance_id, J.skill, matched, *columns)
+        select(J.model, J.instance_id, J.skill, func.count(), *columns)
         .where(J.run_id == run_id)
         .group_by(J.model, J.instance_id, J.skill)
     )
     rows = conn.execute(stmt).all()
     cells = [(str(r[0]), str(r[1]), str(r[2])) for r in rows]
-    others = sum(int(r[3] or 0) for r in rows)
+    total = sum(int(r[3]) for r in rows)
     codes = np.array([r[4:] for r in rows], dtype=np.float64).reshape(len(rows), len(judges))
-    return cells, codes, others
+    return cells, codes, total
 
 
 def _states(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -102,10 +101,9 @@ def score_table(
         if store.dialect == "postgresql":
             conn.exec_driver_sql(f"SET LOCAL work_mem = '{POSTGRES_WORK_MEM}'")
         parts: list[tuple[list[tuple[str, str, str]], np.ndarray]] = []
-        others = 0
+        total = 0
         for start in range(0, max(len(names), 1), JUDGES_PER_QUERY):
-            chunk = names[start : start + JUDGES_PER_QUERY]
-            cells, codes, others = _pivot(conn, run_id, chunk, names)
+            cells, codes, total = _pivot(conn, run_id, names[start : start + JUDGES_PER_QUERY])
             parts.append((cells, codes))
         levels = dict(
             conn.execute(select(INS.instance_id, INS.difficulty).where(INS.run_id == run_id)).all()
@@ -115,11 +113,12 @@ def score_table(
             select(DOM.instance_id, DOM.domain).where(DOM.run_id == run_id)
         ):
             domains.setdefault(str(iid), []).append(str(domain))
-    if others:
-        # the ledger has judges not given: add them (sorted) after the given ones
-        extra = [j for j in run_judges(store, run_id) if j not in names]
-        return score_table(store, run_id, [*names, *extra], domain_order)
     cells, codes = _merge(parts)
+    # a cell has at most one row per judge: rows not in a column belong to other judges
+    if total > np.count_nonzero(~np.isnan(codes)):
+        extra = [j for j in run_judges(store, run_id) if j not in names]
+        if extra:
+            return score_table(store, run_id, [*names, *extra], domain_order)
     state, score = _states(codes)
     return build(
         cells,

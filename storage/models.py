@@ -102,7 +102,7 @@ class Judgment(SQLModel, table=True):
     rationale: str | None = Field(default=None, sa_column=Column(Text))
     reason: str | None = Field(default=None, max_length=32)
     detail: str | None = Field(default=None, sa_column=Column(Text))
-    call_id: int | None = Field(default=None, foreign_key="call.id")
+    call_key: str | None = Field(default=None, max_length=64)  # the answer: call.cache_key
     attempts: int = 0
     lease_until: datetime | None = None
     created_at: datetime = Field(default_factory=utcnow)

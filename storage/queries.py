@@ -194,7 +194,7 @@ def export_rows(store: Store, run_id: int, run_name: str) -> Iterator[dict[str, 
             C.raw,
             J.attempts,
         )
-        .outerjoin(CALL, C.id == J.call_id)
+        .outerjoin(CALL, C.cache_key == J.call_key)
         .where(J.run_id == run_id)
         .order_by(J.id)
     )

@@ -34,10 +34,17 @@ class JobContext:
 
 @dataclass(frozen=True)
 class CallRecord:
-    id: int
+    """A paid judge answer: what the provider returned for one prompt."""
+
+    cache_key: str
+    run_id: int
+    judge: str
     raw: str
-    prompt_tokens: int
-    completion_tokens: int
+    parsed: bool
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    latency_ms: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -50,7 +57,7 @@ class Outcome:
     rationale: str | None = None
     reason: str | None = None
     detail: str | None = None
-    call_id: int | None = None
+    call_key: str | None = None
 
 
 @dataclass

@@ -37,6 +37,19 @@ J, C, INS, DOM, R, RN = JUDGMENT.c, CALL.c, INSTANCE.c, INSTANCE_DOMAIN.c, RESPO
 INSERT_CHUNK = 5_000
 
 
+def _outcome_params(o: Outcome) -> dict[str, Any]:
+    return {
+        "o_id": o.id,
+        "o_status": o.status.value,
+        "o_score": o.score,
+        "o_rationale": o.rationale,
+        "o_reason": o.reason,
+        "o_detail": o.detail,
+        "o_call_key": o.call_key,
+        "o_now": utcnow(),
+    }
+
+
 class Store:
     """The SQL store behind one engine (SQLite file or PostgreSQL)."""
 
@@ -169,6 +182,13 @@ class Store:
                     for skill in by_id[r.instance_id].skills
                 ),
             )
+        if self.dialect == "postgresql":
+            # Fresh bulk-loaded tables have no statistics yet; without them the planner
+            # joins the worker's lookups by sequential scans.
+            with self.engine.connect() as conn:
+                conn.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql(
+                    "ANALYZE judgment, instance, instance_domain, response"
+                )
         return RunInfo(run_id, name, fingerprint, mode, config), True
 
     def _insert_ignore(
@@ -280,6 +300,10 @@ class Store:
         with self.engine.begin() as conn:
             return int(conn.execute(stmt).rowcount)
 
+    def claim_contexts(self, ids: Sequence[int], lease_seconds: float) -> list[JobContext]:
+        """Claim ``ids`` and return what is needed to judge the rows this caller now owns."""
+        return self.contexts(self.claim(ids, lease_seconds))
+
     @transient_retry
     def contexts(self, ids: Sequence[int]) -> list[JobContext]:
         if not ids:
@@ -308,97 +332,77 @@ class Store:
             return [JobContext(*row) for row in conn.execute(stmt).all()]
 
     @transient_retry
-    def cached_call(self, cache_key: str) -> CallRecord | None:
-        """A parsed answer already paid for with this exact prompt, judge and parameters."""
-        stmt = select(C.id, C.raw, C.prompt_tokens, C.completion_tokens).where(
-            C.cache_key == cache_key,
-            C.parsed.is_(True),
-        )
+    def cached_calls(self, keys: Sequence[str]) -> dict[str, CallRecord]:
+        """Parsed answers already paid for, by cache key (prompt, judge and parameters)."""
+        if not keys:
+            return {}
+        stmt = select(CALL).where(C.cache_key.in_(list(set(keys))), C.parsed.is_(True))
         with self.engine.connect() as conn:
-            row = conn.execute(stmt).first()
-        return CallRecord(*row) if row else None
-
-    @transient_retry
-    def record_call(
-        self,
-        *,
-        cache_key: str,
-        run_id: int,
-        judge: str,
-        raw: str,
-        parsed: bool,
-        prompt_tokens: int,
-        completion_tokens: int,
-        latency_ms: float,
-        cost: float = 0.0,
-    ) -> int:
-        """Keep a paid answer; a second answer for the same key replaces an unparsed one."""
-        values = {
-            "cache_key": cache_key,
-            "run_id": run_id,
-            "judge": judge,
-            "raw": raw,
-            "parsed": parsed,
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "latency_ms": latency_ms,
-            "cost": cost,
-            "created_at": utcnow(),
-        }
-        ins = (postgresql.insert if self.dialect == "postgresql" else sqlite.insert)(CALL)
-        stmt = ins.values(**values).on_conflict_do_update(
-            index_elements=["cache_key"],
-            set_={
-                k: ins.excluded[k]
-                for k in (
-                    "raw",
-                    "parsed",
-                    "prompt_tokens",
-                    "completion_tokens",
-                    "latency_ms",
-                    "cost",
-                )
-            },
-            where=CALL.c.parsed.is_(False),
-        )
-        with self.engine.begin() as conn:
-            conn.execute(stmt)
-            return int(conn.execute(select(C.id).where(C.cache_key == cache_key)).scalar_one())
-
-    @transient_retry
-    def finish(self, outcomes: Sequence[Outcome]) -> int:
-        """Write final states; a row already done is never changed. Returns rows written."""
-        if not outcomes:
-            return 0
-        stmt = (
-            update(JUDGMENT)
-            .where(J.id == bindparam("o_id"), J.status != Status.DONE.value)
-            .values(
-                status=bindparam("o_status"),
-                score=bindparam("o_score"),
-                rationale=bindparam("o_rationale"),
-                reason=bindparam("o_reason"),
-                detail=bindparam("o_detail"),
-                call_id=bindparam("o_call_id"),
-                lease_until=None,
-                updated_at=utcnow(),
+            rows = conn.execute(stmt).mappings().all()
+        return {
+            r["cache_key"]: CallRecord(
+                r["cache_key"], r["run_id"], r["judge"], r["raw"], r["parsed"],
+                r["prompt_tokens"], r["completion_tokens"], r["cost"], r["latency_ms"],
             )
-        )
-        params = [
-            {
-                "o_id": o.id,
-                "o_status": o.status.value,
-                "o_score": o.score,
-                "o_rationale": o.rationale,
-                "o_reason": o.reason,
-                "o_detail": o.detail,
-                "o_call_id": o.call_id,
-            }
-            for o in outcomes
-        ]
+            for r in rows
+        }  # fmt: skip
+
+    @transient_retry
+    def write(self, calls: Sequence[CallRecord] = (), outcomes: Sequence[Outcome] = ()) -> int:
+        """Keep paid answers and final states in one transaction. Returns rows finished.
+
+        An answer is stored once per cache key; a parsed answer replaces an unparsed one.
+        A row already done is never changed.
+        """
         with self.engine.begin() as conn:
-            written = int(conn.execute(stmt, params).rowcount)
-        return written
+            if calls:
+                conn.execute(self._upsert_call, [self._call_params(c) for c in calls])
+            if not outcomes:
+                return 0
+            return int(
+                conn.execute(self._finish_stmt, [_outcome_params(o) for o in outcomes]).rowcount
+            )
+
+    def finish(self, outcomes: Sequence[Outcome]) -> int:
+        return self.write((), outcomes)
+
+    @staticmethod
+    def _call_params(c: CallRecord) -> dict[str, Any]:
+        return {**vars(c), "created_at": utcnow()}
+
+    @property
+    def _upsert_call(self) -> Any:
+        ins = (postgresql.insert if self.dialect == "postgresql" else sqlite.insert)(CALL)
+        fields = (
+            "raw",
+            "parsed",
+            "prompt_tokens",
+            "completion_tokens",
+            "latency_ms",
+            "cost",
+            "run_id",
+            "judge",
+        )
+        return ins.on_conflict_do_update(
+            index_elements=["cache_key"],
+            set_={k: ins.excluded[k] for k in fields},
+            where=C.parsed.is_(False),
+        )
+
+    _finish_stmt = (
+        update(JUDGMENT)
+        .where(J.id == bindparam("o_id"), J.status != Status.DONE.value)
+        .values(
+            status=bindparam("o_status"),
+            score=bindparam("o_score"),
+            rationale=bindparam("o_rationale"),
+            reason=bindparam("o_reason"),
+            detail=bindparam("o_detail"),
+            call_key=bindparam("o_call_key"),
+            lease_until=None,
+            updated_at=bindparam("o_now"),
+        )
+    )
 
     @transient_retry
     def count_open(self, run_id: int) -> int:

@@ -222,7 +222,8 @@ def test_comparisons_are_paired_differences_on_common_instances() -> None:
                 if side is not None:
                     per[side, position[r.instance_id]] += r.score
                     per[side + 1, position[r.instance_id]] += 1
-        ref = paired_difference(*per[:, common], weights[common])
+        sel = per[:, common]
+        ref = paired_difference(sel[0], sel[1], sel[2], sel[3], weights[common])
         assert c.n_instances == len(common)
         assert c.diff == pytest.approx(ref.diff, abs=TOL)
         assert c.ci_low == pytest.approx(ref.ci_low, abs=TOL)
@@ -303,7 +304,11 @@ def _store_run(store: Store, seed: int) -> tuple[int, list[Record]]:
     return run.id, records
 
 
-def test_score_table_from_sql_equals_the_reference(database_url: str) -> None:
+@pytest.mark.parametrize("judges_per_query", [32, 2])
+def test_score_table_from_sql_equals_the_reference(
+    database_url: str, judges_per_query: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(analytics, "JUDGES_PER_QUERY", judges_per_query)
     store = Store(database_url)
     run_id, records = _store_run(store, seed=8)
     run = store.run_by_id(run_id)

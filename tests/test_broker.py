@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from producer.synthetic import write_inputs
 from simulator.config import SimConfig
 from simulator.testing import spawn_simulator
 from storage.store import Store
 from tests.helpers import cli_env, flask_eval, status, wait_done, workers
-from tests.synth import write_inputs
 
 pytestmark = pytest.mark.redis
 
@@ -30,7 +30,9 @@ def free_port() -> int:
 
 def make_certs(folder: Path) -> tuple[Path, Path, Path]:
     """A throwaway CA and a server certificate for 127.0.0.1."""
-    ca_key, ca, key, csr, crt = (folder / n for n in ("ca.key", "ca.crt", "s.key", "s.csr", "s.crt"))
+    ca_key, ca, key, csr, crt = (
+        folder / n for n in ("ca.key", "ca.crt", "s.key", "s.csr", "s.crt")
+    )
     ext = folder / "ext.cnf"
     ext.write_text("subjectAltName=IP:127.0.0.1\n")
 
@@ -39,7 +41,18 @@ def make_certs(folder: Path) -> tuple[Path, Path, Path]:
 
     ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=test-ca",
         "-keyout", str(ca_key), "-out", str(ca))  # fmt: skip
-    ssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", str(key), "-out", str(csr))
+    ssl(
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        "/CN=127.0.0.1",
+        "-keyout",
+        str(key),
+        "-out",
+        str(csr),
+    )
     ssl("x509", "-req", "-in", str(csr), "-CA", str(ca), "-CAkey", str(ca_key), "-CAcreateserial",
         "-days", "1", "-extfile", str(ext), "-out", str(crt))  # fmt: skip
     return ca, crt, key
@@ -76,7 +89,9 @@ def private_redis(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[st
 
 
 @pytest.mark.parametrize("private_redis", ["password", "tls"], indirect=True)
-def test_password_and_tls_redis_urls_work(private_redis: str, sqlite_url: str, tmp_path: Path) -> None:
+def test_password_and_tls_redis_urls_work(
+    private_redis: str, sqlite_url: str, tmp_path: Path
+) -> None:
     instances, responses = write_inputs(tmp_path / "in", 10)
     env = cli_env(sqlite_url, private_redis)
     log = tmp_path / "w.log"
@@ -107,7 +122,9 @@ def test_wrong_broker_password_is_one_clear_error(sqlite_url: str, tmp_path: Pat
     assert not Path(sqlite_url.removeprefix("sqlite:///")).exists()
 
 
-def test_sigterm_finishes_in_flight_calls_before_exiting(sqlite_url: str, redis_url: str, tmp_path: Path) -> None:
+def test_sigterm_finishes_in_flight_calls_before_exiting(
+    sqlite_url: str, redis_url: str, tmp_path: Path
+) -> None:
     instances, responses = write_inputs(tmp_path / "in", 80)
     env = cli_env(sqlite_url, redis_url)
     with spawn_simulator(SimConfig(latency_ms=1500, seed=5)) as sim:

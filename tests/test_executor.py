@@ -15,10 +15,11 @@ from storage import queries
 from storage.models import FailureReason
 from storage.store import Store
 from tests.test_store import create
+from workers.context import RunContext
+from workers.endpoints import JudgeConfig
 from workers.judge import Message
 from workers.providers.memory_judge import MemoryJudge, default_answer
-from workers.endpoints import JudgeConfig
-from workers.runner import Executor, ExecutorConfig, RunContext
+from workers.runner import Executor, ExecutorConfig
 
 SKILLS = load_default()
 CONTEXT = RunContext(SKILLS, {n: JudgeConfig(n, n) for n in ("memory/j1", "memory/j2")})

@@ -24,7 +24,6 @@ from workers.limiter import (
     RedisLimiter,
     endpoint_key,
     key_fingerprint,
-    parse_budgets,
 )
 
 LIMITER_REDIS_URL = os.environ.get("FLASK_EVAL_TEST_LIMITER_REDIS_URL", "redis://127.0.0.1:6379/14")
@@ -161,6 +160,17 @@ def test_settle_gives_back_and_charges() -> None:
     assert limiter.reserve_now(KEY, 100).delay == approx(1.0)
 
 
+def test_settle_only_charges_when_the_provider_counts_the_estimate() -> None:
+    clock = FakeClock()
+    budget = Budget(tpm=6000, target=1.0, burst_seconds=0, give_back=False)
+    limiter = MemoryLimiter({KEY: budget}, clock=clock)
+    limiter.reserve_now(KEY, 500)
+    run(limiter.settle(KEY, estimated=500, actual=100))  # nothing given back
+    assert limiter.reserve_now(KEY, 100).delay == approx(5.0)
+    run(limiter.settle(KEY, estimated=100, actual=400))  # but more is charged
+    assert limiter.reserve_now(KEY, 100).delay == approx(9.0)
+
+
 def test_penalize_delays_everyone_then_resumes_at_the_rate() -> None:
     clock = FakeClock()
     limiter = MemoryLimiter({KEY: Budget(rpm=600, target=1.0, burst_seconds=0)}, clock=clock)
@@ -197,7 +207,7 @@ def test_acquire_sleeps_and_reserves_again_when_blocked_meanwhile() -> None:
         return sorted(woke), limiter
 
     woke, limiter = run(go())
-    assert woke[0] < 0.05
+    assert woke[0] < 0.3  # the first went at once, before the 429
     assert all(t >= 0.53 for t in woke[1:]), woke
     assert woke[-1] < 1.2
     assert limiter.grants == 5 and limiter.reservations == 9
@@ -238,21 +248,24 @@ def test_endpoint_key_tells_api_keys_apart_without_revealing_them() -> None:
         endpoint_key("openai", "gpt-4o", name="two words")
 
 
-def test_budget_lookup_and_parsing() -> None:
-    budgets = parse_budgets(
-        "openai/gpt-4o=rpm:500,tpm:30000; openai/m@http://h:8000/v1=rpm:60,burst:0.5 ;*=rpm:10"
-    )
-    assert budgets["openai/gpt-4o"] == Budget(rpm=500, tpm=30000)
-    assert budgets["openai/m@http://h:8000/v1"] == Budget(rpm=60, burst_seconds=0.5)
+def test_budget_lookup() -> None:
+    budgets = {
+        "openai/gpt-4o": Budget(rpm=500, tpm=30000, give_back=False),
+        "openai/m@http://h:8000/v1": Budget(rpm=60, burst_seconds=0.5),
+        "*": Budget(rpm=10),
+    }
     limiter = MemoryLimiter(budgets)
+    # a judge name covers every API key of that judge, each key with its own state
     assert (
         limiter.budget_for(endpoint_key("openai", "gpt-4o", None, "k1")) == budgets["openai/gpt-4o"]
     )
-    assert limiter.budget_for("anthropic/claude#abc") == Budget(rpm=10)
+    url_key = endpoint_key("openai", "m", "http://h:8000/v1/", "k1")
+    assert limiter.budget_for(url_key) == budgets["openai/m@http://h:8000/v1"]
+    assert limiter.budget_for("anthropic/claude#abc") == Budget(rpm=10)  # "*"
     assert MemoryLimiter({}).budget_for("anthropic/claude") is None
-    for bad in ("openai/gpt-4o", "x=rpm:a", "x=qps:1", "x=rpm:0"):
-        with pytest.raises(ValueError):
-            parse_budgets(bad)
+    limiter.register("anthropic/claude#abc", Budget(rpm=5))  # e.g. from a judges file
+    assert limiter.budget_for("anthropic/claude#abc") == Budget(rpm=5)
+    NullLimiter().register("x", Budget(rpm=5))
 
 
 # --- real Redis, real processes ------------------------------------------------------------
@@ -433,9 +446,14 @@ def test_token_budget_with_settle_across_processes(limiter_redis: str, tmp_path:
         # settle charges nothing more here (actual < estimate); bursts of 1 s + one call
         assert max_in_window(times, window, actual) <= per_second * (window + 1) + 600, window
     used = sum(a for t, a in zip(times, actual, strict=True) if t >= 10) / 15
-    print(f"\ntpm 300000 with settle: used/limit {used / 5000:.3f}")
+    per_grant = counters["script_calls"] / counters["acquired"]
+    print(
+        f"\ntpm 300000 with settle: used/limit {used / 5000:.3f}, max tokens in any 1 s "
+        f"{max_in_window(times, 1, actual):.0f} (bound {per_second * 2 + 600:.0f}), "
+        f"script calls/grant {per_grant:.3f}"
+    )
     assert used >= 0.9 * per_second  # estimates alone would allow only ~0.5 of it
-    assert counters["script_calls"] / counters["acquired"] <= 1.02  # give-backs ride along
+    assert per_grant <= 1.02  # give-backs ride along with the next reservation
 
 
 @pytest.mark.redis
@@ -456,7 +474,7 @@ def test_penalize_in_one_process_delays_another(limiter_redis: str, tmp_path: Pa
     first = start + min(times)
     print(f"\nblocked 6 s by another process: first grant after {first - penalized:.3f} s")
     assert first >= penalized + 6.0 - 0.02
-    assert first < penalized + 6.5
+    assert first < max(penalized + 6.0, start) + 0.5  # and not much longer
 
 
 @pytest.mark.redis
@@ -467,7 +485,8 @@ def test_redis_reservations_expire_and_count_one_call(limiter_redis: str) -> Non
         budget = Budget(rpm=600, target=1.0, burst_seconds=0)
         limiter = RedisLimiter(limiter_redis, {KEY: budget})
         try:
-            delays = [(await limiter.reserve(KEY, 0)).delay for _ in range(5)]
+            ats = [(await limiter.reserve(KEY, 0)).at for _ in range(5)]
+            delays = [at - ats[0] for at in ats]
             client = aredis.Redis.from_url(limiter_redis)
             ttl = await client.pttl(f"flask_eval:rl:{KEY}")
             keys = [k.decode() async for k in client.scan_iter()]
@@ -477,7 +496,7 @@ def test_redis_reservations_expire_and_count_one_call(limiter_redis: str) -> Non
             await limiter.aclose()
 
     delays, calls, ttl, keys = run(go())
-    assert delays == approx([0, 0.1, 0.2, 0.3, 0.4], abs=0.02)
+    assert delays == approx([0, 0.1, 0.2, 0.3, 0.4], abs=0.001)
     assert calls == 5
     assert 1000 < ttl <= 1600  # the last reservation (+0.5 s) + 1 s
     assert keys == [f"flask_eval:rl:{KEY}"]  # the key name holds no secret, just the tag
@@ -488,15 +507,15 @@ def test_settle_give_backs_ride_along_and_charges_go_at_once(limiter_redis: str)
     async def go() -> None:
         budget = Budget(tpm=6000, target=1.0, burst_seconds=0)
         limiter = RedisLimiter(limiter_redis, {KEY: budget})
-        try:
-            assert (await limiter.reserve(KEY, 500)).delay == approx(0, abs=0.02)
+        try:  # reserved moments on Redis's clock: independent of how slow this host is
+            first = (await limiter.reserve(KEY, 500)).at  # the bucket is busy for 5 s
             await limiter.settle(KEY, 500, 100)  # -400 tokens: kept for the next reservation
             assert limiter.script_calls == 1
-            assert (await limiter.reserve(KEY, 100)).delay == approx(1.0, abs=0.02)
+            assert (await limiter.reserve(KEY, 100)).at - first == approx(1.0, abs=0.001)
             assert limiter.script_calls == 2
             await limiter.settle(KEY, 100, 400)  # +300: sent now
             assert limiter.script_calls == 3
-            assert (await limiter.reserve(KEY, 100)).delay == approx(5.0, abs=0.02)
+            assert (await limiter.reserve(KEY, 100)).at - first == approx(5.0, abs=0.001)
         finally:
             await limiter.aclose()
 

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from producer.synthetic import write_inputs
 from simulator.config import SimConfig
 from simulator.testing import spawn_simulator
 from storage import queries
 from storage.store import Store
 from tests.helpers import cli_env, flask_eval, kill_group, status, wait_done, workers
-from tests.synth import write_inputs
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 

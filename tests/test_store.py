@@ -13,7 +13,7 @@ from report.metrics import Record, aggregate, rows_from_cells
 from rubrics.skills import load_default
 from storage import queries
 from storage.models import Status
-from storage.records import Outcome
+from storage.records import CallRecord, Outcome
 from storage.store import Store
 
 SKILLS = load_default()
@@ -151,19 +151,20 @@ def test_finish_never_overwrites_done(database_url: str) -> None:
     assert row["score"] == 4
 
 
-def test_record_call_is_idempotent_and_a_parsed_answer_wins(database_url: str) -> None:
+def test_paid_answers_are_kept_once_and_a_parsed_answer_wins(database_url: str) -> None:
     store = Store(database_url)
     run_id = create(store)
-    kw = dict(
-        run_id=run_id, judge="memory/j1", prompt_tokens=10, completion_tokens=5, latency_ms=1.0
-    )
-    first = store.record_call(cache_key="k" * 64, raw="garbage", parsed=False, **kw)  # type: ignore[arg-type]
-    assert store.cached_call("k" * 64) is None  # unparsed answers are not reused
-    second = store.record_call(cache_key="k" * 64, raw="good", parsed=True, **kw)  # type: ignore[arg-type]
-    third = store.record_call(cache_key="k" * 64, raw="other", parsed=True, **kw)  # type: ignore[arg-type]
-    assert first == second == third
-    cached = store.cached_call("k" * 64)
-    assert cached is not None and cached.raw == "good"
+
+    def answer(raw: str, parsed: bool) -> CallRecord:
+        return CallRecord("k" * 64, run_id, "memory/j1", raw, parsed, 10, 5, 0.001, 1.0)
+
+    store.write([answer("garbage", False)])
+    assert store.cached_calls(["k" * 64]) == {}  # unparsed answers are not reused
+    store.write([answer("good", True)])
+    store.write([answer("other", True)])  # a duplicate delivery's answer changes nothing
+    cached = store.cached_calls(["k" * 64, "z" * 64])
+    assert list(cached) == ["k" * 64] and cached["k" * 64].raw == "good"
+    assert queries.status(store, run_id, "r1").calls == 1
 
 
 def test_sql_grouping_equals_the_pure_reference(database_url: str) -> None:

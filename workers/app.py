@@ -13,8 +13,10 @@ from celery import Celery
 from flask_eval import settings as settings_mod
 from flask_eval.redact import install_log_redaction
 from storage.store import Store
+from workers.context import RunContext
+from workers.limiter import Limiter, MemoryLimiter, RedisLimiter
 from workers.loop import run_sync
-from workers.runner import Executor, RunContext
+from workers.runner import Executor
 
 TASK_NAME = "flask_eval.judge_batch"
 log = logging.getLogger("flask_eval.worker")
@@ -65,7 +67,16 @@ def _executor(pid: int) -> Executor:
     store = Store(settings.database_url)
     config = settings_mod.executor_config(settings, in_flight)
     install_log_redaction()
-    return Executor(store, config)
+    return Executor(store, config, limiter=_limiter(settings))
+
+
+def _limiter(settings: settings_mod.Settings) -> Limiter:
+    """Budgets shared through Redis by every worker (the broker's, unless
+    FLASK_EVAL_LIMITER_URL names another Redis)."""
+    url = os.environ.get("FLASK_EVAL_LIMITER_URL") or settings.broker_url or ""
+    if url.startswith(("redis://", "rediss://")):
+        return RedisLimiter(url, {})
+    return MemoryLimiter({})
 
 
 def judge_batch(run_id: int, calls: list[list[int]]) -> dict[str, Any]:

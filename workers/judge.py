@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import import_module
 from urllib.parse import urlsplit
@@ -111,8 +111,10 @@ class Judge(ABC):
     #: attempts before a retryable error becomes a recorded failure
     max_attempts: int = 6
 
-    def __init__(self, spec: JudgeSpec) -> None:
+    def __init__(self, spec: JudgeSpec, max_connections: int | None = None) -> None:
         self.spec = spec
+        if max_connections is not None:
+            self.max_connections = max_connections
 
     @property
     def name(self) -> str:
@@ -135,15 +137,16 @@ class Judge(ABC):
         """Release the HTTP client."""
 
 
-def judge_class(provider: str) -> Callable[[JudgeSpec], Judge]:
+def judge_class(provider: str) -> type[Judge]:
     module, _, attr = PROVIDERS[provider].partition(":")
-    cls: Callable[[JudgeSpec], Judge] = getattr(import_module(module), attr)
+    cls: type[Judge] = getattr(import_module(module), attr)
     return cls
 
 
-def create_judge(spec: JudgeSpec | str) -> Judge:
+def create_judge(spec: JudgeSpec | str, max_connections: int | None = None) -> Judge:
+    """The judge for ``spec``, its HTTP pool sized for ``max_connections`` calls at once."""
     parsed = JudgeSpec.parse(spec) if isinstance(spec, str) else spec
-    return judge_class(parsed.provider)(parsed)
+    return judge_class(parsed.provider)(parsed, max_connections)
 
 
 def check_not_refused(text: str | None, detail: str) -> str:

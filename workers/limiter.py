@@ -32,6 +32,8 @@ log = logging.getLogger("flask_eval.limiter")
 DEFAULT = "*"
 #: a coroutine that wakes this close to the end of a block it learned of goes ahead
 _BLOCK_TOLERANCE = 0.02
+#: how often a process asks Redis for other workers' 429 blocks on an endpoint without budget
+BLOCK_POLL = 1.0
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,9 @@ class Budget:
     tpm: float | None = None
     target: float = 0.97
     burst_seconds: float = 1.0
+    #: settle() returns unused estimated tokens; False for a provider that counts the
+    #: estimate (prompt + max_tokens) itself, whatever the call really used
+    give_back: bool = True
 
     def __post_init__(self) -> None:
         for name in ("rpm", "tpm"):
@@ -87,31 +92,6 @@ class Budget:
 
 
 UNLIMITED = Budget()
-
-
-def parse_budgets(text: str) -> dict[str, Budget]:
-    """``KEY=rpm:500,tpm:30000[,target:0.9,burst:1.5];*=rpm:60`` -> {key: Budget}.
-
-    KEY is a judge name (``openai/gpt-4o``, ``openai/m@http://host:8000/v1``), a full
-    endpoint key, or ``*`` for every endpoint without an entry of its own.
-    """
-    fields = {"rpm": "rpm", "tpm": "tpm", "target": "target", "burst": "burst_seconds"}
-    budgets: dict[str, Budget] = {}
-    for entry in filter(None, (e.strip() for e in text.split(";"))):
-        key, sep, spec = entry.rpartition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"invalid budget {entry!r}: expected KEY=rpm:N,tpm:N")
-        values: dict[str, float] = {}
-        for item in filter(None, (i.strip() for i in spec.split(","))):
-            name, _, number = item.partition(":")
-            if name.strip() not in fields:
-                raise ValueError(f"unknown budget field {name!r} in {entry!r}")
-            try:
-                values[fields[name.strip()]] = float(number)
-            except ValueError:
-                raise ValueError(f"invalid number {number!r} in budget {entry!r}") from None
-        budgets[key.strip()] = Budget(**values)
-    return budgets
 
 
 def key_fingerprint(api_key: str) -> str:
@@ -179,6 +159,9 @@ class Limiter(ABC):
     async def penalize(self, key: str, seconds: float) -> None:
         """After a 429: nobody sends under ``key`` for ``seconds`` from now."""
 
+    def register(self, key: str, budget: Budget) -> None:  # noqa: B027  (a default hook)
+        """Give ``key`` its own budget (e.g. from a run's judge configuration)."""
+
     async def aclose(self) -> None:  # noqa: B027  (a default hook: nothing to release)
         """Release connections."""
 
@@ -210,8 +193,12 @@ class ReservingLimiter(Limiter):
         self.max_penalty = max_penalty
         self._clock = clock
         self._blocked: dict[str, float] = {}  # key -> end of a known block, on self._clock
+        self._polled: dict[str, float] = {}  # unbudgeted key -> last check of shared blocks
         self.reservations = 0  # reserve() calls
         self.grants = 0  # acquire() calls that returned
+
+    def register(self, key: str, budget: Budget) -> None:
+        self.budgets[key] = budget
 
     def budget_for(self, key: str) -> Budget | None:
         """The entry of ``key``, else of ``key`` without its API-key fingerprint (so
@@ -234,6 +221,9 @@ class ReservingLimiter(Limiter):
         """Block ``key`` for everyone until now + ``seconds``."""
 
     async def acquire(self, key: str, tokens: int) -> None:
+        if self.budget_for(key) is None:
+            await self._honour_blocks(key)
+            return
         while True:
             wait = self._blocked_for(key)
             if wait > 0:  # a known block: do not even reserve before it ends
@@ -249,12 +239,31 @@ class ReservingLimiter(Limiter):
             # a 429 arrived while we slept and our moment falls inside its block
             log.debug("budget %s: blocked while waiting, reserving again", key)
 
+    async def _honour_blocks(self, key: str) -> None:
+        """No budget: only shared 429 blocks apply, learnt at most every BLOCK_POLL s."""
+        now = self._clock()
+        if now - self._polled.get(key, -math.inf) >= BLOCK_POLL:
+            self._polled[key] = now
+            try:
+                reservation = await self.reserve(key, 0)
+            except LimiterError as exc:  # no budget to protect: go on without the check
+                log.warning("budget %s: shared blocks not checked: %s", key, exc)
+            else:
+                if reservation.blocked > 0:
+                    self._note_block(key, reservation.blocked)
+        wait = self._blocked_for(key)
+        if wait > 0:
+            await asyncio.sleep(wait)
+        self.grants += 1
+
     async def settle(self, key: str, estimated: int, actual: int) -> None:
         """Best effort, never raises: the call it settles is paid for already."""
         budget = self.budget_for(key)
         if budget is None or not budget.tpm:
             return
         delta = budget.token_cost(actual) - budget.token_cost(estimated)
+        if delta < 0 and not budget.give_back:
+            return
         if delta:
             try:
                 await self._correct(key, budget, delta)

@@ -12,8 +12,8 @@ from workers.providers.openai_judge import _limits
 
 
 class AnthropicJudge(Judge):
-    def __init__(self, spec: JudgeSpec) -> None:
-        super().__init__(spec)
+    def __init__(self, spec: JudgeSpec, max_connections: int | None = None) -> None:
+        super().__init__(spec, max_connections)
         import anthropic  # lazy
 
         key = os.environ.get("ANTHROPIC_API_KEY")

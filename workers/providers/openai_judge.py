@@ -12,8 +12,8 @@ from workers.judge import GenerateConfig, Judge, JudgeOutput, JudgeSpec, Message
 
 
 class OpenAIJudge(Judge):
-    def __init__(self, spec: JudgeSpec) -> None:
-        super().__init__(spec)
+    def __init__(self, spec: JudgeSpec, max_connections: int | None = None) -> None:
+        super().__init__(spec, max_connections)
         import openai  # lazy: only workers that use this provider import the SDK
 
         key = os.environ.get("OPENAI_API_KEY")

@@ -1,4 +1,4 @@
-"""Synthetic FLASK-format inputs of any size, made up on the spot (no third-party text)."""
+"""Synthetic FLASK-format inputs of any size, for tests and benchmarks (no third-party text)."""
 
 from __future__ import annotations
 

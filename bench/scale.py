@@ -1,0 +1,282 @@
+"""Issue 3's benchmarks: `python -m bench.scale efficiency|scaleout|budget|overhead|workload|cost`.
+
+Each writes bench/results/<name>.json and prints one summary line. Figures and the
+machine they ran on go into docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, select
+
+from bench.harness import REPO, Cpu, Workers, env_for, fresh_postgres, run_cli, write_result
+from producer.synthetic import write_inputs
+from simulator.config import SimConfig
+from simulator.testing import SimProcess, spawn_simulator
+from storage.models import CALL
+from storage.store import Store
+
+FLASK = REPO.parent / "shared" / "flask-data"
+
+
+@dataclass
+class Measured:
+    calls: int
+    wall: float  # enqueue done -> last judgment written
+    steady_rate: float  # calls/s between the first and the last answer recorded
+    producer_cpu: Cpu
+    worker_cpu: Cpu
+    stats: dict[str, Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "calls": self.calls,
+            "wall_seconds": round(self.wall, 2),
+            "calls_per_second_wall": round(self.calls / self.wall, 2),
+            "calls_per_second_steady": round(self.steady_rate, 2),
+            "producer_cpu_seconds": round(self.producer_cpu.total, 2),
+            "worker_cpu_seconds": round(self.worker_cpu.total, 2),
+            "simulator": self.stats,
+        }
+
+
+def measure(
+    db: str,
+    sim: SimProcess,
+    inputs: tuple[Path, list[str]],
+    *,
+    processes: int,
+    in_flight: int,
+    judges: list[str],
+    extra_args: tuple[str, ...] = (),
+    env_extra: dict[str, str] | None = None,
+) -> Measured:
+    env = env_for(db, **(env_extra or {}))
+    instances, responses = inputs
+    args = [
+        "run",
+        "--instances",
+        str(instances),
+        "--run",
+        "bench",
+        "--no-wait",
+        "--quiet",
+        *extra_args,
+    ]
+    for r in responses:
+        args += ["--responses", r]
+    for j in judges:
+        args += ["--judge", j.format(openai=sim.openai_base_url, anthropic=sim.anthropic_base_url)]
+    sim.reset_stats()
+    workers = Workers(env, processes, in_flight)
+    t0 = time.perf_counter()
+    _, producer_cpu = run_cli(args, env)
+    store = Store(db)
+    run = store.find_run("bench")
+    assert run is not None
+    while store.count_open(run.id):
+        time.sleep(0.25)
+    wall = time.perf_counter() - t0
+    worker_cpu = workers.stop()
+    with store.engine.connect() as conn:
+        n, first, last = conn.execute(
+            select(func.count(), func.min(CALL.c.created_at), func.max(CALL.c.created_at)).where(
+                CALL.c.run_id == run.id
+            )
+        ).one()
+    store.close()
+    span = (last - first).total_seconds() if n > 1 else wall
+    return Measured(
+        int(n), wall, (n - 1) / span if span > 0 else 0.0, producer_cpu, worker_cpu, sim.stats()
+    )
+
+
+def synthetic(folder: Path, calls: int, models: int = 2) -> tuple[Path, list[str]]:
+    """Inputs giving ``calls`` judge calls per judge in instance mode."""
+    return write_inputs(folder, calls // models, models=tuple(f"m{i}" for i in range(models)))
+
+
+OPENAI = ["openai/sim-gpt@{openai}"]
+BOTH = ["openai/sim-gpt@{openai}", "anthropic/sim-claude@{anthropic}"]
+
+
+def efficiency(tmp: Path) -> None:
+    """(a) one worker process, 256 in flight, 2,000 ms latency, >= 5,000 calls."""
+    with spawn_simulator(SimConfig(latency_ms=2000)) as sim, fresh_postgres() as db:
+        m = measure(db, sim, synthetic(tmp, 5120), processes=1, in_flight=256, judges=OPENAI)
+    ideal = 256 / 2.0
+    ratio = m.steady_rate / ideal
+    write_result(
+        "efficiency",
+        {**m.as_dict(), "ideal_calls_per_second": ideal, "ratio": round(ratio, 3),
+         "ratio_wall": round(m.calls / m.wall / ideal, 3)},
+        f"{m.steady_rate:.1f} calls/s steady ({m.calls / m.wall:.1f} over the wall) of ideal {ideal:.0f}: "
+        f"{ratio:.3f}; max in flight at the simulator {m.stats.get('max_in_flight')}",
+    )  # fmt: skip
+
+
+def scaleout(tmp: Path) -> None:
+    """(b) 1, 2 and 4 worker processes at 64 in flight each, 2,000 ms latency."""
+    rates: dict[int, dict[str, Any]] = {}
+    with spawn_simulator(SimConfig(latency_ms=2000)) as sim:
+        for p in (1, 2, 4):
+            with fresh_postgres() as db:
+                m = measure(
+                    db,
+                    sim,
+                    synthetic(tmp / f"p{p}", 1024 * p),
+                    processes=p,
+                    in_flight=64,
+                    judges=OPENAI,
+                )
+            rates[p] = m.as_dict()
+    base = rates[1]["calls_per_second_steady"]
+    ratios = {p: round(r["calls_per_second_steady"] / base, 3) for p, r in rates.items()}
+    write_result(
+        "scaleout",
+        {"runs": rates, "ratios": ratios, "ideal_per_process": 32.0},
+        f"throughput ratios vs 1 process: {ratios} (calls/s: "
+        f"{ {p: r['calls_per_second_steady'] for p, r in rates.items()} })",
+    )
+
+
+def budget(tmp: Path) -> None:
+    """(c) a 600 rpm simulator, 4 worker processes, >= 90 s: achieved rate / limit, 429s."""
+    limit = 600
+    calls = 1000  # 100 s at the limit
+    with (
+        tempfile.TemporaryDirectory() as d,
+        spawn_simulator(SimConfig(latency_ms=200, rpm=limit)) as sim,
+    ):
+        judges = Path(d) / "judges.yaml"
+        judges.write_text(f"- spec: openai/sim-gpt@{sim.openai_base_url}\n  rpm: {limit}\n")
+        with fresh_postgres() as db:
+            m = measure(db, sim, synthetic(tmp, calls), processes=4, in_flight=64, judges=[],
+                        extra_args=("--judges", str(judges)))  # fmt: skip
+    achieved = m.steady_rate * 60
+    write_result(
+        "budget",
+        {**m.as_dict(), "limit_rpm": limit, "achieved_rpm": round(achieved, 1),
+         "ratio": round(achieved / limit, 3), "rate_limited_seen_by_simulator": m.stats["rate_limited"]},
+        f"{achieved:.0f} rpm achieved of {limit} ({achieved / limit:.3f}) over {m.wall:.0f} s; "
+        f"429s sent by the simulator: {m.stats['rate_limited']}",
+    )  # fmt: skip
+
+
+def overhead(tmp: Path) -> None:
+    """(d) 0 ms latency: CPU per call of producer + workers vs a bare SDK loop."""
+    inputs = synthetic(tmp, 4000)
+    with spawn_simulator(SimConfig(latency_ms=0)) as sim:
+        bare_cmd = [sys.executable, "-m", "bench.bare_sdk", "--base-url", sim.openai_base_url,
+                    "--instances", str(inputs[0]), "--in-flight", "64"]  # fmt: skip
+        for r in inputs[1]:
+            bare_cmd += ["--responses", r]
+        bare = json.loads(
+            subprocess.run(bare_cmd, cwd=REPO, capture_output=True, text=True, check=True).stdout
+        )
+        with fresh_postgres() as db:
+            m = measure(db, sim, inputs, processes=1, in_flight=64, judges=OPENAI)
+    ours = (m.producer_cpu.total + m.worker_cpu.total) / m.calls
+    floor = bare["cpu_seconds"] / bare["calls"]
+    write_result(
+        "overhead",
+        {**m.as_dict(), "bare_sdk": bare, "cpu_ms_per_call": round(ours * 1000, 3),
+         "bare_cpu_ms_per_call": round(floor * 1000, 3), "ratio": round(ours / floor, 3)},
+        f"{ours * 1000:.2f} ms CPU per call (producer {m.producer_cpu.total:.1f} s + workers "
+        f"{m.worker_cpu.total:.1f} s) vs bare SDK {floor * 1000:.2f} ms: {ours / floor:.2f}x",
+    )  # fmt: skip
+
+
+def workload(tmp: Path) -> None:
+    """(e) all 15 models' responses x the FLASK set x 2 judges, 200 ms latency."""
+    outputs = sorted((FLASK / "model_output" / "outputs").glob("*.jsonl"))
+    if not outputs:
+        print("workload: skipped, ../shared/flask-data is absent")
+        return
+    inputs = (
+        FLASK / "evaluation_set" / "flask_evaluation.jsonl",
+        [f"{p.stem}={p}" for p in outputs],
+    )
+    with spawn_simulator(SimConfig(latency_ms=200)) as sim, fresh_postgres() as db:
+        sim_cpu0 = _proc_cpu(sim)
+        m = measure(db, sim, inputs, processes=2, in_flight=256, judges=BOTH)
+        sim_cpu = _proc_cpu(sim) - sim_cpu0
+    write_result(
+        "workload",
+        {**m.as_dict(), "models": len(outputs), "simulator_cpu_seconds": round(sim_cpu, 2)},
+        f"{m.calls} calls in {m.wall:.0f} s ({m.calls / m.wall:.0f} calls/s); CPU: producer "
+        f"{m.producer_cpu.total:.0f} s, workers {m.worker_cpu.total:.0f} s, simulator {sim_cpu:.0f} s "
+        f"over {m.wall:.0f} s x 2 cores",
+    )
+
+
+def _proc_cpu(sim: SimProcess) -> float:
+    fields = Path(f"/proc/{sim.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / 100  # utime + stime, in clock ticks
+
+
+def cost(tmp: Path) -> None:
+    """(f) prompt tokens per judged skill: one call per skill vs one call per instance."""
+    src = FLASK / "evaluation_set" / "flask_evaluation.jsonl"
+    if src.exists():
+        instances = tmp / "instances.jsonl"
+        instances.write_text("".join(src.read_text().splitlines(keepends=True)[:1000]))
+        gpt4 = tmp / "gpt4.jsonl"
+        gpt4.write_text(
+            "".join(
+                (FLASK / "model_output/outputs/gpt4.jsonl")
+                .read_text()
+                .splitlines(keepends=True)[:1000]
+            )
+        )
+        inputs = (instances, [f"gpt4={gpt4}"])
+    else:
+        inputs = write_inputs(tmp / "synthetic", 1000, models=("m1",))
+    per: dict[str, Any] = {}
+    with spawn_simulator(SimConfig()) as sim:
+        for mode in ("skill", "instance"):
+            sim.reset_stats()
+            db = f"sqlite:///{tmp / f'{mode}.db'}"
+            env = env_for(db, broker=False)
+            args = ["run", "--instances", str(inputs[0]), "--responses", inputs[1][0], "--mode", mode,
+                    "--judge", f"openai/sim@{sim.openai_base_url}", "--quiet", "--in-flight", "128"]  # fmt: skip
+            run_cli(args, env)
+            status = json.loads(run_cli(["status", "--json"], env)[0].stdout)
+            stats = sim.stats()
+            run_cli(args, env)  # a re-run of the finished run
+            per[mode] = {"judged_skills": status["done"], "requests": stats["requests"],
+                         "prompt_tokens": stats["prompt_tokens"],
+                         "prompt_tokens_per_skill": stats["prompt_tokens"] / status["done"],
+                         "rerun_requests": sim.stats()["requests"] - stats["requests"]}  # fmt: skip
+    ratio = per["instance"]["prompt_tokens_per_skill"] / per["skill"]["prompt_tokens_per_skill"]
+    write_result(
+        "cost",
+        {"modes": per, "ratio_instance_over_skill": round(ratio, 3)},
+        f"prompt tokens per judged skill: per-skill {per['skill']['prompt_tokens_per_skill']:.0f}, "
+        f"per-instance {per['instance']['prompt_tokens_per_skill']:.0f} ({ratio:.3f}x); "
+        f"re-run requests: {per['skill']['rerun_requests']} and {per['instance']['rerun_requests']}",
+    )
+
+
+BENCHMARKS = {f.__name__: f for f in (efficiency, scaleout, budget, overhead, workload, cost)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("names", nargs="*", choices=[*BENCHMARKS, []], help="default: all")
+    for name in ap.parse_args().names or list(BENCHMARKS):
+        with tempfile.TemporaryDirectory() as d:
+            BENCHMARKS[name](Path(d))
+
+
+if __name__ == "__main__":
+    main()
