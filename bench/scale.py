@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -174,7 +175,8 @@ def budget(tmp: Path) -> None:
 
 def overhead(tmp: Path) -> None:
     """(d) 0 ms latency: CPU per call of producer + workers vs a bare SDK loop."""
-    inputs = synthetic(tmp, 4000)
+    env_extra = {"FLASK_EVAL_CALLS_PER_MESSAGE": os.environ.get("FLASK_EVAL_CALLS_PER_MESSAGE", "8")}
+    inputs = synthetic(tmp, 8000)
     with spawn_simulator(SimConfig(latency_ms=0)) as sim:
         bare_cmd = [sys.executable, "-m", "bench.bare_sdk", "--base-url", sim.openai_base_url,
                     "--instances", str(inputs[0]), "--in-flight", "64"]  # fmt: skip
@@ -184,7 +186,7 @@ def overhead(tmp: Path) -> None:
             subprocess.run(bare_cmd, cwd=REPO, capture_output=True, text=True, check=True).stdout
         )
         with fresh_postgres() as db:
-            m = measure(db, sim, inputs, processes=1, in_flight=64, judges=OPENAI)
+            m = measure(db, sim, inputs, processes=1, in_flight=64, judges=OPENAI, env_extra=env_extra)
     ours = (m.producer_cpu.total + m.worker_cpu.total) / m.calls
     floor = bare["cpu_seconds"] / bare["calls"]
     write_result(

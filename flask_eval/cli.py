@@ -266,31 +266,6 @@ def status(run_name: str | None, as_json: bool) -> None:
 @main.command()
 @click.argument("run_name", required=False)
 @click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "json", "csv"]),
-    default="table",
-    show_default=True,
-)
-@handle_errors
-def report(run_name: str | None, fmt: str) -> None:
-    """Per model x judge: overall, skill, ability, domain, difficulty breakdowns."""
-    store = open_store()
-    run_info = find_run(store, run_name)
-    rows = pipeline.report_rows(store, run_info)
-    if fmt == "json":
-        click.echo(render.to_json(run_info.name, rows))
-    elif fmt == "csv":
-        click.echo(render.to_csv(rows), nl=False)
-    else:
-        for model, (answered, total) in queries.coverage(store, run_info.id).items():
-            click.echo(f"coverage {model}: {answered}/{total}")
-        click.echo(render.to_table(rows))
-
-
-@main.command()
-@click.argument("run_name", required=False)
-@click.option(
     "--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True
 )
 @handle_errors
@@ -344,3 +319,8 @@ def demo() -> None:
     from flask_eval.demo import run_demo
 
     run_demo()
+
+
+from flask_eval.cli_report import register as _register_report  # noqa: E402
+
+_register_report(main)

@@ -251,12 +251,15 @@ def _write(path: Path, text: str) -> None:
     show_default=True,
     help="Bootstrap replicates (resampling instances); 0 for no intervals.",
 )
-@click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True)
+@click.option(
+    "--seed", type=int, default=DEFAULT_SEED, show_default=True, help="Seed of the bootstrap."
+)
 @click.option(
     "--confidence",
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
     default=DEFAULT_CONFIDENCE,
     show_default=True,
+    help="Confidence level of the intervals.",
 )
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @handle_errors

@@ -188,22 +188,26 @@ def to_table(report: Report) -> str:
     return text + "\n" if text else ""
 
 
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
 def agreement_table(rows: Sequence[Agreement]) -> str:
     """Judge agreement as a plain-text table (``all`` for all skills)."""
     if not rows:
         return ""
-    names = [f"{r.judge_a} ~ {r.judge_b}" for r in rows]
-    width = min(max(len(n) for n in names), 60)
-    skill_width = min(max(3, *(len(r.skill or "all") for r in rows)), 26)
+    wa = min(max(7, *(len(r.judge_a) for r in rows)), 40)
+    wb = min(max(7, *(len(r.judge_b) for r in rows)), 40)
+    ws = min(max(5, *(len(r.skill or "all") for r in rows)), 26)
     head = (
-        f"{'judges':<{width}}  {'skill':<{skill_width}}  {'n':>7}  {'pearson':>7}  "
+        f"{'judge A':<{wa}}  {'judge B':<{wb}}  {'skill':<{ws}}  {'n':>7}  {'pearson':>7}  "
         f"{'spearman':>8}  {'tau_b':>6}  {'alpha':>6}  {'exact':>6}  {'within1':>7}"
     )
     lines = [head, "-" * len(head)]
-    for name, r in zip(names, rows, strict=True):
-        skill = r.skill or "all"
+    for r in rows:
         lines.append(
-            f"{name[:width]:<{width}}  {skill[:skill_width]:<{skill_width}}  {r.n:>7}  "
+            f"{_clip(r.judge_a, wa):<{wa}}  {_clip(r.judge_b, wb):<{wb}}  "
+            f"{_clip(r.skill or 'all', ws):<{ws}}  {r.n:>7}  "
             f"{fmt(r.pearson, 3):>7}  {fmt(r.spearman, 3):>8}  {fmt(r.kendall_tau_b, 3):>6}  "
             f"{fmt(r.krippendorff_alpha, 3):>6}  {fmt(r.exact, 3):>6}  {fmt(r.within1, 3):>7}"
         )

@@ -34,6 +34,51 @@ from storage.retry import transient_retry
 
 J, C, INS, DOM, R, RN = JUDGMENT.c, CALL.c, INSTANCE.c, INSTANCE_DOMAIN.c, RESPONSE.c, RUN.c
 
+# The worker's hot statements, built once: only their parameters change per batch.
+_CLAIM = (
+    update(JUDGMENT)
+    .where(
+        J.id.in_(bindparam("ids", expanding=True)),
+        or_(
+            J.status == Status.PENDING.value,
+            and_(J.status == Status.RUNNING.value, J.lease_until < bindparam("now")),
+        ),
+    )
+    .values(
+        status=Status.RUNNING.value,
+        attempts=J.attempts + 1,
+        lease_until=bindparam("until"),
+        updated_at=bindparam("now"),
+    )
+    .returning(J.id)
+)
+_EXTEND = (
+    update(JUDGMENT)
+    .where(J.id.in_(bindparam("ids", expanding=True)), J.status == Status.RUNNING.value)
+    .values(lease_until=bindparam("until"))
+)
+_CONTEXTS = (
+    select(
+        J.id,
+        J.run_id,
+        J.model,
+        J.instance_id,
+        J.skill,
+        J.judge,
+        INS.instruction,
+        INS.answer,
+        R.text,
+    )
+    .join(INSTANCE, and_(INS.run_id == J.run_id, INS.instance_id == J.instance_id))
+    .join(RESPONSE, and_(R.run_id == J.run_id, R.model == J.model, R.instance_id == J.instance_id))
+    .where(J.id.in_(bindparam("ids", expanding=True)))
+    .order_by(J.id)
+)
+_CACHED = select(
+    C.cache_key, C.run_id, C.judge, C.raw, C.parsed,
+    C.prompt_tokens, C.completion_tokens, C.cost, C.latency_ms,
+).where(C.cache_key.in_(bindparam("keys", expanding=True)), C.parsed.is_(True))  # fmt: skip
+
 INSERT_CHUNK = 5_000
 
 
@@ -265,87 +310,50 @@ class Store:
         """
         if not ids:
             return []
-        now = utcnow()
-        stmt = (
-            update(JUDGMENT)
-            .where(
-                J.id.in_(list(ids)),
-                or_(
-                    J.status == Status.PENDING.value,
-                    and_(J.status == Status.RUNNING.value, J.lease_until < now),
-                ),
-            )
-            .values(
-                status=Status.RUNNING.value,
-                attempts=J.attempts + 1,
-                lease_until=now + timedelta(seconds=lease_seconds),
-                updated_at=now,
-            )
-            .returning(J.id)
-        )
         with self.engine.begin() as conn:
-            return sorted(conn.execute(stmt).scalars().all())
+            return self._claim(conn, ids, lease_seconds)
+
+    @staticmethod
+    def _claim(conn: Connection, ids: Sequence[int], lease_seconds: float) -> list[int]:
+        now = utcnow()
+        params = {"ids": list(ids), "now": now, "until": now + timedelta(seconds=lease_seconds)}
+        return sorted(conn.execute(_CLAIM, params).scalars().all())
+
+    @transient_retry
+    def claim_contexts(self, ids: Sequence[int], lease_seconds: float) -> list[JobContext]:
+        """Claim ``ids`` and return what is needed to judge the rows this caller now owns."""
+        if not ids:
+            return []
+        with self.engine.begin() as conn:
+            claimed = self._claim(conn, ids, lease_seconds)
+            if not claimed:
+                return []
+            return [JobContext(*row) for row in conn.execute(_CONTEXTS, {"ids": claimed})]
 
     @transient_retry
     def extend_leases(self, ids: Sequence[int], lease_seconds: float) -> int:
         """Heartbeat: keep the rows this worker is still judging leased to it."""
         if not ids:
             return 0
-        now = utcnow()
-        stmt = (
-            update(JUDGMENT)
-            .where(J.id.in_(list(ids)), J.status == Status.RUNNING.value)
-            .values(lease_until=now + timedelta(seconds=lease_seconds))
-        )
+        until = utcnow() + timedelta(seconds=lease_seconds)
         with self.engine.begin() as conn:
-            return int(conn.execute(stmt).rowcount)
-
-    def claim_contexts(self, ids: Sequence[int], lease_seconds: float) -> list[JobContext]:
-        """Claim ``ids`` and return what is needed to judge the rows this caller now owns."""
-        return self.contexts(self.claim(ids, lease_seconds))
+            return int(conn.execute(_EXTEND, {"ids": list(ids), "until": until}).rowcount)
 
     @transient_retry
     def contexts(self, ids: Sequence[int]) -> list[JobContext]:
         if not ids:
             return []
-        stmt = (
-            select(
-                J.id,
-                J.run_id,
-                J.model,
-                J.instance_id,
-                J.skill,
-                J.judge,
-                INS.instruction,
-                INS.answer,
-                R.text,
-            )
-            .join(INSTANCE, and_(INS.run_id == J.run_id, INS.instance_id == J.instance_id))
-            .join(
-                RESPONSE,
-                and_(R.run_id == J.run_id, R.model == J.model, R.instance_id == J.instance_id),
-            )
-            .where(J.id.in_(list(ids)))
-            .order_by(J.id)
-        )
         with self.engine.connect() as conn:
-            return [JobContext(*row) for row in conn.execute(stmt).all()]
+            return [JobContext(*row) for row in conn.execute(_CONTEXTS, {"ids": list(ids)})]
 
     @transient_retry
     def cached_calls(self, keys: Sequence[str]) -> dict[str, CallRecord]:
         """Parsed answers already paid for, by cache key (prompt, judge and parameters)."""
         if not keys:
             return {}
-        stmt = select(CALL).where(C.cache_key.in_(list(set(keys))), C.parsed.is_(True))
         with self.engine.connect() as conn:
-            rows = conn.execute(stmt).mappings().all()
-        return {
-            r["cache_key"]: CallRecord(
-                r["cache_key"], r["run_id"], r["judge"], r["raw"], r["parsed"],
-                r["prompt_tokens"], r["completion_tokens"], r["cost"], r["latency_ms"],
-            )
-            for r in rows
-        }  # fmt: skip
+            rows = conn.execute(_CACHED, {"keys": list(set(keys))}).all()
+        return {r[0]: CallRecord(*r) for r in rows}
 
     @transient_retry
     def write(self, calls: Sequence[CallRecord] = (), outcomes: Sequence[Outcome] = ()) -> int:

@@ -72,7 +72,7 @@ def test_in_process_run_report_export_and_rerun_pays_nothing(sqlite_url: str) ->
         "raw",
     }
     csv_out = flask_eval("report", "t1", "--format", "csv", env=env).stdout.splitlines()
-    assert csv_out[0] == "model,judge,dimension,key,mean,n,n_na,n_failed"
+    assert csv_out[0] == "model,judge,dimension,key,mean,n,n_na,n_failed,ci_low,ci_high"
     assert len(csv_out) == len(report["rows"]) + 1
 
 
