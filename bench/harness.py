@@ -122,10 +122,24 @@ class Workers:
     ) -> None:
         self.log = open(log or os.devnull, "wb")  # noqa: SIM115
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "flask_eval", "worker", "--processes", str(processes),
-             "--in-flight", str(in_flight), "--loglevel", "WARNING"],
-            env=dict(env), cwd=REPO, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "flask_eval",
+                "worker",
+                "--processes",
+                str(processes),
+                "--in-flight",
+                str(in_flight),
+                "--loglevel",
+                "WARNING",
+            ],
+            env=dict(env),
+            cwd=REPO,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.queue = env["FLASK_EVAL_QUEUE"]
         self._wait_ready(processes)
 

@@ -118,11 +118,16 @@ def efficiency(tmp: Path) -> None:
     ratio = m.steady_rate / ideal
     write_result(
         "efficiency",
-        {**m.as_dict(), "ideal_calls_per_second": ideal, "ratio": round(ratio, 3),
-         "ratio_wall": round(m.calls / m.wall / ideal, 3)},
-        f"{m.steady_rate:.1f} calls/s steady ({m.calls / m.wall:.1f} over the wall) of ideal {ideal:.0f}: "
+        {
+            **m.as_dict(),
+            "ideal_calls_per_second": ideal,
+            "ratio": round(ratio, 3),
+            "ratio_wall": round(m.calls / m.wall / ideal, 3),
+        },
+        f"{m.steady_rate:.1f} calls/s steady ({m.calls / m.wall:.1f} over the wall) "
+        f"of ideal {ideal:.0f}: "
         f"{ratio:.3f}; max in flight at the simulator {m.stats.get('max_in_flight')}",
-    )  # fmt: skip
+    )
 
 
 def scaleout(tmp: Path) -> None:
@@ -161,41 +166,71 @@ def budget(tmp: Path) -> None:
         judges = Path(d) / "judges.yaml"
         judges.write_text(f"- spec: openai/sim-gpt@{sim.openai_base_url}\n  rpm: {limit}\n")
         with fresh_postgres() as db:
-            m = measure(db, sim, synthetic(tmp, calls), processes=4, in_flight=64, judges=[],
-                        extra_args=("--judges", str(judges)))  # fmt: skip
+            m = measure(
+                db,
+                sim,
+                synthetic(tmp, calls),
+                processes=4,
+                in_flight=64,
+                judges=[],
+                extra_args=("--judges", str(judges)),
+            )
     achieved = m.steady_rate * 60
     write_result(
         "budget",
-        {**m.as_dict(), "limit_rpm": limit, "achieved_rpm": round(achieved, 1),
-         "ratio": round(achieved / limit, 3), "rate_limited_seen_by_simulator": m.stats["rate_limited"]},
+        {
+            **m.as_dict(),
+            "limit_rpm": limit,
+            "achieved_rpm": round(achieved, 1),
+            "ratio": round(achieved / limit, 3),
+            "rate_limited_seen_by_simulator": m.stats["rate_limited"],
+        },
         f"{achieved:.0f} rpm achieved of {limit} ({achieved / limit:.3f}) over {m.wall:.0f} s; "
         f"429s sent by the simulator: {m.stats['rate_limited']}",
-    )  # fmt: skip
+    )
 
 
 def overhead(tmp: Path) -> None:
     """(d) 0 ms latency: CPU per call of producer + workers vs a bare SDK loop."""
-    env_extra = {"FLASK_EVAL_CALLS_PER_MESSAGE": os.environ.get("FLASK_EVAL_CALLS_PER_MESSAGE", "8")}
+    env_extra = {
+        "FLASK_EVAL_CALLS_PER_MESSAGE": os.environ.get("FLASK_EVAL_CALLS_PER_MESSAGE", "8")
+    }
     inputs = synthetic(tmp, 8000)
     with spawn_simulator(SimConfig(latency_ms=0)) as sim:
-        bare_cmd = [sys.executable, "-m", "bench.bare_sdk", "--base-url", sim.openai_base_url,
-                    "--instances", str(inputs[0]), "--in-flight", "64"]  # fmt: skip
+        bare_cmd = [
+            sys.executable,
+            "-m",
+            "bench.bare_sdk",
+            "--base-url",
+            sim.openai_base_url,
+            "--instances",
+            str(inputs[0]),
+            "--in-flight",
+            "64",
+        ]
         for r in inputs[1]:
             bare_cmd += ["--responses", r]
         bare = json.loads(
             subprocess.run(bare_cmd, cwd=REPO, capture_output=True, text=True, check=True).stdout
         )
         with fresh_postgres() as db:
-            m = measure(db, sim, inputs, processes=1, in_flight=64, judges=OPENAI, env_extra=env_extra)
+            m = measure(
+                db, sim, inputs, processes=1, in_flight=64, judges=OPENAI, env_extra=env_extra
+            )
     ours = (m.producer_cpu.total + m.worker_cpu.total) / m.calls
     floor = bare["cpu_seconds"] / bare["calls"]
     write_result(
         "overhead",
-        {**m.as_dict(), "bare_sdk": bare, "cpu_ms_per_call": round(ours * 1000, 3),
-         "bare_cpu_ms_per_call": round(floor * 1000, 3), "ratio": round(ours / floor, 3)},
+        {
+            **m.as_dict(),
+            "bare_sdk": bare,
+            "cpu_ms_per_call": round(ours * 1000, 3),
+            "bare_cpu_ms_per_call": round(floor * 1000, 3),
+            "ratio": round(ours / floor, 3),
+        },
         f"{ours * 1000:.2f} ms CPU per call (producer {m.producer_cpu.total:.1f} s + workers "
         f"{m.worker_cpu.total:.1f} s) vs bare SDK {floor * 1000:.2f} ms: {ours / floor:.2f}x",
-    )  # fmt: skip
+    )
 
 
 def workload(tmp: Path) -> None:
@@ -216,7 +251,8 @@ def workload(tmp: Path) -> None:
         "workload",
         {**m.as_dict(), "models": len(outputs), "simulator_cpu_seconds": round(sim_cpu, 2)},
         f"{m.calls} calls in {m.wall:.0f} s ({m.calls / m.wall:.0f} calls/s); CPU: producer "
-        f"{m.producer_cpu.total:.0f} s, workers {m.worker_cpu.total:.0f} s, simulator {sim_cpu:.0f} s "
+        f"{m.producer_cpu.total:.0f} s, workers {m.worker_cpu.total:.0f} s, "
+        f"simulator {sim_cpu:.0f} s "
         f"over {m.wall:.0f} s x 2 cores",
     )
 
@@ -249,23 +285,39 @@ def cost(tmp: Path) -> None:
             sim.reset_stats()
             db = f"sqlite:///{tmp / f'{mode}.db'}"
             env = env_for(db, broker=False)
-            args = ["run", "--instances", str(inputs[0]), "--responses", inputs[1][0], "--mode", mode,
-                    "--judge", f"openai/sim@{sim.openai_base_url}", "--quiet", "--in-flight", "128"]  # fmt: skip
+            args = [
+                "run",
+                "--instances",
+                str(inputs[0]),
+                "--responses",
+                inputs[1][0],
+                "--mode",
+                mode,
+                "--judge",
+                f"openai/sim@{sim.openai_base_url}",
+                "--quiet",
+                "--in-flight",
+                "128",
+            ]
             run_cli(args, env)
             status = json.loads(run_cli(["status", "--json"], env)[0].stdout)
             stats = sim.stats()
             run_cli(args, env)  # a re-run of the finished run
-            per[mode] = {"judged_skills": status["done"], "requests": stats["requests"],
-                         "prompt_tokens": stats["prompt_tokens"],
-                         "prompt_tokens_per_skill": stats["prompt_tokens"] / status["done"],
-                         "rerun_requests": sim.stats()["requests"] - stats["requests"]}  # fmt: skip
+            per[mode] = {
+                "judged_skills": status["done"],
+                "requests": stats["requests"],
+                "prompt_tokens": stats["prompt_tokens"],
+                "prompt_tokens_per_skill": stats["prompt_tokens"] / status["done"],
+                "rerun_requests": sim.stats()["requests"] - stats["requests"],
+            }
     ratio = per["instance"]["prompt_tokens_per_skill"] / per["skill"]["prompt_tokens_per_skill"]
     write_result(
         "cost",
         {"modes": per, "ratio_instance_over_skill": round(ratio, 3)},
         f"prompt tokens per judged skill: per-skill {per['skill']['prompt_tokens_per_skill']:.0f}, "
         f"per-instance {per['instance']['prompt_tokens_per_skill']:.0f} ({ratio:.3f}x); "
-        f"re-run requests: {per['skill']['rerun_requests']} and {per['instance']['rerun_requests']}",
+        f"re-run requests: {per['skill']['rerun_requests']} and "
+        f"{per['instance']['rerun_requests']}",
     )
 
 

@@ -39,8 +39,21 @@ def make_certs(folder: Path) -> tuple[Path, Path, Path]:
     def ssl(*args: str) -> None:
         subprocess.run(["openssl", *args], check=True, capture_output=True)
 
-    ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=test-ca",
-        "-keyout", str(ca_key), "-out", str(ca))  # fmt: skip
+    ssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=test-ca",
+        "-keyout",
+        str(ca_key),
+        "-out",
+        str(ca),
+    )
     ssl(
         "req",
         "-newkey",
@@ -53,8 +66,23 @@ def make_certs(folder: Path) -> tuple[Path, Path, Path]:
         "-out",
         str(csr),
     )
-    ssl("x509", "-req", "-in", str(csr), "-CA", str(ca), "-CAkey", str(ca_key), "-CAcreateserial",
-        "-days", "1", "-extfile", str(ext), "-out", str(crt))  # fmt: skip
+    ssl(
+        "x509",
+        "-req",
+        "-in",
+        str(csr),
+        "-CA",
+        str(ca),
+        "-CAkey",
+        str(ca_key),
+        "-CAcreateserial",
+        "-days",
+        "1",
+        "-extfile",
+        str(ext),
+        "-out",
+        str(crt),
+    )
     return ca, crt, key
 
 
@@ -75,10 +103,21 @@ def private_redis(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[st
     if request.param == "tls":
         ca, crt, key = make_certs(tmp_path)
         proc = start_redis(
-            "--port", "0", "--tls-port", str(port), "--tls-cert-file", str(crt),
-            "--tls-key-file", str(key), "--tls-ca-cert-file", str(ca), "--tls-auth-clients", "no",
-            "--requirepass", PASSWORD,
-        )  # fmt: skip
+            "--port",
+            "0",
+            "--tls-port",
+            str(port),
+            "--tls-cert-file",
+            str(crt),
+            "--tls-key-file",
+            str(key),
+            "--tls-ca-cert-file",
+            str(ca),
+            "--tls-auth-clients",
+            "no",
+            "--requirepass",
+            PASSWORD,
+        )
         url = f"rediss://:{PASSWORD}@127.0.0.1:{port}/0?ssl_cert_reqs=required&ssl_ca_certs={ca}"
     else:
         proc = start_redis("--port", str(port), "--requirepass", PASSWORD)
@@ -96,8 +135,16 @@ def test_password_and_tls_redis_urls_work(
     env = cli_env(sqlite_url, private_redis)
     log = tmp_path / "w.log"
     with spawn_simulator(SimConfig(seed=1)) as sim, workers(env, log=log):
-        args = ["run", "--instances", str(instances), "--run", "secure", "--quiet",
-                "--judge", f"openai/sim@{sim.openai_base_url}"]  # fmt: skip
+        args = [
+            "run",
+            "--instances",
+            str(instances),
+            "--run",
+            "secure",
+            "--quiet",
+            "--judge",
+            f"openai/sim@{sim.openai_base_url}",
+        ]
         for r in responses:
             args += ["--responses", r]
         proc = flask_eval(*args, env=env)
@@ -112,8 +159,17 @@ def test_wrong_broker_password_is_one_clear_error(sqlite_url: str, tmp_path: Pat
     try:
         instances, responses = write_inputs(tmp_path / "in", 3)
         env = cli_env(sqlite_url, f"redis://:wrong-pass-123@127.0.0.1:{port}/0")
-        result = flask_eval("run", "--instances", str(instances), "--responses", responses[0],
-                            "--judge", "openai/x@http://127.0.0.1:9/v1", env=env, check=False)  # fmt: skip
+        result = flask_eval(
+            "run",
+            "--instances",
+            str(instances),
+            "--responses",
+            responses[0],
+            "--judge",
+            "openai/x@http://127.0.0.1:9/v1",
+            env=env,
+            check=False,
+        )
     finally:
         proc.terminate()
         proc.wait()
@@ -128,8 +184,16 @@ def test_sigterm_finishes_in_flight_calls_before_exiting(
     instances, responses = write_inputs(tmp_path / "in", 80)
     env = cli_env(sqlite_url, redis_url)
     with spawn_simulator(SimConfig(latency_ms=1500, seed=5)) as sim:
-        args = ["run", "--instances", str(instances), "--run", "graceful", "--no-wait",
-                "--judge", f"openai/sim@{sim.openai_base_url}"]  # fmt: skip
+        args = [
+            "run",
+            "--instances",
+            str(instances),
+            "--run",
+            "graceful",
+            "--no-wait",
+            "--judge",
+            f"openai/sim@{sim.openai_base_url}",
+        ]
         for r in responses:
             args += ["--responses", r]
         flask_eval(*args, env=env)
