@@ -3,56 +3,26 @@
 from __future__ import annotations
 
 import csv
-import functools
 import json
 import logging
 import sys
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
 from flask_eval import pipeline
 from flask_eval import settings as settings_mod
-from flask_eval.exceptions import FlaskEvalError, InputError
-from flask_eval.redact import install_log_redaction, redact
+from flask_eval.cli_common import find_run, handle_errors, open_store
+from flask_eval.exceptions import InputError
+from flask_eval.redact import install_log_redaction
 from producer.estimate import format_estimates, planned_calls
 from producer.plan import batches
 from report import render
 from storage import queries
 from storage.models import FailureReason
-from storage.records import RunInfo
 from storage.store import Store
 from workers.context import RunContext
 from workers.judge import create_judge
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def handle_errors(fn: F) -> F:
-    """Print a FlaskEvalError as one line on stderr and exit with its code."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except FlaskEvalError as exc:
-            click.echo(f"error: {redact(str(exc))}", err=True)
-            sys.exit(exc.exit_code)
-
-    return wrapper  # type: ignore[return-value]
-
-
-def open_store() -> Store:
-    return Store(settings_mod.load().database_url)
-
-
-def find_run(store: Store, name: str | None) -> RunInfo:
-    run = store.find_run(name)
-    if run is None:
-        what = f"no run named {name!r}" if name else "no runs yet"
-        raise InputError(f"{what} in the database; start one with `flask-eval run`")
-    return run
 
 
 @click.group()

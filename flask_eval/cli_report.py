@@ -6,20 +6,18 @@ removing its older ``report`` command): it adds both commands to the group.
 
 from __future__ import annotations
 
-import functools
 import json
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 from tqdm import tqdm
 
-from flask_eval import settings as settings_mod
-from flask_eval.exceptions import FlaskEvalError, InputError
-from flask_eval.redact import redact
+from flask_eval.cli_common import find_run, handle_errors, open_store
+from flask_eval.exceptions import InputError
 from producer.schema import DOMAINS
 from report import export, references
 from report.agreement import Agreement, agreement_rows
@@ -38,32 +36,8 @@ from storage import analytics, queries
 from storage.records import RunInfo
 from storage.store import Store
 
-F = TypeVar("F", bound=Callable[..., Any])
-
 FORMATS = ("table", "json", "csv", "html")
 DEFAULT_HTML_DIR = "flask-eval-report"
-
-
-def handle_errors(fn: F) -> F:
-    """Print a FlaskEvalError as one line on stderr and exit with its code."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except FlaskEvalError as exc:
-            click.echo(f"error: {redact(str(exc))}", err=True)
-            sys.exit(exc.exit_code)
-
-    return wrapper  # type: ignore[return-value]
-
-
-def _find_run(store: Store, name: str | None) -> RunInfo:
-    run = store.find_run(name)
-    if run is None:
-        what = f"no run named {name!r}" if name else "no runs yet"
-        raise InputError(f"{what} in the database; start one with `flask-eval run`")
-    return run
 
 
 def parse_ensembles(specs: Sequence[str]) -> list[EnsembleSpec]:
@@ -278,9 +252,9 @@ def report_command(
     """Per model x judge: overall, skill, ability, domain, difficulty, with 95% intervals."""
     ensembles = parse_ensembles(ensemble_specs)
     refs = load_references(reference_args)
-    store = Store(settings_mod.load().database_url)
+    store = open_store()
     try:
-        run = _find_run(store, run_name)
+        run = find_run(store, run_name)
         result = build_report(
             store,
             run,
@@ -344,9 +318,9 @@ def report_command(
 def agreement_command(run_name: str | None, fmt: str, reference_args: tuple[str, ...]) -> None:
     """Agreement between every pair of judges, per skill and over all skills."""
     refs = load_references(reference_args)
-    store = Store(settings_mod.load().database_url)
+    store = open_store()
     try:
-        run = _find_run(store, run_name)
+        run = find_run(store, run_name)
         rows, notes = agreement_for_run(store, run, refs)
     finally:
         store.close()
