@@ -18,6 +18,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from flask_eval.exceptions import RunConflictError
 from producer.schema import Instance, ResponseSet
+from storage import statements
 from storage.db import make_engine
 from storage.models import (
     CALL,
@@ -32,54 +33,9 @@ from storage.models import (
 from storage.records import CallRecord, JobContext, Outcome, PlannedCall, RunInfo
 from storage.retry import transient_retry
 
-J, C, INS, DOM, R, RN = JUDGMENT.c, CALL.c, INSTANCE.c, INSTANCE_DOMAIN.c, RESPONSE.c, RUN.c
-
-# The worker's hot statements, built once: only their parameters change per batch.
-_CLAIM = (
-    update(JUDGMENT)
-    .where(
-        J.id.in_(bindparam("ids", expanding=True)),
-        or_(
-            J.status == Status.PENDING.value,
-            and_(J.status == Status.RUNNING.value, J.lease_until < bindparam("now")),
-        ),
-    )
-    .values(
-        status=Status.RUNNING.value,
-        attempts=J.attempts + 1,
-        lease_until=bindparam("until"),
-        updated_at=bindparam("now"),
-    )
-    .returning(J.id)
-)
-_EXTEND = (
-    update(JUDGMENT)
-    .where(J.id.in_(bindparam("ids", expanding=True)), J.status == Status.RUNNING.value)
-    .values(lease_until=bindparam("until"))
-)
-_CONTEXTS = (
-    select(
-        J.id,
-        J.run_id,
-        J.model,
-        J.instance_id,
-        J.skill,
-        J.judge,
-        INS.instruction,
-        INS.answer,
-        R.text,
-    )
-    .join(INSTANCE, and_(INS.run_id == J.run_id, INS.instance_id == J.instance_id))
-    .join(RESPONSE, and_(R.run_id == J.run_id, R.model == J.model, R.instance_id == J.instance_id))
-    .where(J.id.in_(bindparam("ids", expanding=True)))
-    .order_by(J.id)
-)
-_CACHED = select(
-    C.cache_key, C.run_id, C.judge, C.raw, C.parsed,
-    C.prompt_tokens, C.completion_tokens, C.cost, C.latency_ms,
-).where(C.cache_key.in_(bindparam("keys", expanding=True)), C.parsed.is_(True))  # fmt: skip
-
 INSERT_CHUNK = 5_000
+
+J, C, INS, DOM, R, RN = JUDGMENT.c, CALL.c, INSTANCE.c, INSTANCE_DOMAIN.c, RESPONSE.c, RUN.c
 
 
 def _outcome_params(o: Outcome) -> dict[str, Any]:
@@ -317,7 +273,7 @@ class Store:
     def _claim(conn: Connection, ids: Sequence[int], lease_seconds: float) -> list[int]:
         now = utcnow()
         params = {"ids": list(ids), "now": now, "until": now + timedelta(seconds=lease_seconds)}
-        return sorted(conn.execute(_CLAIM, params).scalars().all())
+        return sorted(conn.execute(statements.CLAIM, params).scalars().all())
 
     @transient_retry
     def claim_contexts(self, ids: Sequence[int], lease_seconds: float) -> list[JobContext]:
@@ -328,7 +284,7 @@ class Store:
             claimed = self._claim(conn, ids, lease_seconds)
             if not claimed:
                 return []
-            return [JobContext(*row) for row in conn.execute(_CONTEXTS, {"ids": claimed})]
+            return [JobContext(*row) for row in conn.execute(statements.CONTEXTS, {"ids": claimed})]
 
     @transient_retry
     def extend_leases(self, ids: Sequence[int], lease_seconds: float) -> int:
@@ -337,14 +293,16 @@ class Store:
             return 0
         until = utcnow() + timedelta(seconds=lease_seconds)
         with self.engine.begin() as conn:
-            return int(conn.execute(_EXTEND, {"ids": list(ids), "until": until}).rowcount)
+            return int(conn.execute(statements.EXTEND, {"ids": list(ids), "until": until}).rowcount)
 
     @transient_retry
     def contexts(self, ids: Sequence[int]) -> list[JobContext]:
         if not ids:
             return []
         with self.engine.connect() as conn:
-            return [JobContext(*row) for row in conn.execute(_CONTEXTS, {"ids": list(ids)})]
+            return [
+                JobContext(*row) for row in conn.execute(statements.CONTEXTS, {"ids": list(ids)})
+            ]
 
     @transient_retry
     def cached_calls(self, keys: Sequence[str]) -> dict[str, CallRecord]:
@@ -352,7 +310,7 @@ class Store:
         if not keys:
             return {}
         with self.engine.connect() as conn:
-            rows = conn.execute(_CACHED, {"keys": list(set(keys))}).all()
+            rows = conn.execute(statements.CACHED, {"keys": list(set(keys))}).all()
         return {r[0]: CallRecord(*r) for r in rows}
 
     @transient_retry

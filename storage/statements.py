@@ -1,0 +1,53 @@
+"""The worker's hot SQL statements, built once: only their parameters change per batch."""
+
+from __future__ import annotations
+
+from sqlalchemy import and_, bindparam, or_, select, update
+
+from storage.models import CALL, INSTANCE, JUDGMENT, RESPONSE, Status
+
+J, C, INS, R = JUDGMENT.c, CALL.c, INSTANCE.c, RESPONSE.c
+
+CLAIM = (
+    update(JUDGMENT)
+    .where(
+        J.id.in_(bindparam("ids", expanding=True)),
+        or_(
+            J.status == Status.PENDING.value,
+            and_(J.status == Status.RUNNING.value, J.lease_until < bindparam("now")),
+        ),
+    )
+    .values(
+        status=Status.RUNNING.value,
+        attempts=J.attempts + 1,
+        lease_until=bindparam("until"),
+        updated_at=bindparam("now"),
+    )
+    .returning(J.id)
+)
+EXTEND = (
+    update(JUDGMENT)
+    .where(J.id.in_(bindparam("ids", expanding=True)), J.status == Status.RUNNING.value)
+    .values(lease_until=bindparam("until"))
+)
+CONTEXTS = (
+    select(
+        J.id,
+        J.run_id,
+        J.model,
+        J.instance_id,
+        J.skill,
+        J.judge,
+        INS.instruction,
+        INS.answer,
+        R.text,
+    )
+    .join(INSTANCE, and_(INS.run_id == J.run_id, INS.instance_id == J.instance_id))
+    .join(RESPONSE, and_(R.run_id == J.run_id, R.model == J.model, R.instance_id == J.instance_id))
+    .where(J.id.in_(bindparam("ids", expanding=True)))
+    .order_by(J.id)
+)
+CACHED = select(
+    C.cache_key, C.run_id, C.judge, C.raw, C.parsed,
+    C.prompt_tokens, C.completion_tokens, C.cost, C.latency_ms,
+).where(C.cache_key.in_(bindparam("keys", expanding=True)), C.parsed.is_(True))  # fmt: skip
