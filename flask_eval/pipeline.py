@@ -28,7 +28,7 @@ from storage import queries
 from storage.records import RunInfo
 from storage.store import Store
 from workers.context import RunContext
-from workers.endpoints import JudgeConfig
+from workers.endpoints import JudgeConfig, Price
 from workers.judge import create_judge
 
 
@@ -143,6 +143,11 @@ def start(
     if retry_failed:
         store.reset_failed(run.id)
     calls = store.open_call_details(run)
+    if max_cost is None and all(j.price == Price() for j in plan.judges):
+        # nothing to meter: skip rendering every prompt for an estimate of $0
+        if calls:
+            dispatcher.submit(run.id, batches([c.ids for c in calls], settings.calls_per_message))
+        return Started(run, created, len(calls))
     estimator = plan.estimator()
     spent = queries.status(store, run.id, run.name).cost
     chosen, estimated = [], 0.0
