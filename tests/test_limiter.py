@@ -21,10 +21,10 @@ from workers.limiter import (
     LimiterError,
     MemoryLimiter,
     NullLimiter,
-    RedisLimiter,
     endpoint_key,
     key_fingerprint,
 )
+from workers.limiter_redis import RedisLimiter
 
 LIMITER_REDIS_URL = os.environ.get("FLASK_EVAL_TEST_LIMITER_REDIS_URL", "redis://127.0.0.1:6379/14")
 KEY = "openai/gpt-test#0123456789"

@@ -14,7 +14,8 @@ from flask_eval import settings as settings_mod
 from flask_eval.redact import install_log_redaction
 from storage.store import Store
 from workers.context import RunContext
-from workers.limiter import Limiter, MemoryLimiter, RedisLimiter
+from workers.limiter import Limiter, MemoryLimiter
+from workers.limiter_redis import RedisLimiter
 from workers.loop import run_sync
 from workers.runner import Executor
 

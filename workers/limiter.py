@@ -19,12 +19,10 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlsplit
 
 from flask_eval.exceptions import JudgeError
 from storage.models import FailureReason
-from workers import limiter_lua
 
 log = logging.getLogger("flask_eval.limiter")
 
@@ -360,88 +358,3 @@ class MemoryLimiter(ReservingLimiter):
     async def _block(self, key: str, seconds: float) -> None:
         state = self._states.setdefault(key, _State())
         state.blocked = max(state.blocked, self._clock() + seconds)
-
-
-class RedisLimiter(ReservingLimiter):
-    """Budgets shared by every process through Redis: one script call per grant.
-
-    Give-backs from ``settle`` wait in the process and ride along with the key's next
-    reservation; extra charges (a call larger than its estimate) are sent at once.
-    """
-
-    def __init__(
-        self,
-        url: str,
-        budgets: Mapping[str, Budget],
-        prefix: str = "flask_eval:rl:",
-        *,
-        max_connections: int = 16,
-        max_penalty: float = 300.0,
-    ) -> None:
-        from redis.asyncio import BlockingConnectionPool, Redis
-
-        super().__init__(budgets, max_penalty=max_penalty)
-        self.prefix = prefix
-        self._pool = BlockingConnectionPool.from_url(
-            url, max_connections=max_connections, timeout=30
-        )
-        self._redis = Redis(connection_pool=self._pool)
-        self._reserve = self._redis.register_script(limiter_lua.RESERVE)
-        self._adjust = self._redis.register_script(limiter_lua.ADJUST)
-        self._pending: dict[str, int] = {}  # token give-backs not yet sent, per key
-        self.script_calls = 0
-
-    async def reserve(self, key: str, tokens: int) -> Reservation:
-        budget = self.budget_for(key) or UNLIMITED
-        adjust = self._pending.pop(key, 0)
-        args = (
-            budget.request_interval * 1e6,
-            budget.request_burst * 1e6,
-            budget.token_interval * 1e6,
-            budget.token_burst * 1e6,
-            budget.token_cost(tokens),
-            adjust,
-        )
-        try:
-            reply = await self._call(self._reserve, key, args)
-        except BaseException:
-            if adjust:
-                self._pending[key] = self._pending.get(key, 0) + adjust
-            raise
-        self.reservations += 1
-        delay_us, blocked_us, at_us = (int(v) for v in reply)
-        return Reservation(delay_us / 1e6, blocked_us / 1e6, at_us / 1e6)
-
-    async def _correct(self, key: str, budget: Budget, tokens: int) -> None:
-        total = self._pending.pop(key, 0) + tokens
-        if total > 0:
-            await self._call(self._adjust, key, (budget.token_interval * 1e6, total, 0))
-        elif total:
-            self._pending[key] = total
-
-    async def _block(self, key: str, seconds: float) -> None:
-        budget = self.budget_for(key) or UNLIMITED
-        adjust = self._pending.pop(key, 0)
-        await self._call(self._adjust, key, (budget.token_interval * 1e6, adjust, seconds * 1e6))
-
-    async def _call(self, script: Any, key: str, args: tuple[float, ...]) -> Any:
-        from redis.exceptions import RedisError
-
-        self.script_calls += 1
-        try:
-            return await script(keys=[self.prefix + key], args=args)
-        except RedisError as exc:
-            raise LimiterError(f"{type(exc).__name__}: {exc}") from exc
-
-    async def aclose(self) -> None:
-        """Send the pending give-backs (best effort) and close the connections."""
-        for key, tokens in list(self._pending.items()):
-            budget = self.budget_for(key)
-            if budget is not None and budget.tpm:
-                try:
-                    await self._call(self._adjust, key, (budget.token_interval * 1e6, tokens, 0))
-                except LimiterError as exc:
-                    log.warning("budget %s: give-back of %d tokens lost: %s", key, tokens, exc)
-        self._pending.clear()
-        await self._redis.aclose()
-        await self._pool.disconnect()
