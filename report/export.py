@@ -52,27 +52,16 @@ SECTIONS: tuple[tuple[str, str], ...] = (
 
 
 @dataclass(frozen=True)
-class ReportRow:
+class ReportRow(Row):
     """A report row (see :class:`report.metrics.Row`) with its bootstrap interval."""
 
-    model: str
-    judge: str
-    dimension: str
-    key: str
-    mean: float | None
-    n: int
-    n_na: int
-    n_failed: int
     ci_low: float | None = None
     ci_high: float | None = None
 
     @classmethod
     def of(cls, row: Row, interval: tuple[float, float] | None) -> ReportRow:
         lo, hi = interval if interval is not None and row.mean is not None else (None, None)
-        return cls(
-            row.model, row.judge, row.dimension, row.key, row.mean, row.n, row.n_na,
-            row.n_failed, lo, hi,
-        )  # fmt: skip
+        return cls(**vars(row), ci_low=lo, ci_high=hi)
 
     def as_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in FIELDS}
