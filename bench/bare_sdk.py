@@ -1,5 +1,8 @@
 """The floor for benchmark (d): the same judge calls made by a bare loop of the OpenAI SDK.
 
+The client is configured as our OpenAI judge configures it (same connection pool limits),
+so the comparison measures our machinery, not a different HTTP setup.
+
 Prints JSON {"calls", "cpu_seconds", "wall_seconds"}; the prompts are rendered before
 the clock starts, so only the SDK calls are measured.
 """
@@ -16,15 +19,12 @@ import openai
 from producer.inputs import load_inputs, parse_responses_arg
 from rubrics.prompt import render
 from rubrics.skills import load_default
+from workers.providers.openai_judge import http_limits
 
 
 async def main_async(base_url: str, messages: list[list[dict[str, str]]], in_flight: int) -> None:
     gate = asyncio.Semaphore(in_flight)
-    http = openai.DefaultAsyncHttpxClient(
-        limits=__import__("httpx2").Limits(
-            max_connections=in_flight, max_keepalive_connections=in_flight
-        )
-    )
+    http = openai.DefaultAsyncHttpxClient(limits=http_limits(in_flight))  # as our judges
     async with openai.AsyncOpenAI(
         api_key="sk-bench", base_url=base_url, max_retries=0, http_client=http
     ) as client:

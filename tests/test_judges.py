@@ -120,3 +120,39 @@ def test_redact_hides_env_secrets_keys_and_url_passwords(monkeypatch: pytest.Mon
     out = redact(text)
     assert "SECRET" not in out and "hunter2" not in out and "abcdefghijkl" not in out
     assert "redis://:***@h:6379/0" in out
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_pool_opens_n_connections_under_load_but_keeps_few_idle(
+    provider: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A burst of 64 calls runs 64 at once; afterwards only keepalive_for(64) stay open."""
+    import asyncio
+
+    from simulator.config import SimConfig
+    from simulator.testing import running_simulator
+    from workers.judge import GenerateConfig
+    from workers.providers.openai_judge import keepalive_for
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    messages = [{"role": "user", "content": "Skills: correctness\nJudge this."}]
+
+    async def burst(base: str) -> tuple[int, int]:
+        judge = create_judge(f"{provider}/sim@{base}", max_connections=64)
+        try:
+            outs = await asyncio.gather(
+                *(judge.generate(messages, GenerateConfig(timeout=30)) for _ in range(64))
+            )
+            pool = judge._client._client._transport._pool  # type: ignore[attr-defined]
+            return len(outs), len(pool.connections)
+        finally:
+            await judge.aclose()
+
+    with running_simulator(SimConfig(latency_ms=300)) as sim:
+        base = sim.openai_base_url if provider == "openai" else sim.anthropic_base_url
+        answered, open_after = asyncio.run(burst(base))
+        stats = sim.stats()
+    assert answered == 64
+    assert stats["max_in_flight"] == 64  # the cap on idle connections does not limit load
+    assert open_after <= keepalive_for(64) == 8

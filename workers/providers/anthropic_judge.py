@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from flask_eval.exceptions import ConfigError
 from workers.errors import classify
 from workers.judge import GenerateConfig, Judge, JudgeOutput, JudgeSpec, Message, check_not_refused
-from workers.providers.openai_judge import _limits
+from workers.providers.openai_judge import http_limits
 
 
 class AnthropicJudge(Judge):
@@ -25,7 +25,7 @@ class AnthropicJudge(Judge):
             api_key=key,
             base_url=spec.base_url,
             max_retries=0,  # one retry loop only: ours
-            http_client=anthropic.DefaultAsyncHttpxClient(limits=_limits(self.max_connections)),
+            http_client=anthropic.DefaultAsyncHttpxClient(limits=http_limits(self.max_connections)),
         )
 
     async def generate(self, messages: Sequence[Message], config: GenerateConfig) -> JudgeOutput:
