@@ -11,13 +11,13 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import click
 from tqdm import tqdm
 
 from flask_eval.cli_common import find_run, handle_errors, open_store
 from flask_eval.exceptions import InputError
+from flask_eval.pipeline import run_table
 from producer.schema import DOMAINS
 from report import export, references
 from report.agreement import Agreement, agreement_rows
@@ -32,7 +32,7 @@ from report.intervals import cell_intervals, comparisons
 from report.metrics import rows_from_cells
 from report.scores import ScoreTable, point_cells
 from rubrics import codec
-from storage import analytics, queries
+from storage import queries
 from storage.records import RunInfo
 from storage.store import Store
 
@@ -49,21 +49,6 @@ def parse_ensembles(specs: Sequence[str]) -> list[EnsembleSpec]:
 
 def load_references(args: Sequence[str]) -> list[references.Reference]:
     return [references.load(*references.parse_arg(a)) for a in args]
-
-
-def config_judges(config: dict[str, Any]) -> list[str]:
-    """Judge names of a run's config: a list of names, or of objects with a ``name``."""
-    names = []
-    for entry in config.get("judges") or ():
-        name = entry.get("name") if isinstance(entry, dict) else entry
-        if isinstance(name, str) and name:
-            names.append(name)
-    return names
-
-
-def run_table(store: Store, run: RunInfo) -> ScoreTable:
-    """The run's score table, judge columns in the order the run was given them."""
-    return analytics.score_table(store, run.id, config_judges(run.config), domain_order=DOMAINS)
 
 
 def _with_references(

@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from tqdm import tqdm
 
@@ -21,10 +22,12 @@ from producer.estimate import CallShape, Estimator
 from producer.inputs import Inputs, load_inputs, parse_responses_arg
 from producer.judges_file import combine
 from producer.plan import DEFAULT_MODE, MODES, batches, default_run_name, fingerprint, run_config
+from producer.schema import DOMAINS
 from report.metrics import Row, rows_from_cells
+from report.scores import ScoreTable, point_cells
 from rubrics import codec
 from rubrics.skills import SkillSet, load, load_default
-from storage import queries
+from storage import analytics, queries
 from storage.records import RunInfo
 from storage.store import Store
 from workers.context import RunContext
@@ -215,12 +218,26 @@ def wait(
     dispatcher.join()
 
 
-def report_rows(store: Store, run: RunInfo) -> list[Row]:
-    skillset = codec.from_data(run.config["skills"])
-    from producer.schema import DOMAINS
+def config_judges(config: dict[str, Any]) -> list[str]:
+    """Judge names of a run's config: a list of names, or of objects with a ``name``."""
+    names = []
+    for entry in config.get("judges") or ():
+        name = entry.get("name") if isinstance(entry, dict) else entry
+        if isinstance(name, str) and name:
+            names.append(name)
+    return names
 
+
+def run_table(store: Store, run: RunInfo) -> ScoreTable:
+    """The run's score table, judge columns in the order the run was given them."""
+    return analytics.score_table(store, run.id, config_judges(run.config), domain_order=DOMAINS)
+
+
+def report_rows(store: Store, run: RunInfo) -> list[Row]:
+    """Every breakdown's point estimates, as `report` computes them (no intervals)."""
+    skillset = codec.from_data(run.config["skills"])
     return rows_from_cells(
-        queries.cells(store, run.id),
+        point_cells(run_table(store, run)),
         {s.name: s.ability for s in skillset},
         skill_order=skillset.names,
         ability_order=tuple(skillset.abilities),

@@ -10,7 +10,8 @@ means. N/A and failed judgments never enter a mean; they are counted in ``n_na``
 The work is split in two so that the SQL layer can do the grouping itself:
 
 1. grouping judgments into :class:`Cells` (four maps of :class:`Cell` sums), done here by
-   :func:`cells_from_records` (the reference) or by ``GROUP BY`` queries elsewhere;
+   :func:`cells_from_records` (the reference) or from a SQL score table by
+   ``report.scores.point_cells``;
 2. :func:`rows_from_cells`, which derives ``overall`` and ``ability`` by *summing* skill
    cells (so they stay micro-averages) and emits ordered :class:`Row` objects.
 """

@@ -229,8 +229,8 @@ def _cells_of(table: ScoreTable, sums: Sums) -> list[tuple[int, str, str, Cell]]
 def point_cells(table: ScoreTable) -> Cells:
     """The report's grouped sums (see :class:`report.metrics.Cells`) from a table.
 
-    Equal to ``report.metrics.cells_from_records`` on the same judgments; sums are exact
-    for integer scores, so means equal those of the SQL ``GROUP BY``.
+    Equal to ``report.metrics.cells_from_records`` on the same judgments (sums are exact
+    for integer scores).
     """
     result = Cells(skill={}, domain={}, difficulty={}, skill_difficulty={})
     all_rows = np.arange(table.n_cells)

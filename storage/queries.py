@@ -1,7 +1,6 @@
-"""Read-side queries: status counts, the grouped cells of the report, the export.
+"""Read-side queries: status counts, coverage and the export.
 
-The grouping happens in SQL (GROUP BY); ``report.metrics`` does the pure math on the
-resulting cells.
+The report's numbers come from one pivot query in ``storage/analytics.py``.
 """
 
 from __future__ import annotations
@@ -10,10 +9,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Integer, and_, case, cast, func, select
-from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy import func, select
 
-from report.metrics import Cell, Cells
 from storage.models import CALL, INSTANCE, INSTANCE_DOMAIN, JUDGMENT, RESPONSE, Status
 from storage.store import Store
 
@@ -85,66 +82,6 @@ def status(store: Store, run_id: int, run_name: str) -> StatusCounts:
         calls=int(calls),
         cost=float(cost),
     )
-
-
-def _cell_columns() -> list[ColumnElement[Any]]:
-    done = J.status == Status.DONE.value
-    return [
-        func.coalesce(func.sum(J.score), 0),
-        func.count(J.score),
-        func.sum(cast(case((and_(done, J.score.is_(None)), 1), else_=0), Integer)),
-        func.sum(cast(case((J.status == Status.FAILED.value, 1), else_=0), Integer)),
-    ]
-
-
-def _cell(total: Any, n: Any, n_na: Any, n_failed: Any) -> Cell:
-    return Cell(float(total or 0), int(n or 0), int(n_na or 0), int(n_failed or 0))
-
-
-def cells(store: Store, run_id: int) -> Cells:
-    """The four GROUP BY queries the report is built from."""
-    finished = and_(
-        J.run_id == run_id,
-        J.status.in_([Status.DONE.value, Status.FAILED.value]),
-    )
-    inst = and_(INS.run_id == J.run_id, INS.instance_id == J.instance_id)
-    dom = and_(DOM.run_id == J.run_id, DOM.instance_id == J.instance_id)
-    result = Cells(skill={}, domain={}, difficulty={}, skill_difficulty={})
-    with store.engine.connect() as conn:
-        for m, j, s, *c in conn.execute(
-            select(J.model, J.judge, J.skill, *_cell_columns())
-            .where(finished)
-            .group_by(J.model, J.judge, J.skill)
-        ):
-            result.skill[(m, j, s)] = _cell(*c)
-        for m, j, d, *c in conn.execute(
-            select(J.model, J.judge, DOM.domain, *_cell_columns())
-            .join(INSTANCE_DOMAIN, dom)
-            .where(finished)
-            .group_by(J.model, J.judge, DOM.domain)
-        ):
-            result.domain[(m, j, d)] = _cell(*c)
-        for m, j, lvl, *c in conn.execute(
-            select(J.model, J.judge, INS.difficulty, *_cell_columns())
-            .join(INSTANCE, inst)
-            .where(finished, INS.difficulty.is_not(None))
-            .group_by(J.model, J.judge, INS.difficulty)
-        ):
-            result.difficulty[(m, j, int(lvl))] = _cell(*c)
-        for m, j, s, lvl, *c in conn.execute(
-            select(
-                J.model,
-                J.judge,
-                J.skill,
-                INS.difficulty,
-                *_cell_columns(),
-            )
-            .join(INSTANCE, inst)
-            .where(finished, INS.difficulty.is_not(None))
-            .group_by(J.model, J.judge, J.skill, INS.difficulty)
-        ):
-            result.skill_difficulty[(m, j, s, int(lvl))] = _cell(*c)
-    return result
 
 
 def coverage(store: Store, run_id: int) -> dict[str, tuple[int, int]]:

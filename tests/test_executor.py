@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from flask_eval.exceptions import JudgeError
+from report.scores import point_cells
 from rubrics.protocol import requested_skills, scores_line
 from rubrics.skills import load_default
-from storage import queries
+from storage import analytics, queries
 from storage.models import FailureReason
 from storage.store import Store
 from tests.test_store import create
@@ -143,7 +144,7 @@ def test_na_scores_are_done_not_failed(store: Store) -> None:
 
     MemoryJudge.script = staticmethod(script)  # type: ignore[assignment]
     run_all(store, run_id)
-    report = queries.cells(store, run_id)
+    report = point_cells(analytics.score_table(store, run_id))
     assert sum(c.n_na for c in report.skill.values()) == 66
     assert sum(c.n for c in report.skill.values()) == 0
 
@@ -156,4 +157,6 @@ def test_cache_answers_a_second_run_with_the_same_prompts(store: Store) -> None:
     run_all(store, second)
     assert MemoryJudge.calls == paid  # every prompt was answered before
     assert queries.status(store, second, "b").done == 66
-    assert queries.cells(store, second) == queries.cells(store, first)
+    assert point_cells(analytics.score_table(store, second)) == point_cells(
+        analytics.score_table(store, first)
+    )

@@ -10,8 +10,9 @@ import pytest
 from flask_eval.exceptions import RunConflictError
 from producer.schema import Instance, Response, ResponseSet
 from report.metrics import Record, aggregate, rows_from_cells
+from report.scores import point_cells
 from rubrics.skills import load_default
-from storage import queries
+from storage import analytics, queries
 from storage.models import Status
 from storage.records import CallRecord, Outcome
 from storage.store import Store
@@ -167,7 +168,7 @@ def test_paid_answers_are_kept_once_and_a_parsed_answer_wins(database_url: str) 
     assert queries.status(store, run_id, "r1").calls == 1
 
 
-def test_sql_grouping_equals_the_pure_reference(database_url: str) -> None:
+def test_report_sums_from_sql_equal_the_pure_reference(database_url: str) -> None:
     store = Store(database_url)
     run_id = create(store)
     instances, _ = make_inputs()
@@ -199,7 +200,9 @@ def test_sql_grouping_equals_the_pure_reference(database_url: str) -> None:
         for r in queries.export_rows(store, run_id, "r1")
     ]
     expected = aggregate(records, ABILITY, skill_order=SKILLS.names)
-    got = rows_from_cells(queries.cells(store, run_id), ABILITY, skill_order=SKILLS.names)
+    got = rows_from_cells(
+        point_cells(analytics.score_table(store, run_id)), ABILITY, skill_order=SKILLS.names
+    )
     assert got == expected
     assert {r.dimension for r in got} == {
         "overall",
