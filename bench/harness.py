@@ -24,6 +24,8 @@ from typing import Any
 import psycopg
 import redis
 
+from workers.worker import command as worker_command
+
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
 REDIS_URL = os.environ.get("FLASK_EVAL_BENCH_REDIS_URL", "redis://127.0.0.1:6379/13")
@@ -122,18 +124,7 @@ class Workers:
     ) -> None:
         self.log = open(log or os.devnull, "wb")  # noqa: SIM115
         self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "flask_eval",
-                "worker",
-                "--processes",
-                str(processes),
-                "--in-flight",
-                str(in_flight),
-                "--loglevel",
-                "WARNING",
-            ],
+            worker_command(processes, in_flight, "WARNING"),
             env=dict(env),
             cwd=REPO,
             stdout=self.log,

@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from workers.worker import command as worker_command
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -59,18 +61,7 @@ def workers(
     """A real `flask-eval worker` process group; stopped (TERM, then KILL) on exit."""
     out = open(log, "wb") if log else subprocess.DEVNULL  # noqa: SIM115
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "flask_eval",
-            "worker",
-            "--processes",
-            str(processes),
-            "--in-flight",
-            str(in_flight),
-            "--loglevel",
-            "WARNING",
-        ],
+        worker_command(processes, in_flight, "WARNING"),
         env=dict(env),
         cwd=REPO,
         stdout=out,

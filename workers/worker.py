@@ -48,6 +48,22 @@ def run_one(in_flight: int, loglevel: str = "INFO", index: int = 0) -> None:
     )
 
 
+def command(processes: int, in_flight: int, loglevel: str = "INFO") -> list[str]:
+    """The command line of `flask-eval worker` with this interpreter."""
+    return [
+        sys.executable,
+        "-m",
+        "flask_eval",
+        "worker",
+        "--processes",
+        str(processes),
+        "--in-flight",
+        str(in_flight),
+        "--loglevel",
+        loglevel,
+    ]
+
+
 def run(processes: int, in_flight: int, loglevel: str = "INFO") -> int:
     """Run ``processes`` workers; returns an exit code."""
     if processes < 1 or in_flight < 1:
@@ -56,18 +72,7 @@ def run(processes: int, in_flight: int, loglevel: str = "INFO") -> int:
     if processes == 1:
         run_one(in_flight, loglevel)
         return 0
-    cmd = [
-        sys.executable,
-        "-m",
-        "flask_eval",
-        "worker",
-        "--processes",
-        "1",
-        "--in-flight",
-        str(in_flight),
-        "--loglevel",
-        loglevel,
-    ]
+    cmd = command(1, in_flight, loglevel)
     children = [subprocess.Popen(cmd) for _ in range(processes)]
 
     def forward(signum: int, _frame: object) -> None:
