@@ -187,6 +187,7 @@ def resume(
     calls = store.open_calls(run_info)
     if calls:
         dispatcher.submit(run_info.id, batches(calls, settings.calls_per_message))
+    pipeline.mark_dispatched(store, run_info, dispatcher, complete=True)
     click.echo(
         f"run {run_info.name}: {reset} failed judgments reset, {len(calls)} calls dispatched",
         err=True,

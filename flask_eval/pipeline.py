@@ -150,6 +150,7 @@ def start(
         # nothing to meter: skip rendering every prompt for an estimate of $0
         if calls:
             dispatcher.submit(run.id, batches([c.ids for c in calls], settings.calls_per_message))
+        mark_dispatched(store, run, dispatcher, complete=True)
         return Started(run, created, len(calls))
     estimator = plan.estimator()
     spent = queries.status(store, run.id, run.name).cost
@@ -165,7 +166,15 @@ def start(
     if chosen:
         dispatcher.submit(run.id, batches([c.ids for c in chosen], settings.calls_per_message))
     held = calls[len(chosen) :]
+    mark_dispatched(store, run, dispatcher, complete=not held)
     return Started(run, created, len(chosen), len(held), sum(len(c.ids) for c in held), estimated)
+
+
+def mark_dispatched(store: Store, run: RunInfo, dispatcher: Dispatcher, complete: bool) -> None:
+    """On a broker, let workers re-send this run's lost messages only if every open call
+    was sent (not when ``--max-cost`` held some back). See workers/sweeper.py."""
+    if isinstance(dispatcher, CeleryDispatcher):
+        store.set_dispatched(run.id, dispatcher.settings.queue if complete else None)
 
 
 def wait(

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import and_, func, or_, select
 
-from storage.models import CALL, INSTANCE, INSTANCE_DOMAIN, JUDGMENT, RESPONSE, Status
+from storage.models import CALL, INSTANCE, INSTANCE_DOMAIN, JUDGMENT, RESPONSE, Status, utcnow
 from storage.store import Store
 
 J, C, INS, DOM, R = JUDGMENT.c, CALL.c, INSTANCE.c, INSTANCE_DOMAIN.c, RESPONSE.c
@@ -138,3 +139,23 @@ def export_rows(store: Store, run_id: int, run_name: str) -> Iterator[dict[str, 
     with store.engine.connect() as conn:
         for row in conn.execution_options(yield_per=2000).execute(stmt):
             yield dict(zip(EXPORT_FIELDS, (run_name, *row), strict=True))
+
+
+def stale_open_runs(store: Store, older_than: float, queue: str) -> list[int]:
+    """Runs with rows open (pending, or running on an expired lease) untouched for
+    ``older_than`` seconds, whose producer sent every open call to ``queue``."""
+    cutoff = utcnow() - timedelta(seconds=older_than)
+    stmt = (
+        select(J.run_id)
+        .where(
+            J.updated_at < cutoff,
+            or_(
+                J.status == Status.PENDING.value,
+                and_(J.status == Status.RUNNING.value, J.lease_until < utcnow()),
+            ),
+        )
+        .group_by(J.run_id)
+    )
+    with store.engine.connect() as conn:
+        ids = [int(r[0]) for r in conn.execute(stmt)]
+    return [i for i in ids if store.run_by_id(i).config.get("dispatched") == queue]

@@ -86,6 +86,15 @@ class Store:
             row["id"], row["name"], row["fingerprint"], row["mode"], json.loads(row["config"])
         )
 
+    @transient_retry
+    def set_dispatched(self, run_id: int, queue: str | None) -> None:
+        """The queue to which every open call of the run was sent, or None when some were
+        held back (see workers/sweeper.py)."""
+        with self.engine.begin() as conn:
+            config = json.loads(conn.execute(select(RN.config).where(RN.id == run_id)).scalar_one())
+            config["dispatched"] = queue
+            conn.execute(update(RUN).where(RN.id == run_id).values(config=json.dumps(config)))
+
     def create_run(
         self,
         *,

@@ -31,9 +31,11 @@ def run_one(in_flight: int, loglevel: str = "INFO", index: int = 0) -> None:
             "FLASK_EVAL_BROKER_URL is not set: workers need a broker, e.g. redis://127.0.0.1:6379/0"
         )
     os.environ["FLASK_EVAL_IN_FLIGHT"] = str(in_flight)
+    from workers import sweeper
     from workers.app import make_app
 
     app = make_app(settings)
+    sweeper.start(settings)
     app.worker_main(
         [
             "worker",
