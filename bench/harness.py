@@ -12,7 +12,6 @@ import platform
 import resource
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -24,6 +23,7 @@ from typing import Any
 import psycopg
 import redis
 
+from tests.helpers import flask_eval
 from workers.worker import command as worker_command
 
 REPO = Path(__file__).resolve().parent.parent
@@ -103,16 +103,8 @@ def run_cli(
 ) -> tuple[subprocess.CompletedProcess[str], Cpu]:
     """Run `flask-eval ARGS`; its CPU is the change in this process's reaped-children time."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = subprocess.run(
-        [sys.executable, "-m", "flask_eval", *args],
-        env=dict(env),
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-    )
+    proc = flask_eval(*args, env=env, timeout=3600)  # raises, with its stderr, on failure
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
-        raise RuntimeError(f"flask-eval {' '.join(args)} failed:\n{proc.stderr[-2000:]}")
     return proc, Cpu(after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime)
 
 

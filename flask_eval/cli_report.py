@@ -17,8 +17,7 @@ from tqdm import tqdm
 
 from flask_eval.cli_common import find_run, handle_errors, open_store
 from flask_eval.exceptions import InputError
-from flask_eval.pipeline import run_table
-from producer.schema import DOMAINS
+from flask_eval.pipeline import run_table, table_rows
 from report import export, references
 from report.agreement import Agreement, agreement_rows
 from report.bootstrap import (
@@ -29,8 +28,7 @@ from report.bootstrap import (
 )
 from report.ensemble import EnsembleSpec, add_ensembles
 from report.intervals import cell_intervals, comparisons
-from report.metrics import rows_from_cells
-from report.scores import ScoreTable, point_cells
+from report.scores import ScoreTable
 from rubrics import codec
 from storage import queries
 from storage.records import RunInfo
@@ -109,13 +107,7 @@ def build_report(
             table = add_ensembles(base, ensembles, ensemble_judges)
         except ValueError as exc:
             raise InputError(f"--ensemble: {exc}") from None
-        rows = rows_from_cells(
-            point_cells(table),
-            ability_of,
-            skill_order=skillset.names,
-            ability_order=tuple(skillset.abilities),
-            domain_order=DOMAINS,
-        )
+        rows = table_rows(table, skillset)
         lap("means")
         weights = instance_weights(len(table.instances), replicates, seed)
         intervals = cell_intervals(table, weights, ability_of, confidence, progress=bar.update)

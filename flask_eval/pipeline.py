@@ -242,13 +242,17 @@ def run_table(store: Store, run: RunInfo) -> ScoreTable:
     return analytics.score_table(store, run.id, config_judges(run.config), domain_order=DOMAINS)
 
 
-def report_rows(store: Store, run: RunInfo) -> list[Row]:
-    """Every breakdown's point estimates, as `report` computes them (no intervals)."""
-    skillset = codec.from_data(run.config["skills"])
+def table_rows(table: ScoreTable, skillset: SkillSet) -> list[Row]:
+    """Every breakdown's point estimates from a score table, in report order."""
     return rows_from_cells(
-        point_cells(run_table(store, run)),
+        point_cells(table),
         {s.name: s.ability for s in skillset},
         skill_order=skillset.names,
         ability_order=tuple(skillset.abilities),
         domain_order=DOMAINS,
     )
+
+
+def report_rows(store: Store, run: RunInfo) -> list[Row]:
+    """The tables `run` and `demo` print: as `report` computes them, without intervals."""
+    return table_rows(run_table(store, run), codec.from_data(run.config["skills"]))

@@ -10,9 +10,11 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import func, select
 
+from storage import statements
 from storage.models import CALL, INSTANCE, INSTANCE_DOMAIN, JUDGMENT, RESPONSE, Status, utcnow
+from storage.records import RunInfo
 from storage.store import Store
 
 J, C, INS, DOM, R = JUDGMENT.c, CALL.c, INSTANCE.c, INSTANCE_DOMAIN.c, RESPONSE.c
@@ -141,21 +143,16 @@ def export_rows(store: Store, run_id: int, run_name: str) -> Iterator[dict[str, 
             yield dict(zip(EXPORT_FIELDS, (run_name, *row), strict=True))
 
 
-def stale_open_runs(store: Store, older_than: float, queue: str) -> list[int]:
-    """Runs with rows open (pending, or running on an expired lease) untouched for
+def stale_open_runs(store: Store, older_than: float, queue: str) -> list[RunInfo]:
+    """Runs with rows still to judge (see ``statements.claimable``) untouched for
     ``older_than`` seconds, whose producer sent every open call to ``queue``."""
-    cutoff = utcnow() - timedelta(seconds=older_than)
+    now = utcnow()
     stmt = (
         select(J.run_id)
-        .where(
-            J.updated_at < cutoff,
-            or_(
-                J.status == Status.PENDING.value,
-                and_(J.status == Status.RUNNING.value, J.lease_until < utcnow()),
-            ),
-        )
+        .where(J.updated_at < now - timedelta(seconds=older_than), statements.claimable(now))
         .group_by(J.run_id)
     )
     with store.engine.connect() as conn:
         ids = [int(r[0]) for r in conn.execute(stmt)]
-    return [i for i in ids if store.run_by_id(i).config.get("dispatched") == queue]
+    runs = [store.run_by_id(i) for i in ids]
+    return [r for r in runs if r.config.get("dispatched") == queue]

@@ -2,20 +2,29 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import and_, bindparam, or_, select, update
+from sqlalchemy.sql.elements import ColumnElement
 
 from storage.models import CALL, INSTANCE, JUDGMENT, RESPONSE, Status
 
 J, C, INS, R = JUDGMENT.c, CALL.c, INSTANCE.c, RESPONSE.c
 
+
+def claimable(now: Any) -> ColumnElement[bool]:
+    """A judgment still to judge: pending, or running on a lease expired before ``now``."""
+    return or_(
+        J.status == Status.PENDING.value,
+        and_(J.status == Status.RUNNING.value, J.lease_until < now),
+    )
+
+
 CLAIM = (
     update(JUDGMENT)
     .where(
         J.id.in_(bindparam("ids", expanding=True)),
-        or_(
-            J.status == Status.PENDING.value,
-            and_(J.status == Status.RUNNING.value, J.lease_until < bindparam("now")),
-        ),
+        claimable(bindparam("now")),
     )
     .values(
         status=Status.RUNNING.value,

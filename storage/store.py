@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import Table, and_, bindparam, func, or_, select, update
+from sqlalchemy import Table, bindparam, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 
@@ -232,10 +232,7 @@ class Store:
             select(J.id, J.model, J.instance_id, J.judge, J.skill)
             .where(
                 J.run_id == run.id,
-                or_(
-                    J.status == Status.PENDING.value,
-                    and_(J.status == Status.RUNNING.value, J.lease_until < utcnow()),
-                ),
+                statements.claimable(utcnow()),
             )
             .order_by(J.judge, J.model, J.instance_id, J.id)
         )

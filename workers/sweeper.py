@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 import uuid
 from typing import Any
 
@@ -53,13 +54,13 @@ def sweep(store: Store, client: Any, settings: Settings, grace: float) -> int:
         return 0
     from producer.dispatch import CeleryDispatcher
 
+    dispatcher = CeleryDispatcher(settings)
     sent = 0
-    for run_id in queries.stale_open_runs(store, grace, settings.queue):
-        run = store.run_by_id(run_id)
+    for run in queries.stale_open_runs(store, grace, settings.queue):
         calls = store.open_calls(run)
         if not calls:
             continue
-        CeleryDispatcher(settings).submit(run.id, batches(calls, settings.calls_per_message))
+        dispatcher.submit(run.id, batches(calls, settings.calls_per_message))
         log.warning(
             "run %s: sent %d calls again; their messages were lost by the broker",
             run.name,
@@ -79,12 +80,12 @@ def start(settings: Settings, interval: float | None = None) -> threading.Thread
     every = interval if interval is not None else max(5.0, settings.visibility_timeout / 2)
     grace = settings.visibility_timeout
     lock_key = f"flask_eval:sweep:{settings.queue}"
-    stop = threading.Event()
 
     def loop() -> None:
         client = redis.Redis.from_url(url)
         store: Store | None = None
-        while not stop.wait(every):
+        while True:
+            time.sleep(every)
             try:
                 if not client.set(lock_key, uuid.uuid4().hex, nx=True, ex=max(1, int(every))):
                     continue  # another worker sweeps this round
