@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import and_, bindparam, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.elements import ColumnElement
 
 from storage.models import CALL, INSTANCE, JUDGMENT, RESPONSE, Status
@@ -60,3 +61,23 @@ CACHED = select(
     C.cache_key, C.run_id, C.judge, C.raw, C.parsed,
     C.prompt_tokens, C.completion_tokens, C.cost, C.latency_ms,
 ).where(C.cache_key.in_(bindparam("keys", expanding=True)), C.parsed.is_(True))  # fmt: skip
+
+
+def upsert_call(dialect: str) -> Any:
+    """Store a paid answer once per cache key; a parsed answer replaces an unparsed one."""
+    ins = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(CALL)
+    fields = (
+        "raw",
+        "parsed",
+        "prompt_tokens",
+        "completion_tokens",
+        "latency_ms",
+        "cost",
+        "run_id",
+        "judge",
+    )
+    return ins.on_conflict_do_update(
+        index_elements=["cache_key"],
+        set_={k: ins.excluded[k] for k in fields},
+        where=C.parsed.is_(False),
+    )

@@ -7,6 +7,7 @@ changes nothing that is already done.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
@@ -18,7 +19,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from flask_eval.exceptions import RunConflictError
 from producer.schema import Instance, ResponseSet
-from storage import statements
+from storage import bulk, statements
 from storage.db import make_engine
 from storage.models import (
     CALL,
@@ -326,6 +327,14 @@ class Store:
         An answer is stored once per cache key; a parsed answer replaces an unparsed one.
         A row already done is never changed.
         """
+        if self.dialect == "postgresql":  # the whole flush as arrays: storage/bulk.py
+            now = utcnow()
+            with self.engine.begin() as conn:
+                if calls:
+                    conn.execute(bulk.UPSERT_CALLS, bulk.call_params(calls, now))
+                if not outcomes:
+                    return 0
+                return int(conn.execute(bulk.FINISH, bulk.outcome_params(outcomes, now)).rowcount)
         with self.engine.begin() as conn:
             if calls:
                 conn.execute(self._upsert_call, [self._call_params(c) for c in calls])
@@ -342,24 +351,10 @@ class Store:
     def _call_params(c: CallRecord) -> dict[str, Any]:
         return {**vars(c), "created_at": utcnow()}
 
-    @property
+    @functools.cached_property
     def _upsert_call(self) -> Any:
-        ins = (postgresql.insert if self.dialect == "postgresql" else sqlite.insert)(CALL)
-        fields = (
-            "raw",
-            "parsed",
-            "prompt_tokens",
-            "completion_tokens",
-            "latency_ms",
-            "cost",
-            "run_id",
-            "judge",
-        )
-        return ins.on_conflict_do_update(
-            index_elements=["cache_key"],
-            set_={k: ins.excluded[k] for k in fields},
-            where=C.parsed.is_(False),
-        )
+        """Insert a paid answer, or replace an unparsed one; built once per store."""
+        return statements.upsert_call(self.dialect)
 
     _finish_stmt = (
         update(JUDGMENT)

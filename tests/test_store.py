@@ -6,6 +6,7 @@ import random
 import threading
 
 import pytest
+from sqlalchemy import select
 
 from flask_eval.exceptions import RunConflictError
 from producer.schema import Instance, Response, ResponseSet
@@ -13,11 +14,12 @@ from report.metrics import Record, aggregate, rows_from_cells
 from report.scores import point_cells
 from rubrics.skills import load_default
 from storage import analytics, queries
-from storage.models import Status
+from storage.models import JUDGMENT, Status
 from storage.records import CallRecord, Outcome
 from storage.store import Store
 
 SKILLS = load_default()
+J = JUDGMENT.c
 ABILITY = {s.name: s.ability for s in SKILLS}
 
 
@@ -166,6 +168,47 @@ def test_paid_answers_are_kept_once_and_a_parsed_answer_wins(database_url: str) 
     cached = store.cached_calls(["k" * 64, "z" * 64])
     assert list(cached) == ["k" * 64] and cached["k" * 64].raw == "good"
     assert queries.status(store, run_id, "r1").calls == 1
+
+
+def test_one_write_with_duplicates_ends_as_successive_writes_would(database_url: str) -> None:
+    """A flush may carry two answers for one prompt (identical prompts in flight at once)
+    and two outcomes for one row; PostgreSQL's one-statement path must merge them the way
+    one statement per item (SQLite's path) ends."""
+    store = Store(database_url)
+    run_id = create(store)
+    a, b, c, d = [i for call in store.open_calls(store.run_by_id(run_id)) for i in call][:4]
+
+    def answer(key: str, raw: str, parsed: bool) -> CallRecord:
+        return CallRecord(key * 64, run_id, "memory/j1", raw, parsed, 10, 5, 0.001, 1.0)
+
+    calls = [
+        answer("p", "bad", False), answer("p", "good", True),  # a parsed answer replaces
+        answer("q", "first", True), answer("q", "second", True),  # the first parsed stays
+        answer("r", "x", True), answer("r", "y", False),  # an unparsed one never replaces
+    ]  # fmt: skip
+    outcomes = [
+        Outcome(a, Status.FAILED, reason="timeout"), Outcome(a, Status.DONE, score=5),
+        Outcome(b, Status.DONE, score=2), Outcome(b, Status.FAILED, reason="timeout"),
+        Outcome(c, Status.DONE, score=3), Outcome(c, Status.DONE, score=1),
+        Outcome(d, Status.FAILED, reason="timeout"), Outcome(d, Status.FAILED, reason="refused"),
+    ]  # fmt: skip
+    store.write(calls, outcomes)
+    cached = store.cached_calls(["p" * 64, "q" * 64, "r" * 64])
+    assert {k[0]: v.raw for k, v in cached.items()} == {"p": "good", "q": "first", "r": "x"}
+    assert queries.status(store, run_id, "r1").calls == 3
+    with store.engine.connect() as conn:
+        ended = dict(
+            (i, (status, score, reason))
+            for i, status, score, reason in conn.execute(
+                select(J.id, J.status, J.score, J.reason).where(J.id.in_([a, b, c, d]))
+            )
+        )
+    assert ended == {
+        a: ("done", 5, None),  # done replaces failed
+        b: ("done", 2, None),  # a later failure never replaces done
+        c: ("done", 3, None),  # the first done stays
+        d: ("failed", None, "refused"),  # the last failure is kept
+    }
 
 
 def test_report_sums_from_sql_equal_the_pure_reference(database_url: str) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -127,3 +129,16 @@ def test_flask_subset_two_workers_two_judges_every_breakdown_present(
                 if (r["model"], r["judge"]) == pair and r["dimension"] == dim
             }
             assert got == keys, (pair, dim)
+
+
+def test_tune_gc_freezes_start_up_objects_and_raises_the_young_threshold() -> None:
+    code = (
+        "import gc, json; from workers.worker import tune_gc, GC_GEN0_THRESHOLD;"
+        "before = gc.get_freeze_count(); tune_gc();"
+        "print(json.dumps([before, gc.get_freeze_count(), gc.get_threshold()[0], "
+        "GC_GEN0_THRESHOLD]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    before, frozen, threshold, wanted = json.loads(out.stdout)
+    assert before == 0 and frozen > 1_000  # the imports are out of the collector's sight
+    assert threshold == wanted > 700

@@ -89,7 +89,8 @@ class Executor:
         self._slots = asyncio.Semaphore(config.in_flight)
         self._owned: dict[int, int] = {}  # row id -> batches holding it
         self._heartbeat: asyncio.Task[None] | None = None
-        self._writer = WriteBehind(store)
+        # a flush starts at once when every call in flight is waiting on it
+        self._writer = WriteBehind(store, max_items=config.in_flight)
 
     def judge(self, config: JudgeConfig) -> Judge:
         """One client per judge endpoint and process, reused by every batch."""

@@ -1,0 +1,105 @@
+"""PostgreSQL's write path: a whole write-behind flush in two statements.
+
+The portable path (``Store.write`` on SQLite) runs one UPDATE per finished row through
+``executemany``. On PostgreSQL each flush instead sends every column as one array and
+joins ``unnest(...)`` against the table, so a flush of any size is two statements with
+constant SQL (prepared once by the server) and a handful of parameters. That cut the
+worker's database CPU per call by about 3x (docs/design/concurrency.md).
+
+The rules are those of the portable path:
+
+- an answer is stored once per cache key, and a parsed answer replaces an unparsed one;
+- a row already done is never changed.
+
+One statement cannot touch a row twice (``ON CONFLICT DO UPDATE`` refuses to), so
+duplicates within a flush are merged first, the way successive statements would have
+ended: a later answer replaces an unparsed one (so the first parsed answer is kept), and
+a later outcome replaces any but ``done`` (so the first ``done`` is kept).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import text
+
+from storage.models import Status
+from storage.records import CallRecord, Outcome
+
+UPSERT_CALLS = text(
+    """
+    INSERT INTO call (cache_key, run_id, judge, raw, parsed, prompt_tokens,
+                      completion_tokens, cost, latency_ms, created_at)
+    SELECT v.*, CAST(:now AS timestamp) FROM unnest(
+        CAST(:cache_key AS varchar[]), CAST(:run_id AS integer[]),
+        CAST(:judge AS varchar[]), CAST(:raw AS text[]), CAST(:parsed AS boolean[]),
+        CAST(:prompt_tokens AS integer[]), CAST(:completion_tokens AS integer[]),
+        CAST(:cost AS float8[]), CAST(:latency_ms AS float8[])
+    ) AS v
+    ON CONFLICT (cache_key) DO UPDATE SET
+        raw = excluded.raw, parsed = excluded.parsed,
+        prompt_tokens = excluded.prompt_tokens,
+        completion_tokens = excluded.completion_tokens,
+        latency_ms = excluded.latency_ms, cost = excluded.cost,
+        run_id = excluded.run_id, judge = excluded.judge
+    WHERE call.parsed IS false
+    """
+)
+
+FINISH = text(
+    """
+    UPDATE judgment AS j SET
+        status = v.status, score = v.score, rationale = v.rationale, reason = v.reason,
+        detail = v.detail, call_key = v.call_key, lease_until = NULL,
+        updated_at = CAST(:now AS timestamp)
+    FROM unnest(
+        CAST(:id AS integer[]), CAST(:status AS varchar[]), CAST(:score AS integer[]),
+        CAST(:rationale AS text[]), CAST(:reason AS varchar[]), CAST(:detail AS text[]),
+        CAST(:call_key AS varchar[])
+    ) AS v(id, status, score, rationale, reason, detail, call_key)
+    WHERE j.id = v.id AND j.status <> :done
+    """
+)
+
+_CALL_FIELDS = (
+    "cache_key",
+    "run_id",
+    "judge",
+    "raw",
+    "parsed",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost",
+    "latency_ms",
+)
+_OUTCOME_FIELDS = ("id", "score", "rationale", "reason", "detail", "call_key")
+
+
+def call_params(calls: Sequence[CallRecord], now: datetime) -> dict[str, Any]:
+    """One array per column, one element per distinct cache key."""
+    merged: dict[str, CallRecord] = {}
+    for c in calls:
+        kept = merged.get(c.cache_key)
+        if kept is None or not kept.parsed:
+            merged[c.cache_key] = c
+    rows = list(merged.values())
+    params: dict[str, Any] = {f: [getattr(c, f) for c in rows] for f in _CALL_FIELDS}
+    params["now"] = now
+    return params
+
+
+def outcome_params(outcomes: Sequence[Outcome], now: datetime) -> dict[str, Any]:
+    """One array per column, one element per distinct row."""
+    merged: dict[int, Outcome] = {}
+    for o in outcomes:
+        kept = merged.get(o.id)
+        if kept is None or kept.status != Status.DONE:
+            merged[o.id] = o
+    rows = list(merged.values())
+    params: dict[str, Any] = {f: [getattr(o, f) for o in rows] for f in _OUTCOME_FIELDS}
+    params["status"] = [o.status.value for o in rows]
+    params["now"] = now
+    params["done"] = Status.DONE.value
+    return params
