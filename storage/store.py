@@ -14,7 +14,7 @@ from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import Table, bindparam, func, select, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection, Engine
 
 from flask_eval.exceptions import RunConflictError
@@ -205,8 +205,10 @@ class Store:
     def _insert_ignore(
         self, conn: Connection, table: Table, rows: Iterable[dict[str, Any]]
     ) -> None:
-        ins = (postgresql.insert if self.dialect == "postgresql" else sqlite.insert)(table)
-        stmt = ins.on_conflict_do_nothing()
+        if self.dialect == "postgresql":
+            bulk.copy_insert_ignore(conn, table, rows)
+            return
+        stmt = sqlite.insert(table).on_conflict_do_nothing()
         batch: list[dict[str, Any]] = []
         for row in rows:
             batch.append(row)
