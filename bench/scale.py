@@ -205,7 +205,7 @@ def overhead(tmp: Path) -> None:
     the two bare runs around it; every round is reported, and the median is the result.
     """
     calls = int(os.environ.get("OVERHEAD_CALLS", "24000"))
-    rounds = int(os.environ.get("OVERHEAD_ROUNDS", "3"))
+    rounds = max(1, int(os.environ.get("OVERHEAD_ROUNDS", "3")))
     inputs = synthetic(tmp, calls)
     with spawn_simulator(SimConfig(latency_ms=0)) as sim:
         bare_cmd = [
