@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import and_, bindparam, or_, select, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import sqlite
 from sqlalchemy.sql.elements import ColumnElement
 
 from storage.models import CALL, INSTANCE, JUDGMENT, RESPONSE, Status
@@ -63,9 +63,8 @@ CACHED = select(
 ).where(C.cache_key.in_(bindparam("keys", expanding=True)), C.parsed.is_(True))  # fmt: skip
 
 
-def upsert_call(dialect: str) -> Any:
-    """Store a paid answer once per cache key; a parsed answer replaces an unparsed one."""
-    ins = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(CALL)
+def _sqlite_upsert_call() -> Any:
+    ins = sqlite.insert(CALL)
     fields = (
         "raw",
         "parsed",
@@ -81,3 +80,23 @@ def upsert_call(dialect: str) -> Any:
         set_={k: ins.excluded[k] for k in fields},
         where=C.parsed.is_(False),
     )
+
+
+#: SQLite's write path, one statement per item (PostgreSQL's is storage/bulk.py):
+#: store a paid answer once per cache key, a parsed answer replacing an unparsed one ...
+SQLITE_UPSERT_CALL = _sqlite_upsert_call()
+#: ... and end a judgment, never one already done
+FINISH = (
+    update(JUDGMENT)
+    .where(J.id == bindparam("o_id"), J.status != Status.DONE.value)
+    .values(
+        status=bindparam("o_status"),
+        score=bindparam("o_score"),
+        rationale=bindparam("o_rationale"),
+        reason=bindparam("o_reason"),
+        detail=bindparam("o_detail"),
+        call_key=bindparam("o_call_key"),
+        lease_until=None,
+        updated_at=bindparam("o_now"),
+    )
+)

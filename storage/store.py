@@ -7,13 +7,12 @@ changes nothing that is already done.
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import Table, bindparam, func, select, update
+from sqlalchemy import Table, func, select, update
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection, Engine
 
@@ -339,11 +338,11 @@ class Store:
                 return int(conn.execute(bulk.FINISH, bulk.outcome_params(outcomes, now)).rowcount)
         with self.engine.begin() as conn:
             if calls:
-                conn.execute(self._upsert_call, [self._call_params(c) for c in calls])
+                conn.execute(statements.SQLITE_UPSERT_CALL, [self._call_params(c) for c in calls])
             if not outcomes:
                 return 0
             return int(
-                conn.execute(self._finish_stmt, [_outcome_params(o) for o in outcomes]).rowcount
+                conn.execute(statements.FINISH, [_outcome_params(o) for o in outcomes]).rowcount
             )
 
     def finish(self, outcomes: Sequence[Outcome]) -> int:
@@ -352,26 +351,6 @@ class Store:
     @staticmethod
     def _call_params(c: CallRecord) -> dict[str, Any]:
         return {**vars(c), "created_at": utcnow()}
-
-    @functools.cached_property
-    def _upsert_call(self) -> Any:
-        """Insert a paid answer, or replace an unparsed one; built once per store."""
-        return statements.upsert_call(self.dialect)
-
-    _finish_stmt = (
-        update(JUDGMENT)
-        .where(J.id == bindparam("o_id"), J.status != Status.DONE.value)
-        .values(
-            status=bindparam("o_status"),
-            score=bindparam("o_score"),
-            rationale=bindparam("o_rationale"),
-            reason=bindparam("o_reason"),
-            detail=bindparam("o_detail"),
-            call_key=bindparam("o_call_key"),
-            lease_until=None,
-            updated_at=bindparam("o_now"),
-        )
-    )
 
     @transient_retry
     def count_open(self, run_id: int) -> int:
