@@ -20,7 +20,7 @@ class Settings:
     database_url: str
     broker_url: str | None
     #: judge calls carried by one Celery message (Celery costs ~0.65 ms per message)
-    calls_per_message: int = 32
+    calls_per_message: int = 64
     #: a claimed row is owned by its worker for this long, renewed by a heartbeat
     lease_seconds: float = 60.0
     #: Redis visibility timeout: an unacked message is redelivered after this long. Short
@@ -77,7 +77,7 @@ def load() -> Settings:
     return Settings(
         database_url=db,
         broker_url=broker,
-        calls_per_message=int(_positive("FLASK_EVAL_CALLS_PER_MESSAGE", 32)),
+        calls_per_message=int(_positive("FLASK_EVAL_CALLS_PER_MESSAGE", 64)),
         lease_seconds=lease,
         visibility_timeout=visibility,
         queue=os.environ.get("FLASK_EVAL_QUEUE") or "flask_eval",

@@ -289,6 +289,8 @@ class Store:
         if not ids:
             return []
         with self.engine.begin() as conn:
+            if self.dialect == "postgresql":  # claim and load in one statement
+                return bulk.claim_contexts(conn, ids, utcnow(), lease_seconds)
             claimed = self._claim(conn, ids, lease_seconds)
             if not claimed:
                 return []
@@ -318,6 +320,8 @@ class Store:
         if not keys:
             return {}
         with self.engine.connect() as conn:
+            if self.dialect == "postgresql":
+                return bulk.cached_calls(conn, list(set(keys)))
             rows = conn.execute(statements.CACHED, {"keys": list(set(keys))}).all()
         return {r[0]: CallRecord(*r) for r in rows}
 
@@ -329,13 +333,8 @@ class Store:
         A row already done is never changed.
         """
         if self.dialect == "postgresql":  # the whole flush as arrays: storage/bulk.py
-            now = utcnow()
             with self.engine.begin() as conn:
-                if calls:
-                    conn.execute(bulk.UPSERT_CALLS, bulk.call_params(calls, now))
-                if not outcomes:
-                    return 0
-                return int(conn.execute(bulk.FINISH, bulk.outcome_params(outcomes, now)).rowcount)
+                return bulk.write(conn, calls, outcomes, utcnow())
         with self.engine.begin() as conn:
             if calls:
                 conn.execute(statements.SQLITE_UPSERT_CALL, [self._call_params(c) for c in calls])

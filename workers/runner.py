@@ -31,6 +31,7 @@ from workers.context import RunContext, cache_key
 from workers.endpoints import JudgeConfig
 from workers.errors import classify
 from workers.judge import GenerateConfig, Judge, JudgeOutput, Message, create_judge
+from workers.lanes import Lanes
 from workers.limiter import Budget, Limiter, NullLimiter, endpoint_key
 from workers.writer import WriteBehind
 
@@ -86,7 +87,7 @@ class Executor:
         self._budget_keys: dict[str, str] = {}  # judge spec -> endpoint budget key
         self._judges: dict[str, Judge] = {}
         self._judge_slots: dict[str, asyncio.Semaphore] = {}
-        self._slots = asyncio.Semaphore(config.in_flight)
+        self._lanes = Lanes(config.in_flight)
         self._owned: dict[int, int] = {}  # row id -> batches holding it
         self._heartbeat: asyncio.Task[None] | None = None
         # a flush starts at once when every call in flight is waiting on it
@@ -126,6 +127,7 @@ class Executor:
         if self._heartbeat is not None:
             self._heartbeat.cancel()
             self._heartbeat = None
+        await self._lanes.aclose()
         for judge in self._judges.values():
             await judge.aclose()
         self._judges.clear()
@@ -259,14 +261,18 @@ class Executor:
         """The one retry loop (the SDKs' own retries are off), under the shared budget."""
         key = self.budget_key(judge, config)
         estimate = estimate_tokens(messages) + self.config.generate.max_tokens
+
+        async def send() -> JudgeOutput:  # one attempt, in a lane
+            await self.limiter.acquire(key, estimate)  # the last wait before sending
+            async with asyncio.timeout(self.config.generate.timeout + 5):  # SDK backstop
+                return await judge.generate(messages, self.config.generate)
+
         attempt = 0
         while True:
             attempt += 1
             try:
-                async with self._slots, self._endpoint_slots(config):
-                    await self.limiter.acquire(key, estimate)  # the last wait before sending
-                    async with asyncio.timeout(self.config.generate.timeout + 5):  # SDK backstop
-                        output = await judge.generate(messages, self.config.generate)
+                async with self._endpoint_slots(config):
+                    output = await self._lanes.run(send)
             except Exception as exc:
                 err = classify(exc)
                 if err.reason == FailureReason.RATE_LIMITED:  # slow the endpoint for everyone
