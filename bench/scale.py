@@ -35,6 +35,7 @@ class Measured:
     calls: int
     wall: float  # enqueue done -> last judgment written
     steady_rate: float  # calls/s between the first and the last answer recorded
+    span: float  # seconds from the first answer recorded to the last
     producer_cpu: Cpu
     worker_cpu: Cpu
     stats: dict[str, Any]
@@ -98,7 +99,13 @@ def measure(
     store.close()
     span = (last - first).total_seconds() if n > 1 else wall
     return Measured(
-        int(n), wall, (n - 1) / span if span > 0 else 0.0, producer_cpu, worker_cpu, sim.stats()
+        int(n),
+        wall,
+        (n - 1) / span if span > 0 else 0.0,
+        span,
+        producer_cpu,
+        worker_cpu,
+        sim.stats(),
     )
 
 
@@ -112,21 +119,30 @@ BOTH = ["openai/sim-gpt@{openai}", "anthropic/sim-claude@{anthropic}"]
 
 
 def efficiency(tmp: Path) -> None:
-    """(a) one worker process, 256 in flight, 2,000 ms latency, >= 5,000 calls."""
-    with spawn_simulator(SimConfig(latency_ms=2000)) as sim, fresh_postgres() as db:
+    """(a) one worker process, 256 in flight, 2,000 ms latency, >= 5,000 calls.
+
+    The rate is every call over the time from the first request sent (the first answer
+    less the 2 s latency) to the last answer: it leaves out the producer's start-up but
+    not the first wave's latency. (First answer to last answer alone would count the
+    first wave's 256 calls but not their 2 s, overstating the rate by a wave.)
+    """
+    latency = 2.0
+    with spawn_simulator(SimConfig(latency_ms=latency * 1000)) as sim, fresh_postgres() as db:
         m = measure(db, sim, synthetic(tmp, 5120), processes=1, in_flight=256, judges=OPENAI)
-    ideal = 256 / 2.0
-    ratio = m.steady_rate / ideal
+    ideal = 256 / latency
+    rate = m.calls / (m.span + latency)
+    ratio = rate / ideal
     write_result(
         "efficiency",
         {
             **m.as_dict(),
             "ideal_calls_per_second": ideal,
+            "calls_per_second_from_first_send": round(rate, 2),
             "ratio": round(ratio, 3),
             "ratio_wall": round(m.calls / m.wall / ideal, 3),
         },
-        f"{m.steady_rate:.1f} calls/s steady ({m.calls / m.wall:.1f} over the wall) "
-        f"of ideal {ideal:.0f}: "
+        f"{rate:.1f} calls/s from the first request to the last answer "
+        f"({m.calls / m.wall:.1f} over the wall) of ideal {ideal:.0f}: "
         f"{ratio:.3f}; max in flight at the simulator {m.stats.get('max_in_flight')}",
     )
 
