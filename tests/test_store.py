@@ -112,7 +112,15 @@ def test_open_calls_group_by_instance_or_skill(database_url: str) -> None:
     assert len(store.open_calls(skill)) == 66
 
 
-def test_claim_is_exclusive_across_concurrent_claimers(database_url: str) -> None:
+def _claim(store: Store, how: str, ids: list[int], lease_seconds: float) -> list[int]:
+    """The ids claimed, by ``Store.claim`` or by ``Store.claim_contexts`` (a worker's path)."""
+    if how == "claim":
+        return store.claim(ids, lease_seconds=lease_seconds)
+    return [c.id for c in store.claim_contexts(ids, lease_seconds)]
+
+
+@pytest.mark.parametrize("how", ["claim", "claim_contexts"])
+def test_claim_is_exclusive_across_concurrent_claimers(database_url: str, how: str) -> None:
     store = Store(database_url)
     run_id = create(store)
     run = store.run_by_id(run_id)
@@ -122,7 +130,7 @@ def test_claim_is_exclusive_across_concurrent_claimers(database_url: str) -> Non
 
     def claimer() -> None:
         barrier.wait()
-        won.append(store.claim(ids, lease_seconds=60))
+        won.append(_claim(store, how, ids, 60))
 
     threads = [threading.Thread(target=claimer) for _ in range(4)]
     for t in threads:
@@ -131,15 +139,40 @@ def test_claim_is_exclusive_across_concurrent_claimers(database_url: str) -> Non
         t.join()
     claimed = [i for w in won for i in w]
     assert sorted(claimed) == sorted(ids)  # every row claimed exactly once
-    assert store.claim(ids, lease_seconds=60) == []  # live leases are respected
+    assert _claim(store, how, ids, 60) == []  # live leases are respected
 
 
-def test_expired_lease_can_be_claimed_again(database_url: str) -> None:
+@pytest.mark.parametrize("how", ["claim", "claim_contexts"])
+def test_expired_lease_can_be_claimed_again(database_url: str, how: str) -> None:
     store = Store(database_url)
     run_id = create(store)
     ids = [i for call in store.open_calls(store.run_by_id(run_id)) for i in call][:3]
-    assert store.claim(ids, lease_seconds=-1) == sorted(ids)  # a worker that died at once
-    assert store.claim(ids, lease_seconds=60) == sorted(ids)
+    assert _claim(store, how, ids, -1) == sorted(ids)  # a worker that died at once
+    assert _claim(store, how, ids, 60) == sorted(ids)
+
+
+def test_claim_contexts_returns_what_each_claimed_row_is_about(database_url: str) -> None:
+    store = Store(database_url)
+    run_id = create(store)
+    first, second = store.open_calls(store.run_by_id(run_id))[:2]
+    store.write(outcomes=[Outcome(first[0], Status.DONE, score=3, rationale="r")])
+    store.write(outcomes=[Outcome(first[1], Status.FAILED, reason="timeout", detail="d")])
+
+    contexts = store.claim_contexts([*first, *second], 60)
+
+    assert [c.id for c in contexts] == sorted([*first[2:], *second])  # done, failed: not
+    for c in contexts:
+        assert c.run_id == run_id and c.judge in ("memory/j1", "memory/j2")
+        assert c.instruction == f"question {c.instance_id}"
+        assert c.reference == f"answer {c.instance_id}"
+        assert c.response == f"{c.model} says {c.instance_id}"
+    with store.engine.connect() as conn:
+        rows = conn.execute(select(J.id, J.status, J.attempts).where(J.id.in_(first))).all()
+    assert {r.id: (r.status, r.attempts) for r in rows} == {
+        first[0]: (Status.DONE.value, 0),
+        first[1]: (Status.FAILED.value, 0),
+        **{i: (Status.RUNNING.value, 1) for i in first[2:]},
+    }
 
 
 def test_finish_never_overwrites_done(database_url: str) -> None:
