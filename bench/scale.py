@@ -34,11 +34,15 @@ FLASK = REPO.parent / "shared" / "flask-data"
 class Measured:
     calls: int
     wall: float  # enqueue done -> last judgment written
-    steady_rate: float  # calls/s between the first and the last answer recorded
     span: float  # seconds from the first answer recorded to the last
     producer_cpu: Cpu
     worker_cpu: Cpu
     stats: dict[str, Any]
+
+    @property
+    def steady_rate(self) -> float:
+        """Calls/s between the first and the last answer recorded."""
+        return (self.calls - 1) / self.span if self.span > 0 else 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -98,15 +102,7 @@ def measure(
         ).one()
     store.close()
     span = (last - first).total_seconds() if n > 1 else wall
-    return Measured(
-        int(n),
-        wall,
-        (n - 1) / span if span > 0 else 0.0,
-        span,
-        producer_cpu,
-        worker_cpu,
-        sim.stats(),
-    )
+    return Measured(int(n), wall, span, producer_cpu, worker_cpu, sim.stats())
 
 
 def synthetic(folder: Path, calls: int, models: int = 2) -> tuple[Path, list[str]]:

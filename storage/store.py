@@ -319,10 +319,11 @@ class Store:
         """Parsed answers already paid for, by cache key (prompt, judge and parameters)."""
         if not keys:
             return {}
+        unique = list(set(keys))
         with self.engine.connect() as conn:
             if self.dialect == "postgresql":
-                return bulk.cached_calls(conn, list(set(keys)))
-            rows = conn.execute(statements.CACHED, {"keys": list(set(keys))}).all()
+                return bulk.cached_calls(conn, unique)
+            rows = conn.execute(statements.CACHED, {"keys": unique}).all()
         return {r[0]: CallRecord(*r) for r in rows}
 
     @transient_retry
