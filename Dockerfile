@@ -1,6 +1,7 @@
 FROM python:3.11-slim
 WORKDIR /app
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md constraints.txt ./
+COPY core core
 COPY flask_eval flask_eval
 COPY producer producer
 COPY rubrics rubrics
@@ -8,7 +9,7 @@ COPY workers workers
 COPY storage storage
 COPY report report
 COPY simulator simulator
-RUN pip install --no-cache-dir .
+RUN pip install --no-cache-dir -c constraints.txt .
 RUN useradd --create-home flask
 USER flask
 ENTRYPOINT ["flask-eval"]

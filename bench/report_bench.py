@@ -245,7 +245,7 @@ def time_report(store: Store, run_name: str, replicates: int, seed: int) -> dict
     """Seconds for the whole report: the query, every breakdown with its bootstrap
     interval, the paired comparisons, judge agreement, and the JSON output."""
     from flask_eval.cli_report import build_report
-    from report.export import to_json
+    from report.render import to_json
 
     started = time.perf_counter()
     run = store.find_run(run_name)

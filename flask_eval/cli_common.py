@@ -32,6 +32,10 @@ def handle_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+class RunIncomplete(FlaskEvalError):
+    """A run ended with judgments failed or still pending (exit code 1)."""
+
+
 def open_store() -> Store:
     return Store(settings_mod.load().database_url)
 

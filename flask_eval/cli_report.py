@@ -6,25 +6,36 @@ removing its older ``report`` command): it adds both commands to the group.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 from tqdm import tqdm
 
 from flask_eval.cli_common import find_run, handle_errors, open_store
 from flask_eval.exceptions import InputError
-from flask_eval.pipeline import run_table, table_rows
-from report import export, references
+from flask_eval.pipeline import run_table
+from flask_eval.redact import redact
+from producer.schema import DOMAINS
+from report import references, render
 from report.agreement import Agreement, agreement_rows
 from report.bootstrap import (
     DEFAULT_CONFIDENCE,
     DEFAULT_REPLICATES,
     DEFAULT_SEED,
     instance_weights,
+)
+from report.breakdown import Aggregation, flask_breakdown
+from report.document import (
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_TEMPERATURE,
+    JudgeSettings,
+    Report,
+    ranked_models,
+    with_intervals,
 )
 from report.ensemble import EnsembleSpec, add_ensembles
 from report.intervals import cell_intervals, comparisons
@@ -62,6 +73,34 @@ def _with_references(
     return table, notes
 
 
+def judge_settings(config: Mapping[str, Any]) -> list[JudgeSettings]:
+    """How each judge of a run was sampled, from its config (``JudgeConfig.to_data()``
+    entries, or bare names in older runs); unset values are the defaults a call uses,
+    Anthropic specs have the provider's default temperature; text is redacted."""
+    settings = []
+    for entry in config.get("judges") or ():
+        data = entry if isinstance(entry, Mapping) else {"name": entry}
+        name = str(data.get("name") or data.get("spec") or "")
+        if not name:
+            continue
+        spec = str(data.get("spec") or name)
+        max_tokens = data.get("max_tokens")
+        temperature = data.get("temperature")
+        if spec.split("/", 1)[0].strip().lower() == "anthropic":
+            temperature = None  # the Anthropic SDK call takes no temperature
+        elif temperature is None:
+            temperature = DEFAULT_TEMPERATURE
+        settings.append(
+            JudgeSettings(
+                name=redact(name),
+                spec=redact(spec),
+                max_tokens=int(max_tokens) if max_tokens is not None else DEFAULT_MAX_TOKENS,
+                temperature=None if temperature is None else float(temperature),
+            )
+        )
+    return settings
+
+
 def build_report(
     store: Store,
     run: RunInfo,
@@ -74,7 +113,7 @@ def build_report(
     refs: Sequence[references.Reference] = (),
     progress: bool = True,
     timings: dict[str, float] | None = None,
-) -> export.Report:
+) -> Report:
     """All breakdowns of a run with bootstrap intervals, paired comparisons and agreement.
 
     ``replicates=0`` skips the bootstrap (no intervals). ``timings``, when given, receives
@@ -82,6 +121,12 @@ def build_report(
     """
     skillset = codec.from_data(run.config["skills"])
     ability_of = {s.name: s.ability for s in skillset}
+    breakdown = flask_breakdown(
+        ability_of,
+        skill_order=skillset.names,
+        ability_order=tuple(skillset.abilities),
+        domain_order=DOMAINS,
+    )
     clock = [time.perf_counter()]
 
     def lap(name: str) -> None:
@@ -100,19 +145,21 @@ def build_report(
     )
     try:
         base = run_table(store, run)
-        bar.total = 1 + len(base.skills) + len(base.domains) + 2
         bar.update(1)
         lap("query")
         try:
             table = add_ensembles(base, ensembles, ensemble_judges)
         except ValueError as exc:
             raise InputError(f"--ensemble: {exc}") from None
-        rows = table_rows(table, skillset)
+        aggregation = Aggregation(table, breakdown)
+        bar.total = 1 + aggregation.steps + 2
+        rows = aggregation.rows()
         lap("means")
         weights = instance_weights(len(table.instances), replicates, seed)
-        intervals = cell_intervals(table, weights, ability_of, confidence, progress=bar.update)
+        intervals = cell_intervals(aggregation, weights, confidence, progress=bar.update)
         lap("intervals")
-        pairs = comparisons(table, weights, confidence)
+        ranking = ranked_models(rows, table.models)
+        pairs = comparisons(table, weights, confidence, model_order=ranking)
         bar.update(1)
         lap("comparisons")
         rated, notes = _with_references(base, refs)
@@ -122,9 +169,9 @@ def build_report(
     finally:
         bar.close()
     coverage = queries.coverage(store, run.id)
-    report_rows = export.with_intervals(rows, intervals)
+    report_rows = with_intervals(rows, intervals)
     lap("rows")
-    return export.Report(
+    return Report(
         run=run.name,
         rows=report_rows,
         comparisons=pairs,
@@ -145,6 +192,7 @@ def build_report(
         ability_of=ability_of,
         domains=list(table.domains),
         notes=notes,
+        judge_settings=judge_settings(run.config),
     )
 
 
@@ -163,7 +211,14 @@ def _write(path: Path, text: str) -> None:
 
 @click.command("report")
 @click.argument("run_name", required=False)
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="table",
+    show_default=True,
+    help="Text tables, JSON, CSV, or a self-contained HTML page with figures.",
+)
 @click.option(
     "--out",
     "out_dir",
@@ -176,8 +231,9 @@ def _write(path: Path, text: str) -> None:
     "ensemble_specs",
     multiple=True,
     metavar="METHOD[:QUORUM]",
-    help="Add a virtual judge combining the judges: mean, median or majority, with a quorum "
-    "(default 1) of successful judges per cell; repeatable. E.g. --ensemble mean:2.",
+    help="Add a virtual judge combining the judges: mean, median or majority (the score of "
+    "a strict majority of the judges that scored the cell, else their median), with a "
+    "quorum (default 1) of successful judges per cell; repeatable. E.g. --ensemble mean:2.",
 )
 @click.option(
     "--ensemble-judge",
@@ -255,7 +311,7 @@ def report_command(
         page = write_report(result, target, progress=not quiet)
         click.echo(f"wrote {page}", err=True)
     elif fmt == "json":
-        text = export.to_json(result)
+        text = render.to_json(result)
         if out:
             _write(out / "report.json", text)
             click.echo(f"wrote {out / 'report.json'}", err=True)
@@ -263,15 +319,14 @@ def report_command(
             click.echo(text, nl=False)
     elif fmt == "csv":
         if out:
-            _write(out / "rows.csv", export.rows_csv(result.rows))
-            _write(out / "comparisons.csv", export.comparisons_csv(result.comparisons))
-            _write(out / "agreement.csv", export.agreement_csv(result.agreement))
+            _write(out / "rows.csv", render.rows_csv(result.rows))
+            _write(out / "comparisons.csv", render.comparisons_csv(result.comparisons))
+            _write(out / "agreement.csv", render.agreement_csv(result.agreement))
             click.echo(f"wrote rows.csv, comparisons.csv, agreement.csv in {out}", err=True)
         else:
-            click.echo(export.rows_csv(result.rows), nl=False)
+            click.echo(render.rows_csv(result.rows), nl=False)
     else:
-        lines = [f"coverage {m}: {a}/{t}" for m, (a, t) in result.coverage.items()]
-        text = "\n".join(lines) + "\n" + export.to_table(result)
+        text = render.to_table(result)
         if out:
             _write(out / "report.txt", text)
         else:
@@ -281,7 +336,12 @@ def report_command(
 @click.command("agreement")
 @click.argument("run_name", required=False)
 @click.option(
-    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="A text table or JSON.",
 )
 @click.option(
     "--reference",
@@ -304,9 +364,9 @@ def agreement_command(run_name: str | None, fmt: str, reference_args: tuple[str,
     for note in notes:
         click.echo(f"warning: {note}", err=True)
     if fmt == "json":
-        click.echo(json.dumps({"rows": [r.as_dict() for r in rows]}, indent=2))
+        click.echo(render.dumps({"rows": [r.as_dict() for r in rows]}), nl=False)
     elif rows:
-        click.echo(export.agreement_table(rows), nl=False)
+        click.echo(render.agreement_table(rows), nl=False)
     else:
         click.echo("no pair of judges scored the same judgments", err=True)
 

@@ -15,7 +15,7 @@ import click
 
 from flask_eval import pipeline
 from flask_eval import settings as settings_mod
-from producer.schema import DOMAINS
+from flask_eval.cli_report import build_report
 from report import render
 from simulator.config import SimConfig
 from simulator.testing import running_simulator
@@ -25,10 +25,22 @@ from storage.store import Store
 JUDGES = ("openai/sim-judge-gpt", "anthropic/sim-judge-claude")
 
 
+INTRO = """\
+flask-eval demo: 2 models' responses to 27 FLASK-style instances, each judged on its
+3 skills by 2 simulated judges (a local server speaking the OpenAI and Anthropic APIs;
+no real model, no key, no cost). Scores run from 1 (poor) to 5 (excellent).
+
+Terms, once: a judgment is one score of one response on one skill by one judge; a call is
+one request to a judge, scoring one response on all its skills; requests include the
+retries after simulated errors and the format reminders after malformed answers.
+"""
+
+
 def run_demo() -> None:
     examples = resources.files("flask_eval").joinpath("examples")
     instances = str(examples.joinpath("instances.jsonl"))
     responses = [f"{m}={examples.joinpath(m + '.jsonl')}" for m in ("model_a", "model_b")]
+    click.echo(INTRO)
     # A little realism: some latency, a few garbage answers and 5xx errors to recover from.
     sim = SimConfig(
         latency_ms=40, latency_dist="lognormal", garbage_rate=0.05, error_rate=0.02, seed=7
@@ -42,34 +54,22 @@ def run_demo() -> None:
         plan = pipeline.prepare(
             instances=instances, responses=responses, judges=JUDGES, run_name="demo"
         )
-        for model, (answered, total) in plan.inputs.coverage().items():
-            click.echo(f"coverage {model}: {answered}/{total} instances answered")
         store = Store(settings.database_url)
-        dispatcher = pipeline.make_dispatcher(settings, store, plan.context(), in_flight=32)
+        dispatcher = pipeline.make_dispatcher(settings, store, in_flight=32)
         started = pipeline.start(plan, store, dispatcher, settings)
         run = started.run
         verb = "created" if started.created else "resumed"
-        click.echo(f"run {run.name} {verb}: {started.dispatched} judge calls dispatched")
+        click.echo(f"run {run.name} {verb}: {started.dispatched.sent} judge calls dispatched")
         pipeline.wait(store, run, dispatcher)
         stats = handle.stats()
     counts = queries.status(store, run.id, run.name)
-    rows = pipeline.report_rows(store, run)
-    orders = {
-        "overall": (),
-        "ability": tuple(plan.skillset.abilities),
-        "skill": plan.skillset.names,
-        "domain": DOMAINS,
-        "difficulty": (),
-    }
-    for dimension, order in orders.items():
-        click.echo(f"\n== {dimension} ==")
-        click.echo(render.comparison_table(rows, dimension, key_order=order))
+    click.echo("")
     click.echo(
-        f"\n{counts.done} judgments done, {counts.failed} failed "
-        f"({', '.join(f'{k}: {v}' for k, v in counts.failed_by_reason.items()) or 'none'}); "
-        f"simulator saw {stats['requests']} requests this time"
+        render.run_summary(build_report(store, run, progress=False), counts.failed_by_reason)
     )
     click.echo(
-        f"database: {settings.database_url}; "
-        "try `flask-eval report demo` or `flask-eval export demo`"
+        f"{counts.done} judgments done and {counts.failed} failed, from {counts.calls} paid calls; "
+        f"the simulator answered {stats['requests']} requests this time (0 on a rerun: every "
+        "answer is in the ledger)."
     )
+    click.echo(f"database: {settings.database_url}")

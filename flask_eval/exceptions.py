@@ -6,6 +6,7 @@
     ├── InputError                 bad user input (files, flags); the CLI exits with code 2
     │   └── (path, line) naming where the problem is, when it comes from a file
     ├── ConfigError                bad settings or judge specs; exit code 2
+    │   └── CredentialsError       a judge's API key is missing
     ├── RunConflictError           a run name reused with different inputs; exit code 2
     └── JudgeError                 a judge call that did not produce a judgment
         (carries ``reason``, one of ``storage.models.FailureReason``, and the raw output)
@@ -45,6 +46,10 @@ class ConfigError(FlaskEvalError):
     """Invalid settings, judge specs or environment."""
 
     exit_code = 2
+
+
+class CredentialsError(ConfigError):
+    """A judge's API key is missing from the environment."""
 
 
 class RunConflictError(FlaskEvalError):

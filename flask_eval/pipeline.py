@@ -8,31 +8,49 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from tqdm import tqdm
 
 from flask_eval import settings as settings_mod
-from flask_eval.exceptions import ConfigError, InputError
+from flask_eval.exceptions import ConfigError, FlaskEvalError, InputError
+from flask_eval.redact import redact
 from flask_eval.settings import Settings
-from producer.dispatch import CeleryDispatcher, Dispatcher, InProcessDispatcher
-from producer.estimate import CallShape, Estimator
-from producer.inputs import Inputs, load_inputs, parse_responses_arg
+from producer.dispatch import (
+    CeleryDispatcher,
+    Dispatched,
+    Dispatcher,
+    InProcessDispatcher,
+    dispatch_open,
+)
+from producer.estimate import Estimator
+from producer.inputs import Inputs, check_run_name, load_inputs, parse_responses_arg
 from producer.judges_file import combine
-from producer.plan import DEFAULT_MODE, MODES, batches, default_run_name, fingerprint, run_config
+from producer.plan import DEFAULT_MODE, MODES, default_run_name, fingerprint, run_config
 from producer.schema import DOMAINS
-from report.metrics import Row, rows_from_cells
-from report.scores import ScoreTable, point_cells
+from producer.select import select
+from report.breakdown import Aggregation, flask_breakdown
+from report.metrics import Row
+from report.scores import ScoreTable
 from rubrics import codec
 from rubrics.skills import SkillSet, load, load_default
 from storage import analytics, queries
-from storage.records import RunInfo
+from storage.models import FailureReason
+from storage.records import Halt, RunInfo
 from storage.store import Store
 from workers.context import RunContext
-from workers.endpoints import JudgeConfig, Price
-from workers.judge import create_judge
+from workers.endpoints import JudgeConfig
+from workers.judge import JudgeSpec, create_judge, judge_class
+
+#: judge settings a later `run` may change: budgets, concurrency and prices (stored with
+#: the run and used by the workers); names, specs and sampling settings may not
+MUTABLE_JUDGE_FIELDS = ("rpm", "tpm", "max_in_flight", "price", "retry_max_tokens")
+
+
+class WorkersElsewhere(FlaskEvalError):
+    """Workers take the run's queue, but none of them uses the producer's database."""
 
 
 @dataclass(frozen=True)
@@ -46,20 +64,33 @@ class Plan:
     instances_path: str
 
     def context(self) -> RunContext:
-        return RunContext(self.skillset, {j.name: j for j in self.judges})
+        return RunContext(self.skillset, {j.name: j for j in self.judges}, self.mode)
 
     def estimator(self) -> Estimator:
-        return Estimator(self.inputs, self.skillset, self.judges)
+        return Estimator.of_inputs(self.inputs, self.context())
 
 
 @dataclass(frozen=True)
 class Started:
     run: RunInfo
     created: bool
-    dispatched: int  # calls sent
-    held_back: int = 0  # calls left pending because of --max-cost
-    held_back_rows: int = 0
-    estimated_cost: float = 0.0  # of the calls sent
+    dispatched: Dispatched
+    changed: list[str] = field(default_factory=list)  # judge settings updated on the run
+
+    @property
+    def held_back(self) -> int:
+        return self.dispatched.held_back
+
+
+def _judge_identity(j: JudgeConfig) -> str:
+    """What of a judge decides its answers: name, spec and non-default sampling settings
+    (defaults are left out, so runs made before these settings existed keep their
+    fingerprint)."""
+    extra = "".join(
+        f"|{k}={v}" for k, v in (("max_tokens", j.max_tokens), ("temperature", j.temperature))
+        if v is not None
+    )  # fmt: skip
+    return f"{j.name}={j.spec}{extra}"
 
 
 def prepare(
@@ -71,6 +102,9 @@ def prepare(
     run_name: str | None = None,
     mode: str = DEFAULT_MODE,
     rubrics: str | None = None,
+    limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
 ) -> Plan:
     """Validate all inputs and flags; raises InputError/ConfigError; writes nothing."""
     if mode not in MODES:
@@ -81,25 +115,25 @@ def prepare(
             "or --judges FILE"
         )
     configs = combine(judges, judges_files)
-    if run_name is not None and not run_name.strip():
-        raise InputError("--run needs a non-empty name")
-    if run_name is not None and len(run_name) > 200:
-        raise InputError("--run name is longer than 200 characters")
+    for judge in configs:
+        spec = JudgeSpec.parse(judge.spec)
+        judge_class(spec.provider).check_spec(spec)
+    if run_name is not None:
+        check_run_name(run_name)
     skillset = load(rubrics) if rubrics else load_default()
     pairs = [parse_responses_arg(a) for a in responses]
     if not pairs:
         raise InputError("no responses given; add --responses NAME=PATH")
-    inputs = load_inputs(instances, pairs, skillset.names)
+    inputs = select(load_inputs(instances, pairs, skillset.names), limit, sample, seed)
     skills = codec.to_data(skillset)
-    # Budgets and prices may change between attempts of a run; names and specs may not.
-    digest = fingerprint(inputs, [f"{j.name}={j.spec}" for j in configs], mode, skills)
+    digest = fingerprint(inputs, [_judge_identity(j) for j in configs], mode, skills)
     name = run_name or default_run_name(digest)
     return Plan(inputs, skillset, tuple(configs), mode, name, digest, instances)
 
 
-def check_judges_locally(plan: Plan) -> None:
+def check_judges_locally(judges: Sequence[JudgeConfig]) -> None:
     """In-process runs call the judges from here: their keys must be set here."""
-    for judge in plan.judges:
+    for judge in judges:
         create_judge(judge.spec)  # raises ConfigError naming the missing variable
 
 
@@ -109,12 +143,50 @@ def preflight(settings: Settings) -> None:
         CeleryDispatcher(settings).check()
 
 
-def make_dispatcher(
-    settings: Settings, store: Store, context: RunContext, in_flight: int
-) -> Dispatcher:
+def make_dispatcher(settings: Settings, store: Store, in_flight: int) -> Dispatcher:
     if settings.broker_url:
         return CeleryDispatcher(settings)
-    return InProcessDispatcher(store, context, settings_mod.executor_config(settings, in_flight))
+    return InProcessDispatcher(store, settings_mod.executor_config(settings, in_flight))
+
+
+def update_judges(
+    store: Store, run: RunInfo, judges: Sequence[JudgeConfig]
+) -> tuple[RunInfo, list[str]]:
+    """Store the budgets, concurrency and prices of ``judges`` with the run (workers read
+    them with their next message); returns the run and what changed, as text."""
+    given = {j.name: j.to_data() for j in judges}
+    changed: list[str] = []
+
+    def change(config: dict[str, Any]) -> None:
+        for stored in config["judges"]:
+            new = given.get(stored["name"])
+            if new is None:
+                continue
+            for key in MUTABLE_JUDGE_FIELDS:
+                if stored.get(key) != new.get(key):
+                    changed.append(f"{stored['name']}: {key} {stored.get(key)} -> {new.get(key)}")
+                    stored[key] = new.get(key)
+
+    updated = store.update_config(run.id, change)
+    return updated, changed
+
+
+def set_max_cost(store: Store, run: RunInfo, max_cost: float | None) -> RunInfo:
+    """The run's cost budget: a new --max-cost replaces the stored one; none keeps it."""
+    if max_cost is None:
+        return run
+    return store.update_config(run.id, lambda config: config.__setitem__("max_cost", max_cost))
+
+
+def reopen(store: Store, run: RunInfo, reasons: Sequence[str] | None = None) -> int:
+    """Before dispatching again: clear the run's judge halts and send the judgments they
+    stopped back to pending, with the failures of ``reasons`` (all of them when empty
+    is passed as None with ``retry_failed``)."""
+    store.clear_halts(run.id)
+    reset = store.reset_failed(run.id, [FailureReason.HALTED.value])
+    if reasons is not None:
+        reset += store.reset_failed(run.id, list(reasons) or None)
+    return reset
 
 
 def start(
@@ -126,11 +198,8 @@ def start(
     retry_failed: bool = False,
     max_cost: float | None = None,
 ) -> Started:
-    """Write the run (or find it again) and dispatch what is not done yet.
-
-    With ``max_cost``, calls are dispatched in order only while the cost already metered
-    for this run plus the estimated cost of the calls sent stays within it.
-    """
+    """Write the run (or find it again) and dispatch what is not done yet, within the
+    run's cost budget."""
     dispatcher.check()
     run, created = store.create_run(
         name=plan.name,
@@ -143,38 +212,44 @@ def start(
         response_sets=plan.inputs.response_sets,
         judges=[j.name for j in plan.judges],
     )
-    if retry_failed:
-        store.reset_failed(run.id)
-    calls = store.open_call_details(run)
-    if max_cost is None and all(j.price == Price() for j in plan.judges):
-        # nothing to meter: skip rendering every prompt for an estimate of $0
-        if calls:
-            dispatcher.submit(run.id, batches([c.ids for c in calls], settings.calls_per_message))
-        mark_dispatched(store, run, dispatcher, complete=True)
-        return Started(run, created, len(calls))
-    estimator = plan.estimator()
-    spent = queries.status(store, run.id, run.name).cost
-    chosen, estimated = [], 0.0
-    for call in calls:
-        cost = estimator.cost(
-            CallShape(call.judge, call.model, call.instance_id, tuple(call.skills))
-        )
-        if max_cost is not None and spent + estimated + cost > max_cost:
-            break
-        chosen.append(call)
-        estimated += cost
-    if chosen:
-        dispatcher.submit(run.id, batches([c.ids for c in chosen], settings.calls_per_message))
-    held = calls[len(chosen) :]
-    mark_dispatched(store, run, dispatcher, complete=not held)
-    return Started(run, created, len(chosen), len(held), sum(len(c.ids) for c in held), estimated)
+    changed: list[str] = []
+    if not created:
+        run, changed = update_judges(store, run, plan.judges)
+        reopen(store, run, () if retry_failed else None)
+    run = set_max_cost(store, run, max_cost)
+    result = dispatch_open(store, run, dispatcher, settings.calls_per_message, plan.estimator())
+    return Started(run, created, result, changed)
 
 
-def mark_dispatched(store: Store, run: RunInfo, dispatcher: Dispatcher, complete: bool) -> None:
-    """On a broker, let workers re-send this run's lost messages only if every open call
-    was sent (not when ``--max-cost`` held some back). See workers/sweeper.py."""
-    if isinstance(dispatcher, CeleryDispatcher):
-        store.set_dispatched(run.id, dispatcher.settings.queue if complete else None)
+def resume(
+    store: Store,
+    run: RunInfo,
+    dispatcher: Dispatcher,
+    settings: Settings,
+    *,
+    reasons: Sequence[str] = (),
+    max_cost: float | None = None,
+    judges: Sequence[JudgeConfig] = (),
+) -> tuple[int, Dispatched, list[str]]:
+    """Send again what is pending, stale or failed (``reasons``: only those failures),
+    honouring the run's stored budget; returns (rows reset, dispatch, changes)."""
+    unknown = sorted({j.name for j in judges} - {j["name"] for j in run.config["judges"]})
+    if unknown:
+        raise InputError(f"--judges names judges the run does not have: {', '.join(unknown)}")
+    changed: list[str] = []
+    if judges:
+        run, changed = update_judges(store, run, judges)
+    run = set_max_cost(store, run, max_cost)
+    reset = reopen(store, run, reasons)
+    return reset, dispatch_open(store, run, dispatcher, settings.calls_per_message), changed
+
+
+@dataclass
+class _Watch:
+    """What `wait` has told the user already."""
+
+    halts: set[str] = field(default_factory=set)
+    hinted: bool = False
 
 
 def wait(
@@ -185,9 +260,17 @@ def wait(
     progress: bool = True,
     poll: float = 0.5,
     leave_open: int = 0,
-) -> None:
+    quiet_after: float = 15.0,
+    say: Callable[[str], None] | None = None,
+) -> dict[str, Halt]:
     """Block until no judgment of ``run`` is open (but ``leave_open`` held back on
-    purpose), with a progress bar."""
+    purpose), with a progress bar; returns the judges halted meanwhile.
+
+    Each halted judge is said once, in one line. On a broker, after ``quiet_after``
+    seconds without progress: if no worker announced itself in this database but workers
+    take the queue, raise WorkersElsewhere (they cannot see this run); if none takes it,
+    say once that no worker is running.
+    """
     counts = queries.status(store, run.id, run.name)
     bar = tqdm(
         total=counts.total,
@@ -198,17 +281,22 @@ def wait(
         file=sys.stderr,
         dynamic_ncols=True,
     )
+    tell = say or (lambda line: tqdm.write(line, file=sys.stderr))
+    watch = _Watch()
     last_change, last_open = time.monotonic(), counts.pending
-    hinted = False
+    halts: dict[str, Halt] = {}
     try:
         while True:
             open_ = store.count_open(run.id) - leave_open
             bar.update(bar.total - open_ - bar.n)
             if open_ != last_open:
                 last_change, last_open = time.monotonic(), open_
-            if open_ == 0:
+            halts = store.halts(run.id)
+            for judge in sorted(set(halts) - watch.halts):
+                tell(redact(halts[judge].detail))
+                watch.halts.add(judge)
+            if open_ <= 0:
                 break
-            local = isinstance(dispatcher, InProcessDispatcher)
             if isinstance(dispatcher, InProcessDispatcher) and not dispatcher.alive():
                 dispatcher.join()  # re-raises an executor crash
                 if store.count_open(run.id) > leave_open:
@@ -216,15 +304,38 @@ def wait(
                         f"run {run.name}: in-process execution stopped with judgments open; "
                         "rerun to resume"
                     )
-            if not local and not hinted and time.monotonic() - last_change > 15:
-                bar.write(
-                    "no progress for 15 s: is a worker running? start one with `flask-eval worker`"
-                )
-                hinted = True
+            elif dispatcher.queue is not None and time.monotonic() - last_change > quiet_after:
+                _check_workers(store, run, dispatcher, watch, tell, quiet_after)
             time.sleep(poll)
     finally:
         bar.close()
     dispatcher.join()
+    return halts
+
+
+def _check_workers(
+    store: Store,
+    run: RunInfo,
+    dispatcher: Dispatcher,
+    watch: _Watch,
+    tell: Callable[[str], None],
+    within: float,
+) -> None:
+    assert dispatcher.queue is not None
+    if store.live_workers(dispatcher.queue, within=max(within, 30.0)):
+        return  # workers see this database: they are busy (or rate limited)
+    consumers = dispatcher.consumers() or []
+    if consumers:
+        raise WorkersElsewhere(
+            f"run {run.name}: {len(consumers)} worker(s) take queue {dispatcher.queue!r} "
+            f"({', '.join(consumers[:3])}) but none uses this database "
+            f"({redact(str(store.engine.url.render_as_string(hide_password=True)))}): "
+            "start them with the same FLASK_EVAL_DATABASE_URL, then `flask-eval resume "
+            f"{run.name}`"
+        )
+    if not watch.hinted:
+        tell("no progress and no worker alive: start one with `flask-eval worker`")
+        watch.hinted = True
 
 
 def config_judges(config: dict[str, Any]) -> list[str]:
@@ -244,13 +355,13 @@ def run_table(store: Store, run: RunInfo) -> ScoreTable:
 
 def table_rows(table: ScoreTable, skillset: SkillSet) -> list[Row]:
     """Every breakdown's point estimates from a score table, in report order."""
-    return rows_from_cells(
-        point_cells(table),
+    breakdown = flask_breakdown(
         {s.name: s.ability for s in skillset},
         skill_order=skillset.names,
         ability_order=tuple(skillset.abilities),
         domain_order=DOMAINS,
     )
+    return Aggregation(table, breakdown).rows()
 
 
 def report_rows(store: Store, run: RunInfo) -> list[Row]:

@@ -1,28 +1,25 @@
-"""Token and cost estimates before anything is spent (`--dry-run`, `--max-cost`). Pure."""
+"""Token and cost estimates before anything is spent (`--dry-run`, `--max-cost`).
+
+A call's prompt tokens are estimated from its rendered messages (each judge's grading
+protocol renders them exactly as the workers will), its completion tokens from the
+protocol's expected answer length. The texts come from the inputs being planned, or,
+for `resume`, from the run's ledger.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from sqlalchemy import select
+
 from producer.inputs import Inputs
-from rubrics.prompt import estimate_tokens, render
-from rubrics.skills import SkillSet
-from workers.endpoints import JudgeConfig
-
-#: a rationale of two to four sentences per skill plus the final scores line
-COMPLETION_TOKENS_PER_SKILL = 120
-COMPLETION_TOKENS_PER_CALL = 30
-
-
-@dataclass(frozen=True)
-class CallShape:
-    """What one judge call is about (enough to render its prompt)."""
-
-    judge: str
-    model: str
-    instance_id: str
-    skills: tuple[str, ...]
+from rubrics.grading import Subject
+from rubrics.prompt import estimate_tokens
+from storage.models import INSTANCE, RESPONSE
+from storage.records import PlannedCall, RunInfo
+from storage.store import Store
+from workers.context import RunContext
 
 
 @dataclass
@@ -38,55 +35,82 @@ class Estimate:
 class Estimator:
     """Estimated tokens and cost of a call, from its rendered prompt."""
 
-    def __init__(self, inputs: Inputs, skillset: SkillSet, judges: Sequence[JudgeConfig]) -> None:
-        self.instances = {i.id: i for i in inputs.instances}
-        self.responses = {
-            (r.model, r.instance_id): r.text for rs in inputs.response_sets for r in rs.responses
-        }
-        self.skillset = skillset
-        self.judges: Mapping[str, JudgeConfig] = {j.name: j for j in judges}
+    def __init__(
+        self,
+        instances: Mapping[str, tuple[str, str]],
+        responses: Mapping[tuple[str, str], str],
+        context: RunContext,
+    ) -> None:
+        self.instances = instances  # id -> (instruction, reference)
+        self.responses = responses  # (model, instance id) -> text
+        self.context = context
 
-    def tokens(self, call: CallShape) -> tuple[int, int]:
-        inst = self.instances[call.instance_id]
-        messages = render(
-            instruction=inst.instruction,
-            reference=inst.answer,
-            response=self.responses[(call.model, call.instance_id)],
-            skills=[self.skillset.get(s) for s in call.skills],
+    @classmethod
+    def of_inputs(cls, inputs: Inputs, context: RunContext) -> Estimator:
+        return cls(
+            {i.id: (i.instruction, i.answer) for i in inputs.instances},
+            {(r.model, r.instance_id): r.text for rs in inputs.response_sets for r in rs.responses},
+            context,
         )
-        completion = COMPLETION_TOKENS_PER_CALL + COMPLETION_TOKENS_PER_SKILL * len(call.skills)
-        return estimate_tokens(messages), completion
 
-    def cost(self, call: CallShape) -> float:
+    @classmethod
+    def of_run(cls, store: Store, run: RunInfo) -> Estimator:
+        """From the texts stored with the run (for `resume` and later runs)."""
+        ins, res = INSTANCE.c, RESPONSE.c
+        with store.engine.connect() as conn:
+            instances = {
+                str(r[0]): (str(r[1]), str(r[2]))
+                for r in conn.execute(
+                    select(ins.instance_id, ins.instruction, ins.answer).where(ins.run_id == run.id)
+                )
+            }
+            responses = {
+                (str(r[0]), str(r[1])): str(r[2])
+                for r in conn.execute(
+                    select(res.model, res.instance_id, res.text).where(res.run_id == run.id)
+                )
+            }
+        return cls(instances, responses, RunContext.from_config(run.config))
+
+    def tokens(self, call: PlannedCall) -> tuple[int, int]:
+        instruction, reference = self.instances[call.instance_id]
+        protocol = self.context.protocol_for(call.judge)
+        criteria = [self.context.criterion(c) for c in call.criteria]
+        subject = Subject(instruction, reference, self.responses[(call.model, call.instance_id)])
+        messages = protocol.render(subject, criteria)
+        return estimate_tokens(messages), protocol.completion_tokens(criteria)
+
+    def cost(self, call: PlannedCall) -> float:
         prompt, completion = self.tokens(call)
-        return self.judges[call.judge].price.cost(prompt, completion)
+        return self.context.judges[call.judge].price.cost(prompt, completion)
 
-    def summarize(self, calls: Iterable[CallShape]) -> list[Estimate]:
-        by_judge = {name: Estimate(name) for name in self.judges}
+    def summarize(self, calls: Iterable[PlannedCall]) -> list[Estimate]:
+        by_judge = {name: Estimate(name) for name in self.context.judges}
         for call in calls:
             est = by_judge[call.judge]
             prompt, completion = self.tokens(call)
-            est.jobs += len(call.skills)
+            est.jobs += len(call.criteria)
             est.calls += 1
             est.prompt_tokens += prompt
             est.completion_tokens += completion
-            est.cost += self.judges[call.judge].price.cost(prompt, completion)
+            est.cost += self.context.judges[call.judge].price.cost(prompt, completion)
         return list(by_judge.values())
 
 
-def planned_calls(inputs: Inputs, judges: Sequence[JudgeConfig], mode: str) -> list[CallShape]:
+def planned_calls(inputs: Inputs, context: RunContext) -> list[PlannedCall]:
     """Every call a fresh run would make, without touching the store."""
-    skills_of = {i.id: i.skills for i in inputs.instances}
-    calls = []
-    for judge in judges:
-        for rs in inputs.response_sets:
-            for r in rs.responses:
-                skills = skills_of[r.instance_id]
-                if mode == "skill":
-                    calls += [CallShape(judge.name, rs.model, r.instance_id, (s,)) for s in skills]
-                else:
-                    calls.append(CallShape(judge.name, rs.model, r.instance_id, tuple(skills)))
-    return calls
+    from producer.plan import group_calls
+    from storage.records import OpenRow
+
+    criteria_of = {i.id: i.skills for i in inputs.instances}
+    rows = [
+        OpenRow(0, rs.model, "", r.instance_id, criterion, judge)
+        for judge in context.judges
+        for rs in inputs.response_sets
+        for r in rs.responses
+        for criterion in criteria_of[r.instance_id]
+    ]
+    return group_calls(rows, context)
 
 
 def format_estimates(estimates: Sequence[Estimate]) -> str:
@@ -102,11 +126,12 @@ def format_estimates(estimates: Sequence[Estimate]) -> str:
         )
     total = Estimate(
         "total",
-        *(
-            sum(getattr(e, f) for e in estimates)
-            for f in ("jobs", "calls", "prompt_tokens", "completion_tokens", "cost")
-        ),
-    )  # type: ignore[arg-type]
+        sum(e.jobs for e in estimates),
+        sum(e.calls for e in estimates),
+        sum(e.prompt_tokens for e in estimates),
+        sum(e.completion_tokens for e in estimates),
+        sum(e.cost for e in estimates),
+    )
     lines.append(
         f"{'total':<48} {total.jobs:>8} {total.calls:>8} {total.prompt_tokens:>12} "
         f"{total.completion_tokens:>11} {total.cost:>10.4f}"

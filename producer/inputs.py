@@ -6,24 +6,49 @@ import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+from core.limits import MAX_MODEL_NAME, MAX_RUN_NAME
+from core.text import clip, control_problem
 from flask_eval.exceptions import InputError
 from producer.loaders import load_instances, load_responses
 from producer.schema import Instance, ResponseSet
 
-__all__ = ["MODEL_NAME_PATTERN", "Inputs", "check_model_name", "load_inputs", "parse_responses_arg"]
+__all__ = [
+    "MODEL_NAME_PATTERN",
+    "Inputs",
+    "check_model_name",
+    "check_run_name",
+    "load_inputs",
+    "parse_responses_arg",
+]
 
-#: A model name: 1-64 characters, letters, digits, '.', '_' or '-', not starting with a
-#: punctuation character.
-MODEL_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
+#: A model name: 1-MAX_MODEL_NAME characters, letters, digits, '.', '_' or '-', not
+#: starting with a punctuation character.
+MODEL_NAME_PATTERN = rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{MAX_MODEL_NAME - 1}}}"
 _MODEL_NAME = re.compile(MODEL_NAME_PATTERN)
-_NAME_RULE = "use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+_NAME_RULE = (
+    f"use 1-{MAX_MODEL_NAME} letters, digits, '.', '_' or '-', starting with a letter or digit"
+)
 
 
 def check_model_name(name: str, arg: str | None = None) -> None:
     """Raise InputError unless ``name`` matches :data:`MODEL_NAME_PATTERN`."""
     if _MODEL_NAME.fullmatch(name) is None:
-        where = f" in responses argument {arg!r}" if arg is not None else ""
-        raise InputError(f"invalid model name {name!r}{where}; {_NAME_RULE}")
+        where = f" in responses argument {clip(arg)}" if arg is not None else ""
+        raise InputError(f"invalid model name {clip(name)}{where}; {_NAME_RULE}")
+
+
+def check_run_name(name: str) -> str:
+    """A ``--run`` name as stored: non-empty, at most MAX_RUN_NAME characters, and
+    without NUL, surrogates or control characters (both databases take it, and it
+    prints on one line). Returns the name; raises InputError."""
+    if not name.strip():
+        raise InputError("--run needs a non-empty name")
+    if len(name) > MAX_RUN_NAME:
+        raise InputError(f"--run name is longer than {MAX_RUN_NAME} characters: {clip(name)}")
+    problem = control_problem(name)
+    if problem is not None:
+        raise InputError(f"--run name {problem}")
+    return name
 
 
 def parse_responses_arg(arg: str) -> tuple[str, str]:
@@ -31,12 +56,13 @@ def parse_responses_arg(arg: str) -> tuple[str, str]:
     name, sep, path = arg.partition("=")
     if not sep:
         raise InputError(
-            f"invalid responses argument {arg!r}: expected NAME=PATH, e.g. gpt4=outputs/gpt4.jsonl"
+            f"invalid responses argument {clip(arg)}: expected NAME=PATH, "
+            "e.g. gpt4=outputs/gpt4.jsonl"
         )
     check_model_name(name, arg)
     if not path:
         raise InputError(
-            f"missing path in responses argument {arg!r}: expected NAME=PATH, "
+            f"missing path in responses argument {clip(arg)}: expected NAME=PATH, "
             "e.g. gpt4=outputs/gpt4.jsonl"
         )
     return name, path
@@ -89,7 +115,8 @@ def load_inputs(
         if key in seen:
             first_name, first_path = seen[key]
             raise InputError(
-                f"duplicate model name {name!r}: {first_name}={first_path} and {name}={path}; "
+                f"duplicate model name {clip(name)}: {first_name}={clip(first_path, 80)} and "
+                f"{name}={clip(path, 80)}; "
                 "give each responses file its own NAME"
             )
         seen[key] = (name, path)

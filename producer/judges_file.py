@@ -1,108 +1,213 @@
-"""`--judges FILE`: a YAML list of judges with budgets and prices; errors name file:line."""
+"""The judges of a run: `--judge [NAME=]SPEC` flags and `--judges FILE` YAML files.
+
+A judges file is a YAML list of mappings::
+
+    - spec: openai/gpt-4o              # provider/model[@BASE_URL], required
+      name: gpt4o                      # optional; default provider/model
+      rpm: 500                         # optional budgets and concurrency
+      tpm: 200000
+      max_in_flight: 64
+      price: {input: 2.5, output: 10}  # USD per 1M tokens
+      max_tokens: 1024                 # optional sampling settings
+      temperature: 0
+      retry_max_tokens: 4096
+
+Every problem is an InputError naming ``file:line`` (the line of the key at fault). The
+file is read by the strict YAML loader (:mod:`core.strict_yaml`: no aliases, tags or
+duplicate keys).
+
+A judge is called by its name in the ledger, the reports and the figures' file names, so
+names are short, unique and plain (:data:`JUDGE_NAME_PATTERN`); a judge without a name
+is called ``provider/model`` (without its base URL), and two judges that end up with the
+same name must be named apart.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import yaml
 
+from core import strict_yaml
+from core.files import MIB, read_text
+from core.limits import MAX_JUDGE_NAME
+from core.text import clip
 from flask_eval.exceptions import ConfigError, InputError
 from workers.endpoints import JudgeConfig, Price
-from workers.judge import JudgeSpec
+from workers.judge import GenerateConfig, JudgeSpec
 
-KEYS = {"spec", "name", "rpm", "tpm", "max_in_flight", "price"}
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$")
+__all__ = [
+    "JUDGE_NAME_PATTERN",
+    "KEYS",
+    "check_judge_name",
+    "combine",
+    "load_judges_file",
+    "parse_judge_arg",
+]
+
+KEYS = frozenset(
+    {
+        "spec",
+        "name",
+        "rpm",
+        "tpm",
+        "max_in_flight",
+        "price",
+        "max_tokens",
+        "temperature",
+        "retry_max_tokens",
+    }
+)
+#: A judge name (1..MAX_JUDGE_NAME characters): no '@', '=' or whitespace, so
+#: ``--judge NAME=SPEC`` is never ambiguous and a name is one word in file names.
+JUDGE_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._:/+-]*"
+_NAME = re.compile(JUDGE_NAME_PATTERN)
+_NAME_RULE = (
+    f"use 1-{MAX_JUDGE_NAME} letters, digits or . _ : / + -, starting with a letter or digit"
+)
+_NAME_THEM = "name them apart with --judge NAME=SPEC or `name:` in the judges file"
+MAX_FILE_BYTES = MIB
+MAX_TOKENS_LIMIT = 1_000_000
+MAX_TEMPERATURE = 2.0
+_SHAPE = "expected a non-empty YAML list of judges, e.g. `- spec: openai/gpt-4o`"
+
+
+def check_judge_name(name: object, path: str | None = None, line: int | None = None) -> str:
+    """``name`` if it is a valid judge name; InputError otherwise."""
+    if not isinstance(name, str):
+        raise InputError(f"`name` must be a string, got {clip(name)}", path, line)
+    if len(name) > MAX_JUDGE_NAME or _NAME.fullmatch(name) is None:
+        raise InputError(f"invalid judge name {clip(name)}; {_NAME_RULE}", path, line)
+    return name
 
 
 def load_judges_file(path: str) -> list[JudgeConfig]:
-    p = Path(path)
+    """The judges of one judges file, in file order; InputError naming file:line."""
+    text = read_text(path, "a YAML judges file", MAX_FILE_BYTES)
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("judges file not found", path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read judges file: {exc}", path) from None
-    try:
-        root = yaml.compose(text)
+        data, root = strict_yaml.parse(text)
     except yaml.YAMLError as exc:
-        line = getattr(getattr(exc, "problem_mark", None), "line", None)
-        raise InputError(
-            f"invalid YAML: {getattr(exc, 'problem', exc)}",
-            path,
-            None if line is None else line + 1,
-        ) from None
-    if not isinstance(root, yaml.SequenceNode) or not root.value:
-        raise InputError(
-            "expected a non-empty YAML list of judges (- spec: provider/model ...)", path, 1
-        )
-    judges = [_entry(node, path) for node in root.value]
+        message, line = strict_yaml.describe(exc, text)
+        raise InputError(message, path, line) from None
+    if not isinstance(root, yaml.SequenceNode) or not isinstance(data, list) or not data:
+        got = "an empty file" if root is None else f"{clip(data)}"
+        if isinstance(data, dict):
+            got += " (list the judges at the top level, each starting with `- spec:`)"
+        line = 1 if root is None else root.start_mark.line + 1
+        raise InputError(f"{_SHAPE}; got {got}", path, line)
+    judges = [_entry(item, node, path) for item, node in zip(data, root.value, strict=True)]
     seen: dict[str, int] = {}
     for node, judge in zip(root.value, judges, strict=True):
         line = node.start_mark.line + 1
-        if judge.name in seen:
+        key = judge.name.casefold()
+        if key in seen:
             raise InputError(
-                f"judge name {judge.name!r} is used twice (first on line {seen[judge.name]})",
+                f"judge name {clip(judge.name)} is used twice (first on line {seen[key]}); "
+                f"{_NAME_THEM}",
                 path,
                 line,
             )
-        seen[judge.name] = line
+        seen[key] = line
     return judges
 
 
-def _entry(node: yaml.Node, path: str) -> JudgeConfig:
+def _key_line(node: yaml.Node, key: str) -> int:
+    """The line of ``key`` in a mapping node (of the node itself when it has no such key)."""
+    if isinstance(node, yaml.MappingNode):
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.value == key:
+                return int(key_node.start_mark.line) + 1
+    return int(node.start_mark.line) + 1
+
+
+def _entry(data: Any, node: yaml.Node, path: str) -> JudgeConfig:
     line = node.start_mark.line + 1
-    data: Any = yaml.safe_load(yaml.serialize(node))
     if not isinstance(data, dict):
-        raise InputError("each judge must be a mapping with at least `spec`", path, line)
-    unknown = sorted(set(map(str, data)) - KEYS)
+        raise InputError(
+            f"each judge must be a mapping with at least `spec`, got {clip(data)}", path, line
+        )
+
+    def at(key: str) -> int:
+        return _key_line(node, key)
+
+    unknown = [k for k in data if k not in KEYS]
     if unknown:
         raise InputError(
-            f"unknown key {unknown[0]!r}; allowed: {', '.join(sorted(KEYS))}", path, line
+            f"unknown key {clip(unknown[0])}; allowed: {', '.join(sorted(KEYS))}",
+            path,
+            at(unknown[0]) if isinstance(unknown[0], str) else line,
         )
-    if not isinstance(data.get("spec"), str):
-        raise InputError("missing `spec` (provider/model[@BASE_URL])", path, line)
+
+    spec_text = data.get("spec")
+    if not isinstance(spec_text, str):
+        raise InputError("missing `spec` (provider/model[@BASE_URL])", path, at("spec"))
     try:
-        spec = JudgeSpec.parse(data["spec"]).name
+        spec = JudgeSpec.parse(spec_text)
     except ConfigError as exc:
-        raise InputError(str(exc), path, line) from None
-    name = data.get("name", spec)
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise InputError(f"invalid judge name {name!r}", path, line)
+        raise InputError(str(exc), path, at("spec")) from None
+    name = check_judge_name(data.get("name", spec.default_name), path, at("name"))
+    max_tokens = _whole(data, "max_tokens", path, at("max_tokens"), MAX_TOKENS_LIMIT)
+    retry = _whole(data, "retry_max_tokens", path, at("retry_max_tokens"), MAX_TOKENS_LIMIT)
+    floor = GenerateConfig().max_tokens if max_tokens is None else max_tokens
+    if retry is not None and retry <= floor:
+        what = "`max_tokens`" if max_tokens is not None else "the default max_tokens"
+        raise InputError(
+            f"`retry_max_tokens` must be larger than {what} ({floor}), got {retry}",
+            path,
+            at("retry_max_tokens"),
+        )
     return JudgeConfig(
         name=name,
-        spec=spec,
-        rpm=_positive(data, "rpm", path, line),
-        tpm=_positive(data, "tpm", path, line),
-        max_in_flight=_int(data, "max_in_flight", path, line),
-        price=_price(data.get("price"), path, line),
+        spec=spec.name,
+        rpm=_positive(data, "rpm", path, at("rpm")),
+        tpm=_positive(data, "tpm", path, at("tpm")),
+        max_in_flight=_whole(data, "max_in_flight", path, at("max_in_flight"), None),
+        price=_price(data.get("price"), path, at("price")),
+        max_tokens=max_tokens,
+        temperature=_temperature(data, path, at("temperature")),
+        retry_max_tokens=retry,
     )
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _positive(data: dict[str, Any], key: str, path: str, line: int) -> float | None:
     value = data.get(key)
     if value is None:
         return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        raise InputError(f"`{key}` must be a positive number, got {value!r}", path, line)
+    if not _number(value) or not math.isfinite(value) or value <= 0:
+        raise InputError(f"`{key}` must be a positive number, got {clip(value)}", path, line)
     return float(value)
 
 
-def _int(data: dict[str, Any], key: str, path: str, line: int) -> int | None:
+def _whole(data: dict[str, Any], key: str, path: str, line: int, most: int | None) -> int | None:
     value = data.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(f"`{key}` must be a whole number >= 1, got {value!r}", path, line)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise InputError(f"`{key}` must be a whole number >= 1, got {clip(value)}", path, line)
+    if most is not None and value > most:
+        raise InputError(f"`{key}` must be at most {most:_}, got {clip(value)}", path, line)
     return value
+
+
+def _temperature(data: dict[str, Any], path: str, line: int) -> float | None:
+    value = data.get("temperature")
+    if value is None:
+        return None
+    if not _number(value) or not math.isfinite(value) or not 0 <= value <= MAX_TEMPERATURE:
+        raise InputError(
+            f"`temperature` must be a number from 0 to {MAX_TEMPERATURE:g}, got {clip(value)}",
+            path,
+            line,
+        )
+    return float(value)
 
 
 def _price(value: Any, path: str, line: int) -> Price:
@@ -114,18 +219,37 @@ def _price(value: Any, path: str, line: int) -> Price:
         )
     for k in ("input", "output"):
         v = value.get(k, 0)
-        if isinstance(v, bool) or not isinstance(v, int | float) or v < 0 or not math.isfinite(v):
-            raise InputError(f"`price.{k}` must be a number >= 0, got {v!r}", path, line)
+        if not _number(v) or v < 0 or not math.isfinite(v):
+            raise InputError(f"`price.{k}` must be a number >= 0, got {clip(v)}", path, line)
     return Price(float(value.get("input", 0)), float(value.get("output", 0)))
 
 
+def parse_judge_arg(arg: str) -> JudgeConfig:
+    """One ``--judge`` value: ``SPEC`` or ``NAME=SPEC``.
+
+    A name has no '@' and no '=', and a spec has '=' only in its base URL (after '@'),
+    so ``NAME=SPEC`` is the reading exactly when the text before the first '=' has no '@'.
+    """
+    head, sep, rest = arg.partition("=")
+    if sep and "@" not in head:
+        name = check_judge_name(head)
+        return dataclasses.replace(JudgeConfig.simple(rest), name=name)
+    return JudgeConfig.simple(arg)
+
+
 def combine(specs: Sequence[str], files: Sequence[str]) -> list[JudgeConfig]:
-    """Judges from `--judge SPEC` flags and `--judges FILE` files, names unique."""
-    judges = [JudgeConfig.simple(s) for s in specs]
+    """Judges from `--judge [NAME=]SPEC` flags and `--judges FILE` files, names unique
+    (case-insensitively, as they become file names)."""
+    judges = [(parse_judge_arg(s), f"--judge {clip(s, 80)}") for s in specs]
     for f in files:
-        judges += load_judges_file(f)
-    names = [j.name for j in judges]
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    if dupes:
-        raise InputError(f"judge given twice: {', '.join(dupes)}")
-    return judges
+        judges += [(j, f"{f} ({clip(j.spec, 80)})") for j in load_judges_file(f)]
+    seen: dict[str, str] = {}
+    for judge, origin in judges:
+        key = judge.name.casefold()
+        if key in seen:
+            raise InputError(
+                f"judge name {clip(judge.name)} is given twice ({seen[key]} and {origin}); "
+                f"{_NAME_THEM}"
+            )
+        seen[key] = origin
+    return [judge for judge, _ in judges]

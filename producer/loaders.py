@@ -15,28 +15,31 @@ with the exact 1-based line of the first problem:
 * :func:`load_responses` reads one model's responses: ``question_id`` + ``text``.
 
 Skill names are not hard-coded: callers pass the rubric set's skill names.
+
+Lines are read by :func:`core.jsonl.read_json_lines` (regular files only, strict UTF-8
+and JSON, no NUL or lone surrogate in any string, each key once). Ids are checked here
+against :data:`core.limits.MAX_INSTANCE_ID`, the length of their column, so SQLite and
+PostgreSQL accept exactly the same inputs; every user value in a message is clipped.
 """
 
 from __future__ import annotations
 
-import codecs
-import json
-from collections.abc import Collection, Iterator
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
+from core.jsonl import MAX_LINE_BYTES, read_json_lines
+from core.jsonl import json_type as _json_type
+from core.limits import MAX_INSTANCE_ID
+from core.text import clip, control_problem
 from flask_eval.exceptions import InputError
 from producer.schema import DIFFICULTY_LABELS, DOMAINS, Instance, Response, ResponseSet
 
 __all__ = ["MAX_LINE_BYTES", "load_instances", "load_responses", "read_json_lines"]
 
-#: Longest accepted line, in bytes (without the newline).
-MAX_LINE_BYTES = 1 << 20
-
 _UNKNOWN = "-1"
 _DOMAIN_SET = frozenset(DOMAINS)
 _LEVELS = {label.casefold(): level for level, label in enumerate(DIFFICULTY_LABELS, start=1)}
-_EMPTY_MESSAGE = "no records; expected JSON Lines (one JSON object per line)"
 
 
 @dataclass(frozen=True)
@@ -71,90 +74,6 @@ _OLDER = _Schema(
 )
 
 
-# --------------------------------------------------------------------------- reading
-
-
-def read_json_lines(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line number, object)`` for every non-blank line of a JSON Lines file.
-
-    Raises InputError for an unreadable file, a line over :data:`MAX_LINE_BYTES`,
-    invalid UTF-8, invalid JSON, a line that is not an object, or a file with no records.
-    """
-    try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed by the with-block below
-    except FileNotFoundError:
-        raise InputError("file not found; check the path", path) from None
-    except IsADirectoryError:
-        raise InputError("is a directory; expected a JSON Lines file", path) from None
-    except PermissionError:
-        raise InputError("cannot read file: permission denied", path) from None
-    except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror or exc}", path) from None
-    lineno = 0
-    records = 0
-    with handle:
-        while True:
-            try:
-                raw = handle.readline(MAX_LINE_BYTES + 1)
-            except OSError as exc:
-                where = lineno + 1
-                raise InputError(f"cannot read file: {exc.strerror or exc}", path, where) from None
-            if not raw:
-                break
-            lineno += 1
-            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
-                raise InputError(
-                    f"line is longer than {MAX_LINE_BYTES} bytes (1 MiB); "
-                    "put one JSON object per line",
-                    path,
-                    lineno,
-                )
-            if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
-                raw = raw[len(codecs.BOM_UTF8) :]
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise InputError(
-                    f"invalid UTF-8 (byte {exc.start + 1} of the line); save the file as UTF-8",
-                    path,
-                    lineno,
-                ) from None
-            if not text.strip():
-                continue
-            yield lineno, _parse_object(text, path, lineno)
-            records += 1
-    if records == 0:
-        raise InputError(_EMPTY_MESSAGE, path, None)
-
-
-def _parse_object(text: str, path: str, line: int) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        hint = "each line must be one complete JSON object"
-        if exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string"):
-            hint = "the record looks truncated; " + hint
-        raise InputError(
-            f"invalid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}; {hint}", path, line
-        ) from None
-    except (ValueError, RecursionError) as exc:
-        raise InputError(f"invalid JSON: {exc}", path, line) from None
-    if not isinstance(value, dict):
-        raise InputError(
-            f"expected a JSON object, got {_json_type(value)}; put one object per line",
-            path,
-            line,
-        )
-    return value
-
-
-def _json_type(value: object) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    names = {type(None): "null", int: "number", float: "number", str: "string", list: "array"}
-    return names.get(type(value), "object" if isinstance(value, dict) else type(value).__name__)
-
-
 # --------------------------------------------------------------------------- fields
 
 
@@ -171,11 +90,27 @@ def _wrong_type(key: str, expected: str, value: object, path: str, line: int) ->
 
 
 def _record_id(value: object, key: str, path: str, line: int) -> str:
+    """An instance id as stored: checked here against the column's length, so both
+    databases accept exactly the same ids (SQLite would store any length)."""
+    too_long = False
     if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    if isinstance(value, str) and value.strip():
-        return value
-    raise _wrong_type(key, "an integer or a non-empty string", value, path, line)
+        # a digit takes log2(10) < 4 bits: past 4 bits per allowed digit, skip str()
+        too_long = value.bit_length() > 4 * MAX_INSTANCE_ID
+        text = "" if too_long else str(value)
+    elif isinstance(value, str) and value.strip():
+        text = value
+    else:
+        raise _wrong_type(key, "an integer or a non-empty string", value, path, line)
+    if too_long or len(text) > MAX_INSTANCE_ID:
+        raise InputError(
+            f"field {key!r} is longer than {MAX_INSTANCE_ID} characters: {clip(value)}",
+            path,
+            line,
+        )
+    problem = control_problem(text)
+    if problem is not None:
+        raise InputError(f"field {key!r} {problem}", path, line)
+    return text
 
 
 def _string(value: object, key: str, path: str, line: int, *, allow_empty: bool) -> str:
@@ -216,12 +151,12 @@ def _skills(
             )
         if name not in known:
             raise InputError(
-                f"unknown skill {name!r}{_did_you_mean(name, known)}; valid skills: {listing}",
+                f"unknown skill {clip(name)}{_did_you_mean(name, known)}; valid skills: {listing}",
                 path,
                 line,
             )
         if name in seen:
-            raise InputError(f"skill {name!r} is listed twice in field {key!r}", path, line)
+            raise InputError(f"skill {clip(name)} is listed twice in field {key!r}", path, line)
         seen.add(name)
     return tuple(value)
 
@@ -241,13 +176,13 @@ def _domains(value: object, key: str, path: str, line: int) -> tuple[str, ...]:
             )
         if name not in _DOMAIN_SET:
             raise InputError(
-                f"unknown domain {name!r}{_did_you_mean(name, DOMAINS)}; "
+                f"unknown domain {clip(name)}{_did_you_mean(name, DOMAINS)}; "
                 f'valid domains: {", ".join(DOMAINS)} (or "-1" for unknown)',
                 path,
                 line,
             )
         if name in domains:
-            raise InputError(f"domain {name!r} is listed twice in field {key!r}", path, line)
+            raise InputError(f"domain {clip(name)} is listed twice in field {key!r}", path, line)
         domains.append(name)
     return tuple(domains)
 
@@ -272,7 +207,7 @@ def _difficulty(value: object, key: str, path: str, line: int) -> int | None:
         if level is not None:
             return level
         raise InputError(
-            f"unknown difficulty label {value!r}; valid labels: {labels} (or -1 for unknown)",
+            f"unknown difficulty label {clip(value)}; valid labels: {labels} (or -1 for unknown)",
             path,
             line,
         )
@@ -340,7 +275,7 @@ def load_instances(path: str, known_skills: Collection[str]) -> list[Instance]:
         previous = first_line.get(instance_id)
         if previous is not None:
             raise InputError(
-                f"duplicate instance id {instance_id!r} (first on line {previous}); "
+                f"duplicate instance id {clip(instance_id)} (first on line {previous}); "
                 "instance ids must be unique",
                 path,
                 line,
@@ -396,14 +331,14 @@ def load_responses(model: str, path: str, instance_ids: Collection[str]) -> Resp
         previous = first_line.get(qid)
         if previous is not None:
             raise InputError(
-                f"duplicate response for instance {qid!r} (first on line {previous}); "
+                f"duplicate response for instance {clip(qid)} (first on line {previous}); "
                 "keep one response per instance",
                 path,
                 line,
             )
         if qid not in ids:
             raise InputError(
-                f"response for unknown instance {qid!r}; the instances file has no such id "
+                f"response for unknown instance {clip(qid)}; the instances file has no such id "
                 "(check that the responses match the instances file)",
                 path,
                 line,

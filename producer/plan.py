@@ -1,4 +1,5 @@
-"""Planning a run: its identity (fingerprint), name and stored configuration. Pure."""
+"""Planning a run: its identity (fingerprint), name, stored configuration, and the judge
+calls its open ledger rows make."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from producer.inputs import Inputs
+from storage.records import OpenRow, PlannedCall, RunInfo
+from storage.store import Store
+from workers.context import RunContext
 from workers.endpoints import JudgeConfig
 
 MODES = ("instance", "skill")
@@ -55,6 +59,28 @@ def run_config(
         "responses": {rs.model: rs.path for rs in inputs.response_sets},
         "coverage": {m: list(c) for m, c in inputs.coverage().items()},
     }
+
+
+def group_calls(rows: Sequence[OpenRow], context: RunContext) -> list[PlannedCall]:
+    """The judge calls that cover ``rows``, as each judge's protocol groups a subject's
+    criteria (one call per instance, or per criterion), in the rows' order."""
+    subjects: dict[tuple[str, str, str, str], list[OpenRow]] = {}
+    for r in rows:
+        subjects.setdefault((r.judge, r.model, r.model_b, r.instance_id), []).append(r)
+    calls: list[PlannedCall] = []
+    for (judge, model, model_b, instance_id), members in subjects.items():
+        by_name = {r.criterion: r for r in members}
+        for part in context.protocol_for(judge).calls(list(by_name)):
+            calls.append(
+                PlannedCall([by_name[c].id for c in part], model, instance_id, judge, part,
+                            model_b)
+            )  # fmt: skip
+    return calls
+
+
+def open_calls(store: Store, run: RunInfo) -> list[PlannedCall]:
+    """The judge calls still to make for ``run``, from its ledger."""
+    return group_calls(store.open_rows(run.id), RunContext.from_config(run.config))
 
 
 def batches(calls: Sequence[list[int]], size: int) -> list[list[list[int]]]:

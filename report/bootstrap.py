@@ -14,8 +14,6 @@ undefined (no scored judgment drawn) are left out of its interval.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import numpy.typing as npt
 
@@ -71,90 +69,3 @@ def percentile_interval(
         value = np.where(t >= 0.5, b - (b - a) * (1 - t), a + (b - a) * t)
         bounds.append(np.where(valid > 0, value, np.nan))
     return bounds[0], bounds[1]
-
-
-def ratio_replicates(totals: FloatArray, counts: FloatArray, weights: FloatArray) -> FloatArray:
-    """Replicates of ``sum(totals) / sum(counts)`` per column: shape ``(k, B)``.
-
-    ``totals`` and ``counts`` are per-instance sums, shape ``(n,)`` or ``(n, k)``;
-    ``weights`` comes from :func:`instance_weights` (shape ``(n, B)``). NaN where a
-    replicate drew no counted item.
-    """
-    tot = np.asarray(totals, dtype=np.float64).reshape(len(weights), -1)
-    cnt = np.asarray(counts, dtype=np.float64).reshape(len(weights), -1)
-    num = tot.T @ weights
-    den = cnt.T @ weights
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
-
-
-def ratio_interval(
-    totals: FloatArray,
-    counts: FloatArray,
-    weights: FloatArray,
-    confidence: float = DEFAULT_CONFIDENCE,
-) -> tuple[FloatArray, FloatArray]:
-    """Percentile interval of the micro-averaged mean ``sum(totals) / sum(counts)``."""
-    return percentile_interval(ratio_replicates(totals, counts, weights), confidence)
-
-
-def mean_interval(
-    values: FloatArray,
-    replicates: int = DEFAULT_REPLICATES,
-    seed: int = DEFAULT_SEED,
-    confidence: float = DEFAULT_CONFIDENCE,
-) -> tuple[float, float]:
-    """Interval of the mean of one value per instance (the simplest case)."""
-    values = np.asarray(values, dtype=np.float64)
-    weights = instance_weights(len(values), replicates, seed)
-    lo, hi = ratio_interval(values, np.ones_like(values), weights, confidence)
-    return float(lo[0]), float(hi[0])
-
-
-@dataclass(frozen=True)
-class PairedDifference:
-    """Mean of A minus mean of B over the instances both answered, with its interval."""
-
-    diff: float | None
-    ci_low: float | None
-    ci_high: float | None
-    n_instances: int
-    mean_a: float | None
-    mean_b: float | None
-
-
-def _finite(x: float) -> float | None:
-    return float(x) if np.isfinite(x) else None
-
-
-def paired_difference(
-    totals_a: FloatArray,
-    counts_a: FloatArray,
-    totals_b: FloatArray,
-    counts_b: FloatArray,
-    weights: FloatArray,
-    confidence: float = DEFAULT_CONFIDENCE,
-) -> PairedDifference:
-    """Paired comparison of two models judged on the same ``n`` instances.
-
-    Inputs are per-instance score sums and counts of each model (shape ``(n,)``, the
-    instances both answered) and :func:`instance_weights` over those instances. Both means
-    are recomputed on the same replicate, so the instance effect cancels in the
-    difference: the interval is that of the paired difference.
-    """
-    a = np.asarray(totals_a, dtype=np.float64), np.asarray(counts_a, dtype=np.float64)
-    b = np.asarray(totals_b, dtype=np.float64), np.asarray(counts_b, dtype=np.float64)
-    n = len(a[0])
-    mean_a = a[0].sum() / a[1].sum() if a[1].sum() else np.nan
-    mean_b = b[0].sum() / b[1].sum() if b[1].sum() else np.nan
-    reps = ratio_replicates(a[0], a[1], weights) - ratio_replicates(b[0], b[1], weights)
-    lo, hi = percentile_interval(reps, confidence)
-    diff = mean_a - mean_b
-    return PairedDifference(
-        diff=_finite(diff),
-        ci_low=_finite(lo[0]) if np.isfinite(diff) else None,
-        ci_high=_finite(hi[0]) if np.isfinite(diff) else None,
-        n_instances=n,
-        mean_a=_finite(mean_a),
-        mean_b=_finite(mean_b),
-    )

@@ -11,8 +11,9 @@ that said N/A, ``f`` that failed and ``u`` without a finished judgment, and quor
 - otherwise no judgment.
 
 Combinations: ``mean`` (a fractional score), ``median`` (halves possible), ``majority``
-(the most frequent score; a tie goes to the tied score nearest the cell's median, then to
-the lower one).
+(the score given by a strict majority of the ``k`` scoring judges, i.e. by more than
+``k / 2`` of them; when no score has a strict majority, the median of the ``k`` scores:
+two judges giving 3 and 5 make 4, three giving 3, 3, 5 make 3, and 2, 3, 5 make 3).
 
 An ensemble is named ``ensemble/{method}@q{quorum}`` and is reported like any judge.
 """
@@ -62,21 +63,25 @@ class EnsembleSpec:
 
 
 def _majority(scores: FloatArray) -> FloatArray:
-    """Row-wise mode of ``scores`` (NaN = missing); ties to the value nearest the median."""
+    """Row-wise: the score of a strict majority of the finite entries, else their median.
+
+    Rows without a finite entry give NaN. A strict majority is unique when it exists, so
+    no tie-break is needed; without one (two judges disagreeing, three all different, a
+    2-2 split) the median is the central score, as ``median`` would give.
+    """
     result = np.full(len(scores), np.nan)
-    finite = scores[np.isfinite(scores)]
-    if finite.size == 0:
+    finite = np.isfinite(scores)
+    k = finite.sum(axis=1)
+    has = k > 0
+    if not has.any():
         return result
-    values = np.unique(finite)
+    values = np.unique(scores[finite])
     counts = np.stack([(scores == v).sum(axis=1) for v in values], axis=1)  # (cells, values)
-    best = counts.max(axis=1)
-    has = best > 0
+    best = counts.argmax(axis=1)
+    majority = 2 * counts[np.arange(len(scores)), best] > k
     with np.errstate(all="ignore"):
         median = np.nanmedian(np.where(has[:, None], scores, 0.0), axis=1)
-    distance = np.abs(values[None, :] - median[:, None])
-    distance = np.where(counts == best[:, None], distance, np.inf)
-    choice = np.argmin(distance, axis=1)  # first = lower value on equal distance
-    result[has] = values[choice[has]]
+    result[has] = np.where(majority, values[best], median)[has]
     return result
 
 

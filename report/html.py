@@ -1,9 +1,10 @@
 """A self-contained HTML report: tables and PNG figures embedded as data URIs.
 
-No network and no external CSS or JavaScript: the page opens from a file anywhere. The
-PNG files are written next to it too. A few lines of inline script record, once the page
-has loaded, how many images decoded (``<body data-images="loaded/total">``), which
-tests read from the rendered DOM.
+No network and no external CSS or JavaScript: the page opens from a file anywhere. Every
+figure is written next to it too, as PNG and as SVG (for papers). Tables show models
+best first and difficulty levels with FLASK's names. A few lines of inline script
+record, once the page has loaded, how many images decoded (``<body
+data-images="loaded/total">``), which tests read from the rendered DOM.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from report.export import Report, ReportRow, fmt, fmt_interval
+from report.document import Report, ReportRow, level_label, ranked_models
 from report.metrics import ABILITY, DIFFICULTY, DOMAIN, OVERALL, SKILL
 from report.plots import Plot, all_plots
+from report.render import fmt, fmt_interval
 
 PAGE = "report.html"
 
@@ -82,7 +84,8 @@ def _matrix(
     out += [f"<th>{_e(c)}</th>" for c in cols]
     out.append("</tr>")
     for key in keys:
-        out.append(f'<tr><td class="key">{_e(key)}</td>')
+        shown = level_label(key) if rows and rows[0].dimension == DIFFICULTY else key
+        out.append(f'<tr><td class="key">{_e(shown)}</td>')
         out += [_cell(cells.get((key, c))) for c in cols]
         out.append("</tr>")
     out.append("</table>")
@@ -104,7 +107,8 @@ def _section_tables(report: Report, dimension: str, order: Sequence[str], head: 
         rows = [r for r in report.rows if r.judge == judge and r.dimension == dimension]
         if rows:
             parts.append(f"<h3>Judge {_e(judge)}</h3>")
-            parts.append(_matrix(rows, _keys(rows, order), report.models, "model", head))
+            models = ranked_models(report.rows, report.models)
+            parts.append(_matrix(rows, _keys(rows, order), models, "model", head))
     return "".join(parts)
 
 
@@ -117,7 +121,7 @@ def _overall(report: Report) -> str:
     out = ['<table><tr><th class="key">model</th>']
     out += [f"<th>{_e(j)}</th>" for j in judges]
     out.append("</tr>")
-    for model in report.models:
+    for model in ranked_models(report.rows, report.models):  # best first
         out.append(f'<tr><td class="key">{_e(model)}</td>')
         out += [_cell(cells.get((model, j))) for j in judges]
         out.append("</tr>")
@@ -187,6 +191,12 @@ def render(report: Report, plots: Sequence[Plot]) -> str:
     else:
         method = "no bootstrap intervals (--bootstrap 0)"
     notes = "".join(f"<p class='note'>{_e(n)}</p>" for n in report.notes)
+    sampling = "".join(
+        f"<li><b>{_e(j.name)}</b>: {_e(j.describe())}</li>" for j in report.judge_settings
+    )
+    if sampling:
+        sampling = f"<p class='meta'>How each judge was sampled:</p><ul class='meta'>{sampling}"
+        sampling += "</ul>"
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     sections = [
         ("overall", "Overall", _overall(report)),
@@ -210,13 +220,14 @@ def render(report: Report, plots: Sequence[Plot]) -> str:
         f"<body><h1>flask-eval report: {_e(report.run)}</h1>"
         f"<p class='meta'>{len(report.models)} models, {len(report.judges)} judges; "
         f"coverage: {coverage or '-'}. Means over (instance, skill) pairs on a 1-5 scale, "
-        f"N/A and failures excluded; {_e(method)}. Generated {stamp}.</p>{notes}"
+        f"N/A and failures excluded; {_e(method)}. Generated {stamp}.</p>{sampling}{notes}"
         f"<nav>{nav}</nav>{body}<script>{SCRIPT}</script></body></html>\n"
     )
 
 
 def write_report(report: Report, out_dir: Path, *, progress: bool = False) -> Path:
-    """Write ``report.html`` and every figure as a PNG into ``out_dir``; returns the page."""
+    """Write ``report.html`` and every figure as PNG and SVG into ``out_dir``; returns the
+    page."""
     out_dir.mkdir(parents=True, exist_ok=True)
     judges = sum(1 for j in report.judges if any(r.judge == j for r in report.rows))
     with tqdm(
@@ -225,6 +236,7 @@ def write_report(report: Report, out_dir: Path, *, progress: bool = False) -> Pa
         plots = all_plots(report, progress=bar.update)
     for plot in plots:
         (out_dir / plot.name).write_bytes(plot.png)
+        (out_dir / plot.svg_name).write_bytes(plot.svg)
     page = out_dir / PAGE
     page.write_text(render(report, plots), encoding="utf-8")
     return page

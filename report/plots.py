@@ -1,6 +1,7 @@
-"""Figures of a report as PNG bytes (matplotlib's Agg canvas; no display, no pyplot state).
+"""Figures of a report, each as PNG and SVG (matplotlib's Agg canvas; no display, no
+pyplot state). Models come best first with one colour each across all figures.
 
-- :func:`radar`: the 12 skills of every model under one judge (FLASK's figure);
+- :func:`radar`: the skills of every model under one judge (FLASK's figure), on 1-5;
 - :func:`ability_bars`: mean per ability and model, with bootstrap intervals;
 - :func:`domain_heatmap`: model x domain means;
 - :func:`difficulty_curves`: mean score versus difficulty level, one panel per skill;
@@ -16,35 +17,47 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import cast
 
+import matplotlib
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.projections.polar import PolarAxes
 
 from report.agreement import Agreement
-from report.export import Report, ReportRow
-from report.metrics import ABILITY, DOMAIN, KEY_SEP, SKILL, SKILL_DIFFICULTY
+from report.document import Report, ReportRow, level_label, ranked_models
+from report.metrics import ABILITY, DOMAIN, KEY_SEP, OVERALL, SKILL, SKILL_DIFFICULTY
 
 DPI = 100
 SCORE_RANGE = (1.0, 5.0)
 LEVELS = (1, 2, 3, 4, 5)
+#: Up to this many models share one radar; more get one small radar each (see radar).
+RADAR_OVERLAY_MAX = 4
+RADAR_COLUMNS = 4
 
 
 @dataclass(frozen=True)
 class Plot:
-    """One figure: a file name (``.png``), a title and the PNG bytes."""
+    """One figure: a file name (``.png``; the SVG is :attr:`svg_name`), a title, the bytes."""
 
     name: str
     title: str
     png: bytes
+    svg: bytes = b""
     judge: str | None = None
 
+    @property
+    def svg_name(self) -> str:
+        return self.name.removesuffix(".png") + ".svg"
 
-def _png(fig: Figure) -> bytes:
+
+def render(fig: Figure) -> tuple[bytes, bytes]:
+    """(PNG, SVG) of ``fig``; the SVG is reproducible (no date, fixed element ids)."""
     FigureCanvasAgg(fig)
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
-    return buffer.getvalue()
+    png, svg = io.BytesIO(), io.BytesIO()
+    fig.savefig(png, format="png", dpi=DPI, bbox_inches="tight")
+    with matplotlib.rc_context({"svg.hashsalt": "flask-eval"}):
+        fig.savefig(svg, format="svg", bbox_inches="tight", metadata={"Date": None})
+    return png.getvalue(), svg.getvalue()
 
 
 def _colors(n: int) -> list[tuple[float, float, float, float]]:
@@ -54,6 +67,16 @@ def _colors(n: int) -> list[tuple[float, float, float, float]]:
     return [cmap(i % cmap.N) for i in range(n)]
 
 
+def _models(report: Report) -> list[str]:
+    """The report's models, best first (the order of every legend, row and panel)."""
+    return ranked_models(report.rows, report.models)
+
+
+def _palette(report: Report) -> dict[str, tuple[float, float, float, float]]:
+    models = _models(report)
+    return dict(zip(models, _colors(len(models)), strict=True))
+
+
 def _means(
     rows: Sequence[ReportRow], judge: str, dimension: str
 ) -> dict[tuple[str, str], ReportRow]:
@@ -61,50 +84,98 @@ def _means(
 
 
 def _wrap(text: str, width: int = 14) -> str:
-    return "\n".join(textwrap.wrap(text, width)) or text
+    return "\n".join(textwrap.wrap(text, width, break_long_words=False)) or text
 
 
-def radar(report: Report, judge: str) -> bytes:
-    """Mean score of each model on each skill, on a polar chart (scale 1-5)."""
-    cells = _means(report.rows, judge, SKILL)
-    skills = [s for s in report.skills if any((m, s) in cells for m in report.models)]
-    fig = Figure(figsize=(7.2, 6.4))
-    ax = cast(PolarAxes, fig.add_subplot(projection="polar"))
-    if len(skills) < 3:
-        ax.set_title(f"{judge}: too few skills for a radar chart", fontsize=10)
-        return _png(fig)
+def _polar(ax: PolarAxes, skills: Sequence[str], fontsize: float, wrap: int) -> np.ndarray:
+    """Skill spokes clockwise from the top; the radius runs 1 (centre) to 5."""
     angles = np.linspace(0, 2 * math.pi, len(skills), endpoint=False)
-    closed = np.concatenate([angles, angles[:1]])
-    for model, color in zip(report.models, _colors(len(report.models)), strict=True):
-        values = [cells[(model, s)].mean if (model, s) in cells else None for s in skills]
-        if all(v is None for v in values):
-            continue
-        data = np.array([np.nan if v is None else v for v in values], dtype=float)
-        data = np.concatenate([data, data[:1]])
-        ax.plot(closed, data, color=color, linewidth=1.8, label=model)
-        ax.fill(closed, np.nan_to_num(data, nan=SCORE_RANGE[0]), color=color, alpha=0.05)
-    ax.set_theta_offset(math.pi / 2)  # first skill on top, then clockwise
+    ax.set_theta_offset(math.pi / 2)
     ax.set_theta_direction(-1)
     ax.set_xticks(angles)
-    ax.set_xticklabels([_wrap(s) for s in skills], fontsize=8)
-    ax.set_ylim(0, SCORE_RANGE[1])
+    ax.set_xticklabels([_wrap(s, wrap) for s in skills], fontsize=fontsize)
+    ax.set_ylim(*SCORE_RANGE)  # the centre is 1, the lowest score, not 0
     ax.set_yticks([1, 2, 3, 4, 5])
-    ax.set_yticklabels(["1", "2", "3", "4", "5"], fontsize=7, color="#666")
-    ax.set_title(f"Skills — judge {judge}", fontsize=10, pad=18)
-    ax.legend(loc="upper right", bbox_to_anchor=(1.32, 1.12), fontsize=8, frameon=False)
-    return _png(fig)
+    ax.set_yticklabels(["1", "2", "3", "4", "5"], fontsize=fontsize - 1, color="#666")
+    return angles
 
 
-def ability_bars(report: Report, judge: str) -> bytes:
-    """Mean per ability and model, with the bootstrap interval as error bars."""
+def _closed(values: Sequence[float | None]) -> np.ndarray:
+    data = np.array([np.nan if v is None else v for v in values], dtype=float)
+    return np.concatenate([data, data[:1]])
+
+
+def radar(report: Report, judge: str) -> Figure:
+    """Mean score of each model on each skill, on a polar chart whose radius runs 1-5.
+
+    Up to :data:`RADAR_OVERLAY_MAX` models share one chart (outlines, faint fills). Past
+    that, overlaid polygons cross at nearly every spoke and the fifth and later tab10
+    colours are hard to tell apart in print, so each model gets its own small radar
+    (small multiples, best first under this judge, :data:`RADAR_COLUMNS` per row) on the
+    same axes, with the mean over all models as a grey dashed reference to compare against.
+    """
+    cells = _means(report.rows, judge, SKILL)
+    skills = [s for s in report.skills if any((m, s) in cells for m in report.models)]
+    models = [m for m in _models(report) if any((m, s) in cells for s in skills)]
+    palette = _palette(report)
+    if len(skills) < 3:
+        fig = Figure(figsize=(7.2, 6.4))
+        ax = fig.add_subplot(projection="polar")
+        ax.set_title(f"{judge}: too few skills for a radar chart", fontsize=10)
+        return fig
+    values = {m: [cells[(m, s)].mean if (m, s) in cells else None for s in skills] for m in models}
+    if len(models) <= RADAR_OVERLAY_MAX:
+        fig = Figure(figsize=(7.2, 6.4))
+        ax = cast(PolarAxes, fig.add_subplot(projection="polar"))
+        angles = _polar(ax, skills, 8, 14)
+        closed = np.concatenate([angles, angles[:1]])
+        for model in models:
+            data = _closed(values[model])
+            ax.plot(closed, data, color=palette[model], linewidth=1.8, label=model)
+            filled = np.nan_to_num(data, nan=SCORE_RANGE[0])
+            ax.fill(closed, filled, color=palette[model], alpha=0.05)
+        ax.set_title(f"Skills — judge {judge}", fontsize=10, pad=18)
+        ax.legend(loc="upper right", bbox_to_anchor=(1.32, 1.12), fontsize=8, frameon=False)
+        return fig
+    # panels best first under this judge, whose overall means their titles show
+    models = ranked_models([r for r in report.rows if r.judge == judge], models)
+    cols = RADAR_COLUMNS
+    rows_n = math.ceil(len(models) / cols)
+    fig = Figure(figsize=(3.2 * cols, 3.5 * rows_n))
+    stacked = np.array([[np.nan if v is None else v for v in values[m]] for m in models])
+    with np.errstate(all="ignore"):
+        reference = _closed(list(np.nanmean(stacked, axis=0)))
+    overall = {r.model: r.mean for r in report.rows if r.judge == judge and r.dimension == OVERALL}
+    for k, model in enumerate(models):
+        ax = cast(PolarAxes, fig.add_subplot(rows_n, cols, k + 1, projection="polar"))
+        angles = _polar(ax, skills, 6, 12)
+        closed = np.concatenate([angles, angles[:1]])
+        ax.plot(closed, reference, color="#888", linewidth=0.9, linestyle="--")
+        data = _closed(values[model])
+        ax.plot(closed, data, color=palette[model], linewidth=1.6)
+        ax.fill(closed, np.nan_to_num(data, nan=SCORE_RANGE[0]), color=palette[model], alpha=0.2)
+        mean = overall.get(model)
+        title = model if mean is None else f"{model} ({mean:.2f})"
+        ax.set_title(title, fontsize=9, pad=14)
+    fig.suptitle(
+        f"Skills — judge {judge} (dashed: mean over the {len(models)} models)", fontsize=10
+    )
+    fig.tight_layout()
+    return fig
+
+
+def ability_bars(report: Report, judge: str) -> Figure:
+    """Mean per ability and model (best first), with the bootstrap interval as error bars."""
     cells = _means(report.rows, judge, ABILITY)
     abilities = [a for a in report.abilities if any((m, a) in cells for m in report.models)]
-    models = [m for m in report.models if any((m, a) in cells for a in abilities)]
+    models = [m for m in _models(report) if any((m, a) in cells for a in abilities)]
+    palette = _palette(report)
     fig = Figure(figsize=(7.2, 3.8))
     ax = fig.add_subplot()
     width = 0.8 / max(len(models), 1)
     x = np.arange(len(abilities))
-    for k, (model, color) in enumerate(zip(models, _colors(len(models)), strict=True)):
+    for k, model in enumerate(models):
+        color = palette[model]
         rows = [cells.get((model, a)) for a in abilities]
         means = np.array([r.mean if r and r.mean is not None else np.nan for r in rows])
         low = np.array([r.ci_low if r and r.ci_low is not None else np.nan for r in rows])
@@ -127,7 +198,7 @@ def ability_bars(report: Report, judge: str) -> bytes:
     ax.set_title(f"Abilities — judge {judge}", fontsize=10)
     ax.legend(fontsize=7, ncols=min(len(models), 4), frameon=False, loc="upper left")
     ax.grid(axis="y", alpha=0.3)
-    return _png(fig)
+    return fig
 
 
 def _heatmap(
@@ -159,11 +230,11 @@ def _heatmap(
     return image
 
 
-def domain_heatmap(report: Report, judge: str) -> bytes:
-    """Models as rows, domains as columns, mean score in each cell."""
+def domain_heatmap(report: Report, judge: str) -> Figure:
+    """Models as rows (best first), domains as columns, mean score in each cell."""
     cells = _means(report.rows, judge, DOMAIN)
     domains = [d for d in report.domains if any((m, d) in cells for m in report.models)]
-    models = [m for m in report.models if any((m, d) in cells for d in domains)]
+    models = [m for m in _models(report) if any((m, d) in cells for d in domains)]
     matrix = np.array(
         [[cells[(m, d)].mean if (m, d) in cells else np.nan for d in domains] for m in models],
         dtype=float,
@@ -173,15 +244,16 @@ def domain_heatmap(report: Report, judge: str) -> bytes:
     if matrix.size == 0:
         ax.set_axis_off()
         ax.set_title(f"Domains — judge {judge}: no instance has a known domain", fontsize=10)
-        return _png(fig)
+        return fig
     image = _heatmap(ax, matrix, models, domains, *SCORE_RANGE, cmap="viridis")
     fig.colorbar(image, ax=ax, fraction=0.03, pad=0.02)  # type: ignore[arg-type]
     ax.set_title(f"Domains — judge {judge}", fontsize=10)
-    return _png(fig)
+    return fig
 
 
-def difficulty_curves(report: Report, judge: str) -> bytes:
-    """Mean score per difficulty level, one panel per skill, one line per model."""
+def difficulty_curves(report: Report, judge: str) -> Figure:
+    """Mean score per difficulty level, one panel per skill, one line per model; FLASK's
+    level names in a footer (the panels are too narrow for them as tick labels)."""
     cells = {
         (r.model, r.key): r
         for r in report.rows
@@ -190,15 +262,15 @@ def difficulty_curves(report: Report, judge: str) -> bytes:
     skills = [s for s in report.skills if any(k.startswith(s + KEY_SEP) for _, k in cells)]
     cols = 4
     rows_n = max(1, math.ceil(len(skills) / cols))
-    fig = Figure(figsize=(10, 2.3 * rows_n))
-    colors = _colors(len(report.models))
+    fig = Figure(figsize=(10, 2.3 * rows_n + 0.5))
+    palette = _palette(report)
     axes = fig.subplots(rows_n, cols, squeeze=False, sharex=True, sharey=True)
     for idx, ax in enumerate(axes.flat):
         if idx >= len(skills):
             ax.set_visible(False)
             continue
         skill = skills[idx]
-        for model, color in zip(report.models, colors, strict=True):
+        for model, color in palette.items():
             found = [cells.get((model, f"{skill}{KEY_SEP}{lv}")) for lv in LEVELS]
             means = np.array([r.mean if r and r.mean is not None else np.nan for r in found])
             if np.all(np.isnan(means)):
@@ -212,17 +284,22 @@ def difficulty_curves(report: Report, judge: str) -> bytes:
         ax.set_xticks(LEVELS)
         ax.tick_params(labelsize=7)
         ax.grid(alpha=0.3)
+    for ax in axes[-1]:
+        ax.set_xlabel("difficulty level", fontsize=7)
     handles, labels = axes.flat[0].get_legend_handles_labels()
     if handles:
-        fig.legend(handles, labels, loc="lower center", ncols=min(len(labels), 6), fontsize=8)
+        fig.legend(handles, labels, loc="lower center", ncols=min(len(labels), 6), fontsize=8,
+                   bbox_to_anchor=(0.5, 0.035))  # fmt: skip
+    names = "   ".join(level_label(str(lv)) for lv in LEVELS)
+    fig.text(0.5, 0.005, f"Levels: {names}", ha="center", va="bottom", fontsize=7, color="#444")
     fig.suptitle(f"Score vs difficulty (1-5) per skill — judge {judge}", fontsize=10)
-    fig.tight_layout(rect=(0, 0.06, 1, 0.97))
-    return _png(fig)
+    fig.tight_layout(rect=(0, 0.1, 1, 0.97))
+    return fig
 
 
 def agreement_matrix(
     rows: Sequence[Agreement], raters: Sequence[str], statistic: str = "krippendorff_alpha"
-) -> bytes:
+) -> Figure:
     """``statistic`` (over all skills) between every pair of raters, as a heatmap."""
     index = {r: i for i, r in enumerate(raters)}
     matrix = np.full((len(raters), len(raters)), np.nan)
@@ -238,7 +315,7 @@ def agreement_matrix(
     image = _heatmap(ax, matrix, raters, raters, -1.0, 1.0, cmap="RdBu", digits=3)
     fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02)  # type: ignore[arg-type]
     ax.set_title(f"Agreement ({statistic.replace('_', ' ')}, all skills)", fontsize=10)
-    return _png(fig)
+    return fig
 
 
 def _slug(text: str) -> str:
@@ -250,7 +327,7 @@ def all_plots(report: Report, progress: Callable[[int], object] | None = None) -
     """Every figure of the HTML report: four per judge, then the agreement matrix."""
     plots: list[Plot] = []
     judges_with_rows = [j for j in report.judges if any(r.judge == j for r in report.rows)]
-    kinds: tuple[tuple[str, str, Callable[[Report, str], bytes]], ...] = (
+    kinds: tuple[tuple[str, str, Callable[[Report, str], Figure]], ...] = (
         ("radar", "Skills (radar)", radar),
         ("abilities", "Abilities", ability_bars),
         ("domains", "Domains", domain_heatmap),
@@ -259,13 +336,14 @@ def all_plots(report: Report, progress: Callable[[int], object] | None = None) -
     for n, judge in enumerate(judges_with_rows, start=1):
         for kind, title, draw in kinds:
             name = f"{kind}-{n:02d}-{_slug(judge)}.png"
-            plots.append(Plot(name, f"{title} — {judge}", draw(report, judge), judge))
+            png, svg = render(draw(report, judge))
+            plots.append(Plot(name, f"{title} — {judge}", png, svg, judge))
         if progress:
             progress(1)
     raters = list(dict.fromkeys(x for r in report.agreement for x in (r.judge_a, r.judge_b)))
     if len(raters) >= 2:
-        png = agreement_matrix(report.agreement, raters)
-        plots.append(Plot("agreement.png", "Judge agreement (Krippendorff's alpha)", png))
+        png, svg = render(agreement_matrix(report.agreement, raters))
+        plots.append(Plot("agreement.png", "Judge agreement (Krippendorff's alpha)", png, svg))
     if progress:
         progress(1)
     return plots

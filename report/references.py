@@ -9,7 +9,7 @@ scores become one more judge column of the score table, on the cells the run has
 from __future__ import annotations
 
 import csv
-import json
+import io
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -18,11 +18,17 @@ from typing import Any
 
 import numpy as np
 
+from core.files import MIB, read_text
+from core.jsonl import read_json_lines
+from core.text import clip, walk_strings
 from flask_eval.exceptions import InputError
 from report.scores import NA, NONE, SCORED, ScoreTable
 
 COLUMNS: tuple[str, ...] = ("model", "instance_id", "skill", "score")
 NA_TEXTS = frozenset({"", "n/a", "na", "none", "null"})
+#: a CSV reference file is read whole: 12 skills x 2,000 instances x 10 models is ~15 MiB
+MAX_CSV_BYTES = 256 * MIB
+JSON_SUFFIXES = (".jsonl", ".json", ".ndjson")
 
 
 @dataclass(frozen=True)
@@ -45,7 +51,7 @@ def parse_arg(text: str) -> tuple[str, str]:
     """``NAME=PATH`` -> (name, path)."""
     name, sep, path = text.partition("=")
     if not sep or not name.strip() or not path.strip():
-        raise InputError(f"invalid --reference {text!r}: use NAME=PATH, e.g. human=labels.csv")
+        raise InputError(f"invalid --reference {clip(text)}: use NAME=PATH, e.g. human=labels.csv")
     return name.strip(), path.strip()
 
 
@@ -53,7 +59,7 @@ def _score(value: Any, where: str) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool):
-        raise InputError(f"{where}: score must be a number or N/A, got {value!r}")
+        raise InputError(f"{where}: score must be a number or N/A, got {clip(value)}")
     if isinstance(value, int | float):
         number = float(value)
     else:
@@ -63,44 +69,44 @@ def _score(value: Any, where: str) -> float | None:
         try:
             number = float(text)
         except ValueError:
-            raise InputError(f"{where}: score must be a number or N/A, got {text!r}") from None
+            raise InputError(f"{where}: score must be a number or N/A, got {clip(text)}") from None
     if not math.isfinite(number):
-        raise InputError(f"{where}: score must be finite, got {value!r}")
+        raise InputError(f"{where}: score must be finite, got {clip(value)}")
     return number
 
 
-def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read: {exc}") from None
-    if path.suffix.lower() in (".jsonl", ".json", ".ndjson"):
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{path}:{number}: invalid JSON: {exc.msg}") from None
-            if not isinstance(obj, dict):
-                raise InputError(f"{path}:{number}: expected a JSON object")
-            yield number, obj
+def _records(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line, record)`` of a reference file: JSON Lines by its suffix, CSV otherwise.
+
+    Both go through the input rules of every run input (core.files: regular files only;
+    core.jsonl for JSON Lines; NUL and lone surrogates refused in CSV fields too).
+    """
+    if Path(path).suffix.lower() in JSON_SUFFIXES:
+        yield from read_json_lines(path, "a reference file (JSON Lines)", allow_empty=True)
         return
-    reader = csv.DictReader(text.splitlines())
-    missing = [c for c in COLUMNS if c not in (reader.fieldnames or ())]
-    if missing:
-        raise InputError(f"{path}:1: missing column(s): {', '.join(missing)}")
-    for number, row in enumerate(reader, start=2):
-        yield number, dict(row)
+    text = read_text(path, "a reference file (CSV with a header)", MAX_CSV_BYTES)
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    start = 1  # the first physical line of the row being read
+    try:
+        missing = [c for c in COLUMNS if c not in (reader.fieldnames or ())]
+        if missing:
+            raise InputError(f"{path}:1: missing column(s): {', '.join(missing)}")
+        start = reader.line_num + 1
+        for row in reader:
+            found = walk_strings(row)
+            if found is not None:
+                raise InputError(f"{path}:{start}: {found[0]} {found[1]}")
+            yield start, dict(row)
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        raise InputError(f"{path}:{start}: invalid CSV: {str(exc)[:80]}") from None
 
 
 def load(name: str, path: str) -> Reference:
     """Read and validate a reference file; raises InputError naming ``file:line``."""
     seen: dict[tuple[str, str, str], int] = {}
     scores: list[ReferenceScore] = []
-    for number, obj in _records(Path(path)):
+    for number, obj in _records(path):
         where = f"{path}:{number}"
         missing = [c for c in COLUMNS if c not in obj]
         if missing:
@@ -113,7 +119,8 @@ def load(name: str, path: str) -> Reference:
             keys.append(str(value).strip())
         key = (keys[0], keys[1], keys[2])
         if key in seen:
-            raise InputError(f"{where}: duplicate score for {key} (first on line {seen[key]})")
+            shown = ", ".join(clip(k) for k in key)
+            raise InputError(f"{where}: duplicate score for ({shown}) (first on line {seen[key]})")
         seen[key] = number
         scores.append(ReferenceScore(*key, _score(obj["score"], where), number))
     if not scores:

@@ -1,6 +1,10 @@
-"""Rendering of report rows as JSON, CSV and plain-text tables (pure: strings only).
+"""The one renderer of a report as JSON, CSV and plain text (pure: strings only).
 
-JSON and CSV keep full float precision; only the text tables round (2 decimals).
+JSON is ``{"run", "judges", "rows": [...], "comparisons", "agreement", "bootstrap"}``,
+each row with the keys of :data:`report.document.FIELDS`. JSON and CSV keep full float
+precision and go through :func:`plain`, so a numpy number is written as a plain number
+whatever its type; only the text tables round (2 decimals). Text tables show models best
+first and difficulty levels with FLASK's names; JSON and CSV keep the keys "1".."5".
 """
 
 from __future__ import annotations
@@ -10,8 +14,19 @@ import heapq
 import io
 import itertools
 import json
-from collections.abc import Sequence
+import math
+import numbers
+import shlex
+import textwrap
+from collections.abc import Mapping, Sequence
+from typing import Any
 
+import numpy as np
+
+from report.agreement import FIELDS as AGREEMENT_FIELDS
+from report.agreement import Agreement
+from report.document import FIELDS, Report, ReportRow, as_report, level_label, ranked_models
+from report.intervals import Comparison
 from report.metrics import (
     ABILITY,
     DIFFICULTY,
@@ -23,8 +38,8 @@ from report.metrics import (
     Row,
 )
 
-#: CSV columns, also the keys of :meth:`Row.as_dict`.
-FIELDS: tuple[str, ...] = ("model", "judge", "dimension", "key", "mean", "n", "n_na", "n_failed")
+COMPARISON_FIELDS: tuple[str, ...] = ("judge", "model_a", "model_b", "dimension", "key",
+    "n_instances", "mean_a", "mean_b", "diff", "ci_low", "ci_high")  # fmt: skip
 
 #: Sections of :func:`to_table`, in order: (dimension, title).
 SECTIONS: tuple[tuple[str, str], ...] = (
@@ -40,45 +55,213 @@ MAX_KEY_WIDTH = 40
 DEFAULT_WIDTH = 100
 
 
-def to_json(run: str, rows: Sequence[Row]) -> str:
-    """``{"run": run, "rows": [...]}``, each row with the keys of :data:`FIELDS`."""
-    payload = {"run": run, "rows": [row.as_dict() for row in rows]}
-    return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
+# -- JSON and CSV ---------------------------------------------------------------------
 
 
-def to_csv(rows: Sequence[Row]) -> str:
-    """CSV with a header of :data:`FIELDS`; a None mean is an empty field."""
+_AS_IS = frozenset({str, int, bool, type(None)})
+
+
+def plain(value: Any) -> Any:
+    """``value`` with every number a plain ``int`` or ``float`` (numpy scalars and arrays
+    included), tuples as lists, and NaN or infinity as None: what JSON and CSV take."""
+    kind = type(value)
+    if kind in _AS_IS:  # the common cases first: a report has ~10^5 values
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else None
+    if kind is dict:
+        return {str(k): plain(v) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return [plain(v) for v in value]
+    if isinstance(value, np.generic | np.ndarray):
+        return plain(value.tolist())
+    if isinstance(value, bool | str):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        number = float(value)
+        return number if math.isfinite(number) else None
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value
+
+
+def dumps(payload: Any) -> str:
+    """Indented JSON of ``payload`` through :func:`plain` (strict: never NaN)."""
+    return json.dumps(plain(payload), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def to_json(report: Report) -> str:
+    return dumps(report.as_dict())
+
+
+def _csv_field(value: Any) -> str:
+    value = plain(value)
+    if value is None:
+        return ""
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def csv_text(fields: Sequence[str], records: Sequence[Mapping[str, Any]]) -> str:
+    """CSV with a header of ``fields``; None is an empty field, floats at full precision."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(FIELDS)
-    for row in rows:
-        writer.writerow(
-            [
-                row.model,
-                row.judge,
-                row.dimension,
-                row.key,
-                "" if row.mean is None else repr(row.mean),
-                row.n,
-                row.n_na,
-                row.n_failed,
-            ]
-        )
+    writer.writerow(fields)
+    for rec in records:
+        writer.writerow([_csv_field(rec[f]) for f in fields])
     return buffer.getvalue()
 
 
-def fmt_mean(mean: float | None) -> str:
-    """A mean for display: 2 decimals, or "-" for None."""
-    return NONE_TEXT if mean is None else f"{mean:.2f}"
+def rows_csv(rows: Sequence[Row]) -> str:
+    """Report rows as CSV: the row fields plus the interval (empty without one)."""
+    return csv_text(FIELDS, [r.as_dict() for r in as_report(rows).rows])
+
+
+def comparisons_csv(comparisons: Sequence[Comparison]) -> str:
+    return csv_text(COMPARISON_FIELDS, [c.as_dict() for c in comparisons])
+
+
+def agreement_csv(rows: Sequence[Agreement]) -> str:
+    return csv_text(AGREEMENT_FIELDS, [a.as_dict() for a in rows])
+
+
+# -- text -----------------------------------------------------------------------------
+
+
+def fmt(value: float | None, digits: int = 2) -> str:
+    """A number for display, or "-" for None."""
+    return NONE_TEXT if value is None else f"{value:.{digits}f}"
+
+
+def fmt_interval(low: float | None, high: float | None, digits: int = 2) -> str:
+    return "" if low is None or high is None else f"[{low:.{digits}f}, {high:.{digits}f}]"
 
 
 def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(width - 3, 1)] + "..."
 
 
+def _display_key(dimension: str, key: str) -> str:
+    return level_label(key) if dimension == DIFFICULTY else key
+
+
 def _level_order(level: str) -> tuple[bool, int, str]:
     """Sort key of difficulty level texts: numerically, anything non-numeric last."""
     return (not level.isdigit(), int(level) if level.isdigit() else 0, level)
+
+
+def _level_legend(levels: Sequence[str], indent: str = "  ") -> list[str]:
+    named = [level_label(lv) for lv in levels if level_label(lv) != lv]
+    if not named:
+        return []
+    text = "levels: " + ", ".join(f"L{name}" for name in named)
+    return textwrap.wrap(text, DEFAULT_WIDTH, initial_indent=indent, subsequent_indent=indent * 2)
+
+
+def _confidence(report: Report) -> int:
+    return round(100 * float(report.bootstrap.get("confidence", 0.95)))
+
+
+def header(report: Report) -> list[str]:
+    """Run, how each judge was sampled, coverage and the interval method (text lines)."""
+    lines = [f"Run: {report.run}"] if report.run else []
+    if report.judge_settings:
+        lines.append("Judges (name: spec, sampling):")
+        lines += [f"  {j.name}: {j.describe()}" for j in report.judge_settings]
+    lines += [f"coverage {m}: {a}/{t}" for m, (a, t) in report.coverage.items()]
+    boot = report.bootstrap
+    if boot.get("replicates"):
+        lines.append(
+            f"Intervals: {_confidence(report)}% percentile bootstrap, {boot['replicates']} "
+            f"replicates resampling {boot.get('instances')} instances (seed {boot.get('seed')})"
+        )
+    return lines
+
+
+def _skill_difficulty_matrix(rows: Sequence[Row]) -> list[str]:
+    """Skills as rows, difficulty levels as columns, mean scores in the cells."""
+    means: dict[tuple[str, str], float | None] = {}
+    skills: dict[str, None] = {}
+    levels: dict[str, None] = {}
+    for row in rows:
+        skill, _, level = row.key.rpartition(KEY_SEP)
+        skills[skill] = None
+        levels[level] = None
+        means[(skill, level)] = row.mean
+    ordered = sorted(levels, key=_level_order)
+    key_width = min(max([len("skill"), *(len(s) for s in skills)]), MAX_KEY_WIDTH)
+    head = f"  {'skill':<{key_width}}" + "".join(f"  {'L' + lv:>6}" for lv in ordered)
+    lines = ["Skill x difficulty (mean)", head]
+    for skill in skills:
+        cells = "".join(f"  {fmt(means.get((skill, lv))):>6}" for lv in ordered)
+        lines.append(f"  {_clip(skill, key_width):<{key_width}}{cells}")
+    return lines + _level_legend(ordered)
+
+
+def _block(rows: Sequence[ReportRow], with_ci: bool, level: int) -> list[str]:
+    shown = [r for r in rows if r.dimension != SKILL_DIFFICULTY]
+    keys = [_display_key(r.dimension, r.key) for r in shown]
+    width = min(max([len("key"), *(len(k) for k in keys)]), MAX_KEY_WIDTH)
+    lines: list[str] = []
+    ci_head = f"  {f'{level}% CI':<14}" if with_ci else ""
+    for dimension, title in SECTIONS:
+        section = [r for r in rows if r.dimension == dimension]
+        if not section:
+            continue
+        head = f"  {'':<{width}}  {'mean':>6}{ci_head}  {'n':>7}  {'N/A':>6}  {'failed':>6}"
+        lines += [title, head]
+        for r in section:
+            key = _clip(_display_key(r.dimension, r.key), width)
+            ci = f"  {fmt_interval(r.ci_low, r.ci_high):<14}" if with_ci else ""
+            lines.append(
+                f"  {key:<{width}}  {fmt(r.mean):>6}{ci}  {r.n:>7}  {r.n_na:>6}  {r.n_failed:>6}"
+            )
+        lines.append("")
+    matrix = [r for r in rows if r.dimension == SKILL_DIFFICULTY]
+    if matrix:
+        lines += [*_skill_difficulty_matrix(matrix), ""]
+    return lines
+
+
+def _ordered_pairs(report: Report) -> list[tuple[str, str]]:
+    """(model, judge) pairs of the rows: models best first, judges in report order."""
+    pairs = list(dict.fromkeys((r.model, r.judge) for r in report.rows))
+    models = ranked_models(report.rows, list(dict.fromkeys(m for m, _ in pairs)))
+    judges = list(dict.fromkeys([*report.judges, *(j for _, j in pairs)]))
+    rank_m, rank_j = {m: i for i, m in enumerate(models)}, {j: i for i, j in enumerate(judges)}
+    return sorted(pairs, key=lambda p: (rank_m[p[0]], rank_j[p[1]]))
+
+
+def to_table(report: Report | Sequence[Row]) -> str:
+    """Plain-text tables: the header, then one block per (model, judge), models best first.
+
+    Each block has the sections Overall, Abilities, Skills, Domains and Difficulty (mean
+    with 2 decimals, the interval when the report has a bootstrap, scored n, N/A and
+    failed counts; "-" for no mean), then a compact skill x difficulty matrix of means.
+    Empty sections are left out. Then the paired comparisons, if any.
+    """
+    report = as_report(report)
+    with_ci, level = bool(report.bootstrap.get("replicates")), _confidence(report)
+    blocks: list[str] = []
+    for model, judge in _ordered_pairs(report):
+        mine = [r for r in report.rows if r.model == model and r.judge == judge]
+        title = f"Model: {model}  |  Judge: {judge}"
+        lines = [title, "=" * min(len(title), DEFAULT_WIDTH), *_block(mine, with_ci, level)]
+        blocks.append("\n".join(lines).rstrip("\n"))
+    head = header(report)
+    text = "\n\n".join(["\n".join(head)] * bool(head) + blocks)
+    if report.comparisons:
+        lines = ["", "", f"Paired comparisons (overall, mean A - mean B, {level}% CI)"]
+        for c in report.comparisons:
+            lines.append(
+                f"  {c.judge}: {c.model_a} - {c.model_b} = {fmt(c.diff):>5} "
+                f"{fmt_interval(c.ci_low, c.ci_high)}  ({c.n_instances} instances)"
+            )
+        text += "\n".join(lines)
+    return text + "\n" if text.strip() else ""
 
 
 def _merge_orders(sequences: Sequence[Sequence[str]]) -> list[str]:
@@ -93,9 +276,7 @@ def _merge_orders(sequences: Sequence[Sequence[str]]) -> list[str]:
     for sequence in sequences:
         for key in sequence:
             if key not in first:
-                first[key] = len(first)
-                successors[key] = set()
-                indegree[key] = 0
+                first[key], successors[key], indegree[key] = len(first), set(), 0
         for before, after in itertools.pairwise(sequence):
             if before != after and after not in successors[before]:
                 successors[before].add(after)
@@ -116,87 +297,22 @@ def _merge_orders(sequences: Sequence[Sequence[str]]) -> list[str]:
     return merged
 
 
-def _pairs(rows: Sequence[Row]) -> list[tuple[str, str]]:
-    """The (model, judge) pairs of ``rows``, in order of first appearance."""
-    return list(dict.fromkeys((row.model, row.judge) for row in rows))
-
-
-def _section(title: str, rows: Sequence[Row], key_width: int) -> list[str]:
-    lines = [title]
-    lines.append(f"  {'':<{key_width}}  {'mean':>6}  {'n':>7}  {'N/A':>6}  {'failed':>6}")
-    for row in rows:
-        key = _clip(row.key, key_width)
-        lines.append(
-            f"  {key:<{key_width}}  {fmt_mean(row.mean):>6}  {row.n:>7}"
-            f"  {row.n_na:>6}  {row.n_failed:>6}"
-        )
-    return lines
-
-
-def _skill_difficulty_matrix(rows: Sequence[Row]) -> list[str]:
-    """Skills as rows, difficulty levels as columns, mean scores in the cells."""
-    means: dict[tuple[str, str], float | None] = {}
-    skills: dict[str, None] = {}
-    levels: dict[str, None] = {}
-    for row in rows:
-        skill, _, level = row.key.rpartition(KEY_SEP)
-        skills[skill] = None
-        levels[level] = None
-        means[(skill, level)] = row.mean
-    ordered_levels = sorted(levels, key=_level_order)
-    key_width = min(max([len("skill"), *(len(s) for s in skills)]), MAX_KEY_WIDTH)
-    header = f"  {'skill':<{key_width}}" + "".join(f"  {'L' + lv:>6}" for lv in ordered_levels)
-    lines = ["Skill x difficulty (mean)", header]
-    for skill in skills:
-        cells = "".join(f"  {fmt_mean(means.get((skill, lv))):>6}" for lv in ordered_levels)
-        lines.append(f"  {_clip(skill, key_width):<{key_width}}{cells}")
-    return lines
-
-
-def to_table(rows: Sequence[Row]) -> str:
-    """Plain-text tables, one block per (model, judge), fitting in 100 columns.
-
-    Each block has the sections Overall, Abilities, Skills, Domains and Difficulty (mean
-    with 2 decimals, scored n, N/A and failed counts; "-" for no mean), then a compact
-    skill x difficulty matrix of means. Empty sections are left out.
-    """
-    blocks: list[str] = []
-    for model, judge in _pairs(rows):
-        mine = [row for row in rows if row.model == model and row.judge == judge]
-        tabled = [row for row in mine if row.dimension != SKILL_DIFFICULTY]
-        key_width = min(max([len("key"), *(len(row.key) for row in tabled)]), MAX_KEY_WIDTH)
-        title = f"Model: {model}  |  Judge: {judge}"
-        lines = [title, "=" * min(len(title), DEFAULT_WIDTH)]
-        for dimension, section_title in SECTIONS:
-            section_rows = [row for row in mine if row.dimension == dimension]
-            if section_rows:
-                lines.extend(_section(section_title, section_rows, key_width))
-                lines.append("")
-        matrix_rows = [row for row in mine if row.dimension == SKILL_DIFFICULTY]
-        if matrix_rows:
-            lines.extend(_skill_difficulty_matrix(matrix_rows))
-            lines.append("")
-        blocks.append("\n".join(lines).rstrip("\n"))
-    return "\n\n".join(blocks) + "\n" if blocks else ""
-
-
 def comparison_table(
-    rows: Sequence[Row],
-    dimension: str,
-    key_order: Sequence[str] = (),
-    width: int = DEFAULT_WIDTH,
+    rows: Sequence[Row], dimension: str, key_order: Sequence[str] = (), width: int = DEFAULT_WIDTH
 ) -> str:
     """One dimension compared across all (model, judge) pairs: keys as rows, pairs as columns.
 
-    Column headers take two lines (model, then judge); cells are means with 2 decimals, "-"
-    when a pair has no mean (or no row) for a key. Keys come in ``key_order`` first, then in
-    the order the rows list them (merged over all pairs; difficulty levels numerically).
-    When the columns do not fit in ``width`` characters they are split into several tables.
+    Columns (models best first by their overall mean in ``rows``, then judges) take two
+    header lines (model, then judge); cells are means with 2 decimals, "-" when a pair has
+    no mean (or no row) for a key. Keys come in ``key_order`` first, then in the order the
+    rows list them (merged over all pairs; difficulty levels numerically, with FLASK's
+    names). When the columns do not fit in ``width`` characters they are split.
     """
     selected = [row for row in rows if row.dimension == dimension]
     if not selected:
         return ""
-    pairs = _pairs(selected)
+    pairs = _ordered_pairs(as_report([*selected, *(r for r in rows if r.dimension == OVERALL)]))
+    pairs = [p for p in pairs if any((r.model, r.judge) == p for r in selected)]
     means = {(row.model, row.judge, row.key): row.mean for row in selected}
     keys = _merge_orders(
         [[row.key for row in selected if (row.model, row.judge) == pair] for pair in pairs]
@@ -205,10 +321,9 @@ def comparison_table(
         keys.sort(key=_level_order)
     position = {key: i for i, key in enumerate(key_order)}
     keys.sort(key=lambda k: position.get(k, len(position)))  # stable: keeps the rest in order
-
-    key_width = min(max([len(dimension), *(len(k) for k in keys)]), MAX_KEY_WIDTH)
+    shown = {k: _display_key(dimension, k) for k in keys}
+    key_width = min(max([len(dimension), *(len(s) for s in shown.values())]), MAX_KEY_WIDTH)
     col_widths = [max(6, len(model), len(judge)) for model, judge in pairs]
-
     chunks: list[list[int]] = [[]]
     used = 2 + key_width
     for index, col_width in enumerate(col_widths):
@@ -217,11 +332,9 @@ def comparison_table(
             used = 2 + key_width
         chunks[-1].append(index)
         used += 2 + col_width
-
     tables: list[str] = []
     for chunk in chunks:
-        model_line = f"  {'model':<{key_width}}"
-        judge_line = f"  {'judge':<{key_width}}"
+        model_line, judge_line = f"  {'model':<{key_width}}", f"  {'judge':<{key_width}}"
         rule = f"  {'-' * key_width}"
         for i in chunk:
             model, judge = pairs[i]
@@ -230,10 +343,67 @@ def comparison_table(
             rule += "  " + "-" * col_widths[i]
         lines = [f"{dimension} (mean)", model_line, judge_line, rule]
         for key in keys:
-            line = f"  {_clip(key, key_width):<{key_width}}"
+            line = f"  {_clip(shown[key], key_width):<{key_width}}"
             for i in chunk:
                 model, judge = pairs[i]
-                line += f"  {fmt_mean(means.get((model, judge, key))):>{col_widths[i]}}"
+                line += f"  {fmt(means.get((model, judge, key))):>{col_widths[i]}}"
             lines.append(line)
         tables.append("\n".join(lines))
     return "\n\n".join(tables) + "\n"
+
+
+def agreement_table(rows: Sequence[Agreement]) -> str:
+    """Judge agreement as a plain-text table (``all`` for all skills)."""
+    if not rows:
+        return ""
+    wa = min(max(7, *(len(r.judge_a) for r in rows)), 40)
+    wb = min(max(7, *(len(r.judge_b) for r in rows)), 40)
+    ws = min(max(5, *(len(r.skill or "all") for r in rows)), 26)
+    head = (
+        f"{'judge A':<{wa}}  {'judge B':<{wb}}  {'skill':<{ws}}  {'n':>7}  {'pearson':>7}  "
+        f"{'spearman':>8}  {'tau_b':>6}  {'alpha':>6}  {'exact':>6}  {'within1':>7}"
+    )
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        lines.append(
+            f"{_clip(r.judge_a, wa):<{wa}}  {_clip(r.judge_b, wb):<{wb}}  "
+            f"{_clip(r.skill or 'all', ws):<{ws}}  {r.n:>7}  "
+            f"{fmt(r.pearson, 3):>7}  {fmt(r.spearman, 3):>8}  {fmt(r.kendall_tau_b, 3):>6}  "
+            f"{fmt(r.krippendorff_alpha, 3):>6}  {fmt(r.exact, 3):>6}  {fmt(r.within1, 3):>7}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def run_summary(report: Report, failures: Mapping[str, int]) -> str:
+    """The few lines `flask-eval run` ends with: overall mean per model x judge with its
+    interval (models best first), failures by reason, and where to look next."""
+    overall = {(r.model, r.judge): r for r in report.rows if r.dimension == OVERALL}
+    pairs = [p for p in _ordered_pairs(report) if p in overall]
+    level = _confidence(report)
+    mw = min(max([5, *(len(m) for m, _ in pairs)]), MAX_KEY_WIDTH)
+    jw = min(max([5, *(len(j) for _, j in pairs)]), MAX_KEY_WIDTH)
+    lines = [f"Run {report.run}: overall mean per model and judge, best first"]
+    if pairs:
+        ci = f"{level}% CI"
+        lines.append(f"  {'model':<{mw}}  {'judge':<{jw}}  {'mean':>6}  {ci:<14}  {'n':>7}")
+    for model, judge in pairs:
+        r = overall[(model, judge)]
+        lines.append(
+            f"  {_clip(model, mw):<{mw}}  {_clip(judge, jw):<{jw}}  {fmt(r.mean):>6}  "
+            f"{fmt_interval(r.ci_low, r.ci_high) or NONE_TEXT:<14}  {r.n:>7}"
+        )
+    if not pairs:
+        lines.append("  no finished judgments")
+    failed = {reason: n for reason, n in failures.items() if n}
+    detail = ", ".join(f"{reason} {n}" for reason, n in sorted(failed.items(), key=lambda x: -x[1]))
+    lines.append(f"Failures: {sum(failed.values())} ({detail})" if failed else "Failures: none")
+    run = shlex.quote(report.run)
+    hints = (
+        (f"flask-eval report {run}", "every breakdown, with intervals"),
+        (f"flask-eval report {run} --format html", "figures and tables in one page"),
+        (f"flask-eval export {run}", "one row per judgment, with the raw judge output"),
+    )
+    cw = max(len(command) for command, _ in hints)
+    lines.append("Where to look next:")
+    lines += [f"  {command:<{cw}}  {what}" for command, what in hints]
+    return "\n".join(lines) + "\n"

@@ -3,8 +3,8 @@
 One row per *cell* (model, instance, skill); one column per judge. A judge's entry is a
 state (:data:`NONE`, :data:`SCORED`, :data:`NA`, :data:`FAILED`) and, when scored, a score.
 This is the contract between ``storage.analytics`` (which fills it with one ``GROUP BY``
-query) and the statistics of ``report`` (bootstrap intervals, ensembles, agreement), which
-all work on whole columns at once.
+query) and the statistics of ``report`` (means and bootstrap intervals through
+``report.breakdown``, ensembles, agreement), which all work on whole columns at once.
 
 Instances carry their difficulty (0 = unknown) and a domain membership matrix, so the
 report's breakdowns need no further query.
@@ -18,11 +18,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
-from report.metrics import DONE, Cell, Cells, Record
-from report.metrics import FAILED as FAILED_STATUS
-
 #: Judgment states in a :class:`ScoreTable` (int8).
-NONE = 0  # no judgment, or not finished (pending, running): ignored like in report.metrics
+NONE = 0  # no judgment, or not finished (pending, running): ignored
 SCORED = 1  # done with a numeric score
 NA = 2  # done, N/A
 FAILED = 3  # failed
@@ -93,13 +90,6 @@ class ScoreTable:
             score=np.concatenate([self.score, score.astype(np.float64)], axis=1),
         )
 
-    def select_judges(self, names: Sequence[str]) -> ScoreTable:
-        """This table with only the judge columns ``names``, in that order."""
-        cols = [self.judge_index(n) for n in names]
-        return replace(
-            self, judges=tuple(names), state=self.state[:, cols], score=self.score[:, cols]
-        )
-
 
 def _codes(values: Iterable[str]) -> tuple[tuple[str, ...], IntArray]:
     names, inverse = np.unique(
@@ -160,100 +150,3 @@ def build(
         domains=domains,
         domain_member=member,
     )
-
-
-def state_of(status: str, score: float | None) -> int:
-    """The table state of one ledger status and score."""
-    if status == FAILED_STATUS:
-        return FAILED
-    if status != DONE:
-        return NONE
-    return NA if score is None else SCORED
-
-
-def from_records(records: Iterable[Record], judges: Sequence[str] = ()) -> ScoreTable:
-    """The pure reference construction from :class:`report.metrics.Record` objects."""
-    records = list(records)
-    names = list(dict.fromkeys([*judges, *(r.judge for r in records)]))
-    column = {j: k for k, j in enumerate(names)}
-    keys = list(dict.fromkeys((r.model, r.instance_id, r.skill) for r in records))
-    row = {k: n for n, k in enumerate(keys)}
-    state = np.zeros((len(keys), len(names)), dtype=np.int8)
-    score = np.full((len(keys), len(names)), np.nan)
-    difficulty: dict[str, int | None] = {}
-    domains: dict[str, Sequence[str]] = {}
-    for r in records:
-        n, j = row[(r.model, r.instance_id, r.skill)], column[r.judge]
-        state[n, j] = state_of(r.status, r.score)
-        if state[n, j] == SCORED:
-            score[n, j] = float(r.score)  # type: ignore[arg-type]
-        difficulty[r.instance_id] = r.difficulty
-        domains[r.instance_id] = tuple(dict.fromkeys(r.domains))
-    return build(keys, names, state, score, difficulty, domains)
-
-
-Sums = tuple[FloatArray, FloatArray, FloatArray, FloatArray]
-
-
-def _group_sums(table: ScoreTable, rows: IntArray, key: IntArray, size: int) -> Sums:
-    """(total, n, n_na, n_failed) of the cells ``rows``, per (key, model, judge).
-
-    Each array has shape (size, models, judges); ``key[r]`` is the group of ``rows[r]``.
-    """
-    n_models, n_judges = len(table.models), len(table.judges)
-    state = table.state[rows]
-    scored = state == SCORED
-    parts = (np.where(scored, table.score[rows], 0.0), scored, state == NA, state == FAILED)
-    flat = key * n_models + table.model[rows]
-    length = size * n_models
-    out: list[FloatArray] = []
-    for part in parts:
-        columns = [np.bincount(flat, weights=part[:, j], minlength=length) for j in range(n_judges)]
-        stacked = np.stack(columns, axis=-1) if columns else np.zeros((length, 0))
-        out.append(np.asarray(stacked, dtype=np.float64).reshape(size, n_models, n_judges))
-    return out[0], out[1], out[2], out[3]
-
-
-def _cells_of(table: ScoreTable, sums: Sums) -> list[tuple[int, str, str, Cell]]:
-    """(group, model, judge, Cell) for each group with at least one judgment."""
-    total, n, n_na, n_failed = sums
-    found = []
-    for k, m, j in zip(*np.nonzero(n + n_na + n_failed), strict=True):
-        cell = Cell(
-            float(total[k, m, j]), int(n[k, m, j]), int(n_na[k, m, j]), int(n_failed[k, m, j])
-        )
-        found.append((int(k), table.models[m], table.judges[j], cell))
-    return found
-
-
-def point_cells(table: ScoreTable) -> Cells:
-    """The report's grouped sums (see :class:`report.metrics.Cells`) from a table.
-
-    Equal to ``report.metrics.cells_from_records`` on the same judgments (sums are exact
-    for integer scores).
-    """
-    result = Cells(skill={}, domain={}, difficulty={}, skill_difficulty={})
-    all_rows = np.arange(table.n_cells)
-    for k, m, j, cell in _cells_of(
-        table, _group_sums(table, all_rows, table.skill, len(table.skills))
-    ):
-        result.skill[(m, j, table.skills[k])] = cell
-    levels = int(table.difficulty.max(initial=0)) + 1
-    level = table.difficulty[table.instance]
-    for k, m, j, cell in _cells_of(table, _group_sums(table, all_rows, level, levels)):
-        if k != UNKNOWN_LEVEL:
-            result.difficulty[(m, j, k)] = cell
-    pair = table.skill * levels + level
-    for k, m, j, cell in _cells_of(
-        table, _group_sums(table, all_rows, pair, len(table.skills) * levels)
-    ):
-        skill, lv = divmod(k, levels)
-        if lv != UNKNOWN_LEVEL:
-            result.skill_difficulty[(m, j, table.skills[skill], lv)] = cell
-    rows, domain = np.nonzero(table.domain_member[table.instance])
-    for k, m, j, cell in _cells_of(
-        table,
-        _group_sums(table, rows.astype(np.int64), domain.astype(np.int64), len(table.domains)),
-    ):
-        result.domain[(m, j, table.domains[k])] = cell
-    return result

@@ -21,6 +21,8 @@ from rubrics.protocol import SCORES_MARKER
 
 MIN_SCORE = 1
 MAX_SCORE = 5
+#: longest rationale kept per criterion (characters)
+RATIONALE_LIMIT = 8_000
 
 _NA_STRINGS = frozenset({"n/a", "na"})
 _FENCE_RE = re.compile(r"^\s*(```+|~~~+)\s*$")
@@ -51,11 +53,34 @@ class Parsed:
         return self.scores is not None
 
 
-def parse(output: str, skills: Sequence[str], allow_na: Collection[str] | None = None) -> Parsed:
-    """Parse ``output``'s final line into scores for exactly ``skills``.
+@dataclass(frozen=True)
+class Reading:
+    """What one judge answer says, criterion by criterion.
+
+    ``scores`` holds the criteria read (1-5, or None for N/A), ``problems`` why each other
+    requested criterion could not be read; together they cover every requested criterion
+    exactly once. ``rationales`` holds each read criterion's own rationale (its section of
+    the answer when the judge marked one, else the whole text before the final line).
+    ``extra`` lists keys of the final line that name no requested criterion (ignored).
+    """
+
+    scores: Mapping[str, int | None]
+    problems: Mapping[str, str]
+    rationales: Mapping[str, str]
+    extra: tuple[str, ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        return not self.problems
+
+
+def read(output: str, skills: Sequence[str], allow_na: Collection[str] | None = None) -> Reading:
+    """Read ``output``'s final line into a score or a problem for each of ``skills``.
 
     ``allow_na`` names the skills that may be scored "N/A" (None, the default: all of them).
-    Keys are matched case-insensitively and mapped back to the names in ``skills``.
+    Keys are matched case-insensitively and mapped back to the names in ``skills``. A
+    criterion whose value is missing, out of range, fractional or given twice is a problem
+    of that criterion only: the others are kept, as FLASK's own scripts keep them.
     """
     canonical = _canonical_names(skills)
     na_ok = (
@@ -63,19 +88,22 @@ def parse(output: str, skills: Sequence[str], allow_na: Collection[str] | None =
         if allow_na is None
         else {canonical[k] for k in (n.strip().casefold() for n in allow_na) if k in canonical}
     )
+    names = list(canonical.values())
+
+    def every(problem: str) -> Reading:
+        return Reading({}, dict.fromkeys(names, problem), {})
 
     line = _final_line(output)
     if line is None:
-        return _fail("empty output")
+        return every("empty output")
     body = _scores_body(line)
     if body is None:
         hint = ""
         if any(_scores_body(earlier) is not None for earlier in output.splitlines()):
             hint = f" (a {SCORES_MARKER} line is followed by other text)"
-        return _fail(_NO_FINAL_LINE + hint)
+        return every(_NO_FINAL_LINE + hint)
     if not body:
-        return _fail(f"no JSON object after {SCORES_MARKER}")
-
+        return every(f"no JSON object after {SCORES_MARKER}")
     try:
         pairs = json.loads(body, object_pairs_hook=_Pairs, parse_constant=_reject_constant)
     except (ValueError, RecursionError) as exc:
@@ -85,40 +113,99 @@ def parse(output: str, skills: Sequence[str], allow_na: Collection[str] | None =
             detail = "nested too deeply"
         else:
             detail = str(exc)
-        return _fail(f"invalid JSON after {SCORES_MARKER}: {detail}")
+        return every(f"invalid JSON after {SCORES_MARKER}: {detail}")
     if not isinstance(pairs, _Pairs):
-        return _fail(f"{SCORES_MARKER} must be followed by a JSON object")
+        return every(f"{SCORES_MARKER} must be followed by a JSON object")
 
     found: dict[str, Any] = {}
+    twice: set[str] = set()
     extra: list[str] = []
     for key, value in pairs:
         name = canonical.get(key.strip().casefold())
         if name is None:
             extra.append(key)
         elif name in found:
-            return _fail(f"skill given twice: {name}")
+            twice.add(name)
         else:
             found[name] = value
-    missing = [n for n in canonical.values() if n not in found]
-    problems = []
-    if missing:
-        problems.append(f"missing skills: {', '.join(missing)}")
-    if extra:
-        shown = ", ".join(_clip(k, 40) for k in extra[:5]) + (", ..." if len(extra) > 5 else "")
-        problems.append(f"unexpected skills: {shown}")
-    if problems:
-        return _fail("; ".join(problems))
-
     scores: dict[str, int | None] = {}
-    errors: list[str] = []
-    for name in canonical.values():
-        score, error = _score(name, found[name], name in na_ok)
-        if error is not None:
-            errors.append(error)
-        scores[name] = score
-    if errors:
-        return _fail("; ".join(errors))
-    return Parsed(scores=scores, error=None)
+    problems: dict[str, str] = {}
+    for name in names:
+        if name in twice:
+            problems[name] = f"skill given twice: {name}"
+        elif name not in found:
+            problems[name] = f"missing skill: {name}"
+        else:
+            score, error = _score(name, found[name], name in na_ok)
+            if error is not None:
+                problems[name] = error
+            else:
+                scores[name] = score
+    rationale = _before_final_line(output)
+    sections = rationale_sections(rationale, list(scores))
+    rationales = {n: sections.get(n, rationale) for n in scores}
+    return Reading(scores, problems, rationales, tuple(extra))
+
+
+def parse(output: str, skills: Sequence[str], allow_na: Collection[str] | None = None) -> Parsed:
+    """All or nothing: scores for exactly ``skills``, or one error describing every problem
+    (including keys that name no requested skill). A strict view of :func:`read`."""
+    reading = read(output, skills, allow_na)
+    problems = list(dict.fromkeys(reading.problems.values()))
+    missing = [n for n, p in reading.problems.items() if p.startswith("missing skill")]
+    others = [p for p in problems if not p.startswith("missing skill")]
+    parts = []
+    if missing:
+        parts.append(f"missing skills: {', '.join(missing)}")
+    if reading.extra:
+        shown = ", ".join(_clip(k, 40) for k in reading.extra[:5])
+        parts.append(f"unexpected skills: {shown}" + (", ..." if len(reading.extra) > 5 else ""))
+    parts += others
+    if parts:
+        return _fail("; ".join(parts))
+    return Parsed(scores=dict(reading.scores), error=None)
+
+
+#: a line that opens a criterion's section: optional markdown heading/list/emphasis marks
+#: and a "Skill N:" prefix, the criterion's name, then a colon, a dash or the line's end
+_SECTION_MARKS = "#*-_>` \t"
+_SKILL_PREFIX = re.compile(r"^(?:skill|criterion)\s*\d+\s*[:.)-]\s*", re.IGNORECASE)
+
+
+def rationale_sections(text: str, names: Sequence[str]) -> dict[str, str]:
+    """Each criterion's own rationale: the lines from the line that opens with its name
+    (``Readability: ...``, ``### Skill 2: Readability``, ``**Readability**``) to the next
+    such line. Criteria without such a line get no entry."""
+    folded = {n.casefold(): n for n in names}
+    starts: list[tuple[int, str]] = []
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        name = _section_name(line, folded)
+        if name is not None and all(name != n for _, n in starts):
+            starts.append((i, name))
+    sections = {}
+    for k, (i, name) in enumerate(starts):
+        end = starts[k + 1][0] if k + 1 < len(starts) else len(lines)
+        sections[name] = "\n".join(lines[i:end]).strip()[:RATIONALE_LIMIT]
+    return sections
+
+
+def _section_name(line: str, folded: Mapping[str, str]) -> str | None:
+    head = _SKILL_PREFIX.sub("", line.strip().lstrip(_SECTION_MARKS))
+    low = head.casefold()
+    for key, name in folded.items():
+        if low.startswith(key):
+            rest = head[len(key) :].lstrip("*_` ")
+            if not rest or rest[0] in ":-(" or rest.startswith("—"):
+                return name
+    return None
+
+
+def _before_final_line(output: str) -> str:
+    lines = output.rstrip().splitlines()
+    while lines and (not lines[-1].strip() or _FENCE_RE.match(lines[-1])):
+        lines.pop()
+    return "\n".join(lines[:-1]).strip()[:RATIONALE_LIMIT]
 
 
 # --- helpers ---------------------------------------------------------------------------

@@ -103,22 +103,35 @@ def render(
 
 
 def reminder(
-    previous_output: str, skills: Sequence[Skill], *, error: str | None = None
+    previous_output: str,
+    skills: Sequence[Skill],
+    *,
+    error: str | None = None,
+    read: Sequence[str] = (),
 ) -> list[Message]:
-    """Messages to append to :func:`render`'s for the single retry after an unparseable answer.
+    """Messages to append to :func:`render`'s to ask once more for ``skills``, the ones
+    the previous answer did not give a valid score for.
 
-    ``error`` (optional) is the parser's short diagnosis, shown to the judge.
+    ``error`` (optional) is the parser's short diagnosis, shown to the judge; ``read``
+    names the skills already read from the previous answer (kept, not asked again).
     """
     names = _check_skills(skills)
     why = f" ({error})" if error else ""
+    which = "the skill" + ("s" if len(names) > 1 else "") + " " + ", ".join(names)
+    kept = (
+        f" The scores for {', '.join(read)} were read and are kept; do not repeat them."
+        if read
+        else ""
+    )
     parts = [
-        f"Your answer above could not be read{why}. It must end with exactly one final line "
-        f"that starts with {SCORES_MARKER} followed by a one-line JSON object, with nothing "
-        "after that line.",
+        f"Your answer above could not be read for {which}{why}.{kept} Your reply must end "
+        f"with exactly one final line that starts with {SCORES_MARKER} followed by a one-line "
+        "JSON object, with nothing after that line.",
         "",
-        "Reply now. If your answer above already judged every skill, reply with only the "
-        "final line; otherwise give a brief rationale per skill first. The final line must "
-        "look like this, with each placeholder replaced by the score:",
+        "Reply now. If your answer above already judged "
+        + ("these skills" if len(names) > 1 else "this skill")
+        + ", reply with only the final line; otherwise give a brief rationale first. The "
+        "final line must look like this, with each placeholder replaced by the score:",
         "",
         _template(skills),
         "",
@@ -183,8 +196,9 @@ def _output_instructions(skills: Sequence[Skill]) -> list[str]:
         "For "
         + ("each skill, in the order listed" if several else "the skill")
         + ", first write a short rationale (two to four sentences) that cites concrete "
-        "evidence from the response, then decide the score. Write all rationales before "
-        "the final line.",
+        "evidence from the response, then decide the score. Start each rationale on a new "
+        "line with the skill's name and a colon (for example `Readability: ...`). Write "
+        "all rationales before the final line.",
         "",
         "Finish your answer with exactly one final line, and write nothing after it. The "
         f"line starts with {SCORES_MARKER} followed by a JSON object on the same line that "

@@ -33,6 +33,11 @@ from typing import Any
 
 import yaml
 
+from core import strict_yaml
+from core.files import MIB, read_text
+from core.jsonl import DuplicateKey, unique_keys
+from core.limits import MAX_CRITERION_NAME
+from core.text import clip, control_problem, escape_line, walk_strings
 from flask_eval.exceptions import InputError
 
 SCORE_LEVELS: tuple[int, ...] = (1, 2, 3, 4, 5)
@@ -46,6 +51,8 @@ ABILITIES: tuple[str, ...] = (
 )
 
 _DEFAULT_RESOURCE = "skills.yaml"
+#: a skill set file is a few kilobytes; a limit keeps a wrong path from filling memory
+MAX_FILE_BYTES = MIB
 _SKILL_KEYS = frozenset({"name", "ability", "criterion", "rubric", "allow_na"})
 
 
@@ -131,14 +138,7 @@ def load(path: str | Path) -> SkillSet:
     """Load a skill set from our YAML/JSON format or FLASK's skillset_description.json."""
     p = Path(path)
     where = str(p)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("skill set file not found", where) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text ({exc.reason})", where) from None
-    except OSError as exc:
-        raise InputError(f"cannot read skill set file: {exc.strerror or exc}", where) from None
+    text = read_text(where, "a skill set file (YAML or JSON)", MAX_FILE_BYTES)
     force_json = p.suffix.lower() == ".json" or text.lstrip().startswith("[")
     return _load_text(text, where, force_json=force_json)
 
@@ -149,20 +149,14 @@ def load(path: str | Path) -> SkillSet:
 def _load_text(text: str, where: str, *, force_json: bool) -> SkillSet:
     lines: _Lines
     if force_json:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON: {exc.msg}", where, exc.lineno) from None
+        data = _json(text, where)
         lines = _Lines(None)
     else:
         try:
-            data = yaml.safe_load(text)
-            node = yaml.compose(text, Loader=yaml.SafeLoader)
+            data, node = strict_yaml.parse(text)
         except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-            line = mark.line + 1 if mark is not None else None
-            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-            raise InputError(f"invalid YAML: {problem}", where, line) from None
+            message, line = strict_yaml.describe(exc, text)
+            raise InputError(message, where, line) from None
         lines = _Lines(node)
 
     if isinstance(data, list):
@@ -174,6 +168,39 @@ def _load_text(text: str, where: str, *, force_json: bool) -> SkillSet:
         '{"Skill", "Criteria", "Scoring"} objects',
         where,
     )
+
+
+def _json(text: str, where: str) -> Any:
+    """A JSON skill set file: each key once, and no text a database or judge refuses."""
+    try:
+        data = json.loads(text, object_pairs_hook=unique_keys)
+    except DuplicateKey as exc:
+        raise InputError(f"key {clip(exc.key)} appears twice in an object", where) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg}", where, exc.lineno) from None
+    except RecursionError:
+        raise InputError("invalid JSON: nested too deeply", where) from None
+    except ValueError as exc:
+        detail = "a number has more than 4300 digits" if "digits" in str(exc) else str(exc)[:80]
+        raise InputError(f"invalid JSON: {detail}", where) from None
+    found = walk_strings(data)
+    if found is not None:
+        place, problem = found
+        raise InputError(f"{place} {problem}", where, escape_line(text))
+    return data
+
+
+def _name(item: dict[Any, Any], label: str, where: str, line: int | None) -> str:
+    """A skill's name as stored in the ledger: within the column, one printable line."""
+    name = str(item["name"]).strip()
+    if len(name) > MAX_CRITERION_NAME:
+        raise InputError(
+            f"{label}: 'name' is longer than {MAX_CRITERION_NAME} characters", where, line
+        )
+    problem = control_problem(name)
+    if problem is not None:
+        raise InputError(f"{label}: 'name' {problem}", where, line)
+    return name
 
 
 class _Lines:
@@ -205,7 +232,7 @@ class _Lines:
 
 
 def _from_ours(data: dict[Any, Any], where: str, lines: _Lines) -> SkillSet:
-    unknown_top = sorted(str(k) for k in data if k not in ("abilities", "skills"))
+    unknown_top = sorted(str(k)[:40] for k in data if k not in ("abilities", "skills"))
     if unknown_top:
         raise InputError(f"unknown top-level keys: {', '.join(unknown_top)}", where)
     abilities: tuple[str, ...] = ABILITIES
@@ -226,8 +253,8 @@ def _from_ours(data: dict[Any, Any], where: str, lines: _Lines) -> SkillSet:
             raise InputError(f"skill #{i + 1} is not a mapping", where, line)
         label = f"skill #{i + 1}"
         if _nonempty_str(item.get("name")):
-            label = f"skill {item['name'].strip()!r}"
-        extra = sorted(str(k) for k in item if k not in _SKILL_KEYS)
+            label = f"skill {clip(item['name'].strip())}"
+        extra = sorted(str(k)[:40] for k in item if k not in _SKILL_KEYS)
         if extra:
             raise InputError(f"{label}: unknown keys: {', '.join(extra)}", where, line)
         for key in ("name", "ability", "criterion"):
@@ -235,16 +262,17 @@ def _from_ours(data: dict[Any, Any], where: str, lines: _Lines) -> SkillSet:
                 raise InputError(
                     f"{label}: '{key}' must be a non-empty string", where, lines.item(i, key)
                 )
-        name = item["name"].strip()
+        name = _name(item, label, where, lines.item(i, "name"))
         ability = item["ability"].strip()
         if ability not in abilities:
             raise InputError(
-                f"{label}: unknown ability {ability!r} (expected one of: {', '.join(abilities)})",
+                f"{label}: unknown ability {clip(ability)} "
+                f"(expected one of: {', '.join(clip(a) for a in abilities)})",
                 where,
                 lines.item(i, "ability"),
             )
         if name in seen:
-            raise InputError(f"duplicate skill name: {name!r}", where, line)
+            raise InputError(f"duplicate skill name: {clip(name)}", where, line)
         seen.add(name)
         allow_na = item.get("allow_na", True)
         if not isinstance(allow_na, bool):
@@ -270,13 +298,14 @@ def _from_flask(data: list[Any], where: str) -> SkillSet:
             if not _nonempty_str(item.get(key)):
                 raise InputError(f"{label}: {key!r} must be a non-empty string", where)
         name = item["Skill"].strip()
-        label = f"skill {name!r}"
+        label = f"skill {clip(name)}"
         if name not in default:
             raise InputError(
-                f"unknown skill {name!r} (FLASK's skills are: {', '.join(default.names)})", where
+                f"unknown skill {clip(name)} (FLASK's skills are: {', '.join(default.names)})",
+                where,
             )
         if name in seen:
-            raise InputError(f"duplicate skill name: {name!r}", where)
+            raise InputError(f"duplicate skill name: {clip(name)}", where)
         seen.add(name)
         rubric = _rubric(item.get("Scoring"), label, where, None)
         criterion = " ".join(item["Criteria"].split())
@@ -293,7 +322,7 @@ def _rubric(raw: object, label: str, where: str, line: int | None) -> dict[int, 
     for key, text in raw.items():
         score = _score_key(key)
         if score is None:
-            raise InputError(f"{label}: rubric key {key!r} is not a score 1-5", where, line)
+            raise InputError(f"{label}: rubric key {clip(key)} is not a score 1-5", where, line)
         if score in rubric:
             raise InputError(f"{label}: rubric score {score} given twice", where, line)
         if not _nonempty_str(text):

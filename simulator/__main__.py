@@ -23,6 +23,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rate-limit-rate", type=float, default=0.0)
     p.add_argument("--timeout-rate", type=float, default=0.0)
     p.add_argument("--na-rate", type=float, default=0.0)
+    p.add_argument("--sigma", type=float, default=0.5, help="lognormal latency spread")
+    p.add_argument("--quote-response", action="store_true", help="judges quote the response")
+    p.add_argument("--min-max-tokens", type=int, default=None, help="cut answers below this")
+    p.add_argument("--refusal-rate", type=float, default=0.0)
+    p.add_argument("--html-rate", type=float, default=0.0)
+    p.add_argument("--require-key", default=None, help="answer 401 without this API key")
+    p.add_argument("--answer-format", choices=("auto", "result"), default="auto")
     p.add_argument("--rpm", type=int, default=None)
     p.add_argument("--tpm", type=int, default=None)
     p.add_argument("--score", type=int, default=None, help="give every skill this score")
@@ -43,6 +50,13 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         score=args.score,
         seed=args.seed,
         na_rate=args.na_rate,
+        sigma=args.sigma,
+        quote_response=args.quote_response,
+        min_max_tokens=args.min_max_tokens,
+        refusal_rate=args.refusal_rate,
+        html_rate=args.html_rate,
+        require_key=args.require_key,
+        answer_format=args.answer_format,
     )
 
 

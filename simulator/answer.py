@@ -163,6 +163,15 @@ def _garbage_answer(prompt: str, model: str, skills: list[str] | None, config: S
     return "\n\n".join(paragraphs)
 
 
+REFUSAL_TEXT = "I'm sorry, but I can't help with evaluating this request."
+QUOTE_OPENING = "The response reads, in full:"
+
+
+def quoted(prompt: str) -> str:
+    """The quote of the response a ``quote_response`` judge ends its rationale with."""
+    return f"{QUOTE_OPENING}\n{response_focus(prompt)}"
+
+
 def make_answer(prompt: str, model: str, config: SimConfig, *, garbage: bool = False) -> str:
     """The judge's full answer text for a request whose messages concatenate to ``prompt``.
 
@@ -174,10 +183,23 @@ def make_answer(prompt: str, model: str, config: SimConfig, *, garbage: bool = F
     skills = requested_skills(prompt)
     if garbage:
         return _garbage_answer(prompt, model, skills, config)
-    if skills is None:
+    if skills is None or config.answer_format == "result":
         level = config.score if config.score is not None else quality(prompt, config)
         return f"Feedback: {_RATIONALES[level]} {RESULT_MARKER} {level}"
     scores = judge_scores(prompt, model, skills, config)
     paragraphs = _rationale(scores)
+    if config.quote_response:
+        paragraphs.append(quoted(prompt))
     paragraphs.append(scores_line(scores))
     return "\n\n".join(paragraphs)
+
+
+def cut_off(text: str, prompt: str, max_tokens: int) -> str:
+    """An answer cut off by its token limit: right after the quoted response when the
+    judge quotes it (the worst case: the response's own last line is then the answer's
+    last line), else after ``max_tokens`` tokens' worth of text."""
+    quote = quoted(prompt)
+    at = text.find(quote)
+    if at >= 0:
+        return text[: at + len(quote)]
+    return text[: max(1, max_tokens * 4)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 LATENCY_DISTS = ("fixed", "lognormal")
+ANSWER_FORMATS = ("auto", "result")
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,19 @@ class SimConfig:
     - ``score``: when set (1..5), every requested skill gets that score.
     - ``na_rate``: probability that a skill is scored "N/A" (ignored when ``score`` is set).
     - ``seed``: seeds both the answer hashes and the per-app random generator.
+    - ``sigma``: the spread of the lognormal latency (its log's standard deviation).
+    - ``quote_response``: the judge quotes the response verbatim at the end of its rationale
+      (so a response that ends in a scores line puts that line near the answer's end).
+    - ``min_max_tokens``: a request asking for fewer completion tokens than this gets an
+      answer cut off by its token limit (OpenAI ``finish_reason: length``, Anthropic
+      ``stop_reason: max_tokens``), right after the quoted response when there is one.
+    - ``refusal_rate``: share of answers that are refusals (OpenAI ``content: null`` with a
+      ``refusal`` text; Anthropic ``stop_reason: refusal``).
+    - ``html_rate``: share of requests answered HTTP 200 with an HTML page (a proxy's).
+    - ``require_key``: answer 401 unless the request carries this API key.
+    - ``answer_format``: ``auto`` answers each prompt in the format it asks for;
+      ``result`` always answers ``Feedback: ... [RESULT] N`` (an evaluator LM trained on
+      Prometheus's format, whatever it is asked).
     """
 
     latency_ms: float = 0
@@ -34,6 +48,13 @@ class SimConfig:
     score: int | None = None
     seed: int = 0
     na_rate: float = 0
+    sigma: float = 0.5
+    quote_response: bool = False
+    min_max_tokens: int | None = None
+    refusal_rate: float = 0
+    html_rate: float = 0
+    require_key: str | None = None
+    answer_format: str = "auto"
 
     def __post_init__(self) -> None:
         if self.latency_ms < 0:
@@ -42,7 +63,18 @@ class SimConfig:
             raise ValueError(
                 f"latency_dist must be one of {LATENCY_DISTS}, got {self.latency_dist!r}"
             )
-        for name in ("error_rate", "garbage_rate", "rate_limit_rate", "timeout_rate", "na_rate"):
+        if self.answer_format not in ANSWER_FORMATS:
+            raise ValueError(
+                f"answer_format must be one of {ANSWER_FORMATS}, got {self.answer_format!r}"
+            )
+        if not 0 <= self.sigma <= 5:
+            raise ValueError(f"sigma must be in [0, 5], got {self.sigma}")
+        if self.min_max_tokens is not None and self.min_max_tokens < 1:
+            raise ValueError(f"min_max_tokens must be >= 1 or None, got {self.min_max_tokens}")
+        for name in (
+            "error_rate", "garbage_rate", "rate_limit_rate", "timeout_rate", "na_rate",
+            "refusal_rate", "html_rate",
+        ):  # fmt: skip
             value = getattr(self, name)
             if not 0 <= value <= 1:
                 raise ValueError(f"{name} must be in [0, 1], got {value}")

@@ -1,6 +1,7 @@
 """The judge simulator HTTP server (aiohttp).
 
 Routes: ``POST /v1/chat/completions`` (OpenAI), ``POST /v1/messages`` (Anthropic),
+``POST /v1beta/models/{model}:generateContent`` (Gemini; ``/v1/...`` too),
 ``GET /stats``, ``POST /stats/reset``, ``GET /health``.
 """
 
@@ -20,7 +21,7 @@ from typing import Any
 
 from aiohttp import web
 
-from .answer import estimate_tokens, make_answer
+from .answer import REFUSAL_TEXT, cut_off, estimate_tokens, make_answer
 from .config import SimConfig
 from .limits import SlidingWindow
 from .wire import BadRequest, Dialect, ErrorKind, error_body, parse_request, success_body
@@ -28,7 +29,23 @@ from .wire import BadRequest, Dialect, ErrorKind, error_body, parse_request, suc
 TIMEOUT_SLEEP_S = 3600.0
 SHUTDOWN_TIMEOUT_S = 0.5
 LISTEN_BACKLOG = 2048
-LOGNORMAL_SIGMA = 0.5
+
+
+PROXY_PAGE = (
+    "<html><head><title>502 Bad Gateway</title></head><body><h1>502 Bad Gateway</h1></body></html>"
+)
+
+
+def _api_key(request: web.Request) -> str:
+    """The key of a request, as each SDK sends it (Gemini: ``x-goog-api-key``, or the
+    REST API's ``?key=``)."""
+    auth = request.headers.get("Authorization", "")
+    return (
+        auth.removeprefix("Bearer ").strip()
+        or request.headers.get("x-api-key", "")
+        or request.headers.get("x-goog-api-key", "")
+        or request.query.get("key", "")
+    )
 
 
 @dataclass
@@ -44,13 +61,43 @@ class Stats:
     completion_tokens: int = 0
     in_flight: int = 0
     max_in_flight: int = 0
+    served: int = 0  # answers with a completion, which a provider bills
+    refusals: int = 0
+    html: int = 0
+    unauthorized: int = 0
+    #: time-weighted mean of the requests in flight, from the first request on
+    mean_in_flight: float = 0.0
+    #: the seconds that mean covers (from the first request to now)
+    in_flight_seconds: float = 0.0
 
     def reset(self) -> None:
         in_flight = self.in_flight
         for name in asdict(self):
-            setattr(self, name, 0)
+            setattr(self, name, type(getattr(self, name))(0))
         self.in_flight = in_flight
         self.max_in_flight = in_flight
+
+
+class InFlight:
+    """The time-weighted number of requests in flight (its integral over time)."""
+
+    def __init__(self) -> None:
+        self.start: float | None = None
+        self.last = 0.0
+        self.area = 0.0
+
+    def change(self, now: float, before: int) -> None:
+        if self.start is None:
+            self.start = self.last = now
+        self.area += before * (now - self.last)
+        self.last = now
+
+    def mean(self, now: float, current: int) -> tuple[float, float]:
+        if self.start is None:
+            return 0.0, 0.0
+        span = now - self.start
+        area = self.area + current * (now - self.last)
+        return (area / span if span > 0 else float(current)), span
 
 
 def _json_response(
@@ -73,6 +120,7 @@ class Simulator:
         self.stats = Stats()
         self.rpm = SlidingWindow(config.rpm) if config.rpm is not None else None
         self.tpm = SlidingWindow(config.tpm) if config.tpm is not None else None
+        self.flight = InFlight()
 
     # -- helpers -----------------------------------------------------------------
 
@@ -83,19 +131,22 @@ class Simulator:
         kind: ErrorKind,
         message: str,
         headers: dict[str, str] | None = None,
+        retry_after: int | None = None,
     ) -> web.Response:
         if status == 429:
             self.stats.rate_limited += 1
         elif status >= 500:
             self.stats.errors += 1
-        return _json_response(error_body(dialect, kind, message), status, headers)
+        body = error_body(dialect, kind, message, status, retry_after)
+        return _json_response(body, status, headers)
 
     def _rate_limited(self, dialect: Dialect, wait_s: float, message: str) -> web.Response:
+        seconds = max(1, math.ceil(wait_s))
         headers = {
-            "Retry-After": str(max(1, math.ceil(wait_s))),
+            "Retry-After": str(seconds),
             "retry-after-ms": str(max(1, math.ceil(wait_s * 1000))),
         }
-        return self._error(dialect, 429, "rate_limit", message, headers)
+        return self._error(dialect, 429, "rate_limit", message, headers, seconds)
 
     def _check_limits(self, prompt_tokens: int) -> tuple[float, str] | None:
         """None if within rpm/tpm (and then records the request), else (wait, reason)."""
@@ -127,7 +178,7 @@ class Simulator:
         if cfg.latency_ms <= 0:
             return 0.0
         if cfg.latency_dist == "lognormal":
-            return self.rng.lognormvariate(math.log(cfg.latency_ms), LOGNORMAL_SIGMA) / 1000
+            return self.rng.lognormvariate(math.log(cfg.latency_ms), cfg.sigma) / 1000
         return cfg.latency_ms / 1000
 
     # -- handlers ----------------------------------------------------------------
@@ -138,25 +189,36 @@ class Simulator:
     async def anthropic_messages(self, request: web.Request) -> web.Response:
         return await self._complete(request, "anthropic")
 
+    async def gemini_generate(self, request: web.Request) -> web.Response:
+        return await self._complete(request, "gemini")
+
     async def _complete(self, request: web.Request, dialect: Dialect) -> web.Response:
         stats = self.stats
         stats.requests += 1
+        self.flight.change(time.monotonic(), stats.in_flight)
         stats.in_flight += 1
         if stats.in_flight > stats.max_in_flight:
             stats.max_in_flight = stats.in_flight
         try:
             return await self._complete_inner(request, dialect)
         finally:
+            self.flight.change(time.monotonic(), stats.in_flight)
             stats.in_flight -= 1
 
     async def _complete_inner(self, request: web.Request, dialect: Dialect) -> web.Response:
         cfg = self.config
         try:
             body = json.loads(await request.read())
-            parsed = parse_request(dialect, body)
+            parsed = parse_request(dialect, body, request.match_info.get("model"))
         except (BadRequest, ValueError) as exc:
             return self._error(dialect, 400, "invalid_request", str(exc))
 
+        if cfg.require_key is not None and _api_key(request) != cfg.require_key:
+            self.stats.unauthorized += 1
+            if dialect == "gemini":  # the Gemini API answers a wrong key with a 400
+                message = "API key not valid. Please pass a valid API key. (simulated)"
+                return self._error(dialect, 400, "auth", message)
+            return self._error(dialect, 401, "auth", "Incorrect API key provided (simulated)")
         prompt_tokens = estimate_tokens(parsed.prompt)
         limited = self._check_limits(prompt_tokens)
         if limited is not None:
@@ -181,31 +243,49 @@ class Simulator:
             return self._error(dialect, 504, "server_error", "Timed out (simulated)")
         latency = self._latency_s()
         garbage = cfg.garbage_rate > 0 and rng.random() < cfg.garbage_rate
+        refusal = cfg.refusal_rate > 0 and rng.random() < cfg.refusal_rate
+        html = cfg.html_rate > 0 and rng.random() < cfg.html_rate
 
         if latency > 0:
             await asyncio.sleep(latency)
+        if html:
+            self.stats.html += 1
+            return web.Response(text=PROXY_PAGE, content_type="text/html")
 
-        text = make_answer(parsed.prompt, parsed.model, cfg, garbage=garbage)
+        text = REFUSAL_TEXT if refusal else make_answer(
+            parsed.prompt, parsed.model, cfg, garbage=garbage)  # fmt: skip
         completion_tokens = estimate_tokens(text)
-        truncated = parsed.max_tokens is not None and completion_tokens > parsed.max_tokens
-        if truncated and parsed.max_tokens is not None:
-            text = text[: parsed.max_tokens * 4]
-            completion_tokens = parsed.max_tokens
+        limit = parsed.max_tokens
+        truncated = limit is not None and completion_tokens > limit
+        if limit is not None and cfg.min_max_tokens is not None and limit < cfg.min_max_tokens:
+            truncated = True  # the answer needed more than the request allowed
+        if truncated and limit is not None and not refusal:
+            text = cut_off(text, parsed.prompt, limit)
+            completion_tokens = min(limit, estimate_tokens(text))
+        if refusal and dialect == "gemini":
+            completion_tokens = 0  # a blocked candidate carries no text, bills no output
         stats = self.stats
+        stats.served += 1
+        stats.refusals += refusal
         if garbage:
             stats.garbage += 1
         stats.prompt_tokens += prompt_tokens
         stats.completion_tokens += completion_tokens
         payload = success_body(
-            dialect, parsed.model, text, prompt_tokens, completion_tokens, truncated
+            dialect, parsed.model, text, prompt_tokens, completion_tokens, truncated, refusal
         )
         return _json_response(payload)
 
     async def get_stats(self, request: web.Request) -> web.Response:
-        return _json_response(asdict(self.stats))
+        stats = self.stats
+        stats.mean_in_flight, stats.in_flight_seconds = self.flight.mean(
+            time.monotonic(), stats.in_flight
+        )
+        return _json_response(asdict(stats))
 
     async def reset_stats(self, request: web.Request) -> web.Response:
         self.stats.reset()
+        self.flight = InFlight()
         return _json_response(asdict(self.stats))
 
     async def health(self, request: web.Request) -> web.Response:
@@ -223,6 +303,9 @@ def make_app(config: SimConfig) -> web.Application:
     app.router.add_post("/v1/chat/completions", sim.openai_chat)
     app.router.add_post("/chat/completions", sim.openai_chat)
     app.router.add_post("/v1/messages", sim.anthropic_messages)
+    # the google-genai SDK adds /v1beta (our judge pins it) or /v1 (the SDK's default)
+    for version in ("v1beta", "v1"):
+        app.router.add_post(f"/{version}/models/{{model}}:generateContent", sim.gemini_generate)
     app.router.add_get("/stats", sim.get_stats)
     app.router.add_post("/stats/reset", sim.reset_stats)
     app.router.add_get("/health", sim.health)
@@ -281,7 +364,11 @@ def _listening_line(host: str, port: int) -> str:
 def run(config: SimConfig, host: str = "127.0.0.1", port: int = 8765) -> None:
     """Serve in the foreground until SIGINT/SIGTERM.
 
-    Prints ``simulator listening on http://HOST:PORT`` (flushed) once bound.
+    Prints ``simulator listening on http://HOST:PORT`` (flushed) once bound: first, and
+    unchanged, since simulator/testing.py parses it. Then the three base URLs, each with
+    the variable to set, because they differ: the OpenAI SDK wants ``/v1`` on the URL,
+    the Anthropic SDK adds ``/v1`` itself (given ``.../v1`` it would ask ``/v1/v1/...``),
+    the google-genai SDK adds ``/v1beta`` (or ``/v1``) itself.
     """
 
     async def main() -> None:
@@ -292,7 +379,16 @@ def run(config: SimConfig, host: str = "127.0.0.1", port: int = 8765) -> None:
                 loop.add_signal_handler(sig, stop.set)
 
         def ready(bound: int) -> None:
-            print(_listening_line(host, bound), flush=True)
+            listening = _listening_line(host, bound)
+            base = listening.rsplit(" ", 1)[1]  # http://HOST:PORT
+            print(
+                listening,
+                f"OpenAI-compatible base URL: OPENAI_BASE_URL={base}/v1",
+                f"Anthropic base URL: ANTHROPIC_BASE_URL={base}",
+                f"Gemini base URL: GOOGLE_GEMINI_BASE_URL={base}",
+                sep="\n",
+                flush=True,
+            )
 
         await serve(config, host, port, stop=stop, on_ready=ready)
 

@@ -46,6 +46,12 @@ class _Endpoint:
         """For ``anthropic.Anthropic(base_url=...)``."""
         return self.base_url
 
+    @property
+    def gemini_base_url(self) -> str:
+        """For ``google.genai.Client(http_options={"base_url": ...})``: the SDK adds
+        ``/v1beta/models/MODEL:generateContent``."""
+        return self.base_url
+
     def _call(self, method: str, path: str) -> dict[str, Any]:
         req = urllib.request.Request(f"{self.base_url}{path}", method=method)
         if method == "POST":
@@ -130,9 +136,19 @@ def config_to_argv(config: SimConfig) -> list[str]:
         "--rate-limit-rate", repr(float(config.rate_limit_rate)),
         "--timeout-rate", repr(float(config.timeout_rate)),
         "--na-rate", repr(float(config.na_rate)),
+        "--sigma", repr(float(config.sigma)),
+        "--refusal-rate", repr(float(config.refusal_rate)),
+        "--html-rate", repr(float(config.html_rate)),
+        "--answer-format", config.answer_format,
         "--seed", str(config.seed),
     ]  # fmt: skip
-    for flag, value in (("--rpm", config.rpm), ("--tpm", config.tpm), ("--score", config.score)):
+    if config.quote_response:
+        argv.append("--quote-response")
+    optional = (
+        ("--rpm", config.rpm), ("--tpm", config.tpm), ("--score", config.score),
+        ("--min-max-tokens", config.min_max_tokens), ("--require-key", config.require_key),
+    )  # fmt: skip
+    for flag, value in optional:
         if value is not None:
             argv += [flag, str(value)]
     return argv

@@ -1,4 +1,5 @@
-"""OpenAI chat-completions and Anthropic messages wire shapes (pure, no I/O)."""
+"""OpenAI chat-completions, Anthropic messages and Gemini generateContent wire shapes (pure,
+no I/O)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-Dialect = Literal["openai", "anthropic"]
+Dialect = Literal["openai", "anthropic", "gemini"]
 
 
 class BadRequest(ValueError):
@@ -68,12 +69,57 @@ def _max_tokens(body: Mapping[str, Any], *keys: str) -> int | None:
     return None
 
 
-def parse_request(dialect: Dialect, body: object) -> ParsedRequest:
-    """Model, concatenated prompt text (system + all messages) and max tokens."""
+def _field(body: Mapping[str, Any], camel: str, snake: str) -> Any:
+    """A Gemini field by its JSON name or its proto name (the API accepts both)."""
+    value = body.get(camel)
+    return body.get(snake) if value is None else value
+
+
+def _gemini_text(content: object, where: str) -> str:
+    """Text of a Gemini ``Content`` (``{"role": ..., "parts": [{"text": ...}]}``)."""
+    if not isinstance(content, Mapping):
+        raise BadRequest(f"{where} must be an object with 'parts'")
+    parts = content.get("parts")
+    if not isinstance(parts, list) or not all(isinstance(p, Mapping) for p in parts):
+        raise BadRequest(f"{where}.parts must be a list of objects")
+    role = content.get("role")
+    if role is not None and role not in ("user", "model"):
+        raise BadRequest(f"{where}.role must be 'user' or 'model', got {str(role)[:40]!r}")
+    return "\n".join(p["text"] for p in parts if isinstance(p.get("text"), str))
+
+
+def _parse_gemini(body: Mapping[str, Any], model: str | None) -> ParsedRequest:
+    """``POST /v1beta/models/{model}:generateContent``: the model is in the path."""
+    if not model:
+        raise BadRequest("the model is required in the path: models/{model}:generateContent")
+    contents = body.get("contents")
+    if not isinstance(contents, list) or not contents:
+        raise BadRequest("* GenerateContentRequest.contents: contents is not specified")
+    parts: list[str] = []
+    system = _field(body, "systemInstruction", "system_instruction")
+    if system is not None:
+        text = _gemini_text(system, "systemInstruction")
+        if text:
+            parts.append(text)
+    parts.extend(_gemini_text(c, f"contents[{i}]") for i, c in enumerate(contents))
+    config = _field(body, "generationConfig", "generation_config") or {}
+    if not isinstance(config, Mapping):
+        raise BadRequest("generationConfig must be an object")
+    limit = _field(config, "maxOutputTokens", "max_output_tokens")
+    max_tokens = _max_tokens({"maxOutputTokens": limit}, "maxOutputTokens")
+    return ParsedRequest(model=model.removeprefix("models/"), prompt="\n".join(parts),
+                         max_tokens=max_tokens)  # fmt: skip
+
+
+def parse_request(dialect: Dialect, body: object, model: str | None = None) -> ParsedRequest:
+    """Model, concatenated prompt text (system + all messages) and max tokens. ``model``:
+    the model named in the URL path (Gemini), where the body does not name it."""
     if not isinstance(body, Mapping):
         raise BadRequest("request body must be a JSON object")
     if body.get("stream"):
         raise BadRequest("the judge simulator does not support streaming")
+    if dialect == "gemini":
+        return _parse_gemini(body, model)
     model = _model(body)
     parts: list[str] = []
     if dialect == "anthropic":
@@ -94,16 +140,22 @@ def success_body(
     prompt_tokens: int,
     completion_tokens: int,
     truncated: bool,
+    refusal: bool = False,
 ) -> dict[str, Any]:
-    """The JSON body of a successful completion in ``dialect``'s shape."""
+    """The JSON body of a successful completion in ``dialect``'s shape; ``refusal``: the
+    model declined (OpenAI: ``content`` null and the text in ``refusal``; Anthropic:
+    ``stop_reason`` ``refusal``; Gemini: ``finishReason`` ``SAFETY``, no content)."""
+    if dialect == "gemini":
+        return _gemini_success(model, text, prompt_tokens, completion_tokens, truncated, refusal)
     if dialect == "anthropic":
+        stop = "refusal" if refusal else "max_tokens" if truncated else "end_turn"
         return {
             "id": f"msg_sim{uuid.uuid4().hex[:24]}",
             "type": "message",
             "role": "assistant",
             "model": model,
             "content": [{"type": "text", "text": text}],
-            "stop_reason": "max_tokens" if truncated else "end_turn",
+            "stop_reason": stop,
             "stop_sequence": None,
             "usage": {"input_tokens": prompt_tokens, "output_tokens": completion_tokens},
         }
@@ -115,7 +167,11 @@ def success_body(
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": text, "refusal": None},
+                "message": {
+                    "role": "assistant",
+                    "content": None if refusal else text,
+                    "refusal": text if refusal else None,
+                },
                 "logprobs": None,
                 "finish_reason": "length" if truncated else "stop",
             }
@@ -129,9 +185,43 @@ def success_body(
     }
 
 
-ErrorKind = Literal["invalid_request", "rate_limit", "server_error", "overloaded", "not_found"]
+def _gemini_success(
+    model: str, text: str, prompt_tokens: int, completion_tokens: int, truncated: bool,
+    refusal: bool,
+) -> dict[str, Any]:  # fmt: skip
+    """A ``GenerateContentResponse``. A refusal is a candidate blocked by the safety
+    filters: ``finishReason`` SAFETY, a blocked rating and no content (nor output tokens)."""
+    candidate: dict[str, Any] = {"index": 0}
+    if refusal:
+        candidate["finishReason"] = "SAFETY"
+        candidate["safetyRatings"] = [
+            {"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH",
+             "blocked": True},
+        ]  # fmt: skip
+        completion_tokens = 0
+    else:
+        candidate["content"] = {"parts": [{"text": text}], "role": "model"}
+        candidate["finishReason"] = "MAX_TOKENS" if truncated else "STOP"
+    usage: dict[str, Any] = {
+        "promptTokenCount": prompt_tokens,
+        "totalTokenCount": prompt_tokens + completion_tokens,
+    }
+    if completion_tokens:  # the API leaves out counts that are zero
+        usage["candidatesTokenCount"] = completion_tokens
+    return {
+        "candidates": [candidate],
+        "usageMetadata": usage,
+        "modelVersion": model,
+        "responseId": f"sim{uuid.uuid4().hex[:20]}",
+    }
+
+
+ErrorKind = Literal[
+    "invalid_request", "rate_limit", "server_error", "overloaded", "not_found", "auth"
+]
 
 _OPENAI_ERRORS: dict[ErrorKind, tuple[str, str | None]] = {
+    "auth": ("invalid_request_error", "invalid_api_key"),
     "invalid_request": ("invalid_request_error", None),
     "rate_limit": ("requests", "rate_limit_exceeded"),
     "server_error": ("server_error", "internal_error"),
@@ -139,6 +229,7 @@ _OPENAI_ERRORS: dict[ErrorKind, tuple[str, str | None]] = {
     "not_found": ("invalid_request_error", "not_found"),
 }
 _ANTHROPIC_ERRORS: dict[ErrorKind, str] = {
+    "auth": "authentication_error",
     "invalid_request": "invalid_request_error",
     "rate_limit": "rate_limit_error",
     "server_error": "api_error",
@@ -147,8 +238,52 @@ _ANTHROPIC_ERRORS: dict[ErrorKind, str] = {
 }
 
 
-def error_body(dialect: Dialect, kind: ErrorKind, message: str) -> dict[str, Any]:
-    """The JSON body of an error in ``dialect``'s shape."""
+#: google.rpc status names of the HTTP codes the simulator answers
+_GEMINI_STATUS = {
+    400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
+    404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}  # fmt: skip
+_GEMINI_CODES: dict[ErrorKind, int] = {
+    "invalid_request": 400, "auth": 400, "rate_limit": 429, "server_error": 500,
+    "overloaded": 503, "not_found": 404,
+}  # fmt: skip
+
+
+def _gemini_error(
+    kind: ErrorKind, message: str, status: int | None, retry_after: int | None
+) -> dict[str, Any]:
+    """``{"error": {"code", "message", "status", "details"}}`` as the Gemini API sends it:
+    a 429 carries a RetryInfo, a wrong key is a 400 whose ErrorInfo says API_KEY_INVALID."""
+    code = status or _GEMINI_CODES[kind]
+    error: dict[str, Any] = {
+        "code": code,
+        "message": message,
+        "status": _GEMINI_STATUS.get(code, "UNKNOWN"),
+    }
+    if kind == "rate_limit" and retry_after is not None:
+        error["details"] = [{"@type": "type.googleapis.com/google.rpc.RetryInfo",
+                             "retryDelay": f"{retry_after}s"}]  # fmt: skip
+    elif kind == "auth":
+        error["details"] = [
+            {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID",
+             "domain": "googleapis.com",
+             "metadata": {"service": "generativelanguage.googleapis.com"}},
+        ]  # fmt: skip
+    return {"error": error}
+
+
+def error_body(
+    dialect: Dialect,
+    kind: ErrorKind,
+    message: str,
+    status: int | None = None,
+    retry_after: int | None = None,
+) -> dict[str, Any]:
+    """The JSON body of an error in ``dialect``'s shape. Gemini's body repeats the HTTP
+    ``status`` and carries a 429's wait (``retry_after`` seconds) in a RetryInfo."""
+    if dialect == "gemini":
+        return _gemini_error(kind, message, status, retry_after)
     if dialect == "anthropic":
         return {"type": "error", "error": {"type": _ANTHROPIC_ERRORS[kind], "message": message}}
     err_type, code = _OPENAI_ERRORS[kind]

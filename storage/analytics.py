@@ -13,7 +13,8 @@ where ``<code>`` is the score (done), -1 (done, N/A), -2 (failed) or -3 (not fin
 That is the per (model, judge, instance, skill) information in 1/N of the rows (N
 judges), read straight into numpy (``report.scores.ScoreTable``); every sum, interval
 and agreement statistic is then computed on whole arrays. On SQLite the grouping follows
-the ``uq_judgment`` index (run_id, model, instance_id, skill, judge) and needs no sort.
+the ``uq_judgment`` index (run_id, model, model_b, instance_id, criterion, judge) and
+needs no sort.
 Instance difficulty and domains come from two small queries.
 """
 
@@ -64,9 +65,10 @@ def _pivot(
     code = _code()
     columns = [func.max(case((J.judge == j, code), else_=None)) for j in judges]
     stmt = (
-        select(J.model, J.instance_id, J.skill, func.count(), *columns)
+        select(J.model, J.instance_id, J.criterion, func.count(), *columns)
         .where(J.run_id == run_id)
-        .group_by(J.model, J.instance_id, J.skill)
+        .where(J.model_b == "")  # absolute grading; pairwise rows have a second model
+        .group_by(J.model, J.model_b, J.instance_id, J.criterion)
     )
     rows = conn.execute(stmt).all()
     cells = [(str(r[0]), str(r[1]), str(r[2])) for r in rows]

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import time
+from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event
-from sqlalchemy.engine import Engine, make_url
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import event, inspect
+from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 from sqlmodel import SQLModel, create_engine
 
@@ -26,9 +32,11 @@ def normalize_url(url: str) -> str:
 
 
 def redact_url(url: str) -> str:
-    """The URL with any password hidden, for messages and logs."""
+    """The URL with any password hidden (in its userinfo or its query), for messages."""
+    from flask_eval.redact import redact
+
     try:
-        return make_url(url).render_as_string(hide_password=True)
+        return redact(make_url(url).render_as_string(hide_password=True))
     except Exception:
         return "<unparseable database URL>"
 
@@ -70,11 +78,43 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+#: the first revision: stores made before migrations existed are at this version
+BASELINE = "0001_v1"
+#: PostgreSQL advisory lock held while the schema is created or migrated
+_SCHEMA_LOCK = 7_301_977_001
+
+
+def _alembic_config(conn: Connection) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["connection"] = conn
+    return config
+
+
+@functools.cache
+def head_revision() -> str:
+    """The newest schema revision the code knows."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    head = ScriptDirectory.from_config(config).get_current_head()
+    assert head is not None
+    return head
+
+
 def create_schema(engine: Engine, attempts: int = 5) -> None:
-    """Create missing tables; concurrent creators on PostgreSQL may collide, so retry."""
+    """Create a new store at the newest schema, or migrate an older one to it.
+
+    One process at a time (PostgreSQL: an advisory lock; SQLite: ``BEGIN IMMEDIATE``), in
+    one transaction, so concurrent openers never see half a migration. A store of
+    version 1 (before migrations existed) has tables but no ``alembic_version``.
+    """
     for attempt in range(attempts):
         try:
-            SQLModel.metadata.create_all(engine)
+            with engine.begin() as conn:
+                if conn.dialect.name == "postgresql":
+                    conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK})")
+                _create_or_migrate(conn)
             return
         except (IntegrityError, ProgrammingError):
             if attempt == attempts - 1:
@@ -84,3 +124,21 @@ def create_schema(engine: Engine, attempts: int = 5) -> None:
             raise ConfigError(
                 f"cannot open database {redact_url(str(engine.url))}: {exc.orig}"
             ) from None
+
+
+def _create_or_migrate(conn: Connection) -> None:
+    tables = set(inspect(conn).get_table_names())
+    head = head_revision()
+    if "judgment" not in tables:  # a new store
+        SQLModel.metadata.create_all(conn)
+        command.stamp(_alembic_config(conn), "head")
+        return
+    current = MigrationContext.configure(conn).get_current_revision()
+    if current == head:
+        SQLModel.metadata.create_all(conn)  # tables added without a revision of their own
+        return
+    config = _alembic_config(conn)
+    if current is None:
+        command.stamp(config, BASELINE)
+    command.upgrade(config, "head")
+    SQLModel.metadata.create_all(conn)

@@ -1,4 +1,10 @@
-"""SQLModel tables: runs, their inputs, the judgment ledger and the paid judge calls."""
+"""SQLModel tables: runs, their inputs, the judgment ledger and every paid judge call.
+
+Schema version 2 (``storage/migrations``): the ledger names what is judged generically
+(a ``criterion``, and ``model_b`` for the second response of a pairwise comparison, ``''``
+for absolute grading), and every answer a provider returned is its own ``call`` row,
+never overwritten; a judgment points at the answer it was read from (``call_uid``).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,15 @@ from typing import cast
 
 from sqlalchemy import Column, Index, Table, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
+
+from core.limits import (
+    MAX_CRITERION_NAME,
+    MAX_DOMAIN,
+    MAX_INSTANCE_ID,
+    MAX_JUDGE_NAME,
+    MAX_MODEL_NAME,
+    MAX_RUN_NAME,
+)
 
 
 def utcnow() -> datetime:
@@ -24,18 +39,21 @@ class Status(StrEnum):
 class FailureReason(StrEnum):
     """Why a judgment failed; a fixed set so `status` can count by reason."""
 
-    PROVIDER_ERROR = "provider_error"  # 5xx, connection errors, after retries
+    PROVIDER_ERROR = "provider_error"  # 5xx, connection errors, non-JSON bodies, after retries
     RATE_LIMITED = "rate_limited"  # 429s until the retry budget ran out
     TIMEOUT = "timeout"  # no answer before the client gave up
-    UNPARSEABLE = "unparseable"  # an answer without scores in our format, twice
-    REFUSED = "refused"  # the provider refused the request (content filter, 400)
-    AUTH = "auth"  # bad or missing credentials; a configuration problem
+    TRUNCATED = "truncated"  # the answer was cut off by its token limit (never parsed)
+    UNPARSEABLE = "unparseable"  # no valid score for this criterion, also after a reminder
+    REFUSED = "refused"  # the provider refused the request (content filter, 400, 404)
+    AUTH = "auth"  # bad or missing credentials
+    CONFIG = "config"  # the judge could not be set up from the run's configuration
+    HALTED = "halted"  # not sent: the judge's first calls in the run all failed alike
     INTERNAL = "internal"  # a bug or an unexpected exception in flask-eval
 
 
 class Run(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
-    name: str = Field(unique=True, index=True, max_length=200)
+    name: str = Field(unique=True, index=True, max_length=MAX_RUN_NAME)
     fingerprint: str = Field(max_length=64)
     mode: str = Field(max_length=16)  # "instance" or "skill"
     config: str = Field(default="{}", sa_column=Column(Text, nullable=False))
@@ -45,7 +63,7 @@ class Run(SQLModel, table=True):
 class InstanceRow(SQLModel, table=True):
     __tablename__ = "instance"
     run_id: int = Field(foreign_key="run.id", primary_key=True)
-    instance_id: str = Field(primary_key=True, max_length=200)
+    instance_id: str = Field(primary_key=True, max_length=MAX_INSTANCE_ID)
     instruction: str = Field(sa_column=Column(Text, nullable=False))
     answer: str = Field(sa_column=Column(Text, nullable=False))
     skills: str = Field(sa_column=Column(Text, nullable=False))  # JSON list
@@ -55,28 +73,37 @@ class InstanceRow(SQLModel, table=True):
 class InstanceDomain(SQLModel, table=True):
     __tablename__ = "instance_domain"
     run_id: int = Field(foreign_key="run.id", primary_key=True)
-    instance_id: str = Field(primary_key=True, max_length=200)
-    domain: str = Field(primary_key=True, max_length=100)
+    instance_id: str = Field(primary_key=True, max_length=MAX_INSTANCE_ID)
+    domain: str = Field(primary_key=True, max_length=MAX_DOMAIN)
 
 
 class ResponseRow(SQLModel, table=True):
     __tablename__ = "response"
     run_id: int = Field(foreign_key="run.id", primary_key=True)
-    model: str = Field(primary_key=True, max_length=100)
-    instance_id: str = Field(primary_key=True, max_length=200)
+    model: str = Field(primary_key=True, max_length=MAX_MODEL_NAME)
+    instance_id: str = Field(primary_key=True, max_length=MAX_INSTANCE_ID)
     text: str = Field(sa_column=Column(Text, nullable=False))
 
 
 class Call(SQLModel, table=True):
-    """One answer a judge provider returned (and billed). ``cache_key`` identifies the
-    rendered prompt, judge model and sampling parameters, so an answer is paid once."""
+    """One answer a judge provider returned and billed, kept for good.
+
+    ``uid`` makes a replayed write idempotent; ``cache_key`` identifies the rendered
+    prompt, judge and sampling parameters (several calls may share it: a re-asked
+    prompt, or two workers racing). ``parsed`` says whether the answer was read (wholly or
+    in part), so the answer cache may replay it; ``finish`` is why the provider stopped
+    (``stop``, ``length``, ``refusal``).
+    """
 
     id: int | None = Field(default=None, primary_key=True)
-    cache_key: str = Field(unique=True, max_length=64)
-    run_id: int = Field(foreign_key="run.id", index=True)
-    judge: str = Field(max_length=300)
+    uid: str = Field(unique=True, max_length=64)
+    cache_key: str = Field(index=True, max_length=64)
+    #: the run that paid for it (None once that run was deleted and others use the answer)
+    run_id: int | None = Field(default=None, foreign_key="run.id", index=True)
+    judge: str = Field(max_length=MAX_JUDGE_NAME)
     raw: str = Field(sa_column=Column(Text, nullable=False))
     parsed: bool = False
+    finish: str = Field(default="stop", max_length=16)
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float = 0.0  # USD, from the judge's configured price
@@ -85,28 +112,65 @@ class Call(SQLModel, table=True):
 
 
 class Judgment(SQLModel, table=True):
-    """The ledger: one row per planned (run, model, instance, skill, judge)."""
+    """The ledger: one row per planned (run, model, model_b, instance, criterion, judge)."""
 
     __table_args__ = (
-        UniqueConstraint("run_id", "model", "instance_id", "skill", "judge", name="uq_judgment"),
+        UniqueConstraint(
+            "run_id", "model", "model_b", "instance_id", "criterion", "judge", name="uq_judgment"
+        ),
         Index("ix_judgment_run_status", "run_id", "status"),
     )
     id: int | None = Field(default=None, primary_key=True)
     run_id: int = Field(foreign_key="run.id")
-    model: str = Field(max_length=100)
-    instance_id: str = Field(max_length=200)
-    skill: str = Field(max_length=100)
-    judge: str = Field(max_length=300)
+    model: str = Field(max_length=MAX_MODEL_NAME)
+    #: the second response's model in a pairwise comparison; '' for absolute grading
+    model_b: str = Field(default="", max_length=MAX_MODEL_NAME)
+    instance_id: str = Field(max_length=MAX_INSTANCE_ID)
+    criterion: str = Field(max_length=MAX_CRITERION_NAME)
+    judge: str = Field(max_length=MAX_JUDGE_NAME)
     status: str = Field(default=Status.PENDING, max_length=16)
     score: int | None = None  # None with status done means N/A
     rationale: str | None = Field(default=None, sa_column=Column(Text))
     reason: str | None = Field(default=None, max_length=32)
     detail: str | None = Field(default=None, sa_column=Column(Text))
-    call_key: str | None = Field(default=None, max_length=64)  # the answer: call.cache_key
-    attempts: int = 0
+    call_uid: str | None = Field(default=None, max_length=64)  # the answer: call.uid
+    claims: int = 0  # times a worker took the row
+    asks: int = 0  # answers asked of the judge for it (a format reminder is a second)
+    requests: int = 0  # HTTP requests sent for it (retries included; 0: from the cache)
     lease_until: datetime | None = None
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+
+
+class JudgeHalt(SQLModel, table=True):
+    """A judge of a run stopped after its first calls all failed for the same reason."""
+
+    __tablename__ = "judge_halt"
+    run_id: int = Field(foreign_key="run.id", primary_key=True)
+    judge: str = Field(primary_key=True, max_length=MAX_JUDGE_NAME)
+    reason: str = Field(max_length=32)
+    detail: str = Field(sa_column=Column(Text, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class WorkerBeat(SQLModel, table=True):
+    """A worker process announcing itself: the producer reads these to tell "no worker"
+    from "workers that use another database"."""
+
+    __tablename__ = "worker"
+    name: str = Field(primary_key=True, max_length=200)
+    queue: str = Field(max_length=200)
+    started_at: datetime = Field(default_factory=utcnow)
+    seen_at: datetime = Field(default_factory=utcnow)
+
+
+class DeletedRun(SQLModel, table=True):
+    """A tombstone: messages still queued for a deleted run are dropped, not retried."""
+
+    __tablename__ = "deleted_run"
+    run_id: int = Field(primary_key=True)
+    name: str = Field(max_length=MAX_RUN_NAME)
+    deleted_at: datetime = Field(default_factory=utcnow)
 
 
 def _table(model: type[SQLModel]) -> Table:
@@ -120,3 +184,6 @@ INSTANCE_DOMAIN = _table(InstanceDomain)
 RESPONSE = _table(ResponseRow)
 CALL = _table(Call)
 JUDGMENT = _table(Judgment)
+JUDGE_HALT = _table(JudgeHalt)
+WORKER = _table(WorkerBeat)
+DELETED_RUN = _table(DeletedRun)

@@ -12,10 +12,9 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from storage import statements
 from storage.models import CALL, INSTANCE, INSTANCE_DOMAIN, JUDGMENT, RESPONSE, Status, utcnow
 from storage.records import RunInfo
-from storage.store import Store
+from storage.store import Store, claimable
 
 J, C, INS, DOM, R = JUDGMENT.c, CALL.c, INSTANCE.c, INSTANCE_DOMAIN.c, RESPONSE.c
 
@@ -114,7 +113,10 @@ EXPORT_FIELDS = (
     "detail",
     "rationale",
     "raw",
+    "finish",
     "attempts",
+    "requests",
+    "claims",
 )
 
 
@@ -125,16 +127,19 @@ def export_rows(store: Store, run_id: int, run_name: str) -> Iterator[dict[str, 
             J.model,
             J.judge,
             J.instance_id,
-            J.skill,
+            J.criterion,
             J.status,
             J.score,
             J.reason,
             J.detail,
             J.rationale,
             C.raw,
-            J.attempts,
+            C.finish,
+            J.asks,
+            J.requests,
+            J.claims,
         )
-        .outerjoin(CALL, C.cache_key == J.call_key)
+        .outerjoin(CALL, C.uid == J.call_uid)
         .where(J.run_id == run_id)
         .order_by(J.id)
     )
@@ -149,10 +154,53 @@ def stale_open_runs(store: Store, older_than: float, queue: str) -> list[RunInfo
     now = utcnow()
     stmt = (
         select(J.run_id)
-        .where(J.updated_at < now - timedelta(seconds=older_than), statements.claimable(now))
+        .where(J.updated_at < now - timedelta(seconds=older_than), claimable(now))
         .group_by(J.run_id)
     )
     with store.engine.connect() as conn:
         ids = [int(r[0]) for r in conn.execute(stmt)]
     runs = [store.run_by_id(i) for i in ids]
     return [r for r in runs if r.config.get("dispatched") == queue]
+
+
+def runs_overview(store: Store) -> list[dict[str, Any]]:
+    """Every run, newest first: name, created, models, judges, done/failed/total, cost."""
+    from storage.models import RUN
+
+    RN = RUN.c
+    with store.engine.connect() as conn:
+        runs = conn.execute(select(RN.id, RN.name, RN.created_at).order_by(RN.id.desc())).all()
+        counts: dict[int, dict[str, int]] = {}
+        for run_id, status_, n in conn.execute(
+            select(J.run_id, J.status, func.count()).group_by(J.run_id, J.status)
+        ):
+            counts.setdefault(int(run_id), {})[str(status_)] = int(n)
+        sizes = {
+            int(r[0]): (int(r[1]), int(r[2]))
+            for r in conn.execute(
+                select(
+                    J.run_id, func.count(func.distinct(J.model)), func.count(func.distinct(J.judge))
+                ).group_by(J.run_id)
+            )
+        }
+        costs = {
+            int(r[0]): float(r[1] or 0.0)
+            for r in conn.execute(
+                select(C.run_id, func.sum(C.cost)).where(C.run_id.is_not(None)).group_by(C.run_id)
+            )
+        }
+    overview = []
+    for run_id, name, created in runs:
+        by_status = counts.get(int(run_id), {})
+        models, judges = sizes.get(int(run_id), (0, 0))
+        overview.append({
+            "name": str(name),
+            "created": created.strftime("%Y-%m-%d %H:%M") if created else "",
+            "models": models,
+            "judges": judges,
+            "done": by_status.get(Status.DONE.value, 0),
+            "failed": by_status.get(Status.FAILED.value, 0),
+            "total": sum(by_status.values()),
+            "cost": costs.get(int(run_id), 0.0),
+        })  # fmt: skip
+    return overview

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import random
 import time
 from collections.abc import Callable
@@ -24,7 +23,10 @@ log = logging.getLogger("flask_eval.storage")
 
 
 def retry_window() -> float:
-    return float(os.environ.get("FLASK_EVAL_DB_RETRY_SECONDS", "300"))
+    """``FLASK_EVAL_DB_RETRY_SECONDS``, as the settings read and validate it."""
+    from flask_eval import settings
+
+    return settings.load().db_retry_seconds
 
 
 def is_transient(exc: BaseException) -> bool:

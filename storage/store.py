@@ -1,67 +1,117 @@
-"""The store: runs, inputs and the judgment ledger. All SQL writes live here.
+"""The ledger: runs, their inputs, the judgments and every paid call. All SQL writes.
 
-Every write is idempotent: inserts ignore rows that exist, and a judgment only moves
-forward (pending -> running -> done/failed), so a redelivered or duplicated message
-changes nothing that is already done.
+``Store(url)`` is one interface with two implementations side by side, chosen by the URL:
+``storage.sqlite_store.SqliteStore`` (the embedded default) and
+``storage.postgres_store.PostgresStore`` (at scale). What both do the same way lives
+here, in portable SQLAlchemy Core; each implementation writes only the worker's hot paths
+(claims, answer-cache lookups, write-behind flushes, bulk inserts) in its own dialect.
+``tests/test_store.py`` holds both to the same behaviour.
+
+Every write is idempotent: inserts ignore rows that exist, a paid answer is stored once
+per ``uid`` and never changed, and a judgment only moves forward (pending -> running ->
+done/failed), so a redelivered or duplicated message changes nothing that is done.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
-from datetime import timedelta
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Table, func, select, update
-from sqlalchemy.dialects import sqlite
+from sqlalchemy import Table, and_, delete, func, insert, or_, select, update
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.sql.elements import ColumnElement
 
 from flask_eval.exceptions import RunConflictError
 from producer.schema import Instance, ResponseSet
-from storage import bulk, statements
 from storage.db import make_engine
 from storage.models import (
     CALL,
+    DELETED_RUN,
     INSTANCE,
     INSTANCE_DOMAIN,
+    JUDGE_HALT,
     JUDGMENT,
     RESPONSE,
     RUN,
+    WORKER,
     Status,
     utcnow,
 )
-from storage.records import CallRecord, JobContext, Outcome, PlannedCall, RunInfo
+from storage.records import CallRecord, Halt, JobContext, OpenRow, Outcome, RunInfo
 from storage.retry import transient_retry
-
-INSERT_CHUNK = 5_000
 
 J, C, INS, DOM, R, RN = JUDGMENT.c, CALL.c, INSTANCE.c, INSTANCE_DOMAIN.c, RESPONSE.c, RUN.c
 
 
-def _outcome_params(o: Outcome) -> dict[str, Any]:
-    return {
-        "o_id": o.id,
-        "o_status": o.status.value,
-        "o_score": o.score,
-        "o_rationale": o.rationale,
-        "o_reason": o.reason,
-        "o_detail": o.detail,
-        "o_call_key": o.call_key,
-        "o_now": utcnow(),
-    }
+def claimable(now: Any) -> ColumnElement[bool]:
+    """A judgment still to judge: pending, or running on a lease expired before ``now``."""
+    return or_(
+        J.status == Status.PENDING.value,
+        and_(J.status == Status.RUNNING.value, J.lease_until < now),
+    )
+
+
+def _run_info(row: Any) -> RunInfo:
+    return RunInfo(
+        row["id"], row["name"], row["fingerprint"], row["mode"], json.loads(row["config"])
+    )
 
 
 class Store:
-    """The SQL store behind one engine (SQLite file or PostgreSQL)."""
+    """The SQL ledger behind one engine; ``Store(url)`` returns the dialect's store."""
+
+    dialect: str
+
+    def __new__(cls, url_or_engine: str | Engine) -> Store:
+        if cls is not Store:
+            return super().__new__(cls)
+        engine = make_engine(url_or_engine) if isinstance(url_or_engine, str) else url_or_engine
+        if engine.dialect.name == "postgresql":
+            from storage.postgres_store import PostgresStore
+
+            store: Store = super().__new__(PostgresStore)
+        else:
+            from storage.sqlite_store import SqliteStore
+
+            store = super().__new__(SqliteStore)
+        store.engine = engine
+        return store
 
     def __init__(self, url_or_engine: str | Engine) -> None:
-        self.engine = (
-            make_engine(url_or_engine) if isinstance(url_or_engine, str) else url_or_engine
-        )
+        if not hasattr(self, "engine"):  # a subclass built directly
+            self.engine = (
+                make_engine(url_or_engine) if isinstance(url_or_engine, str) else url_or_engine
+            )
         self.dialect = self.engine.dialect.name
 
     def close(self) -> None:
         self.engine.dispose()
+
+    # -- the dialect's hot paths ---------------------------------------------------------
+
+    def _claim(self, conn: Connection, run_id: int, ids: Sequence[int], now: datetime,
+               until: datetime) -> list[JobContext]:  # fmt: skip
+        """Claim the rows of ``run_id`` among ``ids`` that are still to judge; return what
+        judging them needs."""
+        raise NotImplementedError
+
+    def _cached(self, conn: Connection, keys: Sequence[str]) -> dict[str, CallRecord]:
+        """The first answer read (wholly or in part) for each of ``keys``."""
+        raise NotImplementedError
+
+    def _write(self, conn: Connection, calls: Sequence[CallRecord],
+               outcomes: Sequence[Outcome], now: datetime) -> int:  # fmt: skip
+        """Insert paid answers (once per uid) and end judgments (never one done)."""
+        raise NotImplementedError
+
+    def _insert_ignore(
+        self, conn: Connection, table: Table, rows: Iterable[dict[str, Any]]
+    ) -> None:
+        """``INSERT ... ON CONFLICT DO NOTHING`` of many rows."""
+        raise NotImplementedError
 
     # -- runs and inputs ---------------------------------------------------------------
 
@@ -72,28 +122,45 @@ class Store:
         stmt = stmt.where(RN.name == name) if name is not None else stmt.order_by(RN.id.desc())
         with self.engine.connect() as conn:
             row = conn.execute(stmt.limit(1)).mappings().first()
-        if row is None:
-            return None
-        return RunInfo(
-            row["id"], row["name"], row["fingerprint"], row["mode"], json.loads(row["config"])
-        )
+        return None if row is None else _run_info(row)
 
     @transient_retry
     def run_by_id(self, run_id: int) -> RunInfo:
         with self.engine.connect() as conn:
             row = conn.execute(select(RUN).where(RN.id == run_id)).mappings().one()
-        return RunInfo(
-            row["id"], row["name"], row["fingerprint"], row["mode"], json.loads(row["config"])
-        )
+        return _run_info(row)
 
     @transient_retry
+    def run_config_text(self, run_id: int) -> str | None:
+        """The stored configuration of a run as text (None: no such run), so that a worker
+        can tell cheaply whether it changed."""
+        with self.engine.connect() as conn:
+            text = conn.execute(select(RN.config).where(RN.id == run_id)).scalar_one_or_none()
+        return None if text is None else str(text)
+
+    @transient_retry
+    def is_deleted(self, run_id: int) -> bool:
+        with self.engine.connect() as conn:
+            stmt = select(DELETED_RUN.c.run_id).where(DELETED_RUN.c.run_id == run_id)
+            return conn.execute(stmt).first() is not None
+
+    @transient_retry
+    def update_config(self, run_id: int, change: Callable[[dict[str, Any]], None]) -> RunInfo:
+        """Apply ``change`` to the run's stored configuration, atomically."""
+        with self.engine.begin() as conn:
+            stmt = select(RN.config).where(RN.id == run_id)
+            if self.dialect == "postgresql":
+                stmt = stmt.with_for_update()
+            config = json.loads(conn.execute(stmt).scalar_one())
+            change(config)
+            text = json.dumps(config, sort_keys=True)
+            conn.execute(update(RUN).where(RN.id == run_id).values(config=text))
+        return self.run_by_id(run_id)
+
     def set_dispatched(self, run_id: int, queue: str | None) -> None:
         """The queue to which every open call of the run was sent, or None when some were
         held back (see workers/sweeper.py)."""
-        with self.engine.begin() as conn:
-            config = json.loads(conn.execute(select(RN.config).where(RN.id == run_id)).scalar_one())
-            config["dispatched"] = queue
-            conn.execute(update(RUN).where(RN.id == run_id).values(config=json.dumps(config)))
+        self.update_config(run_id, lambda config: config.__setitem__("dispatched", queue))
 
     def create_run(
         self,
@@ -109,147 +176,107 @@ class Store:
         """Create the run with its inputs and pending ledger, in one transaction.
 
         Returns (run, created). Reusing a name with a different fingerprint raises
-        RunConflictError and writes nothing.
+        RunConflictError and writes nothing. Two producers creating the same run at once:
+        one creates it, the other finds it (and resumes it, or conflicts).
         """
         existing = self.find_run(name)
-        if existing is not None:
-            if existing.fingerprint != fingerprint:
-                raise RunConflictError(
-                    f"run {name!r} exists with different inputs, judges or mode; "
-                    "pick another --run name to start a new run"
-                )
-            return existing, False
+        if existing is None:
+            try:
+                return self._create(name, fingerprint, mode, config, instances,
+                                    response_sets, judges), True  # fmt: skip
+            except IntegrityError:
+                existing = self.find_run(name)  # created by someone else meanwhile
+                if existing is None:
+                    raise
+        if existing.fingerprint != fingerprint:
+            raise RunConflictError(
+                f"run {name!r} exists with different inputs, judges or mode; "
+                "pick another --run name to start a new run"
+            )
+        return existing, False
+
+    def _create(
+        self,
+        name: str,
+        fingerprint: str,
+        mode: str,
+        config: dict[str, Any],
+        instances: Sequence[Instance],
+        response_sets: Sequence[ResponseSet],
+        judges: Sequence[str],
+    ) -> RunInfo:
         by_id = {inst.id: inst for inst in instances}
+        now = utcnow()
         with self.engine.begin() as conn:
             run_id = conn.execute(
                 RUN.insert()
-                .values(
-                    name=name,
-                    fingerprint=fingerprint,
-                    mode=mode,
-                    config=json.dumps(config, sort_keys=True),
-                    created_at=utcnow(),
-                )
+                .values(name=name, fingerprint=fingerprint, mode=mode,
+                        config=json.dumps(config, sort_keys=True), created_at=now)
                 .returning(RN.id)
-            ).scalar_one()
-            self._insert_ignore(
-                conn,
-                INSTANCE,
-                (
-                    {
-                        "run_id": run_id,
-                        "instance_id": i.id,
-                        "instruction": i.instruction,
-                        "answer": i.answer,
-                        "skills": json.dumps(list(i.skills)),
-                        "difficulty": i.difficulty,
-                    }
-                    for i in instances
-                ),
-            )
-            self._insert_ignore(
-                conn,
-                INSTANCE_DOMAIN,
-                (
-                    {"run_id": run_id, "instance_id": i.id, "domain": d}
-                    for i in instances
-                    for d in dict.fromkeys(i.domains)
-                ),
-            )
-            self._insert_ignore(
-                conn,
-                RESPONSE,
-                (
-                    {
-                        "run_id": run_id,
-                        "model": r.model,
-                        "instance_id": r.instance_id,
-                        "text": r.text,
-                    }
-                    for rs in response_sets
-                    for r in rs.responses
-                ),
-            )
-            now = utcnow()
-            self._insert_ignore(
-                conn,
-                JUDGMENT,
-                (
-                    {
-                        "run_id": run_id,
-                        "model": r.model,
-                        "instance_id": r.instance_id,
-                        "skill": skill,
-                        "judge": judge,
-                        "status": Status.PENDING.value,
-                        "attempts": 0,
-                        "created_at": now,
-                        "updated_at": now,
-                    }
-                    for rs in response_sets
-                    for r in rs.responses
-                    for judge in judges
-                    for skill in by_id[r.instance_id].skills
-                ),
-            )
-        if self.dialect == "postgresql":
-            # Fresh bulk-loaded tables have no statistics yet; without them the planner
-            # joins the worker's lookups by sequential scans.
-            with self.engine.connect() as conn:
-                conn.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql(
-                    "ANALYZE judgment, instance, instance_domain, response"
-                )
-        return RunInfo(run_id, name, fingerprint, mode, config), True
+            ).scalar_one()  # fmt: skip
+            self._insert_ignore(conn, INSTANCE, (
+                {"run_id": run_id, "instance_id": i.id, "instruction": i.instruction,
+                 "answer": i.answer, "skills": json.dumps(list(i.skills)),
+                 "difficulty": i.difficulty}
+                for i in instances
+            ))  # fmt: skip
+            self._insert_ignore(conn, INSTANCE_DOMAIN, (
+                {"run_id": run_id, "instance_id": i.id, "domain": d}
+                for i in instances
+                for d in dict.fromkeys(i.domains)
+            ))  # fmt: skip
+            self._insert_ignore(conn, RESPONSE, (
+                {"run_id": run_id, "model": r.model, "instance_id": r.instance_id,
+                 "text": r.text}
+                for rs in response_sets
+                for r in rs.responses
+            ))  # fmt: skip
+            self._insert_ignore(conn, JUDGMENT, (
+                {"run_id": run_id, "model": r.model, "model_b": "",
+                 "instance_id": r.instance_id, "criterion": criterion, "judge": judge,
+                 "status": Status.PENDING.value, "claims": 0, "asks": 0, "requests": 0,
+                 "created_at": now, "updated_at": now}
+                for rs in response_sets
+                for r in rs.responses
+                for judge in judges
+                for criterion in by_id[r.instance_id].skills
+            ))  # fmt: skip
+        self._after_bulk_load()
+        return RunInfo(run_id, name, fingerprint, mode, config)
 
-    def _insert_ignore(
-        self, conn: Connection, table: Table, rows: Iterable[dict[str, Any]]
-    ) -> None:
-        if self.dialect == "postgresql":
-            bulk.copy_insert_ignore(conn, table, rows)
-            return
-        stmt = sqlite.insert(table).on_conflict_do_nothing()
-        batch: list[dict[str, Any]] = []
-        for row in rows:
-            batch.append(row)
-            if len(batch) >= INSERT_CHUNK:
-                conn.execute(stmt, batch)
-                batch = []
-        if batch:
-            conn.execute(stmt, batch)
+    def _after_bulk_load(self) -> None:
+        """Called after a run's rows were inserted."""
+
+    @transient_retry
+    def delete_run(self, run_id: int) -> None:
+        """Remove a run, its inputs, its ledger and the paid answers no other run uses;
+        leave a tombstone so that its queued messages are dropped by the workers."""
+        with self.engine.begin() as conn:
+            name = conn.execute(select(RN.name).where(RN.id == run_id)).scalar_one()
+            used_elsewhere = select(J.call_uid).where(J.run_id != run_id, J.call_uid.is_not(None))
+            conn.execute(delete(CALL).where(C.run_id == run_id, C.uid.not_in(used_elsewhere)))
+            # answers other runs point at stay (their cost stays with the run that paid)
+            conn.execute(update(CALL).where(C.run_id == run_id).values(run_id=None))
+            for table in (JUDGMENT, JUDGE_HALT, RESPONSE, INSTANCE_DOMAIN, INSTANCE):
+                conn.execute(delete(table).where(table.c.run_id == run_id))
+            conn.execute(delete(RUN).where(RN.id == run_id))
+            conn.execute(insert(DELETED_RUN).values(run_id=run_id, name=name, deleted_at=utcnow()))
 
     # -- planning ----------------------------------------------------------------------
 
-    def open_calls(self, run: RunInfo) -> list[list[int]]:
-        """Ledger ids still to judge, grouped into judge calls."""
-        return [c.ids for c in self.open_call_details(run)]
-
-    def open_call_details(self, run: RunInfo) -> list[PlannedCall]:
-        """The judge calls still to make, with what each is about.
-
-        Pending rows, plus running rows whose lease has expired (their worker died).
-        In ``instance`` mode one call covers all skills of (model, instance, judge);
-        in ``skill`` mode each row is its own call.
-        """
+    @transient_retry
+    def open_rows(self, run_id: int) -> list[OpenRow]:
+        """The rows still to judge, in a stable order: pending, plus running rows whose
+        lease has expired (their worker died)."""
         stmt = (
-            select(J.id, J.model, J.instance_id, J.judge, J.skill)
-            .where(
-                J.run_id == run.id,
-                statements.claimable(utcnow()),
-            )
-            .order_by(J.judge, J.model, J.instance_id, J.id)
+            select(J.id, J.model, J.model_b, J.instance_id, J.criterion, J.judge)
+            .where(J.run_id == run_id, claimable(utcnow()))
+            .order_by(J.judge, J.model, J.model_b, J.instance_id, J.id)
         )
         with self.engine.connect() as conn:
-            rows = conn.execute(stmt).all()
-        if run.mode == "skill":
-            return [PlannedCall([r.id], r.model, r.instance_id, r.judge, [r.skill]) for r in rows]
-        groups: dict[tuple[str, str, str], PlannedCall] = {}
-        for r in rows:
-            key = (r.judge, r.model, r.instance_id)
-            call = groups.setdefault(key, PlannedCall([], r.model, r.instance_id, r.judge, []))
-            call.ids.append(r.id)
-            call.skills.append(r.skill)
-        return list(groups.values())
+            return [OpenRow(*row) for row in conn.execute(stmt)]
 
+    @transient_retry
     def reset_failed(self, run_id: int, reasons: Sequence[str] | None = None) -> int:
         """Send failed rows (optionally only some reasons) back to pending."""
         stmt = update(JUDGMENT).where(J.run_id == run_id, J.status == Status.FAILED.value)
@@ -257,44 +284,49 @@ class Store:
             stmt = stmt.where(J.reason.in_(list(reasons)))
         with self.engine.begin() as conn:
             result = conn.execute(
-                stmt.values(
-                    status=Status.PENDING.value, reason=None, detail=None, updated_at=utcnow()
-                )
-            )
+                stmt.values(status=Status.PENDING.value, reason=None, detail=None,
+                            updated_at=utcnow())
+            )  # fmt: skip
         return int(result.rowcount)
+
+    @transient_retry
+    def count_open(self, run_id: int) -> int:
+        stmt = select(func.count()).where(
+            J.run_id == run_id, J.status.in_([Status.PENDING.value, Status.RUNNING.value])
+        )
+        with self.engine.connect() as conn:
+            return int(conn.execute(stmt).scalar_one())
 
     # -- the worker side ---------------------------------------------------------------
 
     @transient_retry
-    def claim(self, ids: Sequence[int], lease_seconds: float) -> list[int]:
-        """Mark rows running for ``lease_seconds``; returns the ids this caller now owns.
+    def claim_contexts(
+        self, run_id: int, ids: Sequence[int], lease_seconds: float
+    ) -> list[JobContext]:
+        """Claim the rows of ``run_id`` among ``ids`` that are still to judge, for
+        ``lease_seconds``; return what judging them needs, in id order.
 
-        Rows that are done, failed, or running under a live lease are not claimed, so
-        two deliveries of one message do not both pay for the same judgment.
+        Rows that are done, failed, running under a live lease, or of another run are not
+        claimed, so two deliveries of one message never both pay for the same judgment.
         """
         if not ids:
             return []
-        with self.engine.begin() as conn:
-            return self._claim(conn, ids, lease_seconds)
-
-    @staticmethod
-    def _claim(conn: Connection, ids: Sequence[int], lease_seconds: float) -> list[int]:
         now = utcnow()
-        params = {"ids": list(ids), "now": now, "until": now + timedelta(seconds=lease_seconds)}
-        return sorted(conn.execute(statements.CLAIM, params).scalars().all())
+        with self.engine.begin() as conn:
+            return self._claim(conn, run_id, ids, now, now + timedelta(seconds=lease_seconds))
 
     @transient_retry
-    def claim_contexts(self, ids: Sequence[int], lease_seconds: float) -> list[JobContext]:
-        """Claim ``ids`` and return what is needed to judge the rows this caller now owns."""
+    def release(self, ids: Sequence[int]) -> int:
+        """Give claimed rows back unjudged (pending, the claim not counted)."""
         if not ids:
-            return []
+            return 0
+        stmt = (
+            update(JUDGMENT)
+            .where(J.id.in_(list(ids)), J.status == Status.RUNNING.value)
+            .values(status=Status.PENDING.value, lease_until=None, claims=J.claims - 1)
+        )
         with self.engine.begin() as conn:
-            if self.dialect == "postgresql":  # claim and load in one statement
-                return bulk.claim_contexts(conn, ids, utcnow(), lease_seconds)
-            claimed = self._claim(conn, ids, lease_seconds)
-            if not claimed:
-                return []
-            return [JobContext(*row) for row in conn.execute(statements.CONTEXTS, {"ids": claimed})]
+            return int(conn.execute(stmt).rowcount)
 
     @transient_retry
     def extend_leases(self, ids: Sequence[int], lease_seconds: float) -> int:
@@ -302,61 +334,89 @@ class Store:
         if not ids:
             return 0
         until = utcnow() + timedelta(seconds=lease_seconds)
+        stmt = (
+            update(JUDGMENT)
+            .where(J.id.in_(list(ids)), J.status == Status.RUNNING.value)
+            .values(lease_until=until)
+        )
         with self.engine.begin() as conn:
-            return int(conn.execute(statements.EXTEND, {"ids": list(ids), "until": until}).rowcount)
-
-    @transient_retry
-    def contexts(self, ids: Sequence[int]) -> list[JobContext]:
-        if not ids:
-            return []
-        with self.engine.connect() as conn:
-            return [
-                JobContext(*row) for row in conn.execute(statements.CONTEXTS, {"ids": list(ids)})
-            ]
+            return int(conn.execute(stmt).rowcount)
 
     @transient_retry
     def cached_calls(self, keys: Sequence[str]) -> dict[str, CallRecord]:
-        """Parsed answers already paid for, by cache key (prompt, judge and parameters)."""
+        """Answers already paid for and read, by cache key (prompt, judge, parameters);
+        the first such answer of each key."""
         if not keys:
             return {}
-        unique = list(set(keys))
         with self.engine.connect() as conn:
-            if self.dialect == "postgresql":
-                return bulk.cached_calls(conn, unique)
-            rows = conn.execute(statements.CACHED, {"keys": unique}).all()
-        return {r[0]: CallRecord(*r) for r in rows}
+            return self._cached(conn, list(dict.fromkeys(keys)))
+
+    def write(self, calls: Sequence[CallRecord] = (), outcomes: Sequence[Outcome] = ()) -> int:
+        """Keep paid answers and final states in one transaction; returns rows finished.
+
+        Not retried here: the worker's write-behind keeps the data and retries for as long
+        as the database is away (workers/writer.py).
+        """
+        with self.engine.begin() as conn:
+            return self._write(conn, calls, outcomes, utcnow())
 
     @transient_retry
-    def write(self, calls: Sequence[CallRecord] = (), outcomes: Sequence[Outcome] = ()) -> int:
-        """Keep paid answers and final states in one transaction. Returns rows finished.
-
-        An answer is stored once per cache key; a parsed answer replaces an unparsed one.
-        A row already done is never changed.
-        """
-        if self.dialect == "postgresql":  # the whole flush as arrays: storage/bulk.py
-            with self.engine.begin() as conn:
-                return bulk.write(conn, calls, outcomes, utcnow())
-        with self.engine.begin() as conn:
-            if calls:
-                conn.execute(statements.SQLITE_UPSERT_CALL, [self._call_params(c) for c in calls])
-            if not outcomes:
-                return 0
-            return int(
-                conn.execute(statements.FINISH, [_outcome_params(o) for o in outcomes]).rowcount
-            )
-
     def finish(self, outcomes: Sequence[Outcome]) -> int:
         return self.write((), outcomes)
 
-    @staticmethod
-    def _call_params(c: CallRecord) -> dict[str, Any]:
-        return {**vars(c), "created_at": utcnow()}
+    # -- halts and workers -------------------------------------------------------------
 
     @transient_retry
-    def count_open(self, run_id: int) -> int:
-        stmt = select(func.count()).where(
-            J.run_id == run_id,
-            J.status.in_([Status.PENDING.value, Status.RUNNING.value]),
-        )
+    def halt(self, run_id: int, judge: str, reason: str, detail: str) -> None:
+        """Record that ``judge`` stops for this run (the first halt is kept)."""
+        row = {"run_id": run_id, "judge": judge, "reason": reason, "detail": detail,
+               "created_at": utcnow()}  # fmt: skip
+        with self.engine.begin() as conn:
+            self._insert_ignore(conn, JUDGE_HALT, [row])
+
+    @transient_retry
+    def halts(self, run_id: int) -> dict[str, Halt]:
+        H = JUDGE_HALT.c
+        stmt = select(H.judge, H.reason, H.detail).where(H.run_id == run_id)
         with self.engine.connect() as conn:
-            return int(conn.execute(stmt).scalar_one())
+            return {r.judge: Halt(r.judge, r.reason, r.detail) for r in conn.execute(stmt)}
+
+    @transient_retry
+    def clear_halts(self, run_id: int) -> int:
+        with self.engine.begin() as conn:
+            return int(
+                conn.execute(delete(JUDGE_HALT).where(JUDGE_HALT.c.run_id == run_id)).rowcount
+            )
+
+    @transient_retry
+    def finished_by_judge(self, run_id: int, judge: str) -> dict[tuple[str, str | None], int]:
+        """(status, reason) -> rows, over the finished rows of one judge of a run."""
+        stmt = (
+            select(J.status, J.reason, func.count())
+            .where(J.run_id == run_id, J.judge == judge,
+                   J.status.in_([Status.DONE.value, Status.FAILED.value]))
+            .group_by(J.status, J.reason)
+        )  # fmt: skip
+        with self.engine.connect() as conn:
+            return {(str(s), r): int(n) for s, r, n in conn.execute(stmt)}
+
+    @transient_retry
+    def beat(self, name: str, queue: str, started_at: datetime) -> None:
+        """A worker process says it is alive and uses this database."""
+        now = utcnow()
+        with self.engine.begin() as conn:
+            done = conn.execute(
+                update(WORKER).where(WORKER.c.name == name).values(seen_at=now, queue=queue)
+            ).rowcount
+            if not done:
+                self._insert_ignore(conn, WORKER, [
+                    {"name": name, "queue": queue, "started_at": started_at, "seen_at": now}
+                ])  # fmt: skip
+
+    @transient_retry
+    def live_workers(self, queue: str, within: float) -> list[str]:
+        """Workers on ``queue`` that announced themselves in the last ``within`` seconds."""
+        since = utcnow() - timedelta(seconds=within)
+        stmt = select(WORKER.c.name).where(WORKER.c.queue == queue, WORKER.c.seen_at >= since)
+        with self.engine.connect() as conn:
+            return [str(r[0]) for r in conn.execute(stmt)]

@@ -1,17 +1,21 @@
 """The bad-input corpus: broken inputs and the exact error each one must produce.
 
-Every case is one call of ``flask-eval run`` (or of ``producer.inputs``): an instances
-path plus raw ``NAME=PATH`` responses arguments, exactly as typed on the command line.
-Paths are relative to the repository root, so run the cases with the repository root
-as the working directory (:data:`REPO_ROOT`).
+Every case is one call of ``flask-eval run``: an instances path plus raw ``NAME=PATH``
+responses arguments, exactly as typed on the command line, and (``CLI_CASES``) more
+arguments (``--judge``, ``--judges FILE``, ``--rubrics FILE``, ``--run``) or environment
+variables. Paths are relative to the repository root, so run the cases with the
+repository root as the working directory (:data:`REPO_ROOT`).
 
 Expected error: ``str(InputError)`` must start with ``where + ": "`` and contain
 ``message``. ``where`` is ``"path:line"`` (1-based line) or just ``"path"`` for errors
-about a whole file; ``""`` means an argument error with no file location (the error
-string is the message itself and ``InputError.path`` is None).
+about a whole file; ``""`` means an error with no file location (a flag or a setting:
+the error string is the message itself). ``absent`` lists text that must not appear in
+the output at all (secrets).
 
-Used by ``tests/test_loaders.py`` (through ``producer.inputs``) and meant to be reused
-through the CLI (exit code 2, nothing written).
+``CASES`` (inputs only) run through ``producer.inputs`` in tests/test_loaders.py; all
+cases run through the CLI with a real Redis broker in tests/test_cli_errors.py (exit code
+2, one line, nothing written). Files made at test time (FIFOs, symlinks to devices) are
+in tests/test_cli_errors.py.
 """
 
 from __future__ import annotations
@@ -43,6 +47,10 @@ FLASK_SKILLS: tuple[str, ...] = (
 )
 
 
+#: a judge that is never called (every case fails before a call)
+JUDGE = "openai/judge@http://127.0.0.1:9/v1"
+
+
 @dataclass(frozen=True)
 class BadCase:
     """One broken input and the error it must raise."""
@@ -52,6 +60,12 @@ class BadCase:
     responses: list[str]
     where: str
     message: str
+    #: more `flask-eval run` arguments; without any, the CLI test adds ``--judge JUDGE``
+    args: tuple[str, ...] = ()
+    #: environment variables of the run
+    env: tuple[tuple[str, str], ...] = ()
+    #: text that must not appear in the output (secrets)
+    absent: tuple[str, ...] = ()
 
 
 def _inst(name: str, where_line: int | None, message: str, case_id: str | None = None) -> BadCase:
@@ -133,5 +147,297 @@ CASES: list[BadCase] = [
         [GOOD_A, f"model_a={EXAMPLES}/model_b.jsonl"],
         "",
         "duplicate model name 'model_a'",
+    ),
+    BadCase(
+        "model_name_too_long",
+        GOOD_INSTANCES,
+        ["m" * 65 + f"={EXAMPLES}/model_a.jsonl"],
+        "",
+        "invalid model name 'mmmmmmmm",
+    ),
+    # --- text no database or judge can take: lone surrogates and NUL, from \u escapes
+    _inst("surrogate_instruction", 2, "field 'instruction' contains a lone UTF-16 surrogate"),
+    _inst("surrogate_low_in_id", 3, "field 'idx' contains a lone UTF-16 surrogate (\\udc00)"),
+    _inst("surrogate_in_skill", 2, "field 'skill'[1] contains a lone UTF-16 surrogate"),
+    _inst("nul_in_answer", 2, "field 'answer' contains a NUL character"),
+    _inst("nul_in_id", 1, "field 'idx' contains a NUL character"),
+    _inst("nul_in_domain", 2, "field 'domain'[0] contains a NUL character"),
+    _resp("response_surrogate", 2, "field 'text' contains a lone UTF-16 surrogate (\\udfff)"),
+    _resp("response_nul", 3, "field 'text' contains a NUL character"),
+    # --- values longer than their column (core/limits.py), checked on both databases
+    _inst("long_instance_id", 2, "field 'idx' is longer than 200 characters: 'iiii"),
+    _inst("huge_int_id", 3, "field 'idx' is longer than 200 characters: a very long number"),
+    _resp("response_long_id", 1, "field 'question_id' is longer than 200 characters"),
+    _inst("control_char_id", 1, "field 'idx' contains a control character (U+000A)"),
+    # --- unbounded values are clipped in messages, never repr()-ed whole
+    _inst("long_unknown_skill", 2, "unknown skill 'SSSS"),
+    _inst("long_unknown_domain", 2, "unknown domain 'DDDD"),
+    _inst("long_unknown_difficulty", 1, "... (10000 characters); valid labels"),
+    # --- shapes of broken exports
+    _inst("huge_number", 2, "invalid JSON: a number has more than 4300 digits"),
+    _inst("deeply_nested", 2, "invalid JSON: nested too deeply"),
+    _inst("bom_mid_file", 3, "line starts with a byte-order mark (U+FEFF)"),
+    _inst("cr_only_lines", 1, "lines seem to end with CR only"),
+    _inst("duplicate_json_key", 2, "key 'idx' appears twice in the object"),
+    _resp("response_duplicate_key", 1, "key 'text' appears twice in the object"),
+    _inst("difficulty_nan", 2, "field 'difficulty' must be a difficulty label or a level 1-5"),
+    BadCase("instances_is_directory", BAD, [GOOD_A], BAD, "is a directory"),
+]
+
+
+def _judges(name: str, line: int | None, message: str, absent: tuple[str, ...] = ()) -> BadCase:
+    """A broken `--judges FILE`, with good instances and responses."""
+    path = f"{BAD}/{name}.yaml"
+    where = path if line is None else f"{path}:{line}"
+    return BadCase(name, GOOD_INSTANCES, [GOOD_A], where, message, ("--judges", path), (), absent)
+
+
+def _rubrics(name: str, line: int | None, message: str) -> BadCase:
+    """A broken `--rubrics FILE`, with good instances, responses and judge."""
+    path = f"{BAD}/{name}"
+    where = path if line is None else f"{path}:{line}"
+    return BadCase(
+        name, GOOD_INSTANCES, [GOOD_A], where, message, ("--judge", JUDGE, "--rubrics", path)
+    )
+
+
+def _flag(case_id: str, message: str, *args: str, absent: tuple[str, ...] = ()) -> BadCase:
+    """Bad `flask-eval run` flags, with good files."""
+    return BadCase(case_id, GOOD_INSTANCES, [GOOD_A], "", message, args, (), absent)
+
+
+def _env(case_id: str, message: str, absent: tuple[str, ...] = (), **env: str) -> BadCase:
+    """A bad setting, with good inputs."""
+    return BadCase(case_id, GOOD_INSTANCES, [GOOD_A], "", message, (), tuple(env.items()), absent)
+
+
+_SECRET = "sk-secretvalue123"
+
+#: Cases that need more than instances and responses: flags, judges and rubric files,
+#: settings. Only run through the CLI (and their loaders' unit tests).
+CLI_CASES: list[BadCase] = [
+    # --- judge specs on the command line
+    _flag("unknown-provider", "unknown judge provider 'cohere'", "--judge", "cohere/command"),
+    _flag("judge-without-model", "expected provider/model", "--judge", "openai"),
+    _flag("bad-base-url", "invalid base URL", "--judge", "openai/m@ftp://x"),
+    _flag(
+        "credentials-in-url",
+        "credentials in the base URL are not allowed",
+        "--judge",
+        "openai/m@http://user:hunter2pw@127.0.0.1:1/v1",
+        absent=("hunter2pw",),
+    ),
+    _flag(
+        "invalid-ipv6-base-url",
+        "an unclosed or invalid [IPv6] address",
+        "--judge",
+        "openai/m@http://[::1/v1",
+    ),
+    *(
+        _flag(
+            f"credential-in-query-{param}",
+            f"query string carries a credential ('{param}'=...)",
+            "--judge",
+            f"openai/m@http://127.0.0.1:9/v1?api-version=1&{param}={_SECRET}",
+            absent=(_SECRET,),
+        )
+        for param in ("api_key", "key", "token", "access_token", "password", "secret", "sig")
+    ),
+    _flag(
+        "judge-spec-too-long",
+        "judge spec is longer than 1000 characters",
+        "--judge",
+        "openai/" + "m" * 1200,
+    ),
+    _flag("judge-spec-nul", "contains a NUL character", "--judge", "openai/m\x00"),
+    _flag(
+        "judge-spec-newline", "contains a control character", "--judge", "openai/m\n@http://h/v1"
+    ),
+    _flag(
+        "duplicate-judge",
+        "judge name 'openai/judge' is given twice",
+        "--judge",
+        JUDGE,
+        "--judge",
+        JUDGE,
+    ),
+    _flag(
+        "same-default-name-two-urls",
+        "name them apart with --judge NAME=SPEC or `name:` in the judges file",
+        "--judge",
+        JUDGE,
+        "--judge",
+        "openai/judge@http://127.0.0.1:10/v1",
+    ),
+    _flag(
+        "same-short-name-flag-and-file",
+        "judge name 'j1' is given twice",
+        "--judge",
+        f"j1={JUDGE}",
+        "--judges",
+        f"{BAD}/judges_named_j1.yaml",
+    ),
+    _flag("short-name-with-space", "invalid judge name 'my judge'", "--judge", f"my judge={JUDGE}"),
+    _flag("short-name-empty", "invalid judge name ''", "--judge", f"={JUDGE}"),
+    _flag("short-name-too-long", "invalid judge name 'nnnn", "--judge", "n" * 301 + f"={JUDGE}"),
+    _flag(
+        "run-name-too-long",
+        "--run name is longer than 200 characters",
+        "--judge",
+        JUDGE,
+        "--run",
+        "r" * 201,
+    ),
+    BadCase(
+        "missing-rubrics-file",
+        GOOD_INSTANCES,
+        [GOOD_A],
+        "no/such/rubrics.yaml",
+        "not found",
+        ("--judge", JUDGE, "--rubrics", "no/such/rubrics.yaml"),
+    ),
+    _flag("judges-file-is-directory", "is a directory", "--judges", BAD),
+    # --- judges files: the strict YAML loader (no aliases, tags or duplicate keys)
+    _judges("judges_billion_laughs", 2, "anchors (&name) are not allowed"),
+    _judges("judges_alias", 4, "aliases (*name) are not allowed"),
+    _judges("judges_python_tag", 1, "explicit tags such as '!!python/object/apply:os.system'"),
+    _judges("judges_float_tag", 2, "explicit tags such as '!!float' are not allowed"),
+    _judges("judges_duplicate_key", 4, "duplicate key 'rpm' (first on line 2)"),
+    _judges("judges_merge_key", 2, "merge keys (<<) are not allowed"),
+    _judges("judges_deep", 2, "nested deeper than 32 levels"),
+    _judges("judges_huge_int", 2, "a number with more than 4300 digits"),
+    _judges("judges_invalid_date", 2, "invalid value (day is out of range for month)"),
+    _judges("judges_surrogate", 2, "the text contains a lone UTF-16 surrogate (\\ud800)"),
+    _judges("judges_nul", 2, "the text contains a NUL character"),
+    _judges("judges_raw_nul", 2, "invalid YAML: character U+0000 is not allowed"),
+    _judges("judges_not_utf8", 2, "invalid UTF-8"),
+    # --- judges files: shapes
+    _judges(
+        "judges_empty",
+        1,
+        "expected a non-empty YAML list of judges, e.g. `- spec: openai/gpt-4o`; got an empty file",
+    ),
+    _judges("judges_comments_only", 1, "got an empty file"),
+    _judges("judges_mapping", 1, "got a mapping (list the judges at the top level"),
+    _judges("judges_scalar", 1, "got 'openai/judge'"),
+    _judges("judges_entry_not_mapping", 1, "each judge must be a mapping with at least `spec`"),
+    _judges("judges_unknown_key", 2, "unknown key 'kkkk"),
+    # --- judges files: specs, names and the new keys
+    _judges("judges_ipv6", 1, "an unclosed or invalid [IPv6] address"),
+    _judges("judges_query_key", 1, "query string carries a credential ('api_key'=...)", (_SECRET,)),
+    _judges("judges_long_spec", 1, "judge spec is longer than 1000 characters"),
+    _judges(
+        "judges_same_default_name", 2, "judge name 'openai/judge' is used twice (first on line 1)"
+    ),
+    _judges("judges_same_name_case", 3, "judge name 'judge' is used twice (first on line 1)"),
+    _judges("judges_bad_name", 2, "invalid judge name 'my judge@home'"),
+    _judges("judges_long_name", 2, "invalid judge name 'jjjj"),
+    _judges("judges_max_tokens_zero", 2, "`max_tokens` must be a whole number >= 1, got 0"),
+    _judges("judges_max_tokens_fraction", 2, "`max_tokens` must be a whole number >= 1, got 512.5"),
+    _judges("judges_max_tokens_huge", 2, "`max_tokens` must be at most 1_000_000"),
+    _judges("judges_temperature_high", 2, "`temperature` must be a number from 0 to 2, got 3"),
+    _judges("judges_temperature_nan", 2, "`temperature` must be a number from 0 to 2, got nan"),
+    _judges("judges_temperature_text", 2, "`temperature` must be a number from 0 to 2, got 'warm'"),
+    _judges("judges_retry_below_max", 3, "larger than `max_tokens` (2048), got 1024"),
+    _judges("judges_retry_below_default", 2, "larger than the default max_tokens (1024), got 512"),
+    # --- rubric files: the same strict YAML loader; JSON text checked like JSON Lines
+    _rubrics("rubrics_billion_laughs.yaml", 1, "anchors (&name) are not allowed"),
+    _rubrics("rubrics_float_tag.yaml", 6, "explicit tags such as '!!bool' are not allowed"),
+    _rubrics("rubrics_duplicate_key.yaml", 6, "duplicate key 'criterion' (first on line 4)"),
+    _rubrics("rubrics_surrogate.yaml", 4, "the text contains a lone UTF-16 surrogate"),
+    _rubrics("rubrics_long_name.yaml", 2, "'name' is longer than 100 characters"),
+    _rubrics("rubrics_control_name.yaml", 2, "'name' contains a control character (U+0009)"),
+    _rubrics("rubrics_surrogate.json", 8, "contains a lone UTF-16 surrogate (\\ud83d)"),
+    _rubrics("rubrics_nul.json", 4, "contains a NUL character"),
+    _rubrics("rubrics_duplicate_key.json", None, "key 'Skill' appears twice"),
+    # --- settings: whole numbers, finite numbers, sane ranges, usable URLs
+    _env(
+        "calls-per-message-fraction",
+        "FLASK_EVAL_CALLS_PER_MESSAGE='0.5' is not a whole number",
+        FLASK_EVAL_CALLS_PER_MESSAGE="0.5",
+    ),
+    _env(
+        "calls-per-message-zero",
+        "FLASK_EVAL_CALLS_PER_MESSAGE=0 is out of range",
+        FLASK_EVAL_CALLS_PER_MESSAGE="0",
+    ),
+    _env(
+        "lease-nan",
+        "FLASK_EVAL_LEASE_SECONDS='nan' is not a finite number",
+        FLASK_EVAL_LEASE_SECONDS="nan",
+    ),
+    _env(
+        "lease-1e12",
+        "FLASK_EVAL_LEASE_SECONDS='1e12' is out of range; use a number of seconds from 1 to 86,400",
+        FLASK_EVAL_LEASE_SECONDS="1e12",
+    ),
+    _env(
+        "max-attempts-nan",
+        "FLASK_EVAL_MAX_ATTEMPTS='nan' is not a whole number",
+        FLASK_EVAL_MAX_ATTEMPTS="nan",
+    ),
+    _env(
+        "max-attempts-huge",
+        "is out of range; use a whole number of attempts from 1 to 100",
+        FLASK_EVAL_MAX_ATTEMPTS="9" * 5000,
+    ),
+    _env(
+        "visibility-inf",
+        "FLASK_EVAL_VISIBILITY_TIMEOUT='inf' is not a finite number",
+        FLASK_EVAL_VISIBILITY_TIMEOUT="inf",
+    ),
+    _env(
+        "visibility-below-lease",
+        "must be longer than FLASK_EVAL_LEASE_SECONDS",
+        FLASK_EVAL_LEASE_SECONDS="60",
+        FLASK_EVAL_VISIBILITY_TIMEOUT="30",
+    ),
+    _env(
+        "judge-timeout-negative",
+        "FLASK_EVAL_JUDGE_TIMEOUT='-1' is out of range",
+        FLASK_EVAL_JUDGE_TIMEOUT="-1",
+    ),
+    _env(
+        "db-retry-text",
+        "FLASK_EVAL_DB_RETRY_SECONDS='soon' is not a number",
+        FLASK_EVAL_DB_RETRY_SECONDS="soon",
+    ),
+    _env(
+        "queue-with-space",
+        "FLASK_EVAL_QUEUE='my queue' is not a queue name",
+        FLASK_EVAL_QUEUE="my queue",
+    ),
+    _env(
+        "sqlite-in-memory",
+        "an in-memory SQLite database is not supported",
+        FLASK_EVAL_DATABASE_URL="sqlite://",
+    ),
+    _env(
+        "sqlite-memory-path",
+        "an in-memory SQLite database is not supported",
+        FLASK_EVAL_DATABASE_URL="sqlite:///:memory:",
+    ),
+    _env(
+        "sqlite-two-slashes",
+        "a SQLite URL is sqlite:///PATH (three slashes)",
+        FLASK_EVAL_DATABASE_URL="sqlite://flask-eval.db",
+    ),
+    _env(
+        "database-unknown-scheme",
+        "FLASK_EVAL_DATABASE_URL must be sqlite:///PATH or postgresql://..., got mysql://...",
+        ("hunter2pw",),
+        FLASK_EVAL_DATABASE_URL="mysql://root:hunter2pw@127.0.0.1/db",
+    ),
+    _env(
+        "broker-unknown-scheme",
+        "FLASK_EVAL_BROKER_URL must be a redis://, rediss://, amqp:// or amqps:// URL, got http://...",
+        ("hunter2pw",),
+        FLASK_EVAL_BROKER_URL="http://u:hunter2pw@127.0.0.1:6379/0",
+    ),
+    _env(
+        "broker-without-scheme",
+        "got a value without a scheme://",
+        ("hunter2pw",),
+        FLASK_EVAL_BROKER_URL="hunter2pw",
     ),
 ]

@@ -9,6 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from workers.judge import register_provider
+
+# The in-memory judge is for tests only: users are never offered it.
+register_provider("memory", "workers.providers.memory_judge:MemoryJudge")
+
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "flask_eval" / "examples"
 FLASK_DATA = Path(os.environ.get("FLASK_EVAL_FLASK_DATA", REPO.parent / "shared" / "flask-data"))

@@ -10,14 +10,50 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from workers.worker import command as worker_command
 
 REPO = Path(__file__).resolve().parent.parent
+
+T = TypeVar("T")
+
+#: how much of the last observed value a timeout message shows
+SHOWN_CHARS = 500
+
+
+def wait_until(
+    observe: Callable[[], T],
+    until: Callable[[T], object] = bool,
+    *,
+    timeout: float,
+    what: str = "the condition",
+    interval: float = 0.2,
+) -> T:
+    """Call ``observe`` until ``until(value)`` holds; return that value.
+
+    A test waits for the state it needs, not a fixed time: a fixed sleep is too short on
+    a loaded machine (and the assertion after it fails) and too long on an idle one.
+    ``observe`` runs at least once, even with ``timeout=0``. Past the deadline this
+    raises an AssertionError naming ``what`` it waited for and the last observed value
+    (clipped), so a failure says how far things got.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = observe()
+        if until(value):
+            return value
+        if time.monotonic() >= deadline:
+            shown = repr(value)
+            if len(shown) > SHOWN_CHARS:
+                shown = shown[:SHOWN_CHARS] + "..."
+            raise AssertionError(
+                f"timed out after {timeout}s waiting for {what}; last observed: {shown}"
+            )
+        time.sleep(interval)
 
 
 def cli_env(database_url: str, broker_url: str | None = None, **extra: str) -> dict[str, str]:
@@ -92,11 +128,32 @@ def status(env: Mapping[str, str], run: str) -> dict[str, Any]:
 
 
 def wait_done(env: Mapping[str, str], run: str, timeout: float = 240) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        st = status(env, run)
-        if st["pending"] == 0:
-            return st
-        if time.monotonic() > deadline:
-            raise AssertionError(f"run {run} not finished after {timeout}s: {st}")
-        time.sleep(1)
+    """Until no judgment of ``run`` is pending; its final status."""
+    return wait_until(
+        lambda: status(env, run),
+        lambda st: st["pending"] == 0,
+        timeout=timeout,
+        what=f"run {run} to finish",
+        interval=1,
+    )
+
+
+def running_rows(database_url: str, run: str) -> int:
+    """Judgments of ``run`` that a worker has claimed and not finished (status running)."""
+    # imported here: the limiter tests' spawned processes import this module, lightly
+    from sqlalchemy import func, select
+
+    from storage.models import JUDGMENT, Status
+    from storage.store import Store
+
+    store = Store(database_url)
+    try:
+        info = store.find_run(run)
+        assert info is not None, f"no run {run}"
+        stmt = select(func.count()).where(
+            JUDGMENT.c.run_id == info.id, JUDGMENT.c.status == Status.RUNNING.value
+        )
+        with store.engine.connect() as conn:
+            return int(conn.execute(stmt).scalar_one())
+    finally:
+        store.close()

@@ -17,8 +17,7 @@ from flask_eval.cli_report import register
 from flask_eval.exceptions import InputError
 from report import references
 from report.agreement import FIELDS, agreement_rows, pair_statistics
-from report.metrics import Record
-from report.scores import from_records
+from tests.reference import Record, from_records
 from tests.test_bootstrap import _store_run, random_records
 
 TOL = 1e-9

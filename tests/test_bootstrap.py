@@ -11,31 +11,44 @@ import pytest
 from sqlalchemy import update
 
 from producer.schema import DOMAINS, Instance, Response, ResponseSet
-from report.bootstrap import (
-    instance_weights,
-    mean_interval,
-    paired_difference,
-    percentile_interval,
-    ratio_interval,
-    ratio_replicates,
-)
-from report.intervals import cell_intervals, comparisons
-from report.metrics import (
-    KEY_SEP,
-    Record,
-    cells_from_records,
-    rows_from_cells,
-)
-from report.scores import from_records, point_cells
+from report.bootstrap import instance_weights, percentile_interval
+from report.breakdown import Aggregation, Breakdown, Dimension, flask_breakdown
+from report.intervals import Intervals, cell_intervals, comparisons
+from report.metrics import KEY_SEP, OVERALL, SKILL
+from report.scores import SCORED, ScoreTable, build
 from rubrics import codec
 from rubrics.skills import load_default
 from storage import analytics
 from storage.models import JUDGMENT
 from storage.store import Store
+from tests.reference import Record, cells_from_records, from_records, point_cells
 
 SKILLS = load_default()
 ABILITY = {s.name: s.ability for s in SKILLS}
 TOL = 1e-9
+
+
+def intervals_of(table: ScoreTable, weights: np.ndarray, breakdown: Breakdown | None = None,
+                 confidence: float = 0.95) -> Intervals:  # fmt: skip
+    """The report's intervals (FLASK's breakdown unless another is given)."""
+    aggregation = Aggregation(table, breakdown or flask_breakdown(ABILITY))
+    return cell_intervals(aggregation, weights, confidence)
+
+
+def one_score_per_cell(values: np.ndarray, counts: np.ndarray | None = None) -> ScoreTable:
+    """One model, one judge: instance i has ``counts[i]`` (default 1) scored cells whose
+    scores sum to ``values[i]`` times the count, i.e. a per-instance mean of values[i]."""
+    counts = np.ones(len(values), dtype=int) if counts is None else counts
+    cells, scores = [], []
+    for i, (value, count) in enumerate(zip(values.tolist(), counts.tolist(), strict=True)):
+        for k in range(int(count)):
+            cells.append(("m", f"{i:04d}", f"s{k}"))
+            scores.append(value)
+    state = np.full((len(cells), 1), SCORED, dtype=np.int8)
+    return build(cells, ["j"], state, np.array(scores, dtype=float)[:, None], {}, {})
+
+
+OVERALL_ONLY = Breakdown((Dimension(OVERALL),))
 
 
 def random_records(
@@ -100,34 +113,49 @@ def test_percentile_interval_equals_numpy_nanpercentile() -> None:
             assert abs(lo[k] - ref[0]) < TOL and abs(hi[k] - ref[1]) < TOL
 
 
-def test_ratio_interval_equals_a_naive_resampling_loop() -> None:
+def test_replicate_means_equal_a_naive_resampling_loop() -> None:
+    """Each replicate of a micro-averaged mean is sum(totals) / sum(counts) over the
+    instances drawn (with their multiplicity)."""
     rng = np.random.default_rng(1)
     n, b = 50, 500
-    counts = rng.integers(0, 4, size=(n, 3)).astype(float)
-    totals = counts * rng.uniform(1, 5, size=(n, 3))
+    values = rng.uniform(1, 5, n)
+    counts = rng.integers(1, 4, n)
+    table = one_score_per_cell(values, counts)
     weights = instance_weights(n, b, seed=9)
-    reps = ratio_replicates(totals, counts, weights)
+    ((dimension, key, reps),) = list(Aggregation(table, OVERALL_ONLY).replicates(weights))
+    assert (dimension, key) == ("overall", "all") and reps.shape == (1, b)
+    totals, cnt = values * counts, counts.astype(float)
     draws = np.random.default_rng(9).integers(0, n, size=(b, n))
-    for k in range(3):
-        naive = np.array([totals[d, k].sum() / counts[d, k].sum() for d in draws])
-        assert np.max(np.abs(reps[k] - naive)) < TOL
-        lo, hi = ratio_interval(totals[:, k], counts[:, k], weights)
-        ref = np.percentile(naive, [2.5, 97.5])
-        assert abs(lo[0] - ref[0]) < TOL and abs(hi[0] - ref[1]) < TOL
+    naive = np.array([totals[d].sum() / cnt[d].sum() for d in draws])
+    assert np.max(np.abs(reps[0] - naive)) < TOL
+    lo, hi = intervals_of(table, weights, OVERALL_ONLY)[("m", "j", "overall", "all")]
+    ref = np.percentile(naive, [2.5, 97.5])
+    assert abs(lo - ref[0]) < TOL and abs(hi - ref[1]) < TOL
 
 
 def test_mean_interval_and_paired_difference_equal_naive_loops() -> None:
     rng = np.random.default_rng(2)
     n, b = 60, 400
     x = rng.normal(3, 1, n)
-    lo, hi = mean_interval(x, replicates=b, seed=4)
+    lo, hi = intervals_of(one_score_per_cell(x), instance_weights(n, b, 4), OVERALL_ONLY)[
+        ("m", "j", "overall", "all")
+    ]
     draws = np.random.default_rng(4).integers(0, n, size=(b, n))
     ref = np.percentile([x[d].mean() for d in draws], [2.5, 97.5])
     assert abs(lo - ref[0]) < TOL and abs(hi - ref[1]) < TOL
 
-    ca, cb = rng.integers(1, 4, n).astype(float), rng.integers(1, 4, n).astype(float)
-    ta, tb = ca * rng.uniform(2, 5, n), cb * rng.uniform(1, 4, n)
-    result = paired_difference(ta, ca, tb, cb, instance_weights(n, b, 4))
+    # two models on the same n instances: per-instance means ta / ca and tb / cb
+    ca, cb = rng.integers(1, 4, n), rng.integers(1, 4, n)
+    ma, mb = rng.uniform(2, 5, n), rng.uniform(1, 4, n)
+    ta, tb = ca * ma, cb * mb
+    keys, scores = [], []
+    for model, table in (("A", one_score_per_cell(ma, ca)), ("B", one_score_per_cell(mb, cb))):
+        for i, s, v in zip(table.instance, table.skill, table.score[:, 0], strict=True):
+            keys.append((model, table.instances[i], table.skills[s]))
+            scores.append(v)
+    state = np.full((len(keys), 1), SCORED, dtype=np.int8)
+    table = build(keys, ["j"], state, np.array(scores)[:, None], {}, {})
+    (result,) = comparisons(table, instance_weights(n, b, 4))
     naive = [ta[d].sum() / ca[d].sum() - tb[d].sum() / cb[d].sum() for d in draws]
     ref = np.percentile(naive, [2.5, 97.5])
     assert result.diff is not None and result.ci_low is not None and result.ci_high is not None
@@ -161,7 +189,7 @@ def test_cell_intervals_equal_a_naive_per_cell_loop() -> None:
     table = from_records(records)
     b = 300
     weights = instance_weights(len(table.instances), b, seed=11)
-    got = cell_intervals(table, weights, ABILITY)
+    got = intervals_of(table, weights)
     # naive: per cell, per-instance sums from the records, resampled with the same draws
     position = {iid: k for k, iid in enumerate(table.instances)}
     sums: dict[tuple[str, str, str, str], np.ndarray] = {}
@@ -184,8 +212,8 @@ def test_cell_intervals_equal_a_naive_per_cell_loop() -> None:
 def test_unit_weights_give_the_point_estimate_for_every_row() -> None:
     records = random_records(5)
     table = from_records(records)
-    rows = rows_from_cells(point_cells(table), ABILITY)
-    got = cell_intervals(table, np.ones((len(table.instances), 1)), ABILITY)
+    rows = Aggregation(table, flask_breakdown(ABILITY)).rows()
+    got = intervals_of(table, np.ones((len(table.instances), 1)))
     for row in rows:
         key = (row.model, row.judge, row.dimension, row.key)
         if row.mean is None:
@@ -198,9 +226,9 @@ def test_unit_weights_give_the_point_estimate_for_every_row() -> None:
 def test_intervals_are_reproducible_with_a_seed() -> None:
     table = from_records(random_records(6))
     n = len(table.instances)
-    a = cell_intervals(table, instance_weights(n, 200, 1), ABILITY)
-    assert a == cell_intervals(table, instance_weights(n, 200, 1), ABILITY)
-    assert a != cell_intervals(table, instance_weights(n, 200, 2), ABILITY)
+    a = intervals_of(table, instance_weights(n, 200, 1))
+    assert a == intervals_of(table, instance_weights(n, 200, 1))
+    assert a != intervals_of(table, instance_weights(n, 200, 2))
 
 
 def test_comparisons_are_paired_differences_on_common_instances() -> None:
@@ -210,6 +238,7 @@ def test_comparisons_are_paired_differences_on_common_instances() -> None:
     result = comparisons(table, weights)
     assert len(result) == 3 * 2  # 3 pairs of models x 2 judges
     position = {iid: k for k, iid in enumerate(table.instances)}
+    draws = np.random.default_rng(3).integers(0, len(position), size=(300, len(position)))
     for c in result:
         answered = {
             m: {r.instance_id for r in records if r.model == m} for m in (c.model_a, c.model_b)
@@ -222,12 +251,20 @@ def test_comparisons_are_paired_differences_on_common_instances() -> None:
                 if side is not None:
                     per[side, position[r.instance_id]] += r.score
                     per[side + 1, position[r.instance_id]] += 1
-        sel = per[:, common]
-        ref = paired_difference(sel[0], sel[1], sel[2], sel[3], weights[common])
+        sel = per[:, common].sum(axis=1)
+        # naive: each replicate's draws of common instances, with their multiplicity
+        both = np.zeros(len(position), dtype=bool)
+        both[common] = True
+        with np.errstate(invalid="ignore", divide="ignore"):
+            naive = [
+                per[0, d].sum() / per[1, d].sum() - per[2, d].sum() / per[3, d].sum()
+                for d in (row[both[row]] for row in draws)
+            ]
+        ref = np.nanpercentile(naive, [2.5, 97.5])
         assert c.n_instances == len(common)
-        assert c.diff == pytest.approx(ref.diff, abs=TOL)
-        assert c.ci_low == pytest.approx(ref.ci_low, abs=TOL)
-        assert c.ci_high == pytest.approx(ref.ci_high, abs=TOL)
+        assert c.diff == pytest.approx(sel[0] / sel[1] - sel[2] / sel[3], abs=TOL)
+        assert c.ci_low == pytest.approx(ref[0], abs=TOL)
+        assert c.ci_high == pytest.approx(ref[1], abs=TOL)
 
 
 def test_intervals_cover_the_true_mean_at_about_the_nominal_rate() -> None:
@@ -240,24 +277,88 @@ def test_intervals_cover_the_true_mean_at_about_the_nominal_rate() -> None:
         level = rng.choice(np.arange(1, 6), size=n, p=p)
         counts = rng.integers(1, 5, size=n).astype(float)
         # each skill score is the instance's level w.p. 0.7, else uniform on 1..5
-        totals = np.array(
-            [
-                np.where(rng.random(int(c)) < 0.7, lv, rng.integers(1, 6, int(c))).sum()
-                for lv, c in zip(level, counts, strict=True)
-            ],
-            dtype=float,
-        )
-        lo, hi = ratio_interval(totals, counts, instance_weights(n, 1000, seed=k))
-        hits += int(lo[0] <= truth <= hi[0])
+        scores = [
+            np.where(rng.random(int(c)) < 0.7, lv, rng.integers(1, 6, int(c)))
+            for lv, c in zip(level, counts, strict=True)
+        ]
+        cells = [("m", f"{i:02d}", f"s{j}") for i, s in enumerate(scores) for j in range(len(s))]
+        state = np.full((len(cells), 1), SCORED, dtype=np.int8)
+        table = build(cells, ["j"], state, np.concatenate(scores)[:, None].astype(float), {}, {})
+        weights = instance_weights(n, 1000, seed=k)
+        lo, hi = intervals_of(table, weights, OVERALL_ONLY)[("m", "j", "overall", "all")]
+        hits += int(lo <= truth <= hi)
     coverage = hits / datasets
     assert 0.90 <= coverage <= 0.99, coverage
+
+
+def test_a_new_dimension_and_another_overall_rule_are_data() -> None:
+    """A dimension of two attributes (one multi-valued) and an overall that is the mean of
+    the skill means: points and intervals equal naive loops over the records."""
+    breakdown = Breakdown(
+        (
+            Dimension("overall", mean_of=SKILL),
+            Dimension(SKILL, by=("skill",)),
+            Dimension("domain_level", by=("domain", "difficulty")),
+        ),
+        orders={"domain": DOMAINS},
+    )
+    records = random_records(9, instances=30)
+    table = from_records(records)
+    aggregation = Aggregation(table, breakdown)
+    rows = aggregation.rows()
+    position = {iid: k for k, iid in enumerate(table.instances)}
+    sums: dict[tuple[str, str, str, str], np.ndarray] = {}
+    counts: dict[tuple[str, str, str, str], int] = {}
+    for r in records:
+        if r.status not in ("done", "failed"):
+            continue
+        counted = [(SKILL, r.skill)]
+        if r.difficulty is not None:
+            counted += [("domain_level", f"{d}{KEY_SEP}{r.difficulty}") for d in r.domains]
+        for dim, key in counted:
+            cell = (r.model, r.judge, dim, key)
+            counts[cell] = counts.get(cell, 0) + 1
+            arr = sums.setdefault(cell, np.zeros((2, len(position))))
+            if r.status == "done" and r.score is not None:
+                arr[:, position[r.instance_id]] += (r.score, 1)
+    got = {(r.model, r.judge, r.dimension, r.key): r for r in rows}
+    for cell, (tot, cnt) in sums.items():
+        mean = tot.sum() / cnt.sum() if cnt.sum() else None
+        assert got[cell].mean == (pytest.approx(mean, abs=TOL) if mean is not None else None)
+        assert got[cell].n + got[cell].n_na + got[cell].n_failed == counts[cell]
+    keys = [r.key for r in rows if (r.model, r.judge, r.dimension) == ("m1", "j1", "domain_level")]
+    assert keys == sorted(keys, key=lambda k: (DOMAINS.index(k.split(KEY_SEP)[0]), int(k[-1])))
+    b = 200
+    weights = instance_weights(len(position), b, seed=5)
+    intervals = cell_intervals(aggregation, weights)
+    draws = np.random.default_rng(5).integers(0, len(position), size=(b, len(position)))
+    for model, judge in {(r.model, r.judge) for r in rows}:
+        skills = [v for (m, j, d, _), v in sums.items() if (m, j, d) == (model, judge, SKILL)]
+        point = [t.sum() / c.sum() for t, c in skills if c.sum()]
+        overall = got[(model, judge, "overall", "all")]
+        assert overall.mean == pytest.approx(float(np.mean(point)), abs=TOL)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            per = np.array([[t[d].sum() / c[d].sum() for t, c in skills] for d in draws])
+        naive = np.nanpercentile(np.nanmean(per, axis=1), [2.5, 97.5])
+        low, high = intervals[(model, judge, "overall", "all")]
+        assert abs(low - naive[0]) < TOL and abs(high - naive[1]) < TOL
+    for cell, (tot, cnt) in sums.items():
+        if cell[2] != "domain_level" or not cnt.sum():
+            continue
+        with np.errstate(invalid="ignore", divide="ignore"):
+            naive = np.nanpercentile([tot[d].sum() / cnt[d].sum() for d in draws], [2.5, 97.5])
+        assert abs(intervals[cell][0] - naive[0]) < TOL, cell
+        assert abs(intervals[cell][1] - naive[1]) < TOL, cell
 
 
 # -- from the SQL store -----------------------------------------------------------------
 
 
-def _store_run(store: Store, seed: int) -> tuple[int, list[Record]]:
-    """A run written through the store, its ledger finished at random."""
+def _store_run(
+    store: Store, seed: int, judge_config: Sequence[object] | None = None
+) -> tuple[int, list[Record]]:
+    """A run written through the store, its ledger finished at random; ``judge_config``
+    is what its config records of the judges (default: the first two judges' names)."""
     rng = random.Random(seed)
     names = SKILLS.names
     instances = [
@@ -280,7 +381,8 @@ def _store_run(store: Store, seed: int) -> tuple[int, list[Record]]:
         name="stats",
         fingerprint="s" * 64,
         mode="instance",
-        config={"judges": judges[:2], "skills": codec.to_data(SKILLS)},  # c is "unknown"
+        # c is "unknown" to the config
+        config={"judges": list(judge_config or judges[:2]), "skills": codec.to_data(SKILLS)},
         instances=instances,
         response_sets=sets,
         judges=judges,
@@ -290,7 +392,9 @@ def _store_run(store: Store, seed: int) -> tuple[int, list[Record]]:
     j = JUDGMENT.c
     with store.engine.begin() as conn:
         rows = conn.execute(
-            j.id.table.select().with_only_columns(j.id, j.model, j.instance_id, j.skill, j.judge)
+            j.id.table.select().with_only_columns(
+                j.id, j.model, j.instance_id, j.criterion, j.judge
+            )
         ).all()
         for rid, model, iid, skill, judge in rows:
             u = rng.random()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import signal
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from producer.synthetic import write_inputs
 from simulator.config import SimConfig
 from simulator.testing import spawn_simulator
 from storage.store import Store
-from tests.helpers import cli_env, flask_eval, status, wait_done, workers
+from tests.helpers import cli_env, flask_eval, status, wait_done, wait_until, workers
 
 pytestmark = pytest.mark.redis
 
@@ -86,13 +85,32 @@ def make_certs(folder: Path) -> tuple[Path, Path, Path]:
     return ca, crt, key
 
 
-def start_redis(*args: str) -> subprocess.Popen[bytes]:
+def accepts_connections(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def start_redis(port: int, *args: str) -> subprocess.Popen[bytes]:
+    """A redis-server listening on ``port`` (plain or TLS, as ``args`` say) once this returns."""
     proc = subprocess.Popen(
         ["redis-server", "--save", "", "--appendonly", "no", "--bind", "127.0.0.1", *args],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    time.sleep(0.5)
+    try:
+        wait_until(
+            lambda: proc.poll() is not None or accepts_connections(port),
+            timeout=30,
+            what=f"redis-server to listen on port {port}",
+        )
+    except AssertionError:
+        proc.kill()
+        proc.wait()
+        raise
+    assert proc.poll() is None, f"redis-server exited with {proc.returncode}"
     return proc
 
 
@@ -103,6 +121,7 @@ def private_redis(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[st
     if request.param == "tls":
         ca, crt, key = make_certs(tmp_path)
         proc = start_redis(
+            port,
             "--port",
             "0",
             "--tls-port",
@@ -120,7 +139,7 @@ def private_redis(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[st
         )
         url = f"rediss://:{PASSWORD}@127.0.0.1:{port}/0?ssl_cert_reqs=required&ssl_ca_certs={ca}"
     else:
-        proc = start_redis("--port", str(port), "--requirepass", PASSWORD)
+        proc = start_redis(port, "--port", str(port), "--requirepass", PASSWORD)
         url = f"redis://:{PASSWORD}@127.0.0.1:{port}/0"
     yield url
     proc.terminate()
@@ -155,7 +174,7 @@ def test_password_and_tls_redis_urls_work(
 
 def test_wrong_broker_password_is_one_clear_error(sqlite_url: str, tmp_path: Path) -> None:
     port = free_port()
-    proc = start_redis("--port", str(port), "--requirepass", PASSWORD)
+    proc = start_redis(port, "--port", str(port), "--requirepass", PASSWORD)
     try:
         instances, responses = write_inputs(tmp_path / "in", 3)
         env = cli_env(sqlite_url, f"redis://:wrong-pass-123@127.0.0.1:{port}/0")
@@ -198,13 +217,19 @@ def test_sigterm_finishes_in_flight_calls_before_exiting(
             args += ["--responses", r]
         flask_eval(*args, env=env)
         with workers(env, in_flight=16, log=tmp_path / "w1.log") as proc:
-            time.sleep(4)
+            # the signal comes while calls are on the wire (each takes 1.5 s)
+            wait_until(
+                lambda: sim.stats()["in_flight"],
+                lambda n: n > 0,
+                timeout=120,
+                what="calls in flight at the simulator",
+            )
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=60)
         store = Store(sqlite_url)
         run = store.find_run("graceful")
         assert run is not None
-        running = store.count_open(run.id) - len([i for c in store.open_calls(run) for i in c])
+        running = store.count_open(run.id) - len(store.open_rows(run.id))
         assert running == 0, "rows left running: the worker quit with calls in flight"
         assert status(env, "graceful")["done"] > 0
         with workers(env, in_flight=32, log=tmp_path / "w2.log"):

@@ -99,14 +99,24 @@ def test_max_cost_stops_enqueueing_and_says_so(sqlite_url: str, tmp_path: Path) 
             budget,
             "--quiet",
             env=env,
+            check=False,
         )
         paid = sim.stats()["requests"]
-        assert "stopped enqueueing" in proc.stderr
+        assert proc.returncode == 1  # judgments stay pending: not a success
+        assert "stopped dispatching" in proc.stderr and "held back by --max-cost" in proc.stderr
         assert 0 < paid < CALLS
         st = json.loads(flask_eval("status", "capped", "--json", env=env).stdout)
         assert st["pending"] > 0 and st["cost"] <= float(budget) * 1.5
+        # the budget belongs to the run: a later run and a resume without one honour it
+        # (they may send what the metered cost left room for, never past the budget)
+        again = ("run", *INPUTS, "--judges", str(path), "--run", "capped", "--quiet")
+        assert flask_eval(*again, env=env, check=False).returncode == 1
+        assert flask_eval("resume", "capped", "--quiet", env=env, check=False).returncode == 1
+        st = json.loads(flask_eval("status", "capped", "--json", env=env).stdout)
+        assert st["pending"] > 0 and st["cost"] <= float(budget) * 1.5
+        assert sim.stats()["requests"] < CALLS
         # a higher budget continues where it stopped
-        flask_eval("run", *INPUTS, "--judges", str(path), "--run", "capped", "--quiet", env=env)
+        flask_eval("resume", "capped", "--max-cost", str(total * 2), "--quiet", env=env)
         assert sim.stats()["requests"] == CALLS
     assert json.loads(flask_eval("status", "capped", "--json", env=env).stdout)["pending"] == 0
 
@@ -136,13 +146,13 @@ def test_cache_serves_a_second_run_and_a_rerun_makes_no_call(sqlite_url: str) ->
 @pytest.mark.parametrize(
     ("text", "line", "message"),
     [
-        ("- spec: openai/x\n  rpm: -5\n", 1, "`rpm` must be a positive number"),
+        ("- spec: openai/x\n  rpm: -5\n", 2, "`rpm` must be a positive number"),
         ("- spec: openai/x\n- spec: cohere/y\n", 2, "unknown judge provider"),
-        ("- spec: openai/x\n  colour: red\n", 1, "unknown key 'colour'"),
+        ("- spec: openai/x\n  colour: red\n", 2, "unknown key 'colour'"),
         ("- name: only-a-name\n", 1, "missing `spec`"),
         ("- spec: openai/x\n  name: a\n- spec: openai/y\n  name: a\n", 3, "used twice"),
-        ("- spec: openai/x\n  price: {input: -1}\n", 1, "price.input"),
-        ("- spec: openai/x\n  max_in_flight: 0\n", 1, "max_in_flight"),
+        ("- spec: openai/x\n  price: {input: -1}\n", 2, "price.input"),
+        ("- spec: openai/x\n  max_in_flight: 0\n", 2, "max_in_flight"),
         ("spec: openai/x\n", 1, "expected a non-empty YAML list"),
         ("- spec: [unclosed\n", 2, "invalid YAML"),
     ],
@@ -167,5 +177,5 @@ def test_bad_judges_file_through_the_cli_writes_nothing(tmp_path: Path) -> None:
         ["run", *INPUTS, "--judges", str(path)],
         env={"FLASK_EVAL_DATABASE_URL": f"sqlite:///{db}"},
     )
-    assert result.exit_code == 2 and f"{path}:1: `tpm` must be a positive number" in result.stderr
+    assert result.exit_code == 2 and f"{path}:2: `tpm` must be a positive number" in result.stderr
     assert not db.exists()

@@ -13,10 +13,11 @@ import pytest
 from click.testing import CliRunner
 
 from flask_eval.cli_report import register
+from report.breakdown import Aggregation, flask_breakdown
 from report.ensemble import EnsembleSpec, add_ensembles, combine
-from report.metrics import rows_from_cells
-from report.scores import FAILED, NA, NONE, SCORED, from_records, point_cells
+from report.scores import FAILED, NA, NONE, SCORED
 from storage.store import Store
+from tests.reference import from_records
 from tests.test_bootstrap import ABILITY, _store_run, random_records
 
 TOL = 1e-9
@@ -30,11 +31,9 @@ def random_columns(seed: int, cells: int = 2000, judges: int = 5) -> tuple[np.nd
 
 
 def naive_majority(values: list[float]) -> float:
-    counts = Counter(values)
-    best = max(counts.values())
-    tied = sorted(v for v, c in counts.items() if c == best)
-    median = float(np.median(values))
-    return min(tied, key=lambda v: (abs(v - median), v))
+    """The score more than half the judges gave, else the median of all scores."""
+    value, count = Counter(values).most_common(1)[0]
+    return value if 2 * count > len(values) else float(np.median(values))
 
 
 @pytest.mark.parametrize("quorum", [1, 2, 3])
@@ -77,12 +76,37 @@ def test_quorum_semantics() -> None:
     assert value[0] == 3.0 and np.isnan(value[1:]).all()
 
 
-def test_majority_ties_go_to_the_median_then_lower() -> None:
+def test_majority_is_a_strict_majority_else_the_median() -> None:
     state = np.full((3, 4), SCORED, dtype=np.int8)
     score = np.array([[1, 1, 5, 5], [2, 2, 3, 3], [1, 1, 4, 5]], dtype=float)
     _, value = combine(state, score, "majority", 1)
-    # [1,1,5,5]: median 3, both 2 away -> lower; [2,2,3,3]: median 2.5 -> lower; plain mode
-    assert value.tolist() == [1.0, 2.0, 1.0]
+    # no score has more than 2 of 4 judges: the medians 3, 2.5 and (1 + 4) / 2
+    assert value.tolist() == [3.0, 2.5, 2.5]
+
+
+@pytest.mark.parametrize(
+    ("scores", "expected"),
+    [
+        ([3, 5], 4.0),  # two judges disagree: no majority, the median (not the lower score)
+        ([5, 3], 4.0),
+        ([4, 4], 4.0),
+        ([3, 3, 5], 3.0),  # 2 of 3 is a strict majority
+        ([5, 3, 3], 3.0),
+        ([2, 3, 5], 3.0),  # all different: the median
+        ([5, 5, 5, 1], 5.0),  # 3 of 4
+        ([4], 4.0),
+    ],
+)
+def test_majority_of_two_and_three_judges(scores: list[int], expected: float) -> None:
+    k = len(scores)
+    state = np.full((1, k), SCORED, dtype=np.int8)
+    _, value = combine(state, np.array([scores], dtype=float), "majority", 1)
+    assert value.tolist() == [expected]
+    # judges that did not score are not voters: one N/A and one failure change nothing
+    state = np.concatenate([state, np.array([[NA, FAILED]], dtype=np.int8)], axis=1)
+    score = np.concatenate([np.array([scores], dtype=float), [[np.nan, np.nan]]], axis=1)
+    _, value = combine(state, score, "majority", 1)
+    assert value.tolist() == [expected]
 
 
 def test_specs_and_validation() -> None:
@@ -106,7 +130,7 @@ def test_ensemble_rows_are_micro_averages_of_combined_scores() -> None:
         from_records(records), [EnsembleSpec("mean", 2), EnsembleSpec("median", 1)]
     )
     assert table.judges[-2:] == ("ensemble/mean@q2", "ensemble/median@q1")
-    rows = rows_from_cells(point_cells(table), ABILITY)
+    rows = Aggregation(table, flask_breakdown(ABILITY)).rows()
     by_cell: dict[tuple[str, str, str], list[float]] = {}
     for r in records:
         if r.status == "done" and r.score is not None:

@@ -9,21 +9,18 @@ from pathlib import Path
 import pytest
 
 from flask_eval.exceptions import JudgeError
-from report.scores import point_cells
 from rubrics.protocol import requested_skills, scores_line
 from rubrics.skills import load_default
 from storage import analytics, queries
 from storage.models import FailureReason
 from storage.store import Store
-from tests.test_store import create
-from workers.context import RunContext
-from workers.endpoints import JudgeConfig
+from tests.reference import point_cells
+from tests.test_store import create, open_ids
 from workers.judge import Message
 from workers.providers.memory_judge import MemoryJudge, default_answer
 from workers.runner import Executor, ExecutorConfig
 
 SKILLS = load_default()
-CONTEXT = RunContext(SKILLS, {n: JudgeConfig(n, n) for n in ("memory/j1", "memory/j2")})
 
 
 @pytest.fixture
@@ -40,11 +37,10 @@ def reset_memory_judge() -> Iterator[None]:
 
 
 def run_all(store: Store, run_id: int, **config: float) -> None:
-    run = store.run_by_id(run_id)
     executor = Executor(store, ExecutorConfig(**config))  # type: ignore[arg-type]
 
     async def go() -> None:
-        await executor.run_batch(store.open_calls(run), CONTEXT)
+        await executor.run_batch(run_id, open_ids(store, run_id))
         await executor.aclose()
 
     asyncio.run(go())
@@ -61,11 +57,10 @@ def test_every_row_is_judged_once_and_a_redelivery_pays_nothing(store: Store) ->
     assert calls == (6 + 5) * 2  # one call per (model, instance, judge)
     assert {r["status"] for r in rows(store, run_id)} == {"done"}
     # the same batch delivered again: rows are done, nothing is claimed or paid
-    run = store.run_by_id(run_id)
     ids = [[r] for r in range(1, 67)]
-    summary = asyncio.run(Executor(store, ExecutorConfig()).run_batch(ids, CONTEXT))
+    summary = asyncio.run(Executor(store, ExecutorConfig()).run_batch(run_id, ids))
     assert summary.skipped == 66 and summary.calls == 0 and MemoryJudge.calls == calls
-    assert store.open_calls(run) == []
+    assert open_ids(store, run_id) == []
 
 
 def test_unparseable_answer_gets_one_reminder_then_succeeds(store: Store) -> None:
@@ -87,12 +82,13 @@ def test_unparseable_answer_gets_one_reminder_then_succeeds(store: Store) -> Non
 def test_twice_unparseable_is_failed_with_raw_output_kept(store: Store) -> None:
     run_id = create(store)
     MemoryJudge.script = staticmethod(lambda m: "no scores here, sorry")  # type: ignore[assignment]
-    run_all(store, run_id)
+    run_all(store, run_id, halt_after=0)
     failed = rows(store, run_id)
     assert {r["status"] for r in failed} == {"failed"}
     assert {r["reason"] for r in failed} == {FailureReason.UNPARSEABLE}
     assert all(r["raw"] == "no scores here, sorry" for r in failed)
     assert all("no final" in str(r["detail"]) for r in failed)
+    assert {r["attempts"] for r in failed} == {2}  # the answer, then the format reminder
     counts = queries.status(store, run_id, "r1")
     assert counts.failed == 66 and counts.failed_by_reason == {"unparseable": 66}
 
@@ -130,7 +126,7 @@ def test_non_retryable_error_fails_at_once(store: Store) -> None:
         raise JudgeError(FailureReason.REFUSED, "400 content policy")
 
     MemoryJudge.script = staticmethod(script)  # type: ignore[assignment]
-    run_all(store, run_id)
+    run_all(store, run_id, halt_after=0)
     assert MemoryJudge.calls == 22
     assert {r["reason"] for r in rows(store, run_id)} == {"refused"}
 

@@ -10,12 +10,13 @@ import multiprocessing
 import os
 import random
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.helpers import wait_until
 from workers.limiter import (
     Budget,
     LimiterError,
@@ -26,7 +27,12 @@ from workers.limiter import (
 )
 from workers.limiter_redis import RedisLimiter
 
-LIMITER_REDIS_URL = os.environ.get("FLASK_EVAL_TEST_LIMITER_REDIS_URL", "redis://127.0.0.1:6379/14")
+LIMITER_REDIS_URL = os.environ.get(
+    "FLASK_EVAL_TEST_LIMITER_REDIS_URL",
+    os.environ.get("FLASK_EVAL_TEST_REDIS_URL", "redis://127.0.0.1:6379/14"),
+)
+#: how long a spawned grant process waits to be told the start time
+GO_TIMEOUT_S = 240.0
 KEY = "openai/gpt-test#0123456789"
 run = asyncio.run
 
@@ -191,7 +197,7 @@ def test_penalize_blocks_endpoints_without_a_budget() -> None:
 
 
 def test_acquire_sleeps_and_reserves_again_when_blocked_meanwhile() -> None:
-    async def go() -> tuple[list[float], MemoryLimiter]:
+    async def go() -> tuple[list[float], float, MemoryLimiter]:
         limiter = MemoryLimiter({KEY: Budget(rpm=600, target=1.0, burst_seconds=0)})
         start = time.monotonic()
         woke: list[float] = []
@@ -201,14 +207,17 @@ def test_acquire_sleeps_and_reserves_again_when_blocked_meanwhile() -> None:
             woke.append(time.monotonic() - start)
 
         tasks = [asyncio.create_task(call()) for _ in range(5)]  # reserved for 0, .1 ... .4 s
-        await asyncio.sleep(0.05)
-        await limiter.penalize(KEY, 0.5)  # a 429: nobody before 0.55 s
+        async with asyncio.timeout(10):
+            while limiter.reservations < len(tasks):  # polling: until every caller reserved
+                await asyncio.sleep(0)
+        penalized = time.monotonic() - start  # before the second reservation's 0.1 s
+        await limiter.penalize(KEY, 0.5)  # a 429: nobody before penalized + 0.5 s
         await asyncio.gather(*tasks)
-        return sorted(woke), limiter
+        return sorted(woke), penalized, limiter
 
-    woke, limiter = run(go())
+    woke, penalized, limiter = run(go())
     assert woke[0] < 0.3  # the first went at once, before the 429
-    assert all(t >= 0.53 for t in woke[1:]), woke
+    assert all(t >= penalized + 0.5 - 0.02 for t in woke[1:]), (penalized, woke)
     assert woke[-1] < 1.2
     assert limiter.grants == 5 and limiter.reservations == 9
 
@@ -301,8 +310,9 @@ def evalsha_calls(url: str) -> int:
 
 
 def grant_worker(config: dict[str, Any]) -> None:
-    """One OS process: ``coroutines`` callers acquire until ``end`` (wall clock); writes
-    its wake-up times (what a provider would see) and counters to ``config["out"]``."""
+    """One OS process: ``coroutines`` callers acquire from the common start (wall clock,
+    read from the ``go`` file once this process said it is ``ready``) for ``seconds``;
+    writes its wake-up times (what a provider would see) and counters to ``config["out"]``."""
 
     async def main() -> dict[str, Any]:
         budget = Budget(**config["budget"])
@@ -310,7 +320,15 @@ def grant_worker(config: dict[str, Any]) -> None:
         rng = random.Random(os.getpid())
         grants: list[tuple[float, int]] = []
         cancelled = 0
-        await asyncio.sleep(max(0.0, config["start"] - time.time()))
+        Path(config["ready"]).touch()  # up and imported: the parent may start the clock
+        go, given_up = Path(config["go"]), time.monotonic() + GO_TIMEOUT_S
+        while not go.exists():  # polling; the parent writes it once every process is ready
+            if time.monotonic() > given_up:
+                raise TimeoutError(f"no start time in {go} after {GO_TIMEOUT_S}s")
+            await asyncio.sleep(0.01)
+        start = float(json.loads(go.read_text())["start"])
+        config["end"] = start + config["seconds"]
+        await asyncio.sleep(max(0.0, start - time.time()))
 
         async def caller() -> None:
             nonlocal cancelled
@@ -354,19 +372,26 @@ def run_processes(
     seconds: float,
     n: int = 2,
     coroutines: int = 50,
+    *,
+    before_start: Callable[[], object] | None = None,
+    lead: float = 0.5,
     **extra: Any,
 ) -> tuple[list[float], list[int], dict[str, int], float]:
     """Start ``n`` spawned processes x ``coroutines``; return grant times, actual tokens,
-    counters and the common start time."""
+    counters and the common start time.
+
+    The clock starts once every interpreter is up (however long that takes on a loaded
+    machine), ``lead`` seconds after ``before_start()`` has run."""
     ctx = multiprocessing.get_context("spawn")
-    start = time.time() + 3.0  # time for the interpreters to start
+    go = tmp_path / "go.json"
     configs = [
         {
             "url": url,
             "budget": dict(budget),
             "coroutines": coroutines,
-            "start": start,
-            "end": start + seconds,
+            "seconds": seconds,
+            "ready": str(tmp_path / f"ready-{i}"),
+            "go": str(go),
             "out": str(tmp_path / f"grants-{i}.json"),
             **extra,
         }
@@ -375,6 +400,22 @@ def run_processes(
     procs = [ctx.Process(target=grant_worker, args=(c,)) for c in configs]
     for p in procs:
         p.start()
+    _, died = wait_until(
+        lambda: (
+            sum(Path(c["ready"]).exists() for c in configs),
+            [p.exitcode for p in procs if p.exitcode is not None],
+        ),
+        lambda seen: seen[0] == n or bool(seen[1]),
+        timeout=GO_TIMEOUT_S / 2,
+        what=f"{n} processes to start",
+    )
+    assert not died, f"a process exited before the start: {died}"
+    if before_start is not None:
+        before_start()
+    start = time.time() + lead
+    written = go.with_suffix(".tmp")
+    written.write_text(json.dumps({"start": start}))
+    os.replace(written, go)  # whole, never half-written
     for p in procs:
         p.join(seconds + 60)
         assert p.exitcode == 0
@@ -468,9 +509,19 @@ def test_penalize_in_one_process_delays_another(limiter_redis: str, tmp_path: Pa
         finally:
             await limiter.aclose()
 
-    penalized = run(penalize())
-    # another process starts ~3 s later, inside the block, and must wait it out
-    times, _, _, start = run_processes(limiter_redis, tmp_path, {"rpm": 6000}, seconds=5, n=1)
+    # another process, ready before the block, starts 3 s into it and must wait it out
+    blocks: list[float] = []
+    times, _, _, start = run_processes(
+        limiter_redis,
+        tmp_path,
+        {"rpm": 6000},
+        seconds=5,
+        n=1,
+        before_start=lambda: blocks.append(run(penalize())),
+        lead=3.0,
+    )
+    (penalized,) = blocks
+    assert start < penalized + 6.0, "the process started after the block"
     first = start + min(times)
     print(f"\nblocked 6 s by another process: first grant after {first - penalized:.3f} s")
     assert first >= penalized + 6.0 - 0.02

@@ -8,19 +8,17 @@ import json
 import os
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
+from core.limits import MAX_INSTANCE_ID
 from flask_eval.exceptions import InputError
 from producer.inputs import Inputs, load_inputs, parse_responses_arg
 from producer.loaders import MAX_LINE_BYTES, load_instances, load_responses
 from producer.schema import DIFFICULTY_LABELS, DOMAINS
-
-try:
-    from tests.bad_input_cases import BAD, CASES, FLASK_SKILLS, REPO_ROOT, BadCase
-except ImportError:  # tests/ is not a package: pytest puts tests/ itself on sys.path
-    from bad_input_cases import BAD, CASES, FLASK_SKILLS, REPO_ROOT, BadCase  # type: ignore
+from tests.bad_input_cases import BAD, CASES, CLI_CASES, FLASK_SKILLS, REPO_ROOT, BadCase
 
 EXAMPLES = REPO_ROOT / "flask_eval" / "examples"
 SHARED = Path("/work/shared/flask-data")
@@ -34,7 +32,7 @@ def _run(case: BadCase) -> Inputs:
     return load_inputs(case.instances, responses, FLASK_SKILLS)
 
 
-def _write(path: Path, records: list[object]) -> str:
+def _write(path: Path, records: Sequence[object]) -> str:
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     return str(path)
 
@@ -71,12 +69,14 @@ def test_bad_input_case(case: BadCase, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_corpus_is_complete_and_used() -> None:
-    assert len(CASES) >= 19
+    assert len(CASES) >= 50
     assert len({c.id for c in CASES}) == len(CASES)
-    used = {Path(c.instances).name for c in CASES}
-    used |= {Path(arg.partition("=")[2]).name for c in CASES for arg in c.responses}
+    everything = CASES + CLI_CASES
+    used = {Path(c.instances).name for c in everything}
+    used |= {Path(arg.partition("=")[2]).name for c in everything for arg in c.responses}
+    used |= {Path(arg).name for c in everything for arg in c.args}
     files = {p.name for p in (REPO_ROOT / BAD).iterdir()}
-    assert len(files) >= 16
+    assert len(files) >= 90
     assert files <= used, f"corpus files without a case: {sorted(files - used)}"
 
 
@@ -282,3 +282,139 @@ def test_load_inputs_argument_errors() -> None:
         )
     with pytest.raises(InputError, match="invalid model name"):
         load_inputs(str(EXAMPLES / "instances.jsonl"), [("no spaces", a)], FLASK_SKILLS)
+
+
+# --------------------------------------------------------------------------- what is stored
+
+
+def test_ids_up_to_the_column_length_and_valid_unicode_are_accepted(tmp_path: Path) -> None:
+    """The limits are exact (an id of MAX_INSTANCE_ID characters fits both databases) and
+    the text checks refuse only NUL and lone surrogates: a surrogate pair, raw non-ASCII
+    and an escaped U+2028 are text like any other."""
+    longest = "i" * MAX_INSTANCE_ID
+    records = [
+        _instance(longest, answer="emoji \ud83d\ude00 and caf\u00e9"),  # a pair, once dumped
+        _instance(10 ** (MAX_INSTANCE_ID - 1), instruction="line\u2028separator ünïcode"),
+    ]
+    path = tmp_path / "i.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n")  # \\u escapes
+    first, second = load_instances(str(path), FLASK_SKILLS)
+    assert first.id == longest and first.answer == "emoji \U0001f600 and café"
+    assert len(second.id) == MAX_INSTANCE_ID and "\u2028" in second.instruction
+
+
+def test_a_backslash_before_u0000_is_text_not_a_nul(tmp_path: Path) -> None:
+    path = _write(tmp_path / "i.jsonl", [_instance(1, answer="C:\\u0000 is a path")])
+    (inst,) = load_instances(path, FLASK_SKILLS)
+    assert inst.answer == "C:\\u0000 is a path"
+
+
+def test_nul_and_surrogates_are_refused_in_any_field(tmp_path: Path) -> None:
+    """Also in fields the loader ignores and in keys: the check is one walk of the line."""
+    for raw, where in [
+        ('"task": "a\\u0000"', "field 'task'"),
+        ('"nested": {"deep": ["x", "\\udfff"]}', "field 'nested'.'deep'[1]"),
+        ('"k\\u0000ey": 1', "a key of the object"),
+    ]:
+        line = json.dumps(_instance(1))[:-1] + ", " + raw + "}"
+        path = tmp_path / "i.jsonl"
+        path.write_text(line + "\n")
+        with pytest.raises(InputError) as info:
+            load_instances(str(path), FLASK_SKILLS)
+        assert str(info.value).startswith(f"{path}:1: {where} contains"), str(info.value)
+
+
+@pytest.mark.timeout(10)
+def test_a_fifo_is_refused_without_being_opened(tmp_path: Path) -> None:
+    fifo = tmp_path / "i.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match=r"is a named pipe \(FIFO\), not a regular file"):
+        load_instances(str(fifo), FLASK_SKILLS)
+
+
+def test_check_run_name() -> None:
+    from core.limits import MAX_RUN_NAME
+    from producer.inputs import check_run_name
+
+    assert check_run_name("r" * MAX_RUN_NAME) == "r" * MAX_RUN_NAME
+    for bad, message in [
+        ("", "non-empty"),
+        ("r" * (MAX_RUN_NAME + 1), f"longer than {MAX_RUN_NAME} characters"),
+        ("a\x00b", "NUL"),
+        ("a\udcffb", "lone UTF-16 surrogate"),
+        ("a\nb", "control character"),
+    ]:
+        with pytest.raises(InputError, match=message) as info:
+            check_run_name(bad)
+        assert len(str(info.value)) < 200
+
+
+# --------------------------------------------------------------------------- reference files
+
+
+@pytest.mark.timeout(10)
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_reference_files_must_be_regular_files(tmp_path: Path, suffix: str) -> None:
+    from report import references
+
+    fifo = tmp_path / f"fifo{suffix}"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match=r"is a named pipe \(FIFO\)"):
+        references.load("human", str(fifo))
+    zero = tmp_path / f"zero{suffix}"
+    zero.symlink_to("/dev/zero")
+    with pytest.raises(InputError, match="is a character device"):
+        references.load("human", str(zero))
+    (tmp_path / f"dir{suffix}").mkdir()
+    with pytest.raises(InputError, match="is a directory"):
+        references.load("human", str(tmp_path / f"dir{suffix}"))
+
+
+HEADER = "model,instance_id,skill,score\n"
+
+
+@pytest.mark.parametrize(
+    ("suffix", "content", "message"),
+    [
+        (".csv", HEADER + "m,1,F,3\nm,2\x00,F,4\n", ":3: field 'instance_id' contains a NUL"),
+        (
+            ".jsonl",
+            '{"model": "m", "instance_id": "\\ud800", "skill": "F", "score": 3}\n',
+            ":1: field 'instance_id' contains a lone UTF-16 surrogate",
+        ),
+        (
+            ".jsonl",
+            '{"model": "m", "model": "n", "instance_id": 1, "skill": "F", "score": 3}\n',
+            ":1: key 'model' appears twice",
+        ),
+        (".csv", HEADER + 'm,1,F,"' + "x" * 200_000 + '"\n', ":2: invalid CSV: field larger"),
+        (".csv", HEADER + "m,1,F," + "9" * 5000 + "\n", "score must be finite, got '9999"),
+        (".csv", HEADER + "m,1,F,3\nm,1,F,4\n", "duplicate score for ('m', '1', 'F')"),
+    ],
+)
+def test_bad_reference_files(tmp_path: Path, suffix: str, content: str, message: str) -> None:
+    from report import references
+
+    path = tmp_path / f"ref{suffix}"
+    path.write_bytes(content.encode("utf-8", "surrogatepass"))
+    with pytest.raises(InputError) as info:
+        references.load("human", str(path))
+    assert message in str(info.value) and len(str(info.value)) < 300, str(info.value)
+
+
+def test_reference_files_with_bom_quoted_newlines_and_line_separators(tmp_path: Path) -> None:
+    """CSV rows are numbered by their first physical line; a U+2028 inside a JSON string
+    is not a line break (str.splitlines would split there)."""
+    from report import references
+
+    csv_path = tmp_path / "ref.csv"
+    csv_path.write_bytes(b"\xef\xbb\xbf" + (HEADER + 'm,"multi\nline",F,3\nm,2,F,n/a\n').encode())
+    ref = references.load("human", str(csv_path))
+    assert [(s.instance_id, s.score, s.line) for s in ref.scores] == [
+        ("multi\nline", 3.0, 2),
+        ("2", None, 4),
+    ]
+    jsonl = tmp_path / "ref.jsonl"
+    row = {"model": "m", "instance_id": "a\u2028b", "skill": "F", "score": 2}
+    jsonl.write_text(json.dumps(row, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert references.load("human", str(jsonl)).scores[0].instance_id == "a\u2028b"

@@ -1,4 +1,9 @@
-"""FLASK aggregation math: hand-computed expectations (arithmetic in the comments)."""
+"""FLASK aggregation math: hand-computed expectations (arithmetic in the comments).
+
+Every expectation is checked on the production path (a score table through
+``report.breakdown``, see ``flask_rows``) and on the pure reference of
+``tests/reference.py`` (a loop over judgment records).
+"""
 
 from __future__ import annotations
 
@@ -7,14 +12,17 @@ import statistics
 
 import pytest
 
-from report.metrics import (
-    DIMENSIONS,
+from report.breakdown import Aggregation, flask_breakdown
+from report.metrics import DIMENSIONS, Row
+from tests.reference import (
     Cell,
     Cells,
     Record,
-    Row,
     aggregate,
     cells_from_records,
+    flask_rows,
+    from_records,
+    point_cells,
     rows_from_cells,
 )
 
@@ -99,7 +107,7 @@ def test_micro_average_differs_from_macro() -> None:
         rec("A", RD, 2),
         rec("B", RD, 1),
     ]
-    rows = aggregate(records, ABILITY_OF)
+    rows = flask_rows(records, ABILITY_OF)
     # micro: (5 + 5 + 2 + 1) / 4 = 13 / 4 = 3.25
     # (macro would be mean(mean(5,5,2)=4, 1) = 2.5)
     assert stats(find(rows, "overall", "all")) == (3.25, 4, 0, 0)
@@ -113,7 +121,7 @@ def test_micro_average_differs_from_macro() -> None:
 
 def test_na_excluded_from_mean_but_counted() -> None:
     records = [rec("A", LC, 4), rec("A", RD, None), rec("B", LC, 2)]
-    rows = aggregate(records, ABILITY_OF)
+    rows = flask_rows(records, ABILITY_OF)
     # scored pairs 4 and 2 -> 6 / 2 = 3.0 ; one N/A
     assert stats(find(rows, "overall", "all")) == (3.0, 2, 1, 0)
     # Readability has only an N/A: the row exists, mean None
@@ -127,7 +135,7 @@ def test_failures_excluded_and_counted() -> None:
         rec("B", LC, None, status="failed"),
         rec("C", LC, 1, status="failed"),  # a stray score on a failure is not used
     ]
-    rows = aggregate(records, ABILITY_OF)
+    rows = flask_rows(records, ABILITY_OF)
     # only the 4 is scored -> 4 / 1 ; two failures
     assert stats(find(rows, "overall", "all")) == (4.0, 1, 0, 2)
     assert stats(find(rows, "skill", LC)) == (4.0, 1, 0, 2)
@@ -140,7 +148,7 @@ def test_pending_and_running_ignored() -> None:
         rec("C", RD, 1, status="running", domains=("Math",), difficulty=5),
         rec("A", LC, 1, status="pending", model="other"),
     ]
-    rows = aggregate(records, ABILITY_OF)
+    rows = flask_rows(records, ABILITY_OF)
     # only A/LC = 4 counts
     assert stats(find(rows, "overall", "all")) == (4.0, 1, 0, 0)
     assert keys(rows, "skill") == [LC]
@@ -152,7 +160,7 @@ def test_pending_and_running_ignored() -> None:
 
 def test_only_failures_gives_mean_none() -> None:
     records = [rec("A", LC, None, status="failed"), rec("B", LC, None, status="failed")]
-    rows = aggregate(records, ABILITY_OF)
+    rows = flask_rows(records, ABILITY_OF)
     assert stats(find(rows, "overall", "all")) == (None, 0, 0, 2)
     assert stats(find(rows, "skill", LC)) == (None, 0, 0, 2)
     assert stats(find(rows, "ability", LT)) == (None, 0, 0, 2)
@@ -164,7 +172,7 @@ def test_multi_domain_instance_counts_in_each_domain() -> None:
         rec("A", RD, 2, domains=("Math", "Coding")),
         rec("B", LC, 5, domains=("Math",)),
     ]
-    rows = aggregate(records, ABILITY_OF)
+    rows = flask_rows(records, ABILITY_OF)
     # Math: (4 + 2 + 5) / 3 = 11 / 3 ; Coding: (4 + 2) / 2 = 3.0
     assert stats(find(rows, "domain", "Math")) == (11 / 3, 3, 0, 0)
     assert stats(find(rows, "domain", "Coding")) == (3.0, 2, 0, 0)
@@ -173,7 +181,7 @@ def test_multi_domain_instance_counts_in_each_domain() -> None:
 
 
 def test_repeated_domain_counts_once() -> None:
-    rows = aggregate([rec("A", LC, 4, domains=("Math", "Math"))], ABILITY_OF)
+    rows = flask_rows([rec("A", LC, 4, domains=("Math", "Math"))], ABILITY_OF)
     assert stats(find(rows, "domain", "Math")) == (4.0, 1, 0, 0)
 
 
@@ -182,7 +190,7 @@ def test_unknown_domain_excluded_only_from_domain_rows() -> None:
         rec("A", LC, 1, domains=(), difficulty=2),
         rec("B", LC, 5, domains=("Math",), difficulty=2),
     ]
-    rows = aggregate(records, ABILITY_OF)
+    rows = flask_rows(records, ABILITY_OF)
     # everything but domain sees both: (1 + 5) / 2 = 3.0
     assert stats(find(rows, "overall", "all")) == (3.0, 2, 0, 0)
     assert stats(find(rows, "skill", LC)) == (3.0, 2, 0, 0)
@@ -200,7 +208,7 @@ def test_unknown_difficulty_excluded_only_from_difficulty_rows() -> None:
         rec("B", LC, 4, domains=("Math",), difficulty=3),
         rec("C", LC, None, status="failed", domains=("Math",), difficulty=None),
     ]
-    rows = aggregate(records, ABILITY_OF)
+    rows = flask_rows(records, ABILITY_OF)
     # overall / skill / domain see A and B: (1 + 4) / 2 = 2.5, plus C's failure
     assert stats(find(rows, "overall", "all")) == (2.5, 2, 0, 1)
     assert stats(find(rows, "skill", LC)) == (2.5, 2, 0, 1)
@@ -222,7 +230,7 @@ def test_ability_is_micro_average_over_its_skills() -> None:
         rec("C", MC, None, status="failed"),
         rec("A", FA, 2),  # another ability: must not leak into Problem Handling
     ]
-    rows = aggregate(records, ABILITY_OF)
+    rows = flask_rows(records, ABILITY_OF)
     # Comprehension (5 + 1 + 3) / 3 = 3.0 ; Completeness 5 / 1 = 5.0
     assert stats(find(rows, "skill", CP)) == (3.0, 3, 0, 0)
     assert stats(find(rows, "skill", CM)) == (5.0, 1, 0, 0)
@@ -243,7 +251,7 @@ def test_models_and_judges_kept_apart() -> None:
         rec("A", LC, 1, model="m2", judge="j1"),
         rec("A", LC, None, status="failed", model="m2", judge="j2"),
     ]
-    rows = aggregate(records, ABILITY_OF)
+    rows = flask_rows(records, ABILITY_OF)
     # m1/j1: (5 + 4) / 2 = 4.5 ; m1/j2: 3 ; m2/j1: 1 ; m2/j2: only a failure
     assert stats(find(rows, "overall", "all", "m1", "j1")) == (4.5, 2, 0, 0)
     assert stats(find(rows, "overall", "all", "m1", "j2")) == (3.0, 1, 0, 0)
@@ -258,14 +266,15 @@ def test_models_and_judges_kept_apart() -> None:
 
 def test_row_ordering() -> None:
     records = [
-        rec("A", RD, 3, domains=("Zeta", "Math"), difficulty=5, model="b"),
-        rec("A", "Made Up", 2, domains=("Coding",), difficulty=1, model="b"),
-        rec("A", LC, 4, domains=("Alpha",), difficulty=3, model="b"),
+        # one instance each: a table keeps domains and difficulty per instance
+        rec("B1", RD, 3, domains=("Zeta", "Math"), difficulty=5, model="b"),
+        rec("B2", "Made Up", 2, domains=("Coding",), difficulty=1, model="b"),
+        rec("B3", LC, 4, domains=("Alpha",), difficulty=3, model="b"),
         rec("A", LC, 4, model="a", judge="z"),
         rec("A", LC, 4, model="a", judge="y"),
     ]
     ability_of = {**ABILITY_OF, "Made Up": "Mystery"}
-    rows = aggregate(
+    rows = flask_rows(
         records,
         ability_of,
         skill_order=SKILLS,
@@ -311,7 +320,7 @@ def test_row_ordering() -> None:
 
 def test_unknown_keys_sorted_alphabetically_without_orders() -> None:
     records = [rec("A", RD, 3), rec("A", LC, 4), rec("A", CP, 2)]
-    rows = aggregate(records, ABILITY_OF)
+    rows = flask_rows(records, ABILITY_OF)
     assert keys(rows, "skill") == sorted([RD, LC, CP])
     assert keys(rows, "ability") == sorted([UA, LT, PH])
 
@@ -326,6 +335,10 @@ def test_difficulty_keys_sort_numerically() -> None:
         },
     )
     rows = rows_from_cells(cells, ABILITY_OF)
+    assert keys(rows, "difficulty") == ["2", "10"]
+    assert keys(rows, "skill_difficulty") == [f"{LC}|2", f"{LC}|10"]
+    # the same judgments on the production path
+    rows = flask_rows([rec("A", LC, 3, difficulty=10), rec("B", LC, 5, difficulty=2)], ABILITY_OF)
     assert keys(rows, "difficulty") == ["2", "10"]
     assert keys(rows, "skill_difficulty") == [f"{LC}|2", f"{LC}|10"]
 
@@ -366,6 +379,9 @@ def test_rows_from_sql_style_cells_match_records() -> None:
         skill_difficulty=dict(cells.skill_difficulty),
     )
     assert rows_from_cells(hand_made, ABILITY_OF) == aggregate(records, ABILITY_OF)
+    # the production sums of a table of the same judgments are these cells
+    assert point_cells(from_records(records)) == cells
+    assert flask_rows(records, ABILITY_OF) == aggregate(records, ABILITY_OF)
 
 
 def test_empty_cells_produce_no_rows() -> None:
@@ -379,11 +395,21 @@ def test_empty_cells_produce_no_rows() -> None:
     assert keys(rows, "domain") == []
     assert rows_from_cells(Cells(), ABILITY_OF) == []
     assert aggregate([], ABILITY_OF) == []
+    assert flask_rows([], ABILITY_OF) == []
+    # production: cells with no finished judgment make no rows either
+    pending = [rec("A", LC, 4), rec("B", RD, 3, status="pending", domains=("Math",))]
+    rows = flask_rows(pending, ABILITY_OF)
+    assert keys(rows, "skill") == [LC]
+    assert keys(rows, "ability") == [LT]
+    assert keys(rows, "domain") == []
 
 
 def test_skill_without_ability_is_an_error() -> None:
     with pytest.raises(ValueError, match="Made Up"):
         aggregate([rec("A", "Made Up", 3)], ABILITY_OF)
+    table = from_records([rec("A", "Made Up", 3)])
+    with pytest.raises(ValueError, match="Made Up"):
+        Aggregation(table, flask_breakdown(ABILITY_OF))
 
 
 def test_row_as_dict_keys() -> None:
@@ -427,7 +453,7 @@ def random_records(rng: random.Random) -> list[Record]:
 def test_random_records_overall_is_plain_mean(seed: int) -> None:
     rng = random.Random(seed)
     records = random_records(rng)
-    rows = aggregate(records, ABILITY_OF, skill_order=SKILLS, ability_order=ABILITIES)
+    rows = flask_rows(records, ABILITY_OF, skill_order=SKILLS, ability_order=ABILITIES)
     judged = {(r.model, r.judge) for r in records if r.status in ("done", "failed")}
     assert {(r.model, r.judge) for r in rows} == judged
     for model, judge in {(r.model, r.judge) for r in rows}:

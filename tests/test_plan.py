@@ -9,6 +9,7 @@ from flask_eval import pipeline
 from flask_eval import settings as settings_mod
 from producer.dispatch import MemoryDispatcher
 from producer.estimate import planned_calls
+from producer.plan import open_calls
 from storage.store import Store
 from tests.conftest import EXAMPLES
 from workers.endpoints import Price
@@ -31,13 +32,13 @@ def test_every_open_row_is_dispatched_once_in_bounded_batches(tmp_path: Path) ->
     sent = MemoryDispatcher()
     started = pipeline.start(plan(), store, sent, settings)
     ids = [i for _, batch in sent.sent for call in batch for i in call]
-    assert started.dispatched == (27 + 25) * 2  # one call per (model, instance, judge)
+    assert started.dispatched.sent == (27 + 25) * 2  # one call per (model, instance, judge)
     assert all(len(batch) <= 5 for _, batch in sent.sent)
     assert sorted(ids) == sorted(set(ids))
-    assert len(ids) == sum(len(c) for c in store.open_calls(started.run))
+    assert len(ids) == sum(len(c.ids) for c in open_calls(store, started.run))
     again = MemoryDispatcher()
     resumed = pipeline.start(plan(), store, again, settings)  # nothing done yet: all again
-    assert (resumed.created, resumed.dispatched) == (False, started.dispatched)
+    assert (resumed.created, resumed.dispatched.sent) == (False, started.dispatched.sent)
 
 
 def test_max_cost_holds_back_the_calls_past_the_budget(tmp_path: Path) -> None:
@@ -45,9 +46,10 @@ def test_max_cost_holds_back_the_calls_past_the_budget(tmp_path: Path) -> None:
     priced = replace(
         base, judges=tuple(replace(j, price=Price(1000.0, 1000.0)) for j in base.judges)
     )
-    one_call = priced.estimator().cost(planned_calls(priced.inputs, priced.judges, priced.mode)[0])
+    one_call = priced.estimator().cost(planned_calls(priced.inputs, priced.context())[0])
     sent = MemoryDispatcher()
     store = Store(f"sqlite:///{tmp_path / 'c.db'}")
     started = pipeline.start(priced, store, sent, settings_mod.load(), max_cost=one_call * 3.5)
-    assert 1 <= started.dispatched <= 4 and started.held_back == 27 + 25 - started.dispatched
-    assert started.estimated_cost <= one_call * 3.5
+    result = started.dispatched
+    assert 1 <= result.sent <= 4 and result.held_back == 27 + 25 - result.sent
+    assert result.estimated_cost <= one_call * 3.5

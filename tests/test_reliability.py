@@ -10,6 +10,7 @@ import json
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,11 +19,21 @@ from simulator.config import SimConfig
 from simulator.testing import spawn_simulator
 from storage import queries
 from storage.store import Store
-from tests.helpers import cli_env, flask_eval, kill_group, status, wait_done, workers
+from tests.helpers import (
+    cli_env,
+    flask_eval,
+    kill_group,
+    running_rows,
+    status,
+    wait_done,
+    wait_until,
+    workers,
+)
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
 FAST_RECOVERY = {"FLASK_EVAL_LEASE_SECONDS": "6", "FLASK_EVAL_VISIBILITY_TIMEOUT": "20"}
+OUTAGE_SECONDS = 10
 
 
 def judges(sim: object) -> list[str]:
@@ -72,15 +83,25 @@ def test_kill_9_three_times_run_completes_by_itself_exactly_once(
     with spawn_simulator(sim_config) as sim:
         flask_eval(*run_cmd(instances, responses, sim, "chaos"), "--no-wait", env=env)
         last_kill = time.monotonic()
+        done_before = 0
         for kill in range(3):
             log = tmp_path / f"worker{kill}.log"
             with workers(env, processes=1, in_flight=16, log=log) as proc:
-                time.sleep(4)
-                progress = status(env, "chaos")
+                # kill once this worker has judged something and has calls on the wire
+                def progressed(seen: tuple[dict[str, Any], int], before: int = done_before) -> bool:
+                    return bool(seen[0]["done"] > before and seen[1] > 0)
+
+                progress, _ = wait_until(
+                    lambda: (status(env, "chaos"), int(sim.stats()["in_flight"])),
+                    progressed,
+                    timeout=120,
+                    what=f"worker {kill} to make progress with calls in flight",
+                )
                 assert progress["pending"] > 0, "the run finished before the kill"
                 kill_group(proc, signal.SIGKILL)  # main process and children, no warning
                 proc.wait()
                 last_kill = time.monotonic()
+            done_before = status(env, "chaos")["done"]
         with workers(env, processes=1, in_flight=16, log=tmp_path / "final.log"):
             st = wait_done(env, "chaos", timeout=300)
         recovered_in = time.monotonic() - last_kill
@@ -110,15 +131,29 @@ def test_redis_flushed_mid_run_resume_completes(
 
     instances, responses = write_inputs(tmp_path / "in", 120)
     planned = 120 * 3 * 2 * 2
-    env = cli_env(sqlite_url, redis_url, **FAST_RECOVERY)
+    # a visibility timeout (the sweeper's grace) longer than the test: only `resume`
+    # sends the lost messages again, so the run stays stuck until then however slow
+    env = cli_env(
+        sqlite_url, redis_url, **{**FAST_RECOVERY, "FLASK_EVAL_VISIBILITY_TIMEOUT": "900"}
+    )
     with spawn_simulator(SimConfig(latency_ms=200, seed=3)) as sim:
         flask_eval(*run_cmd(instances, responses, sim, "flushed"), "--no-wait", env=env)
         with workers(env, processes=1, in_flight=8, log=tmp_path / "w.log"):
-            time.sleep(3)
-            before = status(env, "flushed")
+            before = wait_until(
+                lambda: status(env, "flushed"),
+                lambda st: st["done"] > 0,
+                timeout=120,
+                what="the worker to judge something",
+            )
             assert 0 < before["done"] < planned
             redis.Redis.from_url(redis_url).flushdb()  # every queued message is gone
-            time.sleep(3)
+            # the worker finishes the messages it held, then has nothing left to do
+            wait_until(
+                lambda: (running_rows(sqlite_url, "flushed"), sim.stats()["in_flight"]),
+                lambda held: held == (0, 0),
+                timeout=120,
+                what="the worker to finish what it held (rows running, calls in flight)",
+            )
             stuck = status(env, "flushed")
             assert stuck["pending"] > 0
             flask_eval("resume", "flushed", "--quiet", env=env)
@@ -147,10 +182,21 @@ def test_database_unreachable_for_10s_mid_run_nothing_lost(
         with spawn_simulator(SimConfig(latency_ms=200, seed=4)) as sim:
             flask_eval(*run_cmd(instances, responses, sim, "outage"), "--no-wait", env=env)
             with workers(env, processes=1, in_flight=8, log=tmp_path / "w.log"):
-                time.sleep(3)
-                assert 0 < status(env, "outage")["done"] < planned
+                before = wait_until(
+                    lambda: status(env, "outage"),
+                    lambda st: st["done"] > 0,
+                    timeout=120,
+                    what="the worker to judge something",
+                )
+                assert 0 < before["done"] < planned
                 proxy.cut()
-                time.sleep(10)
+                cut_at = time.monotonic()
+                wait_until(
+                    lambda: "database unavailable" in (tmp_path / "w.log").read_text(),
+                    timeout=60,
+                    what="the worker to notice the outage",
+                )
+                time.sleep(max(0.0, OUTAGE_SECONDS - (time.monotonic() - cut_at)))  # the outage
                 proxy.restore()
                 st = wait_done(env, "outage", timeout=240)
     finally:
@@ -228,7 +274,10 @@ def test_api_key_reaches_no_database_log_or_report(
     with spawn_simulator(SimConfig(seed=2, error_rate=0.2)) as sim, workers(env, log=log):
         # a third judge whose endpoint refuses connections: its failures are recorded too
         dead = "openai/gpt-4o@http://127.0.0.1:9/v1"
-        run = flask_eval(*run_cmd(instances, responses, sim, "secret"), "--judge", dead, env=env)
+        run = flask_eval(
+            *run_cmd(instances, responses, sim, "secret"), "--judge", dead, env=env, check=False
+        )
+        assert run.returncode == 1  # the dead judge's judgments failed
         outputs += [run.stdout, run.stderr]
     for fmt in ("table", "json", "csv"):
         outputs.append(flask_eval("report", "secret", "--format", fmt, env=env).stdout)
@@ -275,7 +324,7 @@ def test_fault_mix_every_job_ends_with_the_right_reason_and_resume_retries_only_
             "OPENAI_BASE_URL": sim.openai_base_url,
             "ANTHROPIC_BASE_URL": sim.anthropic_base_url,
         }
-        flask_eval(*args, env=env)
+        assert flask_eval(*args, env=env, check=False).returncode == 1  # some failed
         stats = sim.stats()
     assert (
         stats["rate_limited"] > 0

@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from core import strict_yaml
 from flask_eval.exceptions import InputError
 from rubrics.skills import ABILITIES, Skill, SkillSet, load, load_default
+from tests.bad_input_cases import CLI_CASES, REPO_ROOT, BadCase
 
 FLASK_JSON = Path(
     "/work/shared/flask-data/metadata_annotation/skillset/src/skillset_description.json"
@@ -281,3 +283,77 @@ def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="not found") as info:
         load(path)
     assert info.value.path == str(path)
+
+
+# --- the strict YAML loader (core/strict_yaml.py), shared with judges files --------------
+
+RUBRIC_CASES = [c for c in CLI_CASES if "--rubrics" in c.args and c.where]
+
+
+@pytest.mark.timeout(10)  # the billion-laughs file must not expand
+@pytest.mark.parametrize("case", RUBRIC_CASES, ids=lambda c: c.id)
+def test_rubric_cases_of_the_corpus(case: BadCase, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO_ROOT)
+    path = case.args[case.args.index("--rubrics") + 1]
+    with pytest.raises(InputError) as info:
+        load(path)
+    text = str(info.value)
+    assert text.startswith(case.where + ": ") and case.message in text, text
+    assert len(text) < 600 and "\n" not in text, text
+
+
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{b}: &{b} [{', '.join(['*' + a] * 9)}]\n" for a, b in zip("abcdefgh", "bcdefghi", strict=True)
+)
+
+STRICT = [
+    ("alias bomb", BOMB, 1, "anchors (&name) are not allowed"),
+    ("alias", "a: 1\nb: *a\n", 2, "aliases (*name) are not allowed"),
+    ("python tag", "- !!python/object/apply:os.system [true]\n", 1, "'!!python/object/apply"),
+    ("float tag", "x: !!float abc\n", 1, "explicit tags such as '!!float'"),
+    ("local tag", "x: !thing 1\n", 1, "explicit tags such as '!thing'"),
+    ("bare tag", "x: ! 1\n", 1, "explicit tags such as '!'"),
+    ("duplicate key", "a: 1\nb: 2\na: 3\n", 3, "duplicate key 'a' (first on line 1)"),
+    ("duplicate after int", "1: a\n0x1: b\n", 2, "duplicate key 1 (first on line 1)"),
+    ("long duplicate key", "k" * 500 + ": 1\n" + "k" * 500 + ": 2\n", 2, "(500 characters)"),
+    ("merge key", "a:\n  <<: {b: 1}\n", 2, "merge keys (<<) are not allowed"),
+    ("list key", "? [a]\n: 1\n", 1, "a key must be a plain value"),
+    ("deep", "[" * 40 + "]" * 40, 1, "nested deeper than 32 levels"),
+    ("bad date", "a: 2001-02-30\n", 1, "invalid value (day is out of range for month)"),
+    ("huge int", "a: " + "1" * 5000 + "\n", 1, "a number with more than 4300 digits"),
+    ("surrogate escape", 'a: "\\ud800"\n', 1, "lone UTF-16 surrogate (\\ud800)"),
+    ("nul escape", 'a:\n  - "x\\0"\n', 2, "contains a NUL character"),
+    ("raw nul", "a: 1\nb: x\x00\n", 2, "character U+0000 is not allowed"),
+    ("two documents", "a: 1\n---\nb: 2\n", 2, "expected a single document"),
+    ("syntax", "a: [1, 2\n", 2, "invalid YAML"),
+]
+
+
+@pytest.mark.timeout(10)
+@pytest.mark.parametrize(("case", "text", "line", "message"), STRICT, ids=[c[0] for c in STRICT])
+def test_the_strict_loader_refuses_with_the_line(
+    case: str, text: str, line: int, message: str
+) -> None:
+    with pytest.raises(yaml.YAMLError) as info:
+        strict_yaml.parse(text)
+    got, got_line = strict_yaml.describe(info.value, text)
+    assert (got_line, message in got) == (line, True), (got_line, got)
+    assert len(got) < 200, got
+
+
+def test_the_strict_loader_reads_plain_data() -> None:
+    text = "# c\na: [1, 2.5, true, null, '!!not a tag', \"&not an anchor\"]\nb: {c: d}\n"
+    data, node = strict_yaml.parse(text)
+    assert data == {"a": [1, 2.5, True, None, "!!not a tag", "&not an anchor"], "b": {"c": "d"}}
+    assert node is not None and node.start_mark.line == 1
+    assert strict_yaml.parse("") == (None, None)
+    assert strict_yaml.parse("# nothing\n") == (None, None)
+
+
+def test_skill_names_up_to_the_column_length(tmp_path: Path) -> None:
+    from core.limits import MAX_CRITERION_NAME
+
+    name = "N" * MAX_CRITERION_NAME
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({"skills": [_skill_yaml(name=name)]}))
+    assert load(path).names == (name,)

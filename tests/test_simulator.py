@@ -1,10 +1,11 @@
-"""The judge simulator, driven over real HTTP by the real openai/anthropic SDKs."""
+"""The judge simulator, driven over real HTTP by the real openai/anthropic/google-genai SDKs."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
@@ -26,6 +27,12 @@ from simulator.testing import (
 )
 
 SKILLS = ["Readability", "Logical Correctness", "Factuality"]
+
+# google-genai's default async transport (aiohttp, which the simulator installs) subclasses
+# aiohttp.ClientSession, which aiohttp deprecates: the SDK's business, not the simulator's
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:Inheritance class AiohttpClientSession:DeprecationWarning"
+)
 
 
 def judge_prompt(response: str, skills: list[str] = SKILLS) -> str:
@@ -374,3 +381,256 @@ def test_spawned_process() -> None:
         assert proc.stats()["requests"] == 1
         assert proc.proc is not None
     assert proc.proc.poll() is not None
+
+
+# -- Gemini (generateContent), through the real google-genai SDK ----------------------
+
+
+Simulator = SimHandle | SimProcess | str  # a simulator, or its Gemini base URL
+
+
+def gem(sim: Simulator, api_key: str = "sk-test", version: str = "v1beta") -> Any:
+    """A google-genai client on the simulator, its retries off (its default transport)."""
+    from google import genai
+    from google.genai import types
+
+    return genai.Client(
+        vertexai=False,
+        api_key=api_key,
+        http_options=types.HttpOptions(
+            base_url=sim if isinstance(sim, str) else sim.gemini_base_url,
+            api_version=version,
+            retry_options=types.HttpRetryOptions(attempts=1),
+        ),
+    )
+
+
+def gemini_response(
+    sim: Simulator,
+    prompt: str,
+    *,
+    max_tokens: int = 1024,
+    model: str = "gpt-judge",
+    api_key: str = "sk-test",
+    version: str = "v1beta",
+    timeout_ms: int | None = None,
+) -> Any:
+    """One generateContent call (system instruction + a user turn) through ``client.aio``."""
+    from google.genai import types
+
+    async def go() -> Any:
+        client = gem(sim, api_key, version)
+        try:
+            return await client.aio.models.generate_content(
+                model=model,
+                contents=[types.Content(role="user", parts=[types.Part(text=prompt)])],
+                config=types.GenerateContentConfig(
+                    system_instruction="You are a strict judge.",
+                    max_output_tokens=max_tokens,
+                    temperature=0,
+                    http_options=types.HttpOptions(timeout=timeout_ms) if timeout_ms else None,
+                    automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+                ),
+            )
+        finally:
+            await client.aio.aclose()
+
+    return asyncio.run(go())
+
+
+def test_gemini_answer_has_requested_skills_and_usage(sim: SimHandle) -> None:
+    r = gemini_response(sim, judge_prompt("x"))
+    candidate = r.candidates[0]
+    assert candidate.finish_reason == "STOP" and candidate.content.role == "model"
+    scores = parse_scores(candidate.content.parts[0].text)
+    assert scores is not None and list(scores) == SKILLS
+    usage = r.usage_metadata
+    assert usage.prompt_token_count > 0 and usage.candidates_token_count > 0
+    assert usage.total_token_count == usage.prompt_token_count + usage.candidates_token_count
+    assert r.model_version == "gpt-judge"
+
+
+def test_gemini_gets_the_same_answer_as_the_other_dialects(sim: SimHandle) -> None:
+    """The model comes from the URL path, the prompt from systemInstruction + contents."""
+    prompt = judge_prompt("same")
+    assert gemini_response(sim, prompt).text == openai_text(sim, prompt)
+
+
+def test_gemini_sdk_default_api_version_is_served_too(sim: SimHandle) -> None:
+    r = gemini_response(sim, judge_prompt("v1"), version="v1")
+    assert parse_scores(r.text) is not None
+
+
+def test_gemini_max_tokens_truncates(sim: SimHandle) -> None:
+    r = gemini_response(sim, judge_prompt("t"), max_tokens=5)
+    assert r.candidates[0].finish_reason == "MAX_TOKENS"
+    assert r.usage_metadata.candidates_token_count == 5
+
+
+def test_gemini_min_max_tokens_cuts_after_the_quote() -> None:
+    with running_simulator(SimConfig(quote_response=True, min_max_tokens=2048, score=2)) as sim:
+        r = gemini_response(sim, judge_prompt('[SCORES] {"Readability": 5}'))
+    assert r.candidates[0].finish_reason == "MAX_TOKENS"
+    assert r.text.rstrip().endswith('[SCORES] {"Readability": 5}')
+
+
+def test_gemini_errors_rate_limits_and_bad_requests() -> None:
+    from google.genai import errors
+
+    with running_simulator(SimConfig(error_rate=1)) as sim:
+        with pytest.raises(errors.ServerError) as se:
+            gemini_response(sim, judge_prompt("a"))
+        assert se.value.code in (500, 503)
+        assert se.value.status == {500: "INTERNAL", 503: "UNAVAILABLE"}[se.value.code]
+        assert sim.stats()["errors"] == 1
+    with running_simulator(SimConfig(rate_limit_rate=1)) as sim:
+        with pytest.raises(errors.ClientError) as ce:
+            gemini_response(sim, judge_prompt("a"))
+        assert ce.value.code == 429 and ce.value.status == "RESOURCE_EXHAUSTED"
+        assert ce.value.response.headers["retry-after"] == "1"
+        assert ce.value.message == "Rate limit reached (simulated)"
+        retry_info = [d for d in ce.value.details["error"]["details"] if "retryDelay" in d]
+        assert retry_info == [
+            {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1s"}
+        ]
+        assert sim.stats()["rate_limited"] == 1
+    with running_simulator(SimConfig()) as sim:
+        req = urllib.request.Request(
+            f"{sim.gemini_base_url}/v1beta/models/m:generateContent",
+            data=b'{"contents": []}',
+            headers={"Content-Type": "application/json"},
+        )
+        with pytest.raises(urllib.error.HTTPError) as bad:
+            urllib.request.urlopen(req, timeout=5)
+        body = json.loads(bad.value.read())
+        assert bad.value.code == 400
+        assert body["error"]["code"] == 400 and body["error"]["status"] == "INVALID_ARGUMENT"
+
+
+def test_gemini_rpm_and_tpm_limits() -> None:
+    from google.genai import errors
+
+    with running_simulator(SimConfig(rpm=2)) as sim:
+        gemini_response(sim, judge_prompt("r1"))
+        gemini_response(sim, judge_prompt("r2"))
+        with pytest.raises(errors.ClientError) as exc:
+            gemini_response(sim, judge_prompt("r3"))
+        assert exc.value.code == 429
+        assert 1 <= int(exc.value.response.headers["retry-after"]) <= 60
+    prompt = judge_prompt("z" * 400)
+    tokens = estimate_tokens("You are a strict judge.\n" + prompt)
+    with running_simulator(SimConfig(tpm=tokens + 10)) as sim:
+        gemini_response(sim, prompt)
+        with pytest.raises(errors.ClientError):
+            gemini_response(sim, prompt)
+
+
+def test_gemini_refusal_garbage_and_proxy_pages() -> None:
+    with running_simulator(SimConfig(refusal_rate=1)) as sim:
+        r = gemini_response(sim, judge_prompt("no"))
+        candidate = r.candidates[0]
+        assert candidate.finish_reason == "SAFETY" and r.text is None
+        assert any(rating.blocked for rating in candidate.safety_ratings)
+        assert not r.usage_metadata.candidates_token_count
+        stats = sim.stats()
+        assert stats["refusals"] == 1 and stats["completion_tokens"] == 0
+    with running_simulator(SimConfig(garbage_rate=1)) as sim:
+        assert parse_scores(gemini_response(sim, judge_prompt("g")).text) is None
+        assert sim.stats()["garbage"] == 1
+    with running_simulator(SimConfig(html_rate=1)) as sim:
+        with pytest.raises(json.JSONDecodeError) as page:
+            gemini_response(sim, judge_prompt("h"))
+        assert "502 Bad Gateway" in page.value.doc
+
+
+def test_gemini_key_is_read_from_x_goog_api_key() -> None:
+    """A wrong key gets what the Gemini API answers: 400 INVALID_ARGUMENT, API_KEY_INVALID."""
+    from google.genai import errors
+
+    with running_simulator(SimConfig(require_key="the-right-key")) as sim:
+        with pytest.raises(errors.ClientError) as wrong:
+            gemini_response(sim, judge_prompt("k"), api_key="a-wrong-key")
+        assert wrong.value.code == 400 and wrong.value.status == "INVALID_ARGUMENT"
+        reasons = [d.get("reason") for d in wrong.value.details["error"]["details"]]
+        assert reasons == ["API_KEY_INVALID"]
+        assert parse_scores(gemini_response(sim, judge_prompt("k"), api_key="the-right-key").text)
+        assert sim.stats()["unauthorized"] == 1
+
+
+def test_gemini_timeout() -> None:
+    with running_simulator(SimConfig(timeout_rate=1)) as sim:
+        t0 = time.monotonic()
+        with pytest.raises((asyncio.TimeoutError, TimeoutError)):
+            gemini_response(sim, judge_prompt("slow"), timeout_ms=300)
+        assert time.monotonic() - t0 < 5
+        assert sim.stats()["timeouts"] == 1
+
+
+def test_gemini_latency_and_concurrency() -> None:
+    from google.genai import types
+
+    async def go(sim: SimHandle) -> list[str]:
+        client = gem(sim)
+        try:
+            calls = [
+                client.aio.models.generate_content(
+                    model="m", contents=judge_prompt(f"c{i}"),
+                    config=types.GenerateContentConfig(max_output_tokens=1024),
+                )
+                for i in range(40)
+            ]  # fmt: skip
+            return [r.text for r in await asyncio.gather(*calls)]
+        finally:
+            await client.aio.aclose()
+
+    with running_simulator(SimConfig(latency_ms=200)) as sim:
+        t0 = time.monotonic()
+        texts = asyncio.run(go(sim))
+        elapsed = time.monotonic() - t0
+        stats = sim.stats()
+    assert all(parse_scores(t) for t in texts)
+    assert elapsed >= 0.2 and stats["max_in_flight"] >= 20
+
+
+def test_gemini_through_a_spawned_process() -> None:
+    with spawn_simulator(SimConfig(score=4)) as proc:
+        text = gemini_response(proc, judge_prompt("p")).text
+        assert parse_scores(text) == dict.fromkeys(SKILLS, 4)
+
+
+def test_start_up_prints_the_gemini_base_url_fourth() -> None:
+    """After the listening line and the OpenAI and Anthropic lines: the Gemini one, with
+    the variable the google-genai SDK reads, and a URL that SDK can use as it is."""
+    import os
+    import queue
+    import re
+    import subprocess
+    import sys
+    import threading
+
+    from simulator.testing import LISTENING_PREFIX
+    from tests.helpers import REPO
+
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "simulator", "--host", "127.0.0.1", "--port", "0"],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    stdout = proc.stdout
+    assert stdout is not None
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:  # keep draining so the simulator never blocks on a full pipe
+        for line in stdout:
+            lines.put(line.rstrip("\n"))
+
+    threading.Thread(target=pump, daemon=True).start()
+    try:
+        listening, _, _, gemini = (lines.get(timeout=30) for _ in range(4))
+        assert listening.startswith(LISTENING_PREFIX) and gemini.startswith("Gemini")
+        found = re.search(r"GOOGLE_GEMINI_BASE_URL=(\S+)", gemini)
+        assert found is not None and found[1] == listening.removeprefix(LISTENING_PREFIX)
+        assert parse_scores(gemini_response(found[1], judge_prompt("banner")).text)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

@@ -9,14 +9,16 @@ import pytest
 from sqlalchemy import select
 
 from flask_eval.exceptions import RunConflictError
+from producer.plan import open_calls
 from producer.schema import Instance, Response, ResponseSet
-from report.metrics import Record, aggregate, rows_from_cells
-from report.scores import point_cells
+from rubrics import codec
 from rubrics.skills import load_default
 from storage import analytics, queries
 from storage.models import JUDGMENT, Status
 from storage.records import CallRecord, Outcome
 from storage.store import Store
+from tests.reference import Record, aggregate, point_cells, rows_from_cells
+from workers.endpoints import JudgeConfig
 
 SKILLS = load_default()
 J = JUDGMENT.c
@@ -47,6 +49,23 @@ def make_inputs(n: int = 6) -> tuple[list[Instance], list[ResponseSet]]:
     return instances, sets
 
 
+JUDGES = ("memory/j1", "memory/j2")
+
+
+def run_config(mode: str = "instance") -> dict[str, object]:
+    """What the producer stores with a run (the parts the workers and planner read)."""
+    return {
+        "judges": [JudgeConfig(n, n).to_data() for n in JUDGES],
+        "skills": codec.to_data(SKILLS),
+        "mode": mode,
+    }
+
+
+def open_ids(store: Store, run_id: int) -> list[list[int]]:
+    """The ledger ids still to judge, grouped into judge calls (as the planner groups)."""
+    return [c.ids for c in open_calls(store, store.run_by_id(run_id))]
+
+
 def create(
     store: Store, name: str = "r1", fingerprint: str = "f" * 64, mode: str = "instance"
 ) -> int:
@@ -55,7 +74,7 @@ def create(
         name=name,
         fingerprint=fingerprint,
         mode=mode,
-        config={"x": 1},
+        config=run_config(mode),
         instances=instances,
         response_sets=sets,
         judges=["memory/j1", "memory/j2"],
@@ -107,30 +126,26 @@ def test_open_calls_group_by_instance_or_skill(database_url: str) -> None:
     inst = store.find_run("inst")
     skill = store.find_run("skill")
     assert inst is not None and skill is not None
-    by_instance = store.open_calls(inst)
+    by_instance = open_ids(store, inst.id)
     assert len(by_instance) == (6 + 5) * 2 and all(len(c) == 3 for c in by_instance)
-    assert len(store.open_calls(skill)) == 66
+    assert len(open_ids(store, skill.id)) == 66
 
 
-def _claim(store: Store, how: str, ids: list[int], lease_seconds: float) -> list[int]:
-    """The ids claimed, by ``Store.claim`` or by ``Store.claim_contexts`` (a worker's path)."""
-    if how == "claim":
-        return store.claim(ids, lease_seconds=lease_seconds)
-    return [c.id for c in store.claim_contexts(ids, lease_seconds)]
+def _claim(store: Store, run_id: int, ids: list[int], lease_seconds: float) -> list[int]:
+    """The ids a worker claims (``Store.claim_contexts``, the worker's path)."""
+    return [c.id for c in store.claim_contexts(run_id, ids, lease_seconds)]
 
 
-@pytest.mark.parametrize("how", ["claim", "claim_contexts"])
-def test_claim_is_exclusive_across_concurrent_claimers(database_url: str, how: str) -> None:
+def test_claim_is_exclusive_across_concurrent_claimers(database_url: str) -> None:
     store = Store(database_url)
     run_id = create(store)
-    run = store.run_by_id(run_id)
-    ids = [i for call in store.open_calls(run) for i in call]
+    ids = [i for call in open_ids(store, run_id) for i in call]
     won: list[list[int]] = []
     barrier = threading.Barrier(4)
 
     def claimer() -> None:
         barrier.wait()
-        won.append(_claim(store, how, ids, 60))
+        won.append(_claim(store, run_id, ids, 60))
 
     threads = [threading.Thread(target=claimer) for _ in range(4)]
     for t in threads:
@@ -139,26 +154,47 @@ def test_claim_is_exclusive_across_concurrent_claimers(database_url: str, how: s
         t.join()
     claimed = [i for w in won for i in w]
     assert sorted(claimed) == sorted(ids)  # every row claimed exactly once
-    assert _claim(store, how, ids, 60) == []  # live leases are respected
+    assert _claim(store, run_id, ids, 60) == []  # live leases are respected
 
 
-@pytest.mark.parametrize("how", ["claim", "claim_contexts"])
-def test_expired_lease_can_be_claimed_again(database_url: str, how: str) -> None:
+def test_expired_lease_can_be_claimed_again(database_url: str) -> None:
     store = Store(database_url)
     run_id = create(store)
-    ids = [i for call in store.open_calls(store.run_by_id(run_id)) for i in call][:3]
-    assert _claim(store, how, ids, -1) == sorted(ids)  # a worker that died at once
-    assert _claim(store, how, ids, 60) == sorted(ids)
+    ids = [i for call in open_ids(store, run_id) for i in call][:3]
+    assert _claim(store, run_id, ids, -1) == sorted(ids)  # a worker that died at once
+    assert _claim(store, run_id, ids, 60) == sorted(ids)
+
+
+def test_a_claim_takes_only_rows_of_the_message_run(database_url: str) -> None:
+    """A message naming the wrong run claims nothing of another run's rows."""
+    store = Store(database_url)
+    first = create(store, "a", "a" * 64)
+    second = create(store, "b", "b" * 64)
+    ids = [i for call in open_ids(store, first) for i in call]
+    assert _claim(store, second, ids, 60) == []
+    assert _claim(store, first, ids, 60) == sorted(ids)
+
+
+def test_release_gives_claimed_rows_back_uncounted(database_url: str) -> None:
+    store = Store(database_url)
+    run_id = create(store)
+    ids = open_ids(store, run_id)[0]
+    assert _claim(store, run_id, ids, 60) == sorted(ids)
+    assert store.release(ids) == len(ids)
+    with store.engine.connect() as conn:
+        rows = conn.execute(select(J.status, J.claims).where(J.id.in_(ids))).all()
+    assert {(r.status, r.claims) for r in rows} == {(Status.PENDING.value, 0)}
+    assert open_ids(store, run_id)[0] == ids
 
 
 def test_claim_contexts_returns_what_each_claimed_row_is_about(database_url: str) -> None:
     store = Store(database_url)
     run_id = create(store)
-    first, second = store.open_calls(store.run_by_id(run_id))[:2]
+    first, second = open_ids(store, run_id)[:2]
     store.write(outcomes=[Outcome(first[0], Status.DONE, score=3, rationale="r")])
     store.write(outcomes=[Outcome(first[1], Status.FAILED, reason="timeout", detail="d")])
 
-    contexts = store.claim_contexts([*first, *second], 60)
+    contexts = store.claim_contexts(run_id, [*first, *second], 60)
 
     assert [c.id for c in contexts] == sorted([*first[2:], *second])  # done, failed: not
     for c in contexts:
@@ -167,8 +203,8 @@ def test_claim_contexts_returns_what_each_claimed_row_is_about(database_url: str
         assert c.reference == f"answer {c.instance_id}"
         assert c.response == f"{c.model} says {c.instance_id}"
     with store.engine.connect() as conn:
-        rows = conn.execute(select(J.id, J.status, J.attempts).where(J.id.in_(first))).all()
-    assert {r.id: (r.status, r.attempts) for r in rows} == {
+        rows = conn.execute(select(J.id, J.status, J.claims).where(J.id.in_(first))).all()
+    assert {r.id: (r.status, r.claims) for r in rows} == {
         first[0]: (Status.DONE.value, 0),
         first[1]: (Status.FAILED.value, 0),
         **{i: (Status.RUNNING.value, 1) for i in first[2:]},
@@ -178,7 +214,7 @@ def test_claim_contexts_returns_what_each_claimed_row_is_about(database_url: str
 def test_finish_never_overwrites_done(database_url: str) -> None:
     store = Store(database_url)
     run_id = create(store)
-    (i, *_), *_ = store.open_calls(store.run_by_id(run_id))
+    (i, *_), *_ = open_ids(store, run_id)
     assert store.finish([Outcome(i, Status.DONE, score=4)]) == 1
     assert store.finish([Outcome(i, Status.FAILED, reason="timeout")]) == 0
     assert store.finish([Outcome(i, Status.DONE, score=1)]) == 0
@@ -187,60 +223,60 @@ def test_finish_never_overwrites_done(database_url: str) -> None:
     assert row["score"] == 4
 
 
-def test_paid_answers_are_kept_once_and_a_parsed_answer_wins(database_url: str) -> None:
+def answer(run_id: int, key: str, raw: str, parsed: bool, uid: str) -> CallRecord:
+    return CallRecord(uid, key * 64, run_id, "memory/j1", raw, parsed, "stop", 10, 5, 0.001, 1.0)
+
+
+def test_every_paid_call_is_kept_and_the_cache_replays_the_first_read(database_url: str) -> None:
+    """Three answers to one prompt (unread, then two read ones) are three paid rows; the
+    cache replays the first read one; replaying a write stores nothing twice."""
     store = Store(database_url)
     run_id = create(store)
-
-    def answer(raw: str, parsed: bool) -> CallRecord:
-        return CallRecord("k" * 64, run_id, "memory/j1", raw, parsed, 10, 5, 0.001, 1.0)
-
-    store.write([answer("garbage", False)])
-    assert store.cached_calls(["k" * 64]) == {}  # unparsed answers are not reused
-    store.write([answer("good", True)])
-    store.write([answer("other", True)])  # a duplicate delivery's answer changes nothing
+    store.write([answer(run_id, "k", "garbage", False, "u1")])
+    assert store.cached_calls(["k" * 64]) == {}  # unread answers are not replayed
+    store.write([answer(run_id, "k", "good", True, "u2")])
+    store.write([answer(run_id, "k", "other", True, "u3")])  # a racing worker's answer
+    store.write([answer(run_id, "k", "good", True, "u2")])  # a replayed flush
     cached = store.cached_calls(["k" * 64, "z" * 64])
     assert list(cached) == ["k" * 64] and cached["k" * 64].raw == "good"
-    assert queries.status(store, run_id, "r1").calls == 1
+    counts = queries.status(store, run_id, "r1")
+    assert counts.calls == 3 and counts.prompt_tokens == 30
+    assert counts.cost == pytest.approx(0.003)
 
 
 def test_one_write_with_duplicates_ends_as_successive_writes_would(database_url: str) -> None:
-    """A flush may carry two answers for one prompt (identical prompts in flight at once)
-    and two outcomes for one row; PostgreSQL's one-statement path must merge them the way
-    one statement per item (SQLite's path) ends."""
+    """A flush may carry two outcomes for one row; PostgreSQL's one-statement path must
+    merge them the way one statement per item (SQLite's path) ends."""
     store = Store(database_url)
     run_id = create(store)
-    a, b, c, d = [i for call in store.open_calls(store.run_by_id(run_id)) for i in call][:4]
-
-    def answer(key: str, raw: str, parsed: bool) -> CallRecord:
-        return CallRecord(key * 64, run_id, "memory/j1", raw, parsed, 10, 5, 0.001, 1.0)
-
+    a, b, c, d = [i for call in open_ids(store, run_id) for i in call][:4]
     calls = [
-        answer("p", "bad", False), answer("p", "good", True),  # a parsed answer replaces
-        answer("q", "first", True), answer("q", "second", True),  # the first parsed stays
-        answer("r", "x", True), answer("r", "y", False),  # an unparsed one never replaces
+        answer(run_id, "p", "bad", False, "p1"), answer(run_id, "p", "good", True, "p2"),
+        answer(run_id, "q", "first", True, "q1"), answer(run_id, "q", "second", True, "q2"),
     ]  # fmt: skip
     outcomes = [
-        Outcome(a, Status.FAILED, reason="timeout"), Outcome(a, Status.DONE, score=5),
+        Outcome(a, Status.FAILED, reason="timeout", asks=1),
+        Outcome(a, Status.DONE, score=5, asks=1),
         Outcome(b, Status.DONE, score=2), Outcome(b, Status.FAILED, reason="timeout"),
         Outcome(c, Status.DONE, score=3), Outcome(c, Status.DONE, score=1),
         Outcome(d, Status.FAILED, reason="timeout"), Outcome(d, Status.FAILED, reason="refused"),
     ]  # fmt: skip
     store.write(calls, outcomes)
-    cached = store.cached_calls(["p" * 64, "q" * 64, "r" * 64])
-    assert {k[0]: v.raw for k, v in cached.items()} == {"p": "good", "q": "first", "r": "x"}
-    assert queries.status(store, run_id, "r1").calls == 3
+    cached = store.cached_calls(["p" * 64, "q" * 64])
+    assert {k[0]: v.raw for k, v in cached.items()} == {"p": "good", "q": "first"}
+    assert queries.status(store, run_id, "r1").calls == 4
     with store.engine.connect() as conn:
-        ended = dict(
-            (i, (status, score, reason))
-            for i, status, score, reason in conn.execute(
-                select(J.id, J.status, J.score, J.reason).where(J.id.in_([a, b, c, d]))
+        ended = {
+            i: (status, score, reason, asks)
+            for i, status, score, reason, asks in conn.execute(
+                select(J.id, J.status, J.score, J.reason, J.asks).where(J.id.in_([a, b, c, d]))
             )
-        )
+        }
     assert ended == {
-        a: ("done", 5, None),  # done replaces failed
-        b: ("done", 2, None),  # a later failure never replaces done
-        c: ("done", 3, None),  # the first done stays
-        d: ("failed", None, "refused"),  # the last failure is kept
+        a: ("done", 5, None, 2),  # done replaces failed; the counters add up
+        b: ("done", 2, None, 0),  # a later failure never replaces done
+        c: ("done", 3, None, 0),  # the first done stays
+        d: ("failed", None, "refused", 0),  # the last failure is kept
     }
 
 
@@ -251,7 +287,7 @@ def test_report_sums_from_sql_equal_the_pure_reference(database_url: str) -> Non
     by_id = {i.id: i for i in instances}
     rng = random.Random(3)
     outcomes = []
-    ids = [i for call in store.open_calls(store.run_by_id(run_id)) for i in call]
+    ids = [i for call in open_ids(store, run_id) for i in call]
     for i in ids:
         roll = rng.random()
         if roll < 0.7:

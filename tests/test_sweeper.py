@@ -5,6 +5,7 @@ Real Redis, real worker processes, the real SDKs against the simulator.
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -14,13 +15,15 @@ import redis
 from producer.synthetic import write_inputs
 from simulator.config import SimConfig
 from simulator.testing import spawn_simulator
-from tests.helpers import cli_env, flask_eval, status, wait_done, workers
+from tests.helpers import cli_env, flask_eval, running_rows, status, wait_done, wait_until, workers
 from tests.test_reliability import ledger_is_exactly_once, run_cmd
+from workers.sweeper import queue_idle
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
 #: the sweeper looks every 5 s and sends again rows untouched for 8 s
-FAST_SWEEP = {"FLASK_EVAL_LEASE_SECONDS": "4", "FLASK_EVAL_VISIBILITY_TIMEOUT": "8"}
+SWEEP_GRACE = 8
+FAST_SWEEP = {"FLASK_EVAL_LEASE_SECONDS": "4", "FLASK_EVAL_VISIBILITY_TIMEOUT": str(SWEEP_GRACE)}
 
 
 def test_a_message_lost_by_the_broker_is_sent_again_by_a_worker(
@@ -61,12 +64,54 @@ def test_calls_held_back_by_max_cost_are_not_swept(
         for r in responses:
             args += ["--responses", r]
         proc = flask_eval(*args, "--judges", str(price), "--max-cost", "0.01", "--no-wait", env=env)
-        assert "stopped enqueueing" in proc.stderr
+        created_at = time.monotonic()  # every row of the run exists by now
+        assert "stopped dispatching" in proc.stderr
+        dispatched = re.search(r"(\d+) judge calls dispatched", proc.stderr)
+        assert dispatched is not None, proc.stderr
+        sent = int(dispatched.group(1))
         held = status(env, "capped")["pending"]
-        with workers(env, processes=1, in_flight=16, log=tmp_path / "worker.log"):
-            time.sleep(16)  # the sent calls finish; then rounds of the sweeper, queue idle
+        client = redis.Redis.from_url(redis_url)
+        queue, lock = env["FLASK_EVAL_QUEUE"], f"flask_eval:sweep:{env['FLASK_EVAL_QUEUE']}"
+        log = tmp_path / "worker.log"
+        with workers(env, processes=1, in_flight=16, log=log):
+            wait_until(  # the sent calls finish: from then on the queue is idle
+                lambda: (
+                    sim.stats()["requests"],
+                    running_rows(sqlite_url, "capped"),
+                    queue_idle(client, queue),
+                ),
+                lambda seen: seen == (sent, 0, True),
+                timeout=120,
+                what="the sent calls to finish (requests, rows running, queue idle)",
+            )
+            # rounds of the sweeper that start once the held rows are older than its grace;
+            # a second one starting means the first finished (one worker process)
+            wait_until(
+                lambda: time.monotonic() >= created_at + SWEEP_GRACE,
+                timeout=60,
+                what="the held rows to be older than the sweeper's grace",
+            )
+            before = client.get(lock)  # a round started earlier does not count
+            rounds: set[object] = set()
+
+            def sweeper_rounds() -> int:
+                value = client.get(lock)
+                if value is not None and value != before:
+                    rounds.add(value)
+                return len(rounds)
+
+            wait_until(
+                sweeper_rounds,
+                lambda n: n >= 2,
+                timeout=60,
+                interval=0.1,
+                what="two sweeper rounds with the queue idle and the held rows stale",
+            )
             st = status(env, "capped")
         paid = sim.stats()["requests"]
+        client.close()
     assert 0 < st["done"] < st["total"] == held
-    assert st["pending"] == st["total"] - st["done"]  # held back, not swept
+    assert st["done"] == sent * 3 and paid == sent  # held back, not swept
+    assert st["pending"] == st["total"] - st["done"]
     assert paid == st["done"] // 3
+    assert "their messages were lost by the broker" not in log.read_text()

@@ -50,12 +50,14 @@ def test_examples_through_redis_and_a_worker(
             "celery",
             "--quiet",
             env=env,
+            check=False,
         )
         assert "model_b: 25/27 instances answered" in proc.stderr
     st = json.loads(flask_eval("status", "celery", "--json", env=env).stdout)
     # model_a answers 27 instances, model_b 25; 2 judges; every ledger row finished
     assert st["pending"] == 0 and st["done"] + st["failed"] == st["total"]
     assert st["done"] > 0.95 * st["total"]
+    assert proc.returncode == (1 if st["failed"] else 0), proc.stderr
 
 
 def _subset(

@@ -13,11 +13,10 @@ from celery import Celery
 from flask_eval import settings as settings_mod
 from flask_eval.redact import install_log_redaction
 from storage.store import Store
-from workers.context import RunContext
 from workers.limiter import Limiter, MemoryLimiter
 from workers.limiter_redis import RedisLimiter
 from workers.loop import run_sync
-from workers.runner import Executor
+from workers.runner import Executor, RunNotFound
 
 TASK_NAME = "flask_eval.judge_batch"
 log = logging.getLogger("flask_eval.worker")
@@ -81,17 +80,26 @@ def _limiter(settings: settings_mod.Settings) -> Limiter:
 
 
 def judge_batch(run_id: int, calls: list[list[int]]) -> dict[str, Any]:
-    """Judge ``calls`` (lists of ledger ids, one list per judge call) of run ``run_id``."""
+    """Judge ``calls`` (lists of ledger ids, one list per judge call) of run ``run_id``.
+
+    The message is only a hint: ids must be whole numbers, and the executor claims only
+    rows of ``run_id`` and checks each call's grouping against the ledger.
+    """
+    if not isinstance(run_id, int) or not _is_calls(calls):
+        log.error("refused a malformed message (run %r): not (run id, [[row ids], ...])", run_id)
+        return {"refused": True}
     with _executor_lock:
         executor = _executor(os.getpid())
-    summary = run_sync(executor.run_batch(calls, _context(executor, run_id)))
+    try:
+        summary = run_sync(executor.run_batch(run_id, calls))
+    except RunNotFound as exc:
+        log.error("%s", exc)  # not acknowledged: a worker that can see the run may take it
+        raise
     return vars(summary)
 
 
-_contexts: dict[int, RunContext] = {}
-
-
-def _context(executor: Executor, run_id: int) -> RunContext:
-    if run_id not in _contexts:
-        _contexts[run_id] = RunContext.from_config(executor.store.run_by_id(run_id).config)
-    return _contexts[run_id]
+def _is_calls(calls: object) -> bool:
+    return isinstance(calls, list) and all(
+        isinstance(c, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in c)
+        for c in calls
+    )

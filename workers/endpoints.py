@@ -29,11 +29,20 @@ class JudgeConfig:
     tpm: float | None = None
     max_in_flight: int | None = None
     price: Price = Price()
+    #: completion budget per call (None: the default, ``DEFAULT_MAX_TOKENS``)
+    max_tokens: int | None = None
+    #: sampling temperature (None: ours, 0.0, where the provider's SDK takes one)
+    temperature: float | None = None
+    #: a larger completion budget for one more try after an answer was cut off by
+    #: ``max_tokens`` (None: a cut-off answer fails with reason ``truncated``)
+    retry_max_tokens: int | None = None
 
     @classmethod
     def simple(cls, spec: str) -> JudgeConfig:
+        """A judge with no budgets, named ``provider/model`` (reports and file names
+        carry the name, so it leaves the base URL out)."""
         parsed = JudgeSpec.parse(spec)
-        return cls(name=parsed.name, spec=parsed.name)
+        return cls(name=parsed.default_name, spec=parsed.name)
 
     def to_data(self) -> dict[str, Any]:
         return asdict(self)

@@ -1,9 +1,15 @@
-"""Classify provider errors in one place: SDK exceptions -> JudgeError(reason, ...)."""
+"""Failure reasons shared by every provider: HTTP status -> reason, Retry-After, and what
+is not a provider's (timeouts, bodies that are not JSON, our own bugs).
+
+Each provider maps its SDK's exceptions in its own file (``classify``) and calls these for
+what all providers share; nothing here knows an SDK.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import re
 import time
 from collections.abc import Mapping
@@ -11,6 +17,9 @@ from collections.abc import Mapping
 from flask_eval.exceptions import JudgeError
 from flask_eval.redact import redact
 from storage.models import FailureReason
+
+#: how much of an error body a failure keeps
+BODY_LIMIT = 2000
 
 _DURATION = re.compile(
     r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?(?:(\d+)ms)?$"
@@ -64,29 +73,44 @@ def retry_after(headers: Mapping[str, str] | None) -> float | None:
     return max(resets) if resets else None
 
 
-def classify(exc: BaseException) -> JudgeError:
-    """Map any exception raised by a provider call to a JudgeError with a fixed reason."""
+def from_status(
+    status: int, detail: str, headers: Mapping[str, str] | None = None, body: str = ""
+) -> JudgeError:
+    """The reason of an HTTP error status, the same for every provider: the one table
+    that maps a provider's answer to a failure reason (body kept, truncated, redacted)."""
+    body = redact(body or "")[:BODY_LIMIT]
+    if status == 429:
+        return JudgeError(FailureReason.RATE_LIMITED, detail, body, retry_after(headers))
+    if status in (401, 403):
+        return JudgeError(FailureReason.AUTH, detail, body)
+    if status in (408, 409) or status >= 500:
+        return JudgeError(FailureReason.PROVIDER_ERROR, detail, body, retry_after(headers))
+    return JudgeError(FailureReason.REFUSED, detail, body)  # 400, 404, 422: not retried
+
+
+def not_json(body: str) -> JudgeError:
+    """An HTTP 200 whose body is not the provider's JSON (an HTML page from a proxy)."""
+    return JudgeError(
+        FailureReason.PROVIDER_ERROR,
+        "the provider answered HTTP 200 with a body that is not its JSON format",
+        redact(body or "")[:BODY_LIMIT],
+    )
+
+
+def describe(exc: BaseException) -> str:
+    """``module.Class: message`` of an exception, redacted and clipped."""
+    name = type(exc).__name__
+    module = type(exc).__module__.split(".")[0]
+    return redact(f"{module}.{name}: {exc}")[:500]
+
+
+def classify_common(exc: BaseException) -> JudgeError:
+    """What every provider shares: our own errors, timeouts, non-JSON bodies; anything
+    else is a bug of ours (``internal``). Providers map their SDK's errors first."""
     if isinstance(exc, JudgeError):
         return exc
     if isinstance(exc, asyncio.TimeoutError | TimeoutError):
         return JudgeError(FailureReason.TIMEOUT, "no answer before the timeout")
-    name = type(exc).__name__
-    module = type(exc).__module__.split(".")[0]
-    detail = redact(f"{module}.{name}: {exc}")[:500]
-    if module in ("openai", "anthropic"):
-        if "Timeout" in name:
-            return JudgeError(FailureReason.TIMEOUT, detail)
-        status = getattr(exc, "status_code", None)
-        if status is None:  # connection errors, response validation errors
-            return JudgeError(FailureReason.PROVIDER_ERROR, detail)
-        response = getattr(exc, "response", None)
-        headers = dict(response.headers) if response is not None else {}
-        body = redact(getattr(response, "text", "") or "")[:2000] if response is not None else ""
-        if status == 429:
-            return JudgeError(FailureReason.RATE_LIMITED, detail, body, retry_after(headers))
-        if status in (401, 403):
-            return JudgeError(FailureReason.AUTH, detail, body)
-        if status in (408, 409) or status >= 500:
-            return JudgeError(FailureReason.PROVIDER_ERROR, detail, body, retry_after(headers))
-        return JudgeError(FailureReason.REFUSED, detail, body)
-    return JudgeError(FailureReason.INTERNAL, detail)
+    if isinstance(exc, json.JSONDecodeError):
+        return not_json(exc.doc)
+    return JudgeError(FailureReason.INTERNAL, describe(exc))

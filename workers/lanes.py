@@ -10,12 +10,18 @@ semaphore opened 6,400 connections and lanes 4,800, and producer + worker CPU pe
 fell ~3% (docs/design/concurrency.md).
 
 A caller that is cancelled while its call runs cancels that call, not the lane.
+
+``urgent`` calls go before the others: the second request of a call already begun (a
+format reminder, a retry, a re-ask with a larger budget). Work already paid for once
+finishes first, so its outcome is known early (and a failing judge is noticed, and
+halted, before the queue behind it is sent).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar
 
@@ -39,16 +45,18 @@ class Lanes:
         if n < 1:
             raise ValueError("lanes need n >= 1")
         self.n = n
-        self._queue: asyncio.Queue[_Job[Any]] = asyncio.Queue()
+        self._queue: asyncio.PriorityQueue[tuple[int, int, _Job[Any]]] = asyncio.PriorityQueue()
         self._lanes: list[asyncio.Task[None]] = []
+        self._order = itertools.count()
 
-    async def run(self, fn: Callable[[], Awaitable[T]]) -> T:
-        """Wait for a lane, run ``fn()`` in it and return its result (or raise its error)."""
+    async def run(self, fn: Callable[[], Awaitable[T]], *, urgent: bool = False) -> T:
+        """Wait for a lane, run ``fn()`` in it and return its result (or raise its error);
+        ``urgent`` calls are taken before the others, each kind first come first served."""
         loop = asyncio.get_running_loop()
         job: _Job[T] = _Job(fn, loop.create_future())
         if not self._lanes:
             self._lanes = [loop.create_task(self._lane()) for _ in range(self.n)]
-        self._queue.put_nowait(job)
+        self._queue.put_nowait((0 if urgent else 1, next(self._order), job))
         try:
             return await job.future
         except asyncio.CancelledError:
@@ -61,7 +69,7 @@ class Lanes:
         me = asyncio.current_task()
         assert me is not None
         while True:
-            job = await self._queue.get()
+            *_, job = await self._queue.get()
             if job.abandoned:
                 continue
             job.lane = me
@@ -91,4 +99,4 @@ class Lanes:
                 await lane
         self._lanes = []
         while not self._queue.empty():
-            self._queue.get_nowait().future.cancel()
+            self._queue.get_nowait()[2].future.cancel()

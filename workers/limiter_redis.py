@@ -13,6 +13,9 @@ from workers.limiter import UNLIMITED, Budget, LimiterError, Reservation, Reserv
 
 log = logging.getLogger("flask_eval.limiter")
 
+#: seconds closing a connection or the blocks channel may take before it is let go
+CLOSE_TIMEOUT = 2.0
+
 
 class RedisLimiter(ReservingLimiter):
     """Budgets shared by every process through Redis: one script call per grant.
@@ -108,8 +111,8 @@ class RedisLimiter(ReservingLimiter):
         except Exception as exc:  # the reservations still carry blocks: degrade, not fail
             log.warning("budget blocks channel lost: %s", exc)
         finally:
-            with contextlib.suppress(Exception):
-                await pubsub.aclose()  # type: ignore[no-untyped-call]
+            with contextlib.suppress(Exception):  # never wait long on a dropped channel
+                await asyncio.wait_for(pubsub.aclose(), CLOSE_TIMEOUT)  # type: ignore[no-untyped-call]
 
     async def _call(self, script: Any, key: str, args: tuple[float, ...]) -> Any:
         from redis.exceptions import RedisError
@@ -133,6 +136,7 @@ class RedisLimiter(ReservingLimiter):
         if self._listener is not None:
             self._listener.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._listener
-        await self._redis.aclose()
-        await self._pool.disconnect()
+                await asyncio.wait_for(self._listener, CLOSE_TIMEOUT)
+        with contextlib.suppress(Exception):  # a connection stuck mid-reply: let it go
+            await asyncio.wait_for(self._redis.aclose(), CLOSE_TIMEOUT)
+            await asyncio.wait_for(self._pool.disconnect(), CLOSE_TIMEOUT)

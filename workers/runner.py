@@ -1,45 +1,58 @@
 """The executor: turn a batch of ledger ids into judgments. Same code in-process and in
 Celery workers.
 
-Per batch: claim the rows (so a duplicate delivery does not pay twice) and load what
-they are about, render every call's prompt, and look all of them up in the answer cache
-at once. Per call: reuse a cached answer or ask the judge (one retry loop, ours), parse,
-ask once more with a format reminder if the answer is unparseable, and write the paid
-answer and the outcome together. Every row claimed ends done or failed with a reason;
-nothing is dropped.
+Per batch: read the run's stored configuration (a worker trusts no message beyond what
+the ledger confirms), claim the rows of that run (so a duplicate delivery does not pay
+twice), check that the rows of each call share run, models, instance and judge (what does
+not match is refused, logged and given back, never judged), render every call's prompt
+through the run's grading protocol and look all of them up in the answer cache at once.
+Per call: reuse a cached answer or ask the judge (one retry loop, ours); an answer cut off
+by its token limit is never read (asked once more with a larger budget if the judge has
+one, else failed as ``truncated``); read it criterion by criterion, keep the valid
+scores, and ask once more, with a format reminder, only for the criteria it missed. Every
+paid answer is written as its own row, with the outcomes. Every row claimed ends done or
+failed with a reason; nothing is dropped.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
-import os
 import time
+import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
-from flask_eval.exceptions import FlaskEvalError, JudgeError
+from flask_eval.exceptions import ConfigError, CredentialsError, FlaskEvalError, JudgeError
 from flask_eval.redact import redact
-from rubrics.parse import parse
-from rubrics.prompt import estimate_tokens, reminder, render
-from rubrics.skills import Skill
+from rubrics.grading import Criterion, Protocol, Subject
+from rubrics.parse import Reading
+from rubrics.prompt import Message, estimate_tokens
 from storage.models import FailureReason, Status
 from storage.records import CallRecord, JobContext, Outcome
+from storage.retry import is_transient
 from storage.store import Store
-from workers.context import RunContext, cache_key
+from workers.context import RunContext, cache_key, generate_config
 from workers.endpoints import JudgeConfig
-from workers.errors import classify
-from workers.judge import GenerateConfig, Judge, JudgeOutput, Message, create_judge
+from workers.halts import HaltWatch
+from workers.judge import CUT_OFF, REFUSAL, GenerateConfig, Judge, JudgeOutput, create_judge
 from workers.lanes import Lanes
-from workers.limiter import Budget, Limiter, NullLimiter, endpoint_key
+from workers.leases import Leases
+from workers.limiter import Budget, Limiter, NullLimiter
+from workers.spool import Spool
 from workers.writer import WriteBehind
 
 log = logging.getLogger("flask_eval.worker")
 
-RATIONALE_LIMIT = 8_000
-#: where each provider's SDK finds its API key (fingerprinted into the budget key)
-_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+#: how much of an error body or refusal a failed judgment keeps in its detail
+DETAIL_LIMIT = 2000
+
+
+class RunNotFound(FlaskEvalError):
+    """A message names a run this worker's database does not have."""
 
 
 @dataclass(frozen=True)
@@ -47,32 +60,56 @@ class ExecutorConfig:
     in_flight: int = 256
     #: a claimed row stays leased while its worker lives: renewed every lease/3 seconds
     lease_seconds: float = 60.0
-    generate: GenerateConfig = field(default_factory=GenerateConfig)
+    #: seconds a judge call may take
+    timeout: float = 120.0
     max_attempts: int | None = None  # None: each judge's own default
+    #: a judge whose first calls in a run all fail alike is halted after this many (0: never)
+    halt_after: int = 5
+    #: where paid answers wait on disk while the database is away (None: memory only)
+    spool_dir: Path | None = None
 
 
 @dataclass
 class BatchSummary:
     done: int = 0
     failed: int = 0
-    skipped: int = 0  # already done, or owned by another live delivery
-    calls: int = 0  # provider calls made (cache hits excluded)
+    skipped: int = 0  # already done, owned by another live delivery, or of another run
+    refused: int = 0  # rows whose message grouped them wrongly: given back unjudged
+    calls: int = 0  # provider requests made (cache hits excluded)
     cache_hits: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Call:
-    """One judge call, ready to send."""
+    """One judge call, ready to send: rows of one subject, judged by one judge."""
 
     rows: list[JobContext]
     config: JudgeConfig
     judge: Judge
-    skills: list[Skill]
+    protocol: Protocol
+    criteria: list[Criterion]
     messages: list[Message]
+    generate: GenerateConfig
     key: str
+    paid: list[CallRecord] = field(default_factory=list)
+    begun: bool = False  # a first request was sent: later ones are urgent
+    asks: dict[int, int] = field(default_factory=dict)  # row id -> answers asked
+    requests: dict[int, int] = field(default_factory=dict)  # row id -> HTTP requests
+
+    def count(self, rows: Sequence[JobContext], requests: int) -> None:
+        for r in rows:
+            self.asks[r.id] = self.asks.get(r.id, 0) + 1
+            self.requests[r.id] = self.requests.get(r.id, 0) + requests
 
 
-Answer = tuple[str, dict[str, int | None] | None, str, CallRecord | None]
+@dataclass(frozen=True)
+class _Answer:
+    text: str
+    finish: str
+    uid: str
+    output: JudgeOutput | None  # None: replayed from the cache
+    latency_ms: float = 0.0
+    key: str = ""  # the prompt's cache key
 
 
 class Executor:
@@ -84,14 +121,18 @@ class Executor:
         self.store = store
         self.config = config
         self.limiter: Limiter = limiter or NullLimiter()
-        self._budget_keys: dict[str, str] = {}  # judge spec -> endpoint budget key
         self._judges: dict[str, Judge] = {}
         self._judge_slots: dict[str, asyncio.Semaphore] = {}
         self._lanes = Lanes(config.in_flight)
-        self._owned: dict[int, int] = {}  # row id -> batches holding it
-        self._heartbeat: asyncio.Task[None] | None = None
+        self._leases = Leases(store, config.lease_seconds)
+        self._contexts: dict[int, tuple[str, RunContext]] = {}
+        self.halts = HaltWatch(store, config.halt_after)
+        url = store.engine.url.render_as_string(hide_password=False)
+        spool = Spool(config.spool_dir, url) if config.spool_dir is not None else None
+        if spool is not None:
+            spool.replay(store)
         # a flush starts at once when every call in flight is waiting on it
-        self._writer = WriteBehind(store, max_items=config.in_flight)
+        self.writer = WriteBehind(store, max_items=config.in_flight, spool=spool)
 
     def judge(self, config: JudgeConfig) -> Judge:
         """One client per judge endpoint and process, reused by every batch."""
@@ -112,246 +153,368 @@ class Executor:
             self._judge_slots[config.spec] = asyncio.Semaphore(config.max_in_flight)
         return self._judge_slots[config.spec]
 
-    def budget_key(self, judge: Judge, config: JudgeConfig) -> str:
-        """The shared budget of the endpoint: provider, model, base URL and API key."""
-        if config.spec not in self._budget_keys:
-            spec = judge.spec
-            env = _KEY_ENV.get(spec.provider)
-            key = endpoint_key(spec.provider, spec.model, spec.base_url, os.environ.get(env or ""))
-            if config.rpm or config.tpm:
-                self.limiter.register(key, Budget(rpm=config.rpm, tpm=config.tpm))
-            self._budget_keys[config.spec] = key
-        return self._budget_keys[config.spec]
-
     async def aclose(self) -> None:
-        if self._heartbeat is not None:
-            self._heartbeat.cancel()
-            self._heartbeat = None
+        self._leases.stop()
         await self._lanes.aclose()
         for judge in self._judges.values():
             await judge.aclose()
         self._judges.clear()
         await self.limiter.aclose()
 
-    async def run_batch(self, calls: Sequence[Sequence[int]], run: RunContext) -> BatchSummary:
-        """Judge ``calls`` (lists of ledger ids, one list per judge call)."""
+    async def run_context(self, run_id: int) -> RunContext | None:
+        """The run's configuration as stored now (budgets and prices may have changed
+        since the last message); None for a deleted run. RunNotFound if unknown."""
+        text = await asyncio.to_thread(self.store.run_config_text, run_id)
+        if text is None:
+            if await asyncio.to_thread(self.store.is_deleted, run_id):
+                return None
+            raise RunNotFound(
+                f"run {run_id} is not in this worker's database "
+                f"({redact(self.store.engine.url.render_as_string(hide_password=True))}); "
+                "point the workers at the producer's FLASK_EVAL_DATABASE_URL"
+            )
+        known = self._contexts.get(run_id)
+        if known is not None and known[0] == text:
+            return known[1]
+        context = RunContext.from_config(json.loads(text))
+        for judge in context.judges.values():
+            if judge.rpm or judge.tpm:
+                key = self.judge(judge).budget_key()
+                self.limiter.register(key, Budget(rpm=judge.rpm, tpm=judge.tpm))
+        self._contexts[run_id] = (text, context)
+        return context
+
+    async def run_batch(self, run_id: int, calls: Sequence[Sequence[int]]) -> BatchSummary:
+        """Judge ``calls`` (lists of ledger ids, one list per judge call) of run ``run_id``."""
         summary = BatchSummary()
-        wanted = [i for call in calls for i in call]
-        contexts = await asyncio.to_thread(
-            self.store.claim_contexts, wanted, self.config.lease_seconds
+        context = await self.run_context(run_id)
+        wanted = list(dict.fromkeys(i for call in calls for i in call))
+        if context is None:  # a deleted run: its queued messages are dropped
+            summary.skipped = len(wanted)
+            return summary
+        self.halts.learn(run_id, await asyncio.to_thread(self.store.halts, run_id))
+        claimed = await asyncio.to_thread(
+            self.store.claim_contexts, run_id, wanted, self.config.lease_seconds
         )
-        by_id = {c.id: c for c in contexts}
+        by_id = {c.id: c for c in claimed}
         summary.skipped = len(wanted) - len(by_id)
-        self._hold(set(by_id))
+        self._leases.hold(by_id)
         try:
-            groups = [[by_id[i] for i in call if i in by_id] for call in calls]
-            prepared = await self._prepare([g for g in groups if g], run, summary)
+            groups = await self._group(calls, by_id, context, summary)
+            prepared = await self._prepare(groups, context, summary)
             cached = await asyncio.to_thread(self.store.cached_calls, [p.key for p in prepared])
             results = await asyncio.gather(
                 *(self._run_call(p, cached.get(p.key), summary) for p in prepared),
                 return_exceptions=True,
             )
+            outage: BaseException | None = None
             for call, result in zip(prepared, results, strict=True):
-                if isinstance(result, BaseException):  # a bug: record it, never drop the rows
-                    log.error(
-                        "internal error judging rows %s", [c.id for c in call.rows], exc_info=result
-                    )
-                    err = JudgeError(
-                        FailureReason.INTERNAL, redact(f"{type(result).__name__}: {result}")
-                    )
-                    await self._finish(summary, _failed(call.rows, err))
+                if not isinstance(result, BaseException):
+                    continue
+                if is_transient(result):  # the database is away: not our bug; redelivered
+                    outage = result
+                    continue
+                log.error("internal error judging rows %s", [c.id for c in call.rows],
+                          exc_info=result)  # fmt: skip
+                err = JudgeError(FailureReason.INTERNAL, f"{type(result).__name__}: {result}")
+                await self._finish(summary, call, _failed(call.rows, err))
+            if outage is not None:
+                raise outage
         finally:
-            self._release(set(by_id))
+            self._leases.release(by_id)
         return summary
 
+    async def _group(
+        self,
+        calls: Sequence[Sequence[int]],
+        by_id: dict[int, JobContext],
+        context: RunContext,
+        summary: BatchSummary,
+    ) -> list[list[JobContext]]:
+        """The message's calls, as far as the ledger confirms them: the rows of a call must
+        share run, models, instance and judge and name distinct criteria, and no row may
+        appear in two calls; each confirmed group is split as the run's protocol says."""
+        groups: list[list[JobContext]] = []
+        refused: list[int] = []
+        used: set[int] = set()
+        for call in calls:
+            rows = [by_id[i] for i in dict.fromkeys(call) if i in by_id]
+            if not rows:
+                continue
+            ids = {r.id for r in rows}
+            if (
+                len({r.subject_key for r in rows}) > 1
+                or len({r.criterion for r in rows}) < len(rows)
+                or ids & used
+            ):
+                refused += [r.id for r in rows if r.id not in used]
+                continue
+            used |= ids
+            by_name = {r.criterion: r for r in rows}
+            protocol = context.protocol_for(rows[0].judge)
+            groups += [[by_name[c] for c in part] for part in protocol.calls(list(by_name))]
+        if refused:
+            log.error(
+                "refused a message of run %s: its call of rows %s does not match the ledger "
+                "(rows of one call must share run, model, instance and judge)",
+                next(iter(by_id.values())).run_id,
+                refused[:20],
+            )
+            await asyncio.to_thread(self.store.release, refused)
+            summary.refused += len(refused)
+        return groups
+
     async def _prepare(
-        self, groups: list[list[JobContext]], run: RunContext, summary: BatchSummary
+        self, groups: list[list[JobContext]], context: RunContext, summary: BatchSummary
     ) -> list[_Call]:
-        prepared, failures = [], []
+        prepared = []
         for rows in groups:
             first = rows[0]
-            try:
-                config = run.judges[first.judge]
-                judge = self.judge(config)
-                skills = [run.skillset.get(c.skill) for c in rows]
-            except (FlaskEvalError, KeyError) as exc:
-                is_config = isinstance(exc, FlaskEvalError)
-                reason = FailureReason.AUTH if is_config else FailureReason.INTERNAL
-                failures += _failed(rows, JudgeError(reason, redact(str(exc))))
+            halt = self.halts.halted(first.run_id, first.judge)
+            if halt is not None:
+                err = JudgeError(FailureReason.HALTED, halt.detail)
+                await self._write_outcomes(summary, _failed(rows, err))
                 continue
-            messages = render(
-                instruction=first.instruction,
-                reference=first.reference,
-                response=first.response,
-                skills=skills,
-            )
-            key = cache_key(judge.name, messages, self.config.generate)
-            prepared.append(_Call(rows, config, judge, skills, messages, key))
-        if failures:
-            await self._finish(summary, failures)
+            try:
+                config = context.judges[first.judge]
+                judge = self.judge(config)
+                protocol = context.protocol_for(first.judge)
+                criteria = [context.criterion(r.criterion) for r in rows]
+            except CredentialsError as exc:
+                await self._write_outcomes(
+                    summary, _failed(rows, JudgeError(FailureReason.AUTH, str(exc)))
+                )
+                continue
+            except (ConfigError, KeyError) as exc:
+                reason = (
+                    FailureReason.INTERNAL if isinstance(exc, KeyError) else FailureReason.CONFIG
+                )
+                err = JudgeError(reason, redact(str(exc)))
+                await self._write_outcomes(summary, _failed(rows, err))
+                continue
+            subject = Subject(first.instruction, first.reference, first.response)
+            messages = protocol.render(subject, criteria)
+            generate = generate_config(config, self.config.timeout)
+            key = cache_key(judge.name, messages, generate)
+            prepared.append(_Call(rows, config, judge, protocol, criteria, messages, generate, key))
         return prepared
+
+    # -- one call ----------------------------------------------------------------------
 
     async def _run_call(
         self, call: _Call, cached: CallRecord | None, summary: BatchSummary
     ) -> None:
-        first = await self._answer(call, call.messages, call.key, cached, summary)
+        rows = {r.criterion: r for r in call.rows}
+        outcomes: list[Outcome] = []
+        first = await self._whole_answer(call, call.rows, call.messages, call.key, cached, summary)
         if isinstance(first, JudgeError):
-            await self._finish(summary, _failed(call.rows, first))
+            await self._finish(summary, call, _failed(call.rows, first))
             return
-        text, scores, key, paid = first
-        if scores is None:  # unparseable: keep the paid answer, ask once more with a reminder
-            if paid is not None:
-                await self._writer.write(calls=[paid])
-            retry = [*call.messages, *reminder(text, call.skills)]
-            retry_key = cache_key(call.judge.name, retry, self.config.generate)
-            hit = (await asyncio.to_thread(self.store.cached_calls, [retry_key])).get(retry_key)
-            second = await self._answer(call, retry, retry_key, hit, summary)
+        reading = call.protocol.read(first.text, call.criteria)
+        self._keep(call, first, reading)
+        outcomes += _done(rows, reading, first.uid)
+        missing = [c for c in call.criteria if c.name in reading.problems]
+        if missing:
+            again = [*call.messages, *call.protocol.reminder(
+                first.text, missing, reading.problems, read=list(reading.scores))]  # fmt: skip
+            key = cache_key(call.judge.name, again, call.generate)
+            hit = (await asyncio.to_thread(self.store.cached_calls, [key])).get(key)
+            left = [rows[c.name] for c in missing]
+            second = await self._whole_answer(call, left, again, key, hit, summary)
             if isinstance(second, JudgeError):
-                await self._finish(summary, _failed(call.rows, second, key))
-                return
-            text, scores, key, paid = second
-            if scores is None:
-                err = JudgeError(FailureReason.UNPARSEABLE, parse_error(text, call.skills), text)
-                await self._finish(summary, _failed(call.rows, err, key), paid)
-                return
-        rationale = _rationale(text)
-        outcomes = [
-            Outcome(c.id, Status.DONE, score=scores[c.skill], rationale=rationale, call_key=key)
-            for c in call.rows
-        ]
-        await self._finish(summary, outcomes, paid)
+                outcomes += _failed(left, second, first.uid)
+            else:
+                retry = call.protocol.read(second.text, missing)
+                self._keep(call, second, retry)
+                outcomes += _done(rows, retry, second.uid)
+                for c in missing:
+                    if c.name in retry.problems:
+                        detail = (f"{reading.problems[c.name]}; after a format reminder: "
+                                  f"{retry.problems[c.name]}")  # fmt: skip
+                        err = JudgeError(FailureReason.UNPARSEABLE, detail)
+                        outcomes += _failed([rows[c.name]], err, second.uid)
+        await self._finish(summary, call, outcomes)
 
-    async def _answer(
+    def _keep(self, call: _Call, answer: _Answer, reading: Reading | None) -> None:
+        """A new paid answer becomes its own call row; read ones may be replayed."""
+        output = answer.output
+        if output is None:
+            return
+        first_row = call.rows[0]
+        call.paid.append(
+            CallRecord(
+                uid=answer.uid,
+                cache_key=answer.key,
+                run_id=first_row.run_id,
+                judge=call.config.name,
+                raw=output.text,
+                parsed=reading is not None and bool(reading.scores),
+                finish=output.finish,
+                prompt_tokens=output.prompt_tokens,
+                completion_tokens=output.completion_tokens,
+                cost=call.config.price.cost(output.prompt_tokens, output.completion_tokens),
+                latency_ms=answer.latency_ms,
+            )
+        )
+
+    async def _whole_answer(
         self,
         call: _Call,
+        rows: Sequence[JobContext],
         messages: list[Message],
         key: str,
         cached: CallRecord | None,
         summary: BatchSummary,
-    ) -> Answer | JudgeError:
-        """A cached answer (paid = None), or a new paid one (kept even when unparseable)."""
-        if cached is not None:
-            scores = _scores(cached.raw, call.skills)
-            if scores is not None:
-                summary.cache_hits += 1
-                return cached.raw, scores, key, None
+    ) -> _Answer | JudgeError:
+        """An answer that is neither cut off nor a refusal, or the error that ends these
+        rows. A cut-off answer is asked once more with the judge's larger budget
+        (``retry_max_tokens``) if it has one; it is never read."""
+        answer = await self._ask(call, rows, messages, key, call.generate, cached, summary)
+        if isinstance(answer, JudgeError):
+            return answer
+        bigger = call.config.retry_max_tokens
+        if answer.finish == CUT_OFF and bigger and bigger > call.generate.max_tokens:
+            self._keep(call, answer, None)
+            generate = replace(call.generate, max_tokens=bigger)
+            key = cache_key(call.judge.name, messages, generate)
+            hit = (await asyncio.to_thread(self.store.cached_calls, [key])).get(key)
+            answer = await self._ask(call, rows, messages, key, generate, hit, summary)
+            if isinstance(answer, JudgeError):
+                return answer
+        if answer.finish == CUT_OFF:
+            self._keep(call, answer, None)
+            return _Failure(FailureReason.TRUNCATED, "the answer was cut off by its token "
+                            "limit (max_tokens) and was not read", answer.uid)  # fmt: skip
+        if answer.finish == REFUSAL:
+            self._keep(call, answer, None)
+            what = f": {answer.text[:DETAIL_LIMIT]}" if answer.text else " (no text)"
+            return _Failure(FailureReason.REFUSED, f"the judge refused{what}", answer.uid)
+        return answer
+
+    async def _ask(
+        self,
+        call: _Call,
+        rows: Sequence[JobContext],
+        messages: list[Message],
+        key: str,
+        generate: GenerateConfig,
+        cached: CallRecord | None,
+        summary: BatchSummary,
+    ) -> _Answer | JudgeError:
+        """A cached answer that was read, or a new one from the judge."""
+        if cached is not None and cached.parsed:
+            summary.cache_hits += 1
+            call.count(rows, 0)
+            return _Answer(cached.raw, cached.finish, cached.uid, None)
         started = time.perf_counter()
-        try:
-            output = await self._generate(call.judge, call.config, messages)
-        except JudgeError as err:
-            return err
-        summary.calls += 1
-        scores = _scores(output.text, call.skills)
-        paid = CallRecord(
-            cache_key=key,
-            run_id=call.rows[0].run_id,
-            judge=call.config.name,
-            raw=output.text,
-            parsed=scores is not None,
-            prompt_tokens=output.prompt_tokens,
-            completion_tokens=output.completion_tokens,
-            cost=call.config.price.cost(output.prompt_tokens, output.completion_tokens),
-            latency_ms=(time.perf_counter() - started) * 1000,
-        )
-        return output.text, scores, key, paid
+        output, requests = await self._generate(call, messages, generate)
+        call.begun = True
+        call.count(rows, requests)
+        summary.calls += requests
+        if isinstance(output, JudgeError):
+            return output
+        latency = (time.perf_counter() - started) * 1000
+        return _Answer(output.text, output.finish, uuid.uuid4().hex, output, latency, key)
 
     async def _generate(
-        self, judge: Judge, config: JudgeConfig, messages: Sequence[Message]
-    ) -> JudgeOutput:
-        """The one retry loop (the SDKs' own retries are off), under the shared budget."""
-        key = self.budget_key(judge, config)
-        estimate = estimate_tokens(messages) + self.config.generate.max_tokens
+        self, call: _Call, messages: Sequence[Message], generate: GenerateConfig
+    ) -> tuple[JudgeOutput | JudgeError, int]:
+        """The one retry loop (the SDKs' own retries are off), under the shared budget;
+        returns the answer or the final error, and the HTTP requests sent. The call's
+        later requests (retries, reminders) go before fresh calls in the lanes."""
+        judge, run_id = call.judge, call.rows[0].run_id
+        budget = judge.budget_key()
+        estimate = estimate_tokens(messages) + generate.max_tokens
 
         async def send() -> JudgeOutput:  # one attempt, in a lane
-            await self.limiter.acquire(key, estimate)  # the last wait before sending
-            async with asyncio.timeout(self.config.generate.timeout + 5):  # SDK backstop
-                return await judge.generate(messages, self.config.generate)
+            halt = await self.halts.check(run_id, call.config.name)  # decided while queued
+            if halt is not None:
+                raise _Halted(halt.detail)
+            await self.limiter.acquire(budget, estimate)  # the last wait before sending
+            async with asyncio.timeout(generate.timeout + 5):  # SDK backstop
+                return await judge.generate(messages, generate)
 
         attempt = 0
         while True:
             attempt += 1
             try:
-                async with self._endpoint_slots(config):
-                    output = await self._lanes.run(send)
+                async with self._endpoint_slots(call.config):
+                    output = await self._lanes.run(send, urgent=attempt > 1 or call.begun)
+            except _Halted as halted:
+                return halted, attempt - 1
             except Exception as exc:
-                err = classify(exc)
+                err = judge.classify(exc)
                 if err.reason == FailureReason.RATE_LIMITED:  # slow the endpoint for everyone
-                    await self.limiter.penalize(key, err.retry_after or 1.0)
+                    await self.limiter.penalize(budget, err.retry_after or 1.0)
                 decision = judge.should_retry(err, attempt)
                 if not decision.retry:
-                    raise err from exc
-                log.info(
-                    "retrying %s after %s (attempt %d, %.1fs)",
-                    judge.name,
-                    err.reason,
-                    attempt,
-                    decision.delay,
-                )
+                    return err, attempt
+                log.debug("retrying %s after %s (attempt %d, %.1fs)", judge.name, err.reason,
+                          attempt, decision.delay)  # fmt: skip
                 await asyncio.sleep(decision.delay)
             else:
                 used = output.prompt_tokens + output.completion_tokens
                 if used:  # 0: the provider reported no usage; keep the estimate
-                    await self.limiter.settle(key, estimate, used)
-                return output
+                    await self.limiter.settle(budget, estimate, used)
+                return output, attempt
 
-    async def _finish(
-        self, summary: BatchSummary, outcomes: list[Outcome], paid: CallRecord | None = None
+    async def _finish(self, summary: BatchSummary, call: _Call, outcomes: list[Outcome]) -> None:
+        """Write the call's paid answers and its rows' ends together; then see whether its
+        judge has to be halted."""
+        outcomes = [
+            replace(o, asks=call.asks.get(o.id, 0), requests=call.requests.get(o.id, 0))
+            for o in outcomes
+        ]
+        first = call.rows[0]
+        trips = self.halts.observe(first.run_id, first.judge, outcomes)
+        await self._write_outcomes(summary, outcomes, call.paid)
+        call.paid = []
+        if trips:
+            await self.halts.decide(first.run_id, first.judge)
+
+    async def _write_outcomes(
+        self, summary: BatchSummary, outcomes: list[Outcome], paid: Sequence[CallRecord] = ()
     ) -> None:
-        await self._writer.write(calls=[paid] if paid is not None else [], outcomes=outcomes)
+        await self.writer.write(calls=paid, outcomes=outcomes)
         for o in outcomes:
             if o.status == Status.DONE:
                 summary.done += 1
             else:
                 summary.failed += 1
 
-    # -- leases ------------------------------------------------------------------------
 
-    def _hold(self, ids: set[int]) -> None:
-        for i in ids:
-            self._owned[i] = self._owned.get(i, 0) + 1
-        if self._heartbeat is None or self._heartbeat.done():
-            self._heartbeat = asyncio.get_running_loop().create_task(self._beat())
+class _Halted(JudgeError):
+    """Raised in a lane when the call's judge was halted while the call waited."""
 
-    def _release(self, ids: set[int]) -> None:
-        for i in ids:
-            left = self._owned.get(i, 0) - 1
-            if left > 0:
-                self._owned[i] = left
-            else:
-                self._owned.pop(i, None)
+    def __init__(self, detail: str) -> None:
+        super().__init__(FailureReason.HALTED, detail)
 
-    async def _beat(self) -> None:
-        """Renew the leases of every row this process is judging, until it has none."""
-        interval = self.config.lease_seconds / 3
-        while self._owned:
-            await asyncio.sleep(interval)
-            ids = list(self._owned)
-            try:
-                await asyncio.to_thread(self.store.extend_leases, ids, self.config.lease_seconds)
-            except Exception:  # the store retries outages itself; never kill the loop
-                log.exception("lease heartbeat failed")
+
+class _Failure(JudgeError):
+    """A failure that comes with an answer that was paid for (kept as the raw output)."""
+
+    def __init__(self, reason: str, detail: str, uid: str) -> None:
+        super().__init__(reason, detail)
+        self.uid = uid
+
+
+def _done(rows: dict[str, JobContext], reading: Reading, uid: str) -> list[Outcome]:
+    return [
+        Outcome(rows[name].id, Status.DONE, score=score, rationale=reading.rationales.get(name),
+                call_uid=uid)
+        for name, score in reading.scores.items()
+    ]  # fmt: skip
 
 
 def _failed(
-    rows: Sequence[JobContext], err: JudgeError, call_key: str | None = None
+    rows: Sequence[JobContext], err: JudgeError, call_uid: str | None = None
 ) -> list[Outcome]:
-    detail = redact(err.detail)[:2000]
+    detail = err.detail
+    if err.raw:  # an error body: kept with the reason (no paid answer holds it)
+        detail += f" | body: {err.raw}"
+    detail = redact(detail)[:DETAIL_LIMIT]
+    uid = err.uid if isinstance(err, _Failure) else call_uid
     return [
-        Outcome(c.id, Status.FAILED, reason=str(err.reason), detail=detail, call_key=call_key)
+        Outcome(c.id, Status.FAILED, reason=str(err.reason), detail=detail, call_uid=uid)
         for c in rows
     ]
-
-
-def _scores(text: str, skills: Sequence[Skill]) -> dict[str, int | None] | None:
-    parsed = parse(text, [s.name for s in skills], [s.name for s in skills if s.allow_na])
-    return dict(parsed.scores) if parsed.scores is not None else None
-
-
-def parse_error(text: str, skills: Sequence[Skill]) -> str:
-    parsed = parse(text, [s.name for s in skills], [s.name for s in skills if s.allow_na])
-    return f"unparseable after a format reminder: {parsed.error}"
-
-
-def _rationale(text: str) -> str:
-    lines = text.rstrip().splitlines()
-    return "\n".join(lines[:-1]).strip()[:RATIONALE_LIMIT]

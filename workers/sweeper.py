@@ -23,7 +23,6 @@ import uuid
 from typing import Any
 
 from flask_eval.settings import Settings
-from producer.plan import batches
 from storage import queries
 from storage.store import Store
 
@@ -52,21 +51,19 @@ def sweep(store: Store, client: Any, settings: Settings, grace: float) -> int:
     """One pass (the caller holds the lock); returns how many calls were sent again."""
     if not queue_idle(client, settings.queue):
         return 0
-    from producer.dispatch import CeleryDispatcher
+    from producer.dispatch import CeleryDispatcher, dispatch_open
 
     dispatcher = CeleryDispatcher(settings)
     sent = 0
     for run in queries.stale_open_runs(store, grace, settings.queue):
-        calls = store.open_calls(run)
-        if not calls:
-            continue
-        dispatcher.submit(run.id, batches(calls, settings.calls_per_message))
-        log.warning(
-            "run %s: sent %d calls again; their messages were lost by the broker",
-            run.name,
-            len(calls),
-        )
-        sent += len(calls)
+        result = dispatch_open(store, run, dispatcher, settings.calls_per_message)
+        if result.sent:
+            log.warning(
+                "run %s: sent %d calls again; their messages were lost by the broker",
+                run.name,
+                result.sent,
+            )
+        sent += result.sent
     return sent
 
 

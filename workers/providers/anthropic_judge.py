@@ -1,32 +1,59 @@
-"""Anthropic's messages API through the official SDK."""
+"""Anthropic's messages API through the official SDK: the call, its error mapping, its key
+and its base URL (the API root, without ``/v1``: the SDK adds it)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
 
-from flask_eval.exceptions import ConfigError
-from workers.errors import classify
-from workers.judge import GenerateConfig, Judge, JudgeOutput, JudgeSpec, Message, check_not_refused
+from flask_eval.exceptions import ConfigError, CredentialsError, JudgeError
+from storage.models import FailureReason
+from workers.errors import classify_common, describe, from_status, not_json
+from workers.judge import (
+    CUT_OFF,
+    FINISHED,
+    REFUSAL,
+    GenerateConfig,
+    Judge,
+    JudgeOutput,
+    JudgeSpec,
+    Message,
+)
 from workers.providers.openai_judge import http_limits
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
 
 
 class AnthropicJudge(Judge):
+    key_env = "ANTHROPIC_API_KEY"
+
     def __init__(self, spec: JudgeSpec, max_connections: int | None = None) -> None:
         super().__init__(spec, max_connections)
         import anthropic  # lazy
 
-        key = os.environ.get("ANTHROPIC_API_KEY")
+        base_url = spec.base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
+        key = self.api_key()
         if not key:
-            if spec.base_url is None and not os.environ.get("ANTHROPIC_BASE_URL"):
-                raise ConfigError(f"judge {spec.name}: set ANTHROPIC_API_KEY in the environment")
+            if base_url == DEFAULT_BASE_URL:
+                raise CredentialsError(
+                    f"judge {spec.name}: set ANTHROPIC_API_KEY in the environment"
+                )
             key = "EMPTY"
         self._client = anthropic.AsyncAnthropic(
             api_key=key,
-            base_url=spec.base_url,
+            base_url=base_url,
             max_retries=0,  # one retry loop only: ours
             http_client=anthropic.DefaultAsyncHttpxClient(limits=http_limits(self.max_connections)),
         )
+
+    @classmethod
+    def check_spec(cls, spec: JudgeSpec) -> None:
+        path = (spec.base_url or "").rstrip("/")
+        if path.endswith(("/v1", "/v1/messages")):
+            raise ConfigError(
+                f"judge {spec.name}: an Anthropic base URL is the API root without /v1 "
+                f"(the SDK adds /v1/messages), e.g. {path.rsplit('/v1', 1)[0] or path}"
+            )
 
     async def generate(self, messages: Sequence[Message], config: GenerateConfig) -> JudgeOutput:
         system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
@@ -39,19 +66,35 @@ class AnthropicJudge(Judge):
                 system=system,
                 messages=chat,  # type: ignore[arg-type]
                 max_tokens=config.max_tokens,
-                # anthropic 2.x has no temperature parameter: the model's default applies
+                # the current SDK takes no temperature: the model's default applies
                 timeout=config.timeout,
             )
         except Exception as exc:
-            raise classify(exc) from exc
+            raise self.classify(exc) from exc
+        if isinstance(message, str):  # the SDK hands back a body that was not JSON
+            raise not_json(message)
         texts = [
             getattr(b, "text", "") for b in message.content if getattr(b, "type", "") == "text"
         ]
-        text = check_not_refused(
-            "".join(texts) if texts else None,
-            f"no text in the answer (stop_reason={message.stop_reason})",
-        )
-        return JudgeOutput(text, message.usage.input_tokens, message.usage.output_tokens)
+        usage = message.usage
+        tokens = (usage.input_tokens, usage.output_tokens) if usage else (0, 0)
+        if not texts or message.stop_reason == "refusal":
+            return JudgeOutput("".join(texts), *tokens, finish=REFUSAL)
+        finish = CUT_OFF if message.stop_reason == "max_tokens" else FINISHED
+        return JudgeOutput("".join(texts), *tokens, finish=finish)
+
+    def classify(self, exc: BaseException) -> JudgeError:
+        import anthropic
+
+        if isinstance(exc, anthropic.APITimeoutError):
+            return JudgeError(FailureReason.TIMEOUT, describe(exc))
+        if isinstance(exc, anthropic.APIStatusError):
+            response = exc.response
+            return from_status(exc.status_code, describe(exc), dict(response.headers),
+                               response.text)  # fmt: skip
+        if isinstance(exc, anthropic.APIConnectionError | anthropic.APIResponseValidationError):
+            return JudgeError(FailureReason.PROVIDER_ERROR, describe(exc))
+        return classify_common(exc)
 
     async def aclose(self) -> None:
         await self._client.close()

@@ -1,11 +1,13 @@
 """An in-memory judge for unit tests: no network, deterministic answers.
 
-``MemoryJudge.script`` may be replaced by a test with any function of the messages that
-returns an answer text or raises a JudgeError.
+Not offered to users: tests register it (``workers.judge.register_provider``, in
+tests/conftest.py). ``MemoryJudge.script`` may be replaced by a test with any function of
+the messages that returns an answer text (or a JudgeOutput) or raises a JudgeError.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import Callable, Sequence
 
@@ -20,15 +22,21 @@ def default_answer(messages: Sequence[Message]) -> str:
     scores: dict[str, int | None] = {
         s: 1 + digest[i % len(digest)] % 5 for i, s in enumerate(skills)
     }
-    return "The response was read against each rubric.\n" + scores_line(scores)
+    lines = [f"{s}: read against its rubric." for s in skills]
+    return "\n".join([*lines, scores_line(scores)])
 
 
 class MemoryJudge(Judge):
-    script: Callable[[Sequence[Message]], str] = staticmethod(default_answer)  # type: ignore[assignment]
+    script: Callable[[Sequence[Message]], str | JudgeOutput] = staticmethod(default_answer)  # type: ignore[assignment]
     calls: int = 0
+    max_tokens_seen: list[int] = []  # noqa: RUF012  (a test probe, shared on purpose)
 
     async def generate(self, messages: Sequence[Message], config: GenerateConfig) -> JudgeOutput:
         type(self).calls += 1
-        text = type(self).script(messages)
+        type(self).max_tokens_seen.append(config.max_tokens)
+        await asyncio.sleep(0)  # a real judge's I/O lets other calls run meanwhile
+        answer = type(self).script(messages)
+        if isinstance(answer, JudgeOutput):
+            return answer
         prompt_chars = sum(len(m["content"]) for m in messages)
-        return JudgeOutput(text, prompt_chars // 4, len(text) // 4)
+        return JudgeOutput(answer, prompt_chars // 4, len(answer) // 4)

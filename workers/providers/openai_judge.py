@@ -1,4 +1,5 @@
-"""OpenAI and any OpenAI-compatible server (vLLM, Ollama, ...) through the official SDK."""
+"""OpenAI and any OpenAI-compatible server (vLLM, llama.cpp, Ollama, ...) through the
+official SDK: the call, its error mapping, its key and its base URL."""
 
 from __future__ import annotations
 
@@ -6,50 +7,93 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from flask_eval.exceptions import ConfigError
-from workers.errors import classify
-from workers.judge import GenerateConfig, Judge, JudgeOutput, JudgeSpec, Message, check_not_refused
+from flask_eval.exceptions import ConfigError, CredentialsError, JudgeError
+from storage.models import FailureReason
+from workers.errors import classify_common, describe, from_status, not_json
+from workers.judge import (
+    CUT_OFF,
+    FINISHED,
+    REFUSAL,
+    GenerateConfig,
+    Judge,
+    JudgeOutput,
+    JudgeSpec,
+    Message,
+)
+
+#: the SDK's own default, passed explicitly: the SDK would take an empty OPENAI_BASE_URL
+#: (as docker compose sets it) as the base URL
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
 class OpenAIJudge(Judge):
+    key_env = "OPENAI_API_KEY"
+
     def __init__(self, spec: JudgeSpec, max_connections: int | None = None) -> None:
         super().__init__(spec, max_connections)
         import openai  # lazy: only workers that use this provider import the SDK
 
-        key = os.environ.get("OPENAI_API_KEY")
+        base_url = spec.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+        key = self.api_key()
         if not key:
-            if spec.base_url is None and not os.environ.get("OPENAI_BASE_URL"):
-                raise ConfigError(f"judge {spec.name}: set OPENAI_API_KEY in the environment")
+            if base_url == DEFAULT_BASE_URL:
+                raise CredentialsError(f"judge {spec.name}: set OPENAI_API_KEY in the environment")
             key = "EMPTY"  # OpenAI-compatible servers usually accept any key
         self._client = openai.AsyncOpenAI(
             api_key=key,
-            base_url=spec.base_url,
+            base_url=base_url,
             max_retries=0,  # one retry loop only: ours (workers/runner.py)
             http_client=openai.DefaultAsyncHttpxClient(limits=http_limits(self.max_connections)),
         )
 
+    @classmethod
+    def check_spec(cls, spec: JudgeSpec) -> None:
+        if spec.base_url and spec.base_url.rstrip("/").endswith("/chat/completions"):
+            raise ConfigError(
+                f"judge {spec.name}: the base URL is the server's API root (e.g. "
+                "http://host:8000/v1), without /chat/completions"
+            )
+
     async def generate(self, messages: Sequence[Message], config: GenerateConfig) -> JudgeOutput:
+        options: dict[str, Any] = {}
+        if config.temperature is not None:
+            options["temperature"] = config.temperature
         try:
             completion = await self._client.chat.completions.create(
                 model=self.spec.model,
                 messages=list(messages),  # type: ignore[arg-type]
                 max_tokens=config.max_tokens,
-                temperature=config.temperature,
                 timeout=config.timeout,
+                **options,
             )
         except Exception as exc:
-            raise classify(exc) from exc
+            raise self.classify(exc) from exc
+        if isinstance(completion, str):  # the SDK hands back a body that was not JSON
+            raise not_json(completion)
         choice = completion.choices[0] if completion.choices else None
-        text = check_not_refused(
-            choice.message.content if choice is not None else None,
-            f"no text in the answer (finish_reason={getattr(choice, 'finish_reason', None)})",
-        )
         usage = completion.usage
-        return JudgeOutput(
-            text,
-            usage.prompt_tokens if usage else 0,
-            usage.completion_tokens if usage else 0,
-        )
+        tokens = (usage.prompt_tokens, usage.completion_tokens) if usage else (0, 0)
+        if choice is None:
+            raise JudgeError(FailureReason.PROVIDER_ERROR, "the answer has no choices")
+        text = choice.message.content
+        if text is None or choice.finish_reason == "content_filter":
+            refusal = getattr(choice.message, "refusal", None) or text or ""
+            return JudgeOutput(refusal, *tokens, finish=REFUSAL)
+        finish = CUT_OFF if choice.finish_reason == "length" else FINISHED
+        return JudgeOutput(text, *tokens, finish=finish)
+
+    def classify(self, exc: BaseException) -> JudgeError:
+        import openai
+
+        if isinstance(exc, openai.APITimeoutError):
+            return JudgeError(FailureReason.TIMEOUT, describe(exc))
+        if isinstance(exc, openai.APIStatusError):
+            response = exc.response
+            return from_status(exc.status_code, describe(exc), dict(response.headers),
+                               response.text)  # fmt: skip
+        if isinstance(exc, openai.APIConnectionError | openai.APIResponseValidationError):
+            return JudgeError(FailureReason.PROVIDER_ERROR, describe(exc))
+        return classify_common(exc)
 
     async def aclose(self) -> None:
         await self._client.close()

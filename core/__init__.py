@@ -1,0 +1,1 @@
+"""The kernel every layer may import: limits, errors, settings and input data types."""

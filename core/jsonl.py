@@ -1,0 +1,153 @@
+"""Reading JSON Lines input files strictly: one object per line, errors at ``file:line``.
+
+Used for every JSON Lines input (instances, responses, reference scores), so the rules
+are the same everywhere: a regular file only (:mod:`core.files`), lines of at most
+:data:`MAX_LINE_BYTES`, strict UTF-8, a byte-order mark only at the start, one JSON
+object per line with each key once, and no string that cannot be stored or sent
+(:func:`core.text.text_problem`).
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from core.files import open_input
+from core.text import clip, walk_strings
+from flask_eval.exceptions import InputError
+
+__all__ = [
+    "EMPTY_MESSAGE",
+    "MAX_LINE_BYTES",
+    "DuplicateKey",
+    "json_type",
+    "parse_object",
+    "read_json_lines",
+    "unique_keys",
+]
+
+#: Longest accepted line, in bytes (without the newline).
+MAX_LINE_BYTES = 1 << 20
+
+EMPTY_MESSAGE = "no records; expected JSON Lines (one JSON object per line)"
+
+
+class DuplicateKey(Exception):
+    """A JSON object with a key twice (raised by :func:`unique_keys`)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook``: JSON allows a key twice (the last wins); we refuse it."""
+    record = dict(pairs)
+    if len(record) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKey(key)
+            seen.add(key)
+    return record
+
+
+def read_json_lines(
+    path: str, what: str = "a JSON Lines file", *, allow_empty: bool = False
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line number, object)`` for every non-blank line of a JSON Lines file.
+
+    Raises InputError for a file that is missing, unreadable or not a regular file, a
+    line over :data:`MAX_LINE_BYTES`, invalid UTF-8, invalid JSON, a line that is not an
+    object, unstorable text, or (unless ``allow_empty``) a file with no records.
+    """
+    lineno = 0
+    records = 0
+    with open_input(path, what) as handle:
+        while True:
+            try:
+                raw = handle.readline(MAX_LINE_BYTES + 1)
+            except OSError as exc:
+                where = lineno + 1
+                raise InputError(f"cannot read file: {exc.strerror or exc}", path, where) from None
+            if not raw:
+                break
+            lineno += 1
+            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                raise InputError(
+                    f"line is longer than {MAX_LINE_BYTES} bytes (1 MiB); "
+                    "put one JSON object per line",
+                    path,
+                    lineno,
+                )
+            if raw.startswith(codecs.BOM_UTF8):
+                if lineno > 1:
+                    raise InputError(
+                        "line starts with a byte-order mark (U+FEFF), which only the first "
+                        "line may have; were two files joined? remove it",
+                        path,
+                        lineno,
+                    )
+                raw = raw[len(codecs.BOM_UTF8) :]
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(
+                    f"invalid UTF-8 (byte {exc.start + 1} of the line); save the file as UTF-8",
+                    path,
+                    lineno,
+                ) from None
+            if not text.strip():
+                continue
+            yield lineno, parse_object(text, path, lineno)
+            records += 1
+    if records == 0 and not allow_empty:
+        raise InputError(EMPTY_MESSAGE, path, None)
+
+
+def parse_object(text: str, path: str, line: int) -> dict[str, Any]:
+    """One line's JSON object; InputError naming ``path:line`` otherwise."""
+    try:
+        value = json.loads(text, object_pairs_hook=unique_keys)
+    except DuplicateKey as exc:
+        raise InputError(
+            f"key {clip(exc.key)} appears twice in the object; give each key once", path, line
+        ) from None
+    except json.JSONDecodeError as exc:
+        hint = "each line must be one complete JSON object"
+        if exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string"):
+            hint = "the record looks truncated; " + hint
+        elif exc.msg == "Extra data" and "\r" in text.strip():
+            hint = "lines seem to end with CR only; use LF (or CRLF) line endings"
+        raise InputError(
+            f"invalid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}; {hint}", path, line
+        ) from None
+    except RecursionError:
+        raise InputError("invalid JSON: nested too deeply", path, line) from None
+    except ValueError as exc:
+        detail = "a number has more than 4300 digits" if "digits" in str(exc) else str(exc)[:80]
+        raise InputError(f"invalid JSON: {detail}", path, line) from None
+    if not isinstance(value, dict):
+        raise InputError(
+            f"expected a JSON object, got {json_type(value)}; put one object per line",
+            path,
+            line,
+        )
+    # NUL and lone surrogates only come from \u escapes: strict UTF-8 decoding refuses
+    # encoded surrogates and JSON refuses a raw NUL, so lines without "\u" are clean.
+    if "\\u" in text:
+        found = walk_strings(value)
+        if found is not None:
+            where, problem = found
+            raise InputError(f"{where} {problem}", path, line)
+    return value
+
+
+def json_type(value: object) -> str:
+    """The JSON name of a parsed value's type, for messages."""
+    if isinstance(value, bool):
+        return "boolean"
+    names = {type(None): "null", int: "number", float: "number", str: "string", list: "array"}
+    return names.get(type(value), "object" if isinstance(value, dict) else type(value).__name__)

@@ -1,0 +1,433 @@
+"""The aggregation core: which cells of a score table count toward which (dimension, key).
+
+A report's breakdowns are data. A :class:`Breakdown` lists :class:`Dimension` objects,
+each naming the cell *attributes* its keys are made of (:data:`ATTRIBUTES`: a cell's
+skill, its instance's difficulty level or domains). :class:`Aggregation` resolves them on
+one :class:`report.scores.ScoreTable` once, and that one membership gives both the point
+estimates (:meth:`Aggregation.rows`) and the bootstrap replicates
+(:meth:`Aggregation.replicates`, read by ``report.intervals``): the two cannot disagree
+about which cells a mean covers. Means are micro-averages: ``sum(scores) / n`` over the
+(instance, skill) cells of a key; N/A and failed judgments are counted, never averaged.
+
+How the work is shared. A dimension whose keys come from single-valued attributes
+(overall, skill, ability, difficulty, skill x difficulty) is a partition of the cells; the
+cells that share their key in every partition form an *atom* (for FLASK: one skill at one
+difficulty level). Sums, point and replicate, are computed once per atom and added into
+each partition's keys, so a cell enters one product per replicate however many partitions
+there are. A dimension with a multi-valued attribute (domain: an instance counts toward
+each of its domains) is summed key by key.
+
+The overall rule. ``Dimension(OVERALL)`` pools every cell (FLASK's rule). The seam for
+another rule is ``Dimension(name, mean_of=OTHER)``: its single key's mean is the mean of
+OTHER's key means (BiGGen Bench's "overall = mean of capability means"), on the point
+estimate and on each replicate alike (keys without a mean are left out of it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from report.metrics import (
+    ABILITY,
+    DIFFICULTY,
+    DOMAIN,
+    KEY_SEP,
+    OVERALL,
+    OVERALL_KEY,
+    SKILL,
+    SKILL_DIFFICULTY,
+    Row,
+)
+from report.scores import FAILED, NA, SCORED, FloatArray, IntArray, ScoreTable
+
+Progress = Callable[[int], object]
+
+
+@dataclass(frozen=True)
+class Attribute:
+    """One property of a table's cells: ``labels[code]`` is the text of a code.
+
+    Single-valued: ``code[cell]`` (-1: unknown, the cell counts toward no key). Multi-valued:
+    ``pairs = (cells, codes)``, a cell counting toward each of its codes. Numeric labels
+    sort as numbers.
+    """
+
+    labels: tuple[str, ...]
+    code: IntArray | None = None
+    pairs: tuple[IntArray, IntArray] | None = None
+    numeric: bool = False
+
+
+def _skill(table: ScoreTable) -> Attribute:
+    return Attribute(table.skills, code=table.skill)
+
+
+def _difficulty(table: ScoreTable) -> Attribute:
+    level = table.difficulty[table.instance]
+    top = int(level.max(initial=0))
+    labels = tuple(str(lv) for lv in range(top + 1))  # code = level; 0 is unknown
+    return Attribute(labels, code=np.where(level > 0, level, -1), numeric=True)
+
+
+def _domain(table: ScoreTable) -> Attribute:
+    cells, domain = np.nonzero(table.domain_member[table.instance])
+    return Attribute(table.domains, pairs=(cells.astype(np.int64), domain.astype(np.int64)))
+
+
+#: The attributes a dimension can be made of, read off a table. A new kind of key (a
+#: BiGGen capability or task, once the table carries it) is one more entry here.
+ATTRIBUTES: dict[str, Callable[[ScoreTable], Attribute]] = {
+    "skill": _skill,
+    "difficulty": _difficulty,
+    "domain": _domain,
+}
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """One breakdown of the report.
+
+    A cell's key joins its values of the attributes ``by`` with ``KEY_SEP``; ``by=()``
+    makes one key, ``OVERALL_KEY``, for every cell. ``rename`` maps keys to coarser ones
+    (skill -> ability). ``mean_of`` makes the single key's mean the mean of another
+    dimension's key means instead (``by`` and ``rename`` must then be empty).
+    """
+
+    name: str
+    by: tuple[str, ...] = ()
+    rename: Mapping[str, str] | None = None
+    mean_of: str | None = None
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """The dimensions of a report, in row order, and the preferred order of keys.
+
+    ``orders`` is keyed by attribute (skill, domain) or by dimension (for renamed keys);
+    keys missing from an order come after it alphabetically; numeric keys sort as numbers.
+    """
+
+    dimensions: tuple[Dimension, ...]
+    orders: Mapping[str, Sequence[str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        names = [d.name for d in self.dimensions]
+        if len(set(names)) != len(names):
+            raise ValueError("dimension names must be unique")
+        for d in self.dimensions:
+            if d.mean_of is not None and (d.by or d.rename or d.mean_of not in names):
+                raise ValueError(f"dimension {d.name}: mean_of needs a known dimension alone")
+
+
+def flask_breakdown(
+    ability_of: Mapping[str, str],
+    skill_order: Sequence[str] = (),
+    ability_order: Sequence[str] = (),
+    domain_order: Sequence[str] = (),
+) -> Breakdown:
+    """FLASK's report: overall, skill, ability, domain, difficulty, skill x difficulty."""
+    return Breakdown(
+        (
+            Dimension(OVERALL),
+            Dimension(SKILL, by=("skill",)),
+            Dimension(ABILITY, by=("skill",), rename=ability_of),
+            Dimension(DOMAIN, by=("domain",)),
+            Dimension(DIFFICULTY, by=("difficulty",)),
+            Dimension(SKILL_DIFFICULTY, by=("skill", "difficulty")),
+        ),
+        orders={"skill": skill_order, ABILITY: ability_order, "domain": domain_order},
+    )
+
+
+@dataclass(frozen=True)
+class Grouping:
+    """A dimension resolved on a table: ``keys`` in report order and who counts toward them.
+
+    Partition: ``cells`` is None and ``code[cell]`` is the key of each cell (-1: none).
+    Multi-valued: the pairs ``(cells[p], code[p])``. ``mean_of``: no cells of its own.
+    """
+
+    dimension: Dimension
+    keys: tuple[str, ...]
+    code: IntArray
+    cells: IntArray | None = None
+
+    @property
+    def partition(self) -> bool:
+        return self.cells is None and self.dimension.mean_of is None
+
+
+SortKey = tuple[object, ...]
+
+
+def _rank(order: Sequence[str]) -> Callable[[str], SortKey]:
+    position = {key: i for i, key in enumerate(order)}
+    return lambda key: (position.get(key, len(position)), key)
+
+
+def _resolve(
+    dim: Dimension, table: ScoreTable, attrs: dict[str, Attribute], breakdown: Breakdown
+) -> Grouping:
+    n = table.n_cells
+    if dim.mean_of is not None:
+        return Grouping(dim, (OVERALL_KEY,), np.zeros(0, dtype=np.int64))
+    if not dim.by:
+        return Grouping(dim, (OVERALL_KEY,), np.zeros(n, dtype=np.int64))
+    unknown = [a for a in dim.by if a not in ATTRIBUTES]
+    if unknown:
+        raise ValueError(f"dimension {dim.name}: unknown attribute(s) {', '.join(unknown)}")
+    parts = [attrs.setdefault(a, ATTRIBUTES[a](table)) for a in dim.by]
+    multi = [p for p in parts if p.pairs is not None]
+    if len(multi) > 1:
+        raise ValueError(f"dimension {dim.name}: at most one multi-valued attribute")
+    cells = multi[0].pairs[0] if multi and multi[0].pairs is not None else None
+    combined = np.zeros(n if cells is None else len(cells), dtype=np.int64)
+    valid = np.ones(len(combined), dtype=bool)
+    for part in parts:
+        if part.pairs is not None:
+            c = part.pairs[1]
+        else:
+            assert part.code is not None
+            c = part.code if cells is None else part.code[cells]
+        combined = combined * len(part.labels) + c
+        valid &= c >= 0
+    present, inverse = np.unique(combined[valid], return_inverse=True)
+    ranks = [_rank(breakdown.orders.get(a, ())) for a in dim.by]
+    texts: list[str] = []
+    sorts: list[SortKey] = []
+    for value in present.tolist():
+        labels: list[str] = []
+        sort: SortKey = ()
+        for part, rank in zip(reversed(parts), reversed(ranks), strict=True):
+            value, c = divmod(value, len(part.labels))
+            label = part.labels[c]
+            labels.insert(0, label)
+            sort = ((int(label),) if part.numeric else rank(label)) + sort
+        texts.append(KEY_SEP.join(labels))
+        sorts.append(sort)
+    if dim.rename is not None:
+        missing = sorted({t for t in texts if t not in dim.rename})
+        if missing:
+            raise ValueError(f"no {dim.name} known for: {', '.join(missing)}")
+        rank = _rank(breakdown.orders.get(dim.name, ()))
+        texts = [dim.rename[t] for t in texts]
+        sorts = [rank(t) for t in texts]
+    best = dict(sorted(zip(texts, sorts, strict=True), key=lambda item: item[1]))
+    keys = tuple(best)
+    index = {key: i for i, key in enumerate(keys)}
+    keymap = np.array([index[t] for t in texts], dtype=np.int64)
+    if cells is not None:
+        return Grouping(dim, keys, keymap[inverse.reshape(-1)], cells[valid])
+    code = np.full(n, -1, dtype=np.int64)
+    code[valid] = keymap[inverse.reshape(-1)]
+    return Grouping(dim, keys, code)
+
+
+def _atoms(groupings: Sequence[Grouping], n: int) -> tuple[IntArray, IntArray]:
+    """(atom of each cell, ``(atoms, partitions)`` key codes of each atom), atoms sorted by
+    their codes (first partition most significant)."""
+    if not groupings:
+        return np.zeros(n, dtype=np.int64), np.zeros((1, 0), dtype=np.int64)
+    sizes = [len(g.keys) + 1 for g in groupings]
+    if float(np.prod(np.array(sizes, dtype=np.float64))) < 2.0**62:
+        combined = np.zeros(n, dtype=np.int64)
+        for g, size in zip(groupings, sizes, strict=True):
+            combined = combined * size + (g.code + 1)
+        present, atom = np.unique(combined, return_inverse=True)
+        codes = np.zeros((len(present), len(groupings)), dtype=np.int64)
+        rest = present.copy()
+        for k in range(len(groupings) - 1, -1, -1):
+            rest, codes[:, k] = np.divmod(rest, sizes[k])
+        return atom.reshape(-1).astype(np.int64), codes - 1
+    matrix = np.stack([g.code for g in groupings], axis=1)
+    codes, atom = np.unique(matrix, axis=0, return_inverse=True)
+    return atom.reshape(-1).astype(np.int64), codes.astype(np.int64)
+
+
+def per_instance(table: ScoreTable, cells: IntArray) -> tuple[IntArray, FloatArray]:
+    """(instances, per-instance sums) of ``cells``: an ``(instances, 2 * models * judges)``
+    matrix, scores in the first half of the columns and counts in the second (column
+    ``model * judges + judge`` in each half)."""
+    inst, local = np.unique(table.instance[cells], return_inverse=True)
+    n_models, n_judges = len(table.models), len(table.judges)
+    width = n_models * n_judges
+    scored = table.state[cells] == SCORED
+    flat = local.reshape(-1) * n_models + table.model[cells]
+    out = np.zeros((2, len(inst) * n_models, n_judges))
+    np.add.at(out[0], flat, np.where(scored, table.score[cells], 0.0))
+    np.add.at(out[1], flat, scored.astype(np.float64))
+    out = out.reshape(2, len(inst), width).transpose(1, 0, 2)
+    return inst, out.reshape(len(inst), 2 * width)
+
+
+def _macro(total: FloatArray, n: FloatArray) -> FloatArray:
+    """Mean over axis 0 of the key means ``total / n`` that exist (NaN if none does)."""
+    defined = n > 0
+    means = np.where(defined, total / np.where(defined, n, 1.0), 0.0)
+    keys = defined.sum(axis=0, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(keys > 0, means.sum(axis=0, keepdims=True) / keys, np.nan)
+
+
+class Aggregation:
+    """A :class:`Breakdown` resolved on one table: point estimates and replicates."""
+
+    def __init__(self, table: ScoreTable, breakdown: Breakdown) -> None:
+        self.table = table
+        self.breakdown = breakdown
+        attrs: dict[str, Attribute] = {}
+        self.groupings = [_resolve(d, table, attrs, breakdown) for d in breakdown.dimensions]
+        self.partitions = [g for g in self.groupings if g.partition]
+        self.atom, self.atom_codes = _atoms(self.partitions, table.n_cells)
+        self.width = len(table.models) * len(table.judges)
+
+    # -- point estimates ------------------------------------------------------------------
+
+    def _sums(self, group: IntArray, cells: IntArray | None, size: int) -> FloatArray:
+        """(4, size, models, judges) sums of the cells (all, or ``cells``) by ``group``."""
+        t = self.table
+        n_models, n_judges = len(t.models), len(t.judges)
+        state = t.state if cells is None else t.state[cells]
+        score = t.score if cells is None else t.score[cells]
+        model = t.model if cells is None else t.model[cells]
+        scored = state == SCORED
+        parts = (np.where(scored, score, 0.0), scored, state == NA, state == FAILED)
+        flat = (group * n_models + model)[:, None] * n_judges + np.arange(n_judges)
+        length = size * n_models * n_judges
+        out = [np.bincount(flat.ravel(), np.ravel(p).astype(np.float64), length) for p in parts]
+        return np.stack(out).astype(np.float64).reshape(4, size, n_models, n_judges)
+
+    def sums(self) -> dict[str, FloatArray]:
+        """Point sums of each dimension: ``(4, keys, models, judges)`` (total, n, N/A,
+        failed), micro-averages being ``total / n``; ``mean_of`` dimensions are absent."""
+        out: dict[str, FloatArray] = {}
+        atoms = self._sums(self.atom, None, len(self.atom_codes))
+        flat = atoms.reshape(4, len(self.atom_codes), self.width)
+        for k, g in enumerate(self.partitions):
+            onehot = np.zeros((len(g.keys), len(self.atom_codes)))
+            live = np.flatnonzero(self.atom_codes[:, k] >= 0)
+            onehot[self.atom_codes[live, k], live] = 1.0
+            out[g.dimension.name] = (onehot @ flat).reshape(4, len(g.keys), *atoms.shape[2:])
+        for g in self.groupings:
+            if g.cells is not None:
+                out[g.dimension.name] = self._sums(g.code, g.cells, len(g.keys))
+        return out
+
+    def rows(self) -> list[Row]:
+        """Every (model, judge, dimension, key) with at least one judgment, ordered by
+        model, judge (names sorted), dimension (breakdown order), then key order."""
+        t = self.table
+        sums = self.sums()
+        judge_rank = np.argsort(np.argsort(np.array(t.judges, dtype=object)))
+        found: list[tuple[IntArray, IntArray, IntArray, IntArray, IntArray]] = []
+        values: list[FloatArray] = []
+        for d, g in enumerate(self.groupings):
+            mean_of = g.dimension.mean_of
+            if mean_of is None:
+                total, n, n_na, n_failed = sums[g.dimension.name]
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    mean = np.where(n > 0, total / np.where(n > 0, n, 1.0), np.nan)
+            else:
+                total, n, n_na, n_failed = sums[mean_of]
+                mean = _macro(total, n)
+                n, n_na, n_failed = (x.sum(axis=0, keepdims=True) for x in (n, n_na, n_failed))
+            k, m, j = np.nonzero(n + n_na + n_failed)
+            found.append((m, judge_rank[j], np.full(len(k), d, dtype=np.int64), k, j))
+            values.append(np.stack([mean[k, m, j], n[k, m, j], n_na[k, m, j], n_failed[k, m, j]]))
+        if not found:
+            return []
+        model, jrank, dim, key, judge = (np.concatenate(c) for c in zip(*found, strict=True))
+        stats = np.concatenate(values, axis=1)
+        order = np.lexsort((key, dim, jrank, model))
+        columns = (model[order], judge[order], dim[order], key[order], stats[:, order].T)
+        rows: list[Row] = []
+        for mi, ji, di, ki, (mu, c, c_na, c_f) in zip(*(x.tolist() for x in columns), strict=True):
+            g = self.groupings[di]
+            mu = None if mu != mu else mu  # NaN: nothing scored
+            rows.append(Row(t.models[mi], t.judges[ji], g.dimension.name, g.keys[ki], mu,
+                            int(c), int(c_na), int(c_f)))  # fmt: skip
+        return rows
+
+    # -- bootstrap replicates -------------------------------------------------------------
+
+    @property
+    def steps(self) -> int:
+        """How often :meth:`replicates` calls ``progress``: once per atom and multi key."""
+        multi = sum(len(g.keys) for g in self.groupings if g.cells is not None)
+        return len(self.atom_codes) + multi
+
+    def _reps(self, cells: IntArray, weights: FloatArray) -> FloatArray:
+        """``(2 * models * judges, B)`` replicate sums of ``cells``."""
+        inst, block = per_instance(self.table, cells)
+        return np.asarray(block.T @ weights[inst], dtype=np.float64)
+
+    def replicates(
+        self, weights: FloatArray, progress: Progress | None = None
+    ) -> Iterator[tuple[str, str, FloatArray]]:
+        """``(dimension, key, means)`` for every key: ``means`` is ``(models * judges, B)``
+        (column ``model * judges + judge``), NaN where a replicate drew no scored cell.
+
+        ``weights`` (instances, B) come from ``report.bootstrap.instance_weights``. A key is
+        yielded as soon as all its atoms are summed, so few replicate arrays live at once.
+        """
+        macro: dict[str, list[str]] = {}
+        for g in self.groupings:
+            if g.dimension.mean_of is not None:
+                macro.setdefault(g.dimension.mean_of, []).append(g.dimension.name)
+        acc: dict[str, tuple[FloatArray, FloatArray]] = {}
+
+        def done(dimension: str, key: str, reps: FloatArray) -> tuple[str, str, FloatArray]:
+            total, count = reps[: self.width], reps[self.width :]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                means = np.where(count > 0, total / np.where(count > 0, count, 1.0), np.nan)
+            for target in macro.get(dimension, ()):
+                s, c = acc.setdefault(target, (np.zeros_like(means), np.zeros_like(means)))
+                finite = np.isfinite(means)
+                s += np.where(finite, means, 0.0)
+                c += finite
+            return dimension, key, means
+
+        order = np.argsort(self.atom, kind="stable")
+        bounds = np.searchsorted(self.atom[order], np.arange(len(self.atom_codes) + 1))
+        left = [np.bincount(c[c >= 0], minlength=len(g.keys)) for g, c in
+                zip(self.partitions, self.atom_codes.T, strict=True)]  # fmt: skip
+        open_: dict[tuple[int, int], FloatArray] = {}
+        for a in range(len(self.atom_codes)):
+            cells = order[bounds[a] : bounds[a + 1]]
+            if len(cells) and (self.atom_codes[a] >= 0).any():
+                reps = self._reps(cells, weights)
+                for p, g in enumerate(self.partitions):
+                    k = int(self.atom_codes[a, p])
+                    if k < 0:
+                        continue
+                    left[p][k] -= 1
+                    held = open_.pop((p, k), None)
+                    if held is None and left[p][k] == 0:
+                        yield done(g.dimension.name, g.keys[k], reps)
+                        continue
+                    held = reps.copy() if held is None else held.__iadd__(reps)
+                    if left[p][k] == 0:
+                        yield done(g.dimension.name, g.keys[k], held)
+                    else:
+                        open_[(p, k)] = held
+            if progress:
+                progress(1)
+        for g in self.groupings:
+            if g.cells is None:
+                continue
+            by_key = np.argsort(g.code, kind="stable")
+            edges = np.searchsorted(g.code[by_key], np.arange(len(g.keys) + 1))
+            for k, key in enumerate(g.keys):
+                cells = g.cells[by_key[edges[k] : edges[k + 1]]]
+                if len(cells):
+                    yield done(g.dimension.name, key, self._reps(cells, weights))
+                if progress:
+                    progress(1)
+        for g in self.groupings:
+            name = g.dimension.name
+            if g.dimension.mean_of is not None and name in acc:
+                s, c = acc[name]
+                yield name, OVERALL_KEY, np.where(c > 0, s / np.where(c > 0, c, 1.0), np.nan)

@@ -1,0 +1,151 @@
+"""What a report holds, whatever it is rendered as (pure data; ``report.render`` and
+``report.html`` draw it).
+
+Also the two presentation rules every format shares: models are shown best first
+(:func:`ranked_models`), and difficulty levels carry FLASK's names (:func:`level_label`)
+wherever people read them, while JSON and CSV keep the keys ``"1"``..``"5"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from producer.schema import DIFFICULTY_LABELS
+from report.agreement import Agreement
+from report.intervals import Comparison, Intervals
+from report.metrics import OVERALL, Row
+
+#: The keys of a report row in JSON and CSV: :meth:`Row.as_dict` plus the interval.
+ROW_FIELDS: tuple[str, ...] = (
+    "model", "judge", "dimension", "key", "mean", "n", "n_na", "n_failed"
+)  # fmt: skip
+FIELDS: tuple[str, ...] = (*ROW_FIELDS, "ci_low", "ci_high")
+
+#: What a judge's completion budget is when its config leaves it unset.
+DEFAULT_MAX_TOKENS = 1024
+#: What its temperature is when unset, for providers whose SDK call takes one.
+DEFAULT_TEMPERATURE = 0.0
+PROVIDER_DEFAULT = "provider default"
+
+
+@dataclass(frozen=True)
+class ReportRow(Row):
+    """A report row (see :class:`report.metrics.Row`) with its bootstrap interval."""
+
+    ci_low: float | None = None
+    ci_high: float | None = None
+
+    @classmethod
+    def of(cls, row: Row, interval: tuple[float, float] | None) -> ReportRow:
+        lo, hi = interval if interval is not None and row.mean is not None else (None, None)
+        return cls(**vars(row), ci_low=lo, ci_high=hi)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in FIELDS}
+
+
+def with_intervals(rows: Sequence[Row], intervals: Intervals) -> list[ReportRow]:
+    return [ReportRow.of(r, intervals.get((r.model, r.judge, r.dimension, r.key))) for r in rows]
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """How one judge of the run was sampled, as its run config records it.
+
+    ``temperature`` None means the provider's own default (the Anthropic SDK call takes
+    no temperature). Built by ``flask_eval.cli_report`` with secrets redacted.
+    """
+
+    name: str
+    spec: str
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    temperature: float | None = DEFAULT_TEMPERATURE
+
+    @property
+    def temperature_text(self) -> str:
+        return PROVIDER_DEFAULT if self.temperature is None else str(float(self.temperature))
+
+    def describe(self) -> str:
+        """``spec, max_tokens N, temperature T`` (one line of a report header)."""
+        return f"{self.spec}, max_tokens {self.max_tokens}, temperature {self.temperature_text}"
+
+    def as_dict(self) -> dict[str, Any]:
+        temperature = PROVIDER_DEFAULT if self.temperature is None else self.temperature
+        return {
+            "name": self.name,
+            "spec": self.spec,
+            "max_tokens": self.max_tokens,
+            "temperature": temperature,
+        }
+
+
+@dataclass
+class Report:
+    """Everything a report shows, for one run."""
+
+    run: str
+    rows: list[ReportRow]
+    comparisons: list[Comparison] = field(default_factory=list)
+    agreement: list[Agreement] = field(default_factory=list)
+    bootstrap: dict[str, Any] = field(default_factory=dict)
+    coverage: dict[str, tuple[int, int]] = field(default_factory=dict)
+    models: list[str] = field(default_factory=list)
+    judges: list[str] = field(default_factory=list)
+    skills: list[str] = field(default_factory=list)
+    abilities: list[str] = field(default_factory=list)
+    ability_of: Mapping[str, str] = field(default_factory=dict)
+    domains: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    #: how each judge of the run was sampled (ensembles and references are not judges)
+    judge_settings: list[JudgeSettings] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "run": self.run,
+            "judges": [j.as_dict() for j in self.judge_settings],
+            "rows": [r.as_dict() for r in self.rows],
+            "comparisons": [c.as_dict() for c in self.comparisons],
+            "agreement": [a.as_dict() for a in self.agreement],
+            "bootstrap": self.bootstrap,
+        }
+
+
+def as_report(rows: Report | Sequence[Row], run: str = "") -> Report:
+    """A report of plain rows (no intervals, no header), or ``rows`` if it is one."""
+    if isinstance(rows, Report):
+        return rows
+    report_rows = [r if isinstance(r, ReportRow) else ReportRow.of(r, None) for r in rows]
+    return Report(
+        run=run,
+        rows=report_rows,
+        models=list(dict.fromkeys(r.model for r in rows)),
+        judges=list(dict.fromkeys(r.judge for r in rows)),
+    )
+
+
+def ranked_models(rows: Sequence[Row], models: Sequence[str] = ()) -> list[str]:
+    """Models best first: by the mean, over judges, of their overall means.
+
+    ``models`` (default: those of ``rows``, in order) fixes the set and breaks ties;
+    models without an overall mean come last.
+    """
+    names = list(models) or list(dict.fromkeys(r.model for r in rows))
+    means: dict[str, list[float]] = {}
+    for r in rows:
+        if r.dimension == OVERALL and r.mean is not None:
+            means.setdefault(r.model, []).append(r.mean)
+    score = {m: sum(v) / len(v) for m, v in means.items()}
+    position = {m: i for i, m in enumerate(names)}
+    return sorted(names, key=lambda m: (m not in score, -score.get(m, 0.0), position[m]))
+
+
+def level_label(key: str) -> str:
+    """A difficulty key as people read it: ``"1"`` -> ``"1 simple lifestyle knowledge"``.
+
+    Levels outside FLASK's 1..5 (and non-numeric keys) stay as they are.
+    """
+    if key.isdigit() and 1 <= int(key) <= len(DIFFICULTY_LABELS):
+        return f"{key} {DIFFICULTY_LABELS[int(key) - 1]}"
+    return key

@@ -1,0 +1,128 @@
+"""The grading-protocol seam: how one kind of judgment is asked for and read (pure).
+
+A protocol answers four questions, and nothing else in flask-eval assumes how judging
+works:
+
+- ``calls``: the open criteria of one subject (a response to an instance, judged by one
+  judge): which judge calls to make, each covering some of them;
+- ``render``: the chat messages of one call;
+- ``read``: the judge's answer, criterion by criterion (a score, or why there is none);
+- ``reminder``: the messages that ask once more for the criteria an answer missed.
+
+The planner (``producer``), the executor (``workers``) and the ledger ask the protocol;
+the ledger keys what is judged generically (a criterion, and a second model for
+pairwise comparisons). FLASK's per-skill absolute grading in our own prompt format,
+``flask-eval``, is the first protocol, in both of its modes: one call per instance (all
+of its skills at once, FLASK's own protocol) or one call per skill.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rubrics.parse import Reading, read
+from rubrics.prompt import Message, reminder, render
+from rubrics.skills import Skill
+
+#: what a protocol judges: a FLASK skill, a custom criterion or an instance's own rubric
+Criterion = Skill
+
+MODES = ("instance", "skill")
+
+#: a rationale of two to four sentences per criterion plus the final line, in tokens
+COMPLETION_TOKENS_PER_SKILL = 120
+COMPLETION_TOKENS_PER_CALL = 30
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What one judge call is about (untrusted texts: the protocol delimits them)."""
+
+    instruction: str
+    reference: str
+    response: str
+
+
+class Protocol(ABC):
+    """One way of asking a judge for judgments and reading its answers."""
+
+    name: ClassVar[str]
+
+    def __init__(self, mode: str = "instance") -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}; choose one of: {', '.join(MODES)}")
+        self.mode = mode
+
+    def calls(self, criteria: Sequence[str]) -> list[list[str]]:
+        """The judge calls that cover one subject's open ``criteria`` (in their order)."""
+        if self.mode == "skill":
+            return [[c] for c in criteria]
+        return [list(criteria)] if criteria else []
+
+    @abstractmethod
+    def render(self, subject: Subject, criteria: Sequence[Criterion]) -> list[Message]:
+        """The messages asking the judge to judge ``subject`` on ``criteria``."""
+
+    @abstractmethod
+    def read(self, text: str, criteria: Sequence[Criterion]) -> Reading:
+        """Every criterion's score or problem, from the judge's answer ``text``."""
+
+    @abstractmethod
+    def reminder(
+        self,
+        previous: str,
+        missing: Sequence[Criterion],
+        problems: Mapping[str, str],
+        read: Sequence[str] = (),
+    ) -> list[Message]:
+        """Messages appended to the call's to ask once more for ``missing`` only."""
+
+    def completion_tokens(self, criteria: Sequence[Criterion]) -> int:
+        """The expected length of an answer, for cost estimates before anything is spent."""
+        return COMPLETION_TOKENS_PER_CALL + COMPLETION_TOKENS_PER_SKILL * len(criteria)
+
+
+class FlaskEvalProtocol(Protocol):
+    """Ours: a rationale per skill, then a final ``[SCORES] {...}`` line (rubrics/prompt.py,
+    rubrics/parse.py)."""
+
+    name = "flask-eval"
+
+    def render(self, subject: Subject, criteria: Sequence[Criterion]) -> list[Message]:
+        return render(
+            instruction=subject.instruction,
+            reference=subject.reference,
+            response=subject.response,
+            skills=criteria,
+        )
+
+    def read(self, text: str, criteria: Sequence[Criterion]) -> Reading:
+        return read(text, [c.name for c in criteria], [c.name for c in criteria if c.allow_na])
+
+    def reminder(
+        self,
+        previous: str,
+        missing: Sequence[Criterion],
+        problems: Mapping[str, str],
+        read: Sequence[str] = (),
+    ) -> list[Message]:
+        error = "; ".join(dict.fromkeys(problems[c.name] for c in missing if c.name in problems))
+        return reminder(previous, missing, error=error or None, read=read)
+
+
+PROTOCOLS: dict[str, type[Protocol]] = {FlaskEvalProtocol.name: FlaskEvalProtocol}
+DEFAULT_PROTOCOL = FlaskEvalProtocol.name
+
+
+def protocol(name: str = DEFAULT_PROTOCOL, mode: str = "instance") -> Protocol:
+    """The protocol called ``name`` in ``mode``; KeyError naming the known ones."""
+    try:
+        cls = PROTOCOLS[name]
+    except KeyError:
+        raise KeyError(
+            f"unknown protocol {name!r}; known protocols: {', '.join(PROTOCOLS)}"
+        ) from None
+    return cls(mode)

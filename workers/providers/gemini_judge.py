@@ -1,0 +1,248 @@
+"""Google Gemini through the official google-genai SDK: the call, its error mapping, its key,
+its base URL (the API root, without ``/v1beta``: the SDK adds
+``/v1beta/models/MODEL:generateContent``) and its HTTP pool.
+
+What the SDK does unless told otherwise, and why this file tells it:
+
+- with aiohttp importable (the simulator's dependency, so in every worker) ``client.aio``
+  sends through aiohttp, not httpx: no pool limits of ours, and a connection error is
+  retried once after a hidden 1-10 s sleep. We hand it our own httpx2 client (pool capped
+  like the other providers') and ``HttpRetryOptions(attempts=1)``: one request per call,
+  our runner's retry loop is the only one;
+- it follows "continuation" answers and runs automatic function calling, both extra
+  requests we would not count: off;
+- its API version, base URL, key and Vertex mode come from ``GOOGLE_GENAI_*`` /
+  ``GOOGLE_*`` variables: the version is pinned and Vertex is off, so a stray variable
+  never changes the path a worker asks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from core.text import clip
+from flask_eval.exceptions import ConfigError, CredentialsError, JudgeError
+from storage.models import FailureReason
+from workers.errors import classify_common, describe, from_status, not_json
+from workers.judge import (
+    CUT_OFF,
+    FINISHED,
+    REFUSAL,
+    GenerateConfig,
+    Judge,
+    JudgeOutput,
+    JudgeSpec,
+    Message,
+)
+from workers.providers.openai_judge import http_limits
+
+if TYPE_CHECKING:
+    from google.genai import errors, types
+
+DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
+#: pinned: the SDK's default moved between releases (3.x asks ``v1``) and
+#: GOOGLE_GENAI_API_VERSION would move it again
+API_VERSION = "v1beta"
+#: our variable first (the one every message names), then the SDK's other one
+KEY_ENVS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+#: what a finished candidate says (the API leaves the field out, or unspecified, rarely)
+_WHOLE = frozenset({None, "STOP", "FINISH_REASON_UNSPECIFIED"})
+#: what the SDK adds to a base URL: a version, then models/MODEL:generateContent
+_VERSION = re.compile(r"v\d+(?:alpha|beta)?\d*")
+_METHOD = re.compile(r"[^/]*:(?:stream)?generateContent", re.IGNORECASE)
+#: a google.protobuf.Duration in JSON (RetryInfo.retryDelay): "7s", "1.5s"
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)s")
+
+
+class GeminiJudge(Judge):
+    key_env = KEY_ENVS[0]
+
+    def __init__(self, spec: JudgeSpec, max_connections: int | None = None) -> None:
+        super().__init__(spec, max_connections)
+        import httpx2
+        from google import genai  # lazy: only workers that use this provider import the SDK
+        from google.genai import types
+
+        env_url = os.environ.get("GOOGLE_GEMINI_BASE_URL", "").rstrip("/")
+        base_url = spec.base_url or env_url or DEFAULT_BASE_URL
+        key = self.api_key()
+        if not key:
+            if base_url == DEFAULT_BASE_URL:
+                raise CredentialsError(
+                    f"judge {spec.name}: set GEMINI_API_KEY (or GOOGLE_API_KEY) in the environment"
+                )
+            key = "EMPTY"  # a local or proxied server: the SDK refuses to run without a key
+        self._http = httpx2.AsyncClient(limits=http_limits(self.max_connections))
+        self._client = genai.Client(
+            vertexai=False,
+            api_key=key,
+            http_options=types.HttpOptions(
+                base_url=base_url,
+                api_version=API_VERSION,
+                retry_options=types.HttpRetryOptions(attempts=1),  # one retry loop: ours
+                httpx_async_client=self._http,
+            ),
+        )
+
+    def api_key(self) -> str | None:
+        """GEMINI_API_KEY, else GOOGLE_API_KEY (the budget key tags the one sent)."""
+        return next((os.environ[n] for n in KEY_ENVS if os.environ.get(n)), None)
+
+    @classmethod
+    def check_spec(cls, spec: JudgeSpec) -> None:
+        if ".." in spec.model:  # the SDK refuses it at the first call
+            raise ConfigError(f"invalid model name {clip(spec.model)} in judge {spec.name}")
+        if not spec.base_url:
+            return
+        parts = urlsplit(spec.base_url)
+        cut = _sdk_part(parts.path.rstrip("/").split("/"))
+        if cut is not None:
+            root = f"{parts.scheme}://{parts.netloc}{'/'.join(parts.path.split('/')[:cut])}"
+            raise ConfigError(
+                f"judge {spec.name}: a Gemini base URL is the API root without /v1beta "
+                f"(the SDK adds /{API_VERSION}/models/MODEL:generateContent), e.g. {root}"
+            )
+
+    async def generate(self, messages: Sequence[Message], config: GenerateConfig) -> JudgeOutput:
+        contents, request = request_of(messages, config)
+        try:
+            response = await self._client.aio.models.generate_content(
+                model=self.spec.model, contents=contents, config=request
+            )
+        except Exception as exc:
+            raise self.classify(exc) from exc
+        return output_of(response)
+
+    def classify(self, exc: BaseException) -> JudgeError:
+        import httpx2
+        import pydantic
+        from google.genai import errors
+
+        if isinstance(exc, errors.APIError):
+            return _status_error(exc)
+        if isinstance(exc, httpx2.TimeoutException):
+            return JudgeError(FailureReason.TIMEOUT, describe(exc))
+        if isinstance(exc, httpx2.TransportError):  # refused, reset, closed mid-answer
+            return JudgeError(FailureReason.PROVIDER_ERROR, describe(exc))
+        if isinstance(exc, json.JSONDecodeError):  # a 200 whose body is not JSON
+            return not_json(exc.doc)
+        if isinstance(exc, pydantic.ValidationError):  # JSON, but not a GenerateContentResponse
+            return JudgeError(FailureReason.PROVIDER_ERROR, describe(exc))
+        return classify_common(exc)
+
+    async def aclose(self) -> None:
+        await self._client.aio.aclose()
+        await self._http.aclose()  # ours: the SDK leaves a client it was given open
+        self._client.close()  # the sync pool the SDK builds beside it (never used)
+
+
+def request_of(
+    messages: Sequence[Message], config: GenerateConfig
+) -> tuple[list[types.Content], types.GenerateContentConfig]:
+    """Our messages as generateContent's: system messages become the system instruction,
+    user and assistant turns the contents (roles ``user`` and ``model``)."""
+    from google.genai import types
+
+    system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+    contents = [
+        types.Content(
+            role="model" if m["role"] == "assistant" else "user",
+            parts=[types.Part(text=m["content"])],
+        )
+        for m in messages
+        if m["role"] != "system"
+    ]
+    request = types.GenerateContentConfig(
+        system_instruction=system or None,
+        max_output_tokens=config.max_tokens,
+        temperature=config.temperature,  # None: left out, the model's default
+        http_options=types.HttpOptions(timeout=max(1, round(config.timeout * 1000))),  # ms
+        automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+        automatic_continuation=False,
+    )
+    return contents, request
+
+
+def output_of(response: types.GenerateContentResponse) -> JudgeOutput:
+    """The first candidate's text (its thoughts left out) and why it stopped: MAX_TOKENS
+    is cut off; STOP finished; anything else (SAFETY, RECITATION, BLOCKLIST, ...) and a
+    blocked prompt are refusals, whose text keeps the reason and any partial text.
+    Thinking tokens are billed as output, so they count as completion tokens."""
+    from google.genai import types
+
+    usage = response.usage_metadata or types.GenerateContentResponseUsageMetadata()
+    prompt = usage.prompt_token_count or 0
+    output = (usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0)
+    if not response.candidates:
+        feedback = response.prompt_feedback
+        if feedback is None or feedback.block_reason is None:
+            raise JudgeError(FailureReason.PROVIDER_ERROR, "the answer has no candidates")
+        why = f"the prompt was blocked: {_name(feedback.block_reason)}"
+        if feedback.block_reason_message:
+            why += f": {feedback.block_reason_message}"
+        return JudgeOutput(why, prompt, output, finish=REFUSAL)
+    candidate = response.candidates[0]
+    parts = (candidate.content.parts if candidate.content else None) or []
+    text = "".join(p.text for p in parts if p.text and not p.thought)
+    reason = _name(candidate.finish_reason)
+    if reason == "MAX_TOKENS":
+        return JudgeOutput(text, prompt, output, finish=CUT_OFF)
+    if reason in _WHOLE:
+        return JudgeOutput(text, prompt, output, finish=FINISHED)
+    why = f"finishReason {reason}"
+    blocked = [_name(r.category) for r in candidate.safety_ratings or () if r.blocked]
+    if blocked:
+        why += f" (blocked: {', '.join(str(b) for b in blocked)})"
+    if candidate.finish_message:
+        why += f": {candidate.finish_message}"
+    return JudgeOutput(f"{why}\n{text}" if text else why, prompt, output, finish=REFUSAL)
+
+
+def _sdk_part(segments: list[str]) -> int | None:
+    """Where the part the SDK adds begins in a base URL's path segments, if it has one:
+    ``.../models[/MODEL[:generateContent]]`` (and the version before it), or a trailing
+    version. A version inside the path is a gateway's own (``/v1/ACCOUNT/GATEWAY/...``)."""
+    for i, segment in enumerate(segments):
+        collection = segment in ("models", "tunedModels") and len(segments) - i <= 2
+        if collection or _METHOD.fullmatch(segment):
+            return i - 1 if i > 1 and _VERSION.fullmatch(segments[i - 1]) else i
+    return len(segments) - 1 if _VERSION.fullmatch(segments[-1]) else None
+
+
+def _name(value: object) -> str | None:
+    """An SDK enum's wire name (``FinishReason.STOP`` -> ``"STOP"``)."""
+    if value is None:
+        return None
+    return str(getattr(value, "value", value))
+
+
+def _status_error(exc: errors.APIError) -> JudgeError:
+    """An HTTP error through the shared table, after what only Gemini says: a wrong key is
+    a 400 whose ErrorInfo reason is API_KEY_INVALID (auth, not a refusal), and a 429's wait
+    is in a RetryInfo (``retryDelay``) rather than a Retry-After header."""
+    response = exc.response
+    headers = dict(getattr(response, "headers", None) or {})
+    body = getattr(response, "text", None)
+    if not isinstance(body, str):
+        body = json.dumps(exc.details, default=str)
+    details = _details(exc.details)
+    status = exc.code if isinstance(exc.code, int) and exc.code else 500
+    if status == 400 and any(d.get("reason") == "API_KEY_INVALID" for d in details):
+        status = 401
+    if status == 429 and not any(k.lower() == "retry-after" for k in headers):
+        delays = [m[1] for d in details if (m := _DURATION.fullmatch(str(d.get("retryDelay"))))]
+        if delays:
+            headers["retry-after"] = delays[0]
+    return from_status(status, describe(exc), headers, body)
+
+
+def _details(payload: object) -> list[Mapping[str, Any]]:
+    """The ``error.details`` entries of a Gemini error body (google.rpc.Status)."""
+    error = payload.get("error", payload) if isinstance(payload, Mapping) else None
+    details = error.get("details") if isinstance(error, Mapping) else None
+    return [d for d in details if isinstance(d, Mapping)] if isinstance(details, list) else []
