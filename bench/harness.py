@@ -10,8 +10,8 @@ import json
 import os
 import platform
 import resource
-import signal
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -23,8 +23,7 @@ from typing import Any
 import psycopg
 import redis
 
-from tests.helpers import flask_eval
-from workers.worker import command as worker_command
+from workers.processes import WorkerGroup
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
@@ -103,8 +102,18 @@ def run_cli(
 ) -> tuple[subprocess.CompletedProcess[str], Cpu]:
     """Run `flask-eval ARGS`; its CPU is the change in this process's reaped-children time."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = flask_eval(*args, env=env, timeout=3600)  # raises, with its stderr, on failure
+    proc = subprocess.run(
+        [sys.executable, "-m", "flask_eval", *args],
+        env=dict(env),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode not in (0, 1):  # 1: finished with failures, which a benchmark counts
+        raise RuntimeError(f"flask-eval {' '.join(args)} exited {proc.returncode}:\n"
+                           f"{proc.stderr[-3000:]}")  # fmt: skip
     return proc, Cpu(after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime)
 
 
@@ -114,15 +123,8 @@ class Workers:
     def __init__(
         self, env: Mapping[str, str], processes: int, in_flight: int, log: Path | None = None
     ) -> None:
-        self.log = open(log or os.devnull, "wb")  # noqa: SIM115
-        self.proc = subprocess.Popen(
-            worker_command(processes, in_flight, "WARNING"),
-            env=dict(env),
-            cwd=REPO,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        self.group = WorkerGroup(env, processes, in_flight, "WARNING", log, cwd=REPO)
+        self.proc = self.group.proc
         self.queue = env["FLASK_EVAL_QUEUE"]
         self._wait_ready(processes)
 
@@ -137,7 +139,5 @@ class Workers:
 
     def stop(self) -> Cpu:
         """SIGTERM (warm shutdown), then the CPU the whole tree used."""
-        os.killpg(self.proc.pid, signal.SIGTERM)
-        _, _, usage = os.wait4(self.proc.pid, 0)
-        self.log.close()
-        return Cpu(usage.ru_utime, usage.ru_stime)
+        user, system = self.group.stop(timeout=300)
+        return Cpu(user, system)

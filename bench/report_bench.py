@@ -33,7 +33,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from producer.schema import DOMAINS  # noqa: E402
+from core.types import DOMAINS  # noqa: E402
 from rubrics import codec  # noqa: E402
 from rubrics.skills import load_default  # noqa: E402
 from storage.models import INSTANCE, INSTANCE_DOMAIN, RESPONSE, RUN  # noqa: E402
@@ -244,7 +244,7 @@ def build(store: Store, data: dict[str, Any]) -> int:
 def time_report(store: Store, run_name: str, replicates: int, seed: int) -> dict[str, Any]:
     """Seconds for the whole report: the query, every breakdown with its bootstrap
     interval, the paired comparisons, judge agreement, and the JSON output."""
-    from flask_eval.cli_report import build_report
+    from app.report import build_report
     from report.render import to_json
 
     started = time.perf_counter()

@@ -9,7 +9,7 @@ a FIFO between the two calls cannot hang us either.
 Every input of a run goes through :func:`open_input` (JSON Lines) or :func:`read_text`
 (judges, rubrics and reference files): one place for the rules.
 
-The errors are :class:`flask_eval.exceptions.InputError`, the one error type the CLI
+The errors are :class:`core.errors.InputError`, the one error type the CLI
 prints as ``error: path[:line]: message`` with exit code 2.
 """
 
@@ -20,8 +20,8 @@ import os
 import stat
 from typing import BinaryIO
 
+from core.errors import InputError
 from core.text import clip
-from flask_eval.exceptions import InputError
 
 __all__ = ["MIB", "open_input", "read_text"]
 

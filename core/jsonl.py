@@ -14,9 +14,9 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from core.errors import InputError
 from core.files import open_input
 from core.text import clip, walk_strings
-from flask_eval.exceptions import InputError
 
 __all__ = [
     "EMPTY_MESSAGE",

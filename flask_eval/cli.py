@@ -15,19 +15,17 @@ from typing import Any
 
 import click
 
-from flask_eval import pipeline
-from flask_eval import settings as settings_mod
+from app import pipeline
+from core import settings as settings_mod
+from core.errors import FailureReason, InputError
+from core.redact import install_log_redaction
 from flask_eval.cli_common import RunIncomplete, find_run, handle_errors, open_store
-from flask_eval.exceptions import InputError
-from flask_eval.redact import install_log_redaction
+from producer.context import RunContext
 from producer.dispatch import Dispatched
 from producer.estimate import format_estimates, planned_calls
-from producer.judges_file import combine
 from storage import queries
-from storage.models import FailureReason
 from storage.records import RunInfo
 from storage.store import Store
-from workers.context import RunContext
 
 #: environment variables, by the commands that read them
 ENV_RUN = {
@@ -242,7 +240,7 @@ def _say_held_back(info: RunInfo, sent: Dispatched) -> None:
 
 def _finish(store: Store, info: RunInfo, held_back: int) -> None:
     """Print the run's summary; raise RunIncomplete (exit 1) unless every judgment is done."""
-    from flask_eval.cli_report import build_report
+    from app.report import build_report
     from report.render import run_summary
 
     counts = queries.status(store, info.id, info.name)
@@ -306,7 +304,7 @@ def resume(
 ) -> None:
     """Judge again what is pending, stale or failed, within the run's budget (idempotent)."""
     settings = settings_mod.load()
-    judges = combine((), judges_files) if judges_files else []
+    judges = pipeline.load_judges((), judges_files) if judges_files else []
     store = open_store()
     info = find_run(store, run_name)
     if not settings.broker_url:

@@ -9,9 +9,9 @@ from typing import Any, TypeVar
 
 import click
 
-from flask_eval import settings as settings_mod
-from flask_eval.exceptions import FlaskEvalError, InputError
-from flask_eval.redact import redact
+from core import settings as settings_mod
+from core.errors import FlaskEvalError, InputError
+from core.redact import redact
 from storage.records import RunInfo
 from storage.store import Store
 

@@ -12,10 +12,10 @@ from dataclasses import replace
 from importlib import resources
 
 import click
+from app.report import build_report
 
-from flask_eval import pipeline
-from flask_eval import settings as settings_mod
-from flask_eval.cli_report import build_report
+from app import pipeline
+from core import settings as settings_mod
 from report import render
 from simulator.config import SimConfig
 from simulator.testing import running_simulator

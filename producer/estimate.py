@@ -11,15 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import select
-
+from producer.context import RunContext
 from producer.inputs import Inputs
 from rubrics.grading import Subject
 from rubrics.prompt import estimate_tokens
-from storage.models import INSTANCE, RESPONSE
 from storage.records import PlannedCall, RunInfo
 from storage.store import Store
-from workers.context import RunContext
 
 
 @dataclass
@@ -56,20 +53,7 @@ class Estimator:
     @classmethod
     def of_run(cls, store: Store, run: RunInfo) -> Estimator:
         """From the texts stored with the run (for `resume` and later runs)."""
-        ins, res = INSTANCE.c, RESPONSE.c
-        with store.engine.connect() as conn:
-            instances = {
-                str(r[0]): (str(r[1]), str(r[2]))
-                for r in conn.execute(
-                    select(ins.instance_id, ins.instruction, ins.answer).where(ins.run_id == run.id)
-                )
-            }
-            responses = {
-                (str(r[0]), str(r[1])): str(r[2])
-                for r in conn.execute(
-                    select(res.model, res.instance_id, res.text).where(res.run_id == run.id)
-                )
-            }
+        instances, responses = store.run_texts(run.id)
         return cls(instances, responses, RunContext.from_config(run.config))
 
     def tokens(self, call: PlannedCall) -> tuple[int, int]:

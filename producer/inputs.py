@@ -6,11 +6,11 @@ import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+from core.errors import InputError
 from core.limits import MAX_MODEL_NAME, MAX_RUN_NAME
 from core.text import clip, control_problem
-from flask_eval.exceptions import InputError
+from core.types import Instance, ResponseSet
 from producer.loaders import load_instances, load_responses
-from producer.schema import Instance, ResponseSet
 
 __all__ = [
     "MODEL_NAME_PATTERN",

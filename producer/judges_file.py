@@ -24,21 +24,19 @@ same name must be named apart.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import yaml
 
 from core import strict_yaml
+from core.errors import ConfigError, InputError
 from core.files import MIB, read_text
 from core.limits import MAX_JUDGE_NAME
 from core.text import clip
-from flask_eval.exceptions import ConfigError, InputError
-from workers.endpoints import JudgeConfig, Price
-from workers.judge import GenerateConfig, JudgeSpec
+from core.types import DEFAULT_MAX_TOKENS, JudgeConfig, JudgeSpec, Price
 
 __all__ = [
     "JUDGE_NAME_PATTERN",
@@ -85,7 +83,13 @@ def check_judge_name(name: object, path: str | None = None, line: int | None = N
     return name
 
 
-def load_judges_file(path: str) -> list[JudgeConfig]:
+#: turns a spec's text into a JudgeSpec or raises ConfigError: ``JudgeSpec.parse`` checks
+#: the syntax; the application passes the workers' ``spec_of``, which also checks that the
+#: provider exists and accepts the spec (providers are code the producer does not know)
+SpecParser = Callable[[str], JudgeSpec]
+
+
+def load_judges_file(path: str, parse: SpecParser = JudgeSpec.parse) -> list[JudgeConfig]:
     """The judges of one judges file, in file order; InputError naming file:line."""
     text = read_text(path, "a YAML judges file", MAX_FILE_BYTES)
     try:
@@ -99,7 +103,7 @@ def load_judges_file(path: str) -> list[JudgeConfig]:
             got += " (list the judges at the top level, each starting with `- spec:`)"
         line = 1 if root is None else root.start_mark.line + 1
         raise InputError(f"{_SHAPE}; got {got}", path, line)
-    judges = [_entry(item, node, path) for item, node in zip(data, root.value, strict=True)]
+    judges = [_entry(item, node, path, parse) for item, node in zip(data, root.value, strict=True)]
     seen: dict[str, int] = {}
     for node, judge in zip(root.value, judges, strict=True):
         line = node.start_mark.line + 1
@@ -124,7 +128,7 @@ def _key_line(node: yaml.Node, key: str) -> int:
     return int(node.start_mark.line) + 1
 
 
-def _entry(data: Any, node: yaml.Node, path: str) -> JudgeConfig:
+def _entry(data: Any, node: yaml.Node, path: str, parse: SpecParser) -> JudgeConfig:
     line = node.start_mark.line + 1
     if not isinstance(data, dict):
         raise InputError(
@@ -146,13 +150,13 @@ def _entry(data: Any, node: yaml.Node, path: str) -> JudgeConfig:
     if not isinstance(spec_text, str):
         raise InputError("missing `spec` (provider/model[@BASE_URL])", path, at("spec"))
     try:
-        spec = JudgeSpec.parse(spec_text)
+        spec = parse(spec_text)
     except ConfigError as exc:
         raise InputError(str(exc), path, at("spec")) from None
     name = check_judge_name(data.get("name", spec.default_name), path, at("name"))
     max_tokens = _whole(data, "max_tokens", path, at("max_tokens"), MAX_TOKENS_LIMIT)
     retry = _whole(data, "retry_max_tokens", path, at("retry_max_tokens"), MAX_TOKENS_LIMIT)
-    floor = GenerateConfig().max_tokens if max_tokens is None else max_tokens
+    floor = DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens
     if retry is not None and retry <= floor:
         what = "`max_tokens`" if max_tokens is not None else "the default max_tokens"
         raise InputError(
@@ -224,7 +228,7 @@ def _price(value: Any, path: str, line: int) -> Price:
     return Price(float(value.get("input", 0)), float(value.get("output", 0)))
 
 
-def parse_judge_arg(arg: str) -> JudgeConfig:
+def parse_judge_arg(arg: str, parse: SpecParser = JudgeSpec.parse) -> JudgeConfig:
     """One ``--judge`` value: ``SPEC`` or ``NAME=SPEC``.
 
     A name has no '@' and no '=', and a spec has '=' only in its base URL (after '@'),
@@ -233,16 +237,20 @@ def parse_judge_arg(arg: str) -> JudgeConfig:
     head, sep, rest = arg.partition("=")
     if sep and "@" not in head:
         name = check_judge_name(head)
-        return dataclasses.replace(JudgeConfig.simple(rest), name=name)
-    return JudgeConfig.simple(arg)
+        spec = parse(rest)
+        return JudgeConfig(name=name, spec=spec.name)
+    spec = parse(arg)
+    return JudgeConfig(name=spec.default_name, spec=spec.name)
 
 
-def combine(specs: Sequence[str], files: Sequence[str]) -> list[JudgeConfig]:
+def combine(
+    specs: Sequence[str], files: Sequence[str], parse: SpecParser = JudgeSpec.parse
+) -> list[JudgeConfig]:
     """Judges from `--judge [NAME=]SPEC` flags and `--judges FILE` files, names unique
-    (case-insensitively, as they become file names)."""
-    judges = [(parse_judge_arg(s), f"--judge {clip(s, 80)}") for s in specs]
+    (case-insensitively, as they become file names); each spec read by ``parse``."""
+    judges = [(parse_judge_arg(s, parse), f"--judge {clip(s, 80)}") for s in specs]
     for f in files:
-        judges += [(j, f"{f} ({clip(j.spec, 80)})") for j in load_judges_file(f)]
+        judges += [(j, f"{f} ({clip(j.spec, 80)})") for j in load_judges_file(f, parse)]
     seen: dict[str, str] = {}
     for judge, origin in judges:
         key = judge.name.casefold()

@@ -1,6 +1,6 @@
 """Load and validate FLASK inputs from JSON Lines files.
 
-Two loaders, both strict and both raising :class:`~flask_eval.exceptions.InputError`
+Two loaders, both strict and both raising :class:`~core.errors.InputError`
 with the exact 1-based line of the first problem:
 
 * :func:`load_instances` reads evaluation instances in either public FLASK schema
@@ -28,12 +28,12 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
+from core.errors import InputError
 from core.jsonl import MAX_LINE_BYTES, read_json_lines
 from core.jsonl import json_type as _json_type
 from core.limits import MAX_INSTANCE_ID
 from core.text import clip, control_problem
-from flask_eval.exceptions import InputError
-from producer.schema import DIFFICULTY_LABELS, DOMAINS, Instance, Response, ResponseSet
+from core.types import DIFFICULTY_LABELS, DOMAINS, Instance, Response, ResponseSet
 
 __all__ = ["MAX_LINE_BYTES", "load_instances", "load_responses", "read_json_lines"]
 

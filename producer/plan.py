@@ -8,11 +8,11 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from core.types import JudgeConfig
+from producer.context import RunContext
 from producer.inputs import Inputs
 from storage.records import OpenRow, PlannedCall, RunInfo
 from storage.store import Store
-from workers.context import RunContext
-from workers.endpoints import JudgeConfig
 
 MODES = ("instance", "skill")
 #: One call per (instance, response, judge) scoring all of the instance's skills: FLASK's

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
-from flask_eval.exceptions import InputError
+from core.errors import InputError
 from producer.inputs import Inputs
 
 

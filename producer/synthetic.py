@@ -6,7 +6,7 @@ import json
 import random
 from pathlib import Path
 
-from producer.schema import DIFFICULTY_LABELS, DOMAINS
+from core.types import DIFFICULTY_LABELS, DOMAINS
 from rubrics.skills import load_default
 
 WORDS = [

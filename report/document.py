@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from producer.schema import DIFFICULTY_LABELS
+from core.types import DIFFICULTY_LABELS
 from report.agreement import Agreement
 from report.intervals import Comparison, Intervals
 from report.metrics import OVERALL, Row

@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from core.errors import InputError
 from core.files import MIB, read_text
 from core.jsonl import read_json_lines
 from core.text import clip, walk_strings
-from flask_eval.exceptions import InputError
 from report.scores import NA, NONE, SCORED, ScoreTable
 
 COLUMNS: tuple[str, ...] = ("model", "instance_id", "skill", "score")

@@ -18,11 +18,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
+from core.types import STATE_FAILED, STATE_NA, STATE_NONE, STATE_SCORED
+
 #: Judgment states in a :class:`ScoreTable` (int8).
-NONE = 0  # no judgment, or not finished (pending, running): ignored
-SCORED = 1  # done with a numeric score
-NA = 2  # done, N/A
-FAILED = 3  # failed
+NONE = STATE_NONE  # no judgment, or not finished (pending, running): ignored
+SCORED = STATE_SCORED  # done with a numeric score
+NA = STATE_NA  # done, N/A
+FAILED = STATE_FAILED  # failed
 
 #: Difficulty level meaning "unknown".
 UNKNOWN_LEVEL = 0

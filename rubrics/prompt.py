@@ -13,11 +13,15 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 
-from rubrics.protocol import NA, SCORES_MARKER, skills_line
+from rubrics.protocol import (
+    NA,
+    REFERENCE_HEADING,
+    RESPONSE_END,
+    RESPONSE_START,
+    SCORES_MARKER,
+    skills_line,
+)
 from rubrics.skills import Skill
-
-RESPONSE_START = "<<<RESPONSE"
-RESPONSE_END = "RESPONSE>>>"
 
 #: How much of a previous (unparseable) judge output the retry shows back to the judge.
 REMINDER_MAX_CHARS = 4000
@@ -63,7 +67,7 @@ def render(
         "",
         neutralize(instruction).strip() or "(The instruction is empty.)",
         "",
-        "## Reference answer",
+        REFERENCE_HEADING,
         "",
     ]
     if reference.strip():

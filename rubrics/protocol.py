@@ -9,8 +9,9 @@ and asks the judge to finish its answer with exactly one final line::
     [SCORES] {"Readability": 4, "Logical Correctness": "N/A"}
 
 The parser (``rubrics.parse``) reads scores only from that final line; the simulator
-(``simulator``) reads the skills line to know what to answer. Both sides import this
-module so they cannot drift apart.
+(``simulator``) reads the skills line, the response block and the reference section to
+know what to answer. Both sides import the markers from this module, so they cannot drift
+apart.
 """
 
 from __future__ import annotations
@@ -18,6 +19,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
+#: the untrusted response sits between these two lines of a prompt
+RESPONSE_START = "<<<RESPONSE"
+RESPONSE_END = "RESPONSE>>>"
+#: the heading of the reference answer's section of a prompt
+REFERENCE_HEADING = "## Reference answer"
+#: the verdict marker of evaluator LMs trained on Prometheus's format
+RESULT_MARKER = "[RESULT]"
 SCORES_MARKER = "[SCORES]"
 SKILLS_LINE_PREFIX = "Skills to score:"
 NA = "N/A"

@@ -16,7 +16,7 @@ Two file formats are read by :func:`load`:
   ``{"Skill": ..., "Criteria": ..., "Scoring": {"1": ..., "5": ...}}``; the ability of each
   skill is taken from our default set.
 
-Every problem in a file raises :class:`flask_eval.exceptions.InputError` naming the file
+Every problem in a file raises :class:`core.errors.InputError` naming the file
 (and the line, when known).
 """
 
@@ -34,11 +34,11 @@ from typing import Any
 import yaml
 
 from core import strict_yaml
+from core.errors import InputError
 from core.files import MIB, read_text
 from core.jsonl import DuplicateKey, unique_keys
 from core.limits import MAX_CRITERION_NAME
 from core.text import clip, control_problem, escape_line, walk_strings
-from flask_eval.exceptions import InputError
 
 SCORE_LEVELS: tuple[int, ...] = (1, 2, 3, 4, 5)
 

@@ -16,14 +16,18 @@ import math
 import re
 from collections.abc import Sequence
 
-from rubrics.protocol import SCORES_MARKER, requested_skills, scores_line
+from rubrics.protocol import (
+    REFERENCE_HEADING,
+    RESPONSE_END,
+    RESPONSE_START,
+    RESULT_MARKER,
+    SCORES_MARKER,
+    requested_skills,
+    scores_line,
+)
 
 from .config import SimConfig
 
-RESPONSE_START = "<<<RESPONSE"
-RESPONSE_END = "RESPONSE>>>"
-RESULT_MARKER = "[RESULT]"
-REFERENCE_HEADING = "## Reference answer"
 _WORD = re.compile(r"[a-z0-9]+")
 
 # Real judges mostly give 3s and 4s; keep every value reachable.

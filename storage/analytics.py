@@ -1,4 +1,4 @@
-"""Read-side SQL of the statistics: the score table of a run (one ``GROUP BY`` query).
+"""Read-side SQL of the statistics: the judgments of a run as a pivot (one ``GROUP BY``).
 
 The bootstrap needs per-instance partial sums for every (model, judge, key); ensembles
 need every judge's verdict on a (model, instance, skill) cell; agreement needs the pairs
@@ -11,7 +11,8 @@ groups the ledger by (model, instance, skill) and pivots the judges into columns
 
 where ``<code>`` is the score (done), -1 (done, N/A), -2 (failed) or -3 (not finished).
 That is the per (model, judge, instance, skill) information in 1/N of the rows (N
-judges), read straight into numpy (``report.scores.ScoreTable``); every sum, interval
+judges), read straight into numpy (:class:`Pivot`, which ``report.scores`` turns into its
+score table); every sum, interval
 and agreement statistic is then computed on whole arrays. On SQLite the grouping follows
 the ``uq_judgment`` index (run_id, model, model_b, instance_id, criterion, judge) and
 needs no sort.
@@ -21,14 +22,16 @@ Instance difficulty and domains come from two small queries.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from sqlalchemy import case, func, literal, select
 from sqlalchemy.engine import Connection
 
-from report.scores import FAILED, NA, NONE, SCORED, ScoreTable, build
-from storage.models import INSTANCE, INSTANCE_DOMAIN, JUDGMENT, Status
+from core.errors import Status
+from core.types import STATE_FAILED, STATE_NA, STATE_NONE, STATE_SCORED
+from storage.models import INSTANCE, INSTANCE_DOMAIN, JUDGMENT
 from storage.store import Store
 
 J, INS, DOM = JUDGMENT.c, INSTANCE.c, INSTANCE_DOMAIN.c
@@ -78,25 +81,35 @@ def _pivot(
 
 
 def _states(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    state = np.full(codes.shape, NONE, dtype=np.int8)
-    state[codes >= 0] = SCORED
-    state[codes == _NA] = NA
-    state[codes == _FAILED] = FAILED
-    score = np.where(state == SCORED, codes, np.nan)
+    state = np.full(codes.shape, STATE_NONE, dtype=np.int8)
+    state[codes >= 0] = STATE_SCORED
+    state[codes == _NA] = STATE_NA
+    state[codes == _FAILED] = STATE_FAILED
+    score = np.where(state == STATE_SCORED, codes, np.nan)
     return state, score
 
 
-def score_table(
-    store: Store,
-    run_id: int,
-    judges: Sequence[str] = (),
-    domain_order: Sequence[str] = (),
-) -> ScoreTable:
-    """Every judgment of run ``run_id`` as a :class:`report.scores.ScoreTable`.
+@dataclass(frozen=True)
+class Pivot:
+    """Every judgment of a run, one row per (model, instance, criterion) cell and one column
+    per judge: ``state`` (``core.types.STATE_*``) and ``score`` (NaN unless scored), with
+    each instance's difficulty (None: unknown) and domains. ``report.scores.build`` turns
+    it into the report's score table."""
+
+    cells: list[tuple[str, str, str]]
+    judges: list[str]
+    state: np.ndarray
+    score: np.ndarray
+    difficulty: dict[str, int | None]
+    domains: dict[str, list[str]]
+
+
+def pivot(store: Store, run_id: int, judges: Sequence[str] = ()) -> Pivot:
+    """Every judgment of run ``run_id``, grouped by cell, judges as columns.
 
     ``judges`` are the columns, in that order (default: the run's judges, sorted); judges
     of the run missing from ``judges`` are found and appended, so nothing is dropped.
-    Cells are the (model, instance, skill) with at least one judgment row.
+    Cells are the (model, instance, criterion) with at least one judgment row.
     """
     names = list(dict.fromkeys(judges)) or run_judges(store, run_id)
     with store.engine.begin() as conn:
@@ -120,17 +133,10 @@ def score_table(
     if total > np.count_nonzero(~np.isnan(codes)):
         extra = [j for j in run_judges(store, run_id) if j not in names]
         if extra:
-            return score_table(store, run_id, [*names, *extra], domain_order)
+            return pivot(store, run_id, [*names, *extra])
     state, score = _states(codes)
-    return build(
-        cells,
-        names,
-        state,
-        score,
-        {str(k): (int(v) if v is not None else None) for k, v in levels.items()},
-        domains,
-        domain_order,
-    )
+    difficulty = {str(k): (int(v) if v is not None else None) for k, v in levels.items()}
+    return Pivot(cells, names, state, score, difficulty, domains)
 
 
 def _merge(

@@ -16,7 +16,7 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 from sqlmodel import SQLModel, create_engine
 
-from flask_eval.exceptions import ConfigError
+from core.errors import ConfigError
 from storage import models  # noqa: F401  (registers the tables)
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -33,7 +33,7 @@ def normalize_url(url: str) -> str:
 
 def redact_url(url: str) -> str:
     """The URL with any password hidden (in its userinfo or its query), for messages."""
-    from flask_eval.redact import redact
+    from core.redact import redact
 
     try:
         return redact(make_url(url).render_as_string(hide_password=True))

@@ -9,12 +9,12 @@ never overwritten; a judgment points at the answer it was read from (``call_uid`
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import cast
 
 from sqlalchemy import Column, Index, Table, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
+from core.errors import Status
 from core.limits import (
     MAX_CRITERION_NAME,
     MAX_DOMAIN,
@@ -27,28 +27,6 @@ from core.limits import (
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-class Status(StrEnum):
-    PENDING = "pending"
-    RUNNING = "running"
-    DONE = "done"
-    FAILED = "failed"
-
-
-class FailureReason(StrEnum):
-    """Why a judgment failed; a fixed set so `status` can count by reason."""
-
-    PROVIDER_ERROR = "provider_error"  # 5xx, connection errors, non-JSON bodies, after retries
-    RATE_LIMITED = "rate_limited"  # 429s until the retry budget ran out
-    TIMEOUT = "timeout"  # no answer before the client gave up
-    TRUNCATED = "truncated"  # the answer was cut off by its token limit (never parsed)
-    UNPARSEABLE = "unparseable"  # no valid score for this criterion, also after a reminder
-    REFUSED = "refused"  # the provider refused the request (content filter, 400, 404)
-    AUTH = "auth"  # bad or missing credentials
-    CONFIG = "config"  # the judge could not be set up from the run's configuration
-    HALTED = "halted"  # not sent: the judge's first calls in the run all failed alike
-    INTERNAL = "internal"  # a bug or an unexpected exception in flask-eval
 
 
 class Run(SQLModel, table=True):

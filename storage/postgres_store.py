@@ -34,7 +34,7 @@ from sqlalchemy import Table
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 
-from storage.models import Status
+from core.errors import Status
 from storage.records import CallRecord, JobContext, Outcome
 from storage.store import Store
 

@@ -12,7 +12,8 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from storage.models import CALL, INSTANCE, INSTANCE_DOMAIN, JUDGMENT, RESPONSE, Status, utcnow
+from core.errors import Status
+from storage.models import CALL, INSTANCE, INSTANCE_DOMAIN, JUDGMENT, RESPONSE, utcnow
 from storage.records import RunInfo
 from storage.store import Store, claimable
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from storage.models import Status
+from core.errors import Status
 
 
 @dataclass(frozen=True)

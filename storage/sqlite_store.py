@@ -15,7 +15,8 @@ from sqlalchemy import Table, and_, bindparam, select, update
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection
 
-from storage.models import CALL, INSTANCE, JUDGMENT, RESPONSE, Status
+from core.errors import Status
+from storage.models import CALL, INSTANCE, JUDGMENT, RESPONSE
 from storage.records import CallRecord, JobContext, Outcome
 from storage.store import Store, claimable
 

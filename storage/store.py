@@ -24,8 +24,8 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.elements import ColumnElement
 
-from flask_eval.exceptions import RunConflictError
-from producer.schema import Instance, ResponseSet
+from core.errors import RunConflictError, Status
+from core.types import Instance, ResponseSet
 from storage.db import make_engine
 from storage.models import (
     CALL,
@@ -37,7 +37,6 @@ from storage.models import (
     RESPONSE,
     RUN,
     WORKER,
-    Status,
     utcnow,
 )
 from storage.records import CallRecord, Halt, JobContext, OpenRow, Outcome, RunInfo
@@ -261,6 +260,27 @@ class Store:
                 conn.execute(delete(table).where(table.c.run_id == run_id))
             conn.execute(delete(RUN).where(RN.id == run_id))
             conn.execute(insert(DELETED_RUN).values(run_id=run_id, name=name, deleted_at=utcnow()))
+
+    @transient_retry
+    def run_texts(
+        self, run_id: int
+    ) -> tuple[dict[str, tuple[str, str]], dict[tuple[str, str], str]]:
+        """The run's texts: instance id -> (instruction, reference), and (model, instance
+        id) -> response (for cost estimates of what is still to judge)."""
+        with self.engine.connect() as conn:
+            instances = {
+                str(r[0]): (str(r[1]), str(r[2]))
+                for r in conn.execute(
+                    select(INS.instance_id, INS.instruction, INS.answer).where(INS.run_id == run_id)
+                )
+            }
+            responses = {
+                (str(r[0]), str(r[1])): str(r[2])
+                for r in conn.execute(
+                    select(R.model, R.instance_id, R.text).where(R.run_id == run_id)
+                )
+            }
+        return instances, responses
 
     # -- planning ----------------------------------------------------------------------
 

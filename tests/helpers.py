@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -15,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from workers.worker import command as worker_command
+from workers.processes import WorkerGroup
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -94,27 +93,10 @@ def flask_eval(
 def workers(
     env: Mapping[str, str], processes: int = 1, in_flight: int = 64, log: Path | None = None
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """A real `flask-eval worker` process group; stopped (TERM, then KILL) on exit."""
-    out = open(log, "wb") if log else subprocess.DEVNULL  # noqa: SIM115
-    proc = subprocess.Popen(
-        worker_command(processes, in_flight, "WARNING"),
-        env=dict(env),
-        cwd=REPO,
-        stdout=out,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    try:
-        yield proc
-    finally:
-        kill_group(proc, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            kill_group(proc, signal.SIGKILL)
-            proc.wait()
-        if log:
-            out.close()  # type: ignore[union-attr]
+    """A real `flask-eval worker` process group (workers.processes.WorkerGroup); stopped
+    (TERM, then KILL) on exit."""
+    with WorkerGroup(env, processes, in_flight, "WARNING", log, cwd=REPO) as group:
+        yield group.proc
 
 
 def kill_group(proc: subprocess.Popen[Any], sig: int) -> None:
@@ -143,7 +125,8 @@ def running_rows(database_url: str, run: str) -> int:
     # imported here: the limiter tests' spawned processes import this module, lightly
     from sqlalchemy import func, select
 
-    from storage.models import JUDGMENT, Status
+    from core.errors import Status
+    from storage.models import JUDGMENT
     from storage.store import Store
 
     store = Store(database_url)

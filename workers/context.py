@@ -1,44 +1,13 @@
-"""What a batch needs to know about its run, and the identity of a judge prompt. Pure."""
+"""A judge call's sampling settings and the identity of its prompt (the cache key). Pure."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Sequence
 
-from rubrics import codec
-from rubrics.grading import Criterion, Protocol, protocol
-from rubrics.skills import SkillSet
-from workers.endpoints import JudgeConfig
-from workers.judge import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE, GenerateConfig, Message
-
-
-@dataclass(frozen=True)
-class RunContext:
-    """A run's criteria, protocol mode and judge configurations, as stored with the run
-    (every worker rebuilds it from the ledger, never from a message)."""
-
-    skillset: SkillSet
-    judges: Mapping[str, JudgeConfig]
-    mode: str = "instance"
-
-    @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> RunContext:
-        judges = [JudgeConfig.from_data(j) for j in config["judges"]]
-        return cls(
-            codec.from_data(config["skills"]),
-            {j.name: j for j in judges},
-            str(config.get("mode") or "instance"),
-        )
-
-    def protocol_for(self, judge: str) -> Protocol:
-        """The grading protocol this run asks ``judge`` for."""
-        return protocol(mode=self.mode)
-
-    def criterion(self, name: str) -> Criterion:
-        return self.skillset.get(name)
+from core.types import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE, JudgeConfig
+from workers.judge import GenerateConfig, Message
 
 
 def generate_config(judge: JudgeConfig, timeout: float) -> GenerateConfig:

@@ -12,11 +12,10 @@ import email.utils
 import json
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
-from flask_eval.exceptions import JudgeError
-from flask_eval.redact import redact
-from storage.models import FailureReason
+from core.errors import FailureReason, JudgeError
+from core.redact import redact
 
 #: how much of an error body a failure keeps
 BODY_LIMIT = 2000
@@ -40,8 +39,14 @@ def _duration(value: str) -> float | None:
     return h * 3600 + mins * 60 + s + ms / 1000
 
 
-def retry_after(headers: Mapping[str, str] | None) -> float | None:
-    """Seconds to wait, from Retry-After(-ms) or the x-ratelimit-reset-* headers."""
+#: the standard ways an HTTP answer says when to come back (a provider may add its own)
+RESET_HEADERS = ("x-ratelimit-reset-requests", "x-ratelimit-reset-tokens")
+
+
+def retry_after(
+    headers: Mapping[str, str] | None, reset_headers: Sequence[str] = RESET_HEADERS
+) -> float | None:
+    """Seconds to wait, from Retry-After(-ms), else the latest of ``reset_headers``."""
     if not headers:
         return None
     lower = {k.lower(): v for k, v in headers.items()}
@@ -61,30 +66,27 @@ def retry_after(headers: Mapping[str, str] | None) -> float | None:
                 parsed = None
             if parsed is not None:
                 return max(0.0, parsed.timestamp() - time.time())
-    resets = [
-        d
-        for k in (
-            "x-ratelimit-reset-requests",
-            "x-ratelimit-reset-tokens",
-            "anthropic-ratelimit-requests-reset",
-        )
-        if k in lower and (d := _duration(lower[k])) is not None
-    ]
+    resets = [d for k in reset_headers if k in lower and (d := _duration(lower[k])) is not None]
     return max(resets) if resets else None
 
 
 def from_status(
-    status: int, detail: str, headers: Mapping[str, str] | None = None, body: str = ""
+    status: int,
+    detail: str,
+    headers: Mapping[str, str] | None = None,
+    body: str = "",
+    reset_headers: Sequence[str] = RESET_HEADERS,
 ) -> JudgeError:
     """The reason of an HTTP error status, the same for every provider: the one table
     that maps a provider's answer to a failure reason (body kept, truncated, redacted)."""
     body = redact(body or "")[:BODY_LIMIT]
+    wait = retry_after(headers, reset_headers)
     if status == 429:
-        return JudgeError(FailureReason.RATE_LIMITED, detail, body, retry_after(headers))
+        return JudgeError(FailureReason.RATE_LIMITED, detail, body, wait)
     if status in (401, 403):
         return JudgeError(FailureReason.AUTH, detail, body)
     if status in (408, 409) or status >= 500:
-        return JudgeError(FailureReason.PROVIDER_ERROR, detail, body, retry_after(headers))
+        return JudgeError(FailureReason.PROVIDER_ERROR, detail, body, wait)
     return JudgeError(FailureReason.REFUSED, detail, body)  # 400, 404, 422: not retried
 
 

@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from storage.models import FailureReason, Status
+from core.errors import FailureReason, Status
 from storage.records import Halt, Outcome
 from storage.store import Store
 

@@ -10,19 +10,15 @@ from __future__ import annotations
 
 import os
 import random
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import import_module
 from typing import ClassVar
-from urllib.parse import parse_qsl, urlsplit
 
-from core.limits import MAX_JUDGE_SPEC
-from core.text import clip, control_problem
-from flask_eval.exceptions import ConfigError, JudgeError
-from flask_eval.redact import looks_like_credential
-from storage.models import FailureReason
+from core.errors import ConfigError, FailureReason, JudgeError
+from core.text import clip
+from core.types import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE, CredentialInUrl, JudgeSpec
 from workers.errors import classify_common
 
 Message = dict[str, str]
@@ -39,104 +35,6 @@ def register_provider(name: str, target: str) -> None:
     """Add a provider (``"module:Class"``) at run time: plug-ins, and the tests' in-memory
     judge, which is not offered to users."""
     PROVIDERS[name] = target
-
-
-_MODEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/+-]{0,199}$")
-
-
-@dataclass(frozen=True)
-class JudgeSpec:
-    """``provider/model`` or ``provider/model@BASE_URL``.
-
-    ``name`` is the canonical spec (what a worker needs to call the judge);
-    ``default_name`` (provider/model) is what reports call a judge that was not named.
-    A base URL carries no credential, neither in its userinfo nor in its query string:
-    it is stored with the run and printed in reports, so keys belong in the provider's
-    environment variable.
-    """
-
-    provider: str
-    model: str
-    base_url: str | None = None
-
-    @property
-    def name(self) -> str:
-        base = f"{self.provider}/{self.model}"
-        return f"{base}@{self.base_url}" if self.base_url else base
-
-    @property
-    def default_name(self) -> str:
-        """``provider/model``: a judge's name unless one is given (no base URL)."""
-        return f"{self.provider}/{self.model}"
-
-    @classmethod
-    def parse(cls, spec: str) -> JudgeSpec:
-        if len(spec) > MAX_JUDGE_SPEC:
-            raise ConfigError(
-                f"judge spec is longer than {MAX_JUDGE_SPEC} characters: {clip(spec)}"
-            )
-        text = spec.strip()
-        problem = control_problem(text)
-        if problem is not None:
-            raise ConfigError(f"judge {clip(text)} {problem}")
-        head, sep, base_url = text.partition("@")
-        provider, slash, model = head.partition("/")
-        if not slash or not provider or not model:
-            raise ConfigError(
-                f"invalid judge {clip(spec)}: expected provider/model[@BASE_URL], "
-                "e.g. openai/gpt-4o or openai/my-model@http://127.0.0.1:8000/v1"
-            )
-        if provider not in PROVIDERS:
-            raise ConfigError(
-                f"unknown judge provider {clip(provider)} in {clip(spec)}; "
-                f"known providers: {', '.join(sorted(PROVIDERS))}"
-            )
-        if not _MODEL_RE.match(model):
-            raise ConfigError(f"invalid model name {clip(model)} in judge {clip(spec)}")
-        if sep:
-            return cls(provider, model, cls._base_url(base_url, provider, model))
-        return cls(provider, model, None)
-
-    @classmethod
-    def _base_url(cls, url: str, provider: str, model: str) -> str:
-        """``url`` without a trailing slash, or ConfigError saying what is wrong with it."""
-        judge = f"judge {provider}/{model}"
-        expected = "expected http(s)://host[:port][/path]"
-        if any(char.isspace() for char in url):
-            raise ConfigError(f"invalid base URL {clip(url)} of {judge}: it contains a space")
-        try:
-            parts = urlsplit(url)
-            host, port = parts.hostname, parts.port
-        except ValueError as exc:
-            what = "an unclosed or invalid [IPv6] address" if "IPv6" in str(exc) else None
-            if what is None:
-                raise ConfigError(f"invalid port in base URL {clip(url)} of {judge}") from None
-            raise ConfigError(
-                f"invalid base URL {clip(url)} of {judge}: {what}; {expected}"
-            ) from None
-        if parts.scheme not in ("http", "https") or not host:
-            raise ConfigError(f"invalid base URL {clip(url)} of {judge}: {expected}")
-        if port == 0:
-            raise ConfigError(f"invalid port in base URL {clip(url)} of {judge}")
-        key_env = getattr(judge_class(provider), "key_env", None)
-        where = "the provider's environment variable" + (f" ({key_env})" if key_env else "")
-        if parts.username or parts.password:
-            raise ConfigError(
-                f"{judge}: credentials in the base URL are not allowed; put the key in {where}"
-            )
-        for name, _ in parse_qsl(parts.query, keep_blank_values=True):
-            if looks_like_credential(name):
-                raise ConfigError(
-                    f"{judge}: the base URL's query string carries a credential "
-                    f"({clip(name)}=...); credentials in the base URL are not allowed: "
-                    f"put the key in {where}"
-                )
-        return url.rstrip("/")
-
-
-#: a judge's completion budget and temperature unless its configuration says otherwise
-DEFAULT_MAX_TOKENS = 1024
-DEFAULT_TEMPERATURE = 0.0
 
 
 @dataclass(frozen=True)
@@ -181,6 +79,8 @@ class Judge(ABC):
 
     #: the environment variable that holds this provider's API key
     key_env: ClassVar[str | None] = None
+    #: whether the provider's call takes a sampling temperature (else its default applies)
+    takes_temperature: ClassVar[bool] = True
     #: calls this judge allows in flight at once in one process (a default; workers may lower it)
     max_connections: int = 256
     #: attempts before a retryable error becomes a recorded failure
@@ -241,7 +141,35 @@ def judge_class(provider: str) -> type[Judge]:
     return cls
 
 
+def spec_of(text: str) -> JudgeSpec:
+    """``text`` parsed (``core.types.JudgeSpec.parse``) and checked by its provider: the
+    one way user input becomes a judge spec. A credential in the base URL is refused with
+    the name of the provider's key variable."""
+    try:
+        spec = JudgeSpec.parse(text)
+    except CredentialInUrl as exc:
+        known = exc.provider in PROVIDERS
+        key_env = judge_class(exc.provider).key_env if known else None
+        if key_env:
+            raise ConfigError(f"{exc} ({key_env})") from None
+        raise
+    check_spec(spec)
+    return spec
+
+
+def check_spec(spec: JudgeSpec) -> None:
+    """ConfigError unless ``spec``'s provider exists and accepts it (its base-URL rules),
+    checked before anything is written."""
+    if spec.provider not in PROVIDERS:
+        raise ConfigError(
+            f"unknown judge provider {clip(spec.provider)} in {clip(spec.name)}; "
+            f"known providers: {', '.join(sorted(PROVIDERS))}"
+        )
+    judge_class(spec.provider).check_spec(spec)
+
+
 def create_judge(spec: JudgeSpec | str, max_connections: int | None = None) -> Judge:
     """The judge for ``spec``, its HTTP pool sized for ``max_connections`` calls at once."""
     parsed = JudgeSpec.parse(spec) if isinstance(spec, str) else spec
+    check_spec(parsed)
     return judge_class(parsed.provider)(parsed, max_connections)

@@ -21,8 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from flask_eval.exceptions import JudgeError
-from storage.models import FailureReason
+from core.errors import FailureReason, JudgeError
 
 log = logging.getLogger("flask_eval.limiter")
 

@@ -26,17 +26,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from flask_eval.exceptions import ConfigError, CredentialsError, FlaskEvalError, JudgeError
-from flask_eval.redact import redact
+from core.errors import (
+    ConfigError,
+    CredentialsError,
+    FailureReason,
+    FlaskEvalError,
+    JudgeError,
+    Status,
+)
+from core.redact import redact
+from core.settings import Settings
+from core.types import JudgeConfig
+from producer.context import RunContext
 from rubrics.grading import Criterion, Protocol, Subject
 from rubrics.parse import Reading
 from rubrics.prompt import Message, estimate_tokens
-from storage.models import FailureReason, Status
 from storage.records import CallRecord, JobContext, Outcome
 from storage.retry import is_transient
 from storage.store import Store
-from workers.context import RunContext, cache_key, generate_config
-from workers.endpoints import JudgeConfig
+from workers.context import cache_key, generate_config
 from workers.halts import HaltWatch
 from workers.judge import CUT_OFF, REFUSAL, GenerateConfig, Judge, JudgeOutput, create_judge
 from workers.lanes import Lanes
@@ -67,6 +75,18 @@ class ExecutorConfig:
     halt_after: int = 5
     #: where paid answers wait on disk while the database is away (None: memory only)
     spool_dir: Path | None = None
+
+
+def executor_config(settings: Settings, in_flight: int) -> ExecutorConfig:
+    """The executor settings of a worker process or an in-process run."""
+    return ExecutorConfig(
+        in_flight=in_flight,
+        lease_seconds=settings.lease_seconds,
+        timeout=settings.judge_timeout,
+        max_attempts=settings.max_attempts,
+        halt_after=settings.halt_after,
+        spool_dir=settings.spool_dir,
+    )
 
 
 @dataclass

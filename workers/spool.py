@@ -21,7 +21,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from storage.models import Status
+from core.errors import Status
 from storage.records import CallRecord, Outcome
 from storage.store import Store
 

@@ -22,7 +22,7 @@ import time
 import uuid
 from typing import Any
 
-from flask_eval.settings import Settings
+from core.settings import Settings
 from storage import queries
 from storage.store import Store
 
@@ -51,9 +51,10 @@ def sweep(store: Store, client: Any, settings: Settings, grace: float) -> int:
     """One pass (the caller holds the lock); returns how many calls were sent again."""
     if not queue_idle(client, settings.queue):
         return 0
-    from producer.dispatch import CeleryDispatcher, dispatch_open
+    from producer.dispatch import dispatch_open
+    from workers.celery_app import CeleryTransport
 
-    dispatcher = CeleryDispatcher(settings)
+    dispatcher = CeleryTransport(settings)
     sent = 0
     for run in queries.stale_open_runs(store, grace, settings.queue):
         result = dispatch_open(store, run, dispatcher, settings.calls_per_message)

@@ -15,12 +15,11 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 
-from flask_eval import settings as settings_mod
-from flask_eval.exceptions import ConfigError
+from core import settings as settings_mod
+from core.errors import ConfigError
 
 log = logging.getLogger("flask_eval.worker")
 
@@ -36,13 +35,12 @@ def run_one(in_flight: int, loglevel: str = "INFO", index: int = 0) -> None:
         raise ConfigError(
             "FLASK_EVAL_BROKER_URL is not set: workers need a broker, e.g. redis://127.0.0.1:6379/0"
         )
-    os.environ["FLASK_EVAL_IN_FLIGHT"] = str(in_flight)
     from celery.signals import worker_ready
 
     from workers import sweeper
-    from workers.app import make_app
+    from workers.celery_app import make_app
 
-    app = make_app(settings)
+    app = make_app(settings, in_flight)
     sweeper.start(settings)
     name = f"flask-eval-{os.getpid()}-{index}@{socket.gethostname()}"
     start_heartbeat(settings, name)
@@ -120,22 +118,6 @@ def tune_gc(**_signal: object) -> None:
     gc.set_threshold(GC_GEN0_THRESHOLD, gen1, gen2)
 
 
-def command(processes: int, in_flight: int, loglevel: str = "INFO") -> list[str]:
-    """The command line of `flask-eval worker` with this interpreter."""
-    return [
-        sys.executable,
-        "-m",
-        "flask_eval",
-        "worker",
-        "--processes",
-        str(processes),
-        "--in-flight",
-        str(in_flight),
-        "--loglevel",
-        loglevel,
-    ]
-
-
 def run(processes: int, in_flight: int, loglevel: str = "INFO") -> int:
     """Run ``processes`` workers; returns an exit code."""
     if processes < 1 or in_flight < 1:
@@ -144,6 +126,8 @@ def run(processes: int, in_flight: int, loglevel: str = "INFO") -> int:
     if processes == 1:
         run_one(in_flight, loglevel)
         return 0
+    from workers.processes import command
+
     cmd = command(1, in_flight, loglevel)
     children = [subprocess.Popen(cmd) for _ in range(processes)]
 

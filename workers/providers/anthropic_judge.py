@@ -6,26 +6,21 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from flask_eval.exceptions import ConfigError, CredentialsError, JudgeError
-from storage.models import FailureReason
+from core.errors import ConfigError, CredentialsError, FailureReason, JudgeError
+from core.types import JudgeSpec
+from workers.errors import RESET_HEADERS as STANDARD_RESETS
 from workers.errors import classify_common, describe, from_status, not_json
-from workers.judge import (
-    CUT_OFF,
-    FINISHED,
-    REFUSAL,
-    GenerateConfig,
-    Judge,
-    JudgeOutput,
-    JudgeSpec,
-    Message,
-)
+from workers.judge import CUT_OFF, FINISHED, REFUSAL, GenerateConfig, Judge, JudgeOutput, Message
 from workers.providers.openai_judge import http_limits
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
+#: Anthropic says when its request budget resets in a header of its own
+RESET_HEADERS = (*STANDARD_RESETS, "anthropic-ratelimit-requests-reset")
 
 
 class AnthropicJudge(Judge):
     key_env = "ANTHROPIC_API_KEY"
+    takes_temperature = False  # the current SDK's messages.create has no temperature
 
     def __init__(self, spec: JudgeSpec, max_connections: int | None = None) -> None:
         super().__init__(spec, max_connections)
@@ -91,7 +86,7 @@ class AnthropicJudge(Judge):
         if isinstance(exc, anthropic.APIStatusError):
             response = exc.response
             return from_status(exc.status_code, describe(exc), dict(response.headers),
-                               response.text)  # fmt: skip
+                               response.text, RESET_HEADERS)  # fmt: skip
         if isinstance(exc, anthropic.APIConnectionError | anthropic.APIResponseValidationError):
             return JudgeError(FailureReason.PROVIDER_ERROR, describe(exc))
         return classify_common(exc)

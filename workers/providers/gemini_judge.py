@@ -25,20 +25,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from core.errors import ConfigError, CredentialsError, FailureReason, JudgeError
 from core.text import clip
-from flask_eval.exceptions import ConfigError, CredentialsError, JudgeError
-from storage.models import FailureReason
+from core.types import JudgeSpec
 from workers.errors import classify_common, describe, from_status, not_json
-from workers.judge import (
-    CUT_OFF,
-    FINISHED,
-    REFUSAL,
-    GenerateConfig,
-    Judge,
-    JudgeOutput,
-    JudgeSpec,
-    Message,
-)
+from workers.judge import CUT_OFF, FINISHED, REFUSAL, GenerateConfig, Judge, JudgeOutput, Message
 from workers.providers.openai_judge import http_limits
 
 if TYPE_CHECKING:

@@ -7,19 +7,10 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from flask_eval.exceptions import ConfigError, CredentialsError, JudgeError
-from storage.models import FailureReason
+from core.errors import ConfigError, CredentialsError, FailureReason, JudgeError
+from core.types import JudgeSpec
 from workers.errors import classify_common, describe, from_status, not_json
-from workers.judge import (
-    CUT_OFF,
-    FINISHED,
-    REFUSAL,
-    GenerateConfig,
-    Judge,
-    JudgeOutput,
-    JudgeSpec,
-    Message,
-)
+from workers.judge import CUT_OFF, FINISHED, REFUSAL, GenerateConfig, Judge, JudgeOutput, Message
 
 #: the SDK's own default, passed explicitly: the SDK would take an empty OPENAI_BASE_URL
 #: (as docker compose sets it) as the base URL

@@ -1,0 +1,331 @@
+"""The `run` pipeline: validate everything, write the run and its ledger, dispatch, wait.
+
+Validation is complete before the first write: bad input leaves the database and the
+queue untouched.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tqdm import tqdm
+
+from core.errors import ConfigError, FailureReason, FlaskEvalError, InputError
+from core.redact import redact
+from core.settings import Settings
+from core.types import JudgeConfig
+from producer.context import RunContext
+from producer.dispatch import Dispatched, Transport, dispatch_open
+from producer.estimate import Estimator
+from producer.inputs import Inputs, check_run_name, load_inputs, parse_responses_arg
+from producer.judges_file import combine
+from producer.plan import DEFAULT_MODE, MODES, default_run_name, fingerprint, run_config
+from producer.select import select
+from rubrics import codec
+from rubrics.skills import SkillSet, load, load_default
+from storage import queries
+from storage.records import Halt, RunInfo
+from storage.store import Store
+from workers.celery_app import CeleryTransport
+from workers.inprocess import InProcessTransport
+from workers.judge import create_judge, spec_of
+from workers.runner import executor_config
+
+#: judge settings a later `run` may change: budgets, concurrency and prices (stored with
+#: the run and used by the workers); names, specs and sampling settings may not
+MUTABLE_JUDGE_FIELDS = ("rpm", "tpm", "max_in_flight", "price", "retry_max_tokens")
+
+
+class WorkersElsewhere(FlaskEvalError):
+    """Workers take the run's queue, but none of them uses the producer's database."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    inputs: Inputs
+    skillset: SkillSet
+    judges: tuple[JudgeConfig, ...]
+    mode: str
+    name: str
+    fingerprint: str
+    instances_path: str
+
+    def context(self) -> RunContext:
+        return RunContext(self.skillset, {j.name: j for j in self.judges}, self.mode)
+
+    def estimator(self) -> Estimator:
+        return Estimator.of_inputs(self.inputs, self.context())
+
+
+@dataclass(frozen=True)
+class Started:
+    run: RunInfo
+    created: bool
+    dispatched: Dispatched
+    changed: list[str] = field(default_factory=list)  # judge settings updated on the run
+
+    @property
+    def held_back(self) -> int:
+        return self.dispatched.held_back
+
+
+def _judge_identity(j: JudgeConfig) -> str:
+    """What of a judge decides its answers: name, spec and non-default sampling settings
+    (defaults are left out, so runs made before these settings existed keep their
+    fingerprint)."""
+    extra = "".join(
+        f"|{k}={v}" for k, v in (("max_tokens", j.max_tokens), ("temperature", j.temperature))
+        if v is not None
+    )  # fmt: skip
+    return f"{j.name}={j.spec}{extra}"
+
+
+def prepare(
+    *,
+    instances: str,
+    responses: Sequence[str],
+    judges: Sequence[str] = (),
+    judges_files: Sequence[str] = (),
+    run_name: str | None = None,
+    mode: str = DEFAULT_MODE,
+    rubrics: str | None = None,
+    limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+) -> Plan:
+    """Validate all inputs and flags; raises InputError/ConfigError; writes nothing."""
+    if mode not in MODES:
+        raise InputError(f"invalid --mode {mode!r}; choose one of: {', '.join(MODES)}")
+    if not judges and not judges_files:
+        raise InputError(
+            "no judge given; add --judge provider/model (e.g. --judge openai/gpt-4o) "
+            "or --judges FILE"
+        )
+    configs = load_judges(judges, judges_files)
+    if run_name is not None:
+        check_run_name(run_name)
+    skillset = load(rubrics) if rubrics else load_default()
+    pairs = [parse_responses_arg(a) for a in responses]
+    if not pairs:
+        raise InputError("no responses given; add --responses NAME=PATH")
+    inputs = select(load_inputs(instances, pairs, skillset.names), limit, sample, seed)
+    skills = codec.to_data(skillset)
+    digest = fingerprint(inputs, [_judge_identity(j) for j in configs], mode, skills)
+    name = run_name or default_run_name(digest)
+    return Plan(inputs, skillset, tuple(configs), mode, name, digest, instances)
+
+
+def load_judges(specs: Sequence[str], files: Sequence[str]) -> list[JudgeConfig]:
+    """Judges from `--judge` flags and `--judges` files, each spec checked by its provider."""
+    return combine(specs, files, spec_of)
+
+
+def check_judges_locally(judges: Sequence[JudgeConfig]) -> None:
+    """In-process runs call the judges from here: their keys must be set here."""
+    for judge in judges:
+        create_judge(judge.spec)  # raises ConfigError naming the missing variable
+
+
+def preflight(settings: Settings) -> None:
+    """Before anything is written: the broker, when one is configured, must answer."""
+    if settings.broker_url:
+        CeleryTransport(settings).check()
+
+
+def make_dispatcher(settings: Settings, store: Store, in_flight: int) -> Transport:
+    if settings.broker_url:
+        return CeleryTransport(settings)
+    return InProcessTransport(store, executor_config(settings, in_flight))
+
+
+def update_judges(
+    store: Store, run: RunInfo, judges: Sequence[JudgeConfig]
+) -> tuple[RunInfo, list[str]]:
+    """Store the budgets, concurrency and prices of ``judges`` with the run (workers read
+    them with their next message); returns the run and what changed, as text."""
+    given = {j.name: j.to_data() for j in judges}
+    changed: list[str] = []
+
+    def change(config: dict[str, Any]) -> None:
+        for stored in config["judges"]:
+            new = given.get(stored["name"])
+            if new is None:
+                continue
+            for key in MUTABLE_JUDGE_FIELDS:
+                if stored.get(key) != new.get(key):
+                    changed.append(f"{stored['name']}: {key} {stored.get(key)} -> {new.get(key)}")
+                    stored[key] = new.get(key)
+
+    updated = store.update_config(run.id, change)
+    return updated, changed
+
+
+def set_max_cost(store: Store, run: RunInfo, max_cost: float | None) -> RunInfo:
+    """The run's cost budget: a new --max-cost replaces the stored one; none keeps it."""
+    if max_cost is None:
+        return run
+    return store.update_config(run.id, lambda config: config.__setitem__("max_cost", max_cost))
+
+
+def reopen(store: Store, run: RunInfo, reasons: Sequence[str] | None = None) -> int:
+    """Before dispatching again: clear the run's judge halts and send the judgments they
+    stopped back to pending, with the failures of ``reasons`` (all of them when empty
+    is passed as None with ``retry_failed``)."""
+    store.clear_halts(run.id)
+    reset = store.reset_failed(run.id, [FailureReason.HALTED.value])
+    if reasons is not None:
+        reset += store.reset_failed(run.id, list(reasons) or None)
+    return reset
+
+
+def start(
+    plan: Plan,
+    store: Store,
+    dispatcher: Transport,
+    settings: Settings,
+    *,
+    retry_failed: bool = False,
+    max_cost: float | None = None,
+) -> Started:
+    """Write the run (or find it again) and dispatch what is not done yet, within the
+    run's cost budget."""
+    dispatcher.check()
+    run, created = store.create_run(
+        name=plan.name,
+        fingerprint=plan.fingerprint,
+        mode=plan.mode,
+        config=run_config(
+            plan.inputs, plan.judges, plan.mode, codec.to_data(plan.skillset), plan.instances_path
+        ),
+        instances=plan.inputs.instances,
+        response_sets=plan.inputs.response_sets,
+        judges=[j.name for j in plan.judges],
+    )
+    changed: list[str] = []
+    if not created:
+        run, changed = update_judges(store, run, plan.judges)
+        reopen(store, run, () if retry_failed else None)
+    run = set_max_cost(store, run, max_cost)
+    result = dispatch_open(store, run, dispatcher, settings.calls_per_message, plan.estimator())
+    return Started(run, created, result, changed)
+
+
+def resume(
+    store: Store,
+    run: RunInfo,
+    dispatcher: Transport,
+    settings: Settings,
+    *,
+    reasons: Sequence[str] = (),
+    max_cost: float | None = None,
+    judges: Sequence[JudgeConfig] = (),
+) -> tuple[int, Dispatched, list[str]]:
+    """Send again what is pending, stale or failed (``reasons``: only those failures),
+    honouring the run's stored budget; returns (rows reset, dispatch, changes)."""
+    unknown = sorted({j.name for j in judges} - {j["name"] for j in run.config["judges"]})
+    if unknown:
+        raise InputError(f"--judges names judges the run does not have: {', '.join(unknown)}")
+    changed: list[str] = []
+    if judges:
+        run, changed = update_judges(store, run, judges)
+    run = set_max_cost(store, run, max_cost)
+    reset = reopen(store, run, reasons)
+    return reset, dispatch_open(store, run, dispatcher, settings.calls_per_message), changed
+
+
+@dataclass
+class _Watch:
+    """What `wait` has told the user already."""
+
+    halts: set[str] = field(default_factory=set)
+    hinted: bool = False
+
+
+def wait(
+    store: Store,
+    run: RunInfo,
+    dispatcher: Transport,
+    *,
+    progress: bool = True,
+    poll: float = 0.5,
+    leave_open: int = 0,
+    quiet_after: float = 15.0,
+    say: Callable[[str], None] | None = None,
+) -> dict[str, Halt]:
+    """Block until no judgment of ``run`` is open (but ``leave_open`` held back on
+    purpose), with a progress bar; returns the judges halted meanwhile.
+
+    Each halted judge is said once, in one line. On a broker, after ``quiet_after``
+    seconds without progress: if no worker announced itself in this database but workers
+    take the queue, raise WorkersElsewhere (they cannot see this run); if none takes it,
+    say once that no worker is running.
+    """
+    counts = queries.status(store, run.id, run.name)
+    bar = tqdm(
+        total=counts.total,
+        initial=counts.total - counts.pending,
+        desc=f"judging {run.name}",
+        unit="judgment",
+        disable=not progress,
+        file=sys.stderr,
+        dynamic_ncols=True,
+    )
+    tell = say or (lambda line: tqdm.write(line, file=sys.stderr))
+    watch = _Watch()
+    last_change, last_open = time.monotonic(), counts.pending
+    halts: dict[str, Halt] = {}
+    try:
+        while True:
+            open_ = store.count_open(run.id) - leave_open
+            bar.update(bar.total - open_ - bar.n)
+            if open_ != last_open:
+                last_change, last_open = time.monotonic(), open_
+            halts = store.halts(run.id)
+            for judge in sorted(set(halts) - watch.halts):
+                tell(redact(halts[judge].detail))
+                watch.halts.add(judge)
+            if open_ <= 0:
+                break
+            if isinstance(dispatcher, InProcessTransport) and not dispatcher.alive():
+                dispatcher.join()  # re-raises an executor crash
+                if store.count_open(run.id) > leave_open:
+                    raise ConfigError(
+                        f"run {run.name}: in-process execution stopped with judgments open; "
+                        "rerun to resume"
+                    )
+            elif dispatcher.queue is not None and time.monotonic() - last_change > quiet_after:
+                _check_workers(store, run, dispatcher, watch, tell, quiet_after)
+            time.sleep(poll)
+    finally:
+        bar.close()
+    dispatcher.join()
+    return halts
+
+
+def _check_workers(
+    store: Store,
+    run: RunInfo,
+    dispatcher: Transport,
+    watch: _Watch,
+    tell: Callable[[str], None],
+    within: float,
+) -> None:
+    assert dispatcher.queue is not None
+    if store.live_workers(dispatcher.queue, within=max(within, 30.0)):
+        return  # workers see this database: they are busy (or rate limited)
+    consumers = dispatcher.consumers() or []
+    if consumers:
+        raise WorkersElsewhere(
+            f"run {run.name}: {len(consumers)} worker(s) take queue {dispatcher.queue!r} "
+            f"({', '.join(consumers[:3])}) but none uses this database "
+            f"({redact(str(store.engine.url.render_as_string(hide_password=True)))}): "
+            "start them with the same FLASK_EVAL_DATABASE_URL, then `flask-eval resume "
+            f"{run.name}`"
+        )
+    if not watch.hinted:
+        tell("no progress and no worker alive: start one with `flask-eval worker`")
+        watch.hinted = True

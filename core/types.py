@@ -1,0 +1,232 @@
+"""Data objects of the inputs of a run: instances, responses, judges (pure, no I/O).
+
+A judge spec is parsed here for its syntax only (``provider/model[@BASE_URL]``, a base URL
+without credentials); whether the provider exists and accepts the spec is the workers'
+to say (``workers.judge.check_spec``), since a provider is code.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from core.errors import ConfigError
+from core.limits import MAX_JUDGE_SPEC
+from core.redact import looks_like_credential
+from core.text import clip, control_problem
+
+#: a judge's completion budget and temperature unless its configuration says otherwise
+DEFAULT_MAX_TOKENS = 1024
+DEFAULT_TEMPERATURE = 0.0
+
+#: The state of one judge's judgment of one cell, as the ledger's pivot gives it to the
+#: report (``storage.analytics.Pivot`` -> ``report.scores.ScoreTable``).
+STATE_NONE = 0  # no judgment, or not finished (pending, running)
+STATE_SCORED = 1  # done with a numeric score
+STATE_NA = 2  # done, N/A
+STATE_FAILED = 3  # failed
+
+#: FLASK's difficulty labels, in order: level 1..5.
+DIFFICULTY_LABELS: tuple[str, ...] = (
+    "simple lifestyle knowledge",
+    "advanced lifestyle knowledge",
+    "formal education knowledge",
+    "major level knowledge",
+    "expert level knowledge",
+)
+
+#: FLASK's ten domains.
+DOMAINS: tuple[str, ...] = (
+    "Humanities",
+    "Language",
+    "Culture",
+    "Health",
+    "History",
+    "Natural Science",
+    "Math",
+    "Social Science",
+    "Technology",
+    "Coding",
+)
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One evaluation instance.
+
+    ``domains`` holds only known domains (FLASK's ``-1`` is dropped, so the tuple may be
+    empty); ``difficulty`` is a level 1-5, or None when unknown.
+    """
+
+    id: str
+    instruction: str
+    answer: str
+    skills: tuple[str, ...]
+    domains: tuple[str, ...] = ()
+    difficulty: int | None = None
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Response:
+    """One model's response to one instance (may be empty: empty responses are judged)."""
+
+    model: str
+    instance_id: str
+    text: str
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class ResponseSet:
+    """All responses of one model, as loaded from one file."""
+
+    model: str
+    path: str
+    responses: tuple[Response, ...] = field(default_factory=tuple)
+
+
+_MODEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/+-]{0,199}$")
+_PROVIDER_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}")
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    """``provider/model`` or ``provider/model@BASE_URL``.
+
+    ``name`` is the canonical spec (what a worker needs to call the judge);
+    ``default_name`` (provider/model) is what reports call a judge that was not named.
+    A base URL carries no credential, neither in its userinfo nor in its query string:
+    it is stored with the run and printed in reports, so keys belong in the provider's
+    environment variable.
+    """
+
+    provider: str
+    model: str
+    base_url: str | None = None
+
+    @property
+    def name(self) -> str:
+        base = f"{self.provider}/{self.model}"
+        return f"{base}@{self.base_url}" if self.base_url else base
+
+    @property
+    def default_name(self) -> str:
+        """``provider/model``: a judge's name unless one is given (no base URL)."""
+        return f"{self.provider}/{self.model}"
+
+    @classmethod
+    def parse(cls, spec: str) -> JudgeSpec:
+        if len(spec) > MAX_JUDGE_SPEC:
+            raise ConfigError(
+                f"judge spec is longer than {MAX_JUDGE_SPEC} characters: {clip(spec)}"
+            )
+        text = spec.strip()
+        problem = control_problem(text)
+        if problem is not None:
+            raise ConfigError(f"judge {clip(text)} {problem}")
+        head, sep, base_url = text.partition("@")
+        provider, slash, model = head.partition("/")
+        if not slash or not provider or not model:
+            raise ConfigError(
+                f"invalid judge {clip(spec)}: expected provider/model[@BASE_URL], "
+                "e.g. openai/gpt-4o or openai/my-model@http://127.0.0.1:8000/v1"
+            )
+        if _PROVIDER_RE.fullmatch(provider) is None:
+            raise ConfigError(f"invalid provider name {clip(provider)} in judge {clip(spec)}")
+        if not _MODEL_RE.match(model):
+            raise ConfigError(f"invalid model name {clip(model)} in judge {clip(spec)}")
+        if sep:
+            return cls(provider, model, cls._base_url(base_url, provider, model))
+        return cls(provider, model, None)
+
+    @classmethod
+    def _base_url(cls, url: str, provider: str, model: str) -> str:
+        """``url`` without a trailing slash, or ConfigError saying what is wrong with it."""
+        judge = f"judge {provider}/{model}"
+        expected = "expected http(s)://host[:port][/path]"
+        if any(char.isspace() for char in url):
+            raise ConfigError(f"invalid base URL {clip(url)} of {judge}: it contains a space")
+        try:
+            parts = urlsplit(url)
+            host, port = parts.hostname, parts.port
+        except ValueError as exc:
+            what = "an unclosed or invalid [IPv6] address" if "IPv6" in str(exc) else None
+            if what is None:
+                raise ConfigError(f"invalid port in base URL {clip(url)} of {judge}") from None
+            raise ConfigError(
+                f"invalid base URL {clip(url)} of {judge}: {what}; {expected}"
+            ) from None
+        if parts.scheme not in ("http", "https") or not host:
+            raise ConfigError(f"invalid base URL {clip(url)} of {judge}: {expected}")
+        if port == 0:
+            raise ConfigError(f"invalid port in base URL {clip(url)} of {judge}")
+        if parts.username or parts.password:
+            raise CredentialInUrl(
+                provider, f"{judge}: credentials in the base URL are not allowed; put the key "
+                "in the provider's environment variable"
+            )  # fmt: skip
+        for name, _ in parse_qsl(parts.query, keep_blank_values=True):
+            if looks_like_credential(name):
+                raise CredentialInUrl(
+                    provider,
+                    f"{judge}: the base URL's query string carries a credential "
+                    f"({clip(name)}=...); credentials in the base URL are not allowed: "
+                    "put the key in the provider's environment variable",
+                )
+        return url.rstrip("/")
+
+
+class CredentialInUrl(ConfigError):
+    """A judge's base URL carries a credential (``provider`` says whose)."""
+
+    def __init__(self, provider: str, message: str) -> None:
+        super().__init__(message)
+        self.provider = provider
+
+
+@dataclass(frozen=True)
+class Price:
+    """US dollars per million tokens."""
+
+    input: float = 0.0
+    output: float = 0.0
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        return (prompt_tokens * self.input + completion_tokens * self.output) / 1_000_000
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    """``name`` identifies the judge in the ledger and reports; ``spec`` says how to call it."""
+
+    name: str
+    spec: str
+    rpm: float | None = None
+    tpm: float | None = None
+    max_in_flight: int | None = None
+    price: Price = Price()
+    #: completion budget per call (None: the default, ``DEFAULT_MAX_TOKENS``)
+    max_tokens: int | None = None
+    #: sampling temperature (None: ours, 0.0, where the provider's SDK takes one)
+    temperature: float | None = None
+    #: a larger completion budget for one more try after an answer was cut off by
+    #: ``max_tokens`` (None: a cut-off answer fails with reason ``truncated``)
+    retry_max_tokens: int | None = None
+
+    @classmethod
+    def simple(cls, spec: str) -> JudgeConfig:
+        """A judge with no budgets, named ``provider/model`` (reports and file names
+        carry the name, so it leaves the base URL out)."""
+        parsed = JudgeSpec.parse(spec)
+        return cls(name=parsed.default_name, spec=parsed.name)
+
+    def to_data(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> JudgeConfig:
+        price = Price(**data.get("price") or {})
+        return cls(**{**data, "price": price})

@@ -1,0 +1,55 @@
+"""Planning and dispatch without workers: the in-memory dispatcher records the batches."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from app import pipeline
+from core import settings as settings_mod
+from core.types import Price
+from producer.dispatch import MemoryTransport
+from producer.estimate import planned_calls
+from producer.plan import open_calls
+from storage.store import Store
+from tests.conftest import EXAMPLES
+
+RESPONSES = [f"model_a={EXAMPLES / 'model_a.jsonl'}", f"model_b={EXAMPLES / 'model_b.jsonl'}"]
+
+
+def plan(judges: tuple[str, ...] = ("memory/j1", "memory/j2")) -> pipeline.Plan:
+    return pipeline.prepare(
+        instances=str(EXAMPLES / "instances.jsonl"),
+        responses=RESPONSES,
+        judges=judges,
+        run_name="p",
+    )
+
+
+def test_every_open_row_is_dispatched_once_in_bounded_batches(tmp_path: Path) -> None:
+    settings = replace(settings_mod.load(), calls_per_message=5)
+    store = Store(f"sqlite:///{tmp_path / 'p.db'}")
+    sent = MemoryTransport()
+    started = pipeline.start(plan(), store, sent, settings)
+    ids = [i for _, batch in sent.sent for call in batch for i in call]
+    assert started.dispatched.sent == (27 + 25) * 2  # one call per (model, instance, judge)
+    assert all(len(batch) <= 5 for _, batch in sent.sent)
+    assert sorted(ids) == sorted(set(ids))
+    assert len(ids) == sum(len(c.ids) for c in open_calls(store, started.run))
+    again = MemoryTransport()
+    resumed = pipeline.start(plan(), store, again, settings)  # nothing done yet: all again
+    assert (resumed.created, resumed.dispatched.sent) == (False, started.dispatched.sent)
+
+
+def test_max_cost_holds_back_the_calls_past_the_budget(tmp_path: Path) -> None:
+    base = plan(("memory/j1",))
+    priced = replace(
+        base, judges=tuple(replace(j, price=Price(1000.0, 1000.0)) for j in base.judges)
+    )
+    one_call = priced.estimator().cost(planned_calls(priced.inputs, priced.context())[0])
+    sent = MemoryTransport()
+    store = Store(f"sqlite:///{tmp_path / 'c.db'}")
+    started = pipeline.start(priced, store, sent, settings_mod.load(), max_cost=one_call * 3.5)
+    result = started.dispatched
+    assert 1 <= result.sent <= 4 and result.held_back == 27 + 25 - result.sent
+    assert result.estimated_cost <= one_call * 3.5

@@ -1,0 +1,304 @@
+"""The HTML report: self-contained, every figure embedded; exports; and on a run over the
+FLASK evaluation set (3 models, 2 simulated judges) the page renders in headless Chromium
+without console errors, with the radar chart and the tables on screen."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import click
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from core.types import DIFFICULTY_LABELS
+from flask_eval.cli_report import register
+from report.breakdown import Aggregation, flask_breakdown
+from report.document import Report, ranked_models, with_intervals
+from report.html import render
+from report.plots import RADAR_OVERLAY_MAX, difficulty_curves, radar
+from simulator.config import SimConfig
+from simulator.testing import running_simulator
+from storage.store import Store
+from tests.helpers import cli_env, flask_eval
+from tests.reference import from_records
+from tests.report.test_bootstrap import ABILITY, SKILLS, _store_run, random_records
+
+CHROMIUM = os.environ.get("FLASK_EVAL_CHROMIUM", "/usr/bin/chromium")
+MODELS = ("gpt4", "alpaca_13b", "vicuna_13b")
+SUBSET = 400  # instances of the FLASK set judged here (the full set takes ~50 s)
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _cli() -> click.Group:
+    group = click.Group()
+    register(group)
+    return group
+
+
+def _report(args: list[str]) -> str:
+    result = CliRunner().invoke(_cli(), ["report", *args, "--quiet"])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def check_self_contained(page: Path, judges: int) -> list[bytes]:
+    """No external resource; every image an embedded PNG; returns the images."""
+    text = page.read_text(encoding="utf-8")
+    assert "<link" not in text and not re.search(r"<script[^>]*\ssrc=", text)
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//|file:)""", text)
+    sources = re.findall(r'<img src="([^"]+)"', text)
+    assert sources and all(s.startswith("data:image/png;base64,") for s in sources)
+    images = [base64.b64decode(s.split(",", 1)[1]) for s in sources]
+    assert all(img.startswith(PNG_MAGIC) for img in images)
+    # four figures per judge plus the agreement matrix, also written as files
+    assert len(images) == 4 * judges + 1
+    files = sorted(page.parent.glob("*.png"))
+    assert len(files) == len(images)
+    assert len(list(page.parent.glob("radar-*.png"))) == judges
+    # every figure also as SVG next to its PNG (for papers)
+    for png in files:
+        svg = png.with_suffix(".svg").read_bytes()
+        assert svg.startswith(b"<?xml") and b"<svg" in svg[:2000]
+    assert len(list(page.parent.glob("*.svg"))) == len(files)
+    for section in ("Overall", "Skills", "Abilities", "Domains", "Difficulty", "Judge agreement"):
+        assert f">{section}</h2>" in text
+    return images
+
+
+def test_html_report_is_self_contained_and_exports_every_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    store = Store(url)
+    _store_run(store, seed=12)
+    store.close()
+    monkeypatch.setenv("FLASK_EVAL_DATABASE_URL", url)
+    out = tmp_path / "html"
+    _report(["stats", "--format", "html", "--out", str(out), "--ensemble", "median:2"])
+    check_self_contained(out / "report.html", judges=3 + 1)
+
+    csv_dir = tmp_path / "csv"
+    _report(["stats", "--format", "csv", "--out", str(csv_dir), "--bootstrap", "100"])
+    heads = {p.name: p.read_text().splitlines()[0] for p in csv_dir.glob("*.csv")}
+    assert heads["rows.csv"] == "model,judge,dimension,key,mean,n,n_na,n_failed,ci_low,ci_high"
+    assert heads["comparisons.csv"].startswith("judge,model_a,model_b,")
+    assert heads["agreement.csv"].startswith("judge_a,judge_b,skill,n,pearson,")
+    # plain numbers in every file (numpy 2 would repr its scalars as np.float64(2.66...))
+    text_fields = {"model", "judge", "dimension", "key", "model_a", "model_b", "judge_a",
+                   "judge_b", "skill"}  # fmt: skip
+    for name in ("rows.csv", "comparisons.csv", "agreement.csv"):
+        records = list(csv.DictReader(io.StringIO((csv_dir / name).read_text())))
+        assert records, name
+        for record in records:
+            for field, value in record.items():
+                if field not in text_fields and value != "":
+                    float(value)  # raises on anything but a plain number
+    stdout_csv = _report(["stats", "--format", "csv", "--bootstrap", "100"])
+    assert stdout_csv == (csv_dir / "rows.csv").read_text()
+    payload = json.loads(_report(["stats", "--format", "json", "--bootstrap", "100"]))
+    assert set(payload) >= {"run", "rows", "comparisons", "agreement", "bootstrap"}
+    assert len(payload["rows"]) == len(stdout_csv.splitlines()) - 1
+    table = _report(["stats", "--bootstrap", "100"])
+    assert "95% CI" in table and "Paired comparisons" in table
+    none = json.loads(_report(["stats", "--format", "json", "--bootstrap", "0"]))
+    assert all(r["ci_low"] is None and r["ci_high"] is None for r in none["rows"])
+
+
+def _judge_data(name: str, spec: str, **sampling: object) -> dict[str, object]:
+    """A judge as ``core.types.JudgeConfig.to_data()`` records it in a run config."""
+    data: dict[str, object] = {"name": name, "spec": spec, "rpm": None, "tpm": None,
+                               "max_in_flight": None, "price": {"input": 2.5, "output": 10.0},
+                               "max_tokens": None, "temperature": None,
+                               "retry_max_tokens": None}  # fmt: skip
+    return data | sampling
+
+
+def test_every_report_format_says_how_each_judge_was_sampled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "sk-live-0123456789abcdef"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    config = [
+        # a spec never carries a key; if one did, it would be redacted
+        _judge_data("openai/a", f"openai/a@http://127.0.0.1:9/v1?k={secret}"),
+        _judge_data("anthropic/b", "anthropic/b", max_tokens=2048, temperature=0.7),
+    ]
+    url = f"sqlite:///{tmp_path / 'j.db'}"
+    store = Store(url)
+    _store_run(store, seed=4, judge_config=config)
+    store.close()
+    monkeypatch.setenv("FLASK_EVAL_DATABASE_URL", url)
+    table = _report(["stats", "--bootstrap", "50"])
+    head = table[: table.index("Model: ")]
+    assert (
+        "openai/a: openai/a@http://127.0.0.1:9/v1?k=***, max_tokens 1024, temperature 0.0" in head
+    )
+    assert "anthropic/b: anthropic/b, max_tokens 2048, temperature provider default" in head
+    payload = json.loads(_report(["stats", "--format", "json", "--bootstrap", "50"]))
+    assert payload["judges"] == [
+        {"name": "openai/a", "spec": "openai/a@http://127.0.0.1:9/v1?k=***", "max_tokens": 1024,
+         "temperature": 0.0},
+        {"name": "anthropic/b", "spec": "anthropic/b", "max_tokens": 2048,
+         "temperature": "provider default"},
+    ]  # fmt: skip
+    out = tmp_path / "html"
+    _report(["stats", "--format", "html", "--out", str(out), "--bootstrap", "50"])
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "<b>anthropic/b</b>: anthropic/b, max_tokens 2048, temperature provider default" in page
+    assert "max_tokens 1024, temperature 0.0" in page
+    for text in (table, json.dumps(payload), page):
+        assert secret not in text
+    assert "price" not in head and "rpm" not in head  # sampling only
+
+
+def make_report(models: int, judges: tuple[str, ...] = ("j1", "j2")) -> Report:
+    """A report of random judgments of ``models`` models, without a store."""
+    names = tuple(f"model-{k}" for k in range(models))
+    records = random_records(41, instances=60, models=names, judges=judges)
+    table = from_records(records)
+    rows = with_intervals(Aggregation(table, flask_breakdown(ABILITY)).rows(), {})
+    return Report(run="r", rows=rows, models=list(table.models), judges=list(table.judges),
+                  skills=list(SKILLS.names), abilities=list(SKILLS.abilities),
+                  ability_of=ABILITY, domains=list(table.domains))  # fmt: skip
+
+
+def _polar_axes(fig: object) -> list[object]:
+    return [ax for ax in fig.axes if ax.name == "polar"]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("models", [3, RADAR_OVERLAY_MAX, 8])
+def test_radar_runs_from_1_at_the_centre_and_stays_legible(models: int) -> None:
+    report = make_report(models)
+    fig = radar(report, "j1")
+    axes = _polar_axes(fig)
+    # one chart for a few models; past RADAR_OVERLAY_MAX one small radar per model
+    assert len(axes) == (1 if models <= RADAR_OVERLAY_MAX else models)
+    for ax in axes:
+        assert ax.get_ylim() == (1.0, 5.0)  # type: ignore[attr-defined]
+    if models > RADAR_OVERLAY_MAX:
+        # small multiples, best first under this judge, each titled with its overall mean
+        overall = {r.model: r.mean for r in report.rows if r.judge == "j1"
+                   and r.dimension == "overall"}  # fmt: skip
+        titles = [ax.get_title() for ax in axes]  # type: ignore[attr-defined]
+        best_first = sorted(overall, key=lambda m: -(overall[m] or 0))
+        assert titles == [f"{m} ({overall[m]:.2f})" for m in best_first]
+
+
+def test_difficulty_figure_and_tables_name_flask_levels_and_models_come_best_first() -> None:
+    report = make_report(3)
+    fig = difficulty_curves(report, "j1")
+    text = " ".join(t.get_text() for t in fig.texts)
+    for level, label in enumerate(DIFFICULTY_LABELS, start=1):
+        assert f"{level} {label}" in text
+    page = render(report, [])
+    for level, label in enumerate(DIFFICULTY_LABELS, start=1):
+        assert f">{level} {label}</td>" in page
+    ranked = ranked_models(report.rows, report.models)
+    assert ranked != sorted(ranked)  # so that the order below is the ranking's
+    overall = page[page.index('id="overall"') : page.index('id="skills"')]
+    positions = [overall.index(f">{m}</td>") for m in ranked]
+    assert positions == sorted(positions)  # the overall table: best first
+
+
+def _subset(flask_data: Path, tmp_path: Path, n: int) -> tuple[Path, list[str]]:
+    lines = (flask_data / "evaluation_set" / "flask_evaluation.jsonl").read_text().splitlines()
+    kept = lines[:n]
+    ids = {json.loads(line)["idx"] for line in kept}
+    instances = tmp_path / "instances.jsonl"
+    instances.write_text("\n".join(kept) + "\n")
+    responses = []
+    for model in MODELS:
+        source = flask_data / "model_output" / "outputs" / f"{model}.jsonl"
+        mine = [x for x in source.read_text().splitlines() if json.loads(x)["question_id"] in ids]
+        path = tmp_path / f"{model}.jsonl"
+        path.write_text("\n".join(mine) + "\n")
+        responses.append(f"{model}={path}")
+    return instances, responses
+
+
+def _chromium(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'chromium-profile'}",
+            "--enable-logging=stderr",
+            "--v=0",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _console_errors(stderr: str) -> list[str]:
+    return [
+        line
+        for line in stderr.splitlines()
+        if "Uncaught" in line or "ERROR:CONSOLE" in line or "Not allowed to load" in line
+    ]
+
+
+@pytest.mark.slow
+def test_flask_run_report_renders_in_headless_chromium(
+    flask_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not (os.path.exists(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
+        pytest.skip(f"Chromium not installed ({CHROMIUM}); `apt-get install -y chromium`")
+    instances, responses = _subset(flask_data, tmp_path, SUBSET)
+    url = f"sqlite:///{tmp_path / 'flask.db'}"
+    env = cli_env(url)
+    with running_simulator(SimConfig(seed=1)) as sim:
+        args = ["run", "--instances", str(instances), "--run", "flask", "--quiet"]
+        for spec in responses:
+            args += ["--responses", spec]
+        args += ["--judge", f"openai/sim-a@{sim.openai_base_url}"]
+        args += ["--judge", f"anthropic/sim-b@{sim.anthropic_base_url}"]
+        flask_eval(*args, env=env, timeout=600)
+    monkeypatch.setenv("FLASK_EVAL_DATABASE_URL", url)
+    out = tmp_path / "report"
+    _report(["flask", "--format", "html", "--out", str(out)])
+    page = out / "report.html"
+    check_self_contained(page, judges=2)
+
+    shot = tmp_path / "report.png"
+    result = _chromium([f"--screenshot={shot}", "--window-size=1400,3000", page.as_uri()], tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert not _console_errors(result.stderr), _console_errors(result.stderr)
+    dom = _chromium(["--dump-dom", page.as_uri()], tmp_path)
+    assert dom.returncode == 0 and not _console_errors(dom.stderr)
+    loaded = re.search(r'data-images="(\d+)/(\d+)"', dom.stdout)
+    assert loaded and loaded.group(1) == loaded.group(2) == str(4 * 2 + 1)
+    assert "<table>" in dom.stdout and "radar-01-" in dom.stdout
+
+    from PIL import Image
+
+    pixels = np.asarray(Image.open(shot).convert("RGB"), dtype=np.int16)
+    assert pixels.shape == (3000, 1400, 3)
+    # the radar chart is on screen: the models' line colours (tab10 blue, orange, green)
+    for rgb in ((31, 119, 180), (255, 127, 14), (44, 160, 44)):
+        assert (np.abs(pixels - rgb).sum(axis=2) < 30).sum() > 200, rgb
+    # and so is text of the tables: many dark pixels in the top part of the page
+    assert (pixels[:1500].sum(axis=2) < 150).sum() > 5000
+    keep = os.environ.get("FLASK_EVAL_ARTIFACTS")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, Path(keep) / "report-screenshot.png")
+        shutil.copytree(out, Path(keep) / "report", dirs_exist_ok=True)

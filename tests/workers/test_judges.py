@@ -1,0 +1,522 @@
+"""Judge specs, error classification, Retry-After parsing, secret redaction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from core.errors import ConfigError, CredentialsError, FailureReason, JudgeError
+from core.redact import redact
+from core.types import JudgeSpec
+from workers.errors import retry_after
+from workers.judge import RetryDecision, create_judge, spec_of
+
+
+@pytest.mark.parametrize(
+    ("spec", "provider", "model", "base"),
+    [
+        ("openai/gpt-4o", "openai", "gpt-4o", None),
+        ("anthropic/claude-sonnet-4-5", "anthropic", "claude-sonnet-4-5", None),
+        ("gemini/gemini-2.5-flash", "gemini", "gemini-2.5-flash", None),
+        (
+            "gemini/gemini-2.5-flash@http://127.0.0.1:8765/",
+            "gemini",
+            "gemini-2.5-flash",
+            "http://127.0.0.1:8765",
+        ),
+        (
+            "openai/prometheus-7b@http://127.0.0.1:8000/v1",
+            "openai",
+            "prometheus-7b",
+            "http://127.0.0.1:8000/v1",
+        ),
+        (
+            "openai/org/model-x@https://host.example/v1/",
+            "openai",
+            "org/model-x",
+            "https://host.example/v1",
+        ),
+    ],
+)
+def test_spec_parses(spec: str, provider: str, model: str, base: str | None) -> None:
+    parsed = JudgeSpec.parse(spec)
+    assert (parsed.provider, parsed.model, parsed.base_url) == (provider, model, base)
+    assert JudgeSpec.parse(parsed.name) == parsed
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("gpt-4o", "expected provider/model"),
+        ("openai/", "expected provider/model"),
+        ("cohere/command", "unknown judge provider"),
+        ("openai/m@localhost:8000", "invalid base URL"),
+        ("openai/m@http://u:p@h/v1", "credentials"),
+        ("openai/m@http://h:99999/v1", "invalid port"),
+        ("openai/bad model", "invalid model name"),
+    ],
+)
+def test_bad_specs(spec: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        spec_of(spec)
+
+
+def test_openai_compatible_server_needs_no_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    judge = create_judge("openai/vllm-model@http://127.0.0.1:8000/v1")
+    assert judge.name == "openai/vllm-model@http://127.0.0.1:8000/v1"
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
+        create_judge("openai/gpt-4o")
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        ({"Retry-After": "7"}, 7.0),
+        ({"retry-after-ms": "1500"}, 1.5),
+        ({"x-ratelimit-reset-requests": "6m0s"}, 360.0),
+        ({"x-ratelimit-reset-tokens": "250ms", "x-ratelimit-reset-requests": "2s"}, 2.0),
+        ({"Retry-After": "soon"}, None),
+        ({}, None),
+    ],
+)
+def test_retry_after(headers: dict[str, str], expected: float | None) -> None:
+    assert retry_after(headers) == expected
+
+
+def _sdk_errors(provider: str) -> tuple[Any, Any, Any]:
+    """What ``provider``'s SDK raises, built as the SDK builds it: (an HTTP status error
+    from a response, a timeout, a connection error)."""
+    import httpx2
+
+    request = httpx2.Request("POST", "http://x/v1/chat/completions")
+    if provider == "gemini":  # google-genai: its APIError classes; httpx2's for transport
+        from google.genai import errors
+
+        def gemini_status(response: httpx2.Response) -> BaseException:
+            try:
+                errors.APIError.raise_error(response.status_code, response.json(), response)
+            except errors.APIError as exc:
+                return exc
+            raise AssertionError("no error raised")
+
+        return (gemini_status, httpx2.ReadTimeout("timed out", request=request),
+                httpx2.ConnectError("connection refused", request=request))  # fmt: skip
+    sdk = __import__(provider)
+    return (
+        lambda response: sdk.APIStatusError("boom", response=response, body=None),
+        sdk.APITimeoutError(request),
+        sdk.APIConnectionError(request=request),
+    )
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
+def test_each_provider_classifies_its_sdk_errors(provider: str) -> None:
+    """The provider's own table: status codes, timeouts, connection errors, bodies that
+    are not JSON; anything else is ours (internal)."""
+    import json
+
+    import httpx2
+
+    judge = create_judge(f"{provider}/m@http://127.0.0.1:9")
+    classify = judge.classify
+    request = httpx2.Request("POST", "http://x/v1/chat/completions")
+    status_error, timeout, connection = _sdk_errors(provider)
+
+    def status(code: int, headers: dict[str, str] | None = None) -> JudgeError:
+        response = httpx2.Response(
+            code, headers=headers or {}, request=request, text='{"error": {}}'
+        )
+        return classify(status_error(response))
+
+    assert status(429, {"retry-after": "3"}).reason == FailureReason.RATE_LIMITED
+    assert status(429, {"retry-after": "3"}).retry_after == 3.0
+    assert status(503).reason == FailureReason.PROVIDER_ERROR
+    assert status(500).reason == FailureReason.PROVIDER_ERROR
+    assert status(401).reason == FailureReason.AUTH
+    assert status(403).reason == FailureReason.AUTH
+    assert status(400).reason == FailureReason.REFUSED
+    assert status(404).reason == FailureReason.REFUSED
+    assert '{"error": {}}' in str(status(400).raw)  # the body is kept
+    assert classify(timeout).reason == FailureReason.TIMEOUT
+    assert classify(connection).reason == FailureReason.PROVIDER_ERROR
+    assert classify(TimeoutError()).reason == FailureReason.TIMEOUT
+    html = classify(json.JSONDecodeError("Expecting value", "<html>502</html>", 0))
+    assert html.reason == FailureReason.PROVIDER_ERROR and html.raw == "<html>502</html>"
+    assert classify(ValueError("bug")).reason == FailureReason.INTERNAL
+
+
+def test_retry_policy_honours_retry_after_and_stops() -> None:
+    judge = create_judge("memory/j")
+    limited = JudgeError(FailureReason.RATE_LIMITED, "429", retry_after=4.0)
+    decision = judge.should_retry(limited, 1)
+    assert decision.retry and 4.0 <= decision.delay <= 4.25
+    assert judge.should_retry(limited, judge.max_attempts) == RetryDecision(False)
+    assert not judge.should_retry(JudgeError(FailureReason.REFUSED, "400"), 1).retry
+    backoff = judge.should_retry(JudgeError(FailureReason.PROVIDER_ERROR, "503"), 3)
+    assert backoff.retry and 0 <= backoff.delay <= 4
+
+
+def test_redact_hides_env_secrets_keys_and_url_passwords(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-SECRET-value-123")
+    text = "key sk-test-SECRET-value-123 url redis://:hunter2@h:6379/0 Bearer abcdefghijkl"
+    out = redact(text)
+    assert "SECRET" not in out and "hunter2" not in out and "abcdefghijkl" not in out
+    assert "redis://:***@h:6379/0" in out
+
+
+def _pool(judge: Any) -> Any:
+    """The httpcore pool under a judge's SDK client."""
+    if judge.spec.provider == "gemini":  # our httpx2 client, handed to google-genai
+        return judge._http._transport._pool
+    return judge._client._client._transport._pool
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
+def test_pool_opens_n_connections_under_load_but_keeps_few_idle(
+    provider: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A burst of 64 calls runs 64 at once; afterwards only keepalive_for(64) stay open."""
+    import asyncio
+
+    from simulator.config import SimConfig
+    from simulator.testing import running_simulator
+    from workers.judge import GenerateConfig
+    from workers.providers.openai_judge import keepalive_for
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    monkeypatch.setenv("GEMINI_API_KEY", "sk-test")
+    messages = [{"role": "user", "content": "Skills: correctness\nJudge this."}]
+
+    async def burst(base: str) -> tuple[int, int]:
+        judge = create_judge(f"{provider}/sim@{base}", max_connections=64)
+        try:
+            outs = await asyncio.gather(
+                *(judge.generate(messages, GenerateConfig(timeout=30)) for _ in range(64))
+            )
+            return len(outs), len(_pool(judge).connections)
+        finally:
+            await judge.aclose()
+
+    with running_simulator(SimConfig(latency_ms=300)) as sim:
+        base = {"openai": sim.openai_base_url, "anthropic": sim.anthropic_base_url,
+                "gemini": sim.gemini_base_url}[provider]  # fmt: skip
+        answered, open_after = asyncio.run(burst(base))
+        stats = sim.stats()
+    assert answered == 64
+    assert stats["max_in_flight"] == 64  # the cap on idle connections does not limit load
+    assert 0 < open_after <= keepalive_for(64) == 8  # 0: the SDK bypassed our pool
+
+
+# -- Gemini (google-genai): what its file knows ---------------------------------------
+
+GEMINI_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL",
+              "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_ENTERPRISE",
+              "GOOGLE_GENAI_API_VERSION", "GOOGLE_CLOUD_PROJECT")  # fmt: skip
+
+
+@pytest.fixture
+def no_gemini_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    for name in GEMINI_ENV:
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+def gemini_output(response: dict[str, Any]) -> Any:
+    from google.genai import types
+
+    from workers.providers.gemini_judge import output_of
+
+    return output_of(types.GenerateContentResponse.model_validate(response))
+
+
+def test_gemini_key_from_gemini_api_key_or_google_api_key(
+    no_gemini_env: pytest.MonkeyPatch,
+) -> None:
+    from workers.judge import judge_class
+
+    assert judge_class("gemini").key_env == "GEMINI_API_KEY"
+    with pytest.raises(CredentialsError, match="GEMINI_API_KEY"):
+        create_judge("gemini/gemini-2.5-flash")
+    assert create_judge("gemini/sim@http://127.0.0.1:8765").api_key() is None  # a placeholder
+    no_gemini_env.setenv("GOOGLE_API_KEY", "google-key")
+    assert create_judge("gemini/gemini-2.5-flash").api_key() == "google-key"
+    no_gemini_env.setenv("GEMINI_API_KEY", "gemini-key")  # ours wins over the SDK's other one
+    assert create_judge("gemini/gemini-2.5-flash").api_key() == "gemini-key"
+
+
+def test_gemini_budget_key_follows_the_key_it_sends(no_gemini_env: pytest.MonkeyPatch) -> None:
+    no_gemini_env.setenv("GOOGLE_API_KEY", "key-one-secret")
+    one = create_judge("gemini/m").budget_key()
+    no_gemini_env.setenv("GOOGLE_API_KEY", "key-two-secret")
+    two = create_judge("gemini/m").budget_key()
+    no_gemini_env.setenv("GEMINI_API_KEY", "key-two-secret")
+    assert one != two == create_judge("gemini/m").budget_key()
+    assert "secret" not in one + two
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8765/v1beta",
+        "http://127.0.0.1:8765/v1",
+        "https://generativelanguage.googleapis.com/v1beta/models",
+        "http://127.0.0.1:8765/v1beta/models/gemini-2.5-flash",
+        "http://127.0.0.1:8765/v1beta/models/gemini-2.5-flash:generateContent",
+        "http://gw.example/google/models/m:generateContent",
+    ],
+)
+def test_gemini_base_url_is_the_api_root(url: str) -> None:
+    from workers.judge import judge_class
+
+    spec = JudgeSpec.parse(f"gemini/gemini-2.5-flash@{url}")
+    with pytest.raises(ConfigError, match=r"API root.*without /v1beta.*e\.g\. http"):
+        judge_class("gemini").check_spec(spec)
+
+
+def test_gemini_accepts_an_api_root_and_refuses_keys_in_urls_and_bad_models() -> None:
+    from workers.judge import judge_class
+
+    gemini = judge_class("gemini")
+    for url in ("https://generativelanguage.googleapis.com", "http://127.0.0.1:8765",
+                "https://gw.example/google",  # a gateway's own version inside its path:
+                "https://gateway.ai.cloudflare.com/v1/acct/gw/google-ai-studio"):  # fmt: skip
+        gemini.check_spec(JudgeSpec.parse(f"gemini/gemini-2.5-flash@{url}"))
+    gemini.check_spec(JudgeSpec.parse("gemini/gemini-2.5-flash"))
+    with pytest.raises(ConfigError, match="GEMINI_API_KEY"):
+        spec_of("gemini/m@https://generativelanguage.googleapis.com/?key=AIzaSy123")
+    with pytest.raises(ConfigError, match=r"invalid model name.*\.\."):
+        gemini.check_spec(JudgeSpec.parse("gemini/models..x"))
+
+
+def test_gemini_request_maps_system_turns_and_sampling() -> None:
+    from workers.judge import GenerateConfig
+    from workers.providers.gemini_judge import request_of
+
+    messages = [
+        {"role": "system", "content": "Be strict."},
+        {"role": "system", "content": "Score 1 to 5."},
+        {"role": "user", "content": "Judge this."},
+        {"role": "assistant", "content": "Scores: ..."},
+        {"role": "user", "content": "Only the scores line, please."},
+    ]
+    contents, config = request_of(messages, GenerateConfig(max_tokens=77, temperature=0.0,
+                                                           timeout=2.5))  # fmt: skip
+    assert [(c.role, c.parts[0].text) for c in contents] == [
+        ("user", "Judge this."), ("model", "Scores: ..."),
+        ("user", "Only the scores line, please."),
+    ]  # fmt: skip
+    assert config.system_instruction == "Be strict.\n\nScore 1 to 5."
+    assert (config.max_output_tokens, config.temperature) == (77, 0.0)
+    assert config.http_options.timeout == 2500  # milliseconds
+    assert config.automatic_function_calling.disable  # one HTTP request per call
+    assert config.automatic_continuation is False
+    _, default = request_of(messages[2:3], GenerateConfig(temperature=None))
+    assert default.temperature is None and default.system_instruction is None
+
+
+def test_gemini_finish_reasons_and_usage() -> None:
+    from workers.judge import CUT_OFF, FINISHED, REFUSAL
+
+    def candidate(reason: str | None, *texts: str, **extra: Any) -> dict[str, Any]:
+        content = {"role": "model", "parts": [{"text": t} for t in texts]} if texts else None
+        return {"candidates": [{"content": content, "finish_reason": reason, **extra}],
+                "usage_metadata": {"prompt_token_count": 11, "candidates_token_count": 5,
+                                   "thoughts_token_count": 7}}  # fmt: skip
+
+    done = gemini_output(candidate("STOP", "Good.\n", "[SCORES] {}"))
+    assert (done.text, done.finish) == ("Good.\n[SCORES] {}", FINISHED)
+    assert (done.prompt_tokens, done.completion_tokens) == (11, 12)  # thinking is billed
+    thought = candidate("STOP", "x")
+    thought["candidates"][0]["content"]["parts"].insert(0, {"text": "hmm", "thought": True})
+    assert gemini_output(thought).text == "x"  # the model's thoughts are not its answer
+    assert gemini_output(candidate(None, "an answer")).finish == FINISHED
+    cut = gemini_output(candidate("MAX_TOKENS", "half an ans"))
+    assert (cut.text, cut.finish) == ("half an ans", CUT_OFF)
+    assert gemini_output(candidate("MAX_TOKENS")).finish == CUT_OFF  # all spent thinking
+    for reason in ("SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "OTHER"):
+        refused = gemini_output(candidate(reason))
+        assert refused.finish == REFUSAL and reason in refused.text
+    partial = gemini_output(candidate("RECITATION", "quoted text", finish_message="recited"))
+    assert partial.finish == REFUSAL and "quoted text" in partial.text
+    assert "recited" in partial.text
+    blocked = gemini_output({"prompt_feedback": {"block_reason": "PROHIBITED_CONTENT",
+                                                 "block_reason_message": "not allowed"},
+                             "usage_metadata": {"prompt_token_count": 9}})  # fmt: skip
+    assert blocked.finish == REFUSAL and (blocked.prompt_tokens, blocked.completion_tokens) == (
+        9,
+        0,
+    )
+    assert "PROHIBITED_CONTENT" in blocked.text and "not allowed" in blocked.text
+    with pytest.raises(JudgeError) as empty:
+        gemini_output({"usage_metadata": {"prompt_token_count": 9}})
+    assert empty.value.reason == FailureReason.PROVIDER_ERROR
+
+
+def test_gemini_classifies_its_own_error_details(no_gemini_env: pytest.MonkeyPatch) -> None:
+    """A wrong key is a 400 API_KEY_INVALID (auth, not refused); a 429's wait is in a
+    RetryInfo when there is no Retry-After header; a 200 that is not JSON keeps its body."""
+    import json
+
+    import httpx2
+    import pydantic
+    from google.genai import errors, types
+
+    judge = create_judge("gemini/m@http://127.0.0.1:9")
+    request = httpx2.Request("POST", "http://x/v1beta/models/m:generateContent")
+
+    def error(code: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> Any:
+        response = httpx2.Response(code, headers=headers, request=request, json=body)
+        return judge.classify(errors.ClientError(code, body, response))
+
+    key_info = {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID"}
+    bad_key = error(
+        400,
+        {
+            "error": {
+                "code": 400,
+                "status": "INVALID_ARGUMENT",
+                "message": "API key not valid.",
+                "details": [key_info],
+            }
+        },
+    )
+    assert bad_key.reason == FailureReason.AUTH and "API key not valid" in bad_key.detail
+    plain = error(400, {"error": {"code": 400, "status": "INVALID_ARGUMENT", "message": "bad"}})
+    assert plain.reason == FailureReason.REFUSED
+
+    def limited(delay: str, headers: dict[str, str] | None = None) -> Any:
+        info = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": delay}
+        return error(
+            429,
+            {
+                "error": {
+                    "code": 429,
+                    "status": "RESOURCE_EXHAUSTED",
+                    "message": "quota",
+                    "details": [info],
+                }
+            },
+            headers,
+        )
+
+    assert limited("7s").retry_after == 7.0
+    assert limited("1.5s").retry_after == 1.5
+    assert limited("40s", {"retry-after": "2"}).retry_after == 2.0  # the header first
+    assert limited("soon").reason == FailureReason.RATE_LIMITED
+    assert limited("soon").retry_after is None
+    html = judge.classify(json.JSONDecodeError("Expecting value", "<html>502</html>", 0))
+    assert html.reason == FailureReason.PROVIDER_ERROR and html.raw == "<html>502</html>"
+    try:
+        types.GenerateContentResponse.model_validate({"candidates": "not a list"})
+    except pydantic.ValidationError as exc:
+        shape = judge.classify(exc)
+    assert shape.reason == FailureReason.PROVIDER_ERROR
+    assert judge.classify(ValueError("bug")).reason == FailureReason.INTERNAL
+
+
+def _generate(spec: str, messages: list[dict[str, str]] | None = None, **config: Any) -> Any:
+    """One ``generate`` of a fresh judge (closed afterwards); the output or the JudgeError."""
+    import asyncio
+
+    from rubrics.protocol import skills_line
+    from workers.judge import GenerateConfig
+
+    judged = f"Judge this.\n{skills_line(['Readability'])}"
+    messages = messages or [{"role": "user", "content": judged}]
+
+    async def go() -> Any:
+        judge = create_judge(spec)
+        try:
+            return await judge.generate(messages, GenerateConfig(**config))
+        except JudgeError as exc:
+            return exc
+        finally:
+            await judge.aclose()
+
+    return asyncio.run(go())
+
+
+def test_gemini_judge_against_the_simulator(no_gemini_env: pytest.MonkeyPatch) -> None:
+    """System, user and assistant turns all reach the prompt (the simulator answers the
+    Gemini dialect as the OpenAI one); finish reasons and usage come through."""
+    from rubrics.protocol import skills_line
+    from simulator.config import SimConfig
+    from simulator.testing import running_simulator
+    from workers.judge import CUT_OFF, FINISHED, REFUSAL
+
+    no_gemini_env.setenv("OPENAI_API_KEY", "sk-test")
+    messages = [
+        {"role": "system", "content": "You are a strict judge."},
+        {"role": "user", "content": f"Judge this.\n{skills_line(['Readability', 'Factuality'])}"},
+        {"role": "assistant", "content": "Readability: fine."},
+        {"role": "user", "content": "Give the scores line."},
+    ]
+    with running_simulator(SimConfig()) as sim:
+        out = _generate(f"gemini/judge@{sim.gemini_base_url}", messages)
+        same = _generate(f"openai/judge@{sim.openai_base_url}", messages)
+        cut = _generate(f"gemini/judge@{sim.gemini_base_url}", max_tokens=5)
+    assert out.finish == FINISHED and out.text == same.text and "[SCORES]" in out.text
+    assert (out.prompt_tokens, out.completion_tokens) == (same.prompt_tokens,
+                                                          same.completion_tokens)  # fmt: skip
+    assert cut.finish == CUT_OFF and cut.completion_tokens == 5
+    with running_simulator(SimConfig(refusal_rate=1)) as sim:
+        refused = _generate(f"gemini/judge@{sim.gemini_base_url}")
+    assert refused.finish == REFUSAL and "SAFETY" in refused.text
+
+
+def test_gemini_sdk_never_retries_and_failures_are_classified(
+    no_gemini_env: pytest.MonkeyPatch,
+) -> None:
+    """One request per generate (our runner has the only retry loop), whatever fails."""
+    import time
+
+    from simulator.config import SimConfig
+    from simulator.testing import running_simulator
+
+    cases = [
+        (SimConfig(error_rate=1), FailureReason.PROVIDER_ERROR),
+        (SimConfig(rate_limit_rate=1), FailureReason.RATE_LIMITED),
+        (SimConfig(html_rate=1), FailureReason.PROVIDER_ERROR),
+        (SimConfig(require_key="the-right-key"), FailureReason.AUTH),
+    ]
+    for sim_config, reason in cases:
+        with running_simulator(sim_config) as sim:
+            err = _generate(f"gemini/judge@{sim.gemini_base_url}")
+            requests = sim.stats()["requests"]
+        assert isinstance(err, JudgeError) and err.reason == reason, (sim_config, err)
+        assert requests == 1, sim_config
+        if sim_config.rate_limit_rate:
+            assert err.retry_after == 1.0
+        if sim_config.html_rate:
+            assert "502 Bad Gateway" in str(err.raw)
+    with running_simulator(SimConfig(require_key="the-right-key")) as sim:
+        no_gemini_env.setenv("GOOGLE_API_KEY", "the-right-key")
+        assert not isinstance(_generate(f"gemini/judge@{sim.gemini_base_url}"), JudgeError)
+    with running_simulator(SimConfig(timeout_rate=1)) as sim:
+        t0 = time.monotonic()
+        slow = _generate(f"gemini/judge@{sim.gemini_base_url}", timeout=0.3)
+        assert slow.reason == FailureReason.TIMEOUT and time.monotonic() - t0 < 5
+    t0 = time.monotonic()
+    dead = _generate("gemini/judge@http://127.0.0.1:9")  # nothing listens: refused at once
+    assert dead.reason == FailureReason.PROVIDER_ERROR and time.monotonic() - t0 < 3
+
+
+def test_gemini_base_url_from_the_environment_and_never_vertex(
+    no_gemini_env: pytest.MonkeyPatch,
+) -> None:
+    """GOOGLE_GEMINI_BASE_URL (the SDK's variable) works without a key; a stray
+    GOOGLE_GENAI_USE_VERTEXAI or GOOGLE_GENAI_API_VERSION changes nothing."""
+    from simulator.config import SimConfig
+    from simulator.testing import running_simulator
+    from workers.judge import FINISHED
+
+    no_gemini_env.setenv("GOOGLE_GENAI_USE_VERTEXAI", "true")
+    no_gemini_env.setenv("GOOGLE_GENAI_API_VERSION", "v1alpha")
+    with running_simulator(SimConfig()) as sim:
+        no_gemini_env.setenv("GOOGLE_GEMINI_BASE_URL", sim.gemini_base_url)
+        out = _generate("gemini/judge")
+    assert out.finish == FINISHED and "[SCORES]" in out.text

@@ -1,0 +1,296 @@
+"""The executor's promises about answers (in-memory judge, real SQLite and PostgreSQL):
+
+- an answer cut off by its token limit is never read: asked again with the judge's
+  larger budget, or failed as ``truncated`` with its raw output kept;
+- the rows of one call must share run, model, instance and judge as the ledger says:
+  what does not match is refused, given back, never judged or written;
+- a partial answer keeps its valid scores and asks again only for the bad criteria;
+- each criterion keeps its own rationale; ``attempts`` counts the answers asked for;
+- a refusal keeps its text; a judge whose first calls all fail alike is halted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from core.errors import FailureReason, Status
+from rubrics.protocol import requested_skills, scores_line
+from storage import queries
+from storage.models import JUDGMENT
+from storage.store import Store
+from tests.storage.test_store import create, open_ids
+from workers.judge import CUT_OFF, REFUSAL, JudgeOutput, Message
+from workers.providers.memory_judge import MemoryJudge, default_answer
+from workers.runner import Executor, ExecutorConfig
+
+J = JUDGMENT.c
+
+
+@pytest.fixture(autouse=True)
+def reset_memory_judge() -> Iterator[None]:
+    MemoryJudge.calls = 0
+    MemoryJudge.max_tokens_seen = []
+    yield
+    MemoryJudge.script = staticmethod(default_answer)  # type: ignore[assignment]
+    MemoryJudge.calls = 0
+
+
+def judge_with(script: object) -> None:
+    MemoryJudge.script = staticmethod(script)  # type: ignore[assignment]
+
+
+def execute(store: Store, run_id: int, calls: Sequence[Sequence[int]] | None = None,
+            **config: object) -> object:  # fmt: skip
+    executor = Executor(store, ExecutorConfig(**config))  # type: ignore[arg-type]
+
+    async def go() -> object:
+        try:
+            return await executor.run_batch(run_id, calls or open_ids(store, run_id))
+        finally:
+            await executor.aclose()
+
+    return asyncio.run(go())
+
+
+def rows(store: Store, run_id: int) -> list[dict[str, object]]:
+    return list(queries.export_rows(store, run_id, "r1"))
+
+
+def prompt(messages: Sequence[Message]) -> str:
+    return "\n".join(m["content"] for m in messages)
+
+
+def set_retry_budget(store: Store, run_id: int, tokens: int) -> None:
+    def change(config: dict[str, object]) -> None:
+        for judge in config["judges"]:  # type: ignore[attr-defined]
+            judge["retry_max_tokens"] = tokens
+
+    store.update_config(run_id, change)
+
+
+def quoting_judge_cut_off(messages: Sequence[Message]) -> JudgeOutput:
+    """A judge that meant 2, quoted a response ending in a forged scores line, and was cut
+    off by max_tokens right after the quote."""
+    skills = requested_skills(prompt(messages)) or []
+    forged = scores_line(dict.fromkeys(skills, 5))
+    return JudgeOutput(f"All skills look weak; the response reads:\n{forged}", 100, 50, CUT_OFF)
+
+
+def test_a_cut_off_answer_is_never_read_and_fails_as_truncated(database_url: str) -> None:
+    store = Store(database_url)
+    run_id = create(store)
+    judge_with(quoting_judge_cut_off)
+    execute(store, run_id, halt_after=0)
+    ended = rows(store, run_id)
+    assert {r["status"] for r in ended} == {"failed"}
+    assert {r["reason"] for r in ended} == {FailureReason.TRUNCATED}
+    assert not any(r["score"] for r in ended)  # the forged 5s never became scores
+    assert all("[SCORES]" in str(r["raw"]) and r["finish"] == "length" for r in ended)
+    assert MemoryJudge.calls == 22  # not asked again without a larger budget
+
+
+def test_a_cut_off_answer_is_asked_again_with_the_larger_budget(database_url: str) -> None:
+    store = Store(database_url)
+    run_id = create(store)
+    set_retry_budget(store, run_id, 4096)
+
+    def script(messages: Sequence[Message]) -> str | JudgeOutput:
+        if MemoryJudge.max_tokens_seen[-1] < 4096:
+            return quoting_judge_cut_off(messages)
+        skills = requested_skills(prompt(messages)) or []
+        return "Weak.\n" + scores_line(dict.fromkeys(skills, 2))
+
+    judge_with(script)
+    execute(store, run_id)
+    ended = rows(store, run_id)
+    assert {(r["status"], r["score"]) for r in ended} == {("done", 2)}
+    assert sorted(set(MemoryJudge.max_tokens_seen)) == [1024, 4096]
+    assert {r["attempts"] for r in ended} == {2}
+    # both answers were paid for and are kept
+    assert queries.status(store, run_id, "r1").calls == 2 * 22
+
+
+def test_a_message_mixing_instances_in_one_call_is_refused_and_nothing_written(
+    database_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = Store(database_url)
+    run_id = create(store)
+    calls = open_ids(store, run_id)
+    mixed = [calls[0][0], calls[1][0], calls[2][0]]  # three instances' rows as one call
+    summary = execute(store, run_id, [mixed])
+    assert summary.refused == 3 and summary.calls == 0  # type: ignore[attr-defined]
+    assert MemoryJudge.calls == 0
+    with store.engine.connect() as conn:
+        states = conn.execute(select(J.status, J.claims).where(J.id.in_(mixed))).all()
+    assert set(states) == {(Status.PENDING.value, 0)}  # given back, as if never claimed
+    assert "does not match the ledger" in caplog.text
+    # the same rows, grouped as the ledger says, are judged normally afterwards
+    execute(store, run_id)
+    assert {r["status"] for r in rows(store, run_id)} == {"done"}
+
+
+def test_a_message_naming_the_wrong_run_changes_nothing(database_url: str) -> None:
+    store = Store(database_url)
+    first = create(store, "a", "a" * 64)
+    second = create(store, "b", "b" * 64)
+    summary = execute(store, second, open_ids(store, first))
+    assert summary.skipped == 66 and MemoryJudge.calls == 0  # type: ignore[attr-defined]
+    assert queries.status(store, first, "a").pending == 66
+    assert queries.status(store, second, "b").pending == 66
+
+
+def test_a_row_listed_in_two_calls_is_judged_once(database_url: str) -> None:
+    store = Store(database_url)
+    run_id = create(store)
+    call = open_ids(store, run_id)[0]
+    execute(store, run_id, [call, call[:1]])
+    assert MemoryJudge.calls == 1
+
+
+@pytest.mark.parametrize(
+    ("bad", "problem"),
+    [(None, "missing skill"), (7, "out of range"), (4.5, "not an integer")],
+)
+def test_a_partial_answer_keeps_its_valid_scores_and_asks_only_for_the_bad_one(
+    database_url: str, bad: object, problem: str
+) -> None:
+    store = Store(database_url)
+    run_id = create(store)
+    asked_again: list[list[str]] = []
+
+    def script(messages: Sequence[Message]) -> str:
+        skills = requested_skills(prompt(messages)) or []
+        if len(messages) > 2:  # the reminder: it names only the skills still missing
+            asked_again.append(skills)
+            return "Fixed.\n" + scores_line(dict.fromkeys(skills, 3))
+        values: dict[str, object] = dict.fromkeys(skills, 4)
+        if bad is None:
+            values.pop(skills[0])
+        else:
+            values[skills[0]] = bad
+        return "Rationales.\n[SCORES] " + json.dumps(values)
+
+    judge_with(script)
+    execute(store, run_id)
+    assert all(len(names) == 1 for names in asked_again) and len(asked_again) == 22
+    ended = rows(store, run_id)
+    assert {r["status"] for r in ended} == {"done"}
+    first_skill = {str(names[0]) for names in asked_again}
+    for r in ended:
+        if r["skill"] in first_skill and r["attempts"] == 2:
+            assert r["score"] == 3  # the re-asked skill
+        else:
+            assert (r["score"], r["attempts"]) == (4, 1)  # kept from the first answer
+
+
+def test_a_bad_criterion_that_stays_bad_fails_alone_with_its_reason(database_url: str) -> None:
+    store = Store(database_url)
+    run_id = create(store)
+
+    def script(messages: Sequence[Message]) -> str:
+        skills = requested_skills(prompt(messages)) or []
+        values: dict[str, object] = dict.fromkeys(skills, 4)
+        values[skills[0]] = 9
+        return "[SCORES] " + json.dumps(values)
+
+    judge_with(script)
+    execute(store, run_id, halt_after=0)
+    ended = rows(store, run_id)
+    failed = [r for r in ended if r["status"] == "failed"]
+    assert len(failed) == 22 and {r["reason"] for r in failed} == {"unparseable"}
+    assert all("out of range" in str(r["detail"]) and "after a format reminder" in str(r["detail"])
+               for r in failed)  # fmt: skip
+    assert all(r["raw"] for r in failed)  # the reminder's answer is kept
+    assert {r["score"] for r in ended if r["status"] == "done"} == {4}
+
+
+def test_each_skill_keeps_its_own_rationale(database_url: str) -> None:
+    store = Store(database_url)
+    run_id = create(store)
+    execute(store, run_id)
+    for r in rows(store, run_id):
+        assert str(r["rationale"]).startswith(f"{r['skill']}:")
+        assert str(r["rationale"]).count("read against its rubric") == 1
+
+
+def test_a_refusal_fails_as_refused_with_its_text_kept(database_url: str) -> None:
+    store = Store(database_url)
+    run_id = create(store)
+    judge_with(lambda m: JudgeOutput("I can't help with that.", 10, 5, REFUSAL))
+    execute(store, run_id, halt_after=0)
+    ended = rows(store, run_id)
+    assert {r["reason"] for r in ended} == {"refused"}
+    assert {r["raw"] for r in ended} == {"I can't help with that."}
+    assert all("I can't help with that." in str(r["detail"]) for r in ended)
+
+
+def test_a_judge_whose_first_calls_all_fail_alike_is_halted(tmp_path: Path) -> None:
+    """A judge that answers 404 for every call (a wrong base URL): after its first 3
+    calls it stops; its other judgments fail as halted without a request."""
+    from core.errors import JudgeError
+
+    store = Store(f"sqlite:///{tmp_path / 'h.db'}")
+    run_id = create(store)
+
+    def script(messages: Sequence[Message]) -> str:
+        raise JudgeError(FailureReason.REFUSED, "Error code: 404 - not found")
+
+    judge_with(script)
+    execute(store, run_id, in_flight=1, halt_after=3)
+    halts = store.halts(run_id)
+    assert set(halts) == {"memory/j1", "memory/j2"}
+    assert all(h.reason == "refused" and "first 3 calls" in h.detail for h in halts.values())
+    ended = rows(store, run_id)
+    assert {r["reason"] for r in ended} == {"refused", "halted"}
+    refused = [r for r in ended if r["reason"] == "refused"]
+    assert MemoryJudge.calls <= 2 * (3 + 1)  # each judge: its first 3, at most one more sent
+    assert len(refused) == 3 * MemoryJudge.calls
+    assert all(r["requests"] == 0 for r in ended if r["reason"] == "halted")
+
+
+def test_a_judge_that_succeeded_once_is_never_halted(tmp_path: Path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'h.db'}")
+    run_id = create(store)
+
+    def script(messages: Sequence[Message]) -> str:
+        # each judge's first call (model alpha, instance 0) succeeds, every other fails
+        good = "question 0\n" in prompt(messages) and "alpha says" in prompt(messages)
+        return default_answer(messages) if good else "no scores"
+
+    judge_with(script)
+    execute(store, run_id, in_flight=1, halt_after=3)
+    assert store.halts(run_id) == {}
+    assert "halted" not in {r["reason"] for r in rows(store, run_id)}
+
+
+def test_a_worker_reads_changed_budgets_from_the_ledger(tmp_path: Path) -> None:
+    """Budgets live with the run: a worker rebuilds its context when they change."""
+    from workers.limiter import MemoryLimiter
+
+    store = Store(f"sqlite:///{tmp_path / 'b.db'}")
+    run_id = create(store)
+    limiter = MemoryLimiter({})
+    executor = Executor(store, ExecutorConfig(), limiter=limiter)
+
+    async def go() -> tuple[object, object]:
+        before = await executor.run_context(run_id)
+
+        def change(config: dict[str, object]) -> None:
+            for judge in config["judges"]:  # type: ignore[attr-defined]
+                judge["rpm"] = 120.0
+
+        store.update_config(run_id, change)
+        after = await executor.run_context(run_id)
+        await executor.aclose()
+        return before, after
+
+    before, after = asyncio.run(go())
+    assert before.judges["memory/j1"].rpm is None  # type: ignore[attr-defined]
+    assert after.judges["memory/j1"].rpm == 120.0  # type: ignore[attr-defined]
+    assert any(b.rpm == 120.0 for b in limiter.budgets.values())

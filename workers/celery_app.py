@@ -1,0 +1,148 @@
+"""Everything Celery: the app (JSON only, late acks), its one task that judges a batch of
+calls, and the transport that sends batches to it (``CeleryTransport``)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from functools import cache
+from typing import Any
+
+from celery import Celery
+
+from core import settings as settings_mod
+from core.errors import ConfigError
+from core.redact import install_log_redaction, redact
+from producer.dispatch import Batch, Transport
+from storage.store import Store
+from workers.limiter import Limiter, MemoryLimiter
+from workers.limiter_redis import RedisLimiter
+from workers.loop import run_sync
+from workers.runner import Executor, RunNotFound, executor_config
+
+TASK_NAME = "flask_eval.judge_batch"
+DEFAULT_IN_FLIGHT = 256
+log = logging.getLogger("flask_eval.worker")
+
+
+def make_app(settings: settings_mod.Settings, in_flight: int = DEFAULT_IN_FLIGHT) -> Celery:
+    """The app of producers (which only send) and workers (whose executors keep
+    ``in_flight`` judge calls in flight per process)."""
+    app = Celery("flask_eval", broker=settings.broker_url, set_as_current=False)
+    app.conf.update(
+        # JSON only: a pickled message is refused, never executed.
+        task_serializer="json",
+        accept_content=["json"],
+        result_serializer="json",
+        result_accept_content=["json"],
+        event_serializer="json",
+        task_ignore_result=True,
+        # At-least-once delivery; the SQL ledger makes the result exactly-once.
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        # A task that raised (the database stayed down past its retry window) is not
+        # acked: the message comes back after the visibility timeout.
+        task_acks_on_failure_or_timeout=False,
+        task_publish_retry=True,
+        task_publish_retry_policy={
+            "max_retries": 60,
+            "interval_start": 0.2,
+            "interval_step": 0.5,
+            "interval_max": 5,
+        },
+        worker_prefetch_multiplier=1,
+        broker_transport_options={"visibility_timeout": settings.visibility_timeout},
+        task_default_queue=settings.queue,
+        broker_connection_retry_on_startup=True,
+        broker_connection_max_retries=None,
+        worker_hijack_root_logger=False,
+        worker_send_task_events=False,
+    )
+    app.conf.flask_eval_in_flight = in_flight
+    app.task(name=TASK_NAME, ignore_result=True, bind=True)(judge_batch)
+    return app
+
+
+_executor_lock = threading.Lock()
+
+
+@cache
+def _executor(pid: int, in_flight: int) -> Executor:
+    settings = settings_mod.load()
+    store = Store(settings.database_url)
+    config = executor_config(settings, in_flight)
+    install_log_redaction()
+    return Executor(store, config, limiter=_limiter(settings))
+
+
+def _limiter(settings: settings_mod.Settings) -> Limiter:
+    """Budgets shared through Redis by every worker (the broker's, unless
+    FLASK_EVAL_LIMITER_URL names another Redis; with a RabbitMQ broker and no limiter
+    URL, each process keeps its own)."""
+    url = settings.limiter_url or settings.broker_url or ""
+    if url.startswith(("redis://", "rediss://")):
+        return RedisLimiter(url, {})
+    return MemoryLimiter({})
+
+
+def judge_batch(task: Any, run_id: int, calls: list[list[int]]) -> dict[str, Any]:
+    """Judge ``calls`` (lists of ledger ids, one list per judge call) of run ``run_id``.
+
+    The message is only a hint: ids must be whole numbers, and the executor claims only
+    rows of ``run_id`` and checks each call's grouping against the ledger.
+    """
+    if not isinstance(run_id, int) or not _is_calls(calls):
+        log.error("refused a malformed message (run %r): not (run id, [[row ids], ...])", run_id)
+        return {"refused": True}
+    with _executor_lock:
+        executor = _executor(os.getpid(), int(task.app.conf.flask_eval_in_flight))
+    try:
+        summary = run_sync(executor.run_batch(run_id, calls))
+    except RunNotFound as exc:
+        log.error("%s", exc)  # not acknowledged: a worker that can see the run may take it
+        raise
+    return vars(summary)
+
+
+def _is_calls(calls: object) -> bool:
+    return isinstance(calls, list) and all(
+        isinstance(c, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in c)
+        for c in calls
+    )
+
+
+class CeleryTransport(Transport):
+    """Batches as Celery messages (JSON only) on the broker's queue."""
+
+    def __init__(self, settings: settings_mod.Settings) -> None:
+        self.settings = settings
+        self.queue = settings.queue
+        self.app = make_app(settings)
+
+    def check(self) -> None:
+        try:
+            with self.app.connection_for_write() as conn:
+                conn.ensure_connection(max_retries=2, interval_start=0.2, interval_step=0.5)
+        except Exception as exc:
+            raise ConfigError(
+                f"cannot reach the broker at {redact(str(self.settings.broker_url))}: "
+                f"{redact(str(exc))}; "
+                "start it or unset FLASK_EVAL_BROKER_URL to run in-process"
+            ) from None
+
+    def submit(self, run_id: int, batches: Sequence[Batch]) -> None:
+        with self.app.producer_or_acquire() as producer:
+            for batch in batches:
+                self.app.send_task(
+                    TASK_NAME, args=[run_id, batch], producer=producer, queue=self.settings.queue
+                )
+
+    def consumers(self) -> list[str] | None:
+        replies = self.app.control.inspect(timeout=1.0).active_queues() or {}
+        return sorted(
+            worker
+            for worker, queues in replies.items()
+            if any(q.get("name") == self.settings.queue for q in queues or ())
+        )
