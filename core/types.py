@@ -216,13 +216,6 @@ class JudgeConfig:
     #: ``max_tokens`` (None: a cut-off answer fails with reason ``truncated``)
     retry_max_tokens: int | None = None
 
-    @classmethod
-    def simple(cls, spec: str) -> JudgeConfig:
-        """A judge with no budgets, named ``provider/model`` (reports and file names
-        carry the name, so it leaves the base URL out)."""
-        parsed = JudgeSpec.parse(spec)
-        return cls(name=parsed.default_name, spec=parsed.name)
-
     def to_data(self) -> dict[str, Any]:
         return asdict(self)
 

@@ -10,9 +10,7 @@ first and difficulty levels with FLASK's names; JSON and CSV keep the keys "1"..
 from __future__ import annotations
 
 import csv
-import heapq
 import io
-import itertools
 import json
 import math
 import numbers
@@ -262,94 +260,6 @@ def to_table(report: Report | Sequence[Row]) -> str:
             )
         text += "\n".join(lines)
     return text + "\n" if text.strip() else ""
-
-
-def _merge_orders(sequences: Sequence[Sequence[str]]) -> list[str]:
-    """One order of the keys of all ``sequences`` that respects each sequence's own order.
-
-    A topological merge (ties broken by first appearance), so that a key missing from the
-    first (model, judge) block still lands between its neighbours of the other blocks.
-    """
-    first: dict[str, int] = {}
-    successors: dict[str, set[str]] = {}
-    indegree: dict[str, int] = {}
-    for sequence in sequences:
-        for key in sequence:
-            if key not in first:
-                first[key], successors[key], indegree[key] = len(first), set(), 0
-        for before, after in itertools.pairwise(sequence):
-            if before != after and after not in successors[before]:
-                successors[before].add(after)
-                indegree[after] += 1
-    ready = [(first[key], key) for key in first if indegree[key] == 0]
-    heapq.heapify(ready)
-    merged: list[str] = []
-    while ready:
-        _, key = heapq.heappop(ready)
-        merged.append(key)
-        for after in successors[key]:
-            indegree[after] -= 1
-            if indegree[after] == 0:
-                heapq.heappush(ready, (first[after], after))
-    if len(merged) < len(first):  # inconsistent orders (a cycle): first appearance
-        done = set(merged)
-        merged.extend(key for key in first if key not in done)
-    return merged
-
-
-def comparison_table(
-    rows: Sequence[Row], dimension: str, key_order: Sequence[str] = (), width: int = DEFAULT_WIDTH
-) -> str:
-    """One dimension compared across all (model, judge) pairs: keys as rows, pairs as columns.
-
-    Columns (models best first by their overall mean in ``rows``, then judges) take two
-    header lines (model, then judge); cells are means with 2 decimals, "-" when a pair has
-    no mean (or no row) for a key. Keys come in ``key_order`` first, then in the order the
-    rows list them (merged over all pairs; difficulty levels numerically, with FLASK's
-    names). When the columns do not fit in ``width`` characters they are split.
-    """
-    selected = [row for row in rows if row.dimension == dimension]
-    if not selected:
-        return ""
-    pairs = _ordered_pairs(as_report([*selected, *(r for r in rows if r.dimension == OVERALL)]))
-    pairs = [p for p in pairs if any((r.model, r.judge) == p for r in selected)]
-    means = {(row.model, row.judge, row.key): row.mean for row in selected}
-    keys = _merge_orders(
-        [[row.key for row in selected if (row.model, row.judge) == pair] for pair in pairs]
-    )
-    if dimension == DIFFICULTY:
-        keys.sort(key=_level_order)
-    position = {key: i for i, key in enumerate(key_order)}
-    keys.sort(key=lambda k: position.get(k, len(position)))  # stable: keeps the rest in order
-    shown = {k: _display_key(dimension, k) for k in keys}
-    key_width = min(max([len(dimension), *(len(s) for s in shown.values())]), MAX_KEY_WIDTH)
-    col_widths = [max(6, len(model), len(judge)) for model, judge in pairs]
-    chunks: list[list[int]] = [[]]
-    used = 2 + key_width
-    for index, col_width in enumerate(col_widths):
-        if chunks[-1] and used + 2 + col_width > width:
-            chunks.append([])
-            used = 2 + key_width
-        chunks[-1].append(index)
-        used += 2 + col_width
-    tables: list[str] = []
-    for chunk in chunks:
-        model_line, judge_line = f"  {'model':<{key_width}}", f"  {'judge':<{key_width}}"
-        rule = f"  {'-' * key_width}"
-        for i in chunk:
-            model, judge = pairs[i]
-            model_line += f"  {model:>{col_widths[i]}}"
-            judge_line += f"  {judge:>{col_widths[i]}}"
-            rule += "  " + "-" * col_widths[i]
-        lines = [f"{dimension} (mean)", model_line, judge_line, rule]
-        for key in keys:
-            line = f"  {_clip(shown[key], key_width):<{key_width}}"
-            for i in chunk:
-                model, judge = pairs[i]
-                line += f"  {fmt(means.get((model, judge, key))):>{col_widths[i]}}"
-            lines.append(line)
-        tables.append("\n".join(lines))
-    return "\n\n".join(tables) + "\n"
 
 
 def agreement_table(rows: Sequence[Agreement]) -> str:

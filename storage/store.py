@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Table, and_, delete, func, insert, or_, select, update
@@ -51,6 +51,11 @@ def claimable(now: Any) -> ColumnElement[bool]:
         J.status == Status.PENDING.value,
         and_(J.status == Status.RUNNING.value, J.lease_until < now),
     )
+
+
+def _aware(moment: datetime) -> datetime:
+    """SQLite hands timestamps back without their zone (they were stored in UTC)."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _run_info(row: Any) -> RunInfo:
@@ -334,6 +339,27 @@ class Store:
         now = utcnow()
         with self.engine.begin() as conn:
             return self._claim(conn, run_id, ids, now, now + timedelta(seconds=lease_seconds))
+
+    @transient_retry
+    def leased(self, run_id: int, ids: Sequence[int]) -> tuple[list[int], float]:
+        """Which of ``ids`` are running under a lease that is still live (another delivery
+        is judging them, or a worker died and its lease has not run out yet), and the
+        seconds until the last of those leases runs out."""
+        if not ids:
+            return [], 0.0
+        now = utcnow()
+        stmt = select(J.id, J.lease_until).where(
+            J.id.in_(list(ids)),
+            J.run_id == run_id,
+            J.status == Status.RUNNING.value,
+            J.lease_until >= now,
+        )
+        with self.engine.connect() as conn:
+            rows = conn.execute(stmt).all()
+        if not rows:
+            return [], 0.0
+        last = max(_aware(r.lease_until) for r in rows)
+        return sorted(int(r.id) for r in rows), max(0.0, (last - now).total_seconds())
 
     @transient_retry
     def release(self, ids: Sequence[int]) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "flask_eval" / "examples"
 FLASK_DATA = Path(os.environ.get("FLASK_EVAL_FLASK_DATA", REPO.parent / "shared" / "flask-data"))
 REDIS_URL = os.environ.get("FLASK_EVAL_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+AMQP_URL = os.environ.get("FLASK_EVAL_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672//")
 POSTGRES_URL = os.environ.get(
     "FLASK_EVAL_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
 )
@@ -44,6 +46,33 @@ def redis_url() -> Iterator[str]:
     yield REDIS_URL
     client.flushdb()
     client.close()
+
+
+@pytest.fixture
+def amqp_url() -> Iterator[str]:
+    """A real RabbitMQ; the queues the test declared are deleted afterwards."""
+    from kombu import Connection
+
+    from tests.helpers import QUEUES
+
+    try:
+        with Connection(AMQP_URL, connect_timeout=5) as conn:
+            conn.ensure_connection(max_retries=1)
+    except Exception as exc:
+        _unavailable("RabbitMQ", exc)
+    before = len(QUEUES)
+    yield AMQP_URL
+    with Connection(AMQP_URL) as conn:
+        channel = conn.channel()
+        for queue in QUEUES[before:]:
+            with contextlib.suppress(Exception):
+                channel.queue_delete(queue)
+
+
+@pytest.fixture(params=["redis", "rabbitmq"])
+def broker_url(request: pytest.FixtureRequest) -> str:
+    """Each worker test runs on a Redis broker and on a RabbitMQ broker."""
+    return str(request.getfixturevalue("redis_url" if request.param == "redis" else "amqp_url"))
 
 
 @pytest.fixture

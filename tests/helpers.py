@@ -55,6 +55,10 @@ def wait_until(
         time.sleep(interval)
 
 
+#: queues the tests asked for, so that a broker fixture can delete them afterwards
+QUEUES: list[str] = []
+
+
 def cli_env(database_url: str, broker_url: str | None = None, **extra: str) -> dict[str, str]:
     env = {
         k: v
@@ -65,6 +69,7 @@ def cli_env(database_url: str, broker_url: str | None = None, **extra: str) -> d
     if broker_url:
         env["FLASK_EVAL_BROKER_URL"] = broker_url
         env["FLASK_EVAL_QUEUE"] = extra.pop("FLASK_EVAL_QUEUE", f"test-{uuid.uuid4().hex[:8]}")
+        QUEUES.append(env["FLASK_EVAL_QUEUE"])
     env.setdefault("OPENAI_API_KEY", "sk-test-key")
     env.setdefault("ANTHROPIC_API_KEY", "sk-test-key")
     env.update(extra)

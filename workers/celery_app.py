@@ -24,6 +24,8 @@ from workers.runner import Executor, RunNotFound, executor_config
 
 TASK_NAME = "flask_eval.judge_batch"
 DEFAULT_IN_FLIGHT = 256
+#: seconds after a lease runs out before its rows are looked at again
+LOOK_AGAIN_MARGIN = 1.0
 log = logging.getLogger("flask_eval.worker")
 
 
@@ -103,7 +105,27 @@ def judge_batch(task: Any, run_id: int, calls: list[list[int]]) -> dict[str, Any
     except RunNotFound as exc:
         log.error("%s", exc)  # not acknowledged: a worker that can see the run may take it
         raise
+    if summary.leased:
+        _look_again(task, run_id, calls, summary.leased, summary.lease_wait)
     return vars(summary)
+
+
+def _look_again(
+    task: Any, run_id: int, calls: list[list[int]], leased: list[int], wait: float
+) -> None:
+    """Rows another delivery holds under a live lease: send them again for when that lease
+    runs out. If their holder is alive, they are done by then (or leased still, and sent
+    again); if it died (kill -9: RabbitMQ hands its unacknowledged messages back at once,
+    before its leases run out), they are claimed then."""
+    keep = set(leased)
+    again = [[i for i in call if i in keep] for call in calls]
+    task.app.send_task(
+        TASK_NAME,
+        args=[run_id, [c for c in again if c]],
+        countdown=wait + LOOK_AGAIN_MARGIN,
+        queue=task.app.conf.task_default_queue,
+    )
+    log.info("run %s: %d rows leased elsewhere; looking again in %.0f s", run_id, len(keep), wait)
 
 
 def _is_calls(calls: object) -> bool:

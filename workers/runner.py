@@ -97,6 +97,10 @@ class BatchSummary:
     refused: int = 0  # rows whose message grouped them wrongly: given back unjudged
     calls: int = 0  # provider requests made (cache hits excluded)
     cache_hits: int = 0
+    #: rows skipped because another delivery holds them under a live lease, and the seconds
+    #: until the last of those leases runs out (the transport may look again then)
+    leased: list[int] = field(default_factory=list)
+    lease_wait: float = 0.0
 
 
 @dataclass
@@ -218,6 +222,11 @@ class Executor:
         )
         by_id = {c.id: c for c in claimed}
         summary.skipped = len(wanted) - len(by_id)
+        if summary.skipped:
+            unclaimed = [i for i in wanted if i not in by_id]
+            summary.leased, summary.lease_wait = await asyncio.to_thread(
+                self.store.leased, run_id, unclaimed
+            )
         self._leases.hold(by_id)
         try:
             groups = await self._group(calls, by_id, context, summary)

@@ -9,7 +9,7 @@ import pytest
 from core.errors import ConfigError, FlaskEvalError, InputError
 from core.limits import MAX_JUDGE_NAME
 from core.types import JudgeConfig, JudgeSpec, Price
-from producer.judges_file import combine, load_judges_file
+from producer.judges_file import combine, load_judges_file, parse_judge_arg
 from tests.bad_input_cases import CLI_CASES, REPO_ROOT, BadCase
 from workers.judge import spec_of
 
@@ -90,8 +90,8 @@ def test_judge_names_up_to_the_column_length() -> None:
 
 
 def test_default_names_leave_the_base_url_out() -> None:
-    assert JudgeConfig.simple("openai/m@http://h:1/v1").name == "openai/m"
-    assert JudgeConfig.simple("openai/m@http://h:1/v1").spec == "openai/m@http://h:1/v1"
+    assert parse_judge_arg("openai/m@http://h:1/v1").name == "openai/m"
+    assert parse_judge_arg("openai/m@http://h:1/v1").spec == "openai/m@http://h:1/v1"
     judges = combine(["a=openai/m@http://h:1/v1", "b=openai/m@http://h:2/v1"], [])
     assert [(j.name, j.spec) for j in judges] == [
         ("a", "openai/m@http://h:1/v1"),

@@ -26,7 +26,6 @@ from report.intervals import Comparison
 from report.metrics import Row
 from report.render import (
     agreement_csv,
-    comparison_table,
     comparisons_csv,
     dumps,
     plain,
@@ -171,58 +170,6 @@ def test_table_empty() -> None:
     assert to_table([]) == ""
 
 
-def test_comparison_table() -> None:
-    text = comparison_table(sample_rows(), "skill")
-    lines = text.splitlines()
-    assert "alpha-model" in lines[1] and "beta-model" in lines[1]
-    assert "gpt-judge" in lines[2] and "claude-judge" in lines[2]
-    body = {line.split("  ")[1].strip(): line.split()[-2:] for line in lines[4:]}
-    # alpha/gpt: LC 3.67, no LE row -> "-", RD only N/A -> "-"
-    # beta/claude: LC failed only -> "-", LE 3.00, no RD row -> "-"
-    assert body[LC] == ["3.67", "-"]
-    assert body[LE] == ["-", "3.00"]
-    assert body[RD] == ["-", "-"]
-
-
-def test_comparison_table_merges_key_orders_of_all_pairs() -> None:
-    rows = [Row("m1", "j", "skill", key, 2.0, 1, 0, 0) for key in ("Zeta", LC, RD)] + [
-        Row("m2", "j", "skill", key, 4.0, 1, 0, 0) for key in ("Zeta", LC, LE, RD)
-    ]
-    text = comparison_table(rows, "skill")
-    keys = [line.split("  ")[1].strip() for line in text.splitlines()[4:]]
-    # LE is missing from the first pair's rows but lands between its neighbours LC and RD
-    assert keys == ["Zeta", LC, LE, RD]
-
-
-def test_comparison_table_key_order_and_unknown_dimension() -> None:
-    text = comparison_table(sample_rows(), "skill", key_order=(RD, LC))
-    keys = [line.split("  ")[1].strip() for line in text.splitlines()[4:]]
-    assert keys == [RD, LC, LE]
-    assert comparison_table(sample_rows(), "nonexistent") == ""
-
-
-def test_comparison_table_splits_wide_tables() -> None:
-    rows = [
-        Row(f"model-number-{i:02d}", "judge", "overall", "all", float(i % 5 + 1), 1, 0, 0)
-        for i in range(12)
-    ]
-    text = comparison_table(rows, "overall", width=100)
-    assert all(len(line) <= 100 for line in text.splitlines())
-    for i in range(12):
-        assert f"model-number-{i:02d}" in text
-    assert text.count("overall (mean)") > 1
-
-
-def test_comparison_table_difficulty_numeric() -> None:
-    rows = [Row("m", "j", "difficulty", level, 3.0, 1, 0, 0) for level in ("10", "2", "1")]
-    text = comparison_table(rows, "difficulty")
-    keys = [line.split()[0] for line in text.splitlines()[4:]]
-    assert keys == ["1", "2", "10"]
-
-
-# --------------------------------------------------------------------------- plain numbers
-
-
 def test_csv_and_json_writers_emit_plain_numbers_whatever_the_numeric_type() -> None:
     """numpy 2 reprs its scalars as ``np.float64(2.66)``; every writer must not."""
     # numpy scalars where the dataclasses say float or int: what numpy code hands over
@@ -278,8 +225,6 @@ def test_tables_show_models_best_first_and_keys_in_canonical_order() -> None:
     # within a block, skills keep the skill order (LC before RD) whatever their means
     block = text[starts[0] : starts[1]]
     assert block.index(LC) < block.index(RD)
-    header = comparison_table(rows, "skill").splitlines()[1].split()
-    assert header == ["model", "c-model", "b-model", "a-model"]
     # the JSON and CSV rows keep their order (by model name)
     assert [r.model for r in rows if r.dimension == "overall"] == ["a-model", "b-model", "c-model"]
 
@@ -292,8 +237,6 @@ def test_difficulty_shows_flask_level_names_but_json_and_csv_keep_the_keys() -> 
     text = to_table(rows)
     assert "  2 advanced lifestyle knowledge  " in text
     assert "L2 advanced lifestyle knowledge" in text  # the skill x difficulty legend
-    compared = comparison_table(rows, "difficulty")
-    assert "2 advanced lifestyle knowledge" in compared
     data = json.loads(to_json(as_report(rows, "r")))
     assert {r["key"] for r in data["rows"] if r["dimension"] == "difficulty"} == {"2"}
     parsed = list(csv.DictReader(io.StringIO(rows_csv(rows))))

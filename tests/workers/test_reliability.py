@@ -71,14 +71,16 @@ def ledger_is_exactly_once(database_url: str, run: str, planned: int) -> None:
 
 
 def test_kill_9_three_times_run_completes_by_itself_exactly_once(
-    sqlite_url: str, redis_url: str, tmp_path: Path
+    sqlite_url: str, broker_url: str, tmp_path: Path
 ) -> None:
+    """On Redis (lost messages come back after the visibility timeout, or by the sweeper)
+    and on RabbitMQ (a dead consumer's unacknowledged messages come back at once)."""
     instances, responses = write_inputs(
         tmp_path / "in", 340
     )  # 340 x 3 skills x 2 models x 2 judges
     planned = 340 * 3 * 2 * 2
     assert planned >= 2000
-    env = cli_env(sqlite_url, redis_url, **FAST_RECOVERY)
+    env = cli_env(sqlite_url, broker_url, **FAST_RECOVERY)
     sim_config = SimConfig(latency_ms=150, latency_dist="lognormal", seed=42)
     with spawn_simulator(sim_config) as sim:
         flask_eval(*run_cmd(instances, responses, sim, "chaos"), "--no-wait", env=env)

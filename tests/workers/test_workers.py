@@ -29,10 +29,11 @@ def judges(sim_openai: str, sim_anthropic: str) -> list[str]:
     ]
 
 
-def test_examples_through_redis_and_a_worker(
-    database_url: str, redis_url: str, tmp_path: Path
+def test_examples_through_a_broker_and_a_worker(
+    database_url: str, broker_url: str, tmp_path: Path
 ) -> None:
-    env = cli_env(database_url, redis_url)
+    """SQLite and PostgreSQL, each through Redis and through RabbitMQ."""
+    env = cli_env(database_url, broker_url)
     with (
         spawn_simulator(SimConfig(latency_ms=20, garbage_rate=0.05, seed=5)) as sim,
         workers(env, log=tmp_path / "w.log"),

@@ -1,0 +1,182 @@
+"""Stores made by earlier versions open, migrated, with nothing lost (SQLite, PostgreSQL).
+
+Version 1 is rebuilt here from its table definitions as they were (the ledger keyed by
+skill, one ``call`` row per cache key), filled with a finished run, then opened by the
+current code.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+from sqlalchemy import (
+    Boolean,
+    Column,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    create_engine,
+    inspect,
+    select,
+)
+from sqlalchemy.exc import IntegrityError
+
+from storage import queries
+from storage.db import head_revision, normalize_url
+from storage.models import CALL, JUDGMENT
+from storage.store import Store
+
+V1 = MetaData()
+RUN = Table(
+    "run", V1,
+    Column("id", Integer, primary_key=True),
+    Column("name", String(200), nullable=False, unique=True, index=True),
+    Column("fingerprint", String(64), nullable=False),
+    Column("mode", String(16), nullable=False),
+    Column("config", Text, nullable=False),
+    Column("created_at", DateTime, nullable=False),
+)  # fmt: skip
+INSTANCE = Table(
+    "instance", V1,
+    Column("run_id", Integer, ForeignKey("run.id"), primary_key=True),
+    Column("instance_id", String(200), primary_key=True),
+    Column("instruction", Text, nullable=False),
+    Column("answer", Text, nullable=False),
+    Column("skills", Text, nullable=False),
+    Column("difficulty", Integer),
+)  # fmt: skip
+DOMAIN = Table(
+    "instance_domain", V1,
+    Column("run_id", Integer, ForeignKey("run.id"), primary_key=True),
+    Column("instance_id", String(200), primary_key=True),
+    Column("domain", String(100), primary_key=True),
+)  # fmt: skip
+RESPONSE = Table(
+    "response", V1,
+    Column("run_id", Integer, ForeignKey("run.id"), primary_key=True),
+    Column("model", String(100), primary_key=True),
+    Column("instance_id", String(200), primary_key=True),
+    Column("text", Text, nullable=False),
+)  # fmt: skip
+CALL_V1 = Table(
+    "call", V1,
+    Column("id", Integer, primary_key=True),
+    Column("cache_key", String(64), nullable=False, unique=True),
+    Column("run_id", Integer, ForeignKey("run.id"), nullable=False, index=True),
+    Column("judge", String(300), nullable=False),
+    Column("raw", Text, nullable=False),
+    Column("parsed", Boolean, nullable=False),
+    Column("prompt_tokens", Integer, nullable=False),
+    Column("completion_tokens", Integer, nullable=False),
+    Column("cost", Float, nullable=False),
+    Column("latency_ms", Float, nullable=False),
+    Column("created_at", DateTime, nullable=False),
+)  # fmt: skip
+JUDGMENT_V1 = Table(
+    "judgment", V1,
+    Column("id", Integer, primary_key=True),
+    Column("run_id", Integer, ForeignKey("run.id"), nullable=False),
+    Column("model", String(100), nullable=False),
+    Column("instance_id", String(200), nullable=False),
+    Column("skill", String(100), nullable=False),
+    Column("judge", String(300), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("score", Integer),
+    Column("rationale", Text),
+    Column("reason", String(32)),
+    Column("detail", Text),
+    Column("call_key", String(64)),
+    Column("attempts", Integer, nullable=False),
+    Column("lease_until", DateTime),
+    Column("created_at", DateTime, nullable=False),
+    Column("updated_at", DateTime, nullable=False),
+    UniqueConstraint("run_id", "model", "instance_id", "skill", "judge", name="uq_judgment"),
+    Index("ix_judgment_run_status", "run_id", "status"),
+)  # fmt: skip
+
+NOW = datetime(2026, 11, 1, tzinfo=UTC)
+SKILLS = ("Factuality", "Readability", "Conciseness")
+
+
+def make_v1_store(url: str) -> None:
+    engine = create_engine(normalize_url(url))
+    V1.create_all(engine)
+    config = {"judges": [{"name": "openai/j", "spec": "openai/j"}], "mode": "instance",
+              "skills": []}  # fmt: skip
+    with engine.begin() as conn:
+        conn.execute(RUN.insert().values(id=1, name="old", fingerprint="f" * 64,
+                                         mode="instance", config=json.dumps(config),
+                                         created_at=NOW))  # fmt: skip
+        for i in ("1", "2"):
+            conn.execute(INSTANCE.insert().values(run_id=1, instance_id=i, instruction=f"q{i}",
+                                                  answer=f"a{i}", skills=json.dumps(SKILLS),
+                                                  difficulty=2))  # fmt: skip
+            conn.execute(DOMAIN.insert().values(run_id=1, instance_id=i, domain="Math"))
+            conn.execute(RESPONSE.insert().values(run_id=1, model="m", instance_id=i, text="t"))
+            key = (i * 64)[:64]
+            conn.execute(CALL_V1.insert().values(
+                cache_key=key, run_id=1, judge="openai/j", raw=f"answer {i}", parsed=True,
+                prompt_tokens=100, completion_tokens=20, cost=0.5, latency_ms=10.0,
+                created_at=NOW,
+            ))  # fmt: skip
+            for n, skill in enumerate(SKILLS):
+                conn.execute(JUDGMENT_V1.insert().values(
+                    run_id=1, model="m", instance_id=i, skill=skill, judge="openai/j",
+                    status="done", score=n + 2, rationale="r", call_key=key, attempts=1,
+                    created_at=NOW, updated_at=NOW,
+                ))  # fmt: skip
+    engine.dispose()
+
+
+def test_a_version_1_store_is_migrated_with_nothing_lost(database_url: str) -> None:
+    make_v1_store(database_url)
+    store = Store(database_url)  # opening migrates
+    with store.engine.connect() as conn:
+        version = conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar_one()
+        columns = {c["name"] for c in inspect(conn).get_columns("judgment")}
+        rows = conn.execute(
+            select(JUDGMENT.c.criterion, JUDGMENT.c.model_b, JUDGMENT.c.call_uid,
+                   JUDGMENT.c.claims, JUDGMENT.c.asks, JUDGMENT.c.score)
+            .order_by(JUDGMENT.c.id)
+        ).all()  # fmt: skip
+        calls = conn.execute(select(CALL.c.uid, CALL.c.cache_key, CALL.c.finish)).all()
+    assert version == head_revision()
+    assert {"criterion", "model_b", "claims", "asks", "requests", "call_uid"} <= columns
+    assert "skill" not in columns and "call_key" not in columns
+    assert [r.criterion for r in rows] == list(SKILLS) * 2
+    assert {(r.model_b, r.claims, r.asks) for r in rows} == {("", 1, 1)}
+    assert [r.score for r in rows] == [2, 3, 4] * 2
+    assert {(c.uid, c.cache_key, c.finish) for c in calls} == {
+        ((i * 64)[:64], (i * 64)[:64], "stop") for i in ("1", "2")
+    }
+    assert {r.call_uid for r in rows} == {c.uid for c in calls}
+    # every read works on the migrated store
+    counts = queries.status(store, 1, "old")
+    assert (counts.done, counts.total, counts.calls, counts.cost) == (6, 6, 2, 1.0)
+    exported = list(queries.export_rows(store, 1, "old"))
+    assert [r["raw"] for r in exported] == ["answer 1"] * 3 + ["answer 2"] * 3
+    # the new key is enforced, and the store opens again without migrating twice
+    with pytest.raises(IntegrityError), store.engine.begin() as conn:
+        conn.execute(JUDGMENT.insert().values(
+            run_id=1, model="m", model_b="", instance_id="1", criterion="Factuality",
+            judge="openai/j", status="pending", claims=0, asks=0, requests=0,
+            created_at=NOW, updated_at=NOW,
+        ))  # fmt: skip
+    store.close()
+    assert queries.status(Store(database_url), 1, "old").done == 6
+
+
+def test_a_new_store_is_created_at_the_newest_version(database_url: str) -> None:
+    store = Store(database_url)
+    with store.engine.connect() as conn:
+        version = conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar_one()
+    assert version == head_revision()
