@@ -201,7 +201,7 @@ def build(store: Store, data: dict[str, Any]) -> int:
                 for iid in data["ids"]
             ],
         )
-    names = ("run_id", "model", "instance_id", "skill", "judge", "status", "score")
+    names = ("run_id", "model", "instance_id", "criterion", "judge", "status", "score")
     if store.dialect == "postgresql":
         raw = store.engine.raw_connection()
         try:
@@ -211,9 +211,10 @@ def build(store: Store, data: dict[str, Any]) -> int:
             for row in _judgment_rows(data, run_id):
                 buf.write(
                     "\t".join("\\N" if v is None else str(v) for v in row)
-                    + f"\t0\t{stamp}\t{stamp}\n"
+                    + f"\t\t0\t0\t0\t{stamp}\t{stamp}\n"
                 )
-            cols = ", ".join((*names, "attempts", "created_at", "updated_at"))
+            cols = ", ".join((*names, "model_b", "claims", "asks", "requests", "created_at",
+                              "updated_at"))  # fmt: skip
             with cast(Any, cur).copy(f"COPY judgment ({cols}) FROM STDIN") as copy:
                 copy.write(buf.getvalue())
             raw.commit()
@@ -228,10 +229,11 @@ def build(store: Store, data: dict[str, Any]) -> int:
         try:
             cur = raw.cursor()
             cur.execute("BEGIN")
-            cols = ", ".join((*names, "attempts", "created_at", "updated_at"))
+            cols = ", ".join((*names, "model_b", "claims", "asks", "requests", "created_at",
+                              "updated_at"))  # fmt: skip
             stamp = now.isoformat(sep=" ")
             cast(Any, cur).executemany(
-                f"INSERT INTO judgment ({cols}) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?)",
+                f"INSERT INTO judgment ({cols}) VALUES (?, ?, ?, ?, ?, ?, ?, '', 0, 0, 0, ?, ?)",
                 ((*row, stamp, stamp) for row in _judgment_rows(data, run_id)),
             )
             cur.execute("COMMIT")

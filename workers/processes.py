@@ -10,10 +10,11 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO
 
 
 def command(processes: int, in_flight: int, loglevel: str = "INFO") -> list[str]:
@@ -63,15 +64,22 @@ class WorkerGroup:
         self._close()
 
     def stop(self, timeout: float = 20.0) -> tuple[float, float]:
-        """SIGTERM, then SIGKILL after ``timeout`` s; returns the group's (user, system) CPU."""
+        """SIGTERM, then SIGKILL after ``timeout`` s; returns the group's (user, system) CPU
+        (its main process and every child it reaped), as ``wait4`` reports it."""
         self.signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.signal(signal.SIGKILL)
-        usage = _reap(self.proc)
+        deadline = time.monotonic() + timeout
+        while True:
+            pid, _, usage = os.wait4(self.proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                self.signal(signal.SIGKILL)
+                _, _, usage = os.wait4(self.proc.pid, 0)
+                break
+            time.sleep(0.05)
+        self.proc.returncode = 0  # reaped here: Popen must not wait for it again
         self._close()
-        return usage
+        return (usage.ru_utime, usage.ru_stime)
 
     def _close(self) -> None:
         if not isinstance(self._out, int):
@@ -88,12 +96,3 @@ class WorkerGroup:
             self.stop()
         else:
             self._close()
-
-
-def _reap(proc: subprocess.Popen[Any]) -> tuple[float, float]:
-    try:
-        _, _, usage = os.wait4(proc.pid, 0)
-    except ChildProcessError:  # already reaped by wait()
-        return (0.0, 0.0)
-    proc.returncode = 0
-    return (usage.ru_utime, usage.ru_stime)

@@ -324,3 +324,39 @@ def test_report_sums_from_sql_equal_the_pure_reference(database_url: str) -> Non
         "difficulty",
         "skill_difficulty",
     }
+
+
+@pytest.mark.parametrize("same_inputs", [True, False])
+def test_two_producers_creating_one_run_at_once(database_url: str, same_inputs: bool) -> None:
+    """One creates it; the other resumes it (same inputs) or gets a conflict, never a
+    traceback or a second copy."""
+    store = Store(database_url)
+    instances, sets = make_inputs()
+    barrier = threading.Barrier(2)
+    results: list[object] = []
+
+    def producer(fingerprint: str) -> None:
+        barrier.wait()
+        try:
+            run, created = store.create_run(
+                name="raced", fingerprint=fingerprint, mode="instance", config=run_config(),
+                instances=instances, response_sets=sets, judges=list(JUDGES),
+            )  # fmt: skip
+            results.append((run.id, created))
+        except RunConflictError as exc:
+            results.append(exc)
+
+    prints = ("a" * 64, "a" * 64 if same_inputs else "b" * 64)
+    threads = [threading.Thread(target=producer, args=(f,)) for f in prints]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    made = [r for r in results if isinstance(r, tuple)]
+    assert len(results) == 2 and sum(created for _, created in made) == 1  # type: ignore[misc]
+    if same_inputs:
+        assert len({run_id for run_id, _ in made}) == 1  # type: ignore[misc]
+    else:
+        assert any(isinstance(r, RunConflictError) for r in results)
+    run = store.find_run("raced")
+    assert run is not None and queries.status(store, run.id, "raced").total == 66
