@@ -8,6 +8,7 @@ to say (``workers.judge.check_spec``), since a provider is code.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -53,11 +54,32 @@ DOMAINS: tuple[str, ...] = (
 
 
 @dataclass(frozen=True)
+class InstanceRubric:
+    """A criterion an instance carries for itself (BiGGen Bench's ``score_rubric``, a
+    FLASK-Hard checklist for one skill): what is judged and what each score 1-5 means."""
+
+    criteria: str
+    scores: Mapping[int, str] = field(hash=False)
+
+    def to_data(self) -> dict[str, Any]:
+        return {"criteria": self.criteria, "scores": {str(k): v for k, v in self.scores.items()}}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> InstanceRubric:
+        return cls(str(data["criteria"]), {int(k): str(v) for k, v in data["scores"].items()})
+
+
+@dataclass(frozen=True)
 class Instance:
     """One evaluation instance.
 
-    ``domains`` holds only known domains (FLASK's ``-1`` is dropped, so the tuple may be
-    empty); ``difficulty`` is a level 1-5, or None when unknown.
+    ``skills`` names the criteria it is judged on (FLASK's skills, custom criteria, or an
+    instance rubric's name); ``rubrics`` holds the instance's own rubric for any of them
+    (used instead of the global criterion of that name). ``domains`` holds only known
+    domains (FLASK's ``-1`` is dropped, so the tuple may be empty); ``difficulty`` is a
+    level 1-5, or None when unknown. ``system_prompt`` is what the model under test was
+    told (shown to the judge); ``capability`` and ``task`` group instances in reports
+    (BiGGen Bench).
     """
 
     id: str
@@ -67,6 +89,10 @@ class Instance:
     domains: tuple[str, ...] = ()
     difficulty: int | None = None
     line: int = 0
+    system_prompt: str = ""
+    rubrics: Mapping[str, InstanceRubric] = field(default_factory=dict, hash=False)
+    capability: str | None = None
+    task: str | None = None
 
 
 @dataclass(frozen=True)
@@ -215,6 +241,10 @@ class JudgeConfig:
     #: a larger completion budget for one more try after an answer was cut off by
     #: ``max_tokens`` (None: a cut-off answer fails with reason ``truncated``)
     retry_max_tokens: int | None = None
+    #: the grading protocol this judge is asked in (None: ours, ``flask-eval``)
+    protocol: str | None = None
+    #: ask for a JSON object that follows the protocol's schema (structured outputs)
+    structured: bool = False
 
     def to_data(self) -> dict[str, Any]:
         return asdict(self)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from rubrics.parse import Reading, read
 from rubrics.prompt import Message, reminder, render
@@ -39,11 +39,18 @@ COMPLETION_TOKENS_PER_CALL = 30
 
 @dataclass(frozen=True)
 class Subject:
-    """What one judge call is about (untrusted texts: the protocol delimits them)."""
+    """What one judge call is about (untrusted texts: the protocol delimits them).
+
+    ``system_prompt`` is what the model under test was told, if anything; ``reference`` is
+    empty when there is none or the run is reference-free; ``response_b`` is the second
+    response of a pairwise comparison (None for absolute grading).
+    """
 
     instruction: str
     reference: str
     response: str
+    system_prompt: str = ""
+    response_b: str | None = None
 
 
 class Protocol(ABC):
@@ -79,6 +86,11 @@ class Protocol(ABC):
         read: Sequence[str] = (),
     ) -> list[Message]:
         """Messages appended to the call's to ask once more for ``missing`` only."""
+
+    def response_schema(self, criteria: Sequence[Criterion]) -> dict[str, Any] | None:
+        """The JSON schema of a structured answer for ``criteria`` (None: this protocol has
+        no structured form); :meth:`read` reads such an answer too."""
+        return None
 
     def completion_tokens(self, criteria: Sequence[Criterion]) -> int:
         """The expected length of an answer, for cost estimates before anything is spent."""

@@ -69,6 +69,12 @@ class Stats:
     mean_in_flight: float = 0.0
     #: the seconds that mean covers (from the first request to now)
     in_flight_seconds: float = 0.0
+    #: the same mean from the first request to the last request received, and its seconds
+    mean_in_flight_sending: float = 0.0
+    sending_seconds: float = 0.0
+    #: wall-clock times (epoch seconds) of the first request and of the last answer sent
+    first_request_at: float = 0.0
+    last_answer_at: float = 0.0
 
     def reset(self) -> None:
         in_flight = self.in_flight
@@ -79,18 +85,32 @@ class Stats:
 
 
 class InFlight:
-    """The time-weighted number of requests in flight (its integral over time)."""
+    """The time-weighted number of requests in flight (its integral over time), also as
+    it stood when the last request arrived (while calls were still being sent, the part
+    of a run that says whether a client keeps its calls in flight; the tail after it is
+    the last wave, which no client can fill)."""
 
     def __init__(self) -> None:
         self.start: float | None = None
         self.last = 0.0
         self.area = 0.0
+        self.arrived = 0.0  # when the last request arrived
+        self.arrived_area = 0.0  # the area then
 
-    def change(self, now: float, before: int) -> None:
+    def change(self, now: float, before: int, arrival: bool = False) -> None:
         if self.start is None:
             self.start = self.last = now
         self.area += before * (now - self.last)
         self.last = now
+        if arrival:
+            self.arrived, self.arrived_area = now, self.area
+
+    def while_sending(self) -> tuple[float, float]:
+        """(mean in flight, seconds) from the first request to the last one to arrive."""
+        if self.start is None or self.arrived <= self.start:
+            return 0.0, 0.0
+        span = self.arrived - self.start
+        return self.arrived_area / span, span
 
     def mean(self, now: float, current: int) -> tuple[float, float]:
         if self.start is None:
@@ -195,7 +215,9 @@ class Simulator:
     async def _complete(self, request: web.Request, dialect: Dialect) -> web.Response:
         stats = self.stats
         stats.requests += 1
-        self.flight.change(time.monotonic(), stats.in_flight)
+        self.flight.change(time.monotonic(), stats.in_flight, arrival=True)
+        if not stats.first_request_at:
+            stats.first_request_at = time.time()
         stats.in_flight += 1
         if stats.in_flight > stats.max_in_flight:
             stats.max_in_flight = stats.in_flight
@@ -204,6 +226,7 @@ class Simulator:
         finally:
             self.flight.change(time.monotonic(), stats.in_flight)
             stats.in_flight -= 1
+            stats.last_answer_at = time.time()
 
     async def _complete_inner(self, request: web.Request, dialect: Dialect) -> web.Response:
         cfg = self.config
@@ -281,6 +304,7 @@ class Simulator:
         stats.mean_in_flight, stats.in_flight_seconds = self.flight.mean(
             time.monotonic(), stats.in_flight
         )
+        stats.mean_in_flight_sending, stats.sending_seconds = self.flight.while_sending()
         return _json_response(asdict(stats))
 
     async def reset_stats(self, request: web.Request) -> web.Response:

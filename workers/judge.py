@@ -11,10 +11,10 @@ from __future__ import annotations
 import os
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import import_module
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from core.errors import ConfigError, FailureReason, JudgeError
 from core.text import clip
@@ -45,6 +45,8 @@ class GenerateConfig:
     max_tokens: int = DEFAULT_MAX_TOKENS
     temperature: float | None = DEFAULT_TEMPERATURE
     timeout: float = 120.0
+    #: a JSON schema the answer must follow (structured outputs), or None for free text
+    schema: Mapping[str, Any] | None = None
 
 
 #: why a provider stopped writing: it finished, hit ``max_tokens``, or refused
@@ -81,6 +83,8 @@ class Judge(ABC):
     key_env: ClassVar[str | None] = None
     #: whether the provider's call takes a sampling temperature (else its default applies)
     takes_temperature: ClassVar[bool] = True
+    #: whether the provider can hold an answer to a JSON schema (``GenerateConfig.schema``)
+    takes_schema: ClassVar[bool] = False
     #: calls this judge allows in flight at once in one process (a default; workers may lower it)
     max_connections: int = 256
     #: attempts before a retryable error becomes a recorded failure
