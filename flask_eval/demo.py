@@ -12,9 +12,9 @@ from dataclasses import replace
 from importlib import resources
 
 import click
-from app.report import build_report
 
 from app import pipeline
+from app.report import build_report
 from core import settings as settings_mod
 from report import render
 from simulator.config import SimConfig
