@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tqdm import tqdm
@@ -20,19 +20,23 @@ from core.settings import Settings
 from core.types import JudgeConfig
 from producer.context import RunContext
 from producer.dispatch import Dispatched, Transport, dispatch_open
-from producer.estimate import Estimator
-from producer.inputs import Inputs, check_run_name, load_inputs, parse_responses_arg
+from producer.estimate import Estimator, planned_calls
+from producer.inputs import Inputs, check_run_name, parse_responses_arg
 from producer.judges_file import combine
+from producer.pairs import check_pairs_answered, pairwise_config, parse_pairwise_arg, plan_pairs
 from producer.plan import DEFAULT_MODE, MODES, default_run_name, fingerprint, run_config
 from producer.select import select
+from producer.sources import Sources, load_sources
 from rubrics import codec
-from rubrics.skills import SkillSet, load, load_default
+from rubrics.grading import DEFAULT_PROTOCOL, protocol
+from rubrics.pairwise import PAIRWISE_OVERALL, overall_criterion, pairwise_protocol
+from rubrics.skills import SkillSet, load_default
 from storage import queries
-from storage.records import Halt, RunInfo
+from storage.records import Halt, PlannedCall, RunInfo
 from storage.store import Store
 from workers.celery_app import CeleryTransport
 from workers.inprocess import InProcessTransport
-from workers.judge import create_judge, spec_of
+from workers.judge import create_judge, judge_class, spec_of
 from workers.runner import executor_config
 
 #: judge settings a later `run` may change: budgets, concurrency and prices (stored with
@@ -53,9 +57,17 @@ class Plan:
     name: str
     fingerprint: str
     instances_path: str
+    reference: bool = True
+    #: a pairwise run: its plan (the run config's "pairwise") and ordered model pairs
+    pairwise: dict[str, Any] | None = None
+    pairs: tuple[tuple[str, str], ...] | None = None
 
     def context(self) -> RunContext:
-        return RunContext(self.skillset, {j.name: j for j in self.judges}, self.mode)
+        judges = {j.name: j for j in self.judges}
+        return RunContext(self.skillset, judges, self.mode, self.reference, bool(self.pairwise))
+
+    def planned_calls(self) -> list[PlannedCall]:
+        return planned_calls(self.inputs, self.context(), self.pairs)
 
     def estimator(self) -> Estimator:
         return Estimator.of_inputs(self.inputs, self.context())
@@ -77,16 +89,15 @@ def _judge_identity(j: JudgeConfig) -> str:
     """What of a judge decides its answers: name, spec and non-default sampling settings
     (defaults are left out, so runs made before these settings existed keep their
     fingerprint)."""
-    extra = "".join(
-        f"|{k}={v}" for k, v in (("max_tokens", j.max_tokens), ("temperature", j.temperature))
-        if v is not None
-    )  # fmt: skip
+    settings = (("max_tokens", j.max_tokens), ("temperature", j.temperature),
+                ("protocol", j.protocol), ("structured", j.structured or None))  # fmt: skip
+    extra = "".join(f"|{k}={v}" for k, v in settings if v is not None)
     return f"{j.name}={j.spec}{extra}"
 
 
 def prepare(
     *,
-    instances: str,
+    instances: str | None,
     responses: Sequence[str],
     judges: Sequence[str] = (),
     judges_files: Sequence[str] = (),
@@ -96,6 +107,14 @@ def prepare(
     limit: int | None = None,
     sample: int | None = None,
     seed: int = 0,
+    biggen: str | None = None,
+    prometheus_set: str | None = None,
+    criteria: str | None = None,
+    reference: bool = True,
+    pairwise: str | None = None,
+    swap: bool = True,
+    per_criterion: bool = False,
+    pairwise_set: str | None = None,
 ) -> Plan:
     """Validate all inputs and flags; raises InputError/ConfigError; writes nothing."""
     if mode not in MODES:
@@ -108,15 +127,62 @@ def prepare(
     configs = load_judges(judges, judges_files)
     if run_name is not None:
         check_run_name(run_name)
-    skillset = load(rubrics) if rubrics else load_default()
-    pairs = [parse_responses_arg(a) for a in responses]
-    if not pairs:
+    named = [parse_responses_arg(a) for a in responses]
+    if not named and instances:
         raise InputError("no responses given; add --responses NAME=PATH")
-    inputs = select(load_inputs(instances, pairs, skillset.names), limit, sample, seed)
+    sources = Sources(instances, named, biggen, prometheus_set, rubrics, criteria, pairwise_set)
+    loaded = load_sources(sources)
+    skillset = loaded.skillset
+    inputs = select(loaded.inputs, limit, sample, seed)
+    if pairwise_set and pairwise is None:
+        pairwise = "all"  # the set's two responses, in both orders
+    kept = {i.id for i in inputs.instances}
+    labels = [lab for lab in loaded.labels if lab.instance_id in kept]
+    plan_config: dict[str, Any] | None = None
+    pairs: tuple[tuple[str, str], ...] | None = None  # ordered (shown first, second)
+    if pairwise is not None:
+        kind, baseline = parse_pairwise_arg(pairwise)
+        models = [rs.model for rs in inputs.response_sets]
+        pairs = tuple(plan_pairs(models, kind, baseline, swap))
+        check_pairs_answered(inputs, pairs)
+        plan_config = pairwise_config(kind, baseline, swap)
+        if not per_criterion and not pairwise_set:  # one overall preference per comparison
+            skillset = SkillSet((overall_criterion(),))
+            overall = (PAIRWISE_OVERALL,)
+            inputs = Inputs(tuple(replace(i, skills=overall, rubrics={}) for i in inputs.instances),
+                            inputs.response_sets)  # fmt: skip
+    elif not swap or per_criterion:
+        raise InputError("--no-swap and --per-criterion go with --pairwise")
+    check_protocols(configs, mode, pairwise=plan_config is not None)
     skills = codec.to_data(skillset)
-    digest = fingerprint(inputs, [_judge_identity(j) for j in configs], mode, skills)
+    identities = [_judge_identity(j) for j in configs]
+    digest = fingerprint(inputs, identities, mode, skills, reference, plan_config, pairs or ())
     name = run_name or default_run_name(digest)
-    return Plan(inputs, skillset, tuple(configs), mode, name, digest, instances)
+    if plan_config is not None and labels:
+        plan_config["labels"] = [[x.instance_id, x.first_model, x.second_model, x.label]
+                                 for x in labels]  # fmt: skip
+    return Plan(inputs, skillset, tuple(configs), mode, name, digest, sources.path, reference,
+                plan_config, pairs)  # fmt: skip
+
+
+def check_protocols(judges: Sequence[JudgeConfig], mode: str, pairwise: bool = False) -> None:
+    """ConfigError for a judge asked in a protocol that does not exist, or has no pairwise
+    form in a pairwise run (before anything is written)."""
+    make = pairwise_protocol if pairwise else protocol
+    for judge in judges:
+        try:
+            asked = make(judge.protocol or DEFAULT_PROTOCOL, mode)
+        except KeyError as exc:
+            raise ConfigError(f"judge {judge.name}: {exc.args[0]}") from None
+        if not judge.structured:
+            continue
+        provider = judge.spec.partition("/")[0]
+        if not judge_class(provider).takes_schema:
+            raise ConfigError(f"judge {judge.name}: structured: true, but provider {provider} "
+                              "cannot hold an answer to a JSON schema")  # fmt: skip
+        if asked.response_schema(list(load_default())[:1]) is None:
+            raise ConfigError(f"judge {judge.name}: structured: true, but protocol {asked.name} "
+                              "has no structured form")  # fmt: skip
 
 
 def load_judges(specs: Sequence[str], files: Sequence[str]) -> list[JudgeConfig]:
@@ -199,11 +265,18 @@ def start(
         fingerprint=plan.fingerprint,
         mode=plan.mode,
         config=run_config(
-            plan.inputs, plan.judges, plan.mode, codec.to_data(plan.skillset), plan.instances_path
+            plan.inputs,
+            plan.judges,
+            plan.mode,
+            codec.to_data(plan.skillset),
+            plan.instances_path,
+            plan.reference,
+            plan.pairwise,
         ),
         instances=plan.inputs.instances,
         response_sets=plan.inputs.response_sets,
         judges=[j.name for j in plan.judges],
+        pairs=plan.pairs,
     )
     changed: list[str] = []
     if not created:

@@ -16,18 +16,23 @@ from core.types import DOMAINS
 from report import references
 from report.agreement import Agreement, agreement_rows
 from report.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAULT_SEED, instance_weights
-from report.breakdown import Aggregation, flask_breakdown
+from report.breakdown import Aggregation, Breakdown, report_breakdown
 from report.document import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_TEMPERATURE,
     JudgeSettings,
     Report,
+    definitions,
     ranked_models,
     with_intervals,
 )
 from report.ensemble import EnsembleSpec, add_ensembles
 from report.intervals import cell_intervals, comparisons
 from report.metrics import Row
+from report.pairwise import Comparison, instances_of
+from report.pairwise_labels import Label, label_accuracy
+from report.pairwise_report import PairwiseReport
+from report.pairwise_report import build as build_pairwise
 from report.scores import ScoreTable, build
 from rubrics import codec
 from rubrics.skills import SkillSet
@@ -43,7 +48,8 @@ def score_table(
     """Every judgment of a run as the report's score table (judge columns in the order
     given, then any other judge of the run)."""
     p = analytics.pivot(store, run_id, judges)
-    return build(p.cells, p.judges, p.state, p.score, p.difficulty, p.domains, domain_order)
+    return build(p.cells, p.judges, p.state, p.score, p.difficulty, p.domains, domain_order,
+                 capability_of=p.capability, task_of=p.task)  # fmt: skip
 
 
 def config_judges(config: dict[str, Any]) -> list[str]:
@@ -61,15 +67,25 @@ def run_table(store: Store, run: RunInfo) -> ScoreTable:
     return score_table(store, run.id, config_judges(run.config), domain_order=DOMAINS)
 
 
-def table_rows(table: ScoreTable, skillset: SkillSet) -> list[Row]:
-    """Every breakdown's point estimates from a score table, in report order."""
-    breakdown = flask_breakdown(
-        {s.name: s.ability for s in skillset},
+def breakdown_for(table: ScoreTable, skillset: SkillSet) -> Breakdown:
+    """The report's breakdowns of ``table``: FLASK's, plus BiGGen's overall and the
+    capability and task dimensions when its instances carry them. Criteria the skillset
+    does not know (an instance's own rubric, e.g. BiGGen's) have no ability."""
+    ability_of = {s.name: s.ability for s in skillset}
+    return report_breakdown(
+        ability_of,
         skill_order=skillset.names,
         ability_order=tuple(skillset.abilities),
         domain_order=DOMAINS,
+        capabilities=bool(table.capabilities),
+        tasks=bool(table.tasks),
+        partial_abilities=any(s not in ability_of for s in table.skills),
     )
-    return Aggregation(table, breakdown).rows()
+
+
+def table_rows(table: ScoreTable, skillset: SkillSet) -> list[Row]:
+    """Every breakdown's point estimates from a score table, in report order."""
+    return Aggregation(table, breakdown_for(table, skillset)).rows()
 
 
 def report_rows(store: Store, run: RunInfo) -> list[Row]:
@@ -143,12 +159,6 @@ def build_report(
     """
     skillset = codec.from_data(run.config["skills"])
     ability_of = {s.name: s.ability for s in skillset}
-    breakdown = flask_breakdown(
-        ability_of,
-        skill_order=skillset.names,
-        ability_order=tuple(skillset.abilities),
-        domain_order=DOMAINS,
-    )
     clock = [time.perf_counter()]
 
     def lap(name: str) -> None:
@@ -173,7 +183,7 @@ def build_report(
             table = add_ensembles(base, ensembles, ensemble_judges)
         except ValueError as exc:
             raise InputError(f"--ensemble: {exc}") from None
-        aggregation = Aggregation(table, breakdown)
+        aggregation = Aggregation(table, breakdown_for(table, skillset))
         bar.total = 1 + aggregation.steps + 2
         rows = aggregation.rows()
         lap("means")
@@ -209,13 +219,80 @@ def build_report(
         coverage=coverage,
         models=list(table.models),
         judges=list(table.judges),
-        skills=list(skillset.names),
+        skills=[*skillset.names, *(s for s in table.skills if s not in ability_of)],
         abilities=list(skillset.abilities),
         ability_of=ability_of,
         domains=list(table.domains),
+        capabilities=list(table.capabilities),
+        tasks=list(table.tasks),
+        definitions=definitions(table),
         notes=notes,
         judge_settings=judge_settings(run.config),
+        pairwise=(
+            pairwise_report(store, run, replicates=replicates, seed=seed, confidence=confidence)
+            if pairwise_config(run.config) is not None
+            else None
+        ),
     )
+
+
+def pairwise_config(config: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The run's ``pairwise`` settings, or None for an absolute-grading run."""
+    value = config.get("pairwise")
+    return dict(value) if isinstance(value, Mapping) else None
+
+
+def config_models(config: Mapping[str, Any]) -> list[str]:
+    """Model names of a run's config, in the order the run was given them (the keys of
+    ``responses``, or a ``models`` list of names or objects with a ``name``)."""
+    names = [str(m) for m in config.get("responses") or {}]
+    for entry in config.get("models") or ():
+        name = entry.get("name") if isinstance(entry, Mapping) else entry
+        if isinstance(name, str) and name:
+            names.append(name)
+    return list(dict.fromkeys(names))
+
+
+def pairwise_report(
+    store: Store,
+    run: RunInfo,
+    *,
+    replicates: int = DEFAULT_REPLICATES,
+    seed: int = DEFAULT_SEED,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> PairwiseReport:
+    """Win rates, ratings (anchored at the run's baseline, else its first model),
+    position and length bias of a pairwise run, with intervals resampling instances."""
+    settings = pairwise_config(run.config) or {}
+    data = analytics.pairwise_rows(store, run.id)
+    records = [Comparison(*row) for row in data.done]
+    instances = instances_of(records)
+    weights = instance_weights(len(instances), replicates, seed)
+    models = config_models(run.config)
+    baseline = settings.get("baseline")
+    seen = {m for c in records for m in (c.first, c.second)}
+    anchor = baseline if isinstance(baseline, str) and baseline in seen else None
+    if anchor is None:
+        order = [m for m in models if m in seen] or sorted(seen)
+        anchor = order[0] if order else None
+    result = build_pairwise(
+        records,
+        weights,
+        instances,
+        models=[m for m in models if m in seen],
+        anchor=anchor,
+        lengths=data.lengths,
+        failed=data.failed,
+        confidence=confidence,
+    )
+    gold = settings.get("labels") or []
+    if gold:  # an imported set's gold labels (Auto-J, HHH): each judge's accuracy
+        labels = [Label(str(i), str(a), str(b), int(lab)) for i, a, b, lab in gold]
+        result.label_accuracy = label_accuracy(records, labels, result.models)
+    open_rows = sum(data.pending.values())
+    if open_rows:
+        result.notes.append(f"{open_rows} pairwise judgments are not finished and are left out")
+    return result
 
 
 def agreement_for_run(

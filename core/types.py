@@ -29,6 +29,15 @@ STATE_SCORED = 1  # done with a numeric score
 STATE_NA = 2  # done, N/A
 STATE_FAILED = 3  # failed
 
+#: A pairwise verdict as the ledger stores it (``Judgment.score`` of a row whose
+#: ``model_b`` is set): which of the two responses, by the position it was shown in, the
+#: judge preferred. The row (model=A, model_b=B) showed A first; the swapped order is the
+#: row (model=B, model_b=A). Never 0, so a verdict is never falsy.
+VERDICT_FIRST = 1
+VERDICT_SECOND = 2
+VERDICT_TIE = 3
+VERDICTS = (VERDICT_FIRST, VERDICT_SECOND, VERDICT_TIE)
+
 #: FLASK's difficulty labels, in order: level 1..5.
 DIFFICULTY_LABELS: tuple[str, ...] = (
     "simple lifestyle knowledge",

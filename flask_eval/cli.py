@@ -22,7 +22,8 @@ from core.redact import install_log_redaction
 from flask_eval.cli_common import RunIncomplete, find_run, handle_errors, open_store
 from producer.context import RunContext
 from producer.dispatch import Dispatched
-from producer.estimate import format_estimates, planned_calls
+from producer.estimate import format_estimates
+from producer.pairs import describe_plan
 from storage import queries
 from storage.records import RunInfo
 from storage.store import Store
@@ -94,7 +95,50 @@ def main() -> None:
 
 
 @main.command(epilog=_epilog(ENV_RUN))
-@click.option("--instances", required=True, help="FLASK evaluation set (JSON Lines).")
+@click.option("--instances", default=None, help="FLASK evaluation set (JSON Lines).")
+@click.option(
+    "--biggen",
+    default=None,
+    metavar="FILE",
+    help="BiGGen Bench instances, each with its own rubric, and their responses (JSON).",
+)
+@click.option(
+    "--prometheus-set",
+    default=None,
+    metavar="FILE",
+    help="A Prometheus eval set (MT-Bench, Vicuna Bench: filled prompts with responses).",
+)
+@click.option(
+    "--pairwise-set",
+    default=None,
+    metavar="FILE",
+    help="A labelled pairwise set (Auto-J's JSON Lines, HHH Alignment's JSON): judged "
+    "pairwise, with accuracy against its labels in the report.",
+)
+@click.option(
+    "--criteria",
+    default=None,
+    metavar="FILE",
+    help="Custom criteria (YAML) instead of FLASK's skills; instances may pick theirs "
+    "with a 'criteria' field.",
+)
+@click.option(
+    "--no-reference", is_flag=True, help="Reference-free: judges never see reference answers."
+)
+@click.option(
+    "--pairwise",
+    default=None,
+    metavar="all|baseline:NAME",
+    help="Compare responses two by two: every pair of models, or each against NAME.",
+)
+@click.option(
+    "--no-swap", is_flag=True, help="Pairwise: judge each pair in one order only (no A-B/B-A)."
+)
+@click.option(
+    "--per-criterion",
+    is_flag=True,
+    help="Pairwise: one verdict per criterion of the instance instead of one overall.",
+)
 @click.option(
     "--responses",
     "responses",
@@ -116,7 +160,7 @@ def main() -> None:
     multiple=True,
     metavar="FILE",
     help="YAML list of judges: spec, name, rpm, tpm, max_in_flight, price, max_tokens, "
-    "temperature, retry_max_tokens.",
+    "temperature, retry_max_tokens, protocol (flask-eval, prometheus, flask), structured.",
 )
 @click.option("--run", "run_name", default=None, help="Run name; the same name and inputs resume.")
 @click.option(
@@ -157,7 +201,15 @@ def main() -> None:
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @handle_errors
 def run(
-    instances: str,
+    instances: str | None,
+    biggen: str | None,
+    prometheus_set: str | None,
+    pairwise_set: str | None,
+    criteria: str | None,
+    no_reference: bool,
+    pairwise: str | None,
+    no_swap: bool,
+    per_criterion: bool,
     responses: tuple[str, ...],
     judges: tuple[str, ...],
     judges_files: tuple[str, ...],
@@ -190,12 +242,23 @@ def run(
         limit=limit,
         sample=sample,
         seed=seed,
+        biggen=biggen,
+        prometheus_set=prometheus_set,
+        criteria=criteria,
+        reference=not no_reference,
+        pairwise=pairwise,
+        swap=not no_swap,
+        per_criterion=per_criterion,
+        pairwise_set=pairwise_set,
     )
     for model, (answered, total) in plan.inputs.coverage().items():
         click.echo(f"{model}: {answered}/{total} instances answered", err=True)
     if dry_run:
-        calls = planned_calls(plan.inputs, plan.context())
+        calls = plan.planned_calls()
         click.echo(f"dry run of {plan.name} ({plan.mode} mode): nothing is written or sent")
+        if plan.pairwise is not None and plan.pairs is not None:
+            models = [rs.model for rs in plan.inputs.response_sets]
+            click.echo(describe_plan(models, plan.pairwise, plan.pairs))
         click.echo(format_estimates(plan.estimator().summarize(calls)))
         return
     if not settings.broker_url:
@@ -401,7 +464,7 @@ def export(run_name: str | None, fmt: str) -> None:
     rows = queries.export_rows(store, info.id, info.name)
     out = sys.stdout
     if fmt == "csv":
-        writer = csv.DictWriter(out, fieldnames=queries.EXPORT_FIELDS)
+        writer = csv.DictWriter(out, fieldnames=queries.export_fields(store, info.id))
         writer.writeheader()
         writer.writerows(rows)
     else:
@@ -477,6 +540,10 @@ def runs_delete(run_name: str, yes: bool) -> None:
 @click.option("--refusal-rate", default=0.0, show_default=True, help="Share of refusals.")
 @click.option("--html-rate", default=0.0, show_default=True, help="Share of HTML error pages.")
 @click.option("--quote-response", is_flag=True, help="Judges quote the response they judge.")
+@click.option(
+    "--position-bias", default=0.0, show_default=True,
+    help="Share of pairwise judgments that pick the response shown first, whatever it says.",
+)  # fmt: skip
 @click.option(
     "--min-max-tokens", type=int, default=None,
     help="Cut off answers to requests allowing fewer completion tokens than this.",

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import click
 
+from app import imports
 from app.report import agreement_for_run, build_report
 from core.errors import InputError
 from flask_eval.cli_common import find_run, handle_errors, open_store
-from report import references, render
+from report import pairwise_render, references, render
 from report.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAULT_SEED
 from report.ensemble import EnsembleSpec
 
@@ -30,7 +31,7 @@ def parse_ensembles(specs: Sequence[str]) -> list[EnsembleSpec]:
 
 
 def load_references(args: Sequence[str]) -> list[references.Reference]:
-    return [references.load(*references.parse_arg(a)) for a in args]
+    return imports.load_references(tuple(args))
 
 
 def _write(path: Path, text: str) -> None:
@@ -76,8 +77,9 @@ def _write(path: Path, text: str) -> None:
     "reference_args",
     multiple=True,
     metavar="NAME=PATH",
-    help="Reference scores (CSV or JSON Lines: model, instance_id, skill, score) to compare "
-    "judges with, e.g. human=labels.csv; repeatable.",
+    help="Reference scores (CSV or JSON Lines: model, instance_id, skill, score; or a "
+    "Prometheus eval set's GPT-4 scores, a BiGGen evals file, a FLASK review file) to "
+    "compare judges with, e.g. human=labels.csv; repeatable.",
 )
 @click.option(
     "--bootstrap",
@@ -151,9 +153,13 @@ def report_command(
             _write(out / "rows.csv", render.rows_csv(result.rows))
             _write(out / "comparisons.csv", render.comparisons_csv(result.comparisons))
             _write(out / "agreement.csv", render.agreement_csv(result.agreement))
-            click.echo(f"wrote rows.csv, comparisons.csv, agreement.csv in {out}", err=True)
+            written = ["rows.csv", "comparisons.csv", "agreement.csv"]
+            if result.pairwise is not None:
+                _write(out / "pairwise.csv", pairwise_render.csv(result.pairwise))
+                written.append("pairwise.csv")
+            click.echo(f"wrote {', '.join(written)} in {out}", err=True)
         else:
-            click.echo(render.rows_csv(result.rows), nl=False)
+            click.echo(render.report_csv(result), nl=False)
     else:
         text = render.to_table(result)
         if out:

@@ -1,26 +1,41 @@
-"""What the planner and every worker know about a run: its criteria, protocol mode and
-judges, rebuilt from the configuration stored with the run (never from a message). Pure."""
+"""What the planner and every worker know about a run: its criteria, protocol mode, judges
+(each with its grading protocol) and whether judges see the reference answer, rebuilt
+from the configuration stored with the run (never from a message). Pure."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
-from core.types import JudgeConfig
+from core.types import InstanceRubric, JudgeConfig
 from rubrics import codec
-from rubrics.grading import Criterion, Protocol, protocol
-from rubrics.skills import SkillSet
+from rubrics.grading import DEFAULT_PROTOCOL, Criterion, Protocol, Subject, protocol
+from rubrics.pairwise import pairwise_protocol
+from rubrics.skills import Skill, SkillSet
+
+#: the ability an instance's own rubric is filed under when no global criterion has its name
+INSTANCE_ABILITY = "Instance rubric"
+
+_NO_RUBRICS: Mapping[str, InstanceRubric] = MappingProxyType({})
 
 
 @dataclass(frozen=True)
 class RunContext:
-    """A run's criteria, protocol mode and judge configurations, as stored with the run
-    (every worker rebuilds it from the ledger, never from a message)."""
+    """A run's criteria, protocol mode, judge configurations and reference policy, as
+    stored with the run (every worker rebuilds it from the ledger, never from a message).
+
+    ``reference`` False makes the run reference-free: no judge is shown the reference
+    answer (``--no-reference``)."""
 
     skillset: SkillSet
     judges: Mapping[str, JudgeConfig]
     mode: str = "instance"
+    reference: bool = True
+    #: a pairwise run compares two responses per call (the run config's "pairwise")
+    pairwise: bool = False
+    _protocols: dict[str, Protocol] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> RunContext:
@@ -29,11 +44,54 @@ class RunContext:
             codec.from_data(config["skills"]),
             {j.name: j for j in judges},
             str(config.get("mode") or "instance"),
+            bool(config.get("reference", True)),
+            bool(config.get("pairwise")),
         )
 
     def protocol_for(self, judge: str) -> Protocol:
-        """The grading protocol this run asks ``judge`` for."""
-        return protocol(mode=self.mode)
+        """The grading protocol this run asks ``judge`` for (its judges-file ``protocol``,
+        else ours; its pairwise form in a pairwise run); KeyError for an unknown protocol
+        name, or one without a pairwise form in a pairwise run."""
+        config = self.judges.get(judge)
+        name = (config.protocol if config is not None else None) or DEFAULT_PROTOCOL
+        known = self._protocols.get(name)
+        if known is None:
+            make = pairwise_protocol if self.pairwise else protocol
+            known = self._protocols[name] = make(name, self.mode)
+        return known
 
-    def criterion(self, name: str) -> Criterion:
-        return self.skillset.get(name)
+    def criterion(
+        self, name: str, rubrics: Mapping[str, InstanceRubric] = _NO_RUBRICS
+    ) -> Criterion:
+        """The criterion ``name`` as one instance sees it: the instance's own rubric for it
+        if it has one (its criteria text, or the global criterion's when it gives none),
+        else the run's criterion of that name (KeyError if there is none)."""
+        own = rubrics.get(name)
+        if own is None:
+            return self.skillset.get(name)
+        base = self.skillset.get(name) if name in self.skillset else None
+        return Skill(
+            name=name,
+            ability=base.ability if base is not None else INSTANCE_ABILITY,
+            criterion=own.criteria or (base.criterion if base is not None else name),
+            rubric=dict(own.scores),
+            allow_na=base.allow_na if base is not None else False,
+        )
+
+    def subject(
+        self,
+        instruction: str,
+        reference: str,
+        response: str,
+        system_prompt: str = "",
+        response_b: str | None = None,
+    ) -> Subject:
+        """What a judge is shown of one response, or of two in a pairwise run (no
+        reference in a reference-free run)."""
+        return Subject(
+            instruction=instruction,
+            reference=reference if self.reference else "",
+            response=response,
+            system_prompt=system_prompt,
+            response_b=response_b if self.pairwise else None,
+        )

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from core.types import Instance
 from producer.context import RunContext
 from producer.inputs import Inputs
-from rubrics.grading import Subject
 from rubrics.prompt import estimate_tokens
 from storage.records import PlannedCall, RunInfo
 from storage.store import Store
@@ -37,10 +37,12 @@ class Estimator:
         instances: Mapping[str, tuple[str, str]],
         responses: Mapping[tuple[str, str], str],
         context: RunContext,
+        own: Mapping[str, Instance] | None = None,
     ) -> None:
         self.instances = instances  # id -> (instruction, reference)
         self.responses = responses  # (model, instance id) -> text
         self.context = context
+        self.own = own or {}  # id -> the instance, for its system prompt and own rubrics
 
     @classmethod
     def of_inputs(cls, inputs: Inputs, context: RunContext) -> Estimator:
@@ -48,6 +50,7 @@ class Estimator:
             {i.id: (i.instruction, i.answer) for i in inputs.instances},
             {(r.model, r.instance_id): r.text for rs in inputs.response_sets for r in rs.responses},
             context,
+            {i.id: i for i in inputs.instances if i.rubrics or i.system_prompt},
         )
 
     @classmethod
@@ -59,8 +62,17 @@ class Estimator:
     def tokens(self, call: PlannedCall) -> tuple[int, int]:
         instruction, reference = self.instances[call.instance_id]
         protocol = self.context.protocol_for(call.judge)
-        criteria = [self.context.criterion(c) for c in call.criteria]
-        subject = Subject(instruction, reference, self.responses[(call.model, call.instance_id)])
+        own = self.own.get(call.instance_id)
+        rubrics = own.rubrics if own is not None else {}
+        criteria = [self.context.criterion(c, rubrics) for c in call.criteria]
+        second = self.responses.get((call.model_b, call.instance_id)) if call.model_b else None
+        subject = self.context.subject(
+            instruction,
+            reference,
+            self.responses[(call.model, call.instance_id)],
+            own.system_prompt if own is not None else "",
+            second,
+        )
         messages = protocol.render(subject, criteria)
         return estimate_tokens(messages), protocol.completion_tokens(criteria)
 
@@ -81,11 +93,17 @@ class Estimator:
         return list(by_judge.values())
 
 
-def planned_calls(inputs: Inputs, context: RunContext) -> list[PlannedCall]:
-    """Every call a fresh run would make, without touching the store."""
+def planned_calls(
+    inputs: Inputs, context: RunContext, pairs: Sequence[tuple[str, str]] | None = None
+) -> list[PlannedCall]:
+    """Every call a fresh run would make, without touching the store (``pairs``: the
+    ordered model pairs of a pairwise run)."""
+    from producer.pairs import planned_pairwise_rows
     from producer.plan import group_calls
     from storage.records import OpenRow
 
+    if pairs is not None:
+        return group_calls(planned_pairwise_rows(inputs, pairs, list(context.judges)), context)
     criteria_of = {i.id: i.skills for i in inputs.instances}
     rows = [
         OpenRow(0, rs.model, "", r.instance_id, criterion, judge)

@@ -97,6 +97,8 @@ def load_inputs(
     instances_path: str,
     responses: Sequence[tuple[str, str]],
     known_skills: Collection[str],
+    *,
+    custom: bool = False,
 ) -> Inputs:
     """Load and validate the instances file and every ``(model, path)`` responses file.
 
@@ -120,7 +122,7 @@ def load_inputs(
                 "give each responses file its own NAME"
             )
         seen[key] = (name, path)
-    instances = tuple(load_instances(instances_path, known_skills))
+    instances = tuple(load_instances(instances_path, known_skills, custom_criteria=custom))
     ids = frozenset(instance.id for instance in instances)
     response_sets = tuple(load_responses(name, path, ids) for name, path in responses)
     return Inputs(instances=instances, response_sets=response_sets)

@@ -11,6 +11,9 @@ A judges file is a YAML list of mappings::
       max_tokens: 1024                 # optional sampling settings
       temperature: 0
       retry_max_tokens: 4096
+      protocol: prometheus             # optional grading protocol: flask-eval (ours, the
+                                       # default), prometheus or flask
+      structured: true                 # optional: answers follow a JSON schema
 
 Every problem is an InputError naming ``file:line`` (the line of the key at fault). The
 file is read by the strict YAML loader (:mod:`core.strict_yaml`: no aliases, tags or
@@ -37,6 +40,7 @@ from core.files import MIB, read_text
 from core.limits import MAX_JUDGE_NAME
 from core.text import clip
 from core.types import DEFAULT_MAX_TOKENS, JudgeConfig, JudgeSpec, Price
+from rubrics.grading import DEFAULT_PROTOCOL, PROTOCOLS
 
 __all__ = [
     "JUDGE_NAME_PATTERN",
@@ -58,6 +62,8 @@ KEYS = frozenset(
         "max_tokens",
         "temperature",
         "retry_max_tokens",
+        "protocol",
+        "structured",
     }
 )
 #: A judge name (1..MAX_JUDGE_NAME characters): no '@', '=' or whitespace, so
@@ -174,7 +180,27 @@ def _entry(data: Any, node: yaml.Node, path: str, parse: SpecParser) -> JudgeCon
         max_tokens=max_tokens,
         temperature=_temperature(data, path, at("temperature")),
         retry_max_tokens=retry,
+        protocol=_protocol(data, path, at("protocol")),
+        structured=_flag(data, "structured", path, at("structured")),
     )
+
+
+def _protocol(data: dict[str, Any], path: str, line: int) -> str | None:
+    value = data.get("protocol")
+    if value is None:
+        return None
+    if not isinstance(value, str) or value not in PROTOCOLS:
+        raise InputError(
+            f"unknown `protocol` {clip(value)}; choose one of: {', '.join(PROTOCOLS)}", path, line
+        )
+    return None if value == DEFAULT_PROTOCOL else value
+
+
+def _flag(data: dict[str, Any], key: str, path: str, line: int) -> bool:
+    value = data.get(key, False)
+    if not isinstance(value, bool):
+        raise InputError(f"`{key}` must be true or false, got {clip(value)}", path, line)
+    return value
 
 
 def _number(value: object) -> bool:

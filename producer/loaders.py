@@ -11,6 +11,10 @@ with the exact 1-based line of the first problem:
   - older (commit 612d031, the one FLASK's own scripts read): ``question_id``, ``text``,
     ``answer``, ``metrics``, ``domain_labeled``, ``difficulty_labeled``.
 
+  Optional: ``system_prompt``; ``criteria`` (the names judged, instead of the skill
+  field; see :mod:`rubrics.criteria` for ``custom_criteria``); ``rubrics``, the
+  instance's own rubric per skill (FLASK-Hard), in a form of
+  :func:`producer.importing.parse_rubric` (``criteria`` ``""``: the skill's own).
   Any other field (``task``, ``domain_review``, ...) is ignored.
 * :func:`load_responses` reads one model's responses: ``question_id`` + ``text``.
 
@@ -33,7 +37,15 @@ from core.jsonl import MAX_LINE_BYTES, read_json_lines
 from core.jsonl import json_type as _json_type
 from core.limits import MAX_INSTANCE_ID
 from core.text import clip, control_problem
-from core.types import DIFFICULTY_LABELS, DOMAINS, Instance, Response, ResponseSet
+from core.types import (
+    DIFFICULTY_LABELS,
+    DOMAINS,
+    Instance,
+    InstanceRubric,
+    Response,
+    ResponseSet,
+)
+from producer.importing import RubricProblem, parse_rubric
 
 __all__ = ["MAX_LINE_BYTES", "load_instances", "load_responses", "read_json_lines"]
 
@@ -136,29 +148,55 @@ def _skills(
     listing: str,
     path: str,
     line: int,
+    noun: str = "skill",
 ) -> tuple[str, ...]:
+    plural = "criteria" if noun == "criterion" else f"{noun}s"
     if not isinstance(value, list):
-        raise _wrong_type(key, "a list of skill names", value, path, line)
+        raise _wrong_type(key, f"a list of {noun} names", value, path, line)
     if not value:
-        raise InputError(f"field {key!r} is empty; list the instance's skills", path, line)
+        raise InputError(f"field {key!r} is empty; list the instance's {plural}", path, line)
     seen: set[str] = set()
     for name in value:
         if not isinstance(name, str):
             raise InputError(
-                f"field {key!r} must be a list of skill names (strings), found {_json_type(name)}",
+                f"field {key!r} must be a list of {noun} names (strings), found {_json_type(name)}",
                 path,
                 line,
             )
         if name not in known:
             raise InputError(
-                f"unknown skill {clip(name)}{_did_you_mean(name, known)}; valid skills: {listing}",
+                f"unknown {noun} {clip(name)}{_did_you_mean(name, known)}; "
+                f"valid {plural}: {listing}",
                 path,
                 line,
             )
         if name in seen:
-            raise InputError(f"skill {clip(name)} is listed twice in field {key!r}", path, line)
+            raise InputError(f"{noun} {clip(name)} is listed twice in field {key!r}", path, line)
         seen.add(name)
     return tuple(value)
+
+
+def _rubrics(
+    value: object, skills: tuple[str, ...], known: frozenset[str], path: str, line: int
+) -> dict[str, InstanceRubric]:
+    """The ``rubrics`` field: the instance's own rubric for some of its skills."""
+    if not isinstance(value, dict):
+        raise _wrong_type("rubrics", "an object mapping skill names to rubrics", value, path, line)
+    rubrics: dict[str, InstanceRubric] = {}
+    for name, rubric in value.items():
+        if name not in skills:
+            hint = _did_you_mean(name, known) if name not in known else ""
+            raise InputError(
+                f"field 'rubrics': {clip(name)} is not one of this instance's skills{hint} "
+                f"({', '.join(skills)})",
+                path,
+                line,
+            )
+        try:
+            rubrics[name] = parse_rubric(rubric, require_criteria=False)
+        except RubricProblem as exc:
+            raise InputError(f"field 'rubrics', skill {clip(name)}: {exc}", path, line) from None
+    return rubrics
 
 
 def _domains(value: object, key: str, path: str, line: int) -> tuple[str, ...]:
@@ -239,21 +277,28 @@ def _detect_schema(record: dict[str, Any], path: str, line: int) -> _Schema:
     )
 
 
-def _skill_listing(known_skills: Collection[str]) -> str:
-    names = sorted(known_skills) if isinstance(known_skills, set | frozenset) else known_skills
-    return ", ".join(names)
+def _skill_order(known_skills: Collection[str]) -> tuple[str, ...]:
+    """The skills in the caller's order (sorted, when given as a set)."""
+    return tuple(
+        sorted(known_skills) if isinstance(known_skills, set | frozenset) else known_skills
+    )
 
 
-def load_instances(path: str, known_skills: Collection[str]) -> list[Instance]:
+def load_instances(
+    path: str, known_skills: Collection[str], *, custom_criteria: bool = False
+) -> list[Instance]:
     """Load FLASK instances from a JSON Lines file, in file order.
 
-    ``known_skills`` are the skill names of the rubric set; every instance's skills must
-    be among them. Raises InputError naming the file and line of the first problem.
+    ``known_skills`` are the skill names of the rubric set (or, with ``custom_criteria``,
+    the criteria of a :mod:`rubrics.criteria` file, in its order); every instance's
+    skills must be among them. Raises InputError naming the file and line of the first
+    problem.
     """
     if not known_skills:
         raise ValueError("known_skills is empty")
     known = frozenset(known_skills)
-    listing = _skill_listing(known_skills)
+    order = _skill_order(known_skills)
+    listing = ", ".join(order)
     instances: list[Instance] = []
     first_line: dict[str, int] = {}
     schema: _Schema | None = None
@@ -291,8 +336,19 @@ def load_instances(path: str, known_skills: Collection[str]) -> list[Instance]:
         answer = _string(
             _field(record, this.answer, path, line, hint), this.answer, path, line, allow_empty=True
         )
-        skills = _skills(
-            _field(record, this.skills, path, line, hint), this.skills, known, listing, path, line
+        if "criteria" in record:
+            noun = "criterion" if custom_criteria else "skill"
+            skills = _skills(record["criteria"], "criteria", known, listing, path, line, noun)
+        elif custom_criteria:
+            skills = order
+        else:
+            skill_field = _field(record, this.skills, path, line, hint)
+            skills = _skills(skill_field, this.skills, known, listing, path, line)
+        system_prompt = _string(
+            record.get("system_prompt", ""), "system_prompt", path, line, allow_empty=True
+        )
+        rubrics = (
+            _rubrics(record["rubrics"], skills, known, path, line) if "rubrics" in record else {}
         )
         domains = _domains(_field(record, this.domains, path, line, hint), this.domains, path, line)
         difficulty = _difficulty(
@@ -307,6 +363,8 @@ def load_instances(path: str, known_skills: Collection[str]) -> list[Instance]:
                 domains=domains,
                 difficulty=difficulty,
                 line=line,
+                system_prompt=system_prompt,
+                rubrics=rubrics,
             )
         )
     return instances

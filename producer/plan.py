@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from core.types import JudgeConfig
@@ -21,18 +21,40 @@ DEFAULT_MODE = "instance"
 
 
 def fingerprint(
-    inputs: Inputs, judges: Sequence[str], mode: str, skills: list[dict[str, Any]]
+    inputs: Inputs,
+    judges: Sequence[str],
+    mode: str,
+    skills: list[dict[str, Any]],
+    reference: bool = True,
+    pairwise: Mapping[str, Any] | None = None,
+    pairs: Sequence[tuple[str, str]] = (),
 ) -> str:
-    """A digest of everything that decides what is judged and how."""
+    """A digest of everything that decides what is judged and how (what runs made before
+    an input existed never had is left out while it is at its default, so their
+    fingerprints stay as they were)."""
     h = hashlib.sha256()
 
     def feed(obj: Any) -> None:
         h.update(json.dumps(obj, sort_keys=True, ensure_ascii=False).encode())
         h.update(b"\n")
 
-    feed({"mode": mode, "judges": sorted(judges), "skills": skills})
+    head: dict[str, Any] = {"mode": mode, "judges": sorted(judges), "skills": skills}
+    if not reference:
+        head["reference"] = False
+    if pairwise:  # the pairs too: without the swap, their order decides who is shown first
+        head["pairwise"] = {**pairwise, "pairs": [list(p) for p in pairs]}
+    feed(head)
     for i in sorted(inputs.instances, key=lambda i: i.id):
-        feed([i.id, i.instruction, i.answer, list(i.skills), list(i.domains), i.difficulty])
+        item: list[Any] = [i.id, i.instruction, i.answer, list(i.skills), list(i.domains),
+                           i.difficulty]  # fmt: skip
+        extra = {
+            "system_prompt": i.system_prompt,
+            "rubrics": {k: v.to_data() for k, v in sorted(i.rubrics.items())},
+            "capability": i.capability,
+            "task": i.task,
+        }
+        item += [{k: v for k, v in extra.items() if v}] if any(extra.values()) else []
+        feed(item)
     for rs in sorted(inputs.response_sets, key=lambda rs: rs.model):
         for r in sorted(rs.responses, key=lambda r: r.instance_id):
             feed([rs.model, r.instance_id, r.text])
@@ -49,11 +71,16 @@ def run_config(
     mode: str,
     skills: list[dict[str, Any]],
     instances_path: str,
+    reference: bool = True,
+    pairwise: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """What the store keeps about a run (never secrets: judge specs carry no keys)."""
+    extra = {"pairwise": dict(pairwise)} if pairwise else {}
     return {
+        **extra,
         "judges": [j.to_data() for j in judges],
         "mode": mode,
+        "reference": reference,
         "skills": skills,
         "instances_path": instances_path,
         "responses": {rs.model: rs.path for rs in inputs.response_sets},

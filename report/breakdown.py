@@ -2,8 +2,9 @@
 
 A report's breakdowns are data. A :class:`Breakdown` lists :class:`Dimension` objects,
 each naming the cell *attributes* its keys are made of (:data:`ATTRIBUTES`: a cell's
-skill, its instance's difficulty level or domains). :class:`Aggregation` resolves them on
-one :class:`report.scores.ScoreTable` once, and that one membership gives both the point
+skill, its instance's difficulty level, domains, capability or task; all defined in
+``report.dimensions``). :class:`Aggregation` resolves them on one
+:class:`report.scores.ScoreTable` once, and that one membership gives both the point
 estimates (:meth:`Aggregation.rows`) and the bootstrap replicates
 (:meth:`Aggregation.replicates`, read by ``report.intervals``): the two cannot disagree
 about which cells a mean covers. Means are micro-averages: ``sum(scores) / n`` over the
@@ -20,126 +21,45 @@ each of its domains) is summed key by key.
 The overall rule. ``Dimension(OVERALL)`` pools every cell (FLASK's rule). The seam for
 another rule is ``Dimension(name, mean_of=OTHER)``: its single key's mean is the mean of
 OTHER's key means (BiGGen Bench's "overall = mean of capability means"), on the point
-estimate and on each replicate alike (keys without a mean are left out of it).
+estimate and on each replicate alike (keys without a mean are left out of it). A
+dimension's rows may carry another dimension's name (``label``) under a key of their own
+(``key``): BiGGen's overall is the row ``("overall", "biggen")`` beside FLASK's
+``("overall", "all")`` (:func:`report_breakdown` with ``capabilities=True``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from report.metrics import (
-    ABILITY,
-    DIFFICULTY,
-    DOMAIN,
-    KEY_SEP,
-    OVERALL,
-    OVERALL_KEY,
-    SKILL,
-    SKILL_DIFFICULTY,
-    Row,
+from report.dimensions import (
+    ATTRIBUTES,
+    BIGGEN_OVERALL,
+    Attribute,
+    Breakdown,
+    Dimension,
+    flask_breakdown,
+    report_breakdown,
 )
+from report.metrics import KEY_SEP, Row
 from report.scores import FAILED, NA, SCORED, FloatArray, IntArray, ScoreTable
 
+__all__ = [
+    "ATTRIBUTES",
+    "BIGGEN_OVERALL",
+    "Aggregation",
+    "Attribute",
+    "Breakdown",
+    "Dimension",
+    "Grouping",
+    "flask_breakdown",
+    "per_instance",
+    "report_breakdown",
+]
+
 Progress = Callable[[int], object]
-
-
-@dataclass(frozen=True)
-class Attribute:
-    """One property of a table's cells: ``labels[code]`` is the text of a code.
-
-    Single-valued: ``code[cell]`` (-1: unknown, the cell counts toward no key). Multi-valued:
-    ``pairs = (cells, codes)``, a cell counting toward each of its codes. Numeric labels
-    sort as numbers.
-    """
-
-    labels: tuple[str, ...]
-    code: IntArray | None = None
-    pairs: tuple[IntArray, IntArray] | None = None
-    numeric: bool = False
-
-
-def _skill(table: ScoreTable) -> Attribute:
-    return Attribute(table.skills, code=table.skill)
-
-
-def _difficulty(table: ScoreTable) -> Attribute:
-    level = table.difficulty[table.instance]
-    top = int(level.max(initial=0))
-    labels = tuple(str(lv) for lv in range(top + 1))  # code = level; 0 is unknown
-    return Attribute(labels, code=np.where(level > 0, level, -1), numeric=True)
-
-
-def _domain(table: ScoreTable) -> Attribute:
-    cells, domain = np.nonzero(table.domain_member[table.instance])
-    return Attribute(table.domains, pairs=(cells.astype(np.int64), domain.astype(np.int64)))
-
-
-#: The attributes a dimension can be made of, read off a table. A new kind of key (a
-#: BiGGen capability or task, once the table carries it) is one more entry here.
-ATTRIBUTES: dict[str, Callable[[ScoreTable], Attribute]] = {
-    "skill": _skill,
-    "difficulty": _difficulty,
-    "domain": _domain,
-}
-
-
-@dataclass(frozen=True)
-class Dimension:
-    """One breakdown of the report.
-
-    A cell's key joins its values of the attributes ``by`` with ``KEY_SEP``; ``by=()``
-    makes one key, ``OVERALL_KEY``, for every cell. ``rename`` maps keys to coarser ones
-    (skill -> ability). ``mean_of`` makes the single key's mean the mean of another
-    dimension's key means instead (``by`` and ``rename`` must then be empty).
-    """
-
-    name: str
-    by: tuple[str, ...] = ()
-    rename: Mapping[str, str] | None = None
-    mean_of: str | None = None
-
-
-@dataclass(frozen=True)
-class Breakdown:
-    """The dimensions of a report, in row order, and the preferred order of keys.
-
-    ``orders`` is keyed by attribute (skill, domain) or by dimension (for renamed keys);
-    keys missing from an order come after it alphabetically; numeric keys sort as numbers.
-    """
-
-    dimensions: tuple[Dimension, ...]
-    orders: Mapping[str, Sequence[str]] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        names = [d.name for d in self.dimensions]
-        if len(set(names)) != len(names):
-            raise ValueError("dimension names must be unique")
-        for d in self.dimensions:
-            if d.mean_of is not None and (d.by or d.rename or d.mean_of not in names):
-                raise ValueError(f"dimension {d.name}: mean_of needs a known dimension alone")
-
-
-def flask_breakdown(
-    ability_of: Mapping[str, str],
-    skill_order: Sequence[str] = (),
-    ability_order: Sequence[str] = (),
-    domain_order: Sequence[str] = (),
-) -> Breakdown:
-    """FLASK's report: overall, skill, ability, domain, difficulty, skill x difficulty."""
-    return Breakdown(
-        (
-            Dimension(OVERALL),
-            Dimension(SKILL, by=("skill",)),
-            Dimension(ABILITY, by=("skill",), rename=ability_of),
-            Dimension(DOMAIN, by=("domain",)),
-            Dimension(DIFFICULTY, by=("difficulty",)),
-            Dimension(SKILL_DIFFICULTY, by=("skill", "difficulty")),
-        ),
-        orders={"skill": skill_order, ABILITY: ability_order, "domain": domain_order},
-    )
 
 
 @dataclass(frozen=True)
@@ -173,9 +93,9 @@ def _resolve(
 ) -> Grouping:
     n = table.n_cells
     if dim.mean_of is not None:
-        return Grouping(dim, (OVERALL_KEY,), np.zeros(0, dtype=np.int64))
+        return Grouping(dim, (dim.key,), np.zeros(0, dtype=np.int64))
     if not dim.by:
-        return Grouping(dim, (OVERALL_KEY,), np.zeros(n, dtype=np.int64))
+        return Grouping(dim, (dim.key,), np.zeros(n, dtype=np.int64))
     unknown = [a for a in dim.by if a not in ATTRIBUTES]
     if unknown:
         raise ValueError(f"dimension {dim.name}: unknown attribute(s) {', '.join(unknown)}")
@@ -208,21 +128,29 @@ def _resolve(
             sort = ((int(label),) if part.numeric else rank(label)) + sort
         texts.append(KEY_SEP.join(labels))
         sorts.append(sort)
+    kept = [True] * len(texts)
     if dim.rename is not None:
-        missing = sorted({t for t in texts if t not in dim.rename})
-        if missing:
+        rename = dim.rename
+        missing = sorted({t for t in texts if t not in rename})
+        if missing and not dim.partial:
             raise ValueError(f"no {dim.name} known for: {', '.join(missing)}")
         rank = _rank(breakdown.orders.get(dim.name, ()))
-        texts = [dim.rename[t] for t in texts]
+        kept = [t in rename for t in texts]
+        texts = [rename.get(t, t) for t in texts]
         sorts = [rank(t) for t in texts]
-    best = dict(sorted(zip(texts, sorts, strict=True), key=lambda item: item[1]))
+    ranked = (item for item, keep in zip(zip(texts, sorts, strict=True), kept, strict=True)
+              if keep)  # fmt: skip
+    best = dict(sorted(ranked, key=lambda item: item[1]))
     keys = tuple(best)
     index = {key: i for i, key in enumerate(keys)}
-    keymap = np.array([index[t] for t in texts], dtype=np.int64)
+    keymap = np.array([index[t] if keep else -1 for t, keep in zip(texts, kept, strict=True)],
+                      dtype=np.int64)  # fmt: skip
+    mapped = keymap[inverse.reshape(-1)]
     if cells is not None:
-        return Grouping(dim, keys, keymap[inverse.reshape(-1)], cells[valid])
+        live = mapped >= 0
+        return Grouping(dim, keys, mapped[live], cells[valid][live])
     code = np.full(n, -1, dtype=np.int64)
-    code[valid] = keymap[inverse.reshape(-1)]
+    code[valid] = mapped
     return Grouping(dim, keys, code)
 
 
@@ -347,7 +275,7 @@ class Aggregation:
         for mi, ji, di, ki, (mu, c, c_na, c_f) in zip(*(x.tolist() for x in columns), strict=True):
             g = self.groupings[di]
             mu = None if mu != mu else mu  # NaN: nothing scored
-            rows.append(Row(t.models[mi], t.judges[ji], g.dimension.name, g.keys[ki], mu,
+            rows.append(Row(t.models[mi], t.judges[ji], g.dimension.shown, g.keys[ki], mu,
                             int(c), int(c_na), int(c_f)))  # fmt: skip
         return rows
 
@@ -373,6 +301,7 @@ class Aggregation:
         ``weights`` (instances, B) come from ``report.bootstrap.instance_weights``. A key is
         yielded as soon as all its atoms are summed, so few replicate arrays live at once.
         """
+        shown = {g.dimension.name: g.dimension.shown for g in self.groupings}
         macro: dict[str, list[str]] = {}
         for g in self.groupings:
             if g.dimension.mean_of is not None:
@@ -388,7 +317,7 @@ class Aggregation:
                 finite = np.isfinite(means)
                 s += np.where(finite, means, 0.0)
                 c += finite
-            return dimension, key, means
+            return shown[dimension], key, means
 
         order = np.argsort(self.atom, kind="stable")
         bounds = np.searchsorted(self.atom[order], np.arange(len(self.atom_codes) + 1))
@@ -430,4 +359,5 @@ class Aggregation:
             name = g.dimension.name
             if g.dimension.mean_of is not None and name in acc:
                 s, c = acc[name]
-                yield name, OVERALL_KEY, np.where(c > 0, s / np.where(c > 0, c, 1.0), np.nan)
+                means = np.where(c > 0, s / np.where(c > 0, c, 1.0), np.nan)
+                yield g.dimension.shown, g.keys[0], means

@@ -1,21 +1,37 @@
 """What a report holds, whatever it is rendered as (pure data; ``report.render`` and
 ``report.html`` draw it).
 
-Also the two presentation rules every format shares: models are shown best first
-(:func:`ranked_models`), and difficulty levels carry FLASK's names (:func:`level_label`)
-wherever people read them, while JSON and CSV keep the keys ``"1"``..``"5"``.
+Also the presentation rules every format shares: models are shown best first
+(:func:`ranked_models`, by FLASK's pooled overall), difficulty levels carry FLASK's names
+(:func:`level_label`) and BiGGen's overall reads "overall (BiGGen)" (:func:`key_label`)
+wherever people read them, while JSON and CSV keep the keys (``"1"``..``"5"``,
+``"biggen"``). A report whose instances carry capabilities says what BiGGen's overall is
+(:func:`definitions`: "overall = mean of capability means, as BiGGen Bench's report
+computes it"), in every format.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.types import DIFFICULTY_LABELS
 from report.agreement import Agreement
 from report.intervals import Comparison, Intervals
-from report.metrics import OVERALL, Row
+from report.metrics import (
+    BIGGEN_KEY,
+    BIGGEN_LABEL,
+    BIGGEN_RULE,
+    DIFFICULTY,
+    OVERALL,
+    OVERALL_KEY,
+    Row,
+)
+from report.scores import ScoreTable
+
+if TYPE_CHECKING:
+    from report.pairwise_report import PairwiseReport
 
 #: The keys of a report row in JSON and CSV: :meth:`Row.as_dict` plus the interval.
 ROW_FIELDS: tuple[str, ...] = (
@@ -97,12 +113,20 @@ class Report:
     abilities: list[str] = field(default_factory=list)
     ability_of: Mapping[str, str] = field(default_factory=dict)
     domains: list[str] = field(default_factory=list)
+    #: BiGGen Bench's groups the instances carry (empty: none)
+    capabilities: list[str] = field(default_factory=list)
+    tasks: list[str] = field(default_factory=list)
+    #: what rows that are not plain means of their cells are (see :func:`definitions`)
+    definitions: list[dict[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     #: how each judge of the run was sampled (ensembles and references are not judges)
     judge_settings: list[JudgeSettings] = field(default_factory=list)
+    #: the pairwise part of a pairwise run (``report.pairwise_report``), else None
+    pairwise: PairwiseReport | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        """The JSON document; ``definitions`` only when there are any (BiGGen runs)."""
+        data: dict[str, Any] = {
             "run": self.run,
             "judges": [j.as_dict() for j in self.judge_settings],
             "rows": [r.as_dict() for r in self.rows],
@@ -110,6 +134,21 @@ class Report:
             "agreement": [a.as_dict() for a in self.agreement],
             "bootstrap": self.bootstrap,
         }
+        if self.definitions:
+            data["definitions"] = list(self.definitions)
+        if self.pairwise is not None:
+            data["rows"] += self.pairwise.rows()
+            data["pairwise"] = self.pairwise.summary()
+        return data
+
+
+def definitions(table: ScoreTable) -> list[dict[str, str]]:
+    """The rows of a report on ``table`` that need saying what they are: BiGGen's overall
+    when instances carry capabilities."""
+    if not table.capabilities:
+        return []
+    return [{"dimension": OVERALL, "key": BIGGEN_KEY, "label": BIGGEN_LABEL,
+             "definition": BIGGEN_RULE}]  # fmt: skip
 
 
 def as_report(rows: Report | Sequence[Row], run: str = "") -> Report:
@@ -126,7 +165,7 @@ def as_report(rows: Report | Sequence[Row], run: str = "") -> Report:
 
 
 def ranked_models(rows: Sequence[Row], models: Sequence[str] = ()) -> list[str]:
-    """Models best first: by the mean, over judges, of their overall means.
+    """Models best first: by the mean, over judges, of their (pooled) overall means.
 
     ``models`` (default: those of ``rows``, in order) fixes the set and breaks ties;
     models without an overall mean come last.
@@ -134,7 +173,7 @@ def ranked_models(rows: Sequence[Row], models: Sequence[str] = ()) -> list[str]:
     names = list(models) or list(dict.fromkeys(r.model for r in rows))
     means: dict[str, list[float]] = {}
     for r in rows:
-        if r.dimension == OVERALL and r.mean is not None:
+        if r.dimension == OVERALL and r.key == OVERALL_KEY and r.mean is not None:
             means.setdefault(r.model, []).append(r.mean)
     score = {m: sum(v) / len(v) for m, v in means.items()}
     position = {m: i for i, m in enumerate(names)}
@@ -148,4 +187,14 @@ def level_label(key: str) -> str:
     """
     if key.isdigit() and 1 <= int(key) <= len(DIFFICULTY_LABELS):
         return f"{key} {DIFFICULTY_LABELS[int(key) - 1]}"
+    return key
+
+
+def key_label(dimension: str, key: str) -> str:
+    """A row's key as people read it: difficulty levels with FLASK's names, BiGGen's
+    overall as "overall (BiGGen)"; other keys as they are."""
+    if dimension == DIFFICULTY:
+        return level_label(key)
+    if dimension == OVERALL and key == BIGGEN_KEY:
+        return BIGGEN_LABEL
     return key

@@ -2,9 +2,11 @@
 
 No network and no external CSS or JavaScript: the page opens from a file anywhere. Every
 figure is written next to it too, as PNG and as SVG (for papers). Tables show models
-best first and difficulty levels with FLASK's names. A few lines of inline script
-record, once the page has loaded, how many images decoded (``<body
-data-images="loaded/total">``), which tests read from the rendered DOM.
+best first and difficulty levels with FLASK's names. When the instances carry BiGGen
+Bench's capabilities, the page adds BiGGen's overall (the mean of capability means, said
+so under the table), a capability x model heatmap and the capability and task tables.
+A few lines of inline script record, once the page has loaded, how many images decoded
+(``<body data-images="loaded/total">``), which tests read from the rendered DOM.
 """
 
 from __future__ import annotations
@@ -18,7 +20,17 @@ from pathlib import Path
 from tqdm import tqdm
 
 from report.document import Report, ReportRow, level_label, ranked_models
-from report.metrics import ABILITY, DIFFICULTY, DOMAIN, OVERALL, SKILL
+from report.metrics import (
+    ABILITY,
+    BIGGEN_KEY,
+    CAPABILITY,
+    DIFFICULTY,
+    DOMAIN,
+    OVERALL,
+    OVERALL_KEY,
+    SKILL,
+    TASK,
+)
 from report.plots import Plot, all_plots
 from report.render import fmt, fmt_interval
 
@@ -112,8 +124,8 @@ def _section_tables(report: Report, dimension: str, order: Sequence[str], head: 
     return "".join(parts)
 
 
-def _overall(report: Report) -> str:
-    rows = [r for r in report.rows if r.dimension == OVERALL]
+def _overall(report: Report, key: str = OVERALL_KEY) -> str:
+    rows = [r for r in report.rows if r.dimension == OVERALL and r.key == key]
     if not rows:
         return "<p>No finished judgments.</p>"
     cells = {(r.model, r.judge): r for r in rows}
@@ -198,10 +210,26 @@ def render(report: Report, plots: Sequence[Plot]) -> str:
         sampling = f"<p class='meta'>How each judge was sampled:</p><ul class='meta'>{sampling}"
         sampling += "</ul>"
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    overall = _overall(report)
+    for d in report.definitions:
+        if d["dimension"] == OVERALL and d["key"] == BIGGEN_KEY:
+            overall += f"<h3>{_e(d['label'])}</h3>" + _overall(report, BIGGEN_KEY)
+            overall += f"<p class='note'>{_e(d['definition'])}</p>"
+    groups = []
+    if report.capabilities:
+        groups = [
+            ("capabilities", "Capabilities", figures("capabilities") + figures("radar")
+             + _section_tables(report, CAPABILITY, report.capabilities, "capability")),
+            ("tasks", "Tasks", _section_tables(report, TASK, report.tasks, "task")),
+        ]  # fmt: skip
+    elif report.tasks:
+        groups = [("tasks", "Tasks", _section_tables(report, TASK, report.tasks, "task"))]
+    skill_figures = "" if report.capabilities else figures("radar")
     sections = [
-        ("overall", "Overall", _overall(report)),
-        ("skills", "Skills", figures("radar")
+        ("overall", "Overall", overall),
+        ("skills", "Skills", skill_figures
          + _section_tables(report, SKILL, report.skills, "skill")),
+        *groups,
         ("abilities", "Abilities", figures("abilities")
          + _section_tables(report, ABILITY, report.abilities, "ability")),
         ("domains", "Domains", figures("domains")
@@ -211,6 +239,11 @@ def render(report: Report, plots: Sequence[Plot]) -> str:
         ("comparisons", "Paired model comparisons (overall)", _comparisons(report)),
         ("agreement", "Judge agreement", figures("agreement") + _agreement(report)),
     ]  # fmt: skip
+    if report.pairwise is not None:
+        from report.pairwise_render import html_section
+
+        figs = figures("winrate") + figures("position")
+        sections.insert(0, ("pairwise", "Pairwise ranking", html_section(report.pairwise, figs)))
     nav = "".join(f'<a href="#{sid}">{_e(title)}</a>' for sid, title, _ in sections)
     body = "".join(f'<section id="{sid}"><h2>{_e(t)}</h2>{c}</section>' for sid, t, c in sections)
     return (
@@ -234,6 +267,10 @@ def write_report(report: Report, out_dir: Path, *, progress: bool = False) -> Pa
         total=judges + 1, desc="plots", unit="judge", disable=not progress, leave=False
     ) as bar:
         plots = all_plots(report, progress=bar.update)
+    if report.pairwise is not None:
+        from report.pairwise_render import plots as pairwise_plots
+
+        plots += pairwise_plots(report.pairwise)
     for plot in plots:
         (out_dir / plot.name).write_bytes(plot.png)
         (out_dir / plot.svg_name).write_bytes(plot.svg)

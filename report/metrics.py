@@ -20,9 +20,18 @@ DOMAIN = "domain"
 DIFFICULTY = "difficulty"
 SKILL_DIFFICULTY = "skill_difficulty"
 DIMENSIONS: tuple[str, ...] = (OVERALL, SKILL, ABILITY, DOMAIN, DIFFICULTY, SKILL_DIFFICULTY)
+#: BiGGen Bench's groups of instances: dimensions of a report whose instances carry them.
+CAPABILITY = "capability"
+TASK = "task"
 
-#: The single key of the ``overall`` dimension.
+#: The key of the ``overall`` row that pools every judgment (FLASK's overall).
 OVERALL_KEY = "all"
+#: The key of the ``overall`` row that is the mean of the capability means (BiGGen's
+#: overall), present only when instances carry capabilities.
+BIGGEN_KEY = "biggen"
+#: How people read that row, and what it is.
+BIGGEN_LABEL = "overall (BiGGen)"
+BIGGEN_RULE = "overall = mean of capability means, as BiGGen Bench's report computes it"
 
 #: Separator of ``skill_difficulty`` keys: ``f"{skill}|{level}"``.
 KEY_SEP = "|"

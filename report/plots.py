@@ -1,9 +1,13 @@
 """Figures of a report, each as PNG and SVG (matplotlib's Agg canvas; no display, no
 pyplot state). Models come best first with one colour each across all figures.
 
-- :func:`radar`: the skills of every model under one judge (FLASK's figure), on 1-5;
+- :func:`radar`: the skills of every model under one judge (FLASK's figure), on 1-5; the
+  capabilities instead when the instances carry them (BiGGen Bench: 9 axes), and never
+  more than :data:`RADAR_MAX_AXES` axes (a run whose instances each bring a differently
+  named rubric gets a note, not one axis per instance);
 - :func:`ability_bars`: mean per ability and model, with bootstrap intervals;
 - :func:`domain_heatmap`: model x domain means;
+- :func:`capability_heatmap`: capability x model means (only when instances carry them);
 - :func:`difficulty_curves`: mean score versus difficulty level, one panel per skill;
 - :func:`agreement_matrix`: one agreement statistic between every pair of raters.
 """
@@ -25,7 +29,17 @@ from matplotlib.projections.polar import PolarAxes
 
 from report.agreement import Agreement
 from report.document import Report, ReportRow, level_label, ranked_models
-from report.metrics import ABILITY, DOMAIN, KEY_SEP, OVERALL, SKILL, SKILL_DIFFICULTY
+from report.metrics import (
+    ABILITY,
+    BIGGEN_KEY,
+    CAPABILITY,
+    DOMAIN,
+    KEY_SEP,
+    OVERALL,
+    OVERALL_KEY,
+    SKILL,
+    SKILL_DIFFICULTY,
+)
 
 DPI = 100
 SCORE_RANGE = (1.0, 5.0)
@@ -33,6 +47,8 @@ LEVELS = (1, 2, 3, 4, 5)
 #: Up to this many models share one radar; more get one small radar each (see radar).
 RADAR_OVERLAY_MAX = 4
 RADAR_COLUMNS = 4
+#: More spokes than this are unreadable: the radar says so instead of drawing them.
+RADAR_MAX_AXES = 24
 
 
 @dataclass(frozen=True)
@@ -106,7 +122,8 @@ def _closed(values: Sequence[float | None]) -> np.ndarray:
 
 
 def radar(report: Report, judge: str) -> Figure:
-    """Mean score of each model on each skill, on a polar chart whose radius runs 1-5.
+    """Mean score of each model on each skill (each capability, when the instances carry
+    capabilities), on a polar chart whose radius runs 1-5.
 
     Up to :data:`RADAR_OVERLAY_MAX` models share one chart (outlines, faint fills). Past
     that, overlaid polygons cross at nearly every spoke and the fifth and later tab10
@@ -114,14 +131,22 @@ def radar(report: Report, judge: str) -> Figure:
     (small multiples, best first under this judge, :data:`RADAR_COLUMNS` per row) on the
     same axes, with the mean over all models as a grey dashed reference to compare against.
     """
-    cells = _means(report.rows, judge, SKILL)
-    skills = [s for s in report.skills if any((m, s) in cells for m in report.models)]
+    dimension, what, axes = SKILL, "Skills", list(report.skills)
+    overall_key = OVERALL_KEY
+    if report.capabilities:
+        dimension, what, axes = CAPABILITY, "Capabilities", list(report.capabilities)
+        overall_key = BIGGEN_KEY
+    cells = _means(report.rows, judge, dimension)
+    axes += [k for _, k in cells if k not in axes]
+    skills = [s for s in dict.fromkeys(axes) if any((m, s) in cells for m in report.models)]
     models = [m for m in _models(report) if any((m, s) in cells for s in skills)]
     palette = _palette(report)
-    if len(skills) < 3:
+    if not 3 <= len(skills) <= RADAR_MAX_AXES:
         fig = Figure(figsize=(7.2, 6.4))
         ax = fig.add_subplot(projection="polar")
-        ax.set_title(f"{judge}: too few skills for a radar chart", fontsize=10)
+        few = "few" if len(skills) < 3 else "many"
+        ax.set_title(f"{judge}: too {few} {what.lower()} ({len(skills)}) for a radar chart",
+                     fontsize=10)  # fmt: skip
         return fig
     values = {m: [cells[(m, s)].mean if (m, s) in cells else None for s in skills] for m in models}
     if len(models) <= RADAR_OVERLAY_MAX:
@@ -134,7 +159,7 @@ def radar(report: Report, judge: str) -> Figure:
             ax.plot(closed, data, color=palette[model], linewidth=1.8, label=model)
             filled = np.nan_to_num(data, nan=SCORE_RANGE[0])
             ax.fill(closed, filled, color=palette[model], alpha=0.05)
-        ax.set_title(f"Skills — judge {judge}", fontsize=10, pad=18)
+        ax.set_title(f"{what} — judge {judge}", fontsize=10, pad=18)
         ax.legend(loc="upper right", bbox_to_anchor=(1.32, 1.12), fontsize=8, frameon=False)
         return fig
     # panels best first under this judge, whose overall means their titles show
@@ -145,7 +170,11 @@ def radar(report: Report, judge: str) -> Figure:
     stacked = np.array([[np.nan if v is None else v for v in values[m]] for m in models])
     with np.errstate(all="ignore"):
         reference = _closed(list(np.nanmean(stacked, axis=0)))
-    overall = {r.model: r.mean for r in report.rows if r.judge == judge and r.dimension == OVERALL}
+    overall = {
+        r.model: r.mean
+        for r in report.rows
+        if r.judge == judge and r.dimension == OVERALL and r.key == overall_key
+    }
     for k, model in enumerate(models):
         ax = cast(PolarAxes, fig.add_subplot(rows_n, cols, k + 1, projection="polar"))
         angles = _polar(ax, skills, 6, 12)
@@ -158,7 +187,7 @@ def radar(report: Report, judge: str) -> Figure:
         title = model if mean is None else f"{model} ({mean:.2f})"
         ax.set_title(title, fontsize=9, pad=14)
     fig.suptitle(
-        f"Skills — judge {judge} (dashed: mean over the {len(models)} models)", fontsize=10
+        f"{what} — judge {judge} (dashed: mean over the {len(models)} models)", fontsize=10
     )
     fig.tight_layout()
     return fig
@@ -230,15 +259,23 @@ def _heatmap(
     return image
 
 
+def _group_means(
+    report: Report, judge: str, dimension: str, order: Sequence[str]
+) -> tuple[list[str], list[str], np.ndarray]:
+    """(keys, models best first, (models, keys) means) of one dimension under ``judge``."""
+    cells = _means(report.rows, judge, dimension)
+    keys = [k for k in order if any((m, k) in cells for m in report.models)]
+    models = [m for m in _models(report) if any((m, k) in cells for k in keys)]
+    matrix = np.array(
+        [[cells[(m, k)].mean if (m, k) in cells else np.nan for k in keys] for m in models],
+        dtype=float,
+    ).reshape(len(models), len(keys))
+    return keys, models, matrix
+
+
 def domain_heatmap(report: Report, judge: str) -> Figure:
     """Models as rows (best first), domains as columns, mean score in each cell."""
-    cells = _means(report.rows, judge, DOMAIN)
-    domains = [d for d in report.domains if any((m, d) in cells for m in report.models)]
-    models = [m for m in _models(report) if any((m, d) in cells for d in domains)]
-    matrix = np.array(
-        [[cells[(m, d)].mean if (m, d) in cells else np.nan for d in domains] for m in models],
-        dtype=float,
-    ).reshape(len(models), len(domains))
+    domains, models, matrix = _group_means(report, judge, DOMAIN, report.domains)
     fig = Figure(figsize=(7.2, 1.4 + 0.35 * max(len(models), 1)))
     ax = fig.add_subplot()
     if matrix.size == 0:
@@ -248,6 +285,21 @@ def domain_heatmap(report: Report, judge: str) -> Figure:
     image = _heatmap(ax, matrix, models, domains, *SCORE_RANGE, cmap="viridis")
     fig.colorbar(image, ax=ax, fraction=0.03, pad=0.02)  # type: ignore[arg-type]
     ax.set_title(f"Domains — judge {judge}", fontsize=10)
+    return fig
+
+
+def capability_heatmap(report: Report, judge: str) -> Figure:
+    """Capabilities as rows, models as columns (best first), mean score in each cell."""
+    keys, models, matrix = _group_means(report, judge, CAPABILITY, report.capabilities)
+    fig = Figure(figsize=(1.8 + 0.9 * max(len(models), 1), 1.4 + 0.35 * max(len(keys), 1)))
+    ax = fig.add_subplot()
+    if matrix.size == 0:
+        ax.set_axis_off()
+        ax.set_title(f"Capabilities — judge {judge}: no instance has one", fontsize=10)
+        return fig
+    image = _heatmap(ax, matrix.T, keys, models, *SCORE_RANGE, cmap="viridis")
+    fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02)  # type: ignore[arg-type]
+    ax.set_title(f"Capabilities — judge {judge}", fontsize=10)
     return fig
 
 
@@ -324,15 +376,19 @@ def _slug(text: str) -> str:
 
 
 def all_plots(report: Report, progress: Callable[[int], object] | None = None) -> list[Plot]:
-    """Every figure of the HTML report: four per judge, then the agreement matrix."""
+    """Every figure of the HTML report: four per judge (five with capabilities), then the
+    agreement matrix."""
     plots: list[Plot] = []
     judges_with_rows = [j for j in report.judges if any(r.judge == j for r in report.rows)]
+    what = "Capabilities" if report.capabilities else "Skills"
     kinds: tuple[tuple[str, str, Callable[[Report, str], Figure]], ...] = (
-        ("radar", "Skills (radar)", radar),
+        ("radar", f"{what} (radar)", radar),
         ("abilities", "Abilities", ability_bars),
         ("domains", "Domains", domain_heatmap),
         ("difficulty", "Score vs difficulty", difficulty_curves),
     )
+    if report.capabilities:
+        kinds += (("capabilities", "Capabilities x models", capability_heatmap),)
     for n, judge in enumerate(judges_with_rows, start=1):
         for kind, title, draw in kinds:
             name = f"{kind}-{n:02d}-{_slug(judge)}.png"

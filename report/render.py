@@ -5,6 +5,31 @@ each row with the keys of :data:`report.document.FIELDS`. JSON and CSV keep full
 precision and go through :func:`plain`, so a numpy number is written as a plain number
 whatever its type; only the text tables round (2 decimals). Text tables show models best
 first and difficulty levels with FLASK's names; JSON and CSV keep the keys "1".."5".
+
+The row contract (JSON ``rows`` and CSV lines alike): each row is one (model, judge,
+``dimension``, ``key``) with ``mean``, ``n``, ``n_na``, ``n_failed`` and the interval.
+``dimension`` is one of
+
+- ``overall``: key ``all``, every judgment pooled (FLASK's overall); and, when the
+  instances carry capabilities, key ``biggen``: overall = mean of capability means, as
+  BiGGen Bench's report computes it (each capability's mean counts once, however many
+  judgments it has; its interval comes from the same replicates, recomputed the same way);
+- ``skill``: one key per criterion (FLASK's skills, custom criteria, or an instance
+  rubric's name: instances whose own rubrics share a name make one key);
+- ``ability``: FLASK's abilities (criteria without one are in no ability row);
+- ``capability``, ``task``: BiGGen Bench's groups (only when instances carry them);
+- ``domain``, ``difficulty`` (keys ``"1"``..``"5"``), ``skill_difficulty``
+  (``"skill|level"``).
+
+A pairwise run's report adds the dimensions ``pairwise`` (key ``"A vs B"``: A's win,
+tie and loss rates and score), ``rating`` (key = model: its Bradley-Terry rating),
+``position`` (key = judge: position consistency and first-position preference) and
+``length_bias`` (key = a bin of the length difference), each row with a ``criterion``
+and the extra fields of its dimension, and a ``pairwise`` summary (models, anchor, judge
+agreement, notes); :mod:`report.pairwise_report` defines them.
+
+The JSON document also has ``definitions`` when some row needs saying what it is (BiGGen's
+overall); the text header prints them.
 """
 
 from __future__ import annotations
@@ -23,16 +48,27 @@ import numpy as np
 
 from report.agreement import FIELDS as AGREEMENT_FIELDS
 from report.agreement import Agreement
-from report.document import FIELDS, Report, ReportRow, as_report, level_label, ranked_models
+from report.document import (
+    FIELDS,
+    Report,
+    ReportRow,
+    as_report,
+    key_label,
+    level_label,
+    ranked_models,
+)
 from report.intervals import Comparison
 from report.metrics import (
     ABILITY,
+    CAPABILITY,
     DIFFICULTY,
     DOMAIN,
     KEY_SEP,
     OVERALL,
+    OVERALL_KEY,
     SKILL,
     SKILL_DIFFICULTY,
+    TASK,
     Row,
 )
 
@@ -44,6 +80,8 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     (OVERALL, "Overall"),
     (ABILITY, "Abilities"),
     (SKILL, "Skills"),
+    (CAPABILITY, "Capabilities"),
+    (TASK, "Tasks"),
     (DOMAIN, "Domains"),
     (DIFFICULTY, "Difficulty"),
 )
@@ -118,6 +156,17 @@ def rows_csv(rows: Sequence[Row]) -> str:
     return csv_text(FIELDS, [r.as_dict() for r in as_report(rows).rows])
 
 
+def report_csv(report: Report) -> str:
+    """All rows of a report as CSV: :func:`rows_csv`, or for a pairwise run every row
+    (absolute and pairwise dimensions) with the wider ``PAIRWISE_FIELDS``."""
+    if report.pairwise is None:
+        return rows_csv(report.rows)
+    from report.pairwise_report import PAIRWISE_FIELDS
+
+    plain_rows = [dict.fromkeys(PAIRWISE_FIELDS) | r.as_dict() for r in report.rows]
+    return csv_text(PAIRWISE_FIELDS, [*plain_rows, *report.pairwise.rows()])
+
+
 def comparisons_csv(comparisons: Sequence[Comparison]) -> str:
     return csv_text(COMPARISON_FIELDS, [c.as_dict() for c in comparisons])
 
@@ -143,7 +192,7 @@ def _clip(text: str, width: int) -> str:
 
 
 def _display_key(dimension: str, key: str) -> str:
-    return level_label(key) if dimension == DIFFICULTY else key
+    return key_label(dimension, key)
 
 
 def _level_order(level: str) -> tuple[bool, int, str]:
@@ -170,6 +219,7 @@ def header(report: Report) -> list[str]:
         lines.append("Judges (name: spec, sampling):")
         lines += [f"  {j.name}: {j.describe()}" for j in report.judge_settings]
     lines += [f"coverage {m}: {a}/{t}" for m, (a, t) in report.coverage.items()]
+    lines += [f"{d['label']}: {d['definition']}" for d in report.definitions]
     boot = report.bootstrap
     if boot.get("replicates"):
         lines.append(
@@ -236,7 +286,8 @@ def _ordered_pairs(report: Report) -> list[tuple[str, str]]:
 def to_table(report: Report | Sequence[Row]) -> str:
     """Plain-text tables: the header, then one block per (model, judge), models best first.
 
-    Each block has the sections Overall, Abilities, Skills, Domains and Difficulty (mean
+    Each block has the sections Overall, Abilities, Skills, Capabilities, Tasks, Domains
+    and Difficulty (mean
     with 2 decimals, the interval when the report has a bootstrap, scored n, N/A and
     failed counts; "-" for no mean), then a compact skill x difficulty matrix of means.
     Empty sections are left out. Then the paired comparisons, if any.
@@ -259,7 +310,13 @@ def to_table(report: Report | Sequence[Row]) -> str:
                 f"{fmt_interval(c.ci_low, c.ci_high)}  ({c.n_instances} instances)"
             )
         text += "\n".join(lines)
-    return text + "\n" if text.strip() else ""
+    if report.pairwise is not None:
+        from report.pairwise_render import text as pairwise_text
+
+        text = (text.rstrip("\n") + "\n\n" if text.strip() else "") + pairwise_text(
+            report.pairwise, level
+        )
+    return text + "\n" if text.strip() and not text.endswith("\n") else text
 
 
 def agreement_table(rows: Sequence[Agreement]) -> str:
@@ -287,12 +344,24 @@ def agreement_table(rows: Sequence[Agreement]) -> str:
 def run_summary(report: Report, failures: Mapping[str, int]) -> str:
     """The few lines `flask-eval run` ends with: overall mean per model x judge with its
     interval (models best first), failures by reason, and where to look next."""
-    overall = {(r.model, r.judge): r for r in report.rows if r.dimension == OVERALL}
+    overall = {
+        (r.model, r.judge): r
+        for r in report.rows
+        if r.dimension == OVERALL and r.key == OVERALL_KEY
+    }
     pairs = [p for p in _ordered_pairs(report) if p in overall]
     level = _confidence(report)
     mw = min(max([5, *(len(m) for m, _ in pairs)]), MAX_KEY_WIDTH)
     jw = min(max([5, *(len(j) for _, j in pairs)]), MAX_KEY_WIDTH)
-    lines = [f"Run {report.run}: overall mean per model and judge, best first"]
+    if report.pairwise is not None:  # a pairwise run: its leaderboards instead
+        pw = report.pairwise
+        lines = [f"Run {report.run}: Bradley-Terry ratings per judge (anchor {pw.anchor} at "
+                 f"1000), best first"]  # fmt: skip
+        for judge in pw.judges:
+            board = ", ".join(f"{r.model} {fmt(r.rating, 0)}" for r in pw.leaderboard(judge))
+            lines.append(f"  {judge}: {board or 'no finished comparisons'}")
+    else:
+        lines = [f"Run {report.run}: overall mean per model and judge, best first"]
     if pairs:
         ci = f"{level}% CI"
         lines.append(f"  {'model':<{mw}}  {'judge':<{jw}}  {'mean':>6}  {ci:<14}  {'n':>7}")
@@ -302,7 +371,7 @@ def run_summary(report: Report, failures: Mapping[str, int]) -> str:
             f"  {_clip(model, mw):<{mw}}  {_clip(judge, jw):<{jw}}  {fmt(r.mean):>6}  "
             f"{fmt_interval(r.ci_low, r.ci_high) or NONE_TEXT:<14}  {r.n:>7}"
         )
-    if not pairs:
+    if not pairs and report.pairwise is None:
         lines.append("  no finished judgments")
     failed = {reason: n for reason, n in failures.items() if n}
     detail = ", ".join(f"{reason} {n}" for reason, n in sorted(failed.items(), key=lambda x: -x[1]))

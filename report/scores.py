@@ -6,14 +6,15 @@ This is the contract between ``storage.analytics`` (which fills it with one ``GR
 query) and the statistics of ``report`` (means and bootstrap intervals through
 ``report.breakdown``, ensembles, agreement), which all work on whole columns at once.
 
-Instances carry their difficulty (0 = unknown) and a domain membership matrix, so the
-report's breakdowns need no further query.
+Instances carry their difficulty (0 = unknown), a domain membership matrix and their
+capability and task (BiGGen Bench's groups; -1 = none), so the report's breakdowns need
+no further query.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -42,7 +43,9 @@ class ScoreTable:
     ``model``, ``instance`` and ``skill`` index ``models``, ``instances`` and ``skills``;
     ``state`` and ``score`` have one column per judge (``score`` is NaN unless SCORED).
     ``difficulty[i]`` is instance i's level (0 = unknown); ``domain_member[i, d]`` says
-    whether instance i belongs to ``domains[d]``.
+    whether instance i belongs to ``domains[d]``; ``capability[i]`` indexes
+    ``capabilities`` and ``task[i]`` indexes ``tasks`` (-1: the instance has none; an
+    empty array, the default, means no instance has one).
     """
 
     models: tuple[str, ...]
@@ -57,8 +60,15 @@ class ScoreTable:
     difficulty: IntArray
     domains: tuple[str, ...]
     domain_member: BoolArray
+    capabilities: tuple[str, ...] = ()
+    capability: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    tasks: tuple[str, ...] = ()
+    task: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     def __post_init__(self) -> None:
+        for name in ("capability", "task"):
+            if len(getattr(self, name)) == 0 and self.instances:
+                object.__setattr__(self, name, np.full(len(self.instances), -1, dtype=np.int64))
         cells, judges = len(self.model), len(self.judges)
         if not (len(self.instance) == len(self.skill) == cells):
             raise ValueError("model, instance and skill must have one entry per cell")
@@ -70,6 +80,9 @@ class ScoreTable:
             raise ValueError("domain_member must be (instances, domains)")
         if len(set(self.judges)) != judges:
             raise ValueError("judge names must be unique")
+        for codes, labels in ((self.capability, self.capabilities), (self.task, self.tasks)):
+            if codes.shape != (len(self.instances),) or int(codes.max(initial=-1)) >= len(labels):
+                raise ValueError("capability and task need one code per instance (-1: none)")
 
     @property
     def n_cells(self) -> int:
@@ -100,6 +113,17 @@ def _codes(values: Iterable[str]) -> tuple[tuple[str, ...], IntArray]:
     return tuple(str(n) for n in names), inverse.astype(np.int64).reshape(-1)
 
 
+def _groups(
+    instances: Sequence[str], group_of: Mapping[str, str | None]
+) -> tuple[tuple[str, ...], IntArray]:
+    """(sorted labels, each instance's code, -1 for none) of a single-valued grouping."""
+    labels = tuple(sorted({g for iid in instances if (g := group_of.get(iid)) is not None}))
+    position = {label: k for k, label in enumerate(labels)}
+    codes = [position.get(g, -1) if (g := group_of.get(iid)) is not None else -1
+             for iid in instances]  # fmt: skip
+    return labels, np.array(codes, dtype=np.int64).reshape(-1)
+
+
 def build(
     cells: Sequence[tuple[str, str, str]],
     judges: Sequence[str],
@@ -108,12 +132,15 @@ def build(
     difficulty: Mapping[str, int | None],
     domains_of: Mapping[str, Sequence[str]],
     domain_order: Sequence[str] = (),
+    capability_of: Mapping[str, str | None] | None = None,
+    task_of: Mapping[str, str | None] | None = None,
 ) -> ScoreTable:
     """A table from (model, instance_id, skill) cells and their (cells, judges) columns.
 
     Models, instances and skills are numbered in sorted order (so equal inputs give equal
     tables, whatever order a database returned them in); the cells are sorted the same way.
-    ``difficulty`` and ``domains_of`` are keyed by instance id; missing means unknown.
+    ``difficulty``, ``domains_of``, ``capability_of`` and ``task_of`` are keyed by instance
+    id; missing (or None) means unknown. Capabilities and tasks are numbered sorted.
     """
     if len(cells) == 0:
         models: tuple[str, ...] = ()
@@ -138,6 +165,8 @@ def build(
         [difficulty.get(iid) or UNKNOWN_LEVEL for iid in instances], dtype=np.int64
     ).reshape(-1)
     score = np.where(state == SCORED, score, np.nan).astype(np.float64)
+    capabilities, capability = _groups(instances, capability_of or {})
+    tasks, task = _groups(instances, task_of or {})
     return ScoreTable(
         models=models,
         instances=instances,
@@ -151,4 +180,8 @@ def build(
         difficulty=levels,
         domains=domains,
         domain_member=member,
+        capabilities=capabilities,
+        capability=capability,
+        tasks=tasks,
+        task=task,
     )

@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 from rubrics.parse import Reading, read
 from rubrics.prompt import Message, reminder, render
 from rubrics.skills import Skill
+from rubrics.structured import read_structured, schema_for, structured_prompt
 
 #: what a protocol judges: a FLASK skill, a custom criterion or an instance's own rubric
 Criterion = Skill
@@ -92,6 +93,11 @@ class Protocol(ABC):
         no structured form); :meth:`read` reads such an answer too."""
         return None
 
+    def render_structured(self, subject: Subject, criteria: Sequence[Criterion]) -> list[Message]:
+        """The messages asking for an answer that follows :meth:`response_schema` (for a
+        judge with ``structured`` on); only a protocol with a schema has them."""
+        raise NotImplementedError(f"protocol {self.name} has no structured form")
+
     def completion_tokens(self, criteria: Sequence[Criterion]) -> int:
         """The expected length of an answer, for cost estimates before anything is spent."""
         return COMPLETION_TOKENS_PER_CALL + COMPLETION_TOKENS_PER_SKILL * len(criteria)
@@ -109,10 +115,22 @@ class FlaskEvalProtocol(Protocol):
             reference=subject.reference,
             response=subject.response,
             skills=criteria,
+            system_prompt=subject.system_prompt,
         )
 
+    def render_structured(self, subject: Subject, criteria: Sequence[Criterion]) -> list[Message]:
+        return structured_prompt(self.render(subject, criteria), criteria)
+
+    def response_schema(self, criteria: Sequence[Criterion]) -> dict[str, Any] | None:
+        return schema_for(criteria)
+
     def read(self, text: str, criteria: Sequence[Criterion]) -> Reading:
-        return read(text, [c.name for c in criteria], [c.name for c in criteria if c.allow_na])
+        """The final ``[SCORES]`` line, or else, for an answer that opens a JSON object, the
+        structured judgment (rubrics/structured.py): the two cannot both hold scores."""
+        free = read(text, [c.name for c in criteria], [c.name for c in criteria if c.allow_na])
+        if free.scores or not text.lstrip().startswith("{"):
+            return free
+        return read_structured(text, criteria)
 
     def reminder(
         self,
@@ -138,3 +156,7 @@ def protocol(name: str = DEFAULT_PROTOCOL, mode: str = "instance") -> Protocol:
             f"unknown protocol {name!r}; known protocols: {', '.join(PROTOCOLS)}"
         ) from None
     return cls(mode)
+
+
+# The other protocols subclass Protocol: their modules add themselves to PROTOCOLS.
+from rubrics import flask_review, prometheus  # noqa: E402, F401

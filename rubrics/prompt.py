@@ -53,9 +53,15 @@ def neutralize(text: str) -> str:
 
 
 def render(
-    *, instruction: str, reference: str, response: str, skills: Sequence[Skill]
+    *,
+    instruction: str,
+    reference: str,
+    response: str,
+    skills: Sequence[Skill],
+    system_prompt: str = "",
 ) -> list[Message]:
-    """The chat messages asking a judge to score ``response`` on ``skills`` (one or more)."""
+    """The chat messages asking a judge to score ``response`` on ``skills`` (one or more);
+    ``system_prompt`` is what the assistant was told before the instruction, if anything."""
     names = _check_skills(skills)
     parts = [
         "Evaluate the response below, written by an AI assistant for the instruction that "
@@ -63,6 +69,18 @@ def render(
         + ("s" if len(skills) > 1 else "")
         + " described after the response, using the 1-5 rubric given for each skill.",
         "",
+    ]
+    if system_prompt.strip():
+        parts += [
+            "## System prompt given to the assistant",
+            "",
+            "The assistant was told this before the instruction; judge the response with it "
+            "in mind.",
+            "",
+            neutralize(system_prompt).strip(),
+            "",
+        ]
+    parts += [
         "## Instruction",
         "",
         neutralize(instruction).strip() or "(The instruction is empty.)",

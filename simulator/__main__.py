@@ -30,6 +30,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--html-rate", type=float, default=0.0)
     p.add_argument("--require-key", default=None, help="answer 401 without this API key")
     p.add_argument("--answer-format", choices=("auto", "result"), default="auto")
+    p.add_argument(
+        "--position-bias",
+        type=float,
+        default=0.0,
+        help="share of pairwise judgments that pick the first response regardless",
+    )
     p.add_argument("--rpm", type=int, default=None)
     p.add_argument("--tpm", type=int, default=None)
     p.add_argument("--score", type=int, default=None, help="give every skill this score")
@@ -57,6 +63,7 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         html_rate=args.html_rate,
         require_key=args.require_key,
         answer_format=args.answer_format,
+        position_bias=args.position_bias,
     )
 
 

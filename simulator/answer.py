@@ -7,6 +7,11 @@ covers, blended with a hash of the response text between the ``<<<RESPONSE`` and
 ``RESPONSE>>>`` lines, or of the whole prompt when those are absent) sets the level and
 a per-skill, per-judge nudge of -1/0/+1 spreads the skills around it; judges therefore
 broadly agree on a response without being identical.
+
+Each prompt is answered in the format it asks for: ours (a rationale per skill, then
+``[SCORES] {...}``), Prometheus's (``Feedback: ... [RESULT] N``) or FLASK's (feedback per
+skill, then a Python dictionary); ``simulator.formats`` recognises the latter two layouts
+and finds their response, reference and criteria, so the scoring is the same for all.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import hashlib
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 from rubrics.protocol import (
     REFERENCE_HEADING,
@@ -26,6 +32,7 @@ from rubrics.protocol import (
     scores_line,
 )
 
+from . import formats
 from .config import SimConfig
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -77,13 +84,25 @@ def _block(prompt: str, start_line: str, end_line: str) -> str | None:
 
 
 def response_focus(prompt: str) -> str:
-    """The judged response (between the delimiter lines), or the whole prompt if absent."""
+    """The judged response (between the delimiter lines, or in its section of the other
+    layouts), or the whole prompt if absent."""
+    layout = formats.parts(prompt)
+    if layout is not None:
+        return layout.response
+    from . import pairwise  # here: simulator.pairwise imports this module
+
+    pair = pairwise.parts(prompt)
+    if pair is not None:
+        return pair.response_b  # the last one shown: what a quoting judge ends with
     block = _block(prompt, RESPONSE_START, RESPONSE_END)
     return prompt if block is None else block
 
 
 def reference_text(prompt: str) -> str | None:
-    """The reference answer section of our prompts, if there is one."""
+    """The reference answer section of the prompt, if there is one."""
+    layout = formats.parts(prompt)
+    if layout is not None:
+        return layout.reference
     start = prompt.find(REFERENCE_HEADING)
     if start < 0:
         return None
@@ -104,9 +123,12 @@ def quality(prompt: str, config: SimConfig) -> int:
     Half of it is how much of the reference answer's vocabulary the response covers, half
     a hash of the response: better answers score higher, yet scores stay spread out.
     """
-    response = response_focus(prompt)
+    return quality_of(response_focus(prompt), reference_text(prompt), config)
+
+
+def quality_of(response: str, reference: str | None, config: SimConfig) -> int:
+    """:func:`quality` of ``response`` given the ``reference`` answer (None: none)."""
     u = _hash("quality", str(config.seed), response) % 10_000 / 10_000
-    reference = reference_text(prompt)
     ref_words = _words(reference) if reference else set()
     if not ref_words:
         return 1 + _weighted(_hash("quality", str(config.seed), response), _QUALITY_WEIGHTS)
@@ -120,7 +142,7 @@ def judge_scores(
     """Deterministic scores (None = N/A) for ``skills``."""
     if config.score is not None:
         return {skill: config.score for skill in skills}
-    level = quality(prompt, config)
+    level = quality(prompt, config)  # format-aware: it finds the response in any layout
     seed = str(config.seed)
     scores: dict[str, int | None] = {}
     for skill in skills:
@@ -179,11 +201,22 @@ def quoted(prompt: str) -> str:
 def make_answer(prompt: str, model: str, config: SimConfig, *, garbage: bool = False) -> str:
     """The judge's full answer text for a request whose messages concatenate to ``prompt``.
 
-    With a ``Skills to score:`` line: one rationale paragraph per skill, then the final
-    ``[SCORES] {...}`` line. Without one: a short feedback ending in ``[RESULT] N``.
+    A prompt in Prometheus's or FLASK's layout (``simulator.formats``), or a pairwise
+    comparison (``simulator.pairwise``), is answered in that layout's format
+    (``answer_format`` ``auto``). Otherwise, with a ``Skills to score:``
+    line: one rationale paragraph per skill, then the final ``[SCORES] {...}`` line.
+    Without one: a short feedback ending in ``[RESULT] N``.
     ``garbage=True`` yields an answer with no valid final line (prose only, an
     out-of-range score, or truncated JSON — chosen deterministically per request).
     """
+    layout = formats.parts(prompt)
+    if layout is not None and config.answer_format == "auto":
+        return _layout_answer(layout, prompt, model, config, garbage)
+    from . import pairwise  # here: simulator.pairwise imports this module
+
+    pair = pairwise.parts(prompt)
+    if pair is not None and config.answer_format == "auto":
+        return pairwise.make_answer(pair, prompt, model, config, garbage=garbage)
     skills = requested_skills(prompt)
     if garbage:
         return _garbage_answer(prompt, model, skills, config)
@@ -196,6 +229,34 @@ def make_answer(prompt: str, model: str, config: SimConfig, *, garbage: bool = F
         paragraphs.append(quoted(prompt))
     paragraphs.append(scores_line(scores))
     return "\n\n".join(paragraphs)
+
+
+def prometheus_score(prompt: str, model: str, config: SimConfig) -> int:
+    """The 1-5 score the judge gives a Prometheus-layout prompt (it has no N/A)."""
+    layout = formats.parts(prompt)
+    criterion = layout.criteria[0] if layout is not None and layout.criteria else ""
+    score = judge_scores(prompt, model, [criterion], replace(config, na_rate=0))[criterion]
+    assert score is not None  # na_rate 0: never N/A
+    return score
+
+
+def _layout_answer(
+    layout: formats.Parts, prompt: str, model: str, config: SimConfig, garbage: bool
+) -> str:
+    """The answer to a prompt in Prometheus's or FLASK's layout, in that layout's format."""
+    kind = garbage_kind(prompt, model, config) if garbage else None
+    bad = 7 if _hash("oor", prompt) % 2 else 0
+    quote = quoted(prompt) if config.quote_response else None
+    if layout.layout == "prometheus":
+        score = prometheus_score(prompt, model, config)
+        if kind is not None:
+            return formats.prometheus_garbage(kind, score, _RATIONALES[score], bad)
+        return formats.prometheus_answer(score, _RATIONALES[score], quote)
+    scores = judge_scores(prompt, model, layout.criteria, config)
+    rationales = {s: _NA_RATIONALE if v is None else _RATIONALES[v] for s, v in scores.items()}
+    if kind is not None or not scores:
+        return formats.flask_garbage(kind or "prose", rationales, scores, bad)
+    return formats.flask_answer(rationales, scores, quote)
 
 
 def cut_off(text: str, prompt: str, max_tokens: int) -> str:

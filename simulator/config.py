@@ -35,6 +35,9 @@ class SimConfig:
     - ``answer_format``: ``auto`` answers each prompt in the format it asks for;
       ``result`` always answers ``Feedback: ... [RESULT] N`` (an evaluator LM trained on
       Prometheus's format, whatever it is asked).
+    - ``position_bias``: probability that a pairwise judgment picks the response shown
+      FIRST regardless of quality (drawn per prompt and criterion from a hash, so
+      deterministic); otherwise the better response wins (``simulator.pairwise``).
     """
 
     latency_ms: float = 0
@@ -55,6 +58,7 @@ class SimConfig:
     html_rate: float = 0
     require_key: str | None = None
     answer_format: str = "auto"
+    position_bias: float = 0
 
     def __post_init__(self) -> None:
         if self.latency_ms < 0:
@@ -73,7 +77,7 @@ class SimConfig:
             raise ValueError(f"min_max_tokens must be >= 1 or None, got {self.min_max_tokens}")
         for name in (
             "error_rate", "garbage_rate", "rate_limit_rate", "timeout_rate", "na_rate",
-            "refusal_rate", "html_rate",
+            "refusal_rate", "html_rate", "position_bias",
         ):  # fmt: skip
             value = getattr(self, name)
             if not 0 <= value <= 1:

@@ -3,11 +3,14 @@ no I/O)."""
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
+
+from .structured import Wanted, wanted
 
 Dialect = Literal["openai", "anthropic", "gemini"]
 
@@ -21,6 +24,13 @@ class ParsedRequest:
     model: str
     prompt: str
     max_tokens: int | None
+    #: the structured answer asked for (simulator/structured.py), None for free text
+    structured: Wanted | None = None
+
+    @property
+    def tool(self) -> str | None:
+        """The tool the answer must call (Anthropic's forced tool), if any."""
+        return self.structured.tool if self.structured is not None else None
 
 
 def content_text(content: object) -> str:
@@ -118,8 +128,12 @@ def parse_request(dialect: Dialect, body: object, model: str | None = None) -> P
         raise BadRequest("request body must be a JSON object")
     if body.get("stream"):
         raise BadRequest("the judge simulator does not support streaming")
+    try:
+        asked = wanted(dialect, body)
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
     if dialect == "gemini":
-        return _parse_gemini(body, model)
+        return replace(_parse_gemini(body, model), structured=asked)
     model = _model(body)
     parts: list[str] = []
     if dialect == "anthropic":
@@ -130,7 +144,7 @@ def parse_request(dialect: Dialect, body: object, model: str | None = None) -> P
     else:
         max_tokens = _max_tokens(body, "max_completion_tokens", "max_tokens")
     parts.extend(content_text(m.get("content")) for m in _messages(body))
-    return ParsedRequest(model=model, prompt="\n".join(parts), max_tokens=max_tokens)
+    return ParsedRequest(model, "\n".join(parts), max_tokens, asked)
 
 
 def success_body(
@@ -141,20 +155,29 @@ def success_body(
     completion_tokens: int,
     truncated: bool,
     refusal: bool = False,
+    tool: str | None = None,
 ) -> dict[str, Any]:
     """The JSON body of a successful completion in ``dialect``'s shape; ``refusal``: the
     model declined (OpenAI: ``content`` null and the text in ``refusal``; Anthropic:
-    ``stop_reason`` ``refusal``; Gemini: ``finishReason`` ``SAFETY``, no content)."""
+    ``stop_reason`` ``refusal``; Gemini: ``finishReason`` ``SAFETY``, no content).
+    ``tool``: Anthropic's forced tool, whose ``tool_use`` input is ``text``'s JSON
+    object (a text block still, where ``text`` is cut off, a refusal or not JSON)."""
     if dialect == "gemini":
         return _gemini_success(model, text, prompt_tokens, completion_tokens, truncated, refusal)
     if dialect == "anthropic":
         stop = "refusal" if refusal else "max_tokens" if truncated else "end_turn"
+        content: list[dict[str, Any]] = [{"type": "text", "text": text}]
+        answer = _json_object(text) if tool is not None and stop == "end_turn" else None
+        if answer is not None:
+            use = {"type": "tool_use", "id": f"toolu_sim{uuid.uuid4().hex[:20]}",
+                   "name": tool, "input": answer}  # fmt: skip
+            content, stop = [use], "tool_use"
         return {
             "id": f"msg_sim{uuid.uuid4().hex[:24]}",
             "type": "message",
             "role": "assistant",
             "model": model,
-            "content": [{"type": "text", "text": text}],
+            "content": content,
             "stop_reason": stop,
             "stop_sequence": None,
             "usage": {"input_tokens": prompt_tokens, "output_tokens": completion_tokens},
@@ -183,6 +206,14 @@ def success_body(
         },
         "system_fingerprint": "fp_simulator",
     }
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _gemini_success(

@@ -16,13 +16,13 @@ score table); every sum, interval
 and agreement statistic is then computed on whole arrays. On SQLite the grouping follows
 the ``uq_judgment`` index (run_id, model, model_b, instance_id, criterion, judge) and
 needs no sort.
-Instance difficulty and domains come from two small queries.
+Instance difficulty, capability, task and domains come from two small queries.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -31,7 +31,7 @@ from sqlalchemy.engine import Connection
 
 from core.errors import Status
 from core.types import STATE_FAILED, STATE_NA, STATE_NONE, STATE_SCORED
-from storage.models import INSTANCE, INSTANCE_DOMAIN, JUDGMENT
+from storage.models import INSTANCE, INSTANCE_DOMAIN, JUDGMENT, RESPONSE
 from storage.store import Store
 
 J, INS, DOM = JUDGMENT.c, INSTANCE.c, INSTANCE_DOMAIN.c
@@ -93,8 +93,9 @@ def _states(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 class Pivot:
     """Every judgment of a run, one row per (model, instance, criterion) cell and one column
     per judge: ``state`` (``core.types.STATE_*``) and ``score`` (NaN unless scored), with
-    each instance's difficulty (None: unknown) and domains. ``report.scores.build`` turns
-    it into the report's score table."""
+    each instance's difficulty (None: unknown), domains, capability and task (BiGGen
+    Bench's groups; None: the instance has none). ``report.scores.build`` turns it into the
+    report's score table."""
 
     cells: list[tuple[str, str, str]]
     judges: list[str]
@@ -102,6 +103,8 @@ class Pivot:
     score: np.ndarray
     difficulty: dict[str, int | None]
     domains: dict[str, list[str]]
+    capability: dict[str, str | None] = field(default_factory=dict)
+    task: dict[str, str | None] = field(default_factory=dict)
 
 
 def pivot(store: Store, run_id: int, judges: Sequence[str] = ()) -> Pivot:
@@ -120,9 +123,11 @@ def pivot(store: Store, run_id: int, judges: Sequence[str] = ()) -> Pivot:
         for start in range(0, max(len(names), 1), JUDGES_PER_QUERY):
             cells, codes, total = _pivot(conn, run_id, names[start : start + JUDGES_PER_QUERY])
             parts.append((cells, codes))
-        levels = dict(
-            conn.execute(select(INS.instance_id, INS.difficulty).where(INS.run_id == run_id)).all()
-        )
+        facts = conn.execute(
+            select(INS.instance_id, INS.difficulty, INS.capability, INS.task).where(
+                INS.run_id == run_id
+            )
+        ).all()
         domains: dict[str, list[str]] = {}
         for iid, domain in conn.execute(
             select(DOM.instance_id, DOM.domain).where(DOM.run_id == run_id)
@@ -135,8 +140,10 @@ def pivot(store: Store, run_id: int, judges: Sequence[str] = ()) -> Pivot:
         if extra:
             return pivot(store, run_id, [*names, *extra])
     state, score = _states(codes)
-    difficulty = {str(k): (int(v) if v is not None else None) for k, v in levels.items()}
-    return Pivot(cells, names, state, score, difficulty, domains)
+    difficulty = {str(r[0]): (int(r[1]) if r[1] is not None else None) for r in facts}
+    capability = {str(r[0]): (str(r[2]) if r[2] is not None else None) for r in facts}
+    task = {str(r[0]): (str(r[3]) if r[3] is not None else None) for r in facts}
+    return Pivot(cells, names, state, score, difficulty, domains, capability, task)
 
 
 def _merge(
@@ -153,3 +160,49 @@ def _merge(
         block[[index[c] for c in chunk]] = codes
         blocks.append(block)
     return cells, np.concatenate(blocks, axis=1)
+
+
+@dataclass(frozen=True)
+class PairwiseRows:
+    """A pairwise run's judgments: every done row as (instance, first, second, criterion,
+    judge, verdict), failed and unfinished rows counted per (judge, first, second,
+    criterion), and the length (characters) of every response per (model, instance)."""
+
+    done: list[tuple[str, str, str, str, str, int]]
+    failed: dict[tuple[str, str, str, str], int]
+    pending: dict[tuple[str, str, str, str], int]
+    lengths: dict[tuple[str, str], int]
+
+
+def pairwise_rows(store: Store, run_id: int) -> PairwiseRows:
+    """The rows of run ``run_id`` whose ``model_b`` is set (pairwise comparisons).
+
+    A done row without a score (which a pairwise protocol never writes) is left out.
+    """
+    R = RESPONSE.c
+    done: list[tuple[str, str, str, str, str, int]] = []
+    failed: dict[tuple[str, str, str, str], int] = {}
+    pending: dict[tuple[str, str, str, str], int] = {}
+    with store.engine.connect() as conn:
+        stmt = (
+            select(J.instance_id, J.model, J.model_b, J.criterion, J.judge, J.status, J.score)
+            .where(J.run_id == run_id)
+            .where(J.model_b != "")
+        )
+        for iid, first, second, crit, judge, status, score in conn.execute(stmt):
+            key = (str(judge), str(first), str(second), str(crit))
+            if status == Status.DONE.value:
+                if score is not None:
+                    done.append((str(iid), str(first), str(second), str(crit), str(judge),
+                                 int(score)))  # fmt: skip
+            elif status == Status.FAILED.value:
+                failed[key] = failed.get(key, 0) + 1
+            else:
+                pending[key] = pending.get(key, 0) + 1
+        lengths = {
+            (str(m), str(i)): int(n or 0)
+            for m, i, n in conn.execute(
+                select(R.model, R.instance_id, func.length(R.text)).where(R.run_id == run_id)
+            )
+        }
+    return PairwiseRows(done, failed, pending, lengths)

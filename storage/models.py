@@ -1,9 +1,12 @@
 """SQLModel tables: runs, their inputs, the judgment ledger and every paid judge call.
 
-Schema version 2 (``storage/migrations``): the ledger names what is judged generically
+Schema version 3 (``storage/migrations``): the ledger names what is judged generically
 (a ``criterion``, and ``model_b`` for the second response of a pairwise comparison, ``''``
 for absolute grading), and every answer a provider returned is its own ``call`` row,
 never overwritten; a judgment points at the answer it was read from (``call_uid``).
+An instance keeps what the model under test was told (``system_prompt``), its own rubrics
+(``rubrics``, JSON: criterion -> ``InstanceRubric.to_data()``) and the groups a report
+breaks it down by (``capability``, ``task``; NULL when the instance has none).
 """
 
 from __future__ import annotations
@@ -46,6 +49,13 @@ class InstanceRow(SQLModel, table=True):
     answer: str = Field(sa_column=Column(Text, nullable=False))
     skills: str = Field(sa_column=Column(Text, nullable=False))  # JSON list
     difficulty: int | None = None
+    system_prompt: str = Field(
+        default="", sa_column=Column(Text, nullable=False, server_default="")
+    )
+    #: JSON object: criterion name -> ``InstanceRubric.to_data()`` (``{}``: none)
+    rubrics: str = Field(default="{}", sa_column=Column(Text, nullable=False, server_default="{}"))
+    capability: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    task: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
 
 
 class InstanceDomain(SQLModel, table=True):

@@ -39,6 +39,7 @@ from storage.records import CallRecord, JobContext, Outcome
 from storage.store import Store
 
 #: claim the rows still to judge and return what judging them needs, in one statement
+#: (``rb``: the second response of a pairwise row; NULL for absolute grading)
 CLAIM_CONTEXTS = f"""
     WITH claimed AS (
         UPDATE judgment AS j SET
@@ -50,11 +51,13 @@ CLAIM_CONTEXTS = f"""
         RETURNING j.id, j.run_id, j.model, j.model_b, j.instance_id, j.criterion, j.judge
     )
     SELECT c.id, c.run_id, c.model, c.model_b, c.instance_id, c.criterion, c.judge,
-           i.instruction, i.answer, r.text
+           i.instruction, i.answer, r.text, i.system_prompt, i.rubrics, rb.text
     FROM claimed AS c
     JOIN instance AS i ON i.run_id = c.run_id AND i.instance_id = c.instance_id
     JOIN response AS r
       ON r.run_id = c.run_id AND r.model = c.model AND r.instance_id = c.instance_id
+    LEFT JOIN response AS rb
+      ON rb.run_id = c.run_id AND rb.model = c.model_b AND rb.instance_id = c.instance_id
     ORDER BY c.id
 """
 
@@ -124,7 +127,8 @@ class PostgresStore(Store):
         self, conn: Connection, run_id: int, ids: Sequence[int], now: datetime, until: datetime
     ) -> list[JobContext]:
         params = {"ids": list(ids), "run_id": run_id, "now": now, "until": until}
-        return [JobContext(*row) for row in conn.exec_driver_sql(CLAIM_CONTEXTS, params)]
+        rows = conn.exec_driver_sql(CLAIM_CONTEXTS, params)
+        return [JobContext.of_row(row) for row in rows]
 
     def _cached(self, conn: Connection, keys: Sequence[str]) -> dict[str, CallRecord]:
         rows = conn.exec_driver_sql(CACHED, {"keys": list(keys)})

@@ -121,11 +121,31 @@ EXPORT_FIELDS = (
 )
 
 
+#: the export of a pairwise run: ``model_b`` (the response shown second) after ``model``
+#: (the one shown first); ``score`` is then the verdict (``core.types.VERDICT_*``)
+PAIRWISE_EXPORT_FIELDS = (*EXPORT_FIELDS[:2], "model_b", *EXPORT_FIELDS[2:])
+
+
+def export_fields(store: Store, run_id: int) -> tuple[str, ...]:
+    """The fields of the run's export rows: :data:`EXPORT_FIELDS`, or
+    :data:`PAIRWISE_EXPORT_FIELDS` when the run has a pairwise row."""
+    stmt = select(J.id).where(J.run_id == run_id, J.model_b != "").limit(1)
+    with store.engine.connect() as conn:
+        pairwise = conn.execute(stmt).first() is not None
+    return PAIRWISE_EXPORT_FIELDS if pairwise else EXPORT_FIELDS
+
+
 def export_rows(store: Store, run_id: int, run_name: str) -> Iterator[dict[str, Any]]:
-    """One row per judgment, streamed in id order."""
+    """One row per judgment, streamed in id order.
+
+    The row contract: the keys of :data:`EXPORT_FIELDS`, in that order; a pairwise row
+    (its ``model_b`` non-empty) also has ``model_b`` right after ``model``
+    (:data:`PAIRWISE_EXPORT_FIELDS`), so absolute exports are unchanged.
+    """
     stmt = (
         select(
             J.model,
+            J.model_b,
             J.judge,
             J.instance_id,
             J.criterion,
@@ -145,8 +165,12 @@ def export_rows(store: Store, run_id: int, run_name: str) -> Iterator[dict[str, 
         .order_by(J.id)
     )
     with store.engine.connect() as conn:
-        for row in conn.execution_options(yield_per=2000).execute(stmt):
-            yield dict(zip(EXPORT_FIELDS, (run_name, *row), strict=True))
+        for model, model_b, *rest in conn.execution_options(yield_per=2000).execute(stmt):
+            if model_b:
+                yield dict(zip(PAIRWISE_EXPORT_FIELDS, (run_name, model, model_b, *rest),
+                               strict=True))  # fmt: skip
+            else:
+                yield dict(zip(EXPORT_FIELDS, (run_name, model, *rest), strict=True))
 
 
 def stale_open_runs(store: Store, older_than: float, queue: str) -> list[RunInfo]:
@@ -176,12 +200,16 @@ def runs_overview(store: Store) -> list[dict[str, Any]]:
             select(J.run_id, J.status, func.count()).group_by(J.run_id, J.status)
         ):
             counts.setdefault(int(run_id), {})[str(status_)] = int(n)
+        # models: those with responses (a pairwise baseline may only appear as model_b)
+        answered: dict[int, int] = dict(
+            conn.execute(
+                select(R.run_id, func.count(func.distinct(R.model))).group_by(R.run_id)
+            ).all()
+        )
         sizes = {
-            int(r[0]): (int(r[1]), int(r[2]))
+            int(r[0]): (int(answered.get(r[0], 0)), int(r[1]))
             for r in conn.execute(
-                select(
-                    J.run_id, func.count(func.distinct(J.model)), func.count(func.distinct(J.judge))
-                ).group_by(J.run_id)
+                select(J.run_id, func.count(func.distinct(J.judge))).group_by(J.run_id)
             )
         }
         costs = {

@@ -1,11 +1,71 @@
-"""Plain records the store returns and takes (no I/O)."""
+"""Plain records the store returns and takes (no I/O), and how an instance's rubrics are
+kept in the ledger (:func:`rubrics_text`, :func:`rubrics_of`)."""
 
 from __future__ import annotations
 
+import functools
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from core.errors import Status
+from core.types import Instance, InstanceRubric
+
+
+def rubrics_text(rubrics: Mapping[str, InstanceRubric]) -> str:
+    """An instance's own rubrics as the ledger keeps them: a JSON object, criterion ->
+    ``InstanceRubric.to_data()`` (``{}``: none), keys sorted (equal rubrics, equal text)."""
+    return json.dumps(
+        {name: rubric.to_data() for name, rubric in rubrics.items()},
+        sort_keys=True,
+        ensure_ascii=False,
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def rubrics_of(text: str | None) -> Mapping[str, InstanceRubric]:
+    """The rubrics :func:`rubrics_text` wrote (read-only; cached: the rows of one instance
+    share one mapping). NULL or ``{}``: none."""
+    if not text:
+        return MappingProxyType({})
+    data = json.loads(text)
+    return MappingProxyType({str(k): InstanceRubric.from_data(v) for k, v in data.items()})
+
+
+def instance_values(run_id: int, instance: Instance) -> dict[str, Any]:
+    """The ``instance`` row of ``instance`` (its domains go to ``instance_domain``)."""
+    return {
+        "run_id": run_id,
+        "instance_id": instance.id,
+        "instruction": instance.instruction,
+        "answer": instance.answer,
+        "skills": json.dumps(list(instance.skills)),
+        "difficulty": instance.difficulty,
+        "system_prompt": instance.system_prompt,
+        "rubrics": rubrics_text(instance.rubrics),
+        "capability": instance.capability,
+        "task": instance.task,
+    }
+
+
+def instance_of(row: Mapping[Any, Any], domains: Sequence[str] = ()) -> Instance:
+    """The :class:`Instance` an ``instance`` row (and its domains) holds: what
+    :func:`instance_values` wrote, less the input file's line number."""
+    difficulty = row["difficulty"]
+    return Instance(
+        id=str(row["instance_id"]),
+        instruction=str(row["instruction"]),
+        answer=str(row["answer"]),
+        skills=tuple(str(s) for s in json.loads(row["skills"])),
+        domains=tuple(domains),
+        difficulty=None if difficulty is None else int(difficulty),
+        system_prompt=str(row["system_prompt"] or ""),
+        rubrics=dict(rubrics_of(row["rubrics"])),
+        capability=None if row["capability"] is None else str(row["capability"]),
+        task=None if row["task"] is None else str(row["task"]),
+    )
 
 
 @dataclass(frozen=True)
@@ -19,7 +79,14 @@ class RunInfo:
 
 @dataclass(frozen=True)
 class JobContext:
-    """What a worker needs to judge one ledger row, as the ledger says it."""
+    """What a worker needs to judge one ledger row, as the ledger says it.
+
+    ``system_prompt`` is what the model under test was told; ``rubrics`` are the
+    instance's own rubrics (criterion -> rubric, used instead of the run's criterion of
+    that name; :attr:`rubric` is this row's, if any). In a pairwise row ``response`` is
+    the text of ``model`` (shown first) and ``response_b`` that of ``model_b`` (shown
+    second); ``response_b`` is ``""`` for absolute grading.
+    """
 
     id: int
     run_id: int
@@ -31,11 +98,32 @@ class JobContext:
     instruction: str
     reference: str
     response: str
+    system_prompt: str = ""
+    rubrics: Mapping[str, InstanceRubric] = field(default_factory=dict, hash=False)
+    response_b: str = ""
+
+    @classmethod
+    def of_row(cls, row: Sequence[Any]) -> JobContext:
+        """From a claim's columns: the ten fields above, the system prompt, the rubrics'
+        JSON text, and (optionally) the second response's text (NULL: none)."""
+        (id_, run_id, model, model_b, instance_id, criterion, judge,
+         instruction, reference, response, system_prompt, rubrics, *rest) = row  # fmt: skip
+        if len(rest) > 1:
+            raise ValueError(f"a claim row has 12 or 13 columns, got {len(row)}")
+        response_b = rest[0] if rest else None
+        return cls(id_, run_id, model, model_b, instance_id, criterion, judge, instruction,
+                   reference, response, str(system_prompt or ""), rubrics_of(rubrics),
+                   str(response_b or ""))  # fmt: skip
 
     @property
     def subject_key(self) -> tuple[int, str, str, str, str]:
         """What the rows of one judge call must share: run, models, instance and judge."""
         return (self.run_id, self.model, self.model_b, self.instance_id, self.judge)
+
+    @property
+    def rubric(self) -> InstanceRubric | None:
+        """The instance's own rubric for this row's criterion (None: the run's applies)."""
+        return self.rubrics.get(self.criterion)
 
 
 @dataclass(frozen=True)

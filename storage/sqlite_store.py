@@ -21,6 +21,9 @@ from storage.records import CallRecord, JobContext, Outcome
 from storage.store import Store, claimable
 
 J, C, INS, R = JUDGMENT.c, CALL.c, INSTANCE.c, RESPONSE.c
+#: the second response of a pairwise row (``model_b``; none for absolute grading)
+RESPONSE_B = RESPONSE.alias("response_b")
+RB = RESPONSE_B.c
 
 INSERT_CHUNK = 5_000
 
@@ -42,10 +45,12 @@ CLAIM = (
 CONTEXTS = (
     select(
         J.id, J.run_id, J.model, J.model_b, J.instance_id, J.criterion, J.judge,
-        INS.instruction, INS.answer, R.text,
+        INS.instruction, INS.answer, R.text, INS.system_prompt, INS.rubrics, RB.text,
     )
     .join(INSTANCE, and_(INS.run_id == J.run_id, INS.instance_id == J.instance_id))
     .join(RESPONSE, and_(R.run_id == J.run_id, R.model == J.model, R.instance_id == J.instance_id))
+    .outerjoin(RESPONSE_B, and_(RB.run_id == J.run_id, RB.model == J.model_b,
+                                RB.instance_id == J.instance_id))
     .where(J.id.in_(bindparam("ids", expanding=True)))
     .order_by(J.id)
 )  # fmt: skip
@@ -90,7 +95,7 @@ class SqliteStore(Store):
         if not claimed:
             return []
         rows: Any = conn.execute(CONTEXTS, {"ids": claimed})
-        return [JobContext(*row) for row in rows]
+        return [JobContext.of_row(row) for row in rows]
 
     def _cached(self, conn: Connection, keys: Sequence[str]) -> dict[str, CallRecord]:
         found: dict[str, CallRecord] = {}

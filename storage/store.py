@@ -39,7 +39,8 @@ from storage.models import (
     WORKER,
     utcnow,
 )
-from storage.records import CallRecord, Halt, JobContext, OpenRow, Outcome, RunInfo
+from storage.planning import Pair, insert_run_rows
+from storage.records import CallRecord, Halt, JobContext, OpenRow, Outcome, RunInfo, instance_of
 from storage.retry import transient_retry
 
 J, C, INS, DOM, R, RN = JUDGMENT.c, CALL.c, INSTANCE.c, INSTANCE_DOMAIN.c, RESPONSE.c, RUN.c
@@ -176,18 +177,21 @@ class Store:
         instances: Sequence[Instance],
         response_sets: Sequence[ResponseSet],
         judges: Sequence[str],
+        pairs: Sequence[Pair] | None = None,
     ) -> tuple[RunInfo, bool]:
         """Create the run with its inputs and pending ledger, in one transaction.
 
-        Returns (run, created). Reusing a name with a different fingerprint raises
-        RunConflictError and writes nothing. Two producers creating the same run at once:
-        one creates it, the other finds it (and resumes it, or conflicts).
+        ``pairs`` (ordered (first, second) model pairs) plans a pairwise ledger instead of
+        an absolute one (``storage.planning``). Returns (run, created). Reusing a name with
+        a different fingerprint raises RunConflictError and writes nothing. Two producers
+        creating the same run at once: one creates it, the other finds it (and resumes it,
+        or conflicts).
         """
         existing = self.find_run(name)
         if existing is None:
             try:
                 return self._create(name, fingerprint, mode, config, instances,
-                                    response_sets, judges), True  # fmt: skip
+                                    response_sets, judges, pairs), True  # fmt: skip
             except IntegrityError:
                 existing = self.find_run(name)  # created by someone else meanwhile
                 if existing is None:
@@ -199,17 +203,9 @@ class Store:
             )
         return existing, False
 
-    def _create(
-        self,
-        name: str,
-        fingerprint: str,
-        mode: str,
-        config: dict[str, Any],
-        instances: Sequence[Instance],
-        response_sets: Sequence[ResponseSet],
-        judges: Sequence[str],
-    ) -> RunInfo:
-        by_id = {inst.id: inst for inst in instances}
+    def _create(self, name: str, fingerprint: str, mode: str, config: dict[str, Any],
+                instances: Sequence[Instance], response_sets: Sequence[ResponseSet],
+                judges: Sequence[str], pairs: Sequence[Pair] | None) -> RunInfo:  # fmt: skip
         now = utcnow()
         with self.engine.begin() as conn:
             run_id = conn.execute(
@@ -218,33 +214,7 @@ class Store:
                         config=json.dumps(config, sort_keys=True), created_at=now)
                 .returning(RN.id)
             ).scalar_one()  # fmt: skip
-            self._insert_ignore(conn, INSTANCE, (
-                {"run_id": run_id, "instance_id": i.id, "instruction": i.instruction,
-                 "answer": i.answer, "skills": json.dumps(list(i.skills)),
-                 "difficulty": i.difficulty}
-                for i in instances
-            ))  # fmt: skip
-            self._insert_ignore(conn, INSTANCE_DOMAIN, (
-                {"run_id": run_id, "instance_id": i.id, "domain": d}
-                for i in instances
-                for d in dict.fromkeys(i.domains)
-            ))  # fmt: skip
-            self._insert_ignore(conn, RESPONSE, (
-                {"run_id": run_id, "model": r.model, "instance_id": r.instance_id,
-                 "text": r.text}
-                for rs in response_sets
-                for r in rs.responses
-            ))  # fmt: skip
-            self._insert_ignore(conn, JUDGMENT, (
-                {"run_id": run_id, "model": r.model, "model_b": "",
-                 "instance_id": r.instance_id, "criterion": criterion, "judge": judge,
-                 "status": Status.PENDING.value, "claims": 0, "asks": 0, "requests": 0,
-                 "created_at": now, "updated_at": now}
-                for rs in response_sets
-                for r in rs.responses
-                for judge in judges
-                for criterion in by_id[r.instance_id].skills
-            ))  # fmt: skip
+            insert_run_rows(self, conn, run_id, instances, response_sets, judges, now, pairs)
         self._after_bulk_load()
         return RunInfo(run_id, name, fingerprint, mode, config)
 
@@ -286,6 +256,26 @@ class Store:
                 )
             }
         return instances, responses
+
+    @transient_retry
+    def instances(self, run_id: int, ids: Sequence[str] | None = None) -> dict[str, Instance]:
+        """The run's instances as they were given (system prompt, own rubrics, capability
+        and task included), by id: all of them, or those among ``ids``."""
+        stmt = select(INSTANCE).where(INS.run_id == run_id)
+        domains = select(DOM.instance_id, DOM.domain).where(DOM.run_id == run_id)
+        if ids is not None:
+            wanted = list(dict.fromkeys(ids))
+            stmt = stmt.where(INS.instance_id.in_(wanted))
+            domains = domains.where(DOM.instance_id.in_(wanted))
+        with self.engine.connect() as conn:
+            rows = conn.execute(stmt.order_by(INS.instance_id)).mappings().all()
+            of: dict[str, list[str]] = {}
+            for iid, domain in conn.execute(domains):
+                of.setdefault(str(iid), []).append(str(domain))
+        return {
+            str(r["instance_id"]): instance_of(r, sorted(of.get(str(r["instance_id"]), ())))
+            for r in rows
+        }
 
     # -- planning ----------------------------------------------------------------------
 

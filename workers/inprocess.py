@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from producer.dispatch import Batch, Transport
 from storage.store import Store
+from workers.feed import batches_at_once
 from workers.limiter import MemoryLimiter
 from workers.runner import Executor, ExecutorConfig
 
@@ -35,7 +36,7 @@ class InProcessTransport(Transport):
     async def _run(self, run_id: int, batches: Sequence[Batch]) -> None:
         executor = Executor(self.store, self.config, limiter=MemoryLimiter({}))
         per_batch = max(1, max((len(b) for b in batches), default=1))
-        gate = asyncio.Semaphore(max(2, 2 * self.config.in_flight // per_batch))
+        gate = asyncio.Semaphore(batches_at_once(self.config.in_flight, per_batch))
 
         async def one(batch: Batch) -> None:
             async with gate:

@@ -49,6 +49,11 @@ class Lanes:
         self._lanes: list[asyncio.Task[None]] = []
         self._order = itertools.count()
 
+    @property
+    def waiting(self) -> int:
+        """Calls queued for a lane (abandoned ones included until a lane skips them)."""
+        return self._queue.qsize()
+
     async def run(self, fn: Callable[[], Awaitable[T]], *, urgent: bool = False) -> T:
         """Wait for a lane, run ``fn()`` in it and return its result (or raise its error);
         ``urgent`` calls are taken before the others, each kind first come first served."""

@@ -17,13 +17,12 @@ failed with a reason; nothing is dropped.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from core.errors import (
@@ -38,25 +37,23 @@ from core.redact import redact
 from core.settings import Settings
 from core.types import JudgeConfig
 from producer.context import RunContext
-from rubrics.grading import Criterion, Protocol, Subject
 from rubrics.parse import Reading
-from rubrics.prompt import Message, estimate_tokens
+from rubrics.prompt import Message
 from storage.records import CallRecord, JobContext, Outcome
 from storage.retry import is_transient
 from storage.store import Store
+from workers.calls import DETAIL_LIMIT, Answer, BatchSummary, Call, Failure, done, failed
 from workers.context import cache_key, generate_config
+from workers.feed import Ticket
 from workers.halts import HaltWatch
-from workers.judge import CUT_OFF, REFUSAL, GenerateConfig, Judge, JudgeOutput, create_judge
-from workers.lanes import Lanes
+from workers.judge import CUT_OFF, REFUSAL, GenerateConfig, Judge
 from workers.leases import Leases
 from workers.limiter import Budget, Limiter, NullLimiter
+from workers.sender import Sender
 from workers.spool import Spool
 from workers.writer import WriteBehind
 
 log = logging.getLogger("flask_eval.worker")
-
-#: how much of an error body or refusal a failed judgment keeps in its detail
-DETAIL_LIMIT = 2000
 
 
 class RunNotFound(FlaskEvalError):
@@ -89,53 +86,6 @@ def executor_config(settings: Settings, in_flight: int) -> ExecutorConfig:
     )
 
 
-@dataclass
-class BatchSummary:
-    done: int = 0
-    failed: int = 0
-    skipped: int = 0  # already done, owned by another live delivery, or of another run
-    refused: int = 0  # rows whose message grouped them wrongly: given back unjudged
-    calls: int = 0  # provider requests made (cache hits excluded)
-    cache_hits: int = 0
-    #: rows skipped because another delivery holds them under a live lease, and the seconds
-    #: until the last of those leases runs out (the transport may look again then)
-    leased: list[int] = field(default_factory=list)
-    lease_wait: float = 0.0
-
-
-@dataclass
-class _Call:
-    """One judge call, ready to send: rows of one subject, judged by one judge."""
-
-    rows: list[JobContext]
-    config: JudgeConfig
-    judge: Judge
-    protocol: Protocol
-    criteria: list[Criterion]
-    messages: list[Message]
-    generate: GenerateConfig
-    key: str
-    paid: list[CallRecord] = field(default_factory=list)
-    begun: bool = False  # a first request was sent: later ones are urgent
-    asks: dict[int, int] = field(default_factory=dict)  # row id -> answers asked
-    requests: dict[int, int] = field(default_factory=dict)  # row id -> HTTP requests
-
-    def count(self, rows: Sequence[JobContext], requests: int) -> None:
-        for r in rows:
-            self.asks[r.id] = self.asks.get(r.id, 0) + 1
-            self.requests[r.id] = self.requests.get(r.id, 0) + requests
-
-
-@dataclass(frozen=True)
-class _Answer:
-    text: str
-    finish: str
-    uid: str
-    output: JudgeOutput | None  # None: replayed from the cache
-    latency_ms: float = 0.0
-    key: str = ""  # the prompt's cache key
-
-
 class Executor:
     """Runs judge calls for one process; create it on the loop that will use it."""
 
@@ -145,12 +95,10 @@ class Executor:
         self.store = store
         self.config = config
         self.limiter: Limiter = limiter or NullLimiter()
-        self._judges: dict[str, Judge] = {}
-        self._judge_slots: dict[str, asyncio.Semaphore] = {}
-        self._lanes = Lanes(config.in_flight)
         self._leases = Leases(store, config.lease_seconds)
         self._contexts: dict[int, tuple[str, RunContext]] = {}
         self.halts = HaltWatch(store, config.halt_after)
+        self.sender = Sender(config.in_flight, self.limiter, self.halts, config.max_attempts)
         url = store.engine.url.render_as_string(hide_password=False)
         spool = Spool(config.spool_dir, url) if config.spool_dir is not None else None
         if spool is not None:
@@ -159,31 +107,11 @@ class Executor:
         self.writer = WriteBehind(store, max_items=config.in_flight, spool=spool)
 
     def judge(self, config: JudgeConfig) -> Judge:
-        """One client per judge endpoint and process, reused by every batch."""
-        if config.spec not in self._judges:
-            limit = min(self.config.in_flight, config.max_in_flight or self.config.in_flight)
-            judge = create_judge(config.spec, max_connections=limit)
-            if self.config.max_attempts is not None:
-                judge.max_attempts = self.config.max_attempts
-            self._judges[config.spec] = judge
-        return self._judges[config.spec]
-
-    def _endpoint_slots(
-        self, config: JudgeConfig
-    ) -> contextlib.AbstractAsyncContextManager[object]:
-        if config.max_in_flight is None:
-            return contextlib.nullcontext()
-        if config.spec not in self._judge_slots:
-            self._judge_slots[config.spec] = asyncio.Semaphore(config.max_in_flight)
-        return self._judge_slots[config.spec]
+        return self.sender.judge(config)
 
     async def aclose(self) -> None:
         self._leases.stop()
-        await self._lanes.aclose()
-        for judge in self._judges.values():
-            await judge.aclose()
-        self._judges.clear()
-        await self.limiter.aclose()
+        await self.sender.aclose()
 
     async def run_context(self, run_id: int) -> RunContext | None:
         """The run's configuration as stored now (budgets and prices may have changed
@@ -216,6 +144,21 @@ class Executor:
         if context is None:  # a deleted run: its queued messages are dropped
             summary.skipped = len(wanted)
             return summary
+        ticket = await self.sender.feed.enter(len(calls))  # claim only what lanes start soon
+        try:
+            return await self._run_batch(run_id, calls, context, wanted, summary, ticket)
+        finally:
+            ticket.arrived()
+
+    async def _run_batch(
+        self,
+        run_id: int,
+        calls: Sequence[Sequence[int]],
+        context: RunContext,
+        wanted: list[int],
+        summary: BatchSummary,
+        ticket: Ticket,
+    ) -> BatchSummary:
         self.halts.learn(run_id, await asyncio.to_thread(self.store.halts, run_id))
         claimed = await asyncio.to_thread(
             self.store.claim_contexts, run_id, wanted, self.config.lease_seconds
@@ -232,6 +175,7 @@ class Executor:
             groups = await self._group(calls, by_id, context, summary)
             prepared = await self._prepare(groups, context, summary)
             cached = await asyncio.to_thread(self.store.cached_calls, [p.key for p in prepared])
+            ticket.arrived()  # queued from here on: the next batch may claim
             results = await asyncio.gather(
                 *(self._run_call(p, cached.get(p.key), summary) for p in prepared),
                 return_exceptions=True,
@@ -246,7 +190,7 @@ class Executor:
                 log.error("internal error judging rows %s", [c.id for c in call.rows],
                           exc_info=result)  # fmt: skip
                 err = JudgeError(FailureReason.INTERNAL, f"{type(result).__name__}: {result}")
-                await self._finish(summary, call, _failed(call.rows, err))
+                await self._finish(summary, call, failed(call.rows, err))
             if outage is not None:
                 raise outage
         finally:
@@ -295,23 +239,23 @@ class Executor:
 
     async def _prepare(
         self, groups: list[list[JobContext]], context: RunContext, summary: BatchSummary
-    ) -> list[_Call]:
+    ) -> list[Call]:
         prepared = []
         for rows in groups:
             first = rows[0]
             halt = self.halts.halted(first.run_id, first.judge)
             if halt is not None:
                 err = JudgeError(FailureReason.HALTED, halt.detail)
-                await self._write_outcomes(summary, _failed(rows, err))
+                await self._write_outcomes(summary, failed(rows, err))
                 continue
             try:
                 config = context.judges[first.judge]
                 judge = self.judge(config)
                 protocol = context.protocol_for(first.judge)
-                criteria = [context.criterion(r.criterion) for r in rows]
+                criteria = [context.criterion(r.criterion, r.rubrics) for r in rows]
             except CredentialsError as exc:
                 await self._write_outcomes(
-                    summary, _failed(rows, JudgeError(FailureReason.AUTH, str(exc)))
+                    summary, failed(rows, JudgeError(FailureReason.AUTH, str(exc)))
                 )
                 continue
             except (ConfigError, KeyError) as exc:
@@ -319,29 +263,29 @@ class Executor:
                     FailureReason.INTERNAL if isinstance(exc, KeyError) else FailureReason.CONFIG
                 )
                 err = JudgeError(reason, redact(str(exc)))
-                await self._write_outcomes(summary, _failed(rows, err))
+                await self._write_outcomes(summary, failed(rows, err))
                 continue
-            subject = Subject(first.instruction, first.reference, first.response)
+            subject = context.subject(first.instruction, first.reference, first.response,
+                                      first.system_prompt, first.response_b)  # fmt: skip
+            schema = protocol.response_schema(criteria) if config.structured else None
             messages = protocol.render(subject, criteria)
-            generate = generate_config(config, self.config.timeout)
+            generate = generate_config(config, self.config.timeout, schema)
             key = cache_key(judge.name, messages, generate)
-            prepared.append(_Call(rows, config, judge, protocol, criteria, messages, generate, key))
+            prepared.append(Call(rows, config, judge, protocol, criteria, messages, generate, key))
         return prepared
 
     # -- one call ----------------------------------------------------------------------
 
-    async def _run_call(
-        self, call: _Call, cached: CallRecord | None, summary: BatchSummary
-    ) -> None:
+    async def _run_call(self, call: Call, cached: CallRecord | None, summary: BatchSummary) -> None:
         rows = {r.criterion: r for r in call.rows}
         outcomes: list[Outcome] = []
         first = await self._whole_answer(call, call.rows, call.messages, call.key, cached, summary)
         if isinstance(first, JudgeError):
-            await self._finish(summary, call, _failed(call.rows, first))
+            await self._finish(summary, call, failed(call.rows, first))
             return
         reading = call.protocol.read(first.text, call.criteria)
         self._keep(call, first, reading)
-        outcomes += _done(rows, reading, first.uid)
+        outcomes += done(rows, reading, first.uid)
         missing = [c for c in call.criteria if c.name in reading.problems]
         if missing:
             again = [*call.messages, *call.protocol.reminder(
@@ -351,20 +295,20 @@ class Executor:
             left = [rows[c.name] for c in missing]
             second = await self._whole_answer(call, left, again, key, hit, summary)
             if isinstance(second, JudgeError):
-                outcomes += _failed(left, second, first.uid)
+                outcomes += failed(left, second, first.uid)
             else:
                 retry = call.protocol.read(second.text, missing)
                 self._keep(call, second, retry)
-                outcomes += _done(rows, retry, second.uid)
+                outcomes += done(rows, retry, second.uid)
                 for c in missing:
                     if c.name in retry.problems:
                         detail = (f"{reading.problems[c.name]}; after a format reminder: "
                                   f"{retry.problems[c.name]}")  # fmt: skip
                         err = JudgeError(FailureReason.UNPARSEABLE, detail)
-                        outcomes += _failed([rows[c.name]], err, second.uid)
+                        outcomes += failed([rows[c.name]], err, second.uid)
         await self._finish(summary, call, outcomes)
 
-    def _keep(self, call: _Call, answer: _Answer, reading: Reading | None) -> None:
+    def _keep(self, call: Call, answer: Answer, reading: Reading | None) -> None:
         """A new paid answer becomes its own call row; read ones may be replayed."""
         output = answer.output
         if output is None:
@@ -388,13 +332,13 @@ class Executor:
 
     async def _whole_answer(
         self,
-        call: _Call,
+        call: Call,
         rows: Sequence[JobContext],
         messages: list[Message],
         key: str,
         cached: CallRecord | None,
         summary: BatchSummary,
-    ) -> _Answer | JudgeError:
+    ) -> Answer | JudgeError:
         """An answer that is neither cut off nor a refusal, or the error that ends these
         rows. A cut-off answer is asked once more with the judge's larger budget
         (``retry_max_tokens``) if it has one; it is never read."""
@@ -412,82 +356,42 @@ class Executor:
                 return answer
         if answer.finish == CUT_OFF:
             self._keep(call, answer, None)
-            return _Failure(FailureReason.TRUNCATED, "the answer was cut off by its token "
+            return Failure(FailureReason.TRUNCATED, "the answer was cut off by its token "
                             "limit (max_tokens) and was not read", answer.uid)  # fmt: skip
         if answer.finish == REFUSAL:
             self._keep(call, answer, None)
             what = f": {answer.text[:DETAIL_LIMIT]}" if answer.text else " (no text)"
-            return _Failure(FailureReason.REFUSED, f"the judge refused{what}", answer.uid)
+            return Failure(FailureReason.REFUSED, f"the judge refused{what}", answer.uid)
         return answer
 
     async def _ask(
         self,
-        call: _Call,
+        call: Call,
         rows: Sequence[JobContext],
         messages: list[Message],
         key: str,
         generate: GenerateConfig,
         cached: CallRecord | None,
         summary: BatchSummary,
-    ) -> _Answer | JudgeError:
+    ) -> Answer | JudgeError:
         """A cached answer that was read, or a new one from the judge."""
         if cached is not None and cached.parsed:
             summary.cache_hits += 1
             call.count(rows, 0)
-            return _Answer(cached.raw, cached.finish, cached.uid, None)
+            return Answer(cached.raw, cached.finish, cached.uid, None)
         started = time.perf_counter()
-        output, requests = await self._generate(call, messages, generate)
+        output, requests = await self.sender.generate(
+            call.config, call.rows[0].run_id, messages, generate, urgent=call.begun
+        )
         call.begun = True
         call.count(rows, requests)
         summary.calls += requests
         if isinstance(output, JudgeError):
             return output
         latency = (time.perf_counter() - started) * 1000
-        return _Answer(output.text, output.finish, uuid.uuid4().hex, output, latency, key)
+        return Answer(output.text, output.finish, uuid.uuid4().hex, output, latency, key)
 
-    async def _generate(
-        self, call: _Call, messages: Sequence[Message], generate: GenerateConfig
-    ) -> tuple[JudgeOutput | JudgeError, int]:
-        """The one retry loop (the SDKs' own retries are off), under the shared budget;
-        returns the answer or the final error, and the HTTP requests sent. The call's
-        later requests (retries, reminders) go before fresh calls in the lanes."""
-        judge, run_id = call.judge, call.rows[0].run_id
-        budget = judge.budget_key()
-        estimate = estimate_tokens(messages) + generate.max_tokens
-
-        async def send() -> JudgeOutput:  # one attempt, in a lane
-            halt = await self.halts.check(run_id, call.config.name)  # decided while queued
-            if halt is not None:
-                raise _Halted(halt.detail)
-            await self.limiter.acquire(budget, estimate)  # the last wait before sending
-            async with asyncio.timeout(generate.timeout + 5):  # SDK backstop
-                return await judge.generate(messages, generate)
-
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                async with self._endpoint_slots(call.config):
-                    output = await self._lanes.run(send, urgent=attempt > 1 or call.begun)
-            except _Halted as halted:
-                return halted, attempt - 1
-            except Exception as exc:
-                err = judge.classify(exc)
-                if err.reason == FailureReason.RATE_LIMITED:  # slow the endpoint for everyone
-                    await self.limiter.penalize(budget, err.retry_after or 1.0)
-                decision = judge.should_retry(err, attempt)
-                if not decision.retry:
-                    return err, attempt
-                log.debug("retrying %s after %s (attempt %d, %.1fs)", judge.name, err.reason,
-                          attempt, decision.delay)  # fmt: skip
-                await asyncio.sleep(decision.delay)
-            else:
-                used = output.prompt_tokens + output.completion_tokens
-                if used:  # 0: the provider reported no usage; keep the estimate
-                    await self.limiter.settle(budget, estimate, used)
-                return output, attempt
-
-    async def _finish(self, summary: BatchSummary, call: _Call, outcomes: list[Outcome]) -> None:
+    async def _finish(self, summary: BatchSummary, call: Call, outcomes: list[Outcome]) -> None:
         """Write the call's paid answers and its rows' ends together; then see whether its
         judge has to be halted."""
         outcomes = [
@@ -510,40 +414,3 @@ class Executor:
                 summary.done += 1
             else:
                 summary.failed += 1
-
-
-class _Halted(JudgeError):
-    """Raised in a lane when the call's judge was halted while the call waited."""
-
-    def __init__(self, detail: str) -> None:
-        super().__init__(FailureReason.HALTED, detail)
-
-
-class _Failure(JudgeError):
-    """A failure that comes with an answer that was paid for (kept as the raw output)."""
-
-    def __init__(self, reason: str, detail: str, uid: str) -> None:
-        super().__init__(reason, detail)
-        self.uid = uid
-
-
-def _done(rows: dict[str, JobContext], reading: Reading, uid: str) -> list[Outcome]:
-    return [
-        Outcome(rows[name].id, Status.DONE, score=score, rationale=reading.rationales.get(name),
-                call_uid=uid)
-        for name, score in reading.scores.items()
-    ]  # fmt: skip
-
-
-def _failed(
-    rows: Sequence[JobContext], err: JudgeError, call_uid: str | None = None
-) -> list[Outcome]:
-    detail = err.detail
-    if err.raw:  # an error body: kept with the reason (no paid answer holds it)
-        detail += f" | body: {err.raw}"
-    detail = redact(detail)[:DETAIL_LIMIT]
-    uid = err.uid if isinstance(err, _Failure) else call_uid
-    return [
-        Outcome(c.id, Status.FAILED, reason=str(err.reason), detail=detail, call_uid=uid)
-        for c in rows
-    ]

@@ -2,15 +2,15 @@
 
 Each process runs Celery's threads pool; its task threads hand their batches to the
 process's one event loop (workers/loop.py), where up to N calls are in flight. A message
-carries several calls, and there are enough threads that a batch waiting for its
-slowest call does not leave the loop idle.
+carries several calls, and there are enough threads that batches waiting for their
+slowest calls do not leave the lanes idle; each claims its rows only when the lanes are
+about to need them (workers/feed.py).
 """
 
 from __future__ import annotations
 
 import gc
 import logging
-import math
 import os
 import signal
 import socket
@@ -24,10 +24,6 @@ from core.errors import ConfigError
 log = logging.getLogger("flask_eval.worker")
 
 
-def threads_for(in_flight: int, calls_per_message: int) -> int:
-    return max(4, 2 * math.ceil(in_flight / calls_per_message))
-
-
 def run_one(in_flight: int, loglevel: str = "INFO", index: int = 0) -> None:
     """Run one Celery worker in this process (blocks until it is stopped)."""
     settings = settings_mod.load()
@@ -39,6 +35,7 @@ def run_one(in_flight: int, loglevel: str = "INFO", index: int = 0) -> None:
 
     from workers import sweeper
     from workers.celery_app import make_app
+    from workers.feed import batches_at_once
 
     app = make_app(settings, in_flight)
     sweeper.start(settings)
@@ -50,7 +47,7 @@ def run_one(in_flight: int, loglevel: str = "INFO", index: int = 0) -> None:
         [
             "worker",
             "--pool=threads",
-            f"--concurrency={threads_for(in_flight, settings.calls_per_message)}",
+            f"--concurrency={batches_at_once(in_flight, settings.calls_per_message)}",
             f"--loglevel={loglevel}",
             f"--hostname={name}",
             f"--queues={settings.queue}",

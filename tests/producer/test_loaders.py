@@ -418,3 +418,103 @@ def test_reference_files_with_bom_quoted_newlines_and_line_separators(tmp_path: 
     row = {"model": "m", "instance_id": "a\u2028b", "skill": "F", "score": 2}
     jsonl.write_text(json.dumps(row, ensure_ascii=False) + "\n", encoding="utf-8")
     assert references.load("human", str(jsonl)).scores[0].instance_id == "a\u2028b"
+
+
+# --------------------------------------------------------------------------- optional fields
+
+HARD_SET = SHARED / "evaluation_set" / "flask_hard_evaluation.jsonl"
+_LEVELS = {str(k): f"level {k} of the instance" for k in range(1, 6)}
+_PROMETHEUS_RUBRIC = {
+    "criteria": "Does the LaTeX compile?",
+    **{f"score{k}_description": f"level {k}" for k in range(1, 6)},
+}
+
+
+def test_system_prompt_criteria_and_instance_rubrics(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path / "i.jsonl",
+        [
+            _instance(
+                1,
+                system_prompt="You are terse.",
+                rubrics={
+                    "Logical Correctness": _PROMETHEUS_RUBRIC,
+                    "Conciseness": {"criteria": "Short?", **_LEVELS},
+                },
+            ),
+            _instance(2, criteria=["Factuality"], rubrics={"Factuality": _LEVELS}),
+            _instance(3, rubrics={}),
+        ],
+    )
+    first, second, third = load_instances(path, FLASK_SKILLS)
+    assert first.system_prompt == "You are terse."
+    assert first.rubrics["Logical Correctness"].criteria == "Does the LaTeX compile?"
+    assert dict(first.rubrics["Logical Correctness"].scores) == {
+        k: f"level {k}" for k in range(1, 6)
+    }
+    assert first.rubrics["Conciseness"].criteria == "Short?"
+    # "criteria" replaces the skill field; a rubric by score without criteria keeps the
+    # skill's own criterion (criteria "")
+    assert second.skills == ("Factuality",) and second.rubrics["Factuality"].criteria == ""
+    assert second.rubrics["Factuality"].scores[5] == "level 5 of the instance"
+    assert (third.system_prompt, dict(third.rubrics)) == ("", {})
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"system_prompt": 3}, "field 'system_prompt' must be a string, got number"),
+        ({"rubrics": []}, "field 'rubrics' must be an object mapping skill names to rubrics"),
+        (
+            {"rubrics": {"Harmlessness": _LEVELS}},
+            "field 'rubrics': 'Harmlessness' is not one of this instance's skills "
+            "(Logical Correctness, Conciseness)",
+        ),
+        ({"rubrics": {"conciseness": _LEVELS}}, "(did you mean 'Conciseness'?)"),
+        ({"rubrics": {"Kindness": _LEVELS}}, "'Kindness' is not one of this instance's skills"),
+        (
+            {"rubrics": {"Conciseness": {k: v for k, v in _LEVELS.items() if k != "4"}}},
+            "field 'rubrics', skill 'Conciseness': rubric is missing the text of score 4",
+        ),
+        (
+            {"rubrics": {"Conciseness": {**_LEVELS, "2": 2}}},
+            "rubric text of score 2 ('2') must be a non-empty string, got number",
+        ),
+        ({"rubrics": {"Conciseness": {**_LEVELS, "2": " "}}}, "got an empty string"),
+        ({"rubrics": {"Conciseness": {**_LEVELS, "6": "x"}}}, "unknown rubric key '6'"),
+        ({"rubrics": {"Conciseness": {**_LEVELS, "criteria": 1}}}, "rubric 'criteria' is not"),
+        ({"rubrics": {"Conciseness": "be short"}}, "a rubric must be an object"),
+        (
+            {"rubrics": {"Conciseness": {**_PROMETHEUS_RUBRIC, "5": "x"}}},
+            "unknown rubric key '5'",
+        ),
+        ({"criteria": ["Kindness"]}, "unknown skill 'Kindness'"),
+        ({"criteria": "Conciseness"}, "field 'criteria' must be a list of skill names"),
+    ],
+)
+def test_bad_optional_fields_name_file_and_line(
+    tmp_path: Path, fields: dict[str, object], message: str
+) -> None:
+    path = _write(tmp_path / "i.jsonl", [_instance(1), _instance(2, **fields)])
+    with pytest.raises(InputError) as info:
+        load_instances(path, FLASK_SKILLS)
+    text = str(info.value)
+    assert text.startswith(f"{path}:2: "), text
+    assert message in text, text
+    assert "\n" not in text and len(text) < 600, text
+
+
+def test_custom_criteria_mode_ignores_the_skill_field(tmp_path: Path) -> None:
+    path = _write(tmp_path / "i.jsonl", [_instance(1), _instance(2, criteria=["Tone"])])
+    loaded = load_instances(path, ["Tone", "Accuracy"], custom_criteria=True)
+    assert [i.skills for i in loaded] == [("Tone", "Accuracy"), ("Tone",)]
+    with pytest.raises(InputError, match=r"i\.jsonl:1: unknown skill 'Logical Correctness'"):
+        load_instances(path, ["Tone", "Accuracy"])
+
+
+@pytest.mark.skipif(not HARD_SET.exists(), reason="public FLASK data absent")
+def test_flask_hard_public_set_has_no_instance_rubrics() -> None:
+    instances = load_instances(str(HARD_SET), FLASK_SKILLS)
+    assert len(instances) == 89
+    assert all(not i.rubrics and i.system_prompt == "" for i in instances)
+    assert Counter(i.difficulty for i in instances) == {5: 89}

@@ -159,6 +159,17 @@ def test_a_version_1_store_is_migrated_with_nothing_lost(database_url: str) -> N
         ((i * 64)[:64], (i * 64)[:64], "stop") for i in ("1", "2")
     }
     assert {r.call_uid for r in rows} == {c.uid for c in calls}
+    # instances of version 2 and before: no system prompt, own rubrics, capability or task
+    with store.engine.connect() as conn:
+        instance_columns = {c["name"] for c in inspect(conn).get_columns("instance")}
+    assert {"system_prompt", "rubrics", "capability", "task"} <= instance_columns
+    back = store.instances(1)
+    assert sorted(back) == ["1", "2"]
+    assert {(i.system_prompt, len(i.rubrics), i.capability, i.task) for i in back.values()} == {
+        ("", 0, None, None)
+    }
+    assert back["1"].skills == SKILLS and back["1"].domains == ("Math",)
+    assert back["1"].difficulty == 2 and back["1"].instruction == "q1"
     # every read works on the migrated store
     counts = queries.status(store, 1, "old")
     assert (counts.done, counts.total, counts.calls, counts.cost) == (6, 6, 2, 1.0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -520,3 +521,362 @@ def test_gemini_base_url_from_the_environment_and_never_vertex(
         no_gemini_env.setenv("GOOGLE_GEMINI_BASE_URL", sim.gemini_base_url)
         out = _generate("gemini/judge")
     assert out.finish == FINISHED and "[SCORES]" in out.text
+
+
+# -- structured outputs: each provider asks for the schema and returns its JSON -------
+
+#: a judgment schema shaped like the protocols' (a rationale and an allowed score per
+#: criterion), strict in OpenAI's sense: every object closed, every property required
+JUDGMENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        name: {
+            "type": "object",
+            "properties": {
+                "rationale": {"type": "string"},
+                "score": {"enum": [1, 2, 3, 4, 5, "N/A"]},
+            },
+            "required": ["rationale", "score"],
+            "additionalProperties": False,
+        }
+        for name in ("Readability", "Factuality")
+    },
+    "required": ["Readability", "Factuality"],
+    "additionalProperties": False,
+}
+
+
+def _sim_base(sim: Any, provider: str) -> str:
+    return str({"openai": sim.openai_base_url, "anthropic": sim.anthropic_base_url,
+            "gemini": sim.gemini_base_url}[provider])  # fmt: skip
+
+
+def assert_judgment(text: str) -> None:
+    """``text`` is one JSON object following JUDGMENT_SCHEMA."""
+    import json
+
+    answer = json.loads(text)
+    assert set(answer) == {"Readability", "Factuality"}, answer
+    for part in answer.values():
+        assert set(part) == {"rationale", "score"}
+        assert isinstance(part["rationale"], str) and part["rationale"]
+        assert part["score"] in (1, 2, 3, 4, 5, "N/A")
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
+def test_each_provider_takes_a_schema(provider: str) -> None:
+    from workers.judge import judge_class
+
+    assert judge_class(provider).takes_schema
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
+def test_each_provider_returns_a_structured_answer_from_the_simulator(
+    provider: str, no_gemini_env: pytest.MonkeyPatch
+) -> None:
+    """With a schema the answer is the JSON object (the simulator answers only a request
+    that asks for the schema in its dialect's own way with one); finish semantics are
+    those of free text: cut off by max_tokens, refusals."""
+    from simulator.config import SimConfig
+    from simulator.testing import running_simulator
+    from workers.judge import CUT_OFF, FINISHED, REFUSAL
+
+    with running_simulator(SimConfig()) as sim:
+        spec = f"{provider}/judge@{_sim_base(sim, provider)}"
+        out = _generate(spec, schema=JUDGMENT_SCHEMA)
+        free = _generate(spec)
+        cut = _generate(spec, schema=JUDGMENT_SCHEMA, max_tokens=5)
+    assert out.finish == FINISHED, out
+    assert_judgment(out.text)
+    assert out.completion_tokens > 0 and out.prompt_tokens > 0
+    assert "[SCORES]" in free.text  # without a schema: free text, as before
+    assert cut.finish == CUT_OFF
+    with running_simulator(SimConfig(refusal_rate=1)) as sim:
+        refused = _generate(f"{provider}/judge@{_sim_base(sim, provider)}", schema=JUDGMENT_SCHEMA)
+    assert refused.finish == REFUSAL
+
+
+def _capture_openai(monkeypatch: pytest.MonkeyPatch, failures: list[Exception]) -> list[Any]:
+    """Replace the OpenAI SDK's create with one that records its arguments, raises the
+    given ``failures`` first, then answers ``{}``."""
+    import openai.resources.chat.completions as completions
+    from openai.types.chat import ChatCompletion
+
+    seen: list[dict[str, Any]] = []
+
+    async def create(self: Any, **kwargs: Any) -> Any:
+        seen.append(kwargs)
+        if failures:
+            raise failures.pop(0)
+        return ChatCompletion.model_validate(
+            {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+             "choices": [{"index": 0, "finish_reason": "stop",
+                          "message": {"role": "assistant", "content": "{}"}}]}
+        )  # fmt: skip
+
+    monkeypatch.setattr(completions.AsyncCompletions, "create", create)
+    return seen
+
+
+def test_openai_asks_for_a_json_schema_strict_only_when_the_schema_is_strict(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen = _capture_openai(monkeypatch, [])
+    assert _generate("openai/m@http://127.0.0.1:9/v1", schema=JUDGMENT_SCHEMA).text == "{}"
+    loose = {"type": "object", "properties": {"score": {"type": "integer"}}}
+    _generate("openai/m@http://127.0.0.1:9/v1", schema=loose)
+    _generate("openai/m@http://127.0.0.1:9/v1")
+    strict, not_strict, free = (s.get("response_format") for s in seen)
+    assert strict == {"type": "json_schema", "json_schema": {
+        "name": "judgment", "schema": JUDGMENT_SCHEMA, "strict": True}}  # fmt: skip
+    assert not_strict["json_schema"]["strict"] is False  # OpenAI would refuse it as strict
+    assert free is None  # free text asks for no format
+
+
+def _llama_cpp_python_refusal() -> Exception:
+    """What llama-cpp-python's server answers a json_schema response_format with: its
+    request model allows only text and json_object, and its error handler turns the
+    validation error into a 500."""
+    import httpx2
+    import openai
+
+    body = ('{"error": {"message": "1 validation error: response_format.type Input should '
+            "be 'text' or 'json_object'\", \"type\": \"internal_server_error\"}}")  # fmt: skip
+    request = httpx2.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
+    response = httpx2.Response(500, request=request, text=body)
+    return openai.InternalServerError("boom", response=response, body=None)
+
+
+def test_openai_falls_back_to_json_object_with_schema_where_json_schema_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A server that takes only ``{"type": "json_object", "schema": ...}`` (llama-cpp-
+    python) is asked that way from then on, after one refused request."""
+    from workers.providers.openai_judge import OpenAIJudge
+
+    monkeypatch.setattr(OpenAIJudge, "schema_forms", {})
+    seen = _capture_openai(monkeypatch, [_llama_cpp_python_refusal()])
+    assert _generate("openai/m@http://127.0.0.1:9/v1", schema=JUDGMENT_SCHEMA).text == "{}"
+    _generate("openai/m@http://127.0.0.1:9/v1", schema=JUDGMENT_SCHEMA)
+    forms = [s["response_format"] for s in seen]
+    assert forms[0]["type"] == "json_schema"
+    assert forms[1] == forms[2] == {"type": "json_object", "schema": JUDGMENT_SCHEMA}
+    _generate("openai/m@http://127.0.0.1:8/v1", schema=JUDGMENT_SCHEMA)  # another server
+    assert seen[3]["response_format"]["type"] == "json_schema"
+
+
+def test_openai_never_falls_back_on_openai_itself_nor_on_other_errors(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """OpenAI's own API gets json_schema only (its JSON mode would not hold the schema);
+    an error that is not about the format is an error, not a reason to ask otherwise."""
+    import httpx2
+    import openai
+
+    from workers.providers.openai_judge import OpenAIJudge
+
+    monkeypatch.setattr(OpenAIJudge, "schema_forms", {})
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    seen = _capture_openai(monkeypatch, [_llama_cpp_python_refusal()])
+    err = _generate("openai/gpt-4o", schema=JUDGMENT_SCHEMA)
+    assert isinstance(err, JudgeError) and err.reason == FailureReason.PROVIDER_ERROR
+    assert len(seen) == 1
+    request = httpx2.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
+    overloaded = openai.InternalServerError(
+        "boom", response=httpx2.Response(500, request=request, text="overloaded"), body=None
+    )
+    seen = _capture_openai(monkeypatch, [overloaded])
+    err = _generate("openai/m@http://127.0.0.1:9/v1", schema=JUDGMENT_SCHEMA)
+    assert isinstance(err, JudgeError) and len(seen) == 1
+
+
+def test_anthropic_asks_for_its_structured_output_format(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``output_config.format`` with the schema as the SDK's transform_schema makes it
+    (the API's subset); free text sends no output_config."""
+    import anthropic
+    import anthropic.resources.messages as messages_module
+    from anthropic.types import Message as AnthropicMessage
+
+    seen: list[dict[str, Any]] = []
+
+    async def create(self: Any, **kwargs: Any) -> Any:
+        seen.append(kwargs)
+        return AnthropicMessage.model_validate(
+            {"id": "m", "type": "message", "role": "assistant", "model": "m",
+             "content": [{"type": "text", "text": "{}"}], "stop_reason": "end_turn",
+             "usage": {"input_tokens": 3, "output_tokens": 1}}
+        )  # fmt: skip
+
+    monkeypatch.setattr(messages_module.AsyncMessages, "create", create)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    ranged = {"type": "object", "properties": {"score": {"type": "integer", "minimum": 1}},
+              "required": ["score"]}  # fmt: skip
+    assert _generate("anthropic/claude", schema=ranged).text == "{}"
+    _generate("anthropic/claude")
+    asked, free = seen
+    assert asked["output_config"] == {
+        "format": {"type": "json_schema", "schema": anthropic.transform_schema(ranged)}
+    }
+    assert asked["output_config"]["format"]["schema"]["additionalProperties"] is False
+    assert "output_config" not in free
+
+
+def test_gemini_asks_for_json_with_the_schema() -> None:
+    from workers.judge import GenerateConfig
+    from workers.providers.gemini_judge import request_of
+
+    messages = [{"role": "user", "content": "Judge this."}]
+    _, asked = request_of(messages, GenerateConfig(schema=JUDGMENT_SCHEMA))
+    assert asked.response_mime_type == "application/json"
+    assert asked.response_json_schema == JUDGMENT_SCHEMA
+    _, free = request_of(messages, GenerateConfig())
+    assert free.response_mime_type is None and free.response_json_schema is None
+
+
+def test_the_protocols_schema_is_strict_ready() -> None:
+    """The flask-eval protocol's schema is one OpenAI's strict mode takes, so OpenAI is
+    asked for it strictly (the decoder then holds every answer to it)."""
+    from rubrics.grading import FlaskEvalProtocol
+    from rubrics.skills import load_default
+    from workers.providers.openai_judge import strict_ready
+
+    skills = load_default()
+    schema = FlaskEvalProtocol().response_schema([skills.get(n) for n in skills.names])
+    assert strict_ready(schema) and strict_ready(JUDGMENT_SCHEMA)
+    assert not strict_ready({**JUDGMENT_SCHEMA, "required": ["Readability"]})
+
+
+# -- the simulator: each dialect's own way of asking, and an answer that follows it -------
+
+_SCHEMA_BODIES: list[tuple[str, dict[str, Any], str | None]] = [
+    ("openai", {"response_format": {"type": "json_schema",
+                "json_schema": {"name": "j", "schema": JUDGMENT_SCHEMA, "strict": True}}}, None),
+    ("openai", {"response_format": {"type": "json_object", "schema": JUDGMENT_SCHEMA}}, None),
+    ("anthropic", {"output_config": {"format": {"type": "json_schema",
+                                                "schema": JUDGMENT_SCHEMA}}}, None),
+    ("anthropic", {"tools": [{"name": "other", "input_schema": {"type": "object"}},
+                             {"name": "judge", "input_schema": JUDGMENT_SCHEMA}],
+                   "tool_choice": {"type": "tool", "name": "judge"}}, "judge"),
+    ("gemini", {"generationConfig": {"responseMimeType": "application/json",
+                                     "responseJsonSchema": JUDGMENT_SCHEMA}}, None),
+    ("gemini", {"generation_config": {"response_mime_type": "application/json",
+                                      "response_schema": JUDGMENT_SCHEMA}}, None),
+]  # fmt: skip
+
+
+def _body(dialect: str, extra: dict[str, Any]) -> dict[str, Any]:
+    from rubrics.protocol import skills_line
+
+    text = f"Judge this.\n{skills_line(['Readability', 'Factuality'])}"
+    if dialect == "gemini":
+        return {"contents": [{"role": "user", "parts": [{"text": text}]}], **extra}
+    return {"model": "m", "max_tokens": 100, "messages": [{"role": "user", "content": text}],
+            **extra}  # fmt: skip
+
+
+@pytest.mark.parametrize(("dialect", "extra", "tool"), _SCHEMA_BODIES)
+def test_simulator_reads_each_dialects_way_of_asking(
+    dialect: Any, extra: dict[str, Any], tool: str | None
+) -> None:
+    from simulator.wire import parse_request
+
+    asked = parse_request(dialect, _body(dialect, extra), "m").structured
+    assert asked is not None and asked.schema == JUDGMENT_SCHEMA and asked.tool == tool
+
+
+@pytest.mark.parametrize(
+    ("dialect", "extra"),
+    [
+        ("openai", {"output_config": {"format": {"type": "json_schema", "schema": {}}}}),
+        ("openai", {"response_format": {"type": "json_object"}}),  # JSON, but no schema
+        ("anthropic", {"response_format": {"type": "json_object", "schema": JUDGMENT_SCHEMA}}),
+        (
+            "anthropic",
+            {"tools": [{"name": "judge", "input_schema": JUDGMENT_SCHEMA}]},
+        ),  # not forced
+        ("gemini", {"response_format": {"type": "json_object", "schema": JUDGMENT_SCHEMA}}),
+    ],
+)
+def test_simulator_answers_a_schema_asked_elsewhere_in_free_text(
+    dialect: Any, extra: dict[str, Any]
+) -> None:
+    from simulator.wire import parse_request
+
+    assert parse_request(dialect, _body(dialect, extra), "m").structured is None
+
+
+@pytest.mark.parametrize(
+    ("dialect", "extra", "message"),
+    [
+        ("gemini", {"generationConfig": {"responseJsonSchema": JUDGMENT_SCHEMA}}, "MimeType"),
+        ("openai", {"response_format": {"type": "json_schema"}}, "json_schema must be an obj"),
+        ("openai", {"response_format": {"type": "xml"}}, "response_format.type"),
+        ("anthropic", {"tool_choice": {"type": "tool", "name": "gone"}}, "not in tools"),
+    ],
+)
+def test_simulator_refuses_what_the_real_api_refuses(
+    dialect: Any, extra: dict[str, Any], message: str
+) -> None:
+    from simulator.wire import BadRequest, parse_request
+
+    with pytest.raises(BadRequest, match=message):
+        parse_request(dialect, _body(dialect, extra), "m")
+
+
+@pytest.mark.parametrize("na_rate", [0.0, 1.0])
+def test_simulator_structured_answer_carries_its_deterministic_scores(na_rate: float) -> None:
+    """The JSON answer follows the schema and holds the scores the free-text answer to
+    the same prompt holds; N/A only where the schema allows it."""
+    from rubrics.grading import FlaskEvalProtocol, Subject
+    from rubrics.skills import Skill, load_default
+    from rubrics.structured import read_structured
+    from simulator.answer import judge_scores, quality
+    from simulator.config import SimConfig
+    from simulator.structured import structured_answer
+
+    strict = Skill("Strict", "User Alignment", "c", {i: "r" for i in range(1, 6)}, allow_na=False)
+    criteria = [load_default().get("Readability"), strict]
+    proto = FlaskEvalProtocol()
+    subject = Subject("What is 2+2?", "4", "It is 4.")
+    prompt = "\n".join(m["content"] for m in proto.render_structured(subject, criteria))
+    config = SimConfig(na_rate=na_rate, seed=3)
+    schema = proto.response_schema(criteria)
+    assert schema is not None
+    text = structured_answer(prompt, "m", schema, config)
+    reading = read_structured(text, criteria)
+    assert reading.complete, reading.problems
+    expected = judge_scores(prompt, "m", ["Readability", "Strict"], config)
+    if na_rate:  # every score N/A: where the schema has no N/A, the response's level
+        expected["Strict"] = quality(prompt, config)
+    assert dict(reading.scores) == expected
+    # an OpenAPI-style schema (Gemini's responseSchema: upper-case types) is followed too
+    upper = {"type": "OBJECT", "properties": {"Readability": {"type": "OBJECT", "properties": {
+        "score": {"type": "INTEGER"}, "why": {"type": "STRING"}}}}}  # fmt: skip
+    answer = json.loads(structured_answer(prompt, "m", upper, SimConfig(seed=3)))
+    assert set(answer["Readability"]) == {"score", "why"}
+    assert answer["Readability"]["score"] in range(1, 6)
+
+
+def test_simulator_answers_a_forced_tool_with_a_tool_use() -> None:
+    """Anthropic's forced tool call: the answer is a tool_use whose input follows the
+    schema; the Anthropic SDK reads it as such."""
+    import anthropic
+
+    from rubrics.protocol import skills_line
+    from simulator.config import SimConfig
+    from simulator.testing import running_simulator
+
+    content = f"Judge this.\n{skills_line(['Readability', 'Factuality'])}"
+    with running_simulator(SimConfig()) as sim:
+        client = anthropic.Anthropic(base_url=sim.anthropic_base_url, api_key="sk-test",
+                                     max_retries=0)  # fmt: skip
+        with client:
+            message = client.messages.create(
+                model="judge", max_tokens=500, messages=[{"role": "user", "content": content}],
+                tools=[{"name": "judge", "input_schema": JUDGMENT_SCHEMA}],
+                tool_choice={"type": "tool", "name": "judge"},
+            )  # fmt: skip
+    assert message.stop_reason == "tool_use"
+    (block,) = message.content
+    assert block.type == "tool_use" and block.name == "judge"
+    assert_judgment(json.dumps(block.input))

@@ -1,10 +1,20 @@
 """Anthropic's messages API through the official SDK: the call, its error mapping, its key
-and its base URL (the API root, without ``/v1``: the SDK adds it)."""
+and its base URL (the API root, without ``/v1``: the SDK adds it).
+
+Structured outputs (``GenerateConfig.schema``): the SDK's own option,
+``output_config={"format": {"type": "json_schema", "schema": ...}}``, whose answer is a
+text block holding the JSON object, decoded under the schema. The schema goes through
+the SDK's ``transform_schema`` first (the API takes a subset of JSON Schema: it closes
+every object and moves bounds such as ``minimum`` into descriptions). A forced tool
+call would also carry a schema, but the model may still stray from it; the format
+option holds the answer to it.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from core.errors import ConfigError, CredentialsError, FailureReason, JudgeError
 from core.types import JudgeSpec
@@ -21,6 +31,7 @@ RESET_HEADERS = (*STANDARD_RESETS, "anthropic-ratelimit-requests-reset")
 class AnthropicJudge(Judge):
     key_env = "ANTHROPIC_API_KEY"
     takes_temperature = False  # the current SDK's messages.create has no temperature
+    takes_schema = True
 
     def __init__(self, spec: JudgeSpec, max_connections: int | None = None) -> None:
         super().__init__(spec, max_connections)
@@ -55,6 +66,9 @@ class AnthropicJudge(Judge):
         chat = [
             {"role": m["role"], "content": m["content"]} for m in messages if m["role"] != "system"
         ]
+        options: dict[str, Any] = {}
+        if config.schema is not None:
+            options["output_config"] = output_config(config.schema)
         try:
             message = await self._client.messages.create(
                 model=self.spec.model,
@@ -63,6 +77,7 @@ class AnthropicJudge(Judge):
                 max_tokens=config.max_tokens,
                 # the current SDK takes no temperature: the model's default applies
                 timeout=config.timeout,
+                **options,
             )
         except Exception as exc:
             raise self.classify(exc) from exc
@@ -93,3 +108,10 @@ class AnthropicJudge(Judge):
 
     async def aclose(self) -> None:
         await self._client.close()
+
+
+def output_config(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``output_config`` asking for an answer that follows ``schema``."""
+    import anthropic
+
+    return {"format": {"type": "json_schema", "schema": anthropic.transform_schema(dict(schema))}}

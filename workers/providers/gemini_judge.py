@@ -14,6 +14,11 @@ What the SDK does unless told otherwise, and why this file tells it:
 - its API version, base URL, key and Vertex mode come from ``GOOGLE_GENAI_*`` /
   ``GOOGLE_*`` variables: the version is pinned and Vertex is off, so a stray variable
   never changes the path a worker asks.
+
+Structured outputs (``GenerateConfig.schema``): ``response_mime_type`` application/json
+with ``response_json_schema``, which takes JSON Schema as it is (``response_schema``
+takes the API's older OpenAPI subset, without ``additionalProperties``); the answer is
+the candidate's text, the JSON object.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ _DURATION = re.compile(r"(\d+(?:\.\d+)?)s")
 
 class GeminiJudge(Judge):
     key_env = KEY_ENVS[0]
+    takes_schema = True
 
     def __init__(self, spec: JudgeSpec, max_connections: int | None = None) -> None:
         super().__init__(spec, max_connections)
@@ -156,6 +162,9 @@ def request_of(
         automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
         automatic_continuation=False,
     )
+    if config.schema is not None:
+        request.response_mime_type = "application/json"
+        request.response_json_schema = dict(config.schema)
     return contents, request
 
 

@@ -1,30 +1,59 @@
 """OpenAI and any OpenAI-compatible server (vLLM, llama.cpp, Ollama, ...) through the
-official SDK: the call, its error mapping, its key and its base URL."""
+official SDK: the call, its error mapping, its key and its base URL.
+
+Structured outputs (``GenerateConfig.schema``) come in two ``response_format`` dialects:
+
+- ``{"type": "json_schema", "json_schema": {"name", "schema", "strict"}}``: OpenAI, vLLM
+  (guided decoding), llama.cpp's own ``llama-server`` and Ollama;
+- ``{"type": "json_object", "schema": ...}``: llama.cpp's ``llama-server`` again and
+  llama-cpp-python's server, whose request model allows only ``text`` and
+  ``json_object``. vLLM and OpenAI read ``json_object`` as "any JSON object" and drop
+  the schema, so it cannot be the one form either.
+
+So a judge asks ``json_schema`` first. A server other than OpenAI's own that refuses it
+naming ``json_object`` (llama-cpp-python answers a 500 whose message says the type
+should be 'text' or 'json_object') is asked again at once with ``json_object`` and the
+schema, and that base URL is asked that way from then on (per process: one refused,
+unbilled request per worker). ``strict`` is true only for a schema OpenAI's strict mode
+takes (every object closed and all its properties required), which the protocols'
+schemas are; OpenAI answers a strict refusal in ``message.refusal``: a REFUSAL.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from core.errors import ConfigError, CredentialsError, FailureReason, JudgeError
 from core.types import JudgeSpec
 from workers.errors import classify_common, describe, from_status, not_json
 from workers.judge import CUT_OFF, FINISHED, REFUSAL, GenerateConfig, Judge, JudgeOutput, Message
 
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletion
+
 #: the SDK's own default, passed explicitly: the SDK would take an empty OPENAI_BASE_URL
 #: (as docker compose sets it) as the base URL
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+#: the two response_format dialects of structured outputs (see the module docstring)
+JSON_SCHEMA, JSON_OBJECT = "json_schema", "json_object"
+#: the name OpenAI's json_schema format requires (``^[a-zA-Z0-9_-]{1,64}$``)
+SCHEMA_NAME = "judgment"
 
 
 class OpenAIJudge(Judge):
     key_env = "OPENAI_API_KEY"
+    takes_schema = True
+    #: base URL -> the response_format dialect it takes, where it refused json_schema
+    schema_forms: ClassVar[dict[str, str]] = {}
 
     def __init__(self, spec: JudgeSpec, max_connections: int | None = None) -> None:
         super().__init__(spec, max_connections)
         import openai  # lazy: only workers that use this provider import the SDK
 
         base_url = spec.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+        self._base_url = base_url
         key = self.api_key()
         if not key:
             if base_url == DEFAULT_BASE_URL:
@@ -49,16 +78,21 @@ class OpenAIJudge(Judge):
         options: dict[str, Any] = {}
         if config.temperature is not None:
             options["temperature"] = config.temperature
+        form = None
+        if config.schema is not None:
+            form = self.schema_forms.get(self._base_url, JSON_SCHEMA)
+            options["response_format"] = response_format(config.schema, form)
         try:
-            completion = await self._client.chat.completions.create(
-                model=self.spec.model,
-                messages=list(messages),  # type: ignore[arg-type]
-                max_tokens=config.max_tokens,
-                timeout=config.timeout,
-                **options,
-            )
+            completion = await self._create(messages, config, options)
         except Exception as exc:
-            raise self.classify(exc) from exc
+            if config.schema is None or form != JSON_SCHEMA or not self._refuses_json_schema(exc):
+                raise self.classify(exc) from exc
+            options["response_format"] = response_format(config.schema, JSON_OBJECT)
+            try:
+                completion = await self._create(messages, config, options)
+            except Exception as again:
+                raise self.classify(again) from again
+            self.schema_forms[self._base_url] = JSON_OBJECT
         if isinstance(completion, str):  # the SDK hands back a body that was not JSON
             raise not_json(completion)
         choice = completion.choices[0] if completion.choices else None
@@ -72,6 +106,29 @@ class OpenAIJudge(Judge):
             return JudgeOutput(refusal, *tokens, finish=REFUSAL)
         finish = CUT_OFF if choice.finish_reason == "length" else FINISHED
         return JudgeOutput(text, *tokens, finish=finish)
+
+    async def _create(
+        self, messages: Sequence[Message], config: GenerateConfig, options: dict[str, Any]
+    ) -> ChatCompletion:
+        return await self._client.chat.completions.create(
+            model=self.spec.model,
+            messages=list(messages),  # type: ignore[arg-type]
+            max_tokens=config.max_tokens,
+            timeout=config.timeout,
+            **options,
+        )
+
+    def _refuses_json_schema(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is a server other than OpenAI's refusing the json_schema
+        dialect because it takes json_object (the module docstring)."""
+        import openai
+
+        if self._base_url == DEFAULT_BASE_URL or not isinstance(exc, openai.APIStatusError):
+            return False
+        if exc.status_code not in (400, 422, 500):
+            return False
+        text = f"{exc.message} {exc.response.text}".lower()
+        return "json_object" in text and ("response_format" in text or "json_schema" in text)
 
     def classify(self, exc: BaseException) -> JudgeError:
         import openai
@@ -88,6 +145,37 @@ class OpenAIJudge(Judge):
 
     async def aclose(self) -> None:
         await self._client.close()
+
+
+def response_format(schema: Mapping[str, Any], form: str) -> dict[str, Any]:
+    """The ``response_format`` asking for an answer that follows ``schema``, in ``form``."""
+    if form == JSON_OBJECT:
+        return {"type": JSON_OBJECT, "schema": dict(schema)}
+    spec = {"name": SCHEMA_NAME, "schema": dict(schema), "strict": strict_ready(schema)}
+    return {"type": JSON_SCHEMA, "json_schema": spec}
+
+
+def strict_ready(schema: object) -> bool:
+    """Whether OpenAI's strict mode takes ``schema``: every object in it closed
+    (``additionalProperties: false``) with all of its properties required. A strict
+    request with any other schema is refused (400), a non-strict one is only best effort."""
+    if isinstance(schema, list):
+        return all(strict_ready(s) for s in schema)
+    if not isinstance(schema, Mapping):
+        return True
+    properties = schema.get("properties")
+    if schema.get("type") == "object" or isinstance(properties, Mapping):
+        fields = properties if isinstance(properties, Mapping) else {}
+        if schema.get("additionalProperties") is not False:
+            return False
+        if set(schema.get("required") or ()) != set(fields):
+            return False
+        if not all(strict_ready(s) for s in fields.values()):
+            return False
+    defs = schema.get("$defs")
+    nested = [schema.get(k) for k in ("items", "anyOf", "oneOf", "allOf")]
+    nested += list(defs.values()) if isinstance(defs, Mapping) else []
+    return all(strict_ready(s) for s in nested if s is not None)
 
 
 def http_limits(n: int) -> Any:

@@ -1,0 +1,119 @@
+"""Where a run's instances and responses come from: FLASK's JSON Lines files, a BiGGen
+Bench file (instances with their own rubrics, and the responses it carries), or one of
+Prometheus's eval sets (MT-Bench, Vicuna Bench: filled prompts with GPT-4's scores); and
+the criteria they are judged on (FLASK's skills, a rubric file, or a custom-criteria
+file). Validation only: nothing is written."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from core.errors import InputError
+from producer.biggen import load_biggen
+from producer.context import INSTANCE_ABILITY
+from producer.importing import INSTANCE_CRITERION
+from producer.inputs import Inputs, load_inputs
+from producer.pairwise_sets import PairLabel, load_pairwise_set
+from producer.prometheus_sets import load_prometheus_set
+from rubrics.criteria import load_criteria
+from rubrics.pairwise import PAIRWISE_OVERALL, overall_criterion
+from rubrics.skills import Skill, SkillSet, load, load_default
+
+
+@dataclass(frozen=True)
+class Sources:
+    """What the user named on the command line (exactly one instance source)."""
+
+    instances: str | None = None
+    responses: Sequence[tuple[str, str]] = ()
+    biggen: str | None = None
+    prometheus_set: str | None = None
+    rubrics: str | None = None
+    criteria: str | None = None
+    pairwise_set: str | None = None
+
+    @property
+    def path(self) -> str:
+        return self.instances or self.biggen or self.prometheus_set or self.pairwise_set or ""
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A run's validated inputs, its criteria, and the gold labels of a pairwise set."""
+
+    inputs: Inputs
+    skillset: SkillSet
+    labels: tuple[PairLabel, ...] = ()
+
+
+def instance_rubric_skillset() -> SkillSet:
+    """The one criterion of sets whose instances each carry their own rubric: its text and
+    score descriptions come from each instance (``producer.context.RunContext.criterion``)."""
+    return SkillSet(
+        (
+            Skill(
+                name=INSTANCE_CRITERION,
+                ability=INSTANCE_ABILITY,
+                criterion="the instance's own rubric",
+                rubric={n: f"score {n} of the instance's own rubric" for n in range(1, 6)},
+                allow_na=False,
+            ),
+        )
+    )
+
+
+def load_sources(sources: Sources) -> Loaded:
+    """The validated inputs and the criteria of a run; InputError naming the problem."""
+    given = [
+        flag
+        for flag, value in (
+            ("--instances", sources.instances),
+            ("--biggen", sources.biggen),
+            ("--prometheus-set", sources.prometheus_set),
+            ("--pairwise-set", sources.pairwise_set),
+        )
+        if value
+    ]
+    if len(given) != 1:
+        what = f"got {' and '.join(given)}" if given else "got none"
+        raise InputError(
+            "give exactly one of --instances, --biggen, --prometheus-set and --pairwise-set "
+            f"({what})"
+        )
+    if sources.criteria and sources.rubrics:
+        raise InputError("--criteria and --rubrics are exclusive; give one of them")
+    custom = load_criteria(sources.criteria) if sources.criteria else None
+    if sources.instances:
+        if custom is not None:
+            inputs = load_inputs(sources.instances, sources.responses, custom.names, custom=True)
+            return Loaded(inputs, custom)
+        skillset = load(sources.rubrics) if sources.rubrics else load_default()
+        return Loaded(load_inputs(sources.instances, sources.responses, skillset.names), skillset)
+    flag = given[0]
+    if sources.responses:
+        raise InputError(f"{flag} FILE carries its own responses; --responses is not used with it")
+    if sources.rubrics:
+        raise InputError(f"{flag} FILE carries a rubric per instance; use --criteria to judge "
+                         "its instances on criteria of your own instead")  # fmt: skip
+    labels: tuple[PairLabel, ...] = ()
+    own = instance_rubric_skillset()
+    if sources.biggen:
+        instances, sets = load_biggen(sources.biggen)
+        inputs = Inputs(tuple(instances), tuple(sets))
+    elif sources.pairwise_set:
+        pairs = load_pairwise_set(sources.pairwise_set)
+        inputs, labels = Inputs(pairs.instances, pairs.response_sets), pairs.labels
+        if all(i.skills == (PAIRWISE_OVERALL,) for i in pairs.instances):
+            own = SkillSet((overall_criterion(),))  # Auto-J: one overall preference
+    else:
+        assert sources.prometheus_set is not None
+        loaded = load_prometheus_set(sources.prometheus_set)
+        inputs = Inputs(loaded.instances, (loaded.responses,))
+    if not inputs.response_sets:
+        raise InputError(f"{flag} {sources.path}: the file carries no responses to judge")
+    if custom is None:
+        return Loaded(inputs, own, labels)
+    # custom criteria replace the instances' own rubrics: every criterion on every instance
+    judged = tuple(replace(i, skills=custom.names, rubrics={}) for i in inputs.instances)
+    return Loaded(Inputs(judged, inputs.response_sets), custom, labels)

@@ -1,0 +1,287 @@
+"""The pairwise part of a report: win rates, ratings, position and length bias as rows of
+the report's row contract (pure; ``app.report`` builds it, ``report.render`` and
+``report.html`` draw it).
+
+Rows (JSON ``rows``, CSV lines) keep the fields of :data:`report.document.FIELDS` (model,
+judge, dimension, key, mean, n, n_na, n_failed, ci_low, ci_high) and add ``criterion``
+(a criterion, or ``all`` pooled) and the fields of their dimension
+(:data:`PAIRWISE_FIELDS` is the union, None where a field does not apply):
+
+- ``pairwise``: key ``"A vs B"``, model A, ``model_b`` B; ``mean`` = A's score (win +
+  tie / 2) with its interval; ``win``, ``tie``, ``loss`` rates with ``*_low`` /
+  ``*_high`` intervals; ``n`` comparisons (``n_swapped`` of them judged in both orders);
+  ``n_failed`` judgments of the pair that failed;
+- ``rating``: key = model = the rated model; ``mean`` = its Bradley-Terry rating (Elo
+  scale, the ``anchor`` at 1000) with its interval; ``win_rate`` = the predicted win
+  rate against the anchor (Arena-Hard's leaderboard column) with ``win_low`` /
+  ``win_high``; ``n`` = games the model played;
+- ``position``: key = judge (model ""): ``mean`` = ``consistency`` (with its interval),
+  ``first_preference`` with ``first_low`` / ``first_high``; ``n`` = comparisons judged
+  in both orders, ``n_decisive`` = judged orders with a non-tie verdict;
+- ``length_bias``: key = a bin of ``len(A) - len(B)`` in characters (model ""): ``mean``
+  = the score of the first-named model A (win + tie / 2) with its interval; ``win``,
+  ``tie``, ``loss``; ``n`` comparisons.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from report import ratings
+from report.bootstrap import DEFAULT_CONFIDENCE, FloatArray, percentile_interval
+from report.document import FIELDS
+from report.pairwise import (
+    ALL_CRITERIA,
+    Comparison,
+    Game,
+    WinRate,
+    combine,
+    model_order,
+    win_rates,
+)
+from report.pairwise_bias import LengthBin, Position, length_bias, position
+from report.pairwise_labels import JudgeAgreement, LabelAccuracy, judge_agreement
+
+PAIRWISE, RATING, POSITION, LENGTH_BIAS = "pairwise", "rating", "position", "length_bias"
+DIMENSIONS = (PAIRWISE, RATING, POSITION, LENGTH_BIAS)
+PAIRWISE_FIELDS: tuple[str, ...] = (
+    *FIELDS, "criterion", "model_b", "win", "win_low", "win_high", "tie", "tie_low",
+    "tie_high", "loss", "loss_low", "loss_high", "n_swapped", "win_rate", "anchor",
+    "first_preference", "first_low", "first_high", "n_decisive",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Rating:
+    """One model's rating under one judge on one criterion (or all pooled)."""
+
+    model: str
+    judge: str
+    criterion: str
+    anchor: str
+    rating: float | None
+    ci: tuple[float, float] | None
+    win_rate: float | None  # predicted, against the anchor
+    win_ci: tuple[float, float] | None
+    games: int
+    regularized: bool = False
+
+
+@dataclass
+class PairwiseReport:
+    """Everything the pairwise part of a report shows."""
+
+    models: list[str]
+    judges: list[str]
+    anchor: str
+    win_rates: list[WinRate] = field(default_factory=list)
+    ratings: list[Rating] = field(default_factory=list)
+    positions: list[Position] = field(default_factory=list)
+    length_bins: list[LengthBin] = field(default_factory=list)
+    agreement: list[JudgeAgreement] = field(default_factory=list)
+    #: accuracy of each judge against an imported set's gold labels (Auto-J, HHH)
+    label_accuracy: list[LabelAccuracy] = field(default_factory=list)
+    failed: dict[tuple[str, str, str, str], int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every row of the pairwise dimensions, each with all of :data:`PAIRWISE_FIELDS`."""
+        return [
+            *(_pair_row(w, self.failed) for w in self.win_rates),
+            *(_rating_row(r) for r in self.ratings),
+            *(_position_row(p, self.failed) for p in self.positions),
+            *(_length_row(b) for b in self.length_bins),
+        ]
+
+    def summary(self) -> dict[str, Any]:
+        """What the JSON document says of the pairwise part besides its rows."""
+        return {
+            "models": self.models,
+            "judges": self.judges,
+            "anchor": self.anchor,
+            "judge_agreement": [vars(a) for a in self.agreement],
+            "label_accuracy": [vars(a) for a in self.label_accuracy],
+            "notes": self.notes,
+        }
+
+    def leaderboard(self, judge: str, criterion: str = ALL_CRITERIA) -> list[Rating]:
+        """Ratings of one judge, best first (unrated models last)."""
+        rows = [r for r in self.ratings if r.judge == judge and r.criterion == criterion]
+        return sorted(rows, key=lambda r: (r.rating is None, -(r.rating or 0.0)))
+
+    def matrix(self, judge: str, criterion: str = ALL_CRITERIA) -> dict[tuple[str, str], float]:
+        """(row model, column model) -> the row model's score against the column model."""
+        out: dict[tuple[str, str], float] = {}
+        for w in self.win_rates:
+            if w.judge == judge and w.criterion == criterion:
+                out[(w.model_a, w.model_b)] = w.score
+                out[(w.model_b, w.model_a)] = 1.0 - w.score
+        return out
+
+
+def _blank() -> dict[str, Any]:
+    return dict.fromkeys(PAIRWISE_FIELDS) | {"n_na": 0, "n_failed": 0}
+
+
+def _ci(interval: tuple[float, float] | None) -> tuple[float | None, float | None]:
+    return (None, None) if interval is None else interval
+
+
+def _failed(failed: Mapping[tuple[str, str, str, str], int], judge: str, crit: str,
+            pair: frozenset[str] | None = None) -> int:  # fmt: skip
+    return sum(
+        n
+        for (j, first, second, c), n in failed.items()
+        if j == judge and (crit == ALL_CRITERIA or c == crit)
+        and (pair is None or frozenset((first, second)) == pair)
+    )  # fmt: skip
+
+
+def _pair_row(w: WinRate, failed: Mapping[tuple[str, str, str, str], int]) -> dict[str, Any]:
+    row = _blank()
+    row.update(model=w.model_a, model_b=w.model_b, judge=w.judge, dimension=PAIRWISE,
+               key=f"{w.model_a} vs {w.model_b}", criterion=w.criterion, mean=w.score,
+               n=w.n, n_swapped=w.n_swapped, win=w.win, tie=w.tie, loss=w.loss,
+               n_failed=_failed(failed, w.judge, w.criterion,
+                                frozenset((w.model_a, w.model_b))))  # fmt: skip
+    row["ci_low"], row["ci_high"] = _ci(w.score_ci)
+    for name, interval in (("win", w.win_ci), ("tie", w.tie_ci), ("loss", w.loss_ci)):
+        row[f"{name}_low"], row[f"{name}_high"] = _ci(interval)
+    return row
+
+
+def _rating_row(r: Rating) -> dict[str, Any]:
+    row = _blank()
+    row.update(model=r.model, judge=r.judge, dimension=RATING, key=r.model,
+               criterion=r.criterion, mean=r.rating, n=r.games, win_rate=r.win_rate,
+               anchor=r.anchor)  # fmt: skip
+    row["ci_low"], row["ci_high"] = _ci(r.ci)
+    row["win_low"], row["win_high"] = _ci(r.win_ci)
+    return row
+
+
+def _position_row(p: Position, failed: Mapping[tuple[str, str, str, str], int]) -> dict[str, Any]:
+    row = _blank()
+    row.update(model="", judge=p.judge, dimension=POSITION, key=p.judge, criterion=p.criterion,
+               mean=p.consistency, n=p.n_swapped, first_preference=p.first_preference,
+               n_decisive=p.n_decisive, n_failed=_failed(failed, p.judge, p.criterion))  # fmt: skip
+    row["ci_low"], row["ci_high"] = _ci(p.consistency_ci)
+    row["first_low"], row["first_high"] = _ci(p.first_preference_ci)
+    return row
+
+
+def _length_row(b: LengthBin) -> dict[str, Any]:
+    row = _blank()
+    row.update(model="", judge=b.judge, dimension=LENGTH_BIAS, key=b.key, criterion=b.criterion,
+               mean=b.score, n=b.n, win=b.win, tie=b.tie, loss=b.loss)  # fmt: skip
+    row["ci_low"], row["ci_high"] = _ci(b.score_ci)
+    return row
+
+
+# -- building --------------------------------------------------------------------------
+
+
+def _pair_sums(
+    games: Sequence[Game], models: Sequence[str], instances: Sequence[str], weights: FloatArray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, FloatArray, FloatArray, np.ndarray]:
+    """Per unordered pair (a < b in ``models``): A's score and games, point and per
+    replicate ((B, pairs) each), and games per model."""
+    index = {m: i for i, m in enumerate(models)}
+    row = {iid: i for i, iid in enumerate(instances)}
+    a, b = ratings.pair_index(models)
+    pair = {(int(x), int(y)): k for k, (x, y) in enumerate(zip(a, b, strict=True))}
+    n_inst, n_pairs = len(instances), len(a)
+    s_mat, g_mat = np.zeros((n_inst, n_pairs)), np.zeros((n_inst, n_pairs))
+    played = np.zeros(len(models))
+    for g in games:
+        x, y = index[g.model_a], index[g.model_b]
+        k, flip = (pair[(x, y)], False) if x < y else (pair[(y, x)], True)
+        s_mat[row[g.instance_id], k] += (1.0 - g.score) if flip else g.score
+        g_mat[row[g.instance_id], k] += 1.0
+        played[[x, y]] += 1
+    reps_s, reps_g = weights.T @ s_mat, weights.T @ g_mat
+    return a, b, s_mat.sum(axis=0), g_mat.sum(axis=0), reps_s, reps_g, played
+
+
+def fit_ratings(
+    games: Sequence[Game],
+    models: Sequence[str],
+    anchor: str,
+    instances: Sequence[str],
+    weights: FloatArray,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> list[Rating]:
+    """Bradley-Terry ratings per judge x criterion (and all pooled), with intervals over
+    the replicates of ``weights`` (the point fit warms each replicate's fit up)."""
+    out: list[Rating] = []
+    judges = list(dict.fromkeys(g.judge for g in games))
+    criteria = [*dict.fromkeys(g.criterion for g in games), ALL_CRITERIA]
+    at = models.index(anchor)
+    for judge in judges:
+        for crit in criteria:
+            mine = [g for g in games if g.judge == judge and crit in (ALL_CRITERIA, g.criterion)]
+            if not mine:
+                continue
+            a, b, s, g, reps_s, reps_g, played = _pair_sums(mine, models, instances, weights)
+            point = ratings.fit(len(models), a, b, s, g, at)
+            lo = hi = np.full(len(models), np.nan)
+            if weights.shape[1]:
+                reps, _ = ratings.fit_replicates(
+                    len(models), a, b, reps_s, reps_g, at, ratings.to_logits(point.ratings)
+                )
+                lo, hi = percentile_interval(reps.T, confidence)
+            for m, name in enumerate(models):
+                value = float(point.ratings[m])
+                rated = bool(np.isfinite(value))
+                ci = (float(lo[m]), float(hi[m])) if np.isfinite(lo[m]) and rated else None
+                win = ratings.win_probability(value, 1000.0) if rated else None
+                win_ci = None if ci is None else (
+                    ratings.win_probability(ci[0], 1000.0), ratings.win_probability(ci[1], 1000.0)
+                )  # fmt: skip
+                out.append(Rating(name, judge, crit, anchor, value if rated else None, ci,
+                                  win, win_ci, int(played[m]), point.regularized))  # fmt: skip
+    return out
+
+
+def build(
+    records: Sequence[Comparison],
+    weights: FloatArray,
+    instances: Sequence[str],
+    *,
+    models: Sequence[str] = (),
+    anchor: str | None = None,
+    lengths: Mapping[tuple[str, str], int] | None = None,
+    failed: Mapping[tuple[str, str, str, str], int] | None = None,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> PairwiseReport:
+    """The pairwise report of ``records``; ``weights`` has one row per ``instances``
+    entry (:func:`report.pairwise.instances_of`); ``anchor`` defaults to the first
+    model. ``failed`` maps (judge, first, second, criterion) to failed judgments."""
+    order = model_order(records, models)
+    games = combine(records, order)
+    anchor = anchor if anchor is not None else (order[0] if order else "")
+    if order and anchor not in order:
+        raise ValueError(f"anchor {anchor!r} is not among the models {order}")
+    report = PairwiseReport(
+        models=order,
+        judges=list(dict.fromkeys(c.judge for c in records)),
+        anchor=anchor,
+        win_rates=win_rates(games, instances, weights, confidence),
+        positions=position(records, games, instances, weights, confidence),
+        length_bins=length_bias(games, lengths or {}, instances, weights, confidence),
+        agreement=judge_agreement(games),
+        failed=dict(failed or {}),
+    )
+    if order:
+        report.ratings = fit_ratings(games, order, anchor, instances, weights, confidence)
+    if any(r.regularized for r in report.ratings):
+        report.notes.append(
+            "ratings: some group of models won (or lost) every game, so the maximum "
+            "likelihood ratings are infinite; one virtual tie per pair of models that "
+            "played was added to make them finite"
+        )
+    return report

@@ -1,0 +1,212 @@
+"""The simulated judge's pairwise comparisons (pure, no I/O).
+
+A prompt is a pairwise comparison when it opens with one of the pairwise system prompts
+(:data:`rubrics.protocol.PAIRWISE_SYSTEM`, ours; :data:`rubrics.protocol.PROMETHEUS_REL_SYSTEM`,
+Prometheus 2's relative grading), as ``simulator.formats`` recognises the absolute layouts.
+The two responses, the reference and the criteria are found by their delimiter lines and
+section headings, first occurrence (the original request precedes any reminder turn, and
+the protocols neutralize delimiters and headings inside untrusted texts); our criteria
+come from the last :func:`rubrics.protocol.criteria_line`, which follows the responses.
+
+The verdict on a criterion is deterministic:
+
+- each response gets a *strength* from its own text only: its 1-5 level as absolute
+  grading computes it (``simulator.answer.quality_of``: coverage of the reference plus a
+  hash), nudged by -1/0/+1 per judge and criterion as ``judge_scores`` nudges skills,
+  plus a spread within the level from a hash of the response (so one level's responses
+  are ordered too). Strength ignores the position a response is shown in, so without
+  position bias a comparison gives the same verdict in both orders;
+- with probability ``SimConfig.position_bias`` (a hash of the seed, the judge, the prompt
+  and the criterion) the judgment picks the response shown FIRST, whatever the strengths;
+- otherwise the stronger response wins; in our format the two tie when their strengths
+  differ by less than :data:`TIE_MARGIN`. Prometheus's format has no tie: exactly equal
+  strengths (identical responses) give the first response.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from rubrics.protocol import (
+    PAIRWISE_SYSTEM,
+    PROMETHEUS_REL_REFERENCE,
+    PROMETHEUS_REL_RUBRIC,
+    PROMETHEUS_REL_SYSTEM,
+    PROMETHEUS_RESPONSE_A,
+    PROMETHEUS_RESPONSE_B,
+    RESPONSE_A_END,
+    RESPONSE_A_START,
+    RESPONSE_B_END,
+    RESPONSE_B_START,
+    RESULT_MARKER,
+    VERDICT_A,
+    VERDICT_B,
+    VERDICT_TIE_WORD,
+    requested_criteria,
+    verdict_line,
+)
+
+from . import answer
+from .config import SimConfig
+
+PairLayout = Literal["pairwise", "prometheus-relative"]
+
+#: strengths closer than this tie (our format): within one level, about a third of pairs
+TIE_MARGIN = 0.05
+_LEVEL_STEP = 0.25  # strength between adjacent levels
+_SPREAD = 0.125  # the within-level spread: never reorders two levels
+
+_FEEDBACK = {
+    VERDICT_A: "Response A meets this criterion better than Response B does.",
+    VERDICT_B: "Response B meets this criterion better than Response A does.",
+    VERDICT_TIE_WORD: "Both responses meet this criterion about equally well.",
+}
+
+
+@dataclass(frozen=True)
+class PairParts:
+    """What a pairwise prompt asks about: the responses shown first (A) and second (B),
+    the reference (None: none) and the criteria (our criterion names, or Prometheus's one
+    bracketed criterion text)."""
+
+    layout: PairLayout
+    response_a: str
+    response_b: str
+    reference: str | None
+    criteria: tuple[str, ...]
+
+
+def detect(prompt: str) -> PairLayout | None:
+    """The pairwise layout of ``prompt``, from the system prompt it opens with."""
+    head = prompt.lstrip()
+    if head.startswith(PAIRWISE_SYSTEM):
+        return "pairwise"
+    if head.startswith(PROMETHEUS_REL_SYSTEM):
+        return "prometheus-relative"
+    return None
+
+
+def _between(lines: Sequence[str], start: str, ends: Sequence[str]) -> str | None:
+    """The lines after the first line that is ``start``, up to the next line in ``ends``."""
+    stripped = [line.strip() for line in lines]
+    try:
+        i = stripped.index(start)
+    except ValueError:
+        return None
+    for j in range(i + 1, len(lines)):
+        if stripped[j] in ends:
+            return "\n".join(lines[i + 1 : j])
+    return None
+
+
+def parts(prompt: str) -> PairParts | None:
+    """The two responses, the reference and the criteria of a pairwise prompt (None: the
+    prompt is not one, or its response blocks cannot be found)."""
+    layout = detect(prompt)
+    if layout is None:
+        return None
+    lines = prompt.splitlines()
+    if layout == "pairwise":
+        a = _between(lines, RESPONSE_A_START, (RESPONSE_A_END,))
+        b = _between(lines, RESPONSE_B_START, (RESPONSE_B_END,))
+        # our reference section precedes the responses: read it from the text before them
+        reference = answer.reference_text(prompt.partition(RESPONSE_A_START)[0])
+        criteria = tuple(requested_criteria(prompt) or ())
+    else:
+        a = _between(lines, PROMETHEUS_RESPONSE_A, (PROMETHEUS_RESPONSE_B,))
+        b = _between(
+            lines, PROMETHEUS_RESPONSE_B, (PROMETHEUS_REL_REFERENCE, PROMETHEUS_REL_RUBRIC)
+        )
+        reference = _between(lines, PROMETHEUS_REL_REFERENCE, (PROMETHEUS_REL_RUBRIC,))
+        rubric = (_between(lines, PROMETHEUS_REL_RUBRIC, ("",)) or "").strip()
+        first = rubric.splitlines()[0].strip() if rubric else ""
+        criteria = (first.removeprefix("[").removesuffix("]"),) if first else ()
+        a, b = (None if x is None else x.strip() for x in (a, b))
+        reference = reference.strip() if reference is not None else None
+    if a is None or b is None:
+        return None
+    return PairParts(layout, a, b, reference or None, criteria)
+
+
+# --- judging ---------------------------------------------------------------------------
+
+
+def _unit(*parts: str) -> float:
+    """A uniform number in [0, 1) from a hash of ``parts``."""
+    digest = hashlib.blake2b("\x1f".join(parts).encode("utf-8", "surrogatepass"), digest_size=8)
+    return int.from_bytes(digest.digest(), "big") / 2**64
+
+
+def strength(
+    response: str, reference: str | None, criterion: str, model: str, config: SimConfig
+) -> float:
+    """How good ``response`` is on ``criterion`` to judge ``model`` (position-free)."""
+    seed = str(config.seed)
+    level = answer.quality_of(response, reference, config)
+    nudge = answer._NUDGES[int(_unit("pair-nudge", seed, model, criterion, response) * 5)]
+    level = min(5, max(1, level + nudge))
+    spread = _unit("pair-spread", seed, criterion, response) - 0.5
+    return (level - 1) * _LEVEL_STEP + spread * _SPREAD
+
+
+def biased(prompt: str, criterion: str, model: str, config: SimConfig) -> bool:
+    """Whether this judgment picks the first response regardless (``position_bias``)."""
+    if config.position_bias <= 0:
+        return False
+    return _unit("position", str(config.seed), model, prompt, criterion) < config.position_bias
+
+
+def verdicts(pair: PairParts, prompt: str, model: str, config: SimConfig) -> dict[str, str]:
+    """Each criterion's verdict, ``"A"``, ``"B"`` or (our format only) ``"tie"``."""
+    out: dict[str, str] = {}
+    for criterion in pair.criteria:
+        if biased(prompt, criterion, model, config):
+            out[criterion] = VERDICT_A
+            continue
+        a = strength(pair.response_a, pair.reference, criterion, model, config)
+        b = strength(pair.response_b, pair.reference, criterion, model, config)
+        if pair.layout == "pairwise" and abs(a - b) < TIE_MARGIN:
+            out[criterion] = VERDICT_TIE_WORD
+        else:
+            out[criterion] = VERDICT_B if b > a else VERDICT_A
+    return out
+
+
+# --- answers ---------------------------------------------------------------------------
+
+
+def make_answer(
+    pair: PairParts, prompt: str, model: str, config: SimConfig, *, garbage: bool = False
+) -> str:
+    """The judge's answer to a pairwise prompt, in its layout's format; ``garbage`` gives
+    an unreadable one (``simulator.answer.garbage_kind``: no verdict, a verdict the
+    format does not have, or one cut off inside the verdict)."""
+    kind = answer.garbage_kind(prompt, model, config) if garbage else None
+    if not pair.criteria:
+        return "The two responses have different merits; I cannot say which is better."
+    said = verdicts(pair, prompt, model, config)
+    quote = f"{answer.QUOTE_OPENING}\n{pair.response_b}" if config.quote_response else None
+    if pair.layout == "prometheus-relative":
+        letter = said[pair.criteria[0]]
+        body = f"Feedback: {_FEEDBACK[letter]}" + (f"\n\n{quote}\n\n" if quote else " ")
+        if kind == "prose":
+            return body + "Both responses have merits, so I will not pick one."
+        if kind == "out_of_range":
+            return f"{body}{RESULT_MARKER} Tie"
+        whole = f"{body}{RESULT_MARKER} {letter}"
+        return whole[: -len(f" {letter}") - 3] if kind == "truncated" else whole
+    paragraphs = [f"{c}: {_FEEDBACK[v]}" for c, v in said.items()]
+    if quote:
+        paragraphs.append(quote)
+    if kind == "prose":
+        paragraphs.append("Overall the two responses are close; I will not give verdicts.")
+        return "\n\n".join(paragraphs)
+    if kind == "out_of_range":
+        said = {**said, pair.criteria[0]: "C"}
+    line = verdict_line(said)
+    if kind == "truncated":
+        line = line[: max(len("[VERDICT] {"), len(line) // 2)]
+    return "\n\n".join([*paragraphs, line])

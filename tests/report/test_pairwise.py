@@ -1,0 +1,190 @@
+"""Pairwise aggregation: the swap rule, position bias, Bradley-Terry ratings, labels."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from core.types import VERDICT_FIRST as F
+from core.types import VERDICT_SECOND as S
+from core.types import VERDICT_TIE as T
+from report import ratings
+from report.bootstrap import instance_weights
+from report.document import Report
+from report.pairwise import LOSS, TIE, WIN, Comparison, combine, instances_of
+from report.pairwise_labels import Label, label_accuracy
+from report.pairwise_report import build
+from report.render import report_csv, to_json, to_table
+
+
+def both(iid: str, a: str, b: str, v_ab: int, v_ba: int, judge: str = "j") -> list[Comparison]:
+    return [
+        Comparison(iid, a, b, "overall", judge, v_ab),
+        Comparison(iid, b, a, "overall", judge, v_ba),
+    ]
+
+
+def test_swap_rule() -> None:
+    records = [
+        *both("agree", "x", "y", F, S),  # x both times
+        *both("flip", "x", "y", F, F),  # first shown both times -> tie
+        *both("tiewin", "x", "y", T, S),  # tie + win -> tie
+        *both("ties", "x", "y", T, T),
+        Comparison("once", "y", "x", "overall", "j", F),  # one order: y wins
+    ]
+    games = {g.instance_id: g for g in combine(records, ["x", "y"])}
+    assert games["agree"].outcome == WIN and games["agree"].consistent
+    assert games["flip"].outcome == TIE and games["flip"].consistent is False
+    assert games["tiewin"].outcome == TIE and games["tiewin"].consistent is False
+    assert games["ties"].outcome == TIE and games["ties"].consistent
+    assert games["once"].outcome == LOSS and games["once"].swapped is False
+
+
+def test_duplicate_order_rejected() -> None:
+    with pytest.raises(ValueError, match="two judgments"):
+        combine([Comparison("i", "x", "y", "c", "j", F)] * 2)
+
+
+def test_position_consistency_and_first_preference() -> None:
+    records = [
+        *both("1", "x", "y", F, S),  # consistent, x
+        *both("2", "x", "y", F, F),  # flip
+        *both("3", "x", "y", S, F),  # consistent, y
+        *both("4", "x", "y", T, F),  # inconsistent
+    ]
+    inst = instances_of(records)
+    pw = build(records, instance_weights(len(inst), 200, 1), inst, models=["x", "y"])
+    pos = next(p for p in pw.positions if p.criterion == "all")
+    assert pos.n_swapped == 4 and pos.consistency == pytest.approx(2 / 4)
+    # non-tie verdicts: F,S,F,F,S,F,F -> 5 of 7 picked the first shown
+    assert pos.n_decisive == 7 and pos.first_preference == pytest.approx(5 / 7)
+    wr = next(w for w in pw.win_rates if w.criterion == "all")
+    assert (wr.win, wr.tie, wr.loss) == pytest.approx((0.25, 0.5, 0.25))
+
+
+def _random_records(seed: int, n_inst: int = 60) -> list[Comparison]:
+    rng = np.random.default_rng(seed)
+    quality = {"m1": 0.0, "m2": 0.4, "m3": 0.9, "m4": 1.3}
+    names = list(quality)
+    out = []
+    for i in range(n_inst):
+        for x in range(4):
+            for y in range(x + 1, 4):
+                for first, second in ((names[x], names[y]), (names[y], names[x])):
+                    d = quality[first] - quality[second] + rng.normal(0, 1)
+                    v = T if abs(d) < 0.15 else (F if d > 0 else S)
+                    out.append(Comparison(f"i{i}", first, second, "overall", "j", v))
+    return out
+
+
+def test_bradley_terry_equals_sklearn_logistic_regression() -> None:
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(7)
+    n = 6
+    a, b = ratings.pair_index([str(k) for k in range(n)])
+    games = rng.integers(5, 40, len(a)).astype(float)
+    beta = rng.normal(0, 1, n)
+    wins = rng.binomial(games.astype(int), 1 / (1 + np.exp(-(beta[a] - beta[b])))).astype(float)
+    ties = np.minimum(rng.integers(0, 5, len(a)), games - wins)
+    score = wins + 0.5 * ties
+    fit = ratings.fit(n, a, b, score, games, anchor=0)
+    assert not fit.regularized
+    # Arena-Hard's design: +ln 10 / -ln 10 columns, each game once as a win (weight =
+    # games won, ties half) and once as a loss; the anchor's column dropped (it is 0)
+    rows, ys, ws = [], [], []
+    for k in range(len(a)):
+        x = np.zeros(n)
+        x[a[k]], x[b[k]] = np.log(10), -np.log(10)
+        rows += [x[1:], x[1:]]
+        ys += [1, 0]
+        ws += [score[k], games[k] - score[k]]
+    lr = LogisticRegression(fit_intercept=False, C=np.inf, solver="newton-cholesky", tol=1e-14,
+                            max_iter=1000)  # fmt: skip
+    lr.fit(np.array(rows), np.array(ys), sample_weight=np.array(ws))
+    expected = np.concatenate([[1000.0], 400 * lr.coef_[0] + 1000.0])
+    assert np.max(np.abs(fit.ratings - expected)) < 1e-6
+
+
+def test_batched_replicates_equal_single_fits() -> None:
+    rng = np.random.default_rng(3)
+    n = 5
+    a, b = ratings.pair_index([str(k) for k in range(n)])
+    games = np.tile(rng.integers(5, 20, len(a)).astype(float), (30, 1))
+    scores = rng.uniform(0.05, 0.95, games.shape) * games
+    reps, _ = ratings.fit_replicates(n, a, b, scores, games, 0)
+    single = np.array([ratings.fit(n, a, b, scores[r], games[r], 0).ratings for r in range(30)])
+    assert np.max(np.abs(reps - single)) < 1e-6
+
+
+def test_separation_adds_virtual_ties() -> None:
+    a, b = np.array([0]), np.array([1])
+    fit = ratings.fit(2, a, b, np.array([5.0]), np.array([5.0]), 0)
+    assert fit.regularized and np.isfinite(fit.ratings).all() and fit.ratings[1] < 1000
+
+
+def test_ratings_order_and_reproducible_intervals() -> None:
+    records = _random_records(0)
+    inst = instances_of(records)
+    one = build(records, instance_weights(len(inst), 300, 5), inst, models=["m1", "m2", "m3", "m4"])
+    two = build(records, instance_weights(len(inst), 300, 5), inst, models=["m1", "m2", "m3", "m4"])
+    other = build(
+        records, instance_weights(len(inst), 300, 6), inst, models=["m1", "m2", "m3", "m4"]
+    )
+    board = one.leaderboard("j")
+    assert [r.model for r in board] == ["m4", "m3", "m2", "m1"]
+    assert next(r for r in board if r.model == "m1").rating == pytest.approx(1000.0)
+    assert [w.score_ci for w in one.win_rates] == [w.score_ci for w in two.win_rates]
+    assert [r.ci for r in one.ratings] == [r.ci for r in two.ratings]
+    assert [w.score_ci for w in one.win_rates] != [w.score_ci for w in other.win_rates]
+    for w in one.win_rates:
+        assert w.score_ci is not None and w.score_ci[0] <= w.score <= w.score_ci[1]
+
+
+def test_label_accuracy_hand_count() -> None:
+    records = [
+        *both("1", "r1", "r2", F, S),  # r1 wins; label 0 -> right
+        *both("2", "r1", "r2", F, F),  # tie; label 2 -> right (with ties)
+        *both("3", "r1", "r2", S, F),  # r2 wins; label 0 -> wrong
+        *both("4", "r1", "r2", S, F),  # r2 wins; label 1 -> right
+        *both("5", "r1", "r2", T, T),  # tie; label 1 -> wrong
+    ]
+    gold = {"1": 0, "2": 2, "3": 0, "4": 1, "5": 1, "6": 0}
+    labels = [Label(iid, "r1", "r2", label) for iid, label in gold.items()]
+    (acc,) = label_accuracy(records, labels)
+    assert (acc.n, acc.correct, acc.n_missing) == (5, 3, 1)
+    assert acc.accuracy == pytest.approx(3 / 5)
+    assert (acc.n_no_tie, acc.correct_no_tie) == (4, 2)
+    assert acc.accuracy_no_tie == pytest.approx(2 / 4)
+
+
+def test_report_formats_carry_pairwise_rows() -> None:
+    records = _random_records(1, 20)
+    inst = instances_of(records)
+    pw = build(records, instance_weights(len(inst), 100, 0), inst, models=["m1", "m2", "m3", "m4"])
+    report = Report(run="r", rows=[], pairwise=pw, bootstrap={"replicates": 100})
+    doc = json.loads(to_json(report))
+    dims = {r["dimension"] for r in doc["rows"]}
+    assert {"pairwise", "rating", "position", "length_bias"} <= dims or {
+        "pairwise", "rating", "position"} <= dims  # fmt: skip
+    pair = next(r for r in doc["rows"] if r["dimension"] == "pairwise")
+    assert pair["key"] == f"{pair['model']} vs {pair['model_b']}"
+    assert pair["win"] + pair["tie"] + pair["loss"] == pytest.approx(1.0)
+    text = to_table(report)
+    assert "Leaderboard" in text and "Win-rate matrix" in text and "Position bias" in text
+    csv = report_csv(report)
+    assert csv.splitlines()[0].startswith("model,judge,dimension,key,mean")
+    assert sum(1 for line in csv.splitlines() if ",rating," in line) == 4 * 2  # 4 models x 2 crit
+
+
+def test_html_has_leaderboard_matrix_and_position(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from report.html import write_report
+
+    records = _random_records(2, 12)
+    inst = instances_of(records)
+    pw = build(records, instance_weights(len(inst), 50, 0), inst)
+    page = write_report(Report(run="r", rows=[], pairwise=pw), tmp_path).read_text()
+    assert "class='leaderboard'" in page and "class='winrate'" in page
+    assert "class='position'" in page and (tmp_path / "winrate-0.png").exists()
