@@ -47,3 +47,39 @@ def find_run(store: Store, name: str | None) -> RunInfo:
         what = f"no run named {name!r}" if name else "no runs yet"
         raise InputError(f"{what} in the database; start one with `flask-eval run`")
     return run
+
+
+#: environment variables, by the commands that read them
+ENV_RUN = {
+    "FLASK_EVAL_DATABASE_URL": "the ledger (default sqlite:///./flask-eval.db)",
+    "FLASK_EVAL_BROKER_URL": "redis://, rediss:// or amqp:// (unset: judge in-process)",
+    "FLASK_EVAL_QUEUE": "the broker queue (default flask_eval)",
+    "FLASK_EVAL_CALLS_PER_MESSAGE": "judge calls per message (default 64)",
+    "FLASK_EVAL_JUDGE_TIMEOUT": "seconds a judge call may take (in-process; default 120)",
+    "FLASK_EVAL_MAX_ATTEMPTS": "attempts per call on 429/5xx/timeouts (in-process; default 6)",
+    "FLASK_EVAL_HALT_AFTER": "halt a judge whose first N calls all fail alike (default 5)",
+    "OPENAI_API_KEY, ANTHROPIC_API_KEY": "judge keys (in-process; workers need their own)",
+    "OPENAI_BASE_URL, ANTHROPIC_BASE_URL": "default base URLs of the providers",
+}
+ENV_WORKER = {
+    "FLASK_EVAL_DATABASE_URL": "the ledger: the same as the producer's",
+    "FLASK_EVAL_BROKER_URL": "the broker (required)",
+    "FLASK_EVAL_QUEUE": "the queue to take (default flask_eval)",
+    "FLASK_EVAL_CALLS_PER_MESSAGE": "calls per message, which sizes the thread pool",
+    "FLASK_EVAL_LEASE_SECONDS": "a worker's lease on the rows it judges (default 60)",
+    "FLASK_EVAL_VISIBILITY_TIMEOUT": "seconds before an unacked message returns (default 120)",
+    "FLASK_EVAL_JUDGE_TIMEOUT": "seconds a judge call may take (default 120)",
+    "FLASK_EVAL_MAX_ATTEMPTS": "attempts per call on 429/5xx/timeouts (default 6)",
+    "FLASK_EVAL_DB_RETRY_SECONDS": "how long reads wait out a database outage (default 300)",
+    "FLASK_EVAL_HALT_AFTER": "halt a judge whose first N calls all fail alike (default 5)",
+    "FLASK_EVAL_SPOOL_DIR": "paid answers kept on disk during outages (~/.cache/flask-eval)",
+    "FLASK_EVAL_LIMITER_URL": "the Redis holding shared rpm/tpm budgets (default: broker's)",
+    "OPENAI_API_KEY, ANTHROPIC_API_KEY": "judge keys",
+    "OPENAI_BASE_URL, ANTHROPIC_BASE_URL": "default base URLs of the providers",
+}
+
+
+def epilog(env: dict[str, str]) -> str:
+    lines = ["\b", "Environment:"]
+    lines += [f"  {name}: {meaning}" for name, meaning in env.items()]
+    return "\n".join(lines)

@@ -73,7 +73,10 @@ class Estimator:
             own.system_prompt if own is not None else "",
             second,
         )
-        messages = protocol.render(subject, criteria)
+        judge = self.context.judges.get(call.judge)
+        structured = judge is not None and judge.structured
+        messages = (protocol.render_structured(subject, criteria) if structured
+                    else protocol.render(subject, criteria))  # fmt: skip
         return estimate_tokens(messages), protocol.completion_tokens(criteria)
 
     def cost(self, call: PlannedCall) -> float:

@@ -24,6 +24,7 @@ from aiohttp import web
 from .answer import REFUSAL_TEXT, cut_off, estimate_tokens, make_answer
 from .config import SimConfig
 from .limits import SlidingWindow
+from .structured import structured_answer
 from .wire import BadRequest, Dialect, ErrorKind, error_body, parse_request, success_body
 
 TIMEOUT_SLEEP_S = 3600.0
@@ -277,6 +278,9 @@ class Simulator:
 
         text = REFUSAL_TEXT if refusal else make_answer(
             parsed.prompt, parsed.model, cfg, garbage=garbage)  # fmt: skip
+        asked = parsed.structured
+        if asked is not None and not (refusal or garbage):
+            text = structured_answer(parsed.prompt, parsed.model, asked.schema, cfg)
         completion_tokens = estimate_tokens(text)
         limit = parsed.max_tokens
         truncated = limit is not None and completion_tokens > limit
@@ -295,7 +299,14 @@ class Simulator:
         stats.prompt_tokens += prompt_tokens
         stats.completion_tokens += completion_tokens
         payload = success_body(
-            dialect, parsed.model, text, prompt_tokens, completion_tokens, truncated, refusal
+            dialect,
+            parsed.model,
+            text,
+            prompt_tokens,
+            completion_tokens,
+            truncated,
+            refusal,
+            parsed.tool,
         )
         return _json_response(payload)
 

@@ -268,7 +268,8 @@ class Executor:
             subject = context.subject(first.instruction, first.reference, first.response,
                                       first.system_prompt, first.response_b)  # fmt: skip
             schema = protocol.response_schema(criteria) if config.structured else None
-            messages = protocol.render(subject, criteria)
+            messages = (protocol.render_structured(subject, criteria) if schema is not None
+                        else protocol.render(subject, criteria))  # fmt: skip
             generate = generate_config(config, self.config.timeout, schema)
             key = cache_key(judge.name, messages, generate)
             prepared.append(Call(rows, config, judge, protocol, criteria, messages, generate, key))

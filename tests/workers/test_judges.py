@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -608,11 +609,13 @@ def _capture_openai(monkeypatch: pytest.MonkeyPatch, failures: list[Exception]) 
         seen.append(kwargs)
         if failures:
             raise failures.pop(0)
-        return ChatCompletion.model_validate(
-            {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
-             "choices": [{"index": 0, "finish_reason": "stop",
-                          "message": {"role": "assistant", "content": "{}"}}]}
-        )  # fmt: skip
+        body = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": "{}"}}]}  # fmt: skip
+        if (kwargs.get("extra_headers") or {}).get("X-Stainless-Raw-Response") == "true":
+            # asked through with_raw_response: the HTTP response as the SDK hands it back
+            return SimpleNamespace(http_response=SimpleNamespace(content=json.dumps(body).encode()))
+        return ChatCompletion.model_validate(body)
 
     monkeypatch.setattr(completions.AsyncCompletions, "create", create)
     return seen
