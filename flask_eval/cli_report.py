@@ -15,7 +15,7 @@ from app import imports
 from app.report import agreement_for_run, build_report
 from core.errors import InputError
 from flask_eval.cli_common import find_run, handle_errors, open_store
-from report import pairwise_render, references, render
+from report import references, render
 from report.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAULT_SEED
 from report.ensemble import EnsembleSpec
 
@@ -155,6 +155,8 @@ def report_command(
             _write(out / "agreement.csv", render.agreement_csv(result.agreement))
             written = ["rows.csv", "comparisons.csv", "agreement.csv"]
             if result.pairwise is not None:
+                from report import pairwise_render
+
                 _write(out / "pairwise.csv", pairwise_render.csv(result.pairwise))
                 written.append("pairwise.csv")
             click.echo(f"wrote {', '.join(written)} in {out}", err=True)

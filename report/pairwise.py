@@ -36,7 +36,6 @@ from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
-from scipy.sparse import coo_matrix
 
 from core.types import VERDICT_FIRST, VERDICT_TIE, VERDICTS
 from report.bootstrap import DEFAULT_CONFIDENCE, FloatArray, percentile_interval
@@ -165,6 +164,8 @@ def shares(
     """
     n_inst = weights.shape[0]
     width = n_cells * k
+    from scipy.sparse import coo_matrix  # only when a pairwise report is built
+
     data = coo_matrix(
         (np.ones(len(instance)), (instance, cell * k + category)), shape=(n_inst, width)
     ).tocsr()

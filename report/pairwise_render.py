@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import html
 
-from matplotlib.figure import Figure
-
 from report.pairwise import ALL_CRITERIA
 from report.pairwise_report import PAIRWISE_FIELDS, PairwiseReport
 from report.plots import Plot, render
@@ -125,6 +123,8 @@ def plots(pw: PairwiseReport) -> list[Plot]:
     n = len(pw.models)
     for k, judge in enumerate(pw.judges):
         matrix = pw.matrix(judge)
+        from matplotlib.figure import Figure  # drawing only: kept out of the CLI start-up
+
         fig = Figure(figsize=(1.2 + 0.9 * n, 0.9 + 0.8 * n))
         ax = fig.add_subplot()
         values = [[matrix.get((a, b), float("nan")) for b in pw.models] for a in pw.models]
@@ -141,6 +141,8 @@ def plots(pw: PairwiseReport) -> list[Plot]:
         out.append(Plot(f"winrate-{k}.png", f"Win-rate matrix, judge {judge}", png, svg, judge))
     rows = [p for p in pw.positions if p.criterion == ALL_CRITERIA and p.consistency is not None]
     if rows:
+        from matplotlib.figure import Figure
+
         fig = Figure(figsize=(1.5 + 1.2 * len(rows), 3.2))
         ax = fig.add_subplot()
         ax.bar(range(len(rows)), [p.consistency or 0.0 for p in rows], color="#4878d0")

@@ -34,9 +34,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy.optimize import minimize
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -74,6 +71,9 @@ def _log_sigmoid(x: FloatArray) -> FloatArray:
 def _component(n: int, a: IntArray, b: IntArray, games: FloatArray, anchor: int) -> IntArray:
     """Models connected to ``anchor`` by games (weight > 0), anchor included."""
     live = games > 0
+    from scipy.sparse import coo_matrix  # scipy only when ratings are fitted
+    from scipy.sparse.csgraph import connected_components
+
     graph = coo_matrix((np.ones(int(live.sum())), (a[live], b[live])), shape=(n, n))
     _, labels = connected_components(graph, directed=False)
     return np.flatnonzero(labels == labels[anchor])
@@ -86,6 +86,9 @@ def finite_maximum(n: int, a: IntArray, b: IntArray, score: FloatArray, games: F
     won, lost = score > 0, (games - score) > 0
     rows = np.concatenate([a[won], b[lost]])
     cols = np.concatenate([b[won], a[lost]])
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
     graph = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n))
     count, _ = connected_components(graph, directed=True, connection="strong")
     return bool(count == 1)
@@ -135,6 +138,8 @@ def _maximise(
         return out
 
     x0 = np.zeros(len(free)) if start is None else np.asarray(start, dtype=np.float64)[free]
+    from scipy.optimize import minimize
+
     result = minimize(
         objective, x0, jac=True, hess=hessian, method="trust-exact",
         options={"gtol": GRADIENT_TOLERANCE, "maxiter": 1000},

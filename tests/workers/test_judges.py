@@ -13,6 +13,7 @@ from core.redact import redact
 from core.types import JudgeSpec
 from workers.errors import retry_after
 from workers.judge import RetryDecision, create_judge, spec_of
+from workers.providers.openai_judge import MAX_FREE_TEXT, capped
 
 
 @pytest.mark.parametrize(
@@ -663,9 +664,26 @@ def test_openai_falls_back_to_json_object_with_schema_where_json_schema_is_refus
     _generate("openai/m@http://127.0.0.1:9/v1", schema=JUDGMENT_SCHEMA)
     forms = [s["response_format"] for s in seen]
     assert forms[0]["type"] == "json_schema"
-    assert forms[1] == forms[2] == {"type": "json_object", "schema": JUDGMENT_SCHEMA}
+    assert forms[1] == forms[2] == {"type": "json_object", "schema": capped(JUDGMENT_SCHEMA)}
     _generate("openai/m@http://127.0.0.1:8/v1", schema=JUDGMENT_SCHEMA)  # another server
     assert seen[3]["response_format"]["type"] == "json_schema"
+    assert "maxLength" not in json.dumps(seen[3]["response_format"])  # strict takes none
+
+
+def test_json_object_servers_get_every_free_string_capped() -> None:
+    """A small model under a grammar may repeat one sentence until max_tokens: in the
+    json_object dialect (llama.cpp) every free string has a length limit, nothing else."""
+    inner = {"rationale": {"type": "string"}, "score": {"enum": [1, 2, 3]}}
+    schema = {"type": "object", "properties": {
+        "a": {"type": "object", "properties": inner},
+        "b": {"type": "string", "maxLength": 5},
+        "c": {"type": "string", "enum": ["x"]},
+    }}  # fmt: skip
+    out = capped(schema)
+    assert out["properties"]["a"]["properties"]["rationale"]["maxLength"] == MAX_FREE_TEXT
+    assert out["properties"]["a"]["properties"]["score"] == {"enum": [1, 2, 3]}
+    assert out["properties"]["b"]["maxLength"] == 5 and "maxLength" not in out["properties"]["c"]
+    assert inner["rationale"] == {"type": "string"}  # the caller's schema is left alone
 
 
 def test_openai_never_falls_back_on_openai_itself_nor_on_other_errors(

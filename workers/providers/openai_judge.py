@@ -147,9 +147,29 @@ class OpenAIJudge(Judge):
 def response_format(schema: Mapping[str, Any], form: str) -> dict[str, Any]:
     """The ``response_format`` asking for an answer that follows ``schema``, in ``form``."""
     if form == JSON_OBJECT:
-        return {"type": JSON_OBJECT, "schema": dict(schema)}
+        return {"type": JSON_OBJECT, "schema": capped(schema)}
     spec = {"name": SCHEMA_NAME, "schema": dict(schema), "strict": strict_ready(schema)}
     return {"type": JSON_SCHEMA, "json_schema": spec}
+
+
+#: the longest free string (a rationale) a json_object server may write: its grammar
+#: holds a small model that repeats one sentence to a budget that fits every criterion
+#: (OpenAI's strict mode takes no maxLength, so only this dialect gets it)
+MAX_FREE_TEXT = 800
+
+
+def capped(schema: Any) -> Any:
+    """``schema`` with every free string (no enum, pattern, format or length of its own)
+    limited to :data:`MAX_FREE_TEXT` characters."""
+    if isinstance(schema, list):
+        return [capped(s) for s in schema]
+    if not isinstance(schema, Mapping):
+        return schema
+    out = {k: capped(v) for k, v in schema.items()}
+    free = not any(k in schema for k in ("enum", "const", "pattern", "format", "maxLength"))
+    if schema.get("type") == "string" and free:
+        out["maxLength"] = MAX_FREE_TEXT
+    return out
 
 
 def strict_ready(schema: object) -> bool:
