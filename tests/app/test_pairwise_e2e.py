@@ -132,18 +132,21 @@ def test_pairwise_all_on_flask_four_models_two_protocols_every_report_format(
 
 
 def test_kill_9_of_a_worker_during_a_pairwise_run_loses_and_doubles_nothing(
-    sqlite_url: str, redis_url: str, tmp_path: Path
+    sqlite_url: str, amqp_url: str, tmp_path: Path
 ) -> None:
+    """On RabbitMQ, which hands a dead consumer's messages to the next at once (the same
+    kill on Redis, which waits out a visibility timeout, is tests/workers/
+    test_reliability.py's, for absolute grading)."""
     instances = EXAMPLES / "instances.jsonl"
     responses = ["--responses", f"a={EXAMPLES / 'model_a.jsonl'}",
                  "--responses", f"b={EXAMPLES / 'model_b.jsonl'}"]  # fmt: skip
-    env = cli_env(sqlite_url, redis_url, FLASK_EVAL_LEASE_SECONDS="6",
-                  FLASK_EVAL_VISIBILITY_TIMEOUT="20")  # fmt: skip
+    env = cli_env(sqlite_url, amqp_url, FLASK_EVAL_LEASE_SECONDS="4",
+                  FLASK_EVAL_VISIBILITY_TIMEOUT="12")  # fmt: skip
     with spawn_simulator(SimConfig(latency_ms=300, latency_dist="lognormal", seed=8)) as sim:
         judges = judges_yaml(tmp_path, sim)
         flask_eval("run", "--instances", str(instances), *responses, "--judges", str(judges),
-                   "--pairwise", "all", "--per-criterion", "--run", "k9", "--quiet",
-                   "--no-wait", env=env)  # fmt: skip
+                   "--pairwise", "all", "--per-criterion", "--limit", "12", "--run", "k9",
+                   "--quiet", "--no-wait", env=env)  # fmt: skip
         with workers(env, processes=1, in_flight=8, log=tmp_path / "w0.log") as proc:
             progress, _ = wait_until(
                 lambda: (status(env, "k9"), int(sim.stats()["in_flight"])),

@@ -137,9 +137,12 @@ def test_a_judge_that_fails_systematically_stops_being_paid(
     assert proc.returncode == 1
     halted = [line for line in proc.stderr.splitlines() if "halted" in line and "first 5" in line]
     assert len(halted) == 1 and reason in halted[0]
-    # its first 5 calls and those in flight when they had failed (2 requests each, with
-    # the reminder): bounded by the halt, not by the run's 200 calls
-    assert requests <= 2 * (5 + 4 + 1)
+    # its first 5 calls and those begun before they had failed (2 requests each, with
+    # the reminder). A call waiting for its reminder's answer-cache lookup (a database
+    # thread) holds no lane, so on a slow machine the 4 lanes begin a few more calls
+    # meanwhile: bounded by the halt and the lanes (a handful per lane), not by the run's
+    # 200 calls (400 requests)
+    assert requests <= 2 * (5 + 4 * 4)
     reasons = {r["reason"] for r in export(env, "sys")}
     assert reasons == {reason, "halted"}
 

@@ -32,7 +32,7 @@ from tests.helpers import (
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
-FAST_RECOVERY = {"FLASK_EVAL_LEASE_SECONDS": "6", "FLASK_EVAL_VISIBILITY_TIMEOUT": "20"}
+FAST_RECOVERY = {"FLASK_EVAL_LEASE_SECONDS": "4", "FLASK_EVAL_VISIBILITY_TIMEOUT": "12"}
 OUTAGE_SECONDS = 10
 
 
