@@ -22,16 +22,18 @@ import collections
 import math
 from collections.abc import Callable
 
-#: open messages per lane-full of calls: enough that stragglers of sigma-1 log-normal
-#: latency (calls ~10x the median) leave a batch waiting here (docs/design/concurrency.md)
+#: lane-fulls of calls a process keeps open in messages: enough that the stragglers of
+#: sigma-1 log-normal latency (calls ~10x the median) never hold every open message
+#: (docs/design/concurrency.md)
 MESSAGES_PER_WAVE = 8
 #: seconds after which a waiting batch looks at the level again without a poke
 RECHECK_SECONDS = 0.5
 
 
 def batches_at_once(in_flight: int, calls_per_message: int) -> int:
-    """How many batches one process keeps open (its task threads)."""
-    return max(4, MESSAGES_PER_WAVE * math.ceil(in_flight / calls_per_message))
+    """How many batches one process keeps open (its task threads): enough for
+    ``MESSAGES_PER_WAVE`` lane-fulls of calls, and never fewer than 4."""
+    return max(4, math.ceil(MESSAGES_PER_WAVE * in_flight / calls_per_message))
 
 
 class Feed:

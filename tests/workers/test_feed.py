@@ -23,9 +23,9 @@ from workers.runner import ExecutorConfig
 
 
 def test_batches_at_once_opens_several_messages_per_lane_full() -> None:
-    assert batches_at_once(256, 64) == 32
+    assert batches_at_once(256, 64) == 32  # 8 lane-fulls of calls in 64-call messages
     assert batches_at_once(16, 8) == 16
-    assert batches_at_once(4, 64) == 8  # never fewer than a lane-full's worth
+    assert batches_at_once(16, 64) == 4  # 2 messages hold 8 lane-fulls: the floor rules
 
 
 def test_the_gate_holds_at_the_target_and_a_poke_lets_one_batch_in() -> None:

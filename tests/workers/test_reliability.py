@@ -135,7 +135,7 @@ def test_redis_flushed_mid_run_resume_completes(
     planned = 120 * 3 * 2 * 2
     # a visibility timeout (the sweeper's grace) longer than the test: only `resume`
     # sends the lost messages again, so the run stays stuck until then however slow
-    # 16 calls per message: 30 messages, of which the worker holds at most 8 (its task
+    # 16 calls per message: 30 messages, of which the worker holds at most 4 (its task
     # threads, workers.feed.batches_at_once), so the flush loses most of them
     env = cli_env(
         sqlite_url, redis_url, **{**FAST_RECOVERY, "FLASK_EVAL_VISIBILITY_TIMEOUT": "900",
