@@ -37,7 +37,7 @@ from typing import Any
 
 from rubrics.grading import PROTOCOLS, Criterion, Protocol, Subject
 from rubrics.parse import RATIONALE_LIMIT, Reading, rationale_sections
-from rubrics.prompt import REMINDER_MAX_CHARS, Message
+from rubrics.prompt import REMINDER_MAX_CHARS, Message, truncate
 from rubrics.protocol import (
     FLASK_INSTRUCTION,
     FLASK_REFERENCE,
@@ -291,15 +291,6 @@ def _names(skills: Sequence[Criterion]) -> list[str]:
     return names
 
 
-def _clip(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    keep = max(limit - 64, 0)
-    head = keep // 2
-    note = f"\n[... {len(text) - keep} characters omitted ...]\n"
-    return text[:head] + note + text[len(text) - (keep - head) :]
-
-
 class FlaskReviewProtocol(Protocol):
     """FLASK's own review: by default all of an instance's skills in one call, each with
     feedback, then a final Python dictionary of scores."""
@@ -335,7 +326,7 @@ class FlaskReviewProtocol(Protocol):
             f"{{{template}}}\n{_na_rule(missing)}\n{dict_keys_line(names)}"
         )
         return [
-            {"role": "assistant", "content": _clip(previous, REMINDER_MAX_CHARS)},
+            {"role": "assistant", "content": truncate(previous, REMINDER_MAX_CHARS)},
             {"role": "user", "content": ask},
         ]
 

@@ -265,7 +265,7 @@ def reminder(
         criteria_line(missing),
     ]
     return [
-        {"role": "assistant", "content": absolute._truncate(previous, REMINDER_MAX_CHARS)},
+        {"role": "assistant", "content": absolute.truncate(previous, REMINDER_MAX_CHARS)},
         {"role": "user", "content": "\n".join(ask)},
     ]
 

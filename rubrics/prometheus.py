@@ -51,7 +51,7 @@ from collections.abc import Mapping, Sequence
 
 from rubrics.grading import PROTOCOLS, Criterion, Protocol, Subject
 from rubrics.parse import RATIONALE_LIMIT, Reading
-from rubrics.prompt import REMINDER_MAX_CHARS, Message
+from rubrics.prompt import REMINDER_MAX_CHARS, Message, truncate
 from rubrics.protocol import (
     FEEDBACK_MARKER,
     PROMETHEUS_INSTRUCTION,
@@ -256,29 +256,35 @@ def feedback(text: str) -> str:
     return _FEEDBACK_PREFIX.sub("", before).strip()[:RATIONALE_LIMIT]
 
 
-def _clip(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    keep = max(limit - 64, 0)
-    head = keep // 2
-    note = f"\n[... {len(text) - keep} characters omitted ...]\n"
-    return text[:head] + note + text[len(text) - (keep - head) :]
+class OneCriterionProtocol(Protocol):
+    """A layout that grades one criterion per call in either mode, as Prometheus 2 was
+    trained (absolute and relative grading): a subclass renders and reads one."""
+
+    def calls(self, criteria: Sequence[str]) -> list[list[str]]:
+        return [[c] for c in criteria]
+
+    def completion_tokens(self, criteria: Sequence[Criterion]) -> int:
+        return COMPLETION_TOKENS * len(criteria)
+
+    def one(self, criteria: Sequence[Criterion]) -> Criterion:
+        if len(criteria) != 1:
+            raise ValueError(
+                f"the {self.name} protocol grades one criterion per call, got {len(criteria)}"
+            )
+        return criteria[0]
 
 
-class PrometheusProtocol(Protocol):
+class PrometheusProtocol(OneCriterionProtocol):
     """Prometheus 2's absolute grading: one call per criterion in either mode, each
     answered with a feedback and a final ``[RESULT] N``."""
 
     name = "prometheus"
 
-    def calls(self, criteria: Sequence[str]) -> list[list[str]]:
-        return [[c] for c in criteria]
-
     def render(self, subject: Subject, criteria: Sequence[Criterion]) -> list[Message]:
-        return render(subject, _one(criteria))
+        return render(subject, self.one(criteria))
 
     def read(self, text: str, criteria: Sequence[Criterion]) -> Reading:
-        name = _one(criteria).name
+        name = self.one(criteria).name
         score = read_result(text)
         if isinstance(score, str):
             return Reading({}, {name: score}, {})
@@ -291,7 +297,7 @@ class PrometheusProtocol(Protocol):
         problems: Mapping[str, str],
         read: Sequence[str] = (),
     ) -> list[Message]:
-        name = _one(missing).name
+        name = self.one(missing).name
         why = f" ({problems[name]})" if problems.get(name) else ""
         ask = (
             f"Your feedback above could not be read{why}. Reply with your feedback for the "
@@ -300,20 +306,9 @@ class PrometheusProtocol(Protocol):
             "write nothing after that line."
         )
         return [
-            {"role": "assistant", "content": _clip(previous, REMINDER_MAX_CHARS)},
+            {"role": "assistant", "content": truncate(previous, REMINDER_MAX_CHARS)},
             {"role": "user", "content": ask},
         ]
-
-    def completion_tokens(self, criteria: Sequence[Criterion]) -> int:
-        return COMPLETION_TOKENS * len(criteria)
-
-
-def _one(criteria: Sequence[Criterion]) -> Criterion:
-    if len(criteria) != 1:
-        raise ValueError(
-            f"the prometheus protocol grades one criterion per call, got {len(criteria)}"
-        )
-    return criteria[0]
 
 
 PROTOCOLS[PrometheusProtocol.name] = PrometheusProtocol

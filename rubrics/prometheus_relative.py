@@ -42,10 +42,10 @@ from collections.abc import Mapping, Sequence
 
 from core.types import VERDICT_FIRST, VERDICT_SECOND
 from rubrics import prometheus
-from rubrics.grading import Criterion, Protocol, Subject
+from rubrics.grading import Criterion, Subject
 from rubrics.parse import RATIONALE_LIMIT, Reading
 from rubrics.prometheus import INSTRUCTION_LABEL, SYSTEM_PROMPT_LABEL
-from rubrics.prompt import REMINDER_MAX_CHARS, Message
+from rubrics.prompt import REMINDER_MAX_CHARS, Message, truncate
 from rubrics.protocol import (
     FEEDBACK_MARKER,
     PROMETHEUS_REL_INSTRUCTION,
@@ -212,20 +212,17 @@ def feedback(text: str) -> str:
 _VERDICT_OF = {"A": VERDICT_FIRST, "B": VERDICT_SECOND}
 
 
-class PrometheusRelativeProtocol(Protocol):
+class PrometheusRelativeProtocol(prometheus.OneCriterionProtocol):
     """Prometheus 2's relative grading: one call per criterion in either mode, each
     answered with a feedback and a final ``[RESULT] A`` or ``[RESULT] B``."""
 
     name = "prometheus"
 
-    def calls(self, criteria: Sequence[str]) -> list[list[str]]:
-        return [[c] for c in criteria]
-
     def render(self, subject: Subject, criteria: Sequence[Criterion]) -> list[Message]:
-        return render(subject, _one(criteria))
+        return render(subject, self.one(criteria))
 
     def read(self, text: str, criteria: Sequence[Criterion]) -> Reading:
-        name = _one(criteria).name
+        name = self.one(criteria).name
         letter = read_relative(text)
         if letter not in _VERDICT_OF:
             return Reading({}, {name: letter}, {})
@@ -238,7 +235,7 @@ class PrometheusRelativeProtocol(Protocol):
         problems: Mapping[str, str],
         read: Sequence[str] = (),
     ) -> list[Message]:
-        name = _one(missing).name
+        name = self.one(missing).name
         why = f" ({problems[name]})" if problems.get(name) else ""
         ask = (
             f"Your feedback above could not be read{why}. Reply with your feedback comparing "
@@ -247,15 +244,9 @@ class PrometheusRelativeProtocol(Protocol):
             "naming the better response, and write nothing after that line."
         )
         return [
-            {"role": "assistant", "content": prometheus._clip(previous, REMINDER_MAX_CHARS)},
+            {"role": "assistant", "content": truncate(previous, REMINDER_MAX_CHARS)},
             {"role": "user", "content": ask},
         ]
 
     def completion_tokens(self, criteria: Sequence[Criterion]) -> int:
         return COMPLETION_TOKENS * len(criteria)
-
-
-def _one(criteria: Sequence[Criterion]) -> Criterion:
-    if len(criteria) != 1:
-        raise ValueError(f"relative grading judges one criterion per call, got {len(criteria)}")
-    return criteria[0]

@@ -162,7 +162,7 @@ def reminder(
         skills_line(names),
     ]
     return [
-        {"role": "assistant", "content": _truncate(previous_output, REMINDER_MAX_CHARS)},
+        {"role": "assistant", "content": truncate(previous_output, REMINDER_MAX_CHARS)},
         {"role": "user", "content": "\n".join(parts)},
     ]
 
@@ -254,7 +254,9 @@ def _value_rules(skills: Sequence[Skill]) -> list[str]:
     return [rule]
 
 
-def _truncate(text: str, limit: int) -> str:
+def truncate(text: str, limit: int) -> str:
+    """``text`` within ``limit`` characters: its head and tail around a note of what was
+    left out (a long previous answer quoted back in a reminder)."""
     if len(text) <= limit:
         return text
     keep = max(limit - 64, 0)  # room for the note
