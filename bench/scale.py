@@ -216,78 +216,88 @@ def budget(tmp: Path) -> None:
     )
 
 
+#: the bare loops of (d) (bench/bare_sdk.py): (name, --loop, --call)
+BARE_LOOPS = (
+    ("senders", "senders", "create"),  # today's floor: 64 senders, the typed create
+    ("gather", "gather", "create"),  # as a plain user writes it: gather + semaphore
+    ("senders_post", "senders", "post"),  # the same HTTP path as our judge: our machinery
+)
+
+
 def overhead(tmp: Path) -> None:
-    """(d) 0 ms latency: CPU per call of producer + workers vs a bare SDK loop.
+    """(d) 0 ms latency: CPU per call of producer + workers vs bare SDK loops.
 
     Ours counts everything: both processes from start to exit, imports and worker
     boot included (about 2.5 s of fixed CPU, reported apart as ``fixed_cpu_seconds``).
-    The bare loop counts only its calls. OVERHEAD_CALLS sets the size (default 24,000:
-    a run at scale, where the fixed cost is small per call).
+    The bare loops count only their calls (``BARE_LOOPS``). OVERHEAD_CALLS sets the size
+    (default 24,000: a run at scale, where the fixed cost is small per call).
 
     The speed of this machine drifts by up to 30% within minutes, so one pair of runs
-    proves little: OVERHEAD_ROUNDS (default 3) runs of ours alternate with runs of the
-    bare loop (bare, ours, bare, ours, ..., bare). Each of ours is divided by the mean of
-    the two bare runs around it; every round is reported, and the median is the result.
+    proves little: OVERHEAD_ROUNDS (default 3) runs of ours alternate with runs of every
+    bare loop (bare loops, ours, bare loops, ours, ..., bare loops). Each of ours is
+    divided by the mean of each loop's two runs around it; every round is reported, and
+    the median per loop is the result.
     """
     calls = int(os.environ.get("OVERHEAD_CALLS", "24000"))
     rounds = max(1, int(os.environ.get("OVERHEAD_ROUNDS", "3")))
     inputs = synthetic(tmp, calls)
     with spawn_simulator(SimConfig(latency_ms=0)) as sim:
-        bare_cmd = [
-            sys.executable,
-            "-m",
-            "bench.bare_sdk",
-            "--base-url",
-            sim.openai_base_url,
-            "--instances",
-            str(inputs[0]),
-            "--in-flight",
-            "64",
-        ]
+        base_cmd = [sys.executable, "-m", "bench.bare_sdk", "--base-url", sim.openai_base_url]
+        base_cmd += ["--instances", str(inputs[0]), "--in-flight", "64"]
         for r in inputs[1]:
-            bare_cmd += ["--responses", r]
+            base_cmd += ["--responses", r]
 
-        def bare_ms() -> float:
-            out = subprocess.run(bare_cmd, cwd=REPO, capture_output=True, text=True, check=True)
+        def bare_ms(loop: str, call: str) -> float:
+            cmd = [*base_cmd, "--loop", loop, "--call", call]
+            out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=True)
             b = json.loads(out.stdout)
             return float(b["cpu_seconds"]) / int(b["calls"]) * 1000
 
-        bare = [bare_ms()]
+        def bare_round() -> None:
+            for name, loop, call in BARE_LOOPS:
+                bare[name].append(bare_ms(loop, call))
+
+        bare: dict[str, list[float]] = {name: [] for name, _, _ in BARE_LOOPS}
+        bare_round()
         runs: list[dict[str, Any]] = []
         for _ in range(rounds):
             with fresh_postgres() as db:
                 if not runs:
                     fixed = _fixed_cpu(db, sim, tmp)
                 m = measure(db, sim, inputs, processes=1, in_flight=64, judges=OPENAI)
-            bare.append(bare_ms())
+            bare_round()
             ours = (m.producer_cpu.total + m.worker_cpu.total) / m.calls * 1000
-            floor = (bare[-2] + bare[-1]) / 2
+            floors = {name: (b[-2] + b[-1]) / 2 for name, b in bare.items()}
             runs.append(
                 {
                     **m.as_dict(),
                     "cpu_ms_per_call": round(ours, 3),
-                    "bare_cpu_ms_per_call": round(floor, 3),
-                    "ratio": round(ours / floor, 3),
+                    "bare_cpu_ms_per_call": {n: round(f, 3) for n, f in floors.items()},
+                    "ratio": {n: round(ours / f, 3) for n, f in floors.items()},
                 }
             )
-    ratios = sorted(r["ratio"] for r in runs)
-    median = statistics.median(ratios)
+    medians = {n: statistics.median(r["ratio"][n] for r in runs) for n in bare}
+    ranges = {n: [min(r["ratio"][n] for r in runs), max(r["ratio"][n] for r in runs)] for n in bare}
     write_result(
         "overhead",
         {
             "calls": calls,
             "rounds": runs,
-            "bare_runs_cpu_ms_per_call": [round(b, 3) for b in bare],
+            "bare_runs_cpu_ms_per_call": {n: [round(x, 3) for x in b] for n, b in bare.items()},
             "fixed_cpu_seconds": round(fixed, 2),
-            "ratio": round(median, 3),
-            "ratio_range": [ratios[0], ratios[-1]],
+            "ratio": {n: round(v, 3) for n, v in medians.items()},
+            "ratio_range": ranges,
         },
-        f"median {median:.2f}x over {rounds} rounds of {calls} calls (range "
-        f"{ratios[0]:.2f}-{ratios[-1]:.2f}x; ours "
+        f"over {rounds} rounds of {calls} calls; ours "
         + ", ".join(f"{r['cpu_ms_per_call']:.2f}" for r in runs)
-        + " ms vs bare SDK "
-        + ", ".join(f"{r['bare_cpu_ms_per_call']:.2f}" for r in runs)
-        + f" ms per call; start-up {fixed:.1f} s)",
+        + " ms per call; median ratio (range) vs "
+        + "; ".join(
+            f"{n} {medians[n]:.2f}x ({ranges[n][0]:.2f}-{ranges[n][1]:.2f}, bare "
+            + ", ".join(f"{x:.2f}" for x in bare[n])
+            + " ms)"
+            for n in bare
+        )
+        + f"; start-up {fixed:.1f} s",
     )
 
 
@@ -303,7 +313,12 @@ def _fixed_cpu(db: str, sim: SimProcess, tmp: Path) -> float:
 
 
 def workload(tmp: Path) -> None:
-    """(e) all 15 models' responses x the FLASK set x 2 judges, 200 ms latency."""
+    """(e) all 15 models' responses x the FLASK set x 2 judges, 200 ms latency, 2 worker
+    processes x 256 in flight; against a bare SDK loop of the same calls in one process
+    at the same 512 in flight (a gather behind a semaphore, the SDKs' typed calls), run
+    before and after ours on the same simulator: ours in calls/s from the `run`
+    command's start to the last judgment written, the bare loop's between its first call
+    and its last answer (its imports and prompt rendering not counted)."""
     outputs = sorted((FLASK / "model_output" / "outputs").glob("*.jsonl"))
     if not outputs:
         print("workload: skipped, ../shared/flask-data is absent")
@@ -312,17 +327,39 @@ def workload(tmp: Path) -> None:
         FLASK / "evaluation_set" / "flask_evaluation.jsonl",
         [f"{p.stem}={p}" for p in outputs],
     )
-    with spawn_simulator(SimConfig(latency_ms=200)) as sim, fresh_postgres() as db:
-        sim_cpu0 = _proc_cpu(sim)
-        m = measure(db, sim, inputs, processes=2, in_flight=256, judges=BOTH)
-        sim_cpu = _proc_cpu(sim) - sim_cpu0
+    with spawn_simulator(SimConfig(latency_ms=200)) as sim:
+        cmd = [sys.executable, "-m", "bench.bare_sdk", "--base-url", sim.openai_base_url]
+        cmd += ["--anthropic-base-url", sim.anthropic_base_url, "--loop", "gather"]
+        cmd += ["--instances", str(inputs[0]), "--in-flight", "512"]
+        for r in inputs[1]:
+            cmd += ["--responses", r]
+
+        def bare_rate() -> float:
+            out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=True)
+            b = json.loads(out.stdout)
+            return int(b["calls"]) / float(b["wall_seconds"])
+
+        bare = [bare_rate()]
+        with fresh_postgres() as db:
+            sim_cpu0 = _proc_cpu(sim)
+            m = measure(db, sim, inputs, processes=2, in_flight=256, judges=BOTH)
+            sim_cpu = _proc_cpu(sim) - sim_cpu0
+        bare.append(bare_rate())
+    ours = m.calls / m.wall
+    ratio = ours / statistics.mean(bare)
     write_result(
         "workload",
-        {**m.as_dict(), "models": len(outputs), "simulator_cpu_seconds": round(sim_cpu, 2)},
-        f"{m.calls} calls in {m.wall:.0f} s ({m.calls / m.wall:.0f} calls/s); CPU: producer "
+        {
+            **m.as_dict(),
+            "models": len(outputs),
+            "simulator_cpu_seconds": round(sim_cpu, 2),
+            "bare_calls_per_second": [round(b, 1) for b in bare],
+            "ratio": round(ratio, 3),
+        },
+        f"{m.calls} calls in {m.wall:.0f} s ({ours:.0f} calls/s over the whole run) vs the "
+        f"bare SDK loop {bare[0]:.0f} and {bare[1]:.0f} calls/s: {ratio:.2f}x; CPU: producer "
         f"{m.producer_cpu.total:.0f} s, workers {m.worker_cpu.total:.0f} s, "
-        f"simulator {sim_cpu:.0f} s "
-        f"over {m.wall:.0f} s x 2 cores",
+        f"simulator {sim_cpu:.0f} s over {m.wall:.0f} s x 2 cores",
     )
 
 

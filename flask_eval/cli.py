@@ -7,7 +7,6 @@ finished with failures, a judge was halted, or judgments stay pending (``--max-c
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
 import sys
@@ -18,6 +17,7 @@ import click
 from core.errors import InputError
 from core.redact import install_log_redaction
 from flask_eval.cli_common import ENV_WORKER, epilog, find_run, handle_errors, open_store
+from report import render
 from storage import queries
 
 
@@ -121,14 +121,10 @@ def export(run_name: str | None, fmt: str) -> None:
     store = open_store()
     info = find_run(store, run_name)
     rows = queries.export_rows(store, info.id, info.name)
-    out = sys.stdout
     if fmt == "csv":
-        writer = csv.DictWriter(out, fieldnames=queries.export_fields(store, info.id))
-        writer.writeheader()
-        writer.writerows(rows)
+        render.write_csv(sys.stdout, queries.export_fields(store, info.id), rows)
     else:
-        for row in rows:
-            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        render.write_jsonl(sys.stdout, rows)
 
 
 @main.group(invoke_without_command=True)

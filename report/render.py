@@ -41,8 +41,8 @@ import math
 import numbers
 import shlex
 import textwrap
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -141,13 +141,26 @@ def _csv_field(value: Any) -> str:
     return repr(value) if isinstance(value, float) else str(value)
 
 
-def csv_text(fields: Sequence[str], records: Sequence[Mapping[str, Any]]) -> str:
-    """CSV with a header of ``fields``; None is an empty field, floats at full precision."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+def write_csv(out: TextIO, fields: Sequence[str], records: Iterable[Mapping[str, Any]]) -> None:
+    """CSV with a header of ``fields``, streamed to ``out``: None (or a field a record
+    lacks) is an empty field, floats at full precision. The one CSV writer: reports and
+    ``flask-eval export`` both write through it."""
+    writer = csv.writer(out, lineterminator="\n")
     writer.writerow(fields)
     for rec in records:
-        writer.writerow([_csv_field(rec[f]) for f in fields])
+        writer.writerow([_csv_field(rec.get(f)) for f in fields])
+
+
+def write_jsonl(out: TextIO, records: Iterable[Mapping[str, Any]]) -> None:
+    """One JSON object per line, streamed to ``out`` (UTF-8 text as is, never NaN)."""
+    for rec in records:
+        out.write(json.dumps(plain(rec), ensure_ascii=False, allow_nan=False) + "\n")
+
+
+def csv_text(fields: Sequence[str], records: Sequence[Mapping[str, Any]]) -> str:
+    """:func:`write_csv` into a string."""
+    buffer = io.StringIO()
+    write_csv(buffer, fields, records)
     return buffer.getvalue()
 
 

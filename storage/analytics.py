@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from sqlalchemy import case, func, literal, select
+from sqlalchemy import Select, case, func, literal, select
 from sqlalchemy.engine import Connection
 
 from core.errors import Status
@@ -65,19 +65,26 @@ def _pivot(
     conn: Connection, run_id: int, judges: Sequence[str]
 ) -> tuple[list[tuple[str, str, str]], np.ndarray, int]:
     """(cells, codes (cells, judges) with NaN = no judgment, judgment rows in all)."""
-    code = _code()
-    columns = [func.max(case((J.judge == j, code), else_=None)) for j in judges]
-    stmt = (
-        select(J.model, J.instance_id, J.criterion, func.count(), *columns)
-        .where(J.run_id == run_id)
-        .where(J.model_b == "")  # absolute grading; pairwise rows have a second model
-        .group_by(J.model, J.model_b, J.instance_id, J.criterion)
-    )
-    rows = conn.execute(stmt).all()
+    rows = conn.execute(pivot_select(run_id, judges)).all()
     cells = [(str(r[0]), str(r[1]), str(r[2])) for r in rows]
     total = sum(int(r[3]) for r in rows)
     codes = np.array([r[4:] for r in rows], dtype=np.float64).reshape(len(rows), len(judges))
     return cells, codes, total
+
+
+def pivot_select(run_id: int, judges: Sequence[str]) -> Select[Any]:
+    """The pivot's statement: (model, instance, criterion, rows, one code per judge)."""
+    code = _code()
+    columns = [func.max(case((J.judge == j, code), else_=None)) for j in judges]
+    return (
+        select(J.model, J.instance_id, J.criterion, func.count(), *columns)
+        .where(J.run_id == run_id)
+        # absolute grading (pairwise rows have a second model); not ``model_b == ''``, which
+        # SQLite's planner would fold into the grouping and then sort instead of walking
+        # the uq_judgment index in order
+        .where(func.length(J.model_b) == 0)
+        .group_by(J.model, J.model_b, J.instance_id, J.criterion)
+    )
 
 
 def _states(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

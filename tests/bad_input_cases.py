@@ -221,6 +221,10 @@ CLI_CASES: list[BadCase] = [
     _flag("judge-without-model", "expected provider/model", "--judge", "openai"),
     _flag("bad-base-url", "invalid base URL", "--judge", "openai/m@ftp://x"),
     _flag(
+        "in-flight-zero", "'--in-flight': 0 is not in the range 1<=x<=100000", "--in-flight", "0"
+    ),
+    _flag("in-flight-negative", "'--in-flight': -4 is not in the range", "--in-flight", "-4"),
+    _flag(
         "credentials-in-url",
         "credentials in the base URL are not allowed",
         "--judge",

@@ -158,3 +158,51 @@ def test_broker_urls_refused_without_printing_them(
     with pytest.raises(ConfigError, match="FLASK_EVAL_BROKER_URL must be") as info:
         settings.load()
     assert "hunter2pw" not in str(info.value)
+
+
+def _readme_table(header: str) -> list[list[str]]:
+    """The rows of the README table whose header row starts with ``header``."""
+    from pathlib import Path
+
+    lines = (Path(__file__).parents[2] / "README.md").read_text().splitlines()
+    start = next(n for n, line in enumerate(lines) if line.startswith(f"| {header} |"))
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    return rows
+
+
+def test_the_readme_gives_every_setting_with_its_real_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The README's settings table names every setting and each numeric default is what
+    :func:`core.settings.load` gives in an empty environment."""
+    for name in [k for k in os.environ if k.startswith("FLASK_EVAL_")]:
+        monkeypatch.delenv(name)
+    loaded = settings.load()
+    rows = {row[0].strip("`"): row[1] for row in _readme_table("variable")}
+    quoted = (settings.__doc__ or "").split("``")[1::2]
+    documented = {w for w in quoted if w.startswith("FLASK_EVAL_")}
+    assert len(documented) >= 10
+    assert documented <= set(rows), f"missing from the README: {documented - set(rows)}"
+    numeric = 0
+    for variable, default in rows.items():
+        attribute = variable.removeprefix("FLASK_EVAL_").lower()
+        if default.replace(".", "", 1).isdigit():
+            numeric += 1
+            assert getattr(loaded, attribute) == float(default), variable
+    assert numeric >= 7
+
+
+def test_the_readme_gives_the_judges_real_default_sampling() -> None:
+    from core.types import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE
+
+    rows = {row[0].split("`")[1]: row[3] for row in _readme_table("provider")}
+    assert set(rows) == {"openai", "anthropic", "gemini"}
+    for provider, sampling in rows.items():
+        assert f"`max_tokens` {DEFAULT_MAX_TOKENS}" in sampling, provider
+    for provider in ("openai", "gemini"):
+        assert f"`temperature` {DEFAULT_TEMPERATURE:g}" in rows[provider], provider
+    assert "no temperature" in rows["anthropic"]  # the SDK's messages.create takes none

@@ -112,7 +112,10 @@ def test_a_wrong_gemini_key_is_auth_and_halts_the_judge(sqlite_url: str, tmp_pat
                                     name="key"), "--in-flight", "4", env=env,
                           check=False)  # fmt: skip
         requests = s.stats()["requests"]
-        assert requests <= 5 + 4 + 1  # auth is not retried; the halt stops the rest
+        # auth is not retried; the halt stops the rest: the first 5 calls and those the 4
+        # lanes began before the 5th failure was seen (on a busy machine, a handful per
+        # lane; test_run_promises.py says why), not the run's 60 calls
+        assert requests <= 5 + 4 * 4
         env["GEMINI_API_KEY"] = "the-right-key"
         flask_eval("resume", "key", "--quiet", env=env)
     assert proc.returncode == 1
@@ -123,11 +126,12 @@ def test_a_wrong_gemini_key_is_auth_and_halts_the_judge(sqlite_url: str, tmp_pat
 
 
 @pytest.mark.redis
-def test_a_gemini_judge_through_redis_and_a_worker(
-    sqlite_url: str, redis_url: str, tmp_path: Path
+def test_a_gemini_judge_through_a_broker_and_a_worker(
+    sqlite_url: str, broker_url: str, tmp_path: Path
 ) -> None:
+    """On Redis and on RabbitMQ."""
     instances, responses = write_inputs(tmp_path / "in", 15, models=("m1", "m2"))
-    env = gemini_env(sqlite_url, redis_url)
+    env = gemini_env(sqlite_url, broker_url)
     with (
         spawn_simulator(SimConfig(latency_ms=20, seed=5)) as sim,
         workers(env, log=tmp_path / "w.log"),

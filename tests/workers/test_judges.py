@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -72,6 +71,48 @@ def test_openai_compatible_server_needs_no_key(monkeypatch: pytest.MonkeyPatch) 
     assert judge.name == "openai/vllm-model@http://127.0.0.1:8000/v1"
     with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
         create_judge("openai/gpt-4o")
+
+
+@pytest.mark.parametrize(
+    ("provider", "variable", "default"),
+    [
+        ("openai", "OPENAI_BASE_URL", "https://api.openai.com/v1"),
+        ("anthropic", "ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
+    ],
+)
+def test_an_empty_base_url_variable_means_the_provider_s_own(
+    monkeypatch: pytest.MonkeyPatch, provider: str, variable: str, default: str
+) -> None:
+    """``FOO_BASE_URL=""`` (what ``${FOO_BASE_URL:-}`` in a compose file gives) is unset:
+    the judge goes to the provider's own API, and asks for its key there."""
+    key = f"{provider.upper()}_API_KEY"
+    monkeypatch.setenv(variable, "")
+    monkeypatch.delenv(key, raising=False)
+    with pytest.raises(CredentialsError, match=key):
+        create_judge(f"{provider}/m")
+    monkeypatch.setenv(key, "sk-test")
+    judge: Any = create_judge(f"{provider}/m")
+    assert str(judge._client.base_url).rstrip("/") == default
+
+
+def test_docker_compose_passes_base_urls_through_only_when_set() -> None:
+    """docker-compose.yml declares every ``*_BASE_URL`` without a value (passed through
+    from the caller's environment if set, absent otherwise), never as an empty string."""
+    from pathlib import Path
+
+    import yaml
+
+    compose = yaml.safe_load((Path(__file__).parents[2] / "docker-compose.yml").read_text())
+    seen = 0
+    for service in compose["services"].values():
+        env = service.get("environment") or {}
+        if isinstance(env, list):  # NAME (passed through) or NAME=VALUE
+            env = {n: (v if sep else None) for n, sep, v in (e.partition("=") for e in env)}
+        for name, value in env.items():
+            if name.endswith("_BASE_URL"):
+                seen += 1
+                assert value is None, f"{name} is set to {value!r} in docker-compose.yml"
+    assert seen >= 2
 
 
 @pytest.mark.parametrize(
@@ -599,26 +640,24 @@ def test_each_provider_returns_a_structured_answer_from_the_simulator(
 
 
 def _capture_openai(monkeypatch: pytest.MonkeyPatch, failures: list[Exception]) -> list[Any]:
-    """Replace the OpenAI SDK's create with one that records its arguments, raises the
-    given ``failures`` first, then answers ``{}``."""
-    import openai.resources.chat.completions as completions
-    from openai.types.chat import ChatCompletion
+    """Replace the OpenAI SDK client's ``post`` (what our judge calls) with one that
+    records the request's body, raises the given ``failures`` first, then answers ``{}``."""
+    import httpx2
+    import openai
 
     seen: list[dict[str, Any]] = []
 
-    async def create(self: Any, **kwargs: Any) -> Any:
-        seen.append(kwargs)
+    async def post(self: Any, path: str, *, cast_to: Any, body: Any = None, **_: Any) -> Any:
+        assert path == "/chat/completions" and cast_to is httpx2.Response
+        seen.append(body)
         if failures:
             raise failures.pop(0)
-        body = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
-                "choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": "{}"}}]}  # fmt: skip
-        if (kwargs.get("extra_headers") or {}).get("X-Stainless-Raw-Response") == "true":
-            # asked through with_raw_response: the HTTP response as the SDK hands it back
-            return SimpleNamespace(http_response=SimpleNamespace(content=json.dumps(body).encode()))
-        return ChatCompletion.model_validate(body)
+        answer = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                  "choices": [{"index": 0, "finish_reason": "stop",
+                               "message": {"role": "assistant", "content": "{}"}}]}  # fmt: skip
+        return httpx2.Response(200, content=json.dumps(answer).encode())
 
-    monkeypatch.setattr(completions.AsyncCompletions, "create", create)
+    monkeypatch.setattr(openai.AsyncOpenAI, "post", post)
     return seen
 
 

@@ -294,3 +294,27 @@ def test_a_worker_reads_changed_budgets_from_the_ledger(tmp_path: Path) -> None:
     assert before.judges["memory/j1"].rpm is None  # type: ignore[attr-defined]
     assert after.judges["memory/j1"].rpm == 120.0  # type: ignore[attr-defined]
     assert any(b.rpm == 120.0 for b in limiter.budgets.values())
+
+
+def test_a_judge_the_worker_cannot_build_fails_as_config_or_auth_never_judged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A spec the ledger holds but this worker cannot build: a bad base URL is ``config``
+    (our side, fixable in the run), a missing key is ``auth``; nothing is sent."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    store = Store(f"sqlite:///{tmp_path / 'c.db'}")
+    run_id = create(store)
+
+    def change(config: dict[str, object]) -> None:
+        j1, j2 = config["judges"]  # type: ignore[misc]
+        j1["spec"] = "anthropic/m@http://127.0.0.1:9/v1"  # the SDK adds /v1 itself
+        j2["spec"] = "openai/gpt-4o"  # OpenAI's own API, and no key here
+
+    store.update_config(run_id, change)
+    execute(store, run_id)
+    ended = {(r["judge"], r["status"], r["reason"]) for r in rows(store, run_id)}
+    assert ended == {("memory/j1", "failed", "config"), ("memory/j2", "failed", "auth")}
+    details = {r["judge"]: str(r["detail"]) for r in rows(store, run_id)}
+    assert "/v1" in details["memory/j1"] and "OPENAI_API_KEY" in details["memory/j2"]
+    assert MemoryJudge.calls == 0

@@ -93,10 +93,10 @@ def test_no_worker_is_said_only_when_none_is_alive(
     import sys
     import threading
 
-    instances, responses = write_inputs(tmp_path / "in", 8, models=("m",))
+    instances, responses = write_inputs(tmp_path / "in", 4, models=("m",))
     env = cli_env(sqlite_url, redis_url, FLASK_EVAL_STALL_SECONDS="2")
     hint = "no worker alive"
-    # a worker alive but slow (3 s per call, 2 at a time): no progress for 2 s, no hint
+    # a worker alive but slow (8 calls of 3 s, 2 at a time): no progress for 2 s, no hint
     with spawn_simulator(SimConfig(latency_ms=3000)) as sim:
         with workers(env, in_flight=2, log=tmp_path / "w.log"):
             proc = flask_eval(*run_cmd(instances, responses, sim, "slow"), env=env,

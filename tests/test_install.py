@@ -1,0 +1,48 @@
+"""Reproducible installs: every install path pins the tested versions (constraints.txt),
+and constraints.txt pins every dependency the project names, at a version its range takes."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+from packaging.requirements import Requirement
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _pins() -> dict[str, str]:
+    pins: dict[str, str] = {}
+    for line in (REPO / "constraints.txt").read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, sep, version = line.partition("==")
+            assert sep, f"constraints.txt: {line!r} is not pinned with =="
+            pins[_norm(name.split("[")[0])] = version.strip()
+    return pins
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def test_constraints_pin_every_dependency_within_its_range() -> None:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    wanted = [*project["dependencies"], *project["optional-dependencies"]["dev"]]
+    pins = _pins()
+    for spec in wanted:
+        req = Requirement(spec)
+        name = _norm(req.name)
+        assert name in pins, f"{req.name} is not pinned in constraints.txt"
+        assert req.specifier.contains(pins[name], prereleases=True), (
+            f"constraints.txt pins {req.name}=={pins[name]}, outside {req.specifier}"
+        )
+
+
+def test_every_install_path_uses_the_constraints() -> None:
+    for path in ("README.md", "Makefile", ".ci/run"):
+        lines = [ln for ln in (REPO / path).read_text().splitlines() if "pip install" in ln]
+        installs = [ln for ln in lines if "-e" in ln and "dev" in ln]
+        assert installs, f"{path} installs nothing"
+        assert all("-c constraints.txt" in ln for ln in installs), (path, installs)
