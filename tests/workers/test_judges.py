@@ -647,9 +647,11 @@ def _capture_openai(monkeypatch: pytest.MonkeyPatch, failures: list[Exception]) 
 
     seen: list[dict[str, Any]] = []
 
-    async def post(self: Any, path: str, *, cast_to: Any, body: Any = None, **_: Any) -> Any:
+    async def post(
+        self: Any, path: str, *, cast_to: Any, body: Any = None, options: Any = None
+    ) -> Any:
         assert path == "/chat/completions" and cast_to is httpx2.Response
-        seen.append(body)
+        seen.append({**body, "<options>": options})
         if failures:
             raise failures.pop(0)
         answer = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
@@ -659,6 +661,21 @@ def _capture_openai(monkeypatch: pytest.MonkeyPatch, failures: list[Exception]) 
 
     monkeypatch.setattr(openai.AsyncOpenAI, "post", post)
     return seen
+
+
+def test_openai_sends_a_chat_completion_body_and_its_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What the judge posts is the chat completion request the typed ``create`` would
+    send for the same arguments, and the call's timeout goes with it."""
+    seen = _capture_openai(monkeypatch, [])
+    messages = [{"role": "system", "content": "Be fair."}, {"role": "user", "content": "Q"}]
+    out = _generate("openai/m@http://127.0.0.1:9/v1", messages, max_tokens=77,
+                    temperature=0.0, timeout=12.5)  # fmt: skip
+    assert out.text == "{}"
+    (body,) = seen
+    assert body == {"model": "m", "messages": messages, "max_tokens": 77, "temperature": 0.0,
+                    "<options>": {"timeout": 12.5}}  # fmt: skip
 
 
 def test_openai_asks_for_a_json_schema_strict_only_when_the_schema_is_strict(

@@ -105,7 +105,7 @@ class OpenAIJudge(Judge):
         The SDK sends, authenticates, times out and raises its errors, through the client's
         ``post`` (the SDK's documented way to call an endpoint without its typed wrapper:
         the client's options apply). Its typed ``create`` costs ~30% more CPU per call
-        (bench/bare_sdk.py, ``--mode``): it walks the whole request (every message's
+        (bench/bare_sdk.py, ``--call``): it walks the whole request (every message's
         text) to transform TypedDicts, a no-op for our plain JSON, and ``with_raw_response``
         still does that walk; we also read the few fields we need from the body instead of
         building the SDK's pydantic models."""
