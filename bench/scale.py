@@ -242,15 +242,9 @@ def overhead(tmp: Path) -> None:
     rounds = max(1, int(os.environ.get("OVERHEAD_ROUNDS", "3")))
     inputs = synthetic(tmp, calls)
     with spawn_simulator(SimConfig(latency_ms=0)) as sim:
-        base_cmd = [sys.executable, "-m", "bench.bare_sdk", "--base-url", sim.openai_base_url]
-        base_cmd += ["--instances", str(inputs[0]), "--in-flight", "64"]
-        for r in inputs[1]:
-            base_cmd += ["--responses", r]
 
         def bare_ms(loop: str, call: str) -> float:
-            cmd = [*base_cmd, "--loop", loop, "--call", call]
-            out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=True)
-            b = json.loads(out.stdout)
+            b = _bare_loop(sim, inputs, 64, "--loop", loop, "--call", call)
             return float(b["cpu_seconds"]) / int(b["calls"]) * 1000
 
         def bare_round() -> None:
@@ -301,6 +295,18 @@ def overhead(tmp: Path) -> None:
     )
 
 
+def _bare_loop(
+    sim: SimProcess, inputs: tuple[Path, list[str]], in_flight: int, *args: str
+) -> dict[str, Any]:
+    """One run of bench/bare_sdk.py on ``inputs`` against ``sim``: its JSON summary."""
+    cmd = [sys.executable, "-m", "bench.bare_sdk", "--base-url", sim.openai_base_url]
+    cmd += ["--instances", str(inputs[0]), "--in-flight", str(in_flight), *args]
+    for r in inputs[1]:
+        cmd += ["--responses", r]
+    out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=True)
+    return dict(json.loads(out.stdout))
+
+
 def _fixed_cpu(db: str, sim: SimProcess, tmp: Path) -> float:
     """CPU of a worker that boots and stops idle, plus a producer enqueueing one call."""
     env = env_for(db)
@@ -328,15 +334,10 @@ def workload(tmp: Path) -> None:
         [f"{p.stem}={p}" for p in outputs],
     )
     with spawn_simulator(SimConfig(latency_ms=200)) as sim:
-        cmd = [sys.executable, "-m", "bench.bare_sdk", "--base-url", sim.openai_base_url]
-        cmd += ["--anthropic-base-url", sim.anthropic_base_url, "--loop", "gather"]
-        cmd += ["--instances", str(inputs[0]), "--in-flight", "512"]
-        for r in inputs[1]:
-            cmd += ["--responses", r]
 
         def bare_rate() -> float:
-            out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=True)
-            b = json.loads(out.stdout)
+            extra = ("--anthropic-base-url", sim.anthropic_base_url, "--loop", "gather")
+            b = _bare_loop(sim, inputs, 512, *extra)
             return int(b["calls"]) / float(b["wall_seconds"])
 
         bare = [bare_rate()]
