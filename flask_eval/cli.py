@@ -7,23 +7,44 @@ finished with failures, a judge was halted, or judgments stay pending (``--max-c
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import sys
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import click
 
 from core.errors import InputError
 from core.redact import install_log_redaction
 from flask_eval.cli_common import ENV_WORKER, epilog, find_run, handle_errors, open_store
-from report import render
 from storage import queries
 
 
 class OneLineErrors(click.Group):
     """Usage errors (a bad flag or value) as one line, ``error: ...``, exit code 2, like
-    every other bad input; click would print a usage block."""
+    every other bad input; click would print a usage block.
+
+    The commands of other modules are imported only when they are named (or listed, for
+    ``--help``): `flask-eval worker` does not import the producer's pipeline nor the
+    report, and `run` not the report (start-up, docs/design/concurrency.md)."""
+
+    #: command name -> the module whose ``register(group)`` adds it
+    lazy: ClassVar[Mapping[str, str]] = {
+        "run": "flask_eval.cli_run",
+        "resume": "flask_eval.cli_run",
+        "report": "flask_eval.cli_report",
+        "agreement": "flask_eval.cli_report",
+    }
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy and cmd_name not in self.commands:
+            importlib.import_module(self.lazy[cmd_name]).register(self)
+        return super().get_command(ctx, cmd_name)
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         kwargs["standalone_mode"] = False
@@ -120,6 +141,8 @@ def export(run_name: str | None, fmt: str) -> None:
     """One row per judgment, with its rationale and the judge's raw output."""
     store = open_store()
     info = find_run(store, run_name)
+    from report import render
+
     rows = queries.export_rows(store, info.id, info.name)
     if fmt == "csv":
         render.write_csv(sys.stdout, queries.export_fields(store, info.id), rows)
@@ -225,10 +248,3 @@ def demo() -> None:
     from flask_eval.demo import run_demo
 
     run_demo()
-
-
-from flask_eval.cli_report import register as _register_report  # noqa: E402
-from flask_eval.cli_run import register as _register_run  # noqa: E402
-
-_register_run(main)
-_register_report(main)

@@ -14,15 +14,15 @@ import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from core.errors import InputError
 from core.files import MIB, read_text
 from core.jsonl import read_json_lines
 from core.text import clip, walk_strings
-from report.scores import NA, NONE, SCORED, ScoreTable
+
+if TYPE_CHECKING:
+    from report.scores import ScoreTable
 
 COLUMNS: tuple[str, ...] = ("model", "instance_id", "skill", "score")
 NA_TEXTS = frozenset({"", "n/a", "na", "none", "null"})
@@ -131,6 +131,10 @@ def load(name: str, path: str) -> Reference:
 def attach(table: ScoreTable, references: Sequence[Reference]) -> tuple[ScoreTable, list[int]]:
     """``table`` with one judge column per reference; also how many of each reference's
     scores match no cell of the table (they are left out)."""
+    import numpy as np  # here: the producer reads references without the report's arrays
+
+    from report.scores import NA, NONE, SCORED
+
     if not references:
         return table, []
     names = [r.name for r in references]

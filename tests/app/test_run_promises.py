@@ -265,9 +265,13 @@ def test_every_option_of_every_command_has_help() -> None:
 
     from flask_eval.cli import main
 
+    ctx = click.Context(main)
+
     def walk(group: click.Group, prefix: str) -> list[tuple[str, click.Command]]:
         found = []
-        for name, command in group.commands.items():
+        for name in group.list_commands(ctx):  # lazy commands too
+            command = group.get_command(ctx, name)
+            assert command is not None, f"{prefix} {name} is listed but cannot be loaded"
             found.append((f"{prefix} {name}", command))
             if isinstance(command, click.Group):
                 found += walk(command, f"{prefix} {name}")
@@ -282,7 +286,8 @@ def test_every_option_of_every_command_has_help() -> None:
                 assert param.help, f"{name} {param.opts[0]} has no help"
     env_mentions = {"run": "FLASK_EVAL_DATABASE_URL", "worker": "FLASK_EVAL_BROKER_URL"}
     for command, variable in env_mentions.items():
-        assert variable in (main.commands[command].epilog or "")
+        found = main.get_command(ctx, command)
+        assert found is not None and variable in (found.epilog or "")
 
 
 def test_the_test_only_memory_judge_is_not_offered(sqlite_url: str, tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from sqlalchemy import (
@@ -191,3 +192,27 @@ def test_a_new_store_is_created_at_the_newest_version(database_url: str) -> None
     with store.engine.connect() as conn:
         version = conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar_one()
     assert version == head_revision()
+
+
+def test_the_head_the_store_checks_without_alembic_is_alembic_s_head() -> None:
+    """A new migration must move ``storage.db.HEAD`` too, or every store would be
+    migrated again at each opening (and this test fails)."""
+    from storage.db import HEAD
+
+    assert head_revision() == HEAD
+
+
+def test_opening_a_store_at_the_head_does_not_import_alembic(tmp_path: Path) -> None:
+    """Start-up: only a new or an older store needs alembic (~0.1 s of imports)."""
+    import subprocess
+    import sys
+
+    url = f"sqlite:///{tmp_path / 'current.db'}"
+    Store(url).close()  # created (and stamped) here
+    code = (
+        "import sys; from storage.store import Store; "
+        f"s = Store({url!r}); s.close(); print('alembic' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=Path(__file__).resolve().parents[2])  # fmt: skip
+    assert out.stdout.strip() == "False"

@@ -235,3 +235,24 @@ def test_sigterm_finishes_in_flight_calls_before_exiting(
         with workers(env, in_flight=32, log=tmp_path / "w2.log"):
             st = wait_done(env, "graceful")
     assert st["done"] == st["total"] == 80 * 3 * 2
+
+
+@pytest.mark.parametrize(
+    ("visibility", "interval"), [(120.0, 10.0), (12.0, 3.0), (2.0, 1.0), (3600.0, 10.0)]
+)
+def test_redis_hands_back_a_dead_worker_s_messages_within_a_quarter_timeout(
+    visibility: float, interval: float
+) -> None:
+    """Kombu scans for unacknowledged messages every interval x throttle seconds (10 x 10
+    by default); the workers' app scans every quarter of the visibility timeout."""
+    from dataclasses import replace
+
+    from core import settings as settings_mod
+    from workers.celery_app import make_app
+
+    settings = replace(settings_mod.load(), broker_url="redis://127.0.0.1:1/0",
+                       visibility_timeout=visibility)  # fmt: skip
+    options = make_app(settings).conf.broker_transport_options
+    assert options["visibility_timeout"] == visibility
+    assert options["unacked_restore_interval"] == interval
+    assert options["unacked_restore_throttle"] == 1
