@@ -81,8 +81,6 @@ class Judge(ABC):
 
     #: the environment variable that holds this provider's API key
     key_env: ClassVar[str | None] = None
-    #: the SDK modules it imports on first use (``preload`` imports them ahead)
-    sdk: ClassVar[tuple[str, ...]] = ()
     #: whether the provider's call takes a sampling temperature (else its default applies)
     takes_temperature: ClassVar[bool] = True
     #: whether the provider can hold an answer to a JSON schema (``GenerateConfig.schema``)
@@ -106,17 +104,6 @@ class Judge(ABC):
         """Raise ConfigError if ``spec`` cannot work with this provider (e.g. a base URL
         of the wrong shape), before anything is written."""
         return None
-
-    @classmethod
-    def preload(cls) -> bool:
-        """Import this provider's SDK now if its API key is set (the worker does it at
-        boot: an SDK takes 0.5-1.2 s of CPU to import, which the first call of a run
-        would wait for). Whether it did."""
-        if not cls.sdk or not (cls.key_env and os.environ.get(cls.key_env)):
-            return False
-        for module in cls.sdk:
-            import_module(module)
-        return True
 
     def api_key(self) -> str | None:
         """This judge's API key, from the provider's environment variable."""

@@ -43,7 +43,6 @@ def run_one(in_flight: int, loglevel: str = "INFO", index: int = 0) -> int:
     name = f"flask-eval-{os.getpid()}-{index}@{socket.gethostname()}"
     start_heartbeat(settings, name)
     worker_ready.connect(tune_gc, weak=False)
-    worker_ready.connect(preload_sdks, weak=False)
     quiet_per_request_logs(loglevel)
     # app.Worker, not app.worker_main: the same worker without Celery's command line,
     # whose imports (click-repl, prompt_toolkit, every subcommand) cost ~0.2 s of start-up
@@ -116,26 +115,6 @@ def tune_gc(**_signal: object) -> None:
     gc.freeze()
     _, gen1, gen2 = gc.get_threshold()
     gc.set_threshold(GC_GEN0_THRESHOLD, gen1, gen2)
-
-
-def preload_sdks(**_signal: object) -> threading.Thread:
-    """Once the worker is up, import in the background the SDK of every provider whose API
-    key this worker has, so that the first call of a run does not wait for it (0.6 s for
-    OpenAI's, 1.2 s for Anthropic's); then freeze what they built, as ``tune_gc`` does.
-    A call that comes first waits for the import it needs, as it did before."""
-    from workers.judge import PROVIDERS, judge_class
-
-    def load() -> None:
-        try:
-            if any([judge_class(p).preload() for p in PROVIDERS]):
-                gc.collect()
-                gc.freeze()
-        except Exception:  # the call that needs the SDK will say what is wrong
-            log.warning("preloading the judges' SDKs failed", exc_info=True)
-
-    thread = threading.Thread(target=load, name="flask-eval-preload", daemon=True)
-    thread.start()
-    return thread
 
 
 def run(processes: int, in_flight: int, loglevel: str = "INFO") -> int:

@@ -957,28 +957,3 @@ def test_simulator_answers_a_forced_tool_with_a_tool_use() -> None:
     (block,) = message.content
     assert block.type == "tool_use" and block.name == "judge"
     assert_judgment(json.dumps(block.input))
-
-
-def test_a_worker_preloads_the_sdk_of_each_provider_whose_key_it_has() -> None:
-    """Start-up: the SDKs a worker has keys for are imported at boot, in the background;
-    the others stay unimported (a fresh interpreter, so nothing is imported already)."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    code = (
-        "import sys; from workers.worker import preload_sdks; preload_sdks().join(); "
-        "print(sorted(m for m in ('openai', 'anthropic', 'google.genai') if m in sys.modules))"
-    )
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    repo = Path(__file__).resolve().parents[2]
-
-    def loaded(**keys: str) -> str:
-        out = subprocess.run([sys.executable, "-c", code], env={**env, **keys}, cwd=repo,
-                             capture_output=True, text=True, check=True)  # fmt: skip
-        return out.stdout.strip()
-
-    assert loaded(OPENAI_API_KEY="sk-test") == "['openai']"
-    assert loaded(ANTHROPIC_API_KEY="sk-test") == "['anthropic']"
-    assert loaded() == "[]"

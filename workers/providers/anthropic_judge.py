@@ -30,7 +30,6 @@ RESET_HEADERS = (*STANDARD_RESETS, "anthropic-ratelimit-requests-reset")
 
 class AnthropicJudge(Judge):
     key_env = "ANTHROPIC_API_KEY"
-    sdk = ("anthropic",)
     takes_temperature = False  # the current SDK's messages.create has no temperature
     takes_schema = True
 

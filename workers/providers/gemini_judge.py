@@ -57,7 +57,6 @@ _DURATION = re.compile(r"(\d+(?:\.\d+)?)s")
 
 class GeminiJudge(Judge):
     key_env = KEY_ENVS[0]
-    sdk = ("google.genai", "google.genai.types")
     takes_schema = True
 
     def __init__(self, spec: JudgeSpec, max_connections: int | None = None) -> None:

@@ -42,7 +42,6 @@ SCHEMA_NAME = "judgment"
 
 class OpenAIJudge(Judge):
     key_env = "OPENAI_API_KEY"
-    sdk = ("httpx2", "openai")
     takes_schema = True
     #: base URL -> the response_format dialect it takes, where it refused json_schema
     schema_forms: ClassVar[dict[str, str]] = {}
