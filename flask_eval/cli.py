@@ -139,10 +139,10 @@ def status(run_name: str | None, as_json: bool) -> None:
 @handle_errors
 def export(run_name: str | None, fmt: str) -> None:
     """One row per judgment, with its rationale and the judge's raw output."""
-    store = open_store()
-    info = find_run(store, run_name)
     from report import render
 
+    store = open_store()
+    info = find_run(store, run_name)
     rows = queries.export_rows(store, info.id, info.name)
     if fmt == "csv":
         render.write_csv(sys.stdout, queries.export_fields(store, info.id), rows)
