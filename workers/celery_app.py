@@ -73,7 +73,8 @@ def transport_options(visibility_timeout: float) -> dict[str, float]:
     ``unacked_restore_throttle`` seconds (10 x 10 by default): with our short visibility
     timeout, a kill -9 took 100 s more than the timeout to recover. The scan now runs
     every quarter of the timeout (at most every 10 s, and never more than once a second),
-    so the messages come back within 1.25 timeouts. RabbitMQ ignores these options."""
+    so the messages come back within a timeout and a quarter (plus at most 1 s).
+    RabbitMQ ignores these options."""
     return {
         "visibility_timeout": visibility_timeout,
         "unacked_restore_interval": min(10.0, max(1.0, visibility_timeout / 4)),
