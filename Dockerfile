@@ -1,6 +1,7 @@
 FROM python:3.11-slim
 WORKDIR /app
 COPY pyproject.toml README.md constraints.txt ./
+COPY app app
 COPY core core
 COPY flask_eval flask_eval
 COPY producer producer

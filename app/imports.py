@@ -18,12 +18,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from producer.biggen import load_biggen_evals
-from producer.flask_reviews import load_reviews
-from producer.prometheus_sets import load_prometheus_set
-from report import references
-from report.references import Reference, ReferenceScore
-from rubrics.skills import load_default
+from flask_eval.producer.biggen import load_biggen_evals
+from flask_eval.producer.flask_reviews import load_reviews
+from flask_eval.producer.prometheus_sets import load_prometheus_set
+from flask_eval.report import references
+from flask_eval.report.references import Reference, ReferenceScore
+from flask_eval.rubrics.skills import load_default
 
 #: bytes read to tell a file's format
 _PEEK = 64 * 1024

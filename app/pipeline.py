@@ -14,30 +14,35 @@ from typing import Any
 
 from tqdm import tqdm
 
-from core.errors import ConfigError, FailureReason, FlaskEvalError, InputError
-from core.redact import redact
-from core.settings import Settings
-from core.types import JudgeConfig
-from producer.context import RunContext
-from producer.dispatch import Dispatched, Transport, dispatch_open
-from producer.estimate import Estimator, planned_calls
-from producer.inputs import Inputs, check_run_name, parse_responses_arg
-from producer.judges_file import combine
-from producer.pairs import check_pairs_answered, pairwise_config, parse_pairwise_arg, plan_pairs
-from producer.plan import DEFAULT_MODE, MODES, default_run_name, fingerprint, run_config
-from producer.select import select
-from producer.sources import Sources, load_sources
-from rubrics import codec
-from rubrics.grading import DEFAULT_PROTOCOL, protocol
-from rubrics.pairwise import PAIRWISE_OVERALL, overall_criterion, pairwise_protocol
-from rubrics.skills import SkillSet, load_default
-from storage import queries
-from storage.records import Halt, PlannedCall, RunInfo
-from storage.store import Store
-from workers.celery_app import CeleryTransport
-from workers.inprocess import InProcessTransport
-from workers.judge import create_judge, judge_class, spec_of
-from workers.runner import executor_config
+from flask_eval.core.errors import ConfigError, FailureReason, FlaskEvalError, InputError
+from flask_eval.core.redact import redact
+from flask_eval.core.settings import Settings
+from flask_eval.core.types import JudgeConfig
+from flask_eval.producer.context import RunContext
+from flask_eval.producer.dispatch import Dispatched, Transport, dispatch_open
+from flask_eval.producer.estimate import Estimator, planned_calls
+from flask_eval.producer.inputs import Inputs, check_run_name, parse_responses_arg
+from flask_eval.producer.judges_file import combine
+from flask_eval.producer.pairs import (
+    check_pairs_answered,
+    pairwise_config,
+    parse_pairwise_arg,
+    plan_pairs,
+)
+from flask_eval.producer.plan import DEFAULT_MODE, MODES, default_run_name, fingerprint, run_config
+from flask_eval.producer.select import select
+from flask_eval.producer.sources import Sources, load_sources
+from flask_eval.rubrics import codec
+from flask_eval.rubrics.grading import DEFAULT_PROTOCOL, protocol
+from flask_eval.rubrics.pairwise import PAIRWISE_OVERALL, overall_criterion, pairwise_protocol
+from flask_eval.rubrics.skills import SkillSet, load_default
+from flask_eval.storage import queries
+from flask_eval.storage.records import Halt, PlannedCall, RunInfo
+from flask_eval.storage.store import Store
+from flask_eval.workers.celery_app import CeleryTransport
+from flask_eval.workers.inprocess import InProcessTransport
+from flask_eval.workers.judge import create_judge, judge_class, spec_of
+from flask_eval.workers.runner import executor_config
 
 #: judge settings a later `run` may change: budgets, concurrency and prices (stored with
 #: the run and used by the workers); names, specs and sampling settings may not

@@ -10,14 +10,19 @@ from typing import Any
 
 from tqdm import tqdm
 
-from core.errors import InputError
-from core.redact import redact
-from core.types import DOMAINS
-from report import references
-from report.agreement import Agreement, agreement_rows
-from report.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAULT_SEED, instance_weights
-from report.breakdown import Aggregation, Breakdown, report_breakdown
-from report.document import (
+from flask_eval.core.errors import InputError
+from flask_eval.core.redact import redact
+from flask_eval.core.types import DOMAINS
+from flask_eval.report import references
+from flask_eval.report.agreement import Agreement, agreement_rows
+from flask_eval.report.bootstrap import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_REPLICATES,
+    DEFAULT_SEED,
+    instance_weights,
+)
+from flask_eval.report.breakdown import Aggregation, Breakdown, report_breakdown
+from flask_eval.report.document import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_TEMPERATURE,
     JudgeSettings,
@@ -26,20 +31,20 @@ from report.document import (
     ranked_models,
     with_intervals,
 )
-from report.ensemble import EnsembleSpec, add_ensembles
-from report.intervals import cell_intervals, comparisons
-from report.metrics import Row
-from report.pairwise import Comparison, instances_of
-from report.pairwise_labels import Label, label_accuracy
-from report.pairwise_report import PairwiseReport
-from report.pairwise_report import build as build_pairwise
-from report.scores import ScoreTable, build
-from rubrics import codec
-from rubrics.skills import SkillSet
-from storage import analytics, queries
-from storage.records import RunInfo
-from storage.store import Store
-from workers.judge import PROVIDERS, judge_class
+from flask_eval.report.ensemble import EnsembleSpec, add_ensembles
+from flask_eval.report.intervals import cell_intervals, comparisons
+from flask_eval.report.metrics import Row
+from flask_eval.report.pairwise import Comparison, instances_of
+from flask_eval.report.pairwise_labels import Label, label_accuracy
+from flask_eval.report.pairwise_report import PairwiseReport
+from flask_eval.report.pairwise_report import build as build_pairwise
+from flask_eval.report.scores import ScoreTable, build
+from flask_eval.rubrics import codec
+from flask_eval.rubrics.skills import SkillSet
+from flask_eval.storage import analytics, queries
+from flask_eval.storage.records import RunInfo
+from flask_eval.storage.store import Store
+from flask_eval.workers.judge import PROVIDERS, judge_class
 
 
 def score_table(

@@ -30,10 +30,10 @@ from typing import Any
 import httpx2
 import openai
 
-from producer.inputs import load_inputs, parse_responses_arg
-from rubrics.prompt import render
-from rubrics.skills import load_default
-from workers.providers.openai_judge import http_limits
+from flask_eval.producer.inputs import load_inputs, parse_responses_arg
+from flask_eval.rubrics.prompt import render
+from flask_eval.rubrics.skills import load_default
+from flask_eval.workers.providers.openai_judge import http_limits
 
 
 async def main_async(

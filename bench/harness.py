@@ -23,7 +23,7 @@ from typing import Any
 import psycopg
 import redis
 
-from workers.processes import WorkerGroup
+from flask_eval.workers.processes import WorkerGroup
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"

@@ -38,10 +38,10 @@ from sqlalchemy import func, select
 
 from bench.harness import Workers, env_for, fresh_postgres, run_cli, write_result
 from bench.scale import OPENAI, synthetic
-from simulator.config import SimConfig
-from simulator.testing import SimProcess, spawn_simulator
-from storage.models import CALL
-from storage.store import Store
+from flask_eval.simulator.config import SimConfig
+from flask_eval.simulator.testing import SimProcess, spawn_simulator
+from flask_eval.storage.models import CALL
+from flask_eval.storage.store import Store
 
 MEDIAN_MS = 2000.0
 IN_FLIGHT = 256

@@ -35,11 +35,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from core.errors import JudgeError
-from rubrics.grading import FlaskEvalProtocol, Subject
-from rubrics.prompt import estimate_tokens
-from rubrics.skills import Skill, load_default
-from workers.judge import FINISHED, GenerateConfig, create_judge
+from flask_eval.core.errors import JudgeError
+from flask_eval.rubrics.grading import FlaskEvalProtocol, Subject
+from flask_eval.rubrics.prompt import estimate_tokens
+from flask_eval.rubrics.skills import Skill, load_default
+from flask_eval.workers.judge import FINISHED, GenerateConfig, create_judge
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 N_CTX = 4096
@@ -118,7 +118,7 @@ class Case:
 def flask_cases(data: Path, count: int, model: str = "gpt4") -> tuple[list[Case], int]:
     """The first ``count`` FLASK instances (with ``model``'s responses) whose prompts fit
     the context window, and how many were passed over for not fitting."""
-    from producer.loaders import load_instances, load_responses
+    from flask_eval.producer.loaders import load_instances, load_responses
 
     skills = load_default()
     path = data / "evaluation_set" / "flask_evaluation.jsonl"

@@ -33,11 +33,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core.types import DOMAINS  # noqa: E402
-from rubrics import codec  # noqa: E402
-from rubrics.skills import load_default  # noqa: E402
-from storage.models import INSTANCE, INSTANCE_DOMAIN, RESPONSE, RUN  # noqa: E402
-from storage.store import Store  # noqa: E402
+from flask_eval.core.types import DOMAINS  # noqa: E402
+from flask_eval.rubrics import codec  # noqa: E402
+from flask_eval.rubrics.skills import load_default  # noqa: E402
+from flask_eval.storage.models import INSTANCE, INSTANCE_DOMAIN, RESPONSE, RUN  # noqa: E402
+from flask_eval.storage.store import Store  # noqa: E402
 
 DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
 RESULTS = ROOT / "bench" / "results" / "report_bench.json"
@@ -246,8 +246,8 @@ def build(store: Store, data: dict[str, Any]) -> int:
 def time_report(store: Store, run_name: str, replicates: int, seed: int) -> dict[str, Any]:
     """Seconds for the whole report: the query, every breakdown with its bootstrap
     interval, the paired comparisons, judge agreement, and the JSON output."""
-    from app.report import build_report
-    from report.render import to_json
+    from flask_eval.app.report import build_report
+    from flask_eval.report.render import to_json
 
     started = time.perf_counter()
     run = store.find_run(run_name)
@@ -322,7 +322,7 @@ def cli_seconds(url: str) -> float:
     """Wall time of `flask-eval report RUN --format json` in a new process (start-up,
     imports and output included), for information."""
     code = (
-        "import sys; from flask_eval.cli_report import report_command; "
+        "import sys; from flask_eval.cli.report import report_command; "
         f"report_command([{RUN_NAME!r}, '--format', 'json', '--quiet'])"
     )
     env = {**os.environ, "FLASK_EVAL_DATABASE_URL": url}

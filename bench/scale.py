@@ -22,11 +22,11 @@ from typing import Any
 from sqlalchemy import func, select
 
 from bench.harness import REPO, Cpu, Workers, env_for, fresh_postgres, run_cli, write_result
-from producer.synthetic import write_inputs
-from simulator.config import SimConfig
-from simulator.testing import SimProcess, spawn_simulator
-from storage.models import CALL
-from storage.store import Store
+from flask_eval.producer.synthetic import write_inputs
+from flask_eval.simulator.config import SimConfig
+from flask_eval.simulator.testing import SimProcess, spawn_simulator
+from flask_eval.storage.models import CALL
+from flask_eval.storage.store import Store
 
 FLASK = REPO.parent / "shared" / "flask-data"
 

@@ -20,8 +20,8 @@ import os
 import stat
 from typing import BinaryIO
 
-from core.errors import InputError
-from core.text import clip
+from flask_eval.core.errors import InputError
+from flask_eval.core.text import clip
 
 __all__ = ["MIB", "open_input", "read_text"]
 

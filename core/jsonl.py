@@ -14,9 +14,9 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from core.errors import InputError
-from core.files import open_input
-from core.text import clip, walk_strings
+from flask_eval.core.errors import InputError
+from flask_eval.core.files import open_input
+from flask_eval.core.text import clip, walk_strings
 
 __all__ = [
     "EMPTY_MESSAGE",

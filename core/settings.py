@@ -38,9 +38,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qsl
 
-from core.errors import ConfigError
-from core.redact import redact
-from core.text import clip
+from flask_eval.core.errors import ConfigError
+from flask_eval.core.redact import redact
+from flask_eval.core.text import clip
 
 DEFAULT_DB_FILE = "flask-eval.db"
 

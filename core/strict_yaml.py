@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from core.text import clip, text_problem
+from flask_eval.core.text import clip, text_problem
 
 __all__ = ["MAX_DEPTH", "StrictLoader", "StrictYAMLError", "describe", "parse"]
 

@@ -13,10 +13,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from core.errors import ConfigError
-from core.limits import MAX_JUDGE_SPEC
-from core.redact import looks_like_credential
-from core.text import clip, control_problem
+from flask_eval.core.errors import ConfigError
+from flask_eval.core.limits import MAX_JUDGE_SPEC
+from flask_eval.core.redact import looks_like_credential
+from flask_eval.core.text import clip, control_problem
 
 #: a judge's completion budget and temperature unless its configuration says otherwise
 DEFAULT_MAX_TOKENS = 1024

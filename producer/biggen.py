@@ -30,11 +30,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from core.errors import InputError
-from core.limits import MAX_DOMAIN
-from core.text import clip
-from core.types import Instance, Response, ResponseSet
-from producer.importing import (
+from flask_eval.core.errors import InputError
+from flask_eval.core.limits import MAX_DOMAIN
+from flask_eval.core.text import clip
+from flask_eval.core.types import Instance, Response, ResponseSet
+from flask_eval.producer.importing import (
     INSTANCE_CRITERION,
     MAX_DOCUMENT_BYTES,
     RubricProblem,
@@ -45,8 +45,8 @@ from producer.importing import (
     read_json_document,
     score_1_to_5,
 )
-from producer.inputs import MODEL_NAME_PATTERN
-from report.references import Reference, ReferenceScore
+from flask_eval.producer.inputs import MODEL_NAME_PATTERN
+from flask_eval.report.references import Reference, ReferenceScore
 
 __all__ = ["load_biggen", "load_biggen_evals"]
 

@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from core.types import InstanceRubric, JudgeConfig
-from rubrics import codec
-from rubrics.grading import DEFAULT_PROTOCOL, Criterion, Protocol, Subject, protocol
-from rubrics.pairwise import pairwise_protocol
-from rubrics.skills import Skill, SkillSet
+from flask_eval.core.types import InstanceRubric, JudgeConfig
+from flask_eval.rubrics import codec
+from flask_eval.rubrics.grading import DEFAULT_PROTOCOL, Criterion, Protocol, Subject, protocol
+from flask_eval.rubrics.pairwise import pairwise_protocol
+from flask_eval.rubrics.skills import Skill, SkillSet
 
 #: the ability an instance's own rubric is filed under when no global criterion has its name
 INSTANCE_ABILITY = "Instance rubric"

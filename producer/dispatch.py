@@ -14,12 +14,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.types import JudgeConfig, Price
-from producer.estimate import Estimator
-from producer.plan import batches, open_calls
-from storage import queries
-from storage.records import RunInfo
-from storage.store import Store
+from flask_eval.core.types import JudgeConfig, Price
+from flask_eval.producer.estimate import Estimator
+from flask_eval.producer.plan import batches, open_calls
+from flask_eval.storage import queries
+from flask_eval.storage.records import RunInfo
+from flask_eval.storage.store import Store
 
 Batch = list[list[int]]
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from core.types import Instance
-from producer.context import RunContext
-from producer.inputs import Inputs
-from rubrics.prompt import estimate_tokens
-from storage.records import PlannedCall, RunInfo
-from storage.store import Store
+from flask_eval.core.types import Instance
+from flask_eval.producer.context import RunContext
+from flask_eval.producer.inputs import Inputs
+from flask_eval.rubrics.prompt import estimate_tokens
+from flask_eval.storage.records import PlannedCall, RunInfo
+from flask_eval.storage.store import Store
 
 
 @dataclass
@@ -101,9 +101,9 @@ def planned_calls(
 ) -> list[PlannedCall]:
     """Every call a fresh run would make, without touching the store (``pairs``: the
     ordered model pairs of a pairwise run)."""
-    from producer.pairs import planned_pairwise_rows
-    from producer.plan import group_calls
-    from storage.records import OpenRow
+    from flask_eval.producer.pairs import planned_pairwise_rows
+    from flask_eval.producer.plan import group_calls
+    from flask_eval.storage.records import OpenRow
 
     if pairs is not None:
         return group_calls(planned_pairwise_rows(inputs, pairs, list(context.judges)), context)

@@ -33,11 +33,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.errors import InputError
-from core.jsonl import json_type, read_json_lines
-from core.limits import MAX_INSTANCE_ID
-from core.text import clip, control_problem
-from producer.inputs import MODEL_NAME_PATTERN
+from flask_eval.core.errors import InputError
+from flask_eval.core.jsonl import json_type, read_json_lines
+from flask_eval.core.limits import MAX_INSTANCE_ID
+from flask_eval.core.text import clip, control_problem
+from flask_eval.producer.inputs import MODEL_NAME_PATTERN
 
 __all__ = ["FLASK_JUDGE", "Review", "ReviewSet", "load_reviews", "skill_aliases"]
 

@@ -26,13 +26,13 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from core.errors import InputError
-from core.files import MIB, read_text
-from core.jsonl import DuplicateKey, unique_keys
-from core.jsonl import json_type as json_type
-from core.limits import MAX_INSTANCE_ID, MAX_JUDGE_NAME
-from core.text import clip, control_problem, escape_line, walk_strings
-from core.types import InstanceRubric
+from flask_eval.core.errors import InputError
+from flask_eval.core.files import MIB, read_text
+from flask_eval.core.jsonl import DuplicateKey, unique_keys
+from flask_eval.core.jsonl import json_type as json_type
+from flask_eval.core.limits import MAX_INSTANCE_ID, MAX_JUDGE_NAME
+from flask_eval.core.text import clip, control_problem, escape_line, walk_strings
+from flask_eval.core.types import InstanceRubric
 
 __all__ = [
     "INSTANCE_CRITERION",

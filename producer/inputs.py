@@ -6,11 +6,11 @@ import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from core.errors import InputError
-from core.limits import MAX_MODEL_NAME, MAX_RUN_NAME
-from core.text import clip, control_problem
-from core.types import Instance, ResponseSet
-from producer.loaders import load_instances, load_responses
+from flask_eval.core.errors import InputError
+from flask_eval.core.limits import MAX_MODEL_NAME, MAX_RUN_NAME
+from flask_eval.core.text import clip, control_problem
+from flask_eval.core.types import Instance, ResponseSet
+from flask_eval.producer.loaders import load_instances, load_responses
 
 __all__ = [
     "MODEL_NAME_PATTERN",

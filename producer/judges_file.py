@@ -34,13 +34,13 @@ from typing import Any
 
 import yaml
 
-from core import strict_yaml
-from core.errors import ConfigError, InputError
-from core.files import MIB, read_text
-from core.limits import MAX_JUDGE_NAME
-from core.text import clip
-from core.types import DEFAULT_MAX_TOKENS, JudgeConfig, JudgeSpec, Price
-from rubrics.grading import DEFAULT_PROTOCOL, PROTOCOLS
+from flask_eval.core import strict_yaml
+from flask_eval.core.errors import ConfigError, InputError
+from flask_eval.core.files import MIB, read_text
+from flask_eval.core.limits import MAX_JUDGE_NAME
+from flask_eval.core.text import clip
+from flask_eval.core.types import DEFAULT_MAX_TOKENS, JudgeConfig, JudgeSpec, Price
+from flask_eval.rubrics.grading import DEFAULT_PROTOCOL, PROTOCOLS
 
 __all__ = [
     "JUDGE_NAME_PATTERN",

@@ -32,12 +32,12 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from core.errors import InputError
-from core.jsonl import MAX_LINE_BYTES, read_json_lines
-from core.jsonl import json_type as _json_type
-from core.limits import MAX_INSTANCE_ID
-from core.text import clip, control_problem
-from core.types import (
+from flask_eval.core.errors import InputError
+from flask_eval.core.jsonl import MAX_LINE_BYTES, read_json_lines
+from flask_eval.core.jsonl import json_type as _json_type
+from flask_eval.core.limits import MAX_INSTANCE_ID
+from flask_eval.core.text import clip, control_problem
+from flask_eval.core.types import (
     DIFFICULTY_LABELS,
     DOMAINS,
     Instance,
@@ -45,7 +45,7 @@ from core.types import (
     Response,
     ResponseSet,
 )
-from producer.importing import RubricProblem, parse_rubric
+from flask_eval.producer.importing import RubricProblem, parse_rubric
 
 __all__ = ["MAX_LINE_BYTES", "load_instances", "load_responses", "read_json_lines"]
 

@@ -20,11 +20,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from core.errors import InputError
-from core.text import clip
-from producer.inputs import Inputs, check_model_name
-from storage.planning import Pair, answered_pairs
-from storage.records import OpenRow
+from flask_eval.core.errors import InputError
+from flask_eval.core.text import clip
+from flask_eval.producer.inputs import Inputs, check_model_name
+from flask_eval.storage.planning import Pair, answered_pairs
+from flask_eval.storage.records import OpenRow
 
 __all__ = [
     "PLANS",

@@ -42,21 +42,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.errors import InputError
-from core.jsonl import read_json_lines
-from core.limits import MAX_DOMAIN
-from core.text import clip
-from core.types import Instance, Response, ResponseSet
-from producer.importing import (
+from flask_eval.core.errors import InputError
+from flask_eval.core.jsonl import read_json_lines
+from flask_eval.core.limits import MAX_DOMAIN
+from flask_eval.core.text import clip
+from flask_eval.core.types import Instance, Response, ResponseSet
+from flask_eval.producer.importing import (
     INSTANCE_CRITERION,
     RubricProblem,
     check_identifier,
     json_type,
     read_json_document,
 )
-from producer.inputs import check_model_name
-from producer.prometheus_sets import FilledPrompt, parse_filled_prompt
-from rubrics.pairwise import PAIRWISE_OVERALL
+from flask_eval.producer.inputs import check_model_name
+from flask_eval.producer.prometheus_sets import FilledPrompt, parse_filled_prompt
+from flask_eval.rubrics.pairwise import PAIRWISE_OVERALL
 
 __all__ = [
     "LABEL_FIRST",

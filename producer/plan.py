@@ -8,11 +8,11 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from core.types import JudgeConfig
-from producer.context import RunContext
-from producer.inputs import Inputs
-from storage.records import OpenRow, PlannedCall, RunInfo
-from storage.store import Store
+from flask_eval.core.types import JudgeConfig
+from flask_eval.producer.context import RunContext
+from flask_eval.producer.inputs import Inputs
+from flask_eval.storage.records import OpenRow, PlannedCall, RunInfo
+from flask_eval.storage.store import Store
 
 MODES = ("instance", "skill")
 #: One call per (instance, response, judge) scoring all of the instance's skills: FLASK's

@@ -11,8 +11,8 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
-from core.errors import InputError
-from producer.inputs import Inputs
+from flask_eval.core.errors import InputError
+from flask_eval.producer.inputs import Inputs
 
 
 def select(

@@ -9,16 +9,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from core.errors import InputError
-from producer.biggen import load_biggen
-from producer.context import INSTANCE_ABILITY
-from producer.importing import INSTANCE_CRITERION
-from producer.inputs import Inputs, load_inputs
-from producer.pairwise_sets import PairLabel, load_pairwise_set
-from producer.prometheus_sets import load_prometheus_set
-from rubrics.criteria import load_criteria
-from rubrics.pairwise import PAIRWISE_OVERALL, overall_criterion
-from rubrics.skills import Skill, SkillSet, load, load_default
+from flask_eval.core.errors import InputError
+from flask_eval.producer.biggen import load_biggen
+from flask_eval.producer.context import INSTANCE_ABILITY
+from flask_eval.producer.importing import INSTANCE_CRITERION
+from flask_eval.producer.inputs import Inputs, load_inputs
+from flask_eval.producer.pairwise_sets import PairLabel, load_pairwise_set
+from flask_eval.producer.prometheus_sets import load_prometheus_set
+from flask_eval.rubrics.criteria import load_criteria
+from flask_eval.rubrics.pairwise import PAIRWISE_OVERALL, overall_criterion
+from flask_eval.rubrics.skills import Skill, SkillSet, load, load_default
 
 
 @dataclass(frozen=True)

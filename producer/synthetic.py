@@ -6,8 +6,8 @@ import json
 import random
 from pathlib import Path
 
-from core.types import DIFFICULTY_LABELS, DOMAINS
-from rubrics.skills import load_default
+from flask_eval.core.types import DIFFICULTY_LABELS, DOMAINS
+from flask_eval.rubrics.skills import load_default
 
 WORDS = [
     "river",

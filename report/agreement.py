@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from report.scores import SCORED, ScoreTable
+from flask_eval.report.scores import SCORED, ScoreTable
 
 IntMatrix = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]

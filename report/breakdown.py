@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from report.dimensions import (
+from flask_eval.report.dimensions import (
     ATTRIBUTES,
     BIGGEN_OVERALL,
     Attribute,
@@ -43,8 +43,8 @@ from report.dimensions import (
     flask_breakdown,
     report_breakdown,
 )
-from report.metrics import KEY_SEP, Row
-from report.scores import FAILED, NA, SCORED, FloatArray, IntArray, ScoreTable
+from flask_eval.report.metrics import KEY_SEP, Row
+from flask_eval.report.scores import FAILED, NA, SCORED, FloatArray, IntArray, ScoreTable
 
 __all__ = [
     "ATTRIBUTES",

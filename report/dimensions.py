@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from report.metrics import (
+from flask_eval.report.metrics import (
     ABILITY,
     BIGGEN_KEY,
     CAPABILITY,
@@ -24,7 +24,7 @@ from report.metrics import (
     SKILL_DIFFICULTY,
     TASK,
 )
-from report.scores import IntArray, ScoreTable
+from flask_eval.report.scores import IntArray, ScoreTable
 
 
 @dataclass(frozen=True)

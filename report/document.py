@@ -16,10 +16,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from core.types import DIFFICULTY_LABELS
-from report.agreement import Agreement
-from report.intervals import Comparison, Intervals
-from report.metrics import (
+from flask_eval.core.types import DIFFICULTY_LABELS
+from flask_eval.report.agreement import Agreement
+from flask_eval.report.intervals import Comparison, Intervals
+from flask_eval.report.metrics import (
     BIGGEN_KEY,
     BIGGEN_LABEL,
     BIGGEN_RULE,
@@ -28,10 +28,10 @@ from report.metrics import (
     OVERALL_KEY,
     Row,
 )
-from report.scores import ScoreTable
+from flask_eval.report.scores import ScoreTable
 
 if TYPE_CHECKING:
-    from report.pairwise_report import PairwiseReport
+    from flask_eval.report.pairwise_report import PairwiseReport
 
 #: The keys of a report row in JSON and CSV: :meth:`Row.as_dict` plus the interval.
 ROW_FIELDS: tuple[str, ...] = (
@@ -71,7 +71,7 @@ class JudgeSettings:
     """How one judge of the run was sampled, as its run config records it.
 
     ``temperature`` None means the provider's own default (the Anthropic SDK call takes
-    no temperature). Built by ``flask_eval.cli_report`` with secrets redacted.
+    no temperature). Built by ``flask_eval.cli.report`` with secrets redacted.
     """
 
     name: str

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from report.scores import FAILED, NA, NONE, SCORED, FloatArray, ScoreTable, StateArray
+from flask_eval.report.scores import FAILED, NA, NONE, SCORED, FloatArray, ScoreTable, StateArray
 
 METHODS: tuple[str, ...] = ("mean", "median", "majority")
 PREFIX = "ensemble/"

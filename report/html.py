@@ -19,8 +19,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from report.document import Report, ReportRow, level_label, ranked_models
-from report.metrics import (
+from flask_eval.report.document import Report, ReportRow, level_label, ranked_models
+from flask_eval.report.metrics import (
     ABILITY,
     BIGGEN_KEY,
     CAPABILITY,
@@ -31,8 +31,8 @@ from report.metrics import (
     SKILL,
     TASK,
 )
-from report.plots import Plot, all_plots
-from report.render import fmt, fmt_interval
+from flask_eval.report.plots import Plot, all_plots
+from flask_eval.report.render import fmt, fmt_interval
 
 PAGE = "report.html"
 
@@ -240,7 +240,7 @@ def render(report: Report, plots: Sequence[Plot]) -> str:
         ("agreement", "Judge agreement", figures("agreement") + _agreement(report)),
     ]  # fmt: skip
     if report.pairwise is not None:
-        from report.pairwise_render import html_section
+        from flask_eval.report.pairwise_render import html_section
 
         figs = figures("winrate") + figures("position")
         sections.insert(0, ("pairwise", "Pairwise ranking", html_section(report.pairwise, figs)))
@@ -268,7 +268,7 @@ def write_report(report: Report, out_dir: Path, *, progress: bool = False) -> Pa
     ) as bar:
         plots = all_plots(report, progress=bar.update)
     if report.pairwise is not None:
-        from report.pairwise_render import plots as pairwise_plots
+        from flask_eval.report.pairwise_render import plots as pairwise_plots
 
         plots += pairwise_plots(report.pairwise)
     for plot in plots:

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from report.bootstrap import DEFAULT_CONFIDENCE, FloatArray, percentile_interval
-from report.breakdown import Aggregation, per_instance
-from report.metrics import OVERALL, OVERALL_KEY
-from report.scores import ScoreTable
+from flask_eval.report.bootstrap import DEFAULT_CONFIDENCE, FloatArray, percentile_interval
+from flask_eval.report.breakdown import Aggregation, per_instance
+from flask_eval.report.metrics import OVERALL, OVERALL_KEY
+from flask_eval.report.scores import ScoreTable
 
 #: (model, judge, dimension, key) -> (ci_low, ci_high)
 Intervals = dict[tuple[str, str, str, str], tuple[float, float]]

@@ -37,8 +37,8 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from core.types import VERDICT_FIRST, VERDICT_TIE, VERDICTS
-from report.bootstrap import DEFAULT_CONFIDENCE, FloatArray, percentile_interval
+from flask_eval.core.types import VERDICT_FIRST, VERDICT_TIE, VERDICTS
+from flask_eval.report.bootstrap import DEFAULT_CONFIDENCE, FloatArray, percentile_interval
 
 IntArray = npt.NDArray[np.int64]
 

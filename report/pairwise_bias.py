@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.types import VERDICT_FIRST, VERDICT_TIE
-from report.bootstrap import DEFAULT_CONFIDENCE, FloatArray
-from report.pairwise import (
+from flask_eval.core.types import VERDICT_FIRST, VERDICT_TIE
+from flask_eval.report.bootstrap import DEFAULT_CONFIDENCE, FloatArray
+from flask_eval.report.pairwise import (
     ALL_CRITERIA,
     SCORE_OF,
     Comparison,

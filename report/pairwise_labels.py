@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from report.pairwise import TIE, WIN, Comparison, Game, combine
+from flask_eval.report.pairwise import TIE, WIN, Comparison, Game, combine
 
 LABEL_FIRST, LABEL_SECOND, LABEL_TIE = 0, 1, 2
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import html
 
-from report.pairwise import ALL_CRITERIA
-from report.pairwise_report import PAIRWISE_FIELDS, PairwiseReport
-from report.plots import Plot, render
+from flask_eval.report.pairwise import ALL_CRITERIA
+from flask_eval.report.pairwise_report import PAIRWISE_FIELDS, PairwiseReport
+from flask_eval.report.plots import Plot, render
 
 
 def _f(value: float | None, digits: int = 2) -> str:
@@ -69,7 +69,7 @@ def text(pw: PairwiseReport, level: int = 95) -> str:
 
 def csv(pw: PairwiseReport) -> str:
     """The pairwise rows as CSV (:data:`PAIRWISE_FIELDS`)."""
-    from report.render import csv_text
+    from flask_eval.report.render import csv_text
 
     return csv_text(PAIRWISE_FIELDS, pw.rows())
 

@@ -31,10 +31,10 @@ from typing import Any
 
 import numpy as np
 
-from report import ratings
-from report.bootstrap import DEFAULT_CONFIDENCE, FloatArray, percentile_interval
-from report.document import FIELDS
-from report.pairwise import (
+from flask_eval.report import ratings
+from flask_eval.report.bootstrap import DEFAULT_CONFIDENCE, FloatArray, percentile_interval
+from flask_eval.report.document import FIELDS
+from flask_eval.report.pairwise import (
     ALL_CRITERIA,
     Comparison,
     Game,
@@ -43,8 +43,8 @@ from report.pairwise import (
     model_order,
     win_rates,
 )
-from report.pairwise_bias import LengthBin, Position, length_bias, position
-from report.pairwise_labels import JudgeAgreement, LabelAccuracy, judge_agreement
+from flask_eval.report.pairwise_bias import LengthBin, Position, length_bias, position
+from flask_eval.report.pairwise_labels import JudgeAgreement, LabelAccuracy, judge_agreement
 
 PAIRWISE, RATING, POSITION, LENGTH_BIAS = "pairwise", "rating", "position", "length_bias"
 DIMENSIONS = (PAIRWISE, RATING, POSITION, LENGTH_BIAS)

@@ -27,9 +27,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.projections.polar import PolarAxes
 
-from report.agreement import Agreement
-from report.document import Report, ReportRow, level_label, ranked_models
-from report.metrics import (
+from flask_eval.report.agreement import Agreement
+from flask_eval.report.document import Report, ReportRow, level_label, ranked_models
+from flask_eval.report.metrics import (
     ABILITY,
     BIGGEN_KEY,
     CAPABILITY,

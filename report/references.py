@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.errors import InputError
-from core.files import MIB, read_text
-from core.jsonl import read_json_lines
-from core.text import clip, walk_strings
+from flask_eval.core.errors import InputError
+from flask_eval.core.files import MIB, read_text
+from flask_eval.core.jsonl import read_json_lines
+from flask_eval.core.text import clip, walk_strings
 
 if TYPE_CHECKING:
-    from report.scores import ScoreTable
+    from flask_eval.report.scores import ScoreTable
 
 COLUMNS: tuple[str, ...] = ("model", "instance_id", "skill", "score")
 NA_TEXTS = frozenset({"", "n/a", "na", "none", "null"})
@@ -133,7 +133,7 @@ def attach(table: ScoreTable, references: Sequence[Reference]) -> tuple[ScoreTab
     scores match no cell of the table (they are left out)."""
     import numpy as np  # here: the producer reads references without the report's arrays
 
-    from report.scores import NA, NONE, SCORED
+    from flask_eval.report.scores import NA, NONE, SCORED
 
     if not references:
         return table, []

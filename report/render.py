@@ -46,9 +46,9 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from report.agreement import FIELDS as AGREEMENT_FIELDS
-from report.agreement import Agreement
-from report.document import (
+from flask_eval.report.agreement import FIELDS as AGREEMENT_FIELDS
+from flask_eval.report.agreement import Agreement
+from flask_eval.report.document import (
     FIELDS,
     Report,
     ReportRow,
@@ -57,8 +57,8 @@ from report.document import (
     level_label,
     ranked_models,
 )
-from report.intervals import Comparison
-from report.metrics import (
+from flask_eval.report.intervals import Comparison
+from flask_eval.report.metrics import (
     ABILITY,
     CAPABILITY,
     DIFFICULTY,
@@ -174,7 +174,7 @@ def report_csv(report: Report) -> str:
     (absolute and pairwise dimensions) with the wider ``PAIRWISE_FIELDS``."""
     if report.pairwise is None:
         return rows_csv(report.rows)
-    from report.pairwise_report import PAIRWISE_FIELDS
+    from flask_eval.report.pairwise_report import PAIRWISE_FIELDS
 
     plain_rows = [dict.fromkeys(PAIRWISE_FIELDS) | r.as_dict() for r in report.rows]
     return csv_text(PAIRWISE_FIELDS, [*plain_rows, *report.pairwise.rows()])
@@ -324,7 +324,7 @@ def to_table(report: Report | Sequence[Row]) -> str:
             )
         text += "\n".join(lines)
     if report.pairwise is not None:
-        from report.pairwise_render import text as pairwise_text
+        from flask_eval.report.pairwise_render import text as pairwise_text
 
         text = (text.rstrip("\n") + "\n\n" if text.strip() else "") + pairwise_text(
             report.pairwise, level

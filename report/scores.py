@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import numpy.typing as npt
 
-from core.types import STATE_FAILED, STATE_NA, STATE_NONE, STATE_SCORED
+from flask_eval.core.types import STATE_FAILED, STATE_NA, STATE_NONE, STATE_SCORED
 
 #: Judgment states in a :class:`ScoreTable` (int8).
 NONE = STATE_NONE  # no judgment, or not finished (pending, running): ignored

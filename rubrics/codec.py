@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rubrics.skills import Skill, SkillSet
+from flask_eval.rubrics.skills import Skill, SkillSet
 
 
 def to_data(skillset: SkillSet) -> list[dict[str, Any]]:

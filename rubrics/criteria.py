@@ -39,12 +39,12 @@ from typing import Any
 
 import yaml
 
-from core import strict_yaml
-from core.errors import InputError
-from core.files import MIB, read_text
-from core.limits import MAX_CRITERION_NAME
-from core.text import clip, control_problem
-from rubrics.skills import SCORE_LEVELS, Skill, SkillSet
+from flask_eval.core import strict_yaml
+from flask_eval.core.errors import InputError
+from flask_eval.core.files import MIB, read_text
+from flask_eval.core.limits import MAX_CRITERION_NAME
+from flask_eval.core.text import clip, control_problem
+from flask_eval.rubrics.skills import SCORE_LEVELS, Skill, SkillSet
 
 __all__ = ["DEFAULT_GROUP", "MAX_FILE_BYTES", "load_criteria"]
 

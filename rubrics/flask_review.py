@@ -35,10 +35,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rubrics.grading import PROTOCOLS, Criterion, Protocol, Subject
-from rubrics.parse import RATIONALE_LIMIT, Reading, rationale_sections
-from rubrics.prompt import REMINDER_MAX_CHARS, Message, truncate
-from rubrics.protocol import (
+from flask_eval.rubrics.grading import PROTOCOLS, Criterion, Protocol, Subject
+from flask_eval.rubrics.parse import RATIONALE_LIMIT, Reading, rationale_sections
+from flask_eval.rubrics.prompt import REMINDER_MAX_CHARS, Message, truncate
+from flask_eval.rubrics.protocol import (
     FLASK_INSTRUCTION,
     FLASK_REFERENCE,
     FLASK_RESPONSE,

@@ -23,10 +23,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from rubrics.parse import Reading, read
-from rubrics.prompt import Message, reminder, render
-from rubrics.skills import Skill
-from rubrics.structured import read_structured, schema_for, structured_prompt
+from flask_eval.rubrics.parse import Reading, read
+from flask_eval.rubrics.prompt import Message, reminder, render
+from flask_eval.rubrics.skills import Skill
+from flask_eval.rubrics.structured import read_structured, schema_for, structured_prompt
 
 #: what a protocol judges: a FLASK skill, a custom criterion or an instance's own rubric
 Criterion = Skill
@@ -159,4 +159,4 @@ def protocol(name: str = DEFAULT_PROTOCOL, mode: str = "instance") -> Protocol:
 
 
 # The other protocols subclass Protocol: their modules add themselves to PROTOCOLS.
-from rubrics import flask_review, prometheus  # noqa: E402, F401
+from flask_eval.rubrics import flask_review, prometheus  # noqa: E402, F401

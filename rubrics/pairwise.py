@@ -35,10 +35,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from core.types import VERDICT_FIRST, VERDICT_SECOND, VERDICT_TIE
-from rubrics import prompt as absolute
-from rubrics.grading import Criterion, Protocol, Subject
-from rubrics.parse import (
+from flask_eval.core.types import VERDICT_FIRST, VERDICT_SECOND, VERDICT_TIE
+from flask_eval.rubrics import prompt as absolute
+from flask_eval.rubrics.grading import Criterion, Protocol, Subject
+from flask_eval.rubrics.parse import (
     _FENCE_RE,
     RATIONALE_LIMIT,
     Reading,
@@ -46,9 +46,9 @@ from rubrics.parse import (
     _reject_constant,
     rationale_sections,
 )
-from rubrics.prometheus_relative import PrometheusRelativeProtocol
-from rubrics.prompt import REMINDER_MAX_CHARS, Message
-from rubrics.protocol import (
+from flask_eval.rubrics.prometheus_relative import PrometheusRelativeProtocol
+from flask_eval.rubrics.prompt import REMINDER_MAX_CHARS, Message
+from flask_eval.rubrics.protocol import (
     PAIRWISE_SYSTEM,
     REFERENCE_HEADING,
     RESPONSE_A_END,
@@ -61,7 +61,7 @@ from rubrics.protocol import (
     VERDICT_TIE_WORD,
     criteria_line,
 )
-from rubrics.skills import Skill
+from flask_eval.rubrics.skills import Skill
 
 #: the criterion of one overall preference (a run judged without per-skill criteria)
 PAIRWISE_OVERALL = "overall"

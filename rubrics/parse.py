@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from rubrics.protocol import SCORES_MARKER
+from flask_eval.rubrics.protocol import SCORES_MARKER
 
 MIN_SCORE = 1
 MAX_SCORE = 5

@@ -49,10 +49,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from rubrics.grading import PROTOCOLS, Criterion, Protocol, Subject
-from rubrics.parse import RATIONALE_LIMIT, Reading
-from rubrics.prompt import REMINDER_MAX_CHARS, Message, truncate
-from rubrics.protocol import (
+from flask_eval.rubrics.grading import PROTOCOLS, Criterion, Protocol, Subject
+from flask_eval.rubrics.parse import RATIONALE_LIMIT, Reading
+from flask_eval.rubrics.prompt import REMINDER_MAX_CHARS, Message, truncate
+from flask_eval.rubrics.protocol import (
     FEEDBACK_MARKER,
     PROMETHEUS_INSTRUCTION,
     PROMETHEUS_REFERENCE,

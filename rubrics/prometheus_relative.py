@@ -40,13 +40,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from core.types import VERDICT_FIRST, VERDICT_SECOND
-from rubrics import prometheus
-from rubrics.grading import Criterion, Subject
-from rubrics.parse import RATIONALE_LIMIT, Reading
-from rubrics.prometheus import INSTRUCTION_LABEL, SYSTEM_PROMPT_LABEL
-from rubrics.prompt import REMINDER_MAX_CHARS, Message, truncate
-from rubrics.protocol import (
+from flask_eval.core.types import VERDICT_FIRST, VERDICT_SECOND
+from flask_eval.rubrics import prometheus
+from flask_eval.rubrics.grading import Criterion, Subject
+from flask_eval.rubrics.parse import RATIONALE_LIMIT, Reading
+from flask_eval.rubrics.prometheus import INSTRUCTION_LABEL, SYSTEM_PROMPT_LABEL
+from flask_eval.rubrics.prompt import REMINDER_MAX_CHARS, Message, truncate
+from flask_eval.rubrics.protocol import (
     FEEDBACK_MARKER,
     PROMETHEUS_REL_INSTRUCTION,
     PROMETHEUS_REL_REFERENCE,

@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 
-from rubrics.protocol import (
+from flask_eval.rubrics.protocol import (
     NA,
     REFERENCE_HEADING,
     RESPONSE_END,
@@ -21,7 +21,7 @@ from rubrics.protocol import (
     SCORES_MARKER,
     skills_line,
 )
-from rubrics.skills import Skill
+from flask_eval.rubrics.skills import Skill
 
 #: How much of a previous (unparseable) judge output the retry shows back to the judge.
 REMINDER_MAX_CHARS = 4000

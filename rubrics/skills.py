@@ -33,12 +33,12 @@ from typing import Any
 
 import yaml
 
-from core import strict_yaml
-from core.errors import InputError
-from core.files import MIB, read_text
-from core.jsonl import DuplicateKey, unique_keys
-from core.limits import MAX_CRITERION_NAME
-from core.text import clip, control_problem, escape_line, walk_strings
+from flask_eval.core import strict_yaml
+from flask_eval.core.errors import InputError
+from flask_eval.core.files import MIB, read_text
+from flask_eval.core.jsonl import DuplicateKey, unique_keys
+from flask_eval.core.limits import MAX_CRITERION_NAME
+from flask_eval.core.text import clip, control_problem, escape_line, walk_strings
 
 SCORE_LEVELS: tuple[int, ...] = (1, 2, 3, 4, 5)
 
@@ -129,7 +129,7 @@ class SkillSet:
 @functools.cache
 def load_default() -> SkillSet:
     """The packaged FLASK skill set (``rubrics/skills.yaml``), loaded once."""
-    resource = resources.files("rubrics").joinpath(_DEFAULT_RESOURCE)
+    resource = resources.files("flask_eval.rubrics").joinpath(_DEFAULT_RESOURCE)
     text = resource.read_text(encoding="utf-8")
     return _load_text(text, f"rubrics/{_DEFAULT_RESOURCE}", force_json=False)
 

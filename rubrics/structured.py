@@ -20,9 +20,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rubrics.parse import MAX_SCORE, MIN_SCORE, RATIONALE_LIMIT, Reading
-from rubrics.protocol import NA, skills_line
-from rubrics.skills import Skill
+from flask_eval.rubrics.parse import MAX_SCORE, MIN_SCORE, RATIONALE_LIMIT, Reading
+from flask_eval.rubrics.protocol import NA, skills_line
+from flask_eval.rubrics.skills import Skill
 
 #: the member of a criterion's object that holds its score, and the one with its reasons
 SCORE, RATIONALE = "score", "rationale"

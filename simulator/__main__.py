@@ -1,4 +1,4 @@
-"""``python -m simulator --port 8765 --latency-ms 200 ...``"""
+"""``python -m flask_eval.simulator --port 8765 --latency-ms 200 ...``"""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from .server import run
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m simulator",
+        prog="python -m flask_eval.simulator",
         description="Judge simulator speaking the OpenAI and Anthropic wire formats.",
     )
     p.add_argument("--host", default="127.0.0.1")

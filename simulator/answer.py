@@ -22,7 +22,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
-from rubrics.protocol import (
+from flask_eval.rubrics.protocol import (
     REFERENCE_HEADING,
     RESPONSE_END,
     RESPONSE_START,

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from rubrics.protocol import (
+from flask_eval.rubrics.protocol import (
     FLASK_REFERENCE,
     FLASK_RESPONSE,
     FLASK_RESPONSE_END,

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from rubrics.protocol import (
+from flask_eval.rubrics.protocol import (
     PAIRWISE_SYSTEM,
     PROMETHEUS_REL_REFERENCE,
     PROMETHEUS_REL_RUBRIC,

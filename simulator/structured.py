@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rubrics.protocol import NA, requested_skills
+from flask_eval.rubrics.protocol import NA, requested_skills
 
 from .answer import judge_scores, quality
 from .config import SimConfig

@@ -173,7 +173,7 @@ class SimProcess(_Endpoint):
         root = str(Path(__file__).resolve().parent.parent)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         env["PYTHONUNBUFFERED"] = "1"
-        cmd = [sys.executable, "-m", "simulator", "--host", self.host, "--port", "0"]
+        cmd = [sys.executable, "-m", "flask_eval.simulator", "--host", self.host, "--port", "0"]
         self.proc = subprocess.Popen(
             cmd + config_to_argv(self.config),
             stdout=subprocess.PIPE,

@@ -29,10 +29,10 @@ import numpy as np
 from sqlalchemy import Select, case, func, literal, select
 from sqlalchemy.engine import Connection
 
-from core.errors import Status
-from core.types import STATE_FAILED, STATE_NA, STATE_NONE, STATE_SCORED
-from storage.models import INSTANCE, INSTANCE_DOMAIN, JUDGMENT, RESPONSE
-from storage.store import Store
+from flask_eval.core.errors import Status
+from flask_eval.core.types import STATE_FAILED, STATE_NA, STATE_NONE, STATE_SCORED
+from flask_eval.storage.models import INSTANCE, INSTANCE_DOMAIN, JUDGMENT, RESPONSE
+from flask_eval.storage.store import Store
 
 J, INS, DOM = JUDGMENT.c, INSTANCE.c, INSTANCE_DOMAIN.c
 

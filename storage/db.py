@@ -12,8 +12,8 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 from sqlmodel import SQLModel, create_engine
 
-from core.errors import ConfigError
-from storage import models  # noqa: F401  (registers the tables)
+from flask_eval.core.errors import ConfigError
+from flask_eval.storage import models  # noqa: F401  (registers the tables)
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -32,7 +32,7 @@ def normalize_url(url: str) -> str:
 
 def redact_url(url: str) -> str:
     """The URL with any password hidden (in its userinfo or its query), for messages."""
-    from core.redact import redact
+    from flask_eval.core.redact import redact
 
     try:
         return redact(make_url(url).render_as_string(hide_password=True))

@@ -17,8 +17,8 @@ from typing import cast
 from sqlalchemy import Column, Index, Table, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from core.errors import Status
-from core.limits import (
+from flask_eval.core.errors import Status
+from flask_eval.core.limits import (
     MAX_CRITERION_NAME,
     MAX_DOMAIN,
     MAX_INSTANCE_ID,

@@ -16,15 +16,15 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from core.errors import Status
-from core.types import Instance, ResponseSet
-from storage.models import INSTANCE, INSTANCE_DOMAIN, JUDGMENT, RESPONSE
-from storage.records import instance_values
+from flask_eval.core.errors import Status
+from flask_eval.core.types import Instance, ResponseSet
+from flask_eval.storage.models import INSTANCE, INSTANCE_DOMAIN, JUDGMENT, RESPONSE
+from flask_eval.storage.records import instance_values
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
-    from storage.store import Store
+    from flask_eval.storage.store import Store
 
 __all__ = ["Pair", "answered_pairs", "insert_run_rows", "ledger_rows"]
 

@@ -34,9 +34,9 @@ from sqlalchemy import Table
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 
-from core.errors import Status
-from storage.records import CallRecord, JobContext, Outcome
-from storage.store import Store
+from flask_eval.core.errors import Status
+from flask_eval.storage.records import CallRecord, JobContext, Outcome
+from flask_eval.storage.store import Store
 
 #: claim the rows still to judge and return what judging them needs, in one statement
 #: (``rb``: the second response of a pairwise row; NULL for absolute grading)

@@ -12,10 +12,10 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from core.errors import Status
-from storage.models import CALL, INSTANCE, INSTANCE_DOMAIN, JUDGMENT, RESPONSE, utcnow
-from storage.records import RunInfo
-from storage.store import Store, claimable
+from flask_eval.core.errors import Status
+from flask_eval.storage.models import CALL, INSTANCE, INSTANCE_DOMAIN, JUDGMENT, RESPONSE, utcnow
+from flask_eval.storage.records import RunInfo
+from flask_eval.storage.store import Store, claimable
 
 J, C, INS, DOM, R = JUDGMENT.c, CALL.c, INSTANCE.c, INSTANCE_DOMAIN.c, RESPONSE.c
 
@@ -190,7 +190,7 @@ def stale_open_runs(store: Store, older_than: float, queue: str) -> list[RunInfo
 
 def runs_overview(store: Store) -> list[dict[str, Any]]:
     """Every run, newest first: name, created, models, judges, done/failed/total, cost."""
-    from storage.models import RUN
+    from flask_eval.storage.models import RUN
 
     RN = RUN.c
     with store.engine.connect() as conn:

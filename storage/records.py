@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from core.errors import Status
-from core.types import Instance, InstanceRubric
+from flask_eval.core.errors import Status
+from flask_eval.core.types import Instance, InstanceRubric
 
 
 def rubrics_text(rubrics: Mapping[str, InstanceRubric]) -> str:

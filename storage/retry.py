@@ -24,7 +24,7 @@ log = logging.getLogger("flask_eval.storage")
 
 def retry_window() -> float:
     """``FLASK_EVAL_DB_RETRY_SECONDS``, as the settings read and validate it."""
-    from core import settings
+    from flask_eval.core import settings
 
     return settings.load().db_retry_seconds
 

@@ -15,10 +15,10 @@ from sqlalchemy import Table, and_, bindparam, select, update
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection
 
-from core.errors import Status
-from storage.models import CALL, INSTANCE, JUDGMENT, RESPONSE
-from storage.records import CallRecord, JobContext, Outcome
-from storage.store import Store, claimable
+from flask_eval.core.errors import Status
+from flask_eval.storage.models import CALL, INSTANCE, JUDGMENT, RESPONSE
+from flask_eval.storage.records import CallRecord, JobContext, Outcome
+from flask_eval.storage.store import Store, claimable
 
 J, C, INS, R = JUDGMENT.c, CALL.c, INSTANCE.c, RESPONSE.c
 #: the second response of a pairwise row (``model_b``; none for absolute grading)

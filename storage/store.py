@@ -24,10 +24,10 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.elements import ColumnElement
 
-from core.errors import RunConflictError, Status
-from core.types import Instance, ResponseSet
-from storage.db import make_engine
-from storage.models import (
+from flask_eval.core.errors import RunConflictError, Status
+from flask_eval.core.types import Instance, ResponseSet
+from flask_eval.storage.db import make_engine
+from flask_eval.storage.models import (
     CALL,
     DELETED_RUN,
     INSTANCE,
@@ -39,9 +39,17 @@ from storage.models import (
     WORKER,
     utcnow,
 )
-from storage.planning import Pair, insert_run_rows
-from storage.records import CallRecord, Halt, JobContext, OpenRow, Outcome, RunInfo, instance_of
-from storage.retry import transient_retry
+from flask_eval.storage.planning import Pair, insert_run_rows
+from flask_eval.storage.records import (
+    CallRecord,
+    Halt,
+    JobContext,
+    OpenRow,
+    Outcome,
+    RunInfo,
+    instance_of,
+)
+from flask_eval.storage.retry import transient_retry
 
 J, C, INS, DOM, R, RN = JUDGMENT.c, CALL.c, INSTANCE.c, INSTANCE_DOMAIN.c, RESPONSE.c, RUN.c
 
@@ -75,11 +83,11 @@ class Store:
             return super().__new__(cls)
         engine = make_engine(url_or_engine) if isinstance(url_or_engine, str) else url_or_engine
         if engine.dialect.name == "postgresql":
-            from storage.postgres_store import PostgresStore
+            from flask_eval.storage.postgres_store import PostgresStore
 
             store: Store = super().__new__(PostgresStore)
         else:
-            from storage.sqlite_store import SqliteStore
+            from flask_eval.storage.sqlite_store import SqliteStore
 
             store = super().__new__(SqliteStore)
         store.engine = engine

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from workers.judge import register_provider
+from flask_eval.workers.judge import register_provider
 
 # The in-memory judge is for tests only: users are never offered it.
-register_provider("memory", "workers.providers.memory_judge:MemoryJudge")
+register_provider("memory", "flask_eval.workers.providers.memory_judge:MemoryJudge")
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "flask_eval" / "examples"

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from workers.processes import WorkerGroup
+from flask_eval.workers.processes import WorkerGroup
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -130,9 +130,9 @@ def running_rows(database_url: str, run: str) -> int:
     # imported here: the limiter tests' spawned processes import this module, lightly
     from sqlalchemy import func, select
 
-    from core.errors import Status
-    from storage.models import JUDGMENT
-    from storage.store import Store
+    from flask_eval.core.errors import Status
+    from flask_eval.storage.models import JUDGMENT
+    from flask_eval.storage.store import Store
 
     store = Store(database_url)
     try:

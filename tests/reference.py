@@ -15,8 +15,8 @@ from typing import TypeVar
 
 import numpy as np
 
-from report.breakdown import Aggregation, Breakdown, Dimension, flask_breakdown
-from report.metrics import (
+from flask_eval.report.breakdown import Aggregation, Breakdown, Dimension, flask_breakdown
+from flask_eval.report.metrics import (
     ABILITY,
     DIFFICULTY,
     DIMENSIONS,
@@ -28,8 +28,8 @@ from report.metrics import (
     SKILL_DIFFICULTY,
     Row,
 )
-from report.scores import FAILED as FAILED_STATE
-from report.scores import NA, NONE, SCORED, ScoreTable, build
+from flask_eval.report.scores import FAILED as FAILED_STATE
+from flask_eval.report.scores import NA, NONE, SCORED, ScoreTable, build
 
 DONE = "done"
 FAILED = "failed"

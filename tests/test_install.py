@@ -4,7 +4,10 @@ and constraints.txt pins every dependency the project names, at a version its ra
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import tomllib
+import zipfile
 from pathlib import Path
 
 from packaging.requirements import Requirement
@@ -46,3 +49,31 @@ def test_every_install_path_uses_the_constraints() -> None:
         installs = [ln for ln in lines if "-e" in ln and "dev" in ln]
         assert installs, f"{path} installs nothing"
         assert all("-c constraints.txt" in ln for ln in installs), (path, installs)
+
+
+def test_the_distribution_adds_one_import_name(tmp_path: Path) -> None:
+    """Installing flask-eval adds `flask_eval` and nothing else to a user's imports: the
+    wheel holds the layers (workers, producer, ...) inside the namespace, through the
+    symbolic links setuptools follows, with their data files, and no other top-level name."""
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
+         "--disable-pip-version-check", "-w", str(tmp_path), str(REPO)],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    (wheel,) = tmp_path.glob("flask_eval-*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+        top_level = zf.read(next(n for n in names if n.endswith(".dist-info/top_level.txt")))
+    tops = {name.split("/", 1)[0] for name in names}
+    assert {t for t in tops if not t.endswith(".dist-info")} == {"flask_eval"}
+    assert top_level.decode().split() == ["flask_eval"]
+    for layer in ("app", "core", "producer", "report", "rubrics", "simulator", "storage"):
+        assert f"flask_eval/{layer}/__init__.py" in names, layer
+    for data in (
+        "flask_eval/workers/providers/openai_judge.py",
+        "flask_eval/rubrics/skills.yaml",
+        "flask_eval/storage/migrations/env.py",
+        "flask_eval/storage/migrations/versions/0001_v1.py",
+        "flask_eval/examples/instances.jsonl",
+    ):
+        assert data in names, data

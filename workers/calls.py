@@ -7,14 +7,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from core.errors import JudgeError, Status
-from core.redact import redact
-from core.types import JudgeConfig
-from rubrics.grading import Criterion, Protocol
-from rubrics.parse import Reading
-from rubrics.prompt import Message
-from storage.records import CallRecord, JobContext, Outcome
-from workers.judge import GenerateConfig, Judge, JudgeOutput
+from flask_eval.core.errors import JudgeError, Status
+from flask_eval.core.redact import redact
+from flask_eval.core.types import JudgeConfig
+from flask_eval.rubrics.grading import Criterion, Protocol
+from flask_eval.rubrics.parse import Reading
+from flask_eval.rubrics.prompt import Message
+from flask_eval.storage.records import CallRecord, JobContext, Outcome
+from flask_eval.workers.judge import GenerateConfig, Judge, JudgeOutput
 
 #: how much of an error body or refusal a failed judgment keeps in its detail
 DETAIL_LIMIT = 2000

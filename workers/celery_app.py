@@ -12,15 +12,15 @@ from typing import Any
 
 from celery import Celery
 
-from core import settings as settings_mod
-from core.errors import ConfigError
-from core.redact import install_log_redaction, redact
-from producer.dispatch import Batch, Transport
-from storage.store import Store
-from workers.limiter import Limiter, MemoryLimiter
-from workers.limiter_redis import RedisLimiter
-from workers.loop import run_sync
-from workers.runner import Executor, RunNotFound, executor_config
+from flask_eval.core import settings as settings_mod
+from flask_eval.core.errors import ConfigError
+from flask_eval.core.redact import install_log_redaction, redact
+from flask_eval.producer.dispatch import Batch, Transport
+from flask_eval.storage.store import Store
+from flask_eval.workers.limiter import Limiter, MemoryLimiter
+from flask_eval.workers.limiter_redis import RedisLimiter
+from flask_eval.workers.loop import run_sync
+from flask_eval.workers.runner import Executor, RunNotFound, executor_config
 
 TASK_NAME = "flask_eval.judge_batch"
 DEFAULT_IN_FLIGHT = 256

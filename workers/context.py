@@ -7,8 +7,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from core.types import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE, JudgeConfig
-from workers.judge import GenerateConfig, Message
+from flask_eval.core.types import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE, JudgeConfig
+from flask_eval.workers.judge import GenerateConfig, Message
 
 
 def generate_config(

@@ -14,8 +14,8 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 
-from core.errors import FailureReason, JudgeError
-from core.redact import redact
+from flask_eval.core.errors import FailureReason, JudgeError
+from flask_eval.core.redact import redact
 
 #: how much of an error body a failure keeps
 BODY_LIMIT = 2000

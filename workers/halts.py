@@ -23,9 +23,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from core.errors import FailureReason, Status
-from storage.records import Halt, Outcome
-from storage.store import Store
+from flask_eval.core.errors import FailureReason, Status
+from flask_eval.storage.records import Halt, Outcome
+from flask_eval.storage.store import Store
 
 log = logging.getLogger("flask_eval.worker")
 

@@ -7,11 +7,11 @@ import asyncio
 import threading
 from collections.abc import Sequence
 
-from producer.dispatch import Batch, Transport
-from storage.store import Store
-from workers.feed import batches_at_once
-from workers.limiter import MemoryLimiter
-from workers.runner import Executor, ExecutorConfig
+from flask_eval.producer.dispatch import Batch, Transport
+from flask_eval.storage.store import Store
+from flask_eval.workers.feed import batches_at_once
+from flask_eval.workers.limiter import MemoryLimiter
+from flask_eval.workers.runner import Executor, ExecutorConfig
 
 
 class InProcessTransport(Transport):

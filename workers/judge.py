@@ -16,18 +16,23 @@ from dataclasses import dataclass
 from importlib import import_module
 from typing import Any, ClassVar
 
-from core.errors import ConfigError, FailureReason, JudgeError
-from core.text import clip
-from core.types import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE, CredentialInUrl, JudgeSpec
-from workers.errors import classify_common
+from flask_eval.core.errors import ConfigError, FailureReason, JudgeError
+from flask_eval.core.text import clip
+from flask_eval.core.types import (
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_TEMPERATURE,
+    CredentialInUrl,
+    JudgeSpec,
+)
+from flask_eval.workers.errors import classify_common
 
 Message = dict[str, str]
 
 #: provider name -> "module:attribute" of its Judge class (imported on first use)
 PROVIDERS: dict[str, str] = {
-    "openai": "workers.providers.openai_judge:OpenAIJudge",
-    "anthropic": "workers.providers.anthropic_judge:AnthropicJudge",
-    "gemini": "workers.providers.gemini_judge:GeminiJudge",
+    "openai": "flask_eval.workers.providers.openai_judge:OpenAIJudge",
+    "anthropic": "flask_eval.workers.providers.anthropic_judge:AnthropicJudge",
+    "gemini": "flask_eval.workers.providers.gemini_judge:GeminiJudge",
 }
 
 
@@ -112,7 +117,7 @@ class Judge(ABC):
     def budget_key(self) -> str:
         """The endpoint whose rate limits this judge shares: provider, model, base URL and
         a one-way tag of the API key (never the key)."""
-        from workers.limiter import endpoint_key
+        from flask_eval.workers.limiter import endpoint_key
 
         spec = self.spec
         return endpoint_key(spec.provider, spec.model, spec.base_url, self.api_key())

@@ -12,7 +12,7 @@ import asyncio
 import logging
 from collections.abc import Iterable
 
-from storage.store import Store
+from flask_eval.storage.store import Store
 
 log = logging.getLogger("flask_eval.worker")
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from core.errors import FailureReason, JudgeError
+from flask_eval.core.errors import FailureReason, JudgeError
 
 log = logging.getLogger("flask_eval.limiter")
 

@@ -8,8 +8,14 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from workers import limiter_lua
-from workers.limiter import UNLIMITED, Budget, LimiterError, Reservation, ReservingLimiter
+from flask_eval.workers import limiter_lua
+from flask_eval.workers.limiter import (
+    UNLIMITED,
+    Budget,
+    LimiterError,
+    Reservation,
+    ReservingLimiter,
+)
 
 log = logging.getLogger("flask_eval.limiter")
 

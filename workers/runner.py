@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from core.errors import (
+from flask_eval.core.errors import (
     ConfigError,
     CredentialsError,
     FailureReason,
@@ -33,25 +33,25 @@ from core.errors import (
     JudgeError,
     Status,
 )
-from core.redact import redact
-from core.settings import Settings
-from core.types import JudgeConfig
-from producer.context import RunContext
-from rubrics.parse import Reading
-from rubrics.prompt import Message
-from storage.records import CallRecord, JobContext, Outcome
-from storage.retry import is_transient
-from storage.store import Store
-from workers.calls import DETAIL_LIMIT, Answer, BatchSummary, Call, Failure, done, failed
-from workers.context import cache_key, generate_config
-from workers.feed import Ticket
-from workers.halts import HaltWatch
-from workers.judge import CUT_OFF, REFUSAL, GenerateConfig, Judge
-from workers.leases import Leases
-from workers.limiter import Budget, Limiter, NullLimiter
-from workers.sender import Sender
-from workers.spool import Spool
-from workers.writer import WriteBehind
+from flask_eval.core.redact import redact
+from flask_eval.core.settings import Settings
+from flask_eval.core.types import JudgeConfig
+from flask_eval.producer.context import RunContext
+from flask_eval.rubrics.parse import Reading
+from flask_eval.rubrics.prompt import Message
+from flask_eval.storage.records import CallRecord, JobContext, Outcome
+from flask_eval.storage.retry import is_transient
+from flask_eval.storage.store import Store
+from flask_eval.workers.calls import DETAIL_LIMIT, Answer, BatchSummary, Call, Failure, done, failed
+from flask_eval.workers.context import cache_key, generate_config
+from flask_eval.workers.feed import Ticket
+from flask_eval.workers.halts import HaltWatch
+from flask_eval.workers.judge import CUT_OFF, REFUSAL, GenerateConfig, Judge
+from flask_eval.workers.leases import Leases
+from flask_eval.workers.limiter import Budget, Limiter, NullLimiter
+from flask_eval.workers.sender import Sender
+from flask_eval.workers.spool import Spool
+from flask_eval.workers.writer import WriteBehind
 
 log = logging.getLogger("flask_eval.worker")
 

@@ -13,14 +13,14 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
 
-from core.errors import FailureReason, JudgeError
-from core.types import JudgeConfig
-from rubrics.prompt import Message, estimate_tokens
-from workers.feed import Feed
-from workers.halts import HaltWatch
-from workers.judge import GenerateConfig, Judge, JudgeOutput, create_judge
-from workers.lanes import Lanes
-from workers.limiter import Limiter
+from flask_eval.core.errors import FailureReason, JudgeError
+from flask_eval.core.types import JudgeConfig
+from flask_eval.rubrics.prompt import Message, estimate_tokens
+from flask_eval.workers.feed import Feed
+from flask_eval.workers.halts import HaltWatch
+from flask_eval.workers.judge import GenerateConfig, Judge, JudgeOutput, create_judge
+from flask_eval.workers.lanes import Lanes
+from flask_eval.workers.limiter import Limiter
 
 log = logging.getLogger("flask_eval.worker")
 

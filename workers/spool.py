@@ -21,9 +21,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from core.errors import Status
-from storage.records import CallRecord, Outcome
-from storage.store import Store
+from flask_eval.core.errors import Status
+from flask_eval.storage.records import CallRecord, Outcome
+from flask_eval.storage.store import Store
 
 log = logging.getLogger("flask_eval.worker")
 

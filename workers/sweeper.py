@@ -22,9 +22,9 @@ import time
 import uuid
 from typing import Any
 
-from core.settings import Settings
-from storage import queries
-from storage.store import Store
+from flask_eval.core.settings import Settings
+from flask_eval.storage import queries
+from flask_eval.storage.store import Store
 
 log = logging.getLogger("flask_eval.sweeper")
 
@@ -51,8 +51,8 @@ def sweep(store: Store, client: Any, settings: Settings, grace: float) -> int:
     """One pass (the caller holds the lock); returns how many calls were sent again."""
     if not queue_idle(client, settings.queue):
         return 0
-    from producer.dispatch import dispatch_open
-    from workers.celery_app import CeleryTransport
+    from flask_eval.producer.dispatch import dispatch_open
+    from flask_eval.workers.celery_app import CeleryTransport
 
     dispatcher = CeleryTransport(settings)
     sent = 0

@@ -18,8 +18,8 @@ import subprocess
 import threading
 import time
 
-from core import settings as settings_mod
-from core.errors import ConfigError
+from flask_eval.core import settings as settings_mod
+from flask_eval.core.errors import ConfigError
 
 log = logging.getLogger("flask_eval.worker")
 
@@ -34,9 +34,9 @@ def run_one(in_flight: int, loglevel: str = "INFO", index: int = 0) -> int:
     from celery.signals import worker_ready
     from celery.utils.log import mlevel
 
-    from workers import sweeper
-    from workers.celery_app import make_app
-    from workers.feed import batches_at_once
+    from flask_eval.workers import sweeper
+    from flask_eval.workers.celery_app import make_app
+    from flask_eval.workers.feed import batches_at_once
 
     app = make_app(settings, in_flight)
     sweeper.start(settings)
@@ -76,8 +76,8 @@ def quiet_per_request_logs(loglevel: str) -> None:
 def start_heartbeat(settings: settings_mod.Settings, name: str) -> threading.Thread:
     """Announce this worker in its database every few seconds, so that a producer can tell
     "no worker" from "workers that use another database" (flask_eval/pipeline.wait)."""
-    from storage.models import utcnow
-    from storage.store import Store
+    from flask_eval.storage.models import utcnow
+    from flask_eval.storage.store import Store
 
     started = utcnow()
 
@@ -124,7 +124,7 @@ def run(processes: int, in_flight: int, loglevel: str = "INFO") -> int:
     settings_mod.load()  # fail fast on bad settings
     if processes == 1:
         return run_one(in_flight, loglevel)
-    from workers.processes import command
+    from flask_eval.workers.processes import command
 
     cmd = command(1, in_flight, loglevel)
     children = [subprocess.Popen(cmd) for _ in range(processes)]

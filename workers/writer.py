@@ -23,10 +23,10 @@ import random
 from collections.abc import Sequence
 from pathlib import Path
 
-from storage.records import CallRecord, Outcome
-from storage.retry import is_transient
-from storage.store import Store
-from workers.spool import Spool
+from flask_eval.storage.records import CallRecord, Outcome
+from flask_eval.storage.retry import is_transient
+from flask_eval.storage.store import Store
+from flask_eval.workers.spool import Spool
 
 log = logging.getLogger("flask_eval.worker")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from alembic import context
 from sqlmodel import SQLModel
 
-from storage import models  # noqa: F401  (registers the tables)
+from flask_eval.storage import models  # noqa: F401  (registers the tables)
 
 connection = context.config.attributes["connection"]
 context.configure(

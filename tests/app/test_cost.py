@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from core.errors import InputError
 from flask_eval.cli import main
-from producer.judges_file import load_judges_file
-from simulator.config import SimConfig
-from simulator.testing import running_simulator
+from flask_eval.core.errors import InputError
+from flask_eval.producer.judges_file import load_judges_file
+from flask_eval.simulator.config import SimConfig
+from flask_eval.simulator.testing import running_simulator
+from flask_eval.workers.judge import spec_of
 from tests.conftest import EXAMPLES
 from tests.helpers import cli_env, flask_eval
-from workers.judge import spec_of
 
 INPUTS = [
     "--instances", str(EXAMPLES / "instances.jsonl"),

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from core.types import VERDICT_FIRST, VERDICT_SECOND, VERDICT_TIE
-from simulator.config import SimConfig
-from simulator.testing import running_simulator, spawn_simulator
+from flask_eval.core.types import VERDICT_FIRST, VERDICT_SECOND, VERDICT_TIE
+from flask_eval.simulator.config import SimConfig
+from flask_eval.simulator.testing import running_simulator, spawn_simulator
 from tests.conftest import EXAMPLES, REPO
 from tests.helpers import (
     cli_env,

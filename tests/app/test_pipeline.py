@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from simulator.config import SimConfig
-from simulator.testing import running_simulator
+from flask_eval.simulator.config import SimConfig
+from flask_eval.simulator.testing import running_simulator
 from tests.conftest import EXAMPLES
 from tests.helpers import cli_env, flask_eval
 

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from scipy import stats as scipy_stats
 
-from simulator.config import SimConfig
-from simulator.testing import running_simulator
+from flask_eval.simulator.config import SimConfig
+from flask_eval.simulator.testing import running_simulator
 from tests.conftest import EXAMPLES, REPO
 from tests.helpers import cli_env, flask_eval
 

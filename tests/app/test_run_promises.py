@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from producer.synthetic import write_inputs
-from simulator.config import SimConfig
-from simulator.testing import running_simulator
-from storage import queries
-from storage.store import Store
+from flask_eval.producer.synthetic import write_inputs
+from flask_eval.simulator.config import SimConfig
+from flask_eval.simulator.testing import running_simulator
+from flask_eval.storage import queries
+from flask_eval.storage.store import Store
 from tests.helpers import cli_env, flask_eval
 
 #: responses that end in a forged scores line, as an attacker would write them
@@ -303,7 +303,7 @@ def test_prices_and_budgets_changed_on_a_later_run_are_stored_and_used(
 ) -> None:
     from sqlalchemy import select
 
-    from storage.models import CALL
+    from flask_eval.storage.models import CALL
 
     instances, responses = write_inputs(tmp_path / "in", 20, models=("m",))
     env = cli_env(sqlite_url)

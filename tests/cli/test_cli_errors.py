@@ -259,7 +259,7 @@ def test_a_judge_named_on_the_command_line_keeps_its_short_name(
 ) -> None:
     """`--judge NAME=SPEC` names the judge; without a name it is provider/model (no URL),
     as `--dry-run` prints (nothing is written)."""
-    from producer.judges_file import combine
+    from flask_eval.producer.judges_file import combine
 
     monkeypatch.chdir(REPO_ROOT)
     named, plain = combine([f"gpt4o={JUDGE}", "openai/other@http://127.0.0.1:9/v1"], [])
@@ -286,7 +286,7 @@ def test_reusing_a_run_name_with_other_inputs_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A conflicting run: exit 2 and the stored run is left as it was."""
-    from simulator.testing import running_simulator
+    from flask_eval.simulator.testing import running_simulator
 
     monkeypatch.chdir(REPO_ROOT)
     db = tmp_path / "x.db"

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from core import redact as redact_mod
-from core.redact import RedactingFilter, looks_like_credential, redact, secret_values
+from flask_eval.core import redact as redact_mod
+from flask_eval.core.redact import RedactingFilter, looks_like_credential, redact, secret_values
 
 
 def test_a_variable_set_after_the_first_call_is_redacted(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from core import settings
-from core.errors import ConfigError
+from flask_eval.core import settings
+from flask_eval.core.errors import ConfigError
 
 
 @pytest.fixture(autouse=True)
@@ -197,7 +197,7 @@ def test_the_readme_gives_every_setting_with_its_real_default(
 
 
 def test_the_readme_gives_the_judges_real_default_sampling() -> None:
-    from core.types import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE
+    from flask_eval.core.types import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE
 
     rows = {row[0].split("`")[1]: row[3] for row in _readme_table("provider")}
     assert set(rows) == {"openai", "anthropic", "gemini"}

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from core.errors import InputError
-from producer import biggen
-from producer.biggen import load_biggen, load_biggen_evals
-from producer.importing import INSTANCE_CRITERION
+from flask_eval.core.errors import InputError
+from flask_eval.producer import biggen
+from flask_eval.producer.biggen import load_biggen, load_biggen_evals
+from flask_eval.producer.importing import INSTANCE_CRITERION
 
 BIGGEN = Path(__file__).resolve().parents[3] / "shared" / "prometheus-data" / "BiGGen-Bench"
 RESPONSES = BIGGEN / "sample_responses.json"

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import InputError
-from producer.loaders import load_instances
-from rubrics.criteria import DEFAULT_GROUP, load_criteria
+from flask_eval.core.errors import InputError
+from flask_eval.producer.loaders import load_instances
+from flask_eval.rubrics.criteria import DEFAULT_GROUP, load_criteria
 
 GOOD = """\
 group: Support

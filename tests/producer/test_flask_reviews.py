@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from core.errors import InputError
-from producer.flask_reviews import FLASK_JUDGE, load_reviews, skill_aliases
+from flask_eval.core.errors import InputError
+from flask_eval.producer.flask_reviews import FLASK_JUDGE, load_reviews, skill_aliases
 from tests.bad_input_cases import FLASK_SKILLS
 
 OUTPUTS = Path(__file__).resolve().parents[3] / "shared" / "flask-data" / "gpt_review" / "outputs"

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import ConfigError, FlaskEvalError, InputError
-from core.limits import MAX_JUDGE_NAME
-from core.types import JudgeConfig, JudgeSpec, Price
-from producer.judges_file import combine, load_judges_file, parse_judge_arg
+from flask_eval.core.errors import ConfigError, FlaskEvalError, InputError
+from flask_eval.core.limits import MAX_JUDGE_NAME
+from flask_eval.core.types import JudgeConfig, JudgeSpec, Price
+from flask_eval.producer.judges_file import combine, load_judges_file, parse_judge_arg
+from flask_eval.workers.judge import spec_of
 from tests.bad_input_cases import CLI_CASES, REPO_ROOT, BadCase
-from workers.judge import spec_of
 
 
 def _judge_args(case: BadCase) -> tuple[list[str], list[str]] | None:

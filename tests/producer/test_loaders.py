@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import InputError
-from core.limits import MAX_INSTANCE_ID
-from core.types import DIFFICULTY_LABELS, DOMAINS
-from producer.inputs import Inputs, load_inputs, parse_responses_arg
-from producer.loaders import MAX_LINE_BYTES, load_instances, load_responses
+from flask_eval.core.errors import InputError
+from flask_eval.core.limits import MAX_INSTANCE_ID
+from flask_eval.core.types import DIFFICULTY_LABELS, DOMAINS
+from flask_eval.producer.inputs import Inputs, load_inputs, parse_responses_arg
+from flask_eval.producer.loaders import MAX_LINE_BYTES, load_instances, load_responses
 from tests.bad_input_cases import BAD, CASES, CLI_CASES, FLASK_SKILLS, REPO_ROOT, BadCase
 
 EXAMPLES = REPO_ROOT / "flask_eval" / "examples"
@@ -333,8 +333,8 @@ def test_a_fifo_is_refused_without_being_opened(tmp_path: Path) -> None:
 
 
 def test_check_run_name() -> None:
-    from core.limits import MAX_RUN_NAME
-    from producer.inputs import check_run_name
+    from flask_eval.core.limits import MAX_RUN_NAME
+    from flask_eval.producer.inputs import check_run_name
 
     assert check_run_name("r" * MAX_RUN_NAME) == "r" * MAX_RUN_NAME
     for bad, message in [
@@ -355,7 +355,7 @@ def test_check_run_name() -> None:
 @pytest.mark.timeout(10)
 @pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
 def test_reference_files_must_be_regular_files(tmp_path: Path, suffix: str) -> None:
-    from report import references
+    from flask_eval.report import references
 
     fifo = tmp_path / f"fifo{suffix}"
     os.mkfifo(fifo)
@@ -393,7 +393,7 @@ HEADER = "model,instance_id,skill,score\n"
     ],
 )
 def test_bad_reference_files(tmp_path: Path, suffix: str, content: str, message: str) -> None:
-    from report import references
+    from flask_eval.report import references
 
     path = tmp_path / f"ref{suffix}"
     path.write_bytes(content.encode("utf-8", "surrogatepass"))
@@ -405,7 +405,7 @@ def test_bad_reference_files(tmp_path: Path, suffix: str, content: str, message:
 def test_reference_files_with_bom_quoted_newlines_and_line_separators(tmp_path: Path) -> None:
     """CSV rows are numbered by their first physical line; a U+2028 inside a JSON string
     is not a line break (str.splitlines would split there)."""
-    from report import references
+    from flask_eval.report import references
 
     csv_path = tmp_path / "ref.csv"
     csv_path.write_bytes(b"\xef\xbb\xbf" + (HEADER + 'm,"multi\nline",F,3\nm,2,F,n/a\n').encode())

@@ -8,10 +8,10 @@ from itertools import combinations
 
 import pytest
 
-from core.errors import InputError
-from core.types import Instance, Response, ResponseSet
-from producer.inputs import Inputs
-from producer.pairs import (
+from flask_eval.core.errors import InputError
+from flask_eval.core.types import Instance, Response, ResponseSet
+from flask_eval.producer.inputs import Inputs
+from flask_eval.producer.pairs import (
     check_pairs_answered,
     describe_plan,
     pairwise_config,
@@ -20,7 +20,7 @@ from producer.pairs import (
     planned_pairwise_rows,
     shared_instances,
 )
-from storage.store import Store
+from flask_eval.storage.store import Store
 
 MODELS = ("m1", "m2", "m3", "m4")
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import InputError
-from producer.importing import INSTANCE_CRITERION
-from producer.pairwise_sets import (
+from flask_eval.core.errors import InputError
+from flask_eval.producer.importing import INSTANCE_CRITERION
+from flask_eval.producer.pairwise_sets import (
     LABEL_FIRST,
     LABEL_SECOND,
     LABEL_TIE,

@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from app import pipeline
-from core import settings as settings_mod
-from core.types import Price
-from producer.dispatch import MemoryTransport
-from producer.estimate import planned_calls
-from producer.plan import open_calls
-from storage.store import Store
+from flask_eval.app import pipeline
+from flask_eval.core import settings as settings_mod
+from flask_eval.core.types import Price
+from flask_eval.producer.dispatch import MemoryTransport
+from flask_eval.producer.estimate import planned_calls
+from flask_eval.producer.plan import open_calls
+from flask_eval.storage.store import Store
 from tests.conftest import EXAMPLES
 
 RESPONSES = [f"model_a={EXAMPLES / 'model_a.jsonl'}", f"model_b={EXAMPLES / 'model_b.jsonl'}"]

@@ -8,10 +8,14 @@ from typing import Any
 
 import pytest
 
-from core.errors import InputError
-from producer import prometheus_sets
-from producer.importing import INSTANCE_CRITERION, RubricProblem
-from producer.prometheus_sets import default_model, load_prometheus_set, parse_filled_prompt
+from flask_eval.core.errors import InputError
+from flask_eval.producer import prometheus_sets
+from flask_eval.producer.importing import INSTANCE_CRITERION, RubricProblem
+from flask_eval.producer.prometheus_sets import (
+    default_model,
+    load_prometheus_set,
+    parse_filled_prompt,
+)
 
 DATA = (
     Path(__file__).resolve().parents[3] / "shared" / "prometheus-data" / "eval" / "benchmark"

@@ -13,10 +13,10 @@ import pytest
 from click.testing import CliRunner
 from scipy import stats
 
-from core.errors import InputError
-from flask_eval.cli_report import register
-from report import references
-from report.agreement import FIELDS, agreement_rows, pair_statistics
+from flask_eval.cli.report import register
+from flask_eval.core.errors import InputError
+from flask_eval.report import references
+from flask_eval.report.agreement import FIELDS, agreement_rows, pair_statistics
 from tests.reference import Record, from_records
 from tests.report.test_bootstrap import _store_run, random_records
 
@@ -180,7 +180,7 @@ def _cli() -> click.Group:
 
 
 def test_agreement_command_json_and_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from storage.store import Store
+    from flask_eval.storage.store import Store
 
     url = f"sqlite:///{tmp_path / 'a.db'}"
     store = Store(url)

@@ -10,18 +10,18 @@ import numpy as np
 import pytest
 from sqlalchemy import update
 
-from app.report import score_table
-from core.types import DOMAINS, Instance, Response, ResponseSet
-from report.bootstrap import instance_weights, percentile_interval
-from report.breakdown import Aggregation, Breakdown, Dimension, flask_breakdown
-from report.intervals import Intervals, cell_intervals, comparisons
-from report.metrics import KEY_SEP, OVERALL, SKILL
-from report.scores import SCORED, ScoreTable, build
-from rubrics import codec
-from rubrics.skills import load_default
-from storage import analytics
-from storage.models import JUDGMENT
-from storage.store import Store
+from flask_eval.app.report import score_table
+from flask_eval.core.types import DOMAINS, Instance, Response, ResponseSet
+from flask_eval.report.bootstrap import instance_weights, percentile_interval
+from flask_eval.report.breakdown import Aggregation, Breakdown, Dimension, flask_breakdown
+from flask_eval.report.intervals import Intervals, cell_intervals, comparisons
+from flask_eval.report.metrics import KEY_SEP, OVERALL, SKILL
+from flask_eval.report.scores import SCORED, ScoreTable, build
+from flask_eval.rubrics import codec
+from flask_eval.rubrics.skills import load_default
+from flask_eval.storage import analytics
+from flask_eval.storage.models import JUDGMENT
+from flask_eval.storage.store import Store
 from tests.reference import Record, cells_from_records, from_records, point_cells
 
 SKILLS = load_default()

@@ -12,15 +12,23 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from report.bootstrap import instance_weights, percentile_interval
-from report.breakdown import Aggregation, flask_breakdown, report_breakdown
-from report.document import Report, definitions, with_intervals
-from report.html import render as html_page
-from report.intervals import cell_intervals
-from report.metrics import BIGGEN_KEY, BIGGEN_RULE, CAPABILITY, OVERALL, OVERALL_KEY, SKILL, TASK
-from report.plots import capability_heatmap, radar
-from report.render import rows_csv, to_json, to_table
-from report.scores import FAILED, NA, NONE, SCORED, ScoreTable, build
+from flask_eval.report.bootstrap import instance_weights, percentile_interval
+from flask_eval.report.breakdown import Aggregation, flask_breakdown, report_breakdown
+from flask_eval.report.document import Report, definitions, with_intervals
+from flask_eval.report.html import render as html_page
+from flask_eval.report.intervals import cell_intervals
+from flask_eval.report.metrics import (
+    BIGGEN_KEY,
+    BIGGEN_RULE,
+    CAPABILITY,
+    OVERALL,
+    OVERALL_KEY,
+    SKILL,
+    TASK,
+)
+from flask_eval.report.plots import capability_heatmap, radar
+from flask_eval.report.render import rows_csv, to_json, to_table
+from flask_eval.report.scores import FAILED, NA, NONE, SCORED, ScoreTable, build
 
 TOL = 1e-9
 CAPABILITIES = tuple(f"cap{k}" for k in range(9))

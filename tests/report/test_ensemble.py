@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from flask_eval.cli_report import register
-from report.breakdown import Aggregation, flask_breakdown
-from report.ensemble import EnsembleSpec, add_ensembles, combine
-from report.scores import FAILED, NA, NONE, SCORED
-from storage.store import Store
+from flask_eval.cli.report import register
+from flask_eval.report.breakdown import Aggregation, flask_breakdown
+from flask_eval.report.ensemble import EnsembleSpec, add_ensembles, combine
+from flask_eval.report.scores import FAILED, NA, NONE, SCORED
+from flask_eval.storage.store import Store
 from tests.reference import from_records
 from tests.report.test_bootstrap import ABILITY, _store_run, random_records
 

@@ -19,15 +19,15 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from core.types import DIFFICULTY_LABELS
-from flask_eval.cli_report import register
-from report.breakdown import Aggregation, flask_breakdown
-from report.document import Report, ranked_models, with_intervals
-from report.html import render
-from report.plots import RADAR_OVERLAY_MAX, difficulty_curves, radar
-from simulator.config import SimConfig
-from simulator.testing import running_simulator
-from storage.store import Store
+from flask_eval.cli.report import register
+from flask_eval.core.types import DIFFICULTY_LABELS
+from flask_eval.report.breakdown import Aggregation, flask_breakdown
+from flask_eval.report.document import Report, ranked_models, with_intervals
+from flask_eval.report.html import render
+from flask_eval.report.plots import RADAR_OVERLAY_MAX, difficulty_curves, radar
+from flask_eval.simulator.config import SimConfig
+from flask_eval.simulator.testing import running_simulator
+from flask_eval.storage.store import Store
 from tests.helpers import cli_env, flask_eval
 from tests.reference import from_records
 from tests.report.test_bootstrap import ABILITY, SKILLS, _store_run, random_records

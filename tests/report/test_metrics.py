@@ -12,8 +12,8 @@ import statistics
 
 import pytest
 
-from report.breakdown import Aggregation, flask_breakdown
-from report.metrics import DIMENSIONS, Row
+from flask_eval.report.breakdown import Aggregation, flask_breakdown
+from flask_eval.report.metrics import DIMENSIONS, Row
 from tests.reference import (
     Cell,
     Cells,

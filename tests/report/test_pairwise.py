@@ -7,16 +7,16 @@ import json
 import numpy as np
 import pytest
 
-from core.types import VERDICT_FIRST as F
-from core.types import VERDICT_SECOND as S
-from core.types import VERDICT_TIE as T
-from report import ratings
-from report.bootstrap import instance_weights
-from report.document import Report
-from report.pairwise import LOSS, TIE, WIN, Comparison, combine, instances_of
-from report.pairwise_labels import Label, label_accuracy
-from report.pairwise_report import build
-from report.render import report_csv, to_json, to_table
+from flask_eval.core.types import VERDICT_FIRST as F
+from flask_eval.core.types import VERDICT_SECOND as S
+from flask_eval.core.types import VERDICT_TIE as T
+from flask_eval.report import ratings
+from flask_eval.report.bootstrap import instance_weights
+from flask_eval.report.document import Report
+from flask_eval.report.pairwise import LOSS, TIE, WIN, Comparison, combine, instances_of
+from flask_eval.report.pairwise_labels import Label, label_accuracy
+from flask_eval.report.pairwise_report import build
+from flask_eval.report.render import report_csv, to_json, to_table
 
 
 def both(iid: str, a: str, b: str, v_ab: int, v_ba: int, judge: str = "j") -> list[Comparison]:
@@ -180,7 +180,7 @@ def test_report_formats_carry_pairwise_rows() -> None:
 
 
 def test_html_has_leaderboard_matrix_and_position(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from report.html import write_report
+    from flask_eval.report.html import write_report
 
     records = _random_records(2, 12)
     inst = instances_of(records)

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from report.agreement import Agreement
-from report.document import (
+from flask_eval.report.agreement import Agreement
+from flask_eval.report.document import (
     FIELDS,
     ROW_FIELDS,
     JudgeSettings,
@@ -22,9 +22,9 @@ from report.document import (
     level_label,
     ranked_models,
 )
-from report.intervals import Comparison
-from report.metrics import Row
-from report.render import (
+from flask_eval.report.intervals import Comparison
+from flask_eval.report.metrics import Row
+from flask_eval.report.render import (
     agreement_csv,
     comparisons_csv,
     dumps,

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from rubrics.flask_review import FlaskReviewProtocol, neutralize, read_review, render
-from rubrics.grading import PROTOCOLS, Subject, protocol
-from rubrics.protocol import FLASK_SYSTEM, requested_keys
-from rubrics.skills import Skill, load, load_default
+from flask_eval.rubrics.flask_review import FlaskReviewProtocol, neutralize, read_review, render
+from flask_eval.rubrics.grading import PROTOCOLS, Subject, protocol
+from flask_eval.rubrics.protocol import FLASK_SYSTEM, requested_keys
+from flask_eval.rubrics.skills import Skill, load, load_default
 from tests.conftest import FLASK_DATA
 
 SKILLS = load_default()

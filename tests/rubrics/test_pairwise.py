@@ -6,9 +6,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from core.types import VERDICT_FIRST, VERDICT_SECOND, VERDICT_TIE
-from rubrics.grading import Criterion, Subject, protocol
-from rubrics.pairwise import (
+from flask_eval.core.types import VERDICT_FIRST, VERDICT_SECOND, VERDICT_TIE
+from flask_eval.rubrics.grading import Criterion, Subject, protocol
+from flask_eval.rubrics.pairwise import (
     PAIRWISE_OVERALL,
     FlaskEvalPairwiseProtocol,
     neutralize,
@@ -16,9 +16,13 @@ from rubrics.pairwise import (
     pairwise_protocol,
     read_verdicts,
 )
-from rubrics.prometheus_relative import PrometheusRelativeProtocol, feedback, read_relative
-from rubrics.prompt import Message
-from rubrics.protocol import (
+from flask_eval.rubrics.prometheus_relative import (
+    PrometheusRelativeProtocol,
+    feedback,
+    read_relative,
+)
+from flask_eval.rubrics.prompt import Message
+from flask_eval.rubrics.protocol import (
     PAIRWISE_SYSTEM,
     PROMETHEUS_REL_REFERENCE,
     PROMETHEUS_REL_RUBRIC,
@@ -33,7 +37,7 @@ from rubrics.protocol import (
     criteria_line,
     requested_criteria,
 )
-from rubrics.skills import load_default
+from flask_eval.rubrics.skills import load_default
 
 SKILLS = load_default()
 READ = SKILLS.get("Readability")

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from rubrics.parse import Parsed, parse
-from rubrics.protocol import scores_line
+from flask_eval.rubrics.parse import Parsed, parse
+from flask_eval.rubrics.protocol import scores_line
 
 R = "Readability"
 F = "Factuality"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from rubrics.grading import PROTOCOLS, Subject, protocol
-from rubrics.prometheus import (
+from flask_eval.rubrics.grading import PROTOCOLS, Subject, protocol
+from flask_eval.rubrics.prometheus import (
     COMPLETION_TOKENS,
     PrometheusProtocol,
     feedback,
@@ -17,8 +17,8 @@ from rubrics.prometheus import (
     read_result,
     render,
 )
-from rubrics.protocol import FEEDBACK_MARKER, PROMETHEUS_SYSTEM
-from rubrics.skills import Skill, load_default
+from flask_eval.rubrics.protocol import FEEDBACK_MARKER, PROMETHEUS_SYSTEM
+from flask_eval.rubrics.skills import Skill, load_default
 
 PROMETHEUS_DATA = Path(__file__).resolve().parents[3] / "shared" / "prometheus-data"
 READABILITY = load_default().get("Readability")

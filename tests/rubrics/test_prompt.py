@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from rubrics import protocol
-from rubrics.parse import parse
-from rubrics.prompt import (
+from flask_eval.rubrics import protocol
+from flask_eval.rubrics.parse import parse
+from flask_eval.rubrics.prompt import (
     REMINDER_MAX_CHARS,
     RESPONSE_END,
     RESPONSE_START,
@@ -15,7 +15,7 @@ from rubrics.prompt import (
     reminder,
     render,
 )
-from rubrics.skills import Skill, load_default
+from flask_eval.rubrics.skills import Skill, load_default
 
 SKILLS = load_default()
 ONE = [SKILLS.get("Readability")]

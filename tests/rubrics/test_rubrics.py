@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from core import strict_yaml
-from core.errors import InputError
-from rubrics.skills import ABILITIES, Skill, SkillSet, load, load_default
+from flask_eval.core import strict_yaml
+from flask_eval.core.errors import InputError
+from flask_eval.rubrics.skills import ABILITIES, Skill, SkillSet, load, load_default
 from tests.bad_input_cases import CLI_CASES, REPO_ROOT, BadCase
 
 FLASK_JSON = Path(
@@ -351,7 +351,7 @@ def test_the_strict_loader_reads_plain_data() -> None:
 
 
 def test_skill_names_up_to_the_column_length(tmp_path: Path) -> None:
-    from core.limits import MAX_CRITERION_NAME
+    from flask_eval.core.limits import MAX_CRITERION_NAME
 
     name = "N" * MAX_CRITERION_NAME
     path = tmp_path / "s.yaml"

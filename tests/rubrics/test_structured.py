@@ -9,10 +9,15 @@ from typing import Any
 
 import pytest
 
-from rubrics.grading import FlaskEvalProtocol, Subject
-from rubrics.protocol import RESPONSE_END, RESPONSE_START, SCORES_MARKER, requested_skills
-from rubrics.skills import Skill, load_default
-from rubrics.structured import read_structured, schema_for
+from flask_eval.rubrics.grading import FlaskEvalProtocol, Subject
+from flask_eval.rubrics.protocol import (
+    RESPONSE_END,
+    RESPONSE_START,
+    SCORES_MARKER,
+    requested_skills,
+)
+from flask_eval.rubrics.skills import Skill, load_default
+from flask_eval.rubrics.structured import read_structured, schema_for
 
 SKILLS = load_default()
 R, F = SKILLS.get("Readability"), SKILLS.get("Factuality")
@@ -295,7 +300,7 @@ def test_protocol_reads_both_forms_and_a_json_answer_only_strictly() -> None:
 
 
 def test_protocols_without_a_schema_have_no_structured_form() -> None:
-    from rubrics.grading import Protocol
+    from flask_eval.rubrics.grading import Protocol
 
     class Plain(FlaskEvalProtocol):
         name = "plain"

@@ -8,12 +8,12 @@ from collections.abc import Sequence
 import openai
 import pytest
 
-from rubrics.grading import Criterion, Protocol, Subject, protocol
-from rubrics.prompt import Message
-from rubrics.protocol import PROMETHEUS_SYSTEM, RESULT_MARKER, SCORES_MARKER
-from rubrics.skills import load_default
-from simulator import formats
-from simulator.answer import (
+from flask_eval.rubrics.grading import Criterion, Protocol, Subject, protocol
+from flask_eval.rubrics.prompt import Message
+from flask_eval.rubrics.protocol import PROMETHEUS_SYSTEM, RESULT_MARKER, SCORES_MARKER
+from flask_eval.rubrics.skills import load_default
+from flask_eval.simulator import formats
+from flask_eval.simulator.answer import (
     GARBAGE_KINDS,
     cut_off,
     garbage_kind,
@@ -23,8 +23,8 @@ from simulator.answer import (
     quality,
     quoted,
 )
-from simulator.config import SimConfig
-from simulator.testing import running_simulator
+from flask_eval.simulator.config import SimConfig
+from flask_eval.simulator.testing import running_simulator
 
 SKILLS = load_default()
 CRITERIA = [SKILLS.get("Readability"), SKILLS.get("Factuality"), SKILLS.get("Conciseness")]

@@ -9,17 +9,23 @@ from collections.abc import Sequence
 import openai
 import pytest
 
-from core.types import VERDICT_FIRST, VERDICT_SECOND, VERDICT_TIE
-from rubrics.grading import Criterion, Protocol, Subject
-from rubrics.pairwise import overall_criterion, pairwise_protocol
-from rubrics.prompt import Message
-from rubrics.protocol import PAIRWISE_SYSTEM
-from rubrics.skills import load_default
-from simulator import pairwise
-from simulator.__main__ import build_parser, config_from_args
-from simulator.answer import GARBAGE_KINDS, cut_off, garbage_kind, make_answer, quality_of
-from simulator.config import SimConfig
-from simulator.testing import running_simulator
+from flask_eval.core.types import VERDICT_FIRST, VERDICT_SECOND, VERDICT_TIE
+from flask_eval.rubrics.grading import Criterion, Protocol, Subject
+from flask_eval.rubrics.pairwise import overall_criterion, pairwise_protocol
+from flask_eval.rubrics.prompt import Message
+from flask_eval.rubrics.protocol import PAIRWISE_SYSTEM
+from flask_eval.rubrics.skills import load_default
+from flask_eval.simulator import pairwise
+from flask_eval.simulator.__main__ import build_parser, config_from_args
+from flask_eval.simulator.answer import (
+    GARBAGE_KINDS,
+    cut_off,
+    garbage_kind,
+    make_answer,
+    quality_of,
+)
+from flask_eval.simulator.config import SimConfig
+from flask_eval.simulator.testing import running_simulator
 
 SKILLS = load_default()
 CRITERIA: list[Criterion] = [SKILLS.get("Readability"), overall_criterion()]
@@ -108,7 +114,7 @@ def test_parts_are_found_in_both_layouts(name: str) -> None:
 
 
 def test_absolute_prompts_are_not_pairwise() -> None:
-    from rubrics.grading import protocol
+    from flask_eval.rubrics.grading import protocol
 
     for name in ("flask-eval", "prometheus", "flask"):
         messages = protocol(name).render(Subject("Q", "", PAIRWISE_SYSTEM), CRITERIA[:1])

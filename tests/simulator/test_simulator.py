@@ -14,11 +14,11 @@ import anthropic
 import openai
 import pytest
 
-from rubrics.protocol import NA, SCORES_MARKER, skills_line
-from simulator.answer import GARBAGE_KINDS, estimate_tokens, garbage_kind, make_answer
-from simulator.config import SimConfig
-from simulator.limits import SlidingWindow
-from simulator.testing import (
+from flask_eval.rubrics.protocol import NA, SCORES_MARKER, skills_line
+from flask_eval.simulator.answer import GARBAGE_KINDS, estimate_tokens, garbage_kind, make_answer
+from flask_eval.simulator.config import SimConfig
+from flask_eval.simulator.limits import SlidingWindow
+from flask_eval.simulator.testing import (
     SimHandle,
     SimProcess,
     config_to_argv,
@@ -608,12 +608,12 @@ def test_start_up_prints_the_gemini_base_url_fourth() -> None:
     import sys
     import threading
 
-    from simulator.testing import LISTENING_PREFIX
+    from flask_eval.simulator.testing import LISTENING_PREFIX
     from tests.helpers import REPO
 
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "simulator", "--host", "127.0.0.1", "--port", "0"],
+        [sys.executable, "-m", "flask_eval.simulator", "--host", "127.0.0.1", "--port", "0"],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
     )  # fmt: skip
     stdout = proc.stdout

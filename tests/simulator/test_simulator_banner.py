@@ -15,7 +15,7 @@ import anthropic
 import openai
 import pytest
 
-from simulator.testing import LISTENING_PREFIX
+from flask_eval.simulator.testing import LISTENING_PREFIX
 from tests.helpers import REPO
 
 START_TIMEOUT_S = 30
@@ -59,7 +59,7 @@ def simulator_banner(*args: str) -> Iterator[list[str]]:
 
 
 @pytest.mark.parametrize(
-    "command", [("simulator",), ("flask_eval", "simulate")], ids=["python-m", "cli"]
+    "command", [("flask_eval.simulator",), ("flask_eval", "simulate")], ids=["python-m", "cli"]
 )
 def test_start_up_prints_the_listening_line_then_both_base_urls(command: tuple[str, ...]) -> None:
     with simulator_banner(*command) as (listening, openai_line, anthropic_line):

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from sqlalchemy.dialects import sqlite
 
-from storage.analytics import pivot_select
-from storage.store import Store
+from flask_eval.storage.analytics import pivot_select
+from flask_eval.storage.store import Store
 
 
 def test_pivot_groups_along_the_unique_index_without_a_sort(sqlite_url: str) -> None:

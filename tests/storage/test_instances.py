@@ -3,14 +3,14 @@ rebuilds what the producer was given, system prompt and own rubrics included."""
 
 from __future__ import annotations
 
-from app.report import build_report
-from core.errors import Status
-from core.types import Instance, InstanceRubric, JudgeConfig, Response, ResponseSet
-from rubrics import codec
-from rubrics.skills import load_default
-from storage import analytics
-from storage.records import Outcome, rubrics_of, rubrics_text
-from storage.store import Store
+from flask_eval.app.report import build_report
+from flask_eval.core.errors import Status
+from flask_eval.core.types import Instance, InstanceRubric, JudgeConfig, Response, ResponseSet
+from flask_eval.rubrics import codec
+from flask_eval.rubrics.skills import load_default
+from flask_eval.storage import analytics
+from flask_eval.storage.records import Outcome, rubrics_of, rubrics_text
+from flask_eval.storage.store import Store
 from tests.storage.test_migrations import make_v1_store
 
 RUBRIC = InstanceRubric(

@@ -31,10 +31,10 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 
-from storage import queries
-from storage.db import head_revision, normalize_url
-from storage.models import CALL, JUDGMENT
-from storage.store import Store
+from flask_eval.storage import queries
+from flask_eval.storage.db import head_revision, normalize_url
+from flask_eval.storage.models import CALL, JUDGMENT
+from flask_eval.storage.store import Store
 
 V1 = MetaData()
 RUN = Table(
@@ -197,7 +197,7 @@ def test_a_new_store_is_created_at_the_newest_version(database_url: str) -> None
 def test_the_head_the_store_checks_without_alembic_is_alembic_s_head() -> None:
     """A new migration must move ``storage.db.HEAD`` too, or every store would be
     migrated again at each opening (and this test fails)."""
-    from storage.db import HEAD
+    from flask_eval.storage.db import HEAD
 
     assert head_revision() == HEAD
 
@@ -210,7 +210,7 @@ def test_opening_a_store_at_the_head_does_not_import_alembic(tmp_path: Path) -> 
     url = f"sqlite:///{tmp_path / 'current.db'}"
     Store(url).close()  # created (and stamped) here
     code = (
-        "import sys; from storage.store import Store; "
+        "import sys; from flask_eval.storage.store import Store; "
         f"s = Store({url!r}); s.close(); print('alembic' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

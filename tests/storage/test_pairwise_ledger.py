@@ -9,14 +9,14 @@ from collections import Counter
 import pytest
 from sqlalchemy import func, select
 
-from core.errors import Status
-from core.types import VERDICT_FIRST, VERDICT_SECOND, Instance, Response, ResponseSet
-from storage import queries
-from storage.models import JUDGMENT, RUN
-from storage.planning import Pair
-from storage.postgres_store import SMALL_INSERT
-from storage.records import JobContext, Outcome
-from storage.store import Store
+from flask_eval.core.errors import Status
+from flask_eval.core.types import VERDICT_FIRST, VERDICT_SECOND, Instance, Response, ResponseSet
+from flask_eval.storage import queries
+from flask_eval.storage.models import JUDGMENT, RUN
+from flask_eval.storage.planning import Pair
+from flask_eval.storage.postgres_store import SMALL_INSERT
+from flask_eval.storage.records import JobContext, Outcome
+from flask_eval.storage.store import Store
 
 J = JUDGMENT.c
 JUDGES = ("memory/j1", "memory/j2")

@@ -8,16 +8,16 @@ import threading
 import pytest
 from sqlalchemy import select
 
-from app.report import score_table
-from core.errors import RunConflictError, Status
-from core.types import Instance, JudgeConfig, Response, ResponseSet
-from producer.plan import open_calls
-from rubrics import codec
-from rubrics.skills import load_default
-from storage import queries
-from storage.models import JUDGMENT
-from storage.records import CallRecord, Outcome
-from storage.store import Store
+from flask_eval.app.report import score_table
+from flask_eval.core.errors import RunConflictError, Status
+from flask_eval.core.types import Instance, JudgeConfig, Response, ResponseSet
+from flask_eval.producer.plan import open_calls
+from flask_eval.rubrics import codec
+from flask_eval.rubrics.skills import load_default
+from flask_eval.storage import queries
+from flask_eval.storage.models import JUDGMENT
+from flask_eval.storage.records import CallRecord, Outcome
+from flask_eval.storage.store import Store
 from tests.reference import Record, aggregate, point_cells, rows_from_cells
 
 SKILLS = load_default()

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from producer.synthetic import write_inputs
-from simulator.config import SimConfig
-from simulator.testing import spawn_simulator
-from storage.store import Store
+from flask_eval.producer.synthetic import write_inputs
+from flask_eval.simulator.config import SimConfig
+from flask_eval.simulator.testing import spawn_simulator
+from flask_eval.storage.store import Store
 from tests.helpers import cli_env, flask_eval, status, wait_done, wait_until, workers
 
 pytestmark = pytest.mark.redis
@@ -247,8 +247,8 @@ def test_redis_hands_back_a_dead_worker_s_messages_within_a_quarter_timeout(
     by default); the workers' app scans every quarter of the visibility timeout."""
     from dataclasses import replace
 
-    from core import settings as settings_mod
-    from workers.celery_app import make_app
+    from flask_eval.core import settings as settings_mod
+    from flask_eval.workers.celery_app import make_app
 
     settings = replace(settings_mod.load(), broker_url="redis://127.0.0.1:1/0",
                        visibility_timeout=visibility)  # fmt: skip

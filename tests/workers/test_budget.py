@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from producer.synthetic import write_inputs
-from rubrics.protocol import requested_skills, scores_line
-from simulator.config import SimConfig
-from simulator.testing import spawn_simulator
-from simulator.wire import success_body
+from flask_eval.producer.synthetic import write_inputs
+from flask_eval.rubrics.protocol import requested_skills, scores_line
+from flask_eval.simulator.config import SimConfig
+from flask_eval.simulator.testing import spawn_simulator
+from flask_eval.simulator.wire import success_body
 from tests.helpers import cli_env, flask_eval, status, workers
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]

@@ -8,17 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from app.report import score_table
-from core.errors import FailureReason, JudgeError
-from rubrics.protocol import requested_skills, scores_line
-from rubrics.skills import load_default
-from storage import queries
-from storage.store import Store
+from flask_eval.app.report import score_table
+from flask_eval.core.errors import FailureReason, JudgeError
+from flask_eval.rubrics.protocol import requested_skills, scores_line
+from flask_eval.rubrics.skills import load_default
+from flask_eval.storage import queries
+from flask_eval.storage.store import Store
+from flask_eval.workers.judge import Message
+from flask_eval.workers.providers.memory_judge import MemoryJudge, default_answer
+from flask_eval.workers.runner import Executor, ExecutorConfig
 from tests.reference import point_cells
 from tests.storage.test_store import create, open_ids
-from workers.judge import Message
-from workers.providers.memory_judge import MemoryJudge, default_answer
-from workers.runner import Executor, ExecutorConfig
 
 SKILLS = load_default()
 

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from storage import queries
-from storage.store import Store
+from flask_eval.storage import queries
+from flask_eval.storage.store import Store
+from flask_eval.workers.feed import RECHECK_SECONDS, Feed, batches_at_once
+from flask_eval.workers.inprocess import InProcessTransport
+from flask_eval.workers.judge import GenerateConfig, JudgeOutput, Message
+from flask_eval.workers.providers.memory_judge import MemoryJudge, default_answer
+from flask_eval.workers.runner import ExecutorConfig
 from tests.storage.test_store import make_inputs, open_ids, run_config
-from workers.feed import RECHECK_SECONDS, Feed, batches_at_once
-from workers.inprocess import InProcessTransport
-from workers.judge import GenerateConfig, JudgeOutput, Message
-from workers.providers.memory_judge import MemoryJudge, default_answer
-from workers.runner import ExecutorConfig
 
 
 def test_batches_at_once_opens_several_messages_per_lane_full() -> None:

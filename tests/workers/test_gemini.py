@@ -22,11 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from producer.synthetic import write_inputs
-from simulator.config import SimConfig
-from simulator.testing import running_simulator, spawn_simulator
-from storage import queries
-from storage.store import Store
+from flask_eval.producer.synthetic import write_inputs
+from flask_eval.simulator.config import SimConfig
+from flask_eval.simulator.testing import running_simulator, spawn_simulator
+from flask_eval.storage import queries
+from flask_eval.storage.store import Store
 from tests.app.test_run_promises import FORGED, export, run_args
 from tests.helpers import cli_env, flask_eval, wait_done, workers
 

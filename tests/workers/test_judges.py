@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from core.errors import ConfigError, CredentialsError, FailureReason, JudgeError
-from core.redact import redact
-from core.types import JudgeSpec
-from workers.errors import retry_after
-from workers.judge import RetryDecision, create_judge, spec_of
-from workers.providers.openai_judge import MAX_FREE_TEXT, capped
+from flask_eval.core.errors import ConfigError, CredentialsError, FailureReason, JudgeError
+from flask_eval.core.redact import redact
+from flask_eval.core.types import JudgeSpec
+from flask_eval.workers.errors import retry_after
+from flask_eval.workers.judge import RetryDecision, create_judge, spec_of
+from flask_eval.workers.providers.openai_judge import MAX_FREE_TEXT, capped
 
 
 @pytest.mark.parametrize(
@@ -225,10 +225,10 @@ def test_pool_opens_n_connections_under_load_but_keeps_few_idle(
     """A burst of 64 calls runs 64 at once; afterwards only keepalive_for(64) stay open."""
     import asyncio
 
-    from simulator.config import SimConfig
-    from simulator.testing import running_simulator
-    from workers.judge import GenerateConfig
-    from workers.providers.openai_judge import keepalive_for
+    from flask_eval.simulator.config import SimConfig
+    from flask_eval.simulator.testing import running_simulator
+    from flask_eval.workers.judge import GenerateConfig
+    from flask_eval.workers.providers.openai_judge import keepalive_for
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
@@ -272,7 +272,7 @@ def no_gemini_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
 def gemini_output(response: dict[str, Any]) -> Any:
     from google.genai import types
 
-    from workers.providers.gemini_judge import output_of
+    from flask_eval.workers.providers.gemini_judge import output_of
 
     return output_of(types.GenerateContentResponse.model_validate(response))
 
@@ -280,7 +280,7 @@ def gemini_output(response: dict[str, Any]) -> Any:
 def test_gemini_key_from_gemini_api_key_or_google_api_key(
     no_gemini_env: pytest.MonkeyPatch,
 ) -> None:
-    from workers.judge import judge_class
+    from flask_eval.workers.judge import judge_class
 
     assert judge_class("gemini").key_env == "GEMINI_API_KEY"
     with pytest.raises(CredentialsError, match="GEMINI_API_KEY"):
@@ -314,7 +314,7 @@ def test_gemini_budget_key_follows_the_key_it_sends(no_gemini_env: pytest.Monkey
     ],
 )
 def test_gemini_base_url_is_the_api_root(url: str) -> None:
-    from workers.judge import judge_class
+    from flask_eval.workers.judge import judge_class
 
     spec = JudgeSpec.parse(f"gemini/gemini-2.5-flash@{url}")
     with pytest.raises(ConfigError, match=r"API root.*without /v1beta.*e\.g\. http"):
@@ -322,7 +322,7 @@ def test_gemini_base_url_is_the_api_root(url: str) -> None:
 
 
 def test_gemini_accepts_an_api_root_and_refuses_keys_in_urls_and_bad_models() -> None:
-    from workers.judge import judge_class
+    from flask_eval.workers.judge import judge_class
 
     gemini = judge_class("gemini")
     for url in ("https://generativelanguage.googleapis.com", "http://127.0.0.1:8765",
@@ -337,8 +337,8 @@ def test_gemini_accepts_an_api_root_and_refuses_keys_in_urls_and_bad_models() ->
 
 
 def test_gemini_request_maps_system_turns_and_sampling() -> None:
-    from workers.judge import GenerateConfig
-    from workers.providers.gemini_judge import request_of
+    from flask_eval.workers.judge import GenerateConfig
+    from flask_eval.workers.providers.gemini_judge import request_of
 
     messages = [
         {"role": "system", "content": "Be strict."},
@@ -363,7 +363,7 @@ def test_gemini_request_maps_system_turns_and_sampling() -> None:
 
 
 def test_gemini_finish_reasons_and_usage() -> None:
-    from workers.judge import CUT_OFF, FINISHED, REFUSAL
+    from flask_eval.workers.judge import CUT_OFF, FINISHED, REFUSAL
 
     def candidate(reason: str | None, *texts: str, **extra: Any) -> dict[str, Any]:
         content = {"role": "model", "parts": [{"text": t} for t in texts]} if texts else None
@@ -466,8 +466,8 @@ def _generate(spec: str, messages: list[dict[str, str]] | None = None, **config:
     """One ``generate`` of a fresh judge (closed afterwards); the output or the JudgeError."""
     import asyncio
 
-    from rubrics.protocol import skills_line
-    from workers.judge import GenerateConfig
+    from flask_eval.rubrics.protocol import skills_line
+    from flask_eval.workers.judge import GenerateConfig
 
     judged = f"Judge this.\n{skills_line(['Readability'])}"
     messages = messages or [{"role": "user", "content": judged}]
@@ -487,10 +487,10 @@ def _generate(spec: str, messages: list[dict[str, str]] | None = None, **config:
 def test_gemini_judge_against_the_simulator(no_gemini_env: pytest.MonkeyPatch) -> None:
     """System, user and assistant turns all reach the prompt (the simulator answers the
     Gemini dialect as the OpenAI one); finish reasons and usage come through."""
-    from rubrics.protocol import skills_line
-    from simulator.config import SimConfig
-    from simulator.testing import running_simulator
-    from workers.judge import CUT_OFF, FINISHED, REFUSAL
+    from flask_eval.rubrics.protocol import skills_line
+    from flask_eval.simulator.config import SimConfig
+    from flask_eval.simulator.testing import running_simulator
+    from flask_eval.workers.judge import CUT_OFF, FINISHED, REFUSAL
 
     no_gemini_env.setenv("OPENAI_API_KEY", "sk-test")
     messages = [
@@ -518,8 +518,8 @@ def test_gemini_sdk_never_retries_and_failures_are_classified(
     """One request per generate (our runner has the only retry loop), whatever fails."""
     import time
 
-    from simulator.config import SimConfig
-    from simulator.testing import running_simulator
+    from flask_eval.simulator.config import SimConfig
+    from flask_eval.simulator.testing import running_simulator
 
     cases = [
         (SimConfig(error_rate=1), FailureReason.PROVIDER_ERROR),
@@ -554,9 +554,9 @@ def test_gemini_base_url_from_the_environment_and_never_vertex(
 ) -> None:
     """GOOGLE_GEMINI_BASE_URL (the SDK's variable) works without a key; a stray
     GOOGLE_GENAI_USE_VERTEXAI or GOOGLE_GENAI_API_VERSION changes nothing."""
-    from simulator.config import SimConfig
-    from simulator.testing import running_simulator
-    from workers.judge import FINISHED
+    from flask_eval.simulator.config import SimConfig
+    from flask_eval.simulator.testing import running_simulator
+    from flask_eval.workers.judge import FINISHED
 
     no_gemini_env.setenv("GOOGLE_GENAI_USE_VERTEXAI", "true")
     no_gemini_env.setenv("GOOGLE_GENAI_API_VERSION", "v1alpha")
@@ -608,7 +608,7 @@ def assert_judgment(text: str) -> None:
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
 def test_each_provider_takes_a_schema(provider: str) -> None:
-    from workers.judge import judge_class
+    from flask_eval.workers.judge import judge_class
 
     assert judge_class(provider).takes_schema
 
@@ -620,9 +620,9 @@ def test_each_provider_returns_a_structured_answer_from_the_simulator(
     """With a schema the answer is the JSON object (the simulator answers only a request
     that asks for the schema in its dialect's own way with one); finish semantics are
     those of free text: cut off by max_tokens, refusals."""
-    from simulator.config import SimConfig
-    from simulator.testing import running_simulator
-    from workers.judge import CUT_OFF, FINISHED, REFUSAL
+    from flask_eval.simulator.config import SimConfig
+    from flask_eval.simulator.testing import running_simulator
+    from flask_eval.workers.judge import CUT_OFF, FINISHED, REFUSAL
 
     with running_simulator(SimConfig()) as sim:
         spec = f"{provider}/judge@{_sim_base(sim, provider)}"
@@ -712,7 +712,7 @@ def test_openai_falls_back_to_json_object_with_schema_where_json_schema_is_refus
 ) -> None:
     """A server that takes only ``{"type": "json_object", "schema": ...}`` (llama-cpp-
     python) is asked that way from then on, after one refused request."""
-    from workers.providers.openai_judge import OpenAIJudge
+    from flask_eval.workers.providers.openai_judge import OpenAIJudge
 
     monkeypatch.setattr(OpenAIJudge, "schema_forms", {})
     seen = _capture_openai(monkeypatch, [_llama_cpp_python_refusal()])
@@ -750,7 +750,7 @@ def test_openai_never_falls_back_on_openai_itself_nor_on_other_errors(
     import httpx2
     import openai
 
-    from workers.providers.openai_judge import OpenAIJudge
+    from flask_eval.workers.providers.openai_judge import OpenAIJudge
 
     monkeypatch.setattr(OpenAIJudge, "schema_forms", {})
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
@@ -799,8 +799,8 @@ def test_anthropic_asks_for_its_structured_output_format(monkeypatch: pytest.Mon
 
 
 def test_gemini_asks_for_json_with_the_schema() -> None:
-    from workers.judge import GenerateConfig
-    from workers.providers.gemini_judge import request_of
+    from flask_eval.workers.judge import GenerateConfig
+    from flask_eval.workers.providers.gemini_judge import request_of
 
     messages = [{"role": "user", "content": "Judge this."}]
     _, asked = request_of(messages, GenerateConfig(schema=JUDGMENT_SCHEMA))
@@ -813,9 +813,9 @@ def test_gemini_asks_for_json_with_the_schema() -> None:
 def test_the_protocols_schema_is_strict_ready() -> None:
     """The flask-eval protocol's schema is one OpenAI's strict mode takes, so OpenAI is
     asked for it strictly (the decoder then holds every answer to it)."""
-    from rubrics.grading import FlaskEvalProtocol
-    from rubrics.skills import load_default
-    from workers.providers.openai_judge import strict_ready
+    from flask_eval.rubrics.grading import FlaskEvalProtocol
+    from flask_eval.rubrics.skills import load_default
+    from flask_eval.workers.providers.openai_judge import strict_ready
 
     skills = load_default()
     schema = FlaskEvalProtocol().response_schema([skills.get(n) for n in skills.names])
@@ -842,7 +842,7 @@ _SCHEMA_BODIES: list[tuple[str, dict[str, Any], str | None]] = [
 
 
 def _body(dialect: str, extra: dict[str, Any]) -> dict[str, Any]:
-    from rubrics.protocol import skills_line
+    from flask_eval.rubrics.protocol import skills_line
 
     text = f"Judge this.\n{skills_line(['Readability', 'Factuality'])}"
     if dialect == "gemini":
@@ -855,7 +855,7 @@ def _body(dialect: str, extra: dict[str, Any]) -> dict[str, Any]:
 def test_simulator_reads_each_dialects_way_of_asking(
     dialect: Any, extra: dict[str, Any], tool: str | None
 ) -> None:
-    from simulator.wire import parse_request
+    from flask_eval.simulator.wire import parse_request
 
     asked = parse_request(dialect, _body(dialect, extra), "m").structured
     assert asked is not None and asked.schema == JUDGMENT_SCHEMA and asked.tool == tool
@@ -877,7 +877,7 @@ def test_simulator_reads_each_dialects_way_of_asking(
 def test_simulator_answers_a_schema_asked_elsewhere_in_free_text(
     dialect: Any, extra: dict[str, Any]
 ) -> None:
-    from simulator.wire import parse_request
+    from flask_eval.simulator.wire import parse_request
 
     assert parse_request(dialect, _body(dialect, extra), "m").structured is None
 
@@ -894,7 +894,7 @@ def test_simulator_answers_a_schema_asked_elsewhere_in_free_text(
 def test_simulator_refuses_what_the_real_api_refuses(
     dialect: Any, extra: dict[str, Any], message: str
 ) -> None:
-    from simulator.wire import BadRequest, parse_request
+    from flask_eval.simulator.wire import BadRequest, parse_request
 
     with pytest.raises(BadRequest, match=message):
         parse_request(dialect, _body(dialect, extra), "m")
@@ -904,12 +904,12 @@ def test_simulator_refuses_what_the_real_api_refuses(
 def test_simulator_structured_answer_carries_its_deterministic_scores(na_rate: float) -> None:
     """The JSON answer follows the schema and holds the scores the free-text answer to
     the same prompt holds; N/A only where the schema allows it."""
-    from rubrics.grading import FlaskEvalProtocol, Subject
-    from rubrics.skills import Skill, load_default
-    from rubrics.structured import read_structured
-    from simulator.answer import judge_scores, quality
-    from simulator.config import SimConfig
-    from simulator.structured import structured_answer
+    from flask_eval.rubrics.grading import FlaskEvalProtocol, Subject
+    from flask_eval.rubrics.skills import Skill, load_default
+    from flask_eval.rubrics.structured import read_structured
+    from flask_eval.simulator.answer import judge_scores, quality
+    from flask_eval.simulator.config import SimConfig
+    from flask_eval.simulator.structured import structured_answer
 
     strict = Skill("Strict", "User Alignment", "c", {i: "r" for i in range(1, 6)}, allow_na=False)
     criteria = [load_default().get("Readability"), strict]
@@ -939,9 +939,9 @@ def test_simulator_answers_a_forced_tool_with_a_tool_use() -> None:
     schema; the Anthropic SDK reads it as such."""
     import anthropic
 
-    from rubrics.protocol import skills_line
-    from simulator.config import SimConfig
-    from simulator.testing import running_simulator
+    from flask_eval.rubrics.protocol import skills_line
+    from flask_eval.simulator.config import SimConfig
+    from flask_eval.simulator.testing import running_simulator
 
     content = f"Judge this.\n{skills_line(['Readability', 'Factuality'])}"
     with running_simulator(SimConfig()) as sim:

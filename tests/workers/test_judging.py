@@ -19,15 +19,15 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from core.errors import FailureReason, Status
-from rubrics.protocol import requested_skills, scores_line
-from storage import queries
-from storage.models import JUDGMENT
-from storage.store import Store
+from flask_eval.core.errors import FailureReason, Status
+from flask_eval.rubrics.protocol import requested_skills, scores_line
+from flask_eval.storage import queries
+from flask_eval.storage.models import JUDGMENT
+from flask_eval.storage.store import Store
+from flask_eval.workers.judge import CUT_OFF, REFUSAL, JudgeOutput, Message
+from flask_eval.workers.providers.memory_judge import MemoryJudge, default_answer
+from flask_eval.workers.runner import Executor, ExecutorConfig
 from tests.storage.test_store import create, open_ids
-from workers.judge import CUT_OFF, REFUSAL, JudgeOutput, Message
-from workers.providers.memory_judge import MemoryJudge, default_answer
-from workers.runner import Executor, ExecutorConfig
 
 J = JUDGMENT.c
 
@@ -233,7 +233,7 @@ def test_a_refusal_fails_as_refused_with_its_text_kept(database_url: str) -> Non
 def test_a_judge_whose_first_calls_all_fail_alike_is_halted(tmp_path: Path) -> None:
     """A judge that answers 404 for every call (a wrong base URL): after its first 3
     calls it stops; its other judgments fail as halted without a request."""
-    from core.errors import JudgeError
+    from flask_eval.core.errors import JudgeError
 
     store = Store(f"sqlite:///{tmp_path / 'h.db'}")
     run_id = create(store)
@@ -271,7 +271,7 @@ def test_a_judge_that_succeeded_once_is_never_halted(tmp_path: Path) -> None:
 
 def test_a_worker_reads_changed_budgets_from_the_ledger(tmp_path: Path) -> None:
     """Budgets live with the run: a worker rebuilds its context when they change."""
-    from workers.limiter import MemoryLimiter
+    from flask_eval.workers.limiter import MemoryLimiter
 
     store = Store(f"sqlite:///{tmp_path / 'b.db'}")
     run_id = create(store)

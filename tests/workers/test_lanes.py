@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from workers.lanes import Lanes
+from flask_eval.workers.lanes import Lanes
 
 
 def test_never_more_than_n_at_once_and_first_come_first_served() -> None:

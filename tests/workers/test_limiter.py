@@ -16,8 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import wait_until
-from workers.limiter import (
+from flask_eval.workers.limiter import (
     Budget,
     LimiterError,
     MemoryLimiter,
@@ -25,7 +24,8 @@ from workers.limiter import (
     endpoint_key,
     key_fingerprint,
 )
-from workers.limiter_redis import RedisLimiter
+from flask_eval.workers.limiter_redis import RedisLimiter
+from tests.helpers import wait_until
 
 LIMITER_REDIS_URL = os.environ.get(
     "FLASK_EVAL_TEST_LIMITER_REDIS_URL",

@@ -46,7 +46,7 @@ def test_llama_cpp_python_takes_json_object_with_a_schema_only(server: str) -> N
     schema; our judge recognises the refusal as one to fall back from."""
     import openai
 
-    from workers.providers.openai_judge import JSON_OBJECT, JSON_SCHEMA, response_format
+    from flask_eval.workers.providers.openai_judge import JSON_OBJECT, JSON_SCHEMA, response_format
 
     schema = {"type": "object", "properties": {"score": {"type": "integer", "enum": [1, 2, 3]}},
               "required": ["score"], "additionalProperties": False}  # fmt: skip
@@ -67,7 +67,7 @@ def test_llama_cpp_python_takes_json_object_with_a_schema_only(server: str) -> N
 def test_structured_judgments_are_all_read(server: str, cases: list[Case]) -> None:
     """With the schema, every judgment of every instance has a score for each of its
     skills (the server's grammar holds the model to the schema)."""
-    from workers.providers.openai_judge import JSON_OBJECT, OpenAIJudge
+    from flask_eval.workers.providers.openai_judge import JSON_OBJECT, OpenAIJudge
 
     judgments = asyncio.run(judge_cases(server, cases, structured=True, max_tokens=MAX_TOKENS))
     assert len(judgments) == len(cases)

@@ -11,16 +11,16 @@ from typing import Any
 
 import pytest
 
-from core.errors import Status
-from core.types import Instance, InstanceRubric, JudgeConfig, Response, ResponseSet
-from rubrics import codec
-from rubrics.skills import load_default
-from storage import queries
-from storage.store import Store
+from flask_eval.core.errors import Status
+from flask_eval.core.types import Instance, InstanceRubric, JudgeConfig, Response, ResponseSet
+from flask_eval.rubrics import codec
+from flask_eval.rubrics.skills import load_default
+from flask_eval.storage import queries
+from flask_eval.storage.store import Store
+from flask_eval.workers.judge import GenerateConfig, JudgeOutput, Message
+from flask_eval.workers.providers.memory_judge import MemoryJudge, default_answer
+from flask_eval.workers.runner import Executor, ExecutorConfig
 from tests.storage.test_store import open_ids
-from workers.judge import GenerateConfig, JudgeOutput, Message
-from workers.providers.memory_judge import MemoryJudge, default_answer
-from workers.runner import Executor, ExecutorConfig
 
 SKILLS = load_default()
 OWN = InstanceRubric(

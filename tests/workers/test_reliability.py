@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from producer.synthetic import write_inputs
-from simulator.config import SimConfig
-from simulator.testing import spawn_simulator
-from storage import queries
-from storage.store import Store
+from flask_eval.producer.synthetic import write_inputs
+from flask_eval.simulator.config import SimConfig
+from flask_eval.simulator.testing import spawn_simulator
+from flask_eval.storage import queries
+from flask_eval.storage.store import Store
 from tests.helpers import (
     cli_env,
     flask_eval,
@@ -311,7 +311,7 @@ EXPECTED_DETAIL = {  # what the classified SDK error says, per reason
 def test_fault_mix_every_job_ends_with_the_right_reason_and_resume_retries_only_failures(
     sqlite_url: str, tmp_path: Path
 ) -> None:
-    from rubrics.parse import parse
+    from flask_eval.rubrics.parse import parse
 
     instances, responses = write_inputs(tmp_path / "in", 60)
     planned = 60 * 3 * 2 * 2

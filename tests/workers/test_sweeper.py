@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 import redis
 
-from producer.synthetic import write_inputs
-from simulator.config import SimConfig
-from simulator.testing import spawn_simulator
+from flask_eval.producer.synthetic import write_inputs
+from flask_eval.simulator.config import SimConfig
+from flask_eval.simulator.testing import spawn_simulator
+from flask_eval.workers.sweeper import queue_idle
 from tests.helpers import cli_env, flask_eval, running_rows, status, wait_done, wait_until, workers
 from tests.workers.test_reliability import ledger_is_exactly_once, run_cmd
-from workers.sweeper import queue_idle
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 

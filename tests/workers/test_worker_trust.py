@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from core import settings as settings_mod
-from producer.synthetic import write_inputs
-from simulator.config import SimConfig
-from simulator.testing import spawn_simulator
-from storage import queries
-from storage.store import Store
+from flask_eval.core import settings as settings_mod
+from flask_eval.producer.synthetic import write_inputs
+from flask_eval.simulator.config import SimConfig
+from flask_eval.simulator.testing import spawn_simulator
+from flask_eval.storage import queries
+from flask_eval.storage.store import Store
+from flask_eval.workers.celery_app import CeleryTransport
 from tests.helpers import cli_env, flask_eval, kill_group, status, wait_done, wait_until, workers
 from tests.storage.test_store import open_ids
 from tests.workers.test_reliability import run_cmd
-from workers.celery_app import CeleryTransport
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
@@ -179,7 +179,7 @@ def test_per_request_lines_only_at_debug(sqlite_url: str, redis_url: str, tmp_pa
     with spawn_simulator(SimConfig()) as sim:
         import subprocess
 
-        from workers.processes import command
+        from flask_eval.workers.processes import command
 
         with open(log, "wb") as out:
             proc = subprocess.Popen(command(1, 16, "INFO"), env=env, stdout=out,
@@ -199,7 +199,7 @@ def test_messages_of_a_deleted_run_are_dropped_unpaid(
 ) -> None:
     import redis
 
-    from workers.sweeper import queue_idle
+    from flask_eval.workers.sweeper import queue_idle
 
     instances, responses = write_inputs(tmp_path / "in", 10, models=("m",))
     env = cli_env(sqlite_url, redis_url)

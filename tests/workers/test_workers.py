@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from simulator.config import SimConfig
-from simulator.testing import spawn_simulator
+from flask_eval.simulator.config import SimConfig
+from flask_eval.simulator.testing import spawn_simulator
 from tests.conftest import EXAMPLES
 from tests.helpers import cli_env, flask_eval, wait_done, workers
 
@@ -119,7 +119,7 @@ def test_flask_subset_two_workers_two_judges_every_breakdown_present(
         "difficulty": {levels[d["difficulty"]] for d in data if d["difficulty"] in levels},
         "ability": set(),
     }
-    from rubrics.skills import load_default
+    from flask_eval.rubrics.skills import load_default
 
     expected["ability"] = {load_default().ability_of(s) for s in expected["skill"]}
     pairs = {(r["model"], r["judge"]) for r in report}
@@ -136,7 +136,7 @@ def test_flask_subset_two_workers_two_judges_every_breakdown_present(
 
 def test_tune_gc_freezes_start_up_objects_and_raises_the_young_threshold() -> None:
     code = (
-        "import gc, json; from workers.worker import tune_gc, GC_GEN0_THRESHOLD;"
+        "import gc, json; from flask_eval.workers.worker import tune_gc, GC_GEN0_THRESHOLD;"
         "before = gc.get_freeze_count(); tune_gc();"
         "print(json.dumps([before, gc.get_freeze_count(), gc.get_threshold()[0], "
         "GC_GEN0_THRESHOLD]))"

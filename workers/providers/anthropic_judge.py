@@ -16,12 +16,20 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from core.errors import ConfigError, CredentialsError, FailureReason, JudgeError
-from core.types import JudgeSpec
-from workers.errors import RESET_HEADERS as STANDARD_RESETS
-from workers.errors import classify_common, describe, from_status, not_json
-from workers.judge import CUT_OFF, FINISHED, REFUSAL, GenerateConfig, Judge, JudgeOutput, Message
-from workers.providers.openai_judge import http_limits
+from flask_eval.core.errors import ConfigError, CredentialsError, FailureReason, JudgeError
+from flask_eval.core.types import JudgeSpec
+from flask_eval.workers.errors import RESET_HEADERS as STANDARD_RESETS
+from flask_eval.workers.errors import classify_common, describe, from_status, not_json
+from flask_eval.workers.judge import (
+    CUT_OFF,
+    FINISHED,
+    REFUSAL,
+    GenerateConfig,
+    Judge,
+    JudgeOutput,
+    Message,
+)
+from flask_eval.workers.providers.openai_judge import http_limits
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 #: Anthropic says when its request budget resets in a header of its own

@@ -30,12 +30,20 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from core.errors import ConfigError, CredentialsError, FailureReason, JudgeError
-from core.text import clip
-from core.types import JudgeSpec
-from workers.errors import classify_common, describe, from_status, not_json
-from workers.judge import CUT_OFF, FINISHED, REFUSAL, GenerateConfig, Judge, JudgeOutput, Message
-from workers.providers.openai_judge import http_limits
+from flask_eval.core.errors import ConfigError, CredentialsError, FailureReason, JudgeError
+from flask_eval.core.text import clip
+from flask_eval.core.types import JudgeSpec
+from flask_eval.workers.errors import classify_common, describe, from_status, not_json
+from flask_eval.workers.judge import (
+    CUT_OFF,
+    FINISHED,
+    REFUSAL,
+    GenerateConfig,
+    Judge,
+    JudgeOutput,
+    Message,
+)
+from flask_eval.workers.providers.openai_judge import http_limits
 
 if TYPE_CHECKING:
     from google.genai import errors, types

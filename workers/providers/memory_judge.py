@@ -11,8 +11,8 @@ import asyncio
 import hashlib
 from collections.abc import Callable, Sequence
 
-from rubrics.protocol import requested_skills, scores_line
-from workers.judge import GenerateConfig, Judge, JudgeOutput, Message
+from flask_eval.rubrics.protocol import requested_skills, scores_line
+from flask_eval.workers.judge import GenerateConfig, Judge, JudgeOutput, Message
 
 
 def default_answer(messages: Sequence[Message]) -> str:

@@ -26,10 +26,18 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from core.errors import ConfigError, CredentialsError, FailureReason, JudgeError
-from core.types import JudgeSpec
-from workers.errors import classify_common, describe, from_status, not_json
-from workers.judge import CUT_OFF, FINISHED, REFUSAL, GenerateConfig, Judge, JudgeOutput, Message
+from flask_eval.core.errors import ConfigError, CredentialsError, FailureReason, JudgeError
+from flask_eval.core.types import JudgeSpec
+from flask_eval.workers.errors import classify_common, describe, from_status, not_json
+from flask_eval.workers.judge import (
+    CUT_OFF,
+    FINISHED,
+    REFUSAL,
+    GenerateConfig,
+    Judge,
+    JudgeOutput,
+    Message,
+)
 
 #: the SDK's own default, passed explicitly: the SDK would take an empty OPENAI_BASE_URL
 #: (as docker compose sets it) as the base URL

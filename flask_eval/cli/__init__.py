@@ -16,10 +16,10 @@ from typing import Any, ClassVar
 
 import click
 
-from core.errors import InputError
-from core.redact import install_log_redaction
-from flask_eval.cli_common import ENV_WORKER, epilog, find_run, handle_errors, open_store
-from storage import queries
+from flask_eval.cli.common import ENV_WORKER, epilog, find_run, handle_errors, open_store
+from flask_eval.core.errors import InputError
+from flask_eval.core.redact import install_log_redaction
+from flask_eval.storage import queries
 
 
 class OneLineErrors(click.Group):
@@ -32,10 +32,10 @@ class OneLineErrors(click.Group):
 
     #: command name -> the module whose ``register(group)`` adds it
     lazy: ClassVar[Mapping[str, str]] = {
-        "run": "flask_eval.cli_run",
-        "resume": "flask_eval.cli_run",
-        "report": "flask_eval.cli_report",
-        "agreement": "flask_eval.cli_report",
+        "run": "flask_eval.cli.run",
+        "resume": "flask_eval.cli.run",
+        "report": "flask_eval.cli.report",
+        "agreement": "flask_eval.cli.report",
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -94,7 +94,7 @@ def main() -> None:
 @handle_errors
 def worker(processes: int, in_flight: int, loglevel: str) -> None:
     """Start Celery workers on the configured broker."""
-    from workers import worker as worker_mod
+    from flask_eval.workers import worker as worker_mod
 
     sys.exit(worker_mod.run(processes, in_flight, loglevel.upper()))
 
@@ -139,7 +139,7 @@ def status(run_name: str | None, as_json: bool) -> None:
 @handle_errors
 def export(run_name: str | None, fmt: str) -> None:
     """One row per judgment, with its rationale and the judge's raw output."""
-    from report import render
+    from flask_eval.report import render
 
     store = open_store()
     info = find_run(store, run_name)
@@ -231,8 +231,8 @@ def runs_delete(run_name: str, yes: bool) -> None:
 @handle_errors
 def simulate(host: str, port: int, **options: Any) -> None:
     """A judge simulator speaking the OpenAI and Anthropic wire formats (no real model)."""
-    from simulator.config import SimConfig
-    from simulator.server import run as serve
+    from flask_eval.simulator.config import SimConfig
+    from flask_eval.simulator.server import run as serve
 
     try:
         config = SimConfig(**options)
@@ -245,6 +245,6 @@ def simulate(host: str, port: int, **options: Any) -> None:
 @handle_errors
 def demo() -> None:
     """The whole pipeline on shipped example data against a simulated judge."""
-    from flask_eval.demo import run_demo
+    from flask_eval.cli.demo import run_demo
 
     run_demo()

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import click
 
-from app import imports
-from app.report import agreement_for_run, build_report
-from core.errors import InputError
-from flask_eval.cli_common import find_run, handle_errors, open_store
-from report import references, render
-from report.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAULT_SEED
-from report.ensemble import EnsembleSpec
+from flask_eval.app import imports
+from flask_eval.app.report import agreement_for_run, build_report
+from flask_eval.cli.common import find_run, handle_errors, open_store
+from flask_eval.core.errors import InputError
+from flask_eval.report import references, render
+from flask_eval.report.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAULT_SEED
+from flask_eval.report.ensemble import EnsembleSpec
 
 FORMATS = ("table", "json", "csv", "html")
 DEFAULT_HTML_DIR = "flask-eval-report"
@@ -136,7 +136,7 @@ def report_command(
         click.echo(f"warning: {note}", err=True)
     out = Path(out_dir) if out_dir else None
     if fmt == "html":
-        from report.html import write_report
+        from flask_eval.report.html import write_report
 
         target = out or Path(DEFAULT_HTML_DIR)
         page = write_report(result, target, progress=not quiet)
@@ -155,7 +155,7 @@ def report_command(
             _write(out / "agreement.csv", render.agreement_csv(result.agreement))
             written = ["rows.csv", "comparisons.csv", "agreement.csv"]
             if result.pairwise is not None:
-                from report import pairwise_render
+                from flask_eval.report import pairwise_render
 
                 _write(out / "pairwise.csv", pairwise_render.csv(result.pairwise))
                 written.append("pairwise.csv")

@@ -9,11 +9,11 @@ from typing import Any, TypeVar
 
 import click
 
-from core import settings as settings_mod
-from core.errors import FlaskEvalError, InputError
-from core.redact import redact
-from storage.records import RunInfo
-from storage.store import Store
+from flask_eval.core import settings as settings_mod
+from flask_eval.core.errors import FlaskEvalError, InputError
+from flask_eval.core.redact import redact
+from flask_eval.storage.records import RunInfo
+from flask_eval.storage.store import Store
 
 F = TypeVar("F", bound=Callable[..., Any])
 

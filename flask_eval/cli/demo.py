@@ -13,14 +13,14 @@ from importlib import resources
 
 import click
 
-from app import pipeline
-from app.report import build_report
-from core import settings as settings_mod
-from report import render
-from simulator.config import SimConfig
-from simulator.testing import running_simulator
-from storage import queries
-from storage.store import Store
+from flask_eval.app import pipeline
+from flask_eval.app.report import build_report
+from flask_eval.core import settings as settings_mod
+from flask_eval.report import render
+from flask_eval.simulator.config import SimConfig
+from flask_eval.simulator.testing import running_simulator
+from flask_eval.storage import queries
+from flask_eval.storage.store import Store
 
 JUDGES = ("openai/sim-judge-gpt", "anthropic/sim-judge-claude")
 

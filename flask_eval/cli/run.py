@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import click
 
-from app import pipeline
-from core import settings as settings_mod
-from core.errors import FailureReason, InputError
-from flask_eval.cli_common import (
+from flask_eval.app import pipeline
+from flask_eval.cli.common import (
     ENV_RUN,
     RunIncomplete,
     epilog,
@@ -16,13 +14,15 @@ from flask_eval.cli_common import (
     handle_errors,
     open_store,
 )
-from producer.context import RunContext
-from producer.dispatch import Dispatched
-from producer.estimate import format_estimates
-from producer.pairs import describe_plan
-from storage import queries
-from storage.records import RunInfo
-from storage.store import Store
+from flask_eval.core import settings as settings_mod
+from flask_eval.core.errors import FailureReason, InputError
+from flask_eval.producer.context import RunContext
+from flask_eval.producer.dispatch import Dispatched
+from flask_eval.producer.estimate import format_estimates
+from flask_eval.producer.pairs import describe_plan
+from flask_eval.storage import queries
+from flask_eval.storage.records import RunInfo
+from flask_eval.storage.store import Store
 
 
 @click.command(epilog=epilog(ENV_RUN))
@@ -234,8 +234,8 @@ def _say_held_back(info: RunInfo, sent: Dispatched) -> None:
 
 def _finish(store: Store, info: RunInfo, held_back: int) -> None:
     """Print the run's summary; raise RunIncomplete (exit 1) unless every judgment is done."""
-    from app.report import build_report
-    from report.render import run_summary
+    from flask_eval.app.report import build_report
+    from flask_eval.report.render import run_summary
 
     counts = queries.status(store, info.id, info.name)
     report = build_report(store, info, progress=False)
