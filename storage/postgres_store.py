@@ -9,7 +9,7 @@ it into an array literal, which had been most of a flush's CPU. Measured alone: 
 flush took 2.0 ms of CPU with text parameters, 0.8 ms with binary ones; a 96-row claim
 1.4 ms in two statements, 0.5 ms in one (docs/design/concurrency.md).
 
-The rules are those of ``storage.sqlite_store`` (``tests/test_store.py`` runs both):
+The rules are those of ``storage.sqlite_store`` (``tests/storage/test_store.py`` runs both):
 
 - a row is claimed only if it belongs to the message's run and is pending, or running on
   a lease that has expired;

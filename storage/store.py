@@ -5,7 +5,7 @@
 ``storage.postgres_store.PostgresStore`` (at scale). What both do the same way lives
 here, in portable SQLAlchemy Core; each implementation writes only the worker's hot paths
 (claims, answer-cache lookups, write-behind flushes, bulk inserts) in its own dialect.
-``tests/test_store.py`` holds both to the same behaviour.
+``tests/storage/test_store.py`` holds both to the same behaviour.
 
 Every write is idempotent: inserts ignore rows that exist, a paid answer is stored once
 per ``uid`` and never changed, and a judgment only moves forward (pending -> running ->

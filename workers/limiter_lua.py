@@ -1,4 +1,4 @@
-"""The two Lua scripts behind ``workers.limiter.RedisLimiter`` (GCRA reservations).
+"""The two Lua scripts behind ``workers.limiter_redis.RedisLimiter`` (GCRA reservations).
 
 State of one endpoint budget: one Redis hash ``KEYS[1]`` with fields
 

@@ -1,6 +1,6 @@
 """Alembic's entry point: run the migrations on the connection ``storage.db`` passes in.
 
-Migrations run in-process when a store is opened (``storage.db.migrate``), never from the
+Migrations run in-process when a store is opened (``storage.db.create_schema``), never from the
 ``alembic`` command line, so there is no ``alembic.ini``: the caller sets
 ``config.attributes["connection"]`` and holds the transaction and the lock.
 """
