@@ -1,0 +1,534 @@
+"""A report as plain text (pure: strings only), made to read well with many models.
+
+:func:`to_table` prints, in order:
+
+- the header: run, how each judge was sampled, coverage, definitions, interval method;
+- the **leaderboard**: models best first, one column per judge with the headline mean
+  and its interval (FLASK's pooled overall; BiGGen's overall, the mean of capability
+  means, when the instances carry capabilities), one per reference rater, then the
+  judgments scored, N/A and failed;
+- per judge, **models as columns** (best first) by ability, skill, capability, task
+  (under its capability), domain and difficulty: means only (the intervals are in the
+  JSON, CSV and HTML reports, and in ``details``);
+- the paired comparisons as one matrix per judge (row minus column, ``*`` when the
+  interval excludes 0);
+- the pairwise part of a pairwise run (``report.pairwise_render``) and the notes;
+- with ``details``, one block per (model, judge) with every key's interval and counts,
+  and its skill x difficulty matrix.
+
+Names are never cut in column heads: a long model or judge name wraps over several
+lines (at ``/``, ``-``, ``_`` where it can), and columns that do not fit in
+:data:`DEFAULT_WIDTH` continue in a second table. Row keys longer than
+:data:`MAX_KEY_WIDTH` end in "...".
+"""
+
+from __future__ import annotations
+
+import shlex
+import textwrap
+from collections.abc import Callable, Mapping, Sequence
+
+from flask_eval.report.agreement import Agreement
+from flask_eval.report.document import (
+    Report,
+    ReportRow,
+    as_report,
+    headline_key,
+    key_label,
+    level_label,
+    ranked_models,
+)
+from flask_eval.report.metrics import (
+    ABILITY,
+    BIGGEN_KEY,
+    CAPABILITY,
+    DIFFICULTY,
+    DOMAIN,
+    KEY_SEP,
+    OVERALL,
+    OVERALL_KEY,
+    SKILL,
+    SKILL_DIFFICULTY,
+    TASK,
+    Row,
+)
+
+#: Sections of a (model, judge) detail block, in order: (dimension, title).
+SECTIONS: tuple[tuple[str, str], ...] = (
+    (OVERALL, "Overall"),
+    (ABILITY, "Abilities"),
+    (SKILL, "Skills"),
+    (CAPABILITY, "Capabilities"),
+    (TASK, "Tasks"),
+    (DOMAIN, "Domains"),
+    (DIFFICULTY, "Difficulty"),
+)
+
+NONE_TEXT = "-"
+MAX_KEY_WIDTH = 40
+DEFAULT_WIDTH = 100
+#: the widest column of a models-as-columns table (longer names wrap)
+MAX_COLUMN_WIDTH = 10
+#: where a name may wrap, strongest first
+_BREAKS = ("/", " ", "-_.")
+
+
+def fmt(value: float | None, digits: int = 2) -> str:
+    """A number for display, or "-" for None."""
+    return NONE_TEXT if value is None else f"{value:.{digits}f}"
+
+
+def fmt_interval(low: float | None, high: float | None, digits: int = 2) -> str:
+    return "" if low is None or high is None else f"[{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(width - 3, 1)] + "..."
+
+
+def wrap_name(name: str, width: int) -> list[str]:
+    """``name`` in pieces of at most ``width`` characters, never losing a character: cut
+    after the last ``/`` of a piece, else its last space, ``-``, ``_`` or ``.``, else at
+    ``width``."""
+    pieces, rest = [], name
+    while len(rest) > width:
+        cut = 0
+        for seps in _BREAKS:
+            cut = max(rest.rfind(sep, 0, width) for sep in seps) + 1
+            if cut > 0:
+                break
+        cut = cut if cut > 0 else width
+        pieces.append(rest[:cut])
+        rest = rest[cut:]
+    return [*pieces, rest] if rest or not pieces else pieces
+
+
+def column_width(names: Sequence[str], least: int = 6, most: int = MAX_COLUMN_WIDTH) -> int:
+    return max(least, min(most, max((len(n) for n in names), default=least)))
+
+
+# -- a table of keys by columns -----------------------------------------------------------
+
+#: a section of a grid: (title, dimension, rows); a row is (key, label), key None for a
+#: heading line inside the section (a task table's capability)
+Section = tuple[str, str, Sequence[tuple[str | None, str]]]
+
+
+def grid(
+    sections: Sequence[Section],
+    heads: Sequence[Sequence[str]],
+    value: Callable[[int, str, str], str],
+    width: int = DEFAULT_WIDTH,
+    indent: str = "  ",
+) -> list[str]:
+    """Keys (rows, by section) by columns: ``heads[c]`` are column c's header lines
+    (bottom-aligned), ``value(c, dimension, key)`` its cell. Columns that do not fit in
+    ``width`` continue in another table below, with the keys again."""
+    if not heads or not any(rows for _, _, rows in sections):
+        return []
+    labels = [label for _, _, rows in sections for _, label in rows]
+    key_width = min(max([len(t) for t, _, _ in sections] + [2 + len(x) for x in labels]),
+                    MAX_KEY_WIDTH)  # fmt: skip
+    cw = max(len(line) for head in heads for line in head)
+    per = max(1, (width - len(indent) - key_width) // (cw + 2))
+    out: list[str] = []
+    for start in range(0, len(heads), per):
+        chunk = range(start, min(start + per, len(heads)))
+        depth = max(len(heads[c]) for c in chunk)
+        for level in range(depth):
+            cells = ""
+            for c in chunk:
+                head = heads[c]
+                line = head[level - (depth - len(head))] if level >= depth - len(head) else ""
+                cells += f"  {line:>{cw}}"
+            out.append(f"{indent}{'':<{key_width}}{cells}".rstrip())
+        for title, dimension, rows in sections:
+            if not rows:
+                continue
+            out.append(f"{indent}{title}")
+            for key, label in rows:
+                text = clip(label, key_width - 2)
+                if key is None:
+                    out.append(f"{indent}  {text}")
+                    continue
+                cells = "".join(f"  {value(c, dimension, key):>{cw}}" for c in chunk)
+                out.append(f"{indent}  {text:<{key_width - 2}}{cells}".rstrip())
+        out.append("")
+    return out[:-1]
+
+
+def name_heads(names: Sequence[str], width: int | None = None) -> list[list[str]]:
+    """Column heads of whole names, each wrapped to the columns' width."""
+    cw = width or column_width(names)
+    return [wrap_name(n, cw) for n in names]
+
+
+# -- header ---------------------------------------------------------------------------------
+
+
+def _confidence(report: Report) -> int:
+    return round(100 * float(report.bootstrap.get("confidence", 0.95)))
+
+
+def header(report: Report) -> list[str]:
+    """Run, how each judge was sampled, coverage and the interval method (text lines)."""
+    lines = [f"Run: {report.run}"] if report.run else []
+    if report.judge_settings:
+        lines.append("Judges (name: spec, sampling):")
+        lines += [f"  {j.name}: {j.describe()}" for j in report.judge_settings]
+    if report.coverage:
+        covered = ", ".join(f"{m} {a}/{t}" for m, (a, t) in report.coverage.items())
+        lines += textwrap.wrap(f"Coverage (instances answered): {covered}", DEFAULT_WIDTH,
+                               subsequent_indent="  ")  # fmt: skip
+    lines += [f"{d['label']}: {d['definition']}" for d in report.definitions]
+    boot = report.bootstrap
+    if boot.get("replicates"):
+        lines.append(
+            f"Intervals: {_confidence(report)}% percentile bootstrap, {boot['replicates']} "
+            f"replicates resampling {boot.get('instances')} instances (seed {boot.get('seed')})"
+        )
+    return lines
+
+
+# -- leaderboard ----------------------------------------------------------------------------
+
+
+def _headline(report: Report) -> tuple[str, dict[tuple[str, str], ReportRow]]:
+    key = headline_key(report.rows)
+    rows = {(r.model, r.judge): r for r in report.rows if r.dimension == OVERALL and r.key == key}
+    return key, rows
+
+
+def _judges(report: Report, rows: Sequence[Row]) -> list[str]:
+    present = {r.judge for r in rows}
+    return [j for j in dict.fromkeys([*report.judges, *(r.judge for r in rows)]) if j in present]
+
+
+def leaderboard(report: Report) -> list[str]:
+    """Models best first, a column per judge (headline mean and interval) and per
+    reference rater (its mean on the run's cells), then the judgments counted."""
+    key, cells = _headline(report)
+    if not cells:
+        return []
+    pooled = {(r.model, r.judge): r for r in report.rows
+              if r.dimension == OVERALL and r.key == OVERALL_KEY}  # fmt: skip
+    models = ranked_models(report.rows, report.models)
+    models = [m for m in models if any(m == mm for mm, _ in cells)]
+    judges = _judges(report, list(cells.values()))
+    refs = list(dict.fromkeys(r.name for r in report.reference_means))
+    ref_mean = {(r.name, r.model): r.mean for r in report.reference_means}
+    with_ci = any(r.ci_low is not None for r in cells.values())
+    cw = 17 if with_ci else 6
+    names = [*judges, *(f"{name} (reference)" for name in refs)]
+    heads = [wrap_name(n, cw) for n in names]
+    mw = min(max([5, *(len(m) for m in models)]), MAX_KEY_WIDTH)
+    what = "overall (BiGGen): mean of capability means" if key == BIGGEN_KEY else "overall mean"
+    interval = f" ({_confidence(report)}% CI)" if with_ci else ""
+    lines = [f"Leaderboard: {what}{interval} per judge, best first by the mean over judges"]
+    depth = max(len(h) for h in heads)
+    counts = f"  {'scored':>7}  {'N/A':>6}  {'failed':>6}"
+    for level in range(depth):
+        row = "".join(
+            f"  {(h[level - depth + len(h)] if level >= depth - len(h) else ''):<{cw}}"
+            for h in heads
+        )
+        last = level == depth - 1
+        lead = f"  {'#':>2}  {'model':<{mw}}" if last else f"  {'':>2}  {'':<{mw}}"
+        lines.append(f"{lead}{row}{counts if last else ''}")
+    for rank, model in enumerate(models, start=1):
+        row = ""
+        for judge in judges:
+            r = cells.get((model, judge))
+            text = NONE_TEXT if r is None else fmt(r.mean)
+            if r is not None and with_ci and r.ci_low is not None:
+                text += " " + fmt_interval(r.ci_low, r.ci_high)
+            row += f"  {text:<{cw}}"
+        row += "".join(f"  {fmt(ref_mean.get((name, model))):<{cw}}" for name in refs)
+        mine = [pooled[(model, j)] for j in judges if (model, j) in pooled]
+        n, na, failed = (sum(getattr(r, f) for r in mine) for f in ("n", "n_na", "n_failed"))
+        lines.append(f"  {rank:>2}  {clip(model, mw):<{mw}}{row}  {n:>7}  {na:>6}  {failed:>6}")
+    return [line.rstrip() for line in lines]
+
+
+# -- models as columns, per judge -------------------------------------------------------------
+
+
+def _keys(rows: Sequence[Row], order: Sequence[str]) -> list[str]:
+    present = list(dict.fromkeys(r.key for r in rows))
+    known = [k for k in order if k in present]
+    rest = [k for k in present if k not in known]
+    if all(k.isdigit() for k in rest):
+        rest.sort(key=int)
+    return known + rest
+
+
+def _task_rows(report: Report, keys: Sequence[str]) -> list[tuple[str | None, str]]:
+    """Tasks under their capability (in the capabilities' order), each group's tasks in
+    the report's order; tasks of no known capability last."""
+    by_group: dict[str | None, list[str]] = {}
+    for task in keys:
+        by_group.setdefault(report.task_capability.get(task), []).append(task)
+    order = [*(c for c in report.capabilities if c in by_group), *(
+        c for c in by_group if c is not None and c not in report.capabilities)]  # fmt: skip
+    rows: list[tuple[str | None, str]] = []
+    for capability in order:
+        rows.append((None, f"{capability}:"))
+        rows += [(task, f"  {task}") for task in by_group[capability]]
+    rows += [(task, task) for task in by_group.get(None, [])]
+    return rows
+
+
+def breakdown_sections(report: Report, rows: Sequence[Row]) -> list[Section]:
+    """The sections of a models-as-columns table of ``rows`` (one judge's, or several):
+    skill and ability only when they have more than one key (one would repeat the
+    overall), BiGGen's two overalls side by side when there are both."""
+    sections: list[Section] = []
+    overall = {r.key for r in rows if r.dimension == OVERALL}
+    if BIGGEN_KEY in overall:
+        sections.append(("Overall", OVERALL, [(BIGGEN_KEY, key_label(OVERALL, BIGGEN_KEY)),
+                                              (OVERALL_KEY, "all judgments pooled")]))  # fmt: skip
+    orders = {ABILITY: report.abilities, SKILL: report.skills, CAPABILITY: report.capabilities,
+              TASK: report.tasks, DOMAIN: report.domains, DIFFICULTY: ()}  # fmt: skip
+    for dimension, title in SECTIONS[1:]:
+        mine = [r for r in rows if r.dimension == dimension]
+        keys = _keys(mine, orders[dimension])
+        if not keys or (dimension in (SKILL, ABILITY) and len(keys) < 2):
+            continue
+        if dimension == TASK and report.task_capability:
+            sections.append((f"{title} (by capability)", dimension, _task_rows(report, keys)))
+        else:
+            sections.append((title, dimension, [(k, key_label(dimension, k)) for k in keys]))
+    return sections
+
+
+def judge_tables(report: Report) -> list[str]:
+    """Per judge: its means by every breakdown, models as columns, best first."""
+    models = ranked_models(report.rows, report.models)
+    lines: list[str] = []
+    for judge in _judges(report, report.rows):
+        rows = [r for r in report.rows if r.judge == judge]
+        sections = breakdown_sections(report, rows)
+        present = [m for m in models if any(r.model == m for r in rows)]
+        if not sections or not present:
+            continue
+        mean = {(r.model, r.dimension, r.key): r.mean for r in rows}
+
+        def cell(c: int, dim: str, key: str, present: list[str] = present,
+                 mean: Mapping[tuple[str, str, str], float | None] = mean) -> str:  # fmt: skip
+            return fmt(mean.get((present[c], dim, key)))
+
+        lines += [f"Judge {judge}: mean by breakdown, models best first",
+                  *grid(sections, name_heads(present), cell), ""]  # fmt: skip
+    return lines[:-1]
+
+
+def overview(report: Report) -> list[str]:
+    """Every breakdown of every (model, judge) in one table: a column per judge under each
+    model (models best first), judges tagged j1, j2, ... and named below."""
+    models = ranked_models(report.rows, report.models)
+    judges = _judges(report, report.rows)
+    present = {(r.model, r.judge) for r in report.rows}
+    cols = [(m, j) for m in models for j in judges if (m, j) in present]
+    sections = [s for s in breakdown_sections(report, report.rows) if s[1] != OVERALL]
+    if not cols or not sections:
+        return []
+    tag = {j: f"j{k}" for k, j in enumerate(judges, start=1)}
+    cw = column_width([m for m, _ in cols])
+    heads = []
+    for k, (model, judge) in enumerate(cols):
+        name = wrap_name(model, cw) if k == 0 or cols[k - 1][0] != model else [""]
+        heads.append([*name, tag[judge]])
+    mean = {(r.model, r.judge, r.dimension, r.key): r.mean for r in report.rows}
+    legend = ", ".join(f"{tag[j]} {j}" for j in judges)
+    return [
+        "Mean by skill, ability, domain and difficulty (a column per judge, models best "
+        "first)",
+        *grid(sections, heads, lambda c, dim, key: fmt(mean.get((*cols[c], dim, key)))),
+        *textwrap.wrap(f"judges: {legend}", DEFAULT_WIDTH, initial_indent="  ",
+                       subsequent_indent="    "),
+    ]  # fmt: skip
+
+
+def comparison_matrix(report: Report) -> list[str]:
+    """Per judge, the paired overall differences (row minus column)."""
+    if not report.comparisons:
+        return []
+    level = _confidence(report)
+    lines = textwrap.wrap(
+        "Paired comparisons: overall mean of the row model minus the column model's, on the "
+        f"instances both answered (* when the {level}% CI excludes 0)",
+        DEFAULT_WIDTH,
+    )
+    by_pair = {(c.judge, c.model_a, c.model_b): c for c in report.comparisons}
+    order = list(dict.fromkeys(m for c in report.comparisons for m in (c.model_a, c.model_b)))
+    rows, cols = order[:-1], order[1:]
+    judges = list(dict.fromkeys(c.judge for c in report.comparisons))
+
+    def cell(c: int, judge: str, key: str) -> str:
+        comp = by_pair.get((judge, key, cols[c]))
+        if comp is None:
+            return ""
+        lo, hi = comp.ci_low, comp.ci_high
+        sure = lo is not None and hi is not None and (lo > 0 or hi < 0)
+        return NONE_TEXT if comp.diff is None else f"{comp.diff:+.2f}" + ("*" if sure else " ")
+
+    sections: list[Section] = [(f"judge {j}", j, [(m, m) for m in rows]) for j in judges]
+    return lines + grid(sections, name_heads(cols, column_width(cols, 7)), cell)
+
+
+# -- details ----------------------------------------------------------------------------------
+
+
+def _level_order(level: str) -> tuple[bool, int, str]:
+    """Sort key of difficulty level texts: numerically, anything non-numeric last."""
+    return (not level.isdigit(), int(level) if level.isdigit() else 0, level)
+
+
+def _level_legend(levels: Sequence[str], indent: str = "  ") -> list[str]:
+    named = [level_label(lv) for lv in levels if level_label(lv) != lv]
+    if not named:
+        return []
+    text = "levels: " + ", ".join(f"L{name}" for name in named)
+    return textwrap.wrap(text, DEFAULT_WIDTH, initial_indent=indent, subsequent_indent=indent * 2)
+
+
+def _skill_difficulty_matrix(rows: Sequence[Row]) -> list[str]:
+    """Skills as rows, difficulty levels as columns, mean scores in the cells."""
+    means: dict[tuple[str, str], float | None] = {}
+    skills: dict[str, None] = {}
+    levels: dict[str, None] = {}
+    for row in rows:
+        skill, _, level = row.key.rpartition(KEY_SEP)
+        skills[skill] = None
+        levels[level] = None
+        means[(skill, level)] = row.mean
+    ordered = sorted(levels, key=_level_order)
+    key_width = min(max([len("skill"), *(len(s) for s in skills)]), MAX_KEY_WIDTH)
+    head = f"  {'skill':<{key_width}}" + "".join(f"  {'L' + lv:>6}" for lv in ordered)
+    lines = ["Skill x difficulty (mean)", head]
+    for skill in skills:
+        cells = "".join(f"  {fmt(means.get((skill, lv))):>6}" for lv in ordered)
+        lines.append(f"  {clip(skill, key_width):<{key_width}}{cells}")
+    return lines + _level_legend(ordered)
+
+
+def _block(rows: Sequence[ReportRow], with_ci: bool, level: int) -> list[str]:
+    shown = [r for r in rows if r.dimension != SKILL_DIFFICULTY]
+    keys = [key_label(r.dimension, r.key) for r in shown]
+    width = min(max([len("key"), *(len(k) for k in keys)]), MAX_KEY_WIDTH)
+    lines: list[str] = []
+    ci_head = f"  {f'{level}% CI':<14}" if with_ci else ""
+    for dimension, title in SECTIONS:
+        section = [r for r in rows if r.dimension == dimension]
+        if not section:
+            continue
+        head = f"  {'':<{width}}  {'mean':>6}{ci_head}  {'n':>7}  {'N/A':>6}  {'failed':>6}"
+        lines += [title, head]
+        for r in section:
+            key = clip(key_label(r.dimension, r.key), width)
+            ci = f"  {fmt_interval(r.ci_low, r.ci_high):<14}" if with_ci else ""
+            lines.append(
+                f"  {key:<{width}}  {fmt(r.mean):>6}{ci}  {r.n:>7}  {r.n_na:>6}  {r.n_failed:>6}"
+            )
+        lines.append("")
+    matrix = [r for r in rows if r.dimension == SKILL_DIFFICULTY]
+    if matrix:
+        lines += [*_skill_difficulty_matrix(matrix), ""]
+    return lines
+
+
+def ordered_pairs(report: Report) -> list[tuple[str, str]]:
+    """(model, judge) pairs of the rows: models best first, judges in report order."""
+    pairs = list(dict.fromkeys((r.model, r.judge) for r in report.rows))
+    models = ranked_models(report.rows, list(dict.fromkeys(m for m, _ in pairs)))
+    judges = list(dict.fromkeys([*report.judges, *(j for _, j in pairs)]))
+    rank_m, rank_j = {m: i for i, m in enumerate(models)}, {j: i for i, j in enumerate(judges)}
+    return sorted(pairs, key=lambda p: (rank_m[p[0]], rank_j[p[1]]))
+
+
+def detail_blocks(report: Report) -> list[str]:
+    """One block per (model, judge), models best first: every key with its interval and
+    counts, then the skill x difficulty matrix."""
+    with_ci, level = bool(report.bootstrap.get("replicates")), _confidence(report)
+    blocks: list[str] = []
+    for model, judge in ordered_pairs(report):
+        mine = [r for r in report.rows if r.model == model and r.judge == judge]
+        title = f"Model: {model}  |  Judge: {judge}"
+        lines = [title, "=" * min(len(title), DEFAULT_WIDTH), *_block(mine, with_ci, level)]
+        blocks.append("\n".join(lines).rstrip("\n"))
+    return blocks
+
+
+# -- the whole report ---------------------------------------------------------------------------
+
+
+def to_table(report: Report | Sequence[Row], details: bool = False) -> str:
+    """The report as plain text (see the module docstring); "" for an empty report."""
+    report = as_report(report)
+    parts = [header(report), leaderboard(report), judge_tables(report),
+             comparison_matrix(report)]  # fmt: skip
+    blocks = ["\n".join(p) for p in parts if p]
+    if report.pairwise is not None:
+        from flask_eval.report.pairwise_render import text as pairwise_text
+
+        blocks.append(pairwise_text(report.pairwise, _confidence(report)).rstrip("\n"))
+    notes = [*report.notes, *(report.pairwise.notes if report.pairwise is not None else ())]
+    if notes:
+        blocks.append("\n".join(["Notes:"] + [
+            textwrap.fill(n, DEFAULT_WIDTH, initial_indent="  - ", subsequent_indent="    ")
+            for n in notes
+        ]))  # fmt: skip
+    if details:
+        blocks += detail_blocks(report)
+    if not report.rows and report.pairwise is None:
+        return ""
+    return "\n\n".join(blocks) + "\n"
+
+
+def agreement_table(rows: Sequence[Agreement]) -> str:
+    """Judge agreement as a plain-text table (``all`` for all skills)."""
+    if not rows:
+        return ""
+    wa = min(max(7, *(len(r.judge_a) for r in rows)), 40)
+    wb = min(max(7, *(len(r.judge_b) for r in rows)), 40)
+    ws = min(max(5, *(len(r.skill or "all") for r in rows)), 26)
+    head = (
+        f"{'judge A':<{wa}}  {'judge B':<{wb}}  {'skill':<{ws}}  {'n':>7}  {'pearson':>7}  "
+        f"{'spearman':>8}  {'tau_b':>6}  {'alpha':>6}  {'exact':>6}  {'within1':>7}"
+    )
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        lines.append(
+            f"{clip(r.judge_a, wa):<{wa}}  {clip(r.judge_b, wb):<{wb}}  "
+            f"{clip(r.skill or 'all', ws):<{ws}}  {r.n:>7}  "
+            f"{fmt(r.pearson, 3):>7}  {fmt(r.spearman, 3):>8}  {fmt(r.kendall_tau_b, 3):>6}  "
+            f"{fmt(r.krippendorff_alpha, 3):>6}  {fmt(r.exact, 3):>6}  {fmt(r.within1, 3):>7}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def run_summary(report: Report, failures: Mapping[str, int]) -> str:
+    """The few lines `flask-eval run` ends with: the leaderboard (a pairwise run's
+    Bradley-Terry ratings per judge), failures by reason, and where to look next."""
+    lines = [f"Run {report.run}"]
+    if report.pairwise is not None:
+        pw = report.pairwise
+        lines[0] += f": Bradley-Terry ratings per judge (anchor {pw.anchor} at 1000), best first"
+        for judge in pw.judges:
+            board = ", ".join(f"{r.model} {fmt(r.rating, 0)}" for r in pw.leaderboard(judge))
+            lines.append(f"  {judge}: {board or 'no finished comparisons'}")
+    else:
+        lines += leaderboard(report) or ["  no finished judgments"]
+    failed = {reason: n for reason, n in failures.items() if n}
+    detail = ", ".join(f"{reason} {n}" for reason, n in sorted(failed.items(), key=lambda x: -x[1]))
+    lines.append(f"Failures: {sum(failed.values())} ({detail})" if failed else "Failures: none")
+    run = shlex.quote(report.run)
+    hints = (
+        (f"flask-eval report {run}", "every breakdown, models as columns"),
+        (f"flask-eval report {run} --format html", "figures and tables in one page"),
+        (f"flask-eval export {run}", "one row per judgment, with the raw judge output"),
+    )
+    cw = max(len(command) for command, _ in hints)
+    lines.append("Where to look next:")
+    lines += [f"  {command:<{cw}}  {what}" for command, what in hints]
+    return "\n".join(lines) + "\n"
