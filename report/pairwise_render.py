@@ -90,8 +90,8 @@ def text(pw: PairwiseReport, level: int = 95) -> str:
                 f"{_f(r.win_rate, 3):>13}  {r.games:>6}"
             )
         lines += _matrix_lines(pw, judge, width)
-    lines += ["", "Position bias (consistency: verdict survives the swap; first: non-tie "
-              "verdicts that picked the first shown)"]  # fmt: skip
+    lines += ["", "Position bias (consistency: the verdict survives the swap; first: the share "
+              "of non-tie", "verdicts that picked the response shown first)"]  # fmt: skip
     for p in pw.positions:
         crit = "" if p.criterion == ALL_CRITERIA else f" [{p.criterion}]"
         lines.append(
@@ -107,6 +107,8 @@ def text(pw: PairwiseReport, level: int = 95) -> str:
             if w.criterion == ALL_CRITERIA:
                 rates = f"win {_f(w.win, 3)}, tie {_f(w.tie, 3)}, loss {_f(w.loss, 3)}"
                 lines.append(f"  {w.judge}: {w.model_a} vs {w.model_b}: n={w.n}, {rates}")
+    if pw.agreement:
+        lines += ["", "Agreement between judges (combined verdicts: A, tie, B)"]
     for agree in pw.agreement:
         lines.append(f"  judges {agree.judge_a} and {agree.judge_b}: " + ", ".join(
             f"{k} {_f(v, 3) if isinstance(v, float) else v}" for k, v in vars(agree).items()

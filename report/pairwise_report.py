@@ -300,6 +300,8 @@ def build(
         agreement=judge_agreement(games),
         failed=dict(failed or {}),
     )
+    rank = {j: i for i, j in enumerate(report.judges)}
+    report.one_order.sort(key=lambda w: rank[w.judge])  # stable: the judge's own order kept
     if order:
         report.ratings = fit_ratings(games, order, anchor, instances, weights, confidence)
     if any(r.regularized for r in report.ratings):

@@ -218,13 +218,13 @@ def leaderboard(report: Report) -> list[str]:
     refs = list(dict.fromkeys(r.name for r in report.reference_means))
     ref_mean = {(r.name, r.model): r.mean for r in report.reference_means}
     with_ci = any(r.ci_low is not None for r in cells.values())
-    cw = 17 if with_ci else 6
     names = [*judges, *(f"{name} (reference)" for name in refs)]
+    cw = column_width(names, 17 if with_ci else 6, 20)
     heads = [wrap_name(n, cw) for n in names]
     mw = min(max([5, *(len(m) for m in models)]), MAX_KEY_WIDTH)
-    what = "overall (BiGGen): mean of capability means" if key == BIGGEN_KEY else "overall mean"
-    interval = f" ({_confidence(report)}% CI)" if with_ci else ""
-    lines = [f"Leaderboard: {what}{interval} per judge, best first by the mean over judges"]
+    what = "overall (BiGGen: mean of capability means)" if key == BIGGEN_KEY else "overall mean"
+    interval = f" with its {_confidence(report)}% CI" if with_ci else ""
+    lines = [f"Leaderboard: {what}{interval} per judge; best first by the mean over judges"]
     depth = max(len(h) for h in heads)
     counts = f"  {'scored':>7}  {'N/A':>6}  {'failed':>6}"
     for level in range(depth):
@@ -247,7 +247,36 @@ def leaderboard(report: Report) -> list[str]:
         mine = [pooled[(model, j)] for j in judges if (model, j) in pooled]
         n, na, failed = (sum(getattr(r, f) for r in mine) for f in ("n", "n_na", "n_failed"))
         lines.append(f"  {rank:>2}  {clip(model, mw):<{mw}}{row}  {n:>7}  {na:>6}  {failed:>6}")
+    lines += _ranking_agreement(cells, judges, ref_mean, refs, models)
     return [line.rstrip() for line in lines]
+
+
+def _ranking_agreement(
+    cells: Mapping[tuple[str, str], Row], judges: Sequence[str],
+    ref_mean: Mapping[tuple[str, str], float | None], refs: Sequence[str], models: Sequence[str],
+) -> list[str]:  # fmt: skip
+    """How each judge ranks the models against each reference rater: Kendall's tau-b of
+    their means (three models or more)."""
+    import numpy as np  # here: only with reference raters
+
+    from flask_eval.report.agreement import pair_statistics
+
+    lines = []
+    for name in refs:
+        parts = []
+        for judge in judges:
+            pairs = [(cells[(m, judge)].mean, ref_mean.get((name, m))) for m in models
+                     if (m, judge) in cells]  # fmt: skip
+            both = [(a, b) for a, b in pairs if a is not None and b is not None]
+            if len(both) >= 3:
+                judged, rated = np.array(both).T
+                tau = pair_statistics(judged, rated)["kendall_tau_b"]
+                parts.append(f"{judge} {fmt(tau)} ({len(both)} models)")
+        if parts:
+            lines += textwrap.wrap(f"Ranking agreement with {name} (Kendall's tau-b of the model "
+                                   f"means): {', '.join(parts)}", DEFAULT_WIDTH,
+                                   initial_indent="  ", subsequent_indent="    ")  # fmt: skip
+    return lines
 
 
 # -- models as columns, per judge -------------------------------------------------------------

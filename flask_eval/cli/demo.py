@@ -8,6 +8,7 @@ through the Anthropic SDK.
 from __future__ import annotations
 
 import os
+import textwrap
 from dataclasses import replace
 from importlib import resources
 
@@ -70,9 +71,8 @@ def run_demo() -> None:
     click.echo("")
     click.echo(render.run_summary(report, counts.failed_by_reason))
     click.echo("\n".join(overview(report)) + "\n")
-    click.echo(
+    click.echo(textwrap.fill(
         f"{counts.done} judgments done and {counts.failed} failed, from {counts.calls} paid calls; "
         f"the simulator answered {stats['requests']} requests this time (0 on a rerun: every "
-        "answer is in the ledger)."
-    )
+        "answer is in the ledger).", 100))  # fmt: skip
     click.echo(f"database: {settings.database_url}")

@@ -64,6 +64,32 @@ def test_position_consistency_and_first_preference() -> None:
     assert (wr.win, wr.tie, wr.loss) == pytest.approx((0.25, 0.5, 0.25))
 
 
+def test_a_comparison_judged_in_one_order_is_set_apart_when_both_were_planned() -> None:
+    """FastChat leaves out a comparison with an order in error; so do win rates and
+    ratings here, and the comparison is reported apart (count and rates)."""
+    records = [
+        *both("1", "x", "y", F, S),  # x
+        *both("2", "x", "y", S, F),  # y
+        *both("3", "x", "y", F, S),  # x
+        Comparison("4", "x", "y", "overall", "j", F),  # x, in one order only
+    ]
+    inst = instances_of(records)
+    weights = instance_weights(len(inst), 50, 0)
+    kept = build(records, weights, inst, models=["x", "y"], both_orders=True)
+    (wr,) = kept.win_rates
+    assert (wr.n, wr.n_swapped, wr.win) == (3, 3, pytest.approx(2 / 3))
+    (single,) = kept.one_order
+    assert (single.n, single.win, single.model_a) == (1, 1.0, "x")
+    assert sum(r.games for r in kept.ratings) == 2 * 3
+    assert any("1 comparisons were judged in one order only" in n for n in kept.notes)
+    rows = [r for r in kept.rows() if r["dimension"] == "pairwise_one_order"]
+    assert [(r["key"], r["n"]) for r in rows] == [("x vs y", 1)]
+    assert "Judged in one order only" in to_table(Report("r", [], pairwise=kept))
+    # a run planned in one order (--no-swap): every comparison counts as judged
+    (once,) = build(records, weights, inst, models=["x", "y"]).win_rates
+    assert once.n == 4 and not build(records, weights, inst, models=["x", "y"]).one_order
+
+
 def _random_records(seed: int, n_inst: int = 60) -> list[Comparison]:
     rng = np.random.default_rng(seed)
     quality = {"m1": 0.0, "m2": 0.4, "m3": 0.9, "m4": 1.3}
@@ -225,6 +251,11 @@ def test_html_has_leaderboard_matrix_and_position(tmp_path) -> None:  # type: ig
     records = _random_records(2, 12)
     inst = instances_of(records)
     pw = build(records, instance_weights(len(inst), 50, 0), inst)
+    pw.label_accuracy = label_accuracy(records, [Label("i0", "m1", "m2", 0)])
     page = write_report(Report(run="r", rows=[], pairwise=pw), tmp_path).read_text()
     assert "class='leaderboard'" in page and "class='winrate'" in page
     assert "class='position'" in page and (tmp_path / "winrate-0.png").exists()
+    assert "class='accuracy'" in page and "Auto-J's rule" in page
+    # a pairwise run has no absolute grades: none of their (empty) sections
+    for section in ("Overall", "Skills", "Abilities", "Domains", "Difficulty", "Judge agreement"):
+        assert f">{section}</h2>" not in page
