@@ -14,7 +14,7 @@ from flask_eval.report.pairwise import ALL_CRITERIA
 from flask_eval.report.pairwise_labels import ALL_GROUPS, Tally
 from flask_eval.report.pairwise_report import PAIRWISE_FIELDS, PairwiseReport
 from flask_eval.report.plots import Plot, render
-from flask_eval.report.text import column_width, wrap_name
+from flask_eval.report.textgrid import grid
 
 #: per-group accuracy is shown in the text when there are at most this many groups
 MAX_GROUPS_SHOWN = 12
@@ -57,22 +57,14 @@ def _accuracy_lines(pw: PairwiseReport) -> list[str]:
     return [line.rstrip() for line in lines]
 
 
-def _matrix_lines(pw: PairwiseReport, judge: str, width: int) -> list[str]:
+def _matrix_lines(pw: PairwiseReport, judge: str) -> list[str]:
     matrix = pw.matrix(judge)
-    heads = [wrap_name(m, column_width(pw.models)) for m in pw.models]
-    depth = max(len(h) for h in heads)
-    cw = max(len(line) for h in heads for line in h)
-    lines = [f"Win-rate matrix | judge {judge} (row's score vs column: win + tie/2)"]
-    for level in range(depth):
-        cells = "".join(
-            f"  {(h[level - depth + len(h)] if level >= depth - len(h) else ''):>{cw}}"
-            for h in heads
-        )
-        lines.append(f"  {'':<{width}}{cells}".rstrip())
-    for a in pw.models:
-        cells = "".join(f"  {_f(matrix.get((a, b))):>{cw}}" for b in pw.models)
-        lines.append(f"  {a:<{width}}{cells}")
-    return lines
+    rows = [("", "", [(m, m) for m in pw.models])]
+    return [
+        f"Win-rate matrix | judge {judge} (row's score vs column: win + tie/2)",
+        *grid(rows, [[m] for m in pw.models],
+              lambda c, _dim, a: _f(matrix.get((a, pw.models[c])))),
+    ]  # fmt: skip
 
 
 def text(pw: PairwiseReport, level: int = 95) -> str:
@@ -89,7 +81,7 @@ def text(pw: PairwiseReport, level: int = 95) -> str:
                 f"  {r.model:<{width}}  {_f(r.rating, 1):>7}  {_ci(r.ci, 1):<18}  "
                 f"{_f(r.win_rate, 3):>13}  {r.games:>6}"
             )
-        lines += _matrix_lines(pw, judge, width)
+        lines += _matrix_lines(pw, judge)
     lines += ["", "Position bias (consistency: the verdict survives the swap; first: the share "
               "of non-tie", "verdicts that picked the response shown first)"]  # fmt: skip
     for p in pw.positions:

@@ -14,28 +14,26 @@
   interval excludes 0);
 - the pairwise part of a pairwise run (``report.pairwise_render``) and the notes;
 - with ``details``, one block per (model, judge) with every key's interval and counts,
-  and its skill x difficulty matrix.
+  and its skill x difficulty matrix (``report.textblocks``).
 
-Names are never cut in column heads: a long model or judge name wraps over several
-lines (at ``/``, ``-``, ``_`` where it can), and columns that do not fit in
-:data:`DEFAULT_WIDTH` continue in a second table. Row keys longer than
-:data:`MAX_KEY_WIDTH` end in "...".
+The tables are ``report.textgrid.grid``'s: names are never cut in column heads (a long
+model or judge name wraps over several lines, at ``/``, ``-``, ``_`` where it can), and
+columns that do not fit in 100 characters continue in a second table. 8 models x 2
+judges on FLASK's skills take ~120 lines (the per-block layout took 1,127).
 """
 
 from __future__ import annotations
 
 import shlex
 import textwrap
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
-from flask_eval.report.agreement import Agreement
 from flask_eval.report.document import (
     Report,
     ReportRow,
     as_report,
     headline_key,
     key_label,
-    level_label,
     ranked_models,
 )
 from flask_eval.report.metrics import (
@@ -44,130 +42,42 @@ from flask_eval.report.metrics import (
     CAPABILITY,
     DIFFICULTY,
     DOMAIN,
-    KEY_SEP,
     OVERALL,
     OVERALL_KEY,
     SKILL,
-    SKILL_DIFFICULTY,
     TASK,
     Row,
 )
-
-#: Sections of a (model, judge) detail block, in order: (dimension, title).
-SECTIONS: tuple[tuple[str, str], ...] = (
-    (OVERALL, "Overall"),
-    (ABILITY, "Abilities"),
-    (SKILL, "Skills"),
-    (CAPABILITY, "Capabilities"),
-    (TASK, "Tasks"),
-    (DOMAIN, "Domains"),
-    (DIFFICULTY, "Difficulty"),
+from flask_eval.report.textblocks import (
+    SECTIONS,
+    agreement_table,
+    confidence_level,
+    detail_blocks,
+)
+from flask_eval.report.textgrid import (
+    DEFAULT_WIDTH,
+    MAX_KEY_WIDTH,
+    NONE_TEXT,
+    Section,
+    clip,
+    column_width,
+    fmt,
+    fmt_interval,
+    grid,
+    wrap_name,
 )
 
-NONE_TEXT = "-"
-MAX_KEY_WIDTH = 40
-DEFAULT_WIDTH = 100
-#: the widest column of a models-as-columns table (longer names wrap)
-MAX_COLUMN_WIDTH = 10
-#: where a name may wrap, strongest first
-_BREAKS = ("/", " ", "-_.")
-
-
-def fmt(value: float | None, digits: int = 2) -> str:
-    """A number for display, or "-" for None."""
-    return NONE_TEXT if value is None else f"{value:.{digits}f}"
-
-
-def fmt_interval(low: float | None, high: float | None, digits: int = 2) -> str:
-    return "" if low is None or high is None else f"[{low:.{digits}f}, {high:.{digits}f}]"
-
-
-def clip(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: max(width - 3, 1)] + "..."
-
-
-def wrap_name(name: str, width: int) -> list[str]:
-    """``name`` in pieces of at most ``width`` characters, never losing a character: cut
-    after the last ``/`` of a piece, else its last space, ``-``, ``_`` or ``.``, else at
-    ``width``."""
-    pieces, rest = [], name
-    while len(rest) > width:
-        cut = 0
-        for seps in _BREAKS:
-            cut = max(rest.rfind(sep, 0, width) for sep in seps) + 1
-            if cut > 0:
-                break
-        cut = cut if cut > 0 else width
-        pieces.append(rest[:cut])
-        rest = rest[cut:]
-    return [*pieces, rest] if rest or not pieces else pieces
-
-
-def column_width(names: Sequence[str], least: int = 6, most: int = MAX_COLUMN_WIDTH) -> int:
-    return max(least, min(most, max((len(n) for n in names), default=least)))
-
-
-# -- a table of keys by columns -----------------------------------------------------------
-
-#: a section of a grid: (title, dimension, rows); a row is (key, label), key None for a
-#: heading line inside the section (a task table's capability)
-Section = tuple[str, str, Sequence[tuple[str | None, str]]]
-
-
-def grid(
-    sections: Sequence[Section],
-    heads: Sequence[Sequence[str]],
-    value: Callable[[int, str, str], str],
-    width: int = DEFAULT_WIDTH,
-    indent: str = "  ",
-) -> list[str]:
-    """Keys (rows, by section) by columns: ``heads[c]`` are column c's header lines
-    (bottom-aligned), ``value(c, dimension, key)`` its cell. Columns that do not fit in
-    ``width`` continue in another table below, with the keys again."""
-    if not heads or not any(rows for _, _, rows in sections):
-        return []
-    labels = [label for _, _, rows in sections for _, label in rows]
-    key_width = min(max([len(t) for t, _, _ in sections] + [2 + len(x) for x in labels]),
-                    MAX_KEY_WIDTH)  # fmt: skip
-    cw = max(len(line) for head in heads for line in head)
-    per = max(1, (width - len(indent) - key_width) // (cw + 2))
-    out: list[str] = []
-    for start in range(0, len(heads), per):
-        chunk = range(start, min(start + per, len(heads)))
-        depth = max(len(heads[c]) for c in chunk)
-        for level in range(depth):
-            cells = ""
-            for c in chunk:
-                head = heads[c]
-                line = head[level - (depth - len(head))] if level >= depth - len(head) else ""
-                cells += f"  {line:>{cw}}"
-            out.append(f"{indent}{'':<{key_width}}{cells}".rstrip())
-        for title, dimension, rows in sections:
-            if not rows:
-                continue
-            out.append(f"{indent}{title}")
-            for key, label in rows:
-                text = clip(label, key_width - 2)
-                if key is None:
-                    out.append(f"{indent}  {text}")
-                    continue
-                cells = "".join(f"  {value(c, dimension, key):>{cw}}" for c in chunk)
-                out.append(f"{indent}  {text:<{key_width - 2}}{cells}".rstrip())
-        out.append("")
-    return out[:-1]
-
-
-def name_heads(names: Sequence[str], width: int | None = None) -> list[list[str]]:
-    """Column heads of whole names, each wrapped to the columns' width."""
-    cw = width or column_width(names)
-    return [wrap_name(n, cw) for n in names]
-
+__all__ = [
+    "agreement_table",
+    "fmt",
+    "fmt_interval",
+    "leaderboard",
+    "overview",
+    "run_summary",
+    "to_table",
+]
 
 # -- header ---------------------------------------------------------------------------------
-
-
-def _confidence(report: Report) -> int:
-    return round(100 * float(report.bootstrap.get("confidence", 0.95)))
 
 
 def header(report: Report) -> list[str]:
@@ -184,7 +94,7 @@ def header(report: Report) -> list[str]:
     boot = report.bootstrap
     if boot.get("replicates"):
         lines.append(
-            f"Intervals: {_confidence(report)}% percentile bootstrap, {boot['replicates']} "
+            f"Intervals: {confidence_level(report)}% percentile bootstrap, {boot['replicates']} "
             f"replicates resampling {boot.get('instances')} instances (seed {boot.get('seed')})"
         )
     return lines
@@ -223,7 +133,7 @@ def leaderboard(report: Report) -> list[str]:
     heads = [wrap_name(n, cw) for n in names]
     mw = min(max([5, *(len(m) for m in models)]), MAX_KEY_WIDTH)
     what = "overall (BiGGen: mean of capability means)" if key == BIGGEN_KEY else "overall mean"
-    interval = f" with its {_confidence(report)}% CI" if with_ci else ""
+    interval = f" with its {confidence_level(report)}% CI" if with_ci else ""
     lines = [f"Leaderboard: {what}{interval} per judge; best first by the mean over judges"]
     depth = max(len(h) for h in heads)
     counts = f"  {'scored':>7}  {'N/A':>6}  {'failed':>6}"
@@ -347,7 +257,7 @@ def judge_tables(report: Report) -> list[str]:
             return fmt(mean.get((present[c], dim, key)))
 
         lines += [f"Judge {judge}: mean by breakdown, models best first",
-                  *grid(sections, name_heads(present), cell), ""]  # fmt: skip
+                  *grid(sections, [[m] for m in present], cell), ""]  # fmt: skip
     return lines[:-1]
 
 
@@ -362,11 +272,8 @@ def overview(report: Report) -> list[str]:
     if not cols or not sections:
         return []
     tag = {j: f"j{k}" for k, j in enumerate(judges, start=1)}
-    cw = column_width([m for m, _ in cols])
-    heads = []
-    for k, (model, judge) in enumerate(cols):
-        name = wrap_name(model, cw) if k == 0 or cols[k - 1][0] != model else [""]
-        heads.append([*name, tag[judge]])
+    heads = [[model if k == 0 or cols[k - 1][0] != model else "", tag[judge]]
+             for k, (model, judge) in enumerate(cols)]  # fmt: skip
     mean = {(r.model, r.judge, r.dimension, r.key): r.mean for r in report.rows}
     legend = ", ".join(f"{tag[j]} {j}" for j in judges)
     return [
@@ -382,7 +289,7 @@ def comparison_matrix(report: Report) -> list[str]:
     """Per judge, the paired overall differences (row minus column)."""
     if not report.comparisons:
         return []
-    level = _confidence(report)
+    level = confidence_level(report)
     lines = textwrap.wrap(
         "Paired comparisons: overall mean of the row model minus the column model's, on the "
         f"instances both answered (* when the {level}% CI excludes 0)",
@@ -402,90 +309,7 @@ def comparison_matrix(report: Report) -> list[str]:
         return NONE_TEXT if comp.diff is None else f"{comp.diff:+.2f}" + ("*" if sure else " ")
 
     sections: list[Section] = [(f"judge {j}", j, [(m, m) for m in rows]) for j in judges]
-    return lines + grid(sections, name_heads(cols, column_width(cols, 7)), cell)
-
-
-# -- details ----------------------------------------------------------------------------------
-
-
-def _level_order(level: str) -> tuple[bool, int, str]:
-    """Sort key of difficulty level texts: numerically, anything non-numeric last."""
-    return (not level.isdigit(), int(level) if level.isdigit() else 0, level)
-
-
-def _level_legend(levels: Sequence[str], indent: str = "  ") -> list[str]:
-    named = [level_label(lv) for lv in levels if level_label(lv) != lv]
-    if not named:
-        return []
-    text = "levels: " + ", ".join(f"L{name}" for name in named)
-    return textwrap.wrap(text, DEFAULT_WIDTH, initial_indent=indent, subsequent_indent=indent * 2)
-
-
-def _skill_difficulty_matrix(rows: Sequence[Row]) -> list[str]:
-    """Skills as rows, difficulty levels as columns, mean scores in the cells."""
-    means: dict[tuple[str, str], float | None] = {}
-    skills: dict[str, None] = {}
-    levels: dict[str, None] = {}
-    for row in rows:
-        skill, _, level = row.key.rpartition(KEY_SEP)
-        skills[skill] = None
-        levels[level] = None
-        means[(skill, level)] = row.mean
-    ordered = sorted(levels, key=_level_order)
-    key_width = min(max([len("skill"), *(len(s) for s in skills)]), MAX_KEY_WIDTH)
-    head = f"  {'skill':<{key_width}}" + "".join(f"  {'L' + lv:>6}" for lv in ordered)
-    lines = ["Skill x difficulty (mean)", head]
-    for skill in skills:
-        cells = "".join(f"  {fmt(means.get((skill, lv))):>6}" for lv in ordered)
-        lines.append(f"  {clip(skill, key_width):<{key_width}}{cells}")
-    return lines + _level_legend(ordered)
-
-
-def _block(rows: Sequence[ReportRow], with_ci: bool, level: int) -> list[str]:
-    shown = [r for r in rows if r.dimension != SKILL_DIFFICULTY]
-    keys = [key_label(r.dimension, r.key) for r in shown]
-    width = min(max([len("key"), *(len(k) for k in keys)]), MAX_KEY_WIDTH)
-    lines: list[str] = []
-    ci_head = f"  {f'{level}% CI':<14}" if with_ci else ""
-    for dimension, title in SECTIONS:
-        section = [r for r in rows if r.dimension == dimension]
-        if not section:
-            continue
-        head = f"  {'':<{width}}  {'mean':>6}{ci_head}  {'n':>7}  {'N/A':>6}  {'failed':>6}"
-        lines += [title, head]
-        for r in section:
-            key = clip(key_label(r.dimension, r.key), width)
-            ci = f"  {fmt_interval(r.ci_low, r.ci_high):<14}" if with_ci else ""
-            lines.append(
-                f"  {key:<{width}}  {fmt(r.mean):>6}{ci}  {r.n:>7}  {r.n_na:>6}  {r.n_failed:>6}"
-            )
-        lines.append("")
-    matrix = [r for r in rows if r.dimension == SKILL_DIFFICULTY]
-    if matrix:
-        lines += [*_skill_difficulty_matrix(matrix), ""]
-    return lines
-
-
-def ordered_pairs(report: Report) -> list[tuple[str, str]]:
-    """(model, judge) pairs of the rows: models best first, judges in report order."""
-    pairs = list(dict.fromkeys((r.model, r.judge) for r in report.rows))
-    models = ranked_models(report.rows, list(dict.fromkeys(m for m, _ in pairs)))
-    judges = list(dict.fromkeys([*report.judges, *(j for _, j in pairs)]))
-    rank_m, rank_j = {m: i for i, m in enumerate(models)}, {j: i for i, j in enumerate(judges)}
-    return sorted(pairs, key=lambda p: (rank_m[p[0]], rank_j[p[1]]))
-
-
-def detail_blocks(report: Report) -> list[str]:
-    """One block per (model, judge), models best first: every key with its interval and
-    counts, then the skill x difficulty matrix."""
-    with_ci, level = bool(report.bootstrap.get("replicates")), _confidence(report)
-    blocks: list[str] = []
-    for model, judge in ordered_pairs(report):
-        mine = [r for r in report.rows if r.model == model and r.judge == judge]
-        title = f"Model: {model}  |  Judge: {judge}"
-        lines = [title, "=" * min(len(title), DEFAULT_WIDTH), *_block(mine, with_ci, level)]
-        blocks.append("\n".join(lines).rstrip("\n"))
-    return blocks
+    return lines + grid(sections, [[m] for m in cols], cell, least=7)
 
 
 # -- the whole report ---------------------------------------------------------------------------
@@ -500,7 +324,7 @@ def to_table(report: Report | Sequence[Row], details: bool = False) -> str:
     if report.pairwise is not None:
         from flask_eval.report.pairwise_render import text as pairwise_text
 
-        blocks.append(pairwise_text(report.pairwise, _confidence(report)).rstrip("\n"))
+        blocks.append(pairwise_text(report.pairwise, confidence_level(report)).rstrip("\n"))
     notes = [*report.notes, *(report.pairwise.notes if report.pairwise is not None else ())]
     if notes:
         blocks.append("\n".join(["Notes:"] + [
@@ -512,28 +336,6 @@ def to_table(report: Report | Sequence[Row], details: bool = False) -> str:
     if not report.rows and report.pairwise is None:
         return ""
     return "\n\n".join(blocks) + "\n"
-
-
-def agreement_table(rows: Sequence[Agreement]) -> str:
-    """Judge agreement as a plain-text table (``all`` for all skills)."""
-    if not rows:
-        return ""
-    wa = min(max(7, *(len(r.judge_a) for r in rows)), 40)
-    wb = min(max(7, *(len(r.judge_b) for r in rows)), 40)
-    ws = min(max(5, *(len(r.skill or "all") for r in rows)), 26)
-    head = (
-        f"{'judge A':<{wa}}  {'judge B':<{wb}}  {'skill':<{ws}}  {'n':>7}  {'pearson':>7}  "
-        f"{'spearman':>8}  {'tau_b':>6}  {'alpha':>6}  {'exact':>6}  {'within1':>7}"
-    )
-    lines = [head, "-" * len(head)]
-    for r in rows:
-        lines.append(
-            f"{clip(r.judge_a, wa):<{wa}}  {clip(r.judge_b, wb):<{wb}}  "
-            f"{clip(r.skill or 'all', ws):<{ws}}  {r.n:>7}  "
-            f"{fmt(r.pearson, 3):>7}  {fmt(r.spearman, 3):>8}  {fmt(r.kendall_tau_b, 3):>6}  "
-            f"{fmt(r.krippendorff_alpha, 3):>6}  {fmt(r.exact, 3):>6}  {fmt(r.within1, 3):>7}"
-        )
-    return "\n".join(lines) + "\n"
 
 
 def run_summary(report: Report, failures: Mapping[str, int]) -> str:
