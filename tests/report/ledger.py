@@ -5,7 +5,6 @@ each row instead of by judges (in-process, no simulator, no network)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import update
@@ -14,21 +13,9 @@ from flask_eval.app import pipeline
 from flask_eval.producer.plan import run_config
 from flask_eval.rubrics import codec
 from flask_eval.storage.models import JUDGMENT
+from flask_eval.storage.records import OpenRow as Row  # a ledger row: id, model, model_b, ...
 from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
-
-
-@dataclass(frozen=True)
-class Row:
-    """A ledger row as the finishing function sees it."""
-
-    id: int
-    model: str
-    model_b: str
-    instance_id: str
-    criterion: str
-    judge: str
-
 
 #: what a row becomes: (status, score) or (status, score, call_uid); None leaves it pending
 Outcome = tuple[str, int | None] | tuple[str, int | None, str | None] | None
