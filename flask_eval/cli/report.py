@@ -139,9 +139,10 @@ def report_command(
         )
     finally:
         store.close()
-    for note in result.notes:
-        click.echo(f"warning: {note}", err=True)
     out = Path(out_dir) if out_dir else None
+    if fmt != "table" or out:  # a text report on the terminal ends with its notes
+        for note in result.notes:
+            click.echo(f"warning: {note}", err=True)
     if fmt == "html":
         from flask_eval.report.html import write_report
 
