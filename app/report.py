@@ -235,7 +235,9 @@ def build_report(
         bar.close()
     coverage = queries.coverage(store, run.id)
     report_rows = with_intervals(rows, intervals)
+    lap("rows")
     found = patterns(analytics.call_scores(store, run.id), base.judges)
+    lap("patterns")
     notes += [p.note() for p in found if p.flagged]
     if table.capabilities:
         notes += llm_judge_notes(table.instances, judge_protocols(run.config))
@@ -244,7 +246,7 @@ def build_report(
         if pairwise_config(run.config) is not None
         else None
     )
-    lap("rows")
+    lap("pairwise")
     return Report(
         run=run.name,
         rows=report_rows,
