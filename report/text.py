@@ -338,9 +338,12 @@ def to_table(report: Report | Sequence[Row], details: bool = False) -> str:
     return "\n\n".join(blocks) + "\n"
 
 
-def run_summary(report: Report, failures: Mapping[str, int]) -> str:
+def run_summary(
+    report: Report, failures: Mapping[str, int], more: Sequence[str] = ()
+) -> str:
     """The few lines `flask-eval run` ends with: the leaderboard (a pairwise run's
-    Bradley-Terry ratings per judge), failures by reason, and where to look next."""
+    Bradley-Terry ratings per judge), ``more`` lines (the demo's breakdown), failures by
+    reason, and where to look next."""
     lines = [f"Run {report.run}"]
     if report.pairwise is not None:
         pw = report.pairwise
@@ -350,6 +353,7 @@ def run_summary(report: Report, failures: Mapping[str, int]) -> str:
             lines.append(f"  {judge}: {board or 'no finished comparisons'}")
     else:
         lines += leaderboard(report) or ["  no finished judgments"]
+    lines += ["", *more, ""] if more else []
     failed = {reason: n for reason, n in failures.items() if n}
     detail = ", ".join(f"{reason} {n}" for reason, n in sorted(failed.items(), key=lambda x: -x[1]))
     lines.append(f"Failures: {sum(failed.values())} ({detail})" if failed else "Failures: none")

@@ -30,16 +30,16 @@ def clip(text: str, width: int) -> str:
 
 def wrap_name(name: str, width: int) -> list[str]:
     """``name`` in pieces of at most ``width`` characters, never losing a character: cut
-    after the last ``/`` of a piece, else its last space, ``-``, ``_`` or ``.`` (not in
-    its first half), else at ``width``."""
+    after the last ``/`` of a piece, else its last space, ``-``, ``_`` or ``.`` (leaving
+    a piece of at least half the width), else at ``width``."""
     pieces, rest = [], name
     while len(rest) > width:
         cut = 0
         for seps in _BREAKS:
             cut = max(rest.rfind(sep, 0, width) for sep in seps) + 1
-            if cut > width // 2:
+            if cut >= width // 2:
                 break
-        cut = cut if cut > width // 2 else width
+        cut = cut if cut >= width // 2 else width
         pieces.append(rest[:cut])
         rest = rest[cut:]
     return [*pieces, rest] if rest or not pieces else pieces

@@ -69,8 +69,7 @@ def run_demo() -> None:
     counts = queries.status(store, run.id, run.name)
     report = build_report(store, run, progress=False)
     click.echo("")
-    click.echo(render.run_summary(report, counts.failed_by_reason))
-    click.echo("\n".join(overview(report)) + "\n")
+    click.echo(render.run_summary(report, counts.failed_by_reason, more=overview(report)))
     click.echo(textwrap.fill(
         f"{counts.done} judgments done and {counts.failed} failed, from {counts.calls} paid calls; "
         f"the simulator answered {stats['requests']} requests this time (0 on a rerun: every "
