@@ -338,9 +338,7 @@ def to_table(report: Report | Sequence[Row], details: bool = False) -> str:
     return "\n\n".join(blocks) + "\n"
 
 
-def run_summary(
-    report: Report, failures: Mapping[str, int], more: Sequence[str] = ()
-) -> str:
+def run_summary(report: Report, failures: Mapping[str, int], more: Sequence[str] = ()) -> str:
     """The few lines `flask-eval run` ends with: the leaderboard (a pairwise run's
     Bradley-Terry ratings per judge), ``more`` lines (the demo's breakdown), failures by
     reason, and where to look next."""
