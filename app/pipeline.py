@@ -120,6 +120,7 @@ def prepare(
     swap: bool = True,
     per_criterion: bool = False,
     pairwise_set: str | None = None,
+    biggen_llm_judge: bool = False,
 ) -> Plan:
     """Validate all inputs and flags; raises InputError/ConfigError; writes nothing."""
     if mode not in MODES:
@@ -135,7 +136,8 @@ def prepare(
     named = [parse_responses_arg(a) for a in responses]
     if not named and instances:
         raise InputError("no responses given; add --responses NAME=PATH")
-    sources = Sources(instances, named, biggen, prometheus_set, rubrics, criteria, pairwise_set)
+    sources = Sources(instances, named, biggen, prometheus_set, rubrics, criteria, pairwise_set,
+                      biggen_llm_judge)  # fmt: skip
     loaded = load_sources(sources)
     skillset = loaded.skillset
     inputs = select(loaded.inputs, limit, sample, seed)

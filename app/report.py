@@ -15,6 +15,7 @@ from flask_eval.core.redact import redact
 from flask_eval.core.types import DOMAINS
 from flask_eval.report import references
 from flask_eval.report.agreement import Agreement, agreement_rows
+from flask_eval.report.biggen import llm_judge_notes
 from flask_eval.report.bootstrap import (
     DEFAULT_CONFIDENCE,
     DEFAULT_REPLICATES,
@@ -26,6 +27,7 @@ from flask_eval.report.document import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_TEMPERATURE,
     JudgeSettings,
+    ReferenceMean,
     Report,
     definitions,
     ranked_models,
@@ -33,11 +35,12 @@ from flask_eval.report.document import (
 )
 from flask_eval.report.ensemble import EnsembleSpec, add_ensembles
 from flask_eval.report.intervals import cell_intervals, comparisons
-from flask_eval.report.metrics import Row
+from flask_eval.report.metrics import BIGGEN_CAPABILITIES, Row
 from flask_eval.report.pairwise import Comparison, instances_of
 from flask_eval.report.pairwise_labels import Label, label_accuracy
 from flask_eval.report.pairwise_report import PairwiseReport
 from flask_eval.report.pairwise_report import build as build_pairwise
+from flask_eval.report.patterns import patterns
 from flask_eval.report.scores import ScoreTable, build
 from flask_eval.rubrics import codec
 from flask_eval.rubrics.skills import SkillSet
@@ -85,7 +88,32 @@ def breakdown_for(table: ScoreTable, skillset: SkillSet) -> Breakdown:
         capabilities=bool(table.capabilities),
         tasks=bool(table.tasks),
         partial_abilities=any(s not in ability_of for s in table.skills),
+        capability_order=ordered_capabilities(table),
+        task_order=ordered_tasks(table),
     )
+
+
+def task_capability(table: ScoreTable) -> dict[str, str]:
+    """Each task of the table's instances -> its capability (BiGGen Bench)."""
+    out: dict[str, str] = {}
+    for t, c in zip(table.task.tolist(), table.capability.tolist(), strict=True):
+        if t >= 0 and c >= 0:
+            out.setdefault(table.tasks[t], table.capabilities[c])
+    return out
+
+
+def ordered_capabilities(table: ScoreTable) -> list[str]:
+    """The table's capabilities in BiGGen's order, then any other by name."""
+    known = [c for c in BIGGEN_CAPABILITIES if c in table.capabilities]
+    return [*known, *sorted(set(table.capabilities) - set(known))]
+
+
+def ordered_tasks(table: ScoreTable) -> list[str]:
+    """Tasks grouped by capability (:func:`ordered_capabilities`), by name within one;
+    tasks of no capability last."""
+    of = task_capability(table)
+    rank = {c: i for i, c in enumerate(ordered_capabilities(table))}
+    return sorted(table.tasks, key=lambda t: (t not in of, rank.get(of.get(t, ""), 0), t))
 
 
 def table_rows(table: ScoreTable, skillset: SkillSet) -> list[Row]:
@@ -208,6 +236,17 @@ def build_report(
     coverage = queries.coverage(store, run.id)
     report_rows = with_intervals(rows, intervals)
     lap("rows")
+    found = patterns(analytics.call_scores(store, run.id), base.judges)
+    lap("patterns")
+    notes += [p.note() for p in found if p.flagged]
+    if table.capabilities:
+        notes += llm_judge_notes(table.instances, judge_protocols(run.config))
+    pairwise = (
+        pairwise_report(store, run, replicates=replicates, seed=seed, confidence=confidence)
+        if pairwise_config(run.config) is not None
+        else None
+    )
+    lap("pairwise")
     return Report(
         run=run.name,
         rows=report_rows,
@@ -219,7 +258,7 @@ def build_report(
             "confidence": confidence,
             "unit": "instance",
             "method": "percentile",
-            "instances": len(table.instances),
+            "instances": pairwise.instances if pairwise is not None else len(table.instances),
         },
         coverage=coverage,
         models=list(table.models),
@@ -228,17 +267,30 @@ def build_report(
         abilities=list(skillset.abilities),
         ability_of=ability_of,
         domains=list(table.domains),
-        capabilities=list(table.capabilities),
-        tasks=list(table.tasks),
+        capabilities=ordered_capabilities(table),
+        tasks=ordered_tasks(table),
         definitions=definitions(table),
         notes=notes,
         judge_settings=judge_settings(run.config),
-        pairwise=(
-            pairwise_report(store, run, replicates=replicates, seed=seed, confidence=confidence)
-            if pairwise_config(run.config) is not None
-            else None
-        ),
+        pairwise=pairwise,
+        task_capability=task_capability(table),
+        reference_means=[
+            ReferenceMean(*m) for m in references.model_means(rated, [r.name for r in refs])
+        ],
+        position_patterns=[p.as_dict() for p in found],
     )
+
+
+def judge_protocols(config: Mapping[str, Any]) -> dict[str, str | None]:
+    """Judge name -> the protocol its config names (None: the default one)."""
+    out: dict[str, str | None] = {}
+    for entry in config.get("judges") or ():
+        if isinstance(entry, Mapping) and isinstance(entry.get("name"), str):
+            protocol = entry.get("protocol")
+            out[entry["name"]] = protocol if isinstance(protocol, str) else None
+        elif isinstance(entry, str):
+            out[entry] = None
+    return out
 
 
 def pairwise_config(config: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -248,13 +300,16 @@ def pairwise_config(config: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def config_models(config: Mapping[str, Any]) -> list[str]:
-    """Model names of a run's config, in the order the run was given them (the keys of
-    ``responses``, or a ``models`` list of names or objects with a ``name``)."""
-    names = [str(m) for m in config.get("responses") or {}]
+    """Model names of a run's config, in the order the run was given them: its ``models``
+    list (names, or objects with a ``name``), then any other key of ``responses`` (a
+    mapping, which the stored config keeps sorted: runs from before the list have their
+    models in sorted order)."""
+    names = []
     for entry in config.get("models") or ():
         name = entry.get("name") if isinstance(entry, Mapping) else entry
         if isinstance(name, str) and name:
             names.append(name)
+    names += [str(m) for m in config.get("responses") or {}]
     return list(dict.fromkeys(names))
 
 
@@ -266,8 +321,9 @@ def pairwise_report(
     seed: int = DEFAULT_SEED,
     confidence: float = DEFAULT_CONFIDENCE,
 ) -> PairwiseReport:
-    """Win rates, ratings (anchored at the run's baseline, else its first model),
-    position and length bias of a pairwise run, with intervals resampling instances."""
+    """Win rates, ratings (anchored at the run's baseline, else the first of its models
+    as the run was given them: the same anchor for `run` and `report`), position and
+    length bias of a pairwise run, with intervals resampling instances."""
     settings = pairwise_config(run.config) or {}
     data = analytics.pairwise_rows(store, run.id)
     records = [Comparison(*row) for row in data.done]
@@ -289,11 +345,13 @@ def pairwise_report(
         lengths=data.lengths,
         failed=data.failed,
         confidence=confidence,
+        both_orders=bool(settings.get("swap", True)),
     )
     gold = settings.get("labels") or []
     if gold:  # an imported set's gold labels (Auto-J, HHH): each judge's accuracy
         labels = [Label(str(i), str(a), str(b), int(lab)) for i, a, b, lab in gold]
-        result.label_accuracy = label_accuracy(records, labels, result.models)
+        groups = analytics.instance_tasks(store, run.id)
+        result.label_accuracy = label_accuracy(records, labels, groups)
     open_rows = sum(data.pending.values())
     if open_rows:
         result.notes.append(f"{open_rows} pairwise judgments are not finished and are left out")

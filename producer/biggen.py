@@ -9,9 +9,11 @@ BiGGen Bench data sets on the Hugging Face hub. Each value holds::
     response, response_model_name                     # one model's response (optional)
     feedback, score, eval_model_name                  # an evaluator's verdict (evals only)
 
-:func:`load_biggen` gives one :class:`~core.types.Instance` per key, judged on one
-criterion, :data:`~producer.importing.INSTANCE_CRITERION` (``"rubric"``), whose rubric is
-the instance's own ``score_rubric``; ``capability`` and ``task`` are kept for grouping,
+:func:`load_biggen` gives one :class:`~core.types.Instance` per key (but BiGGen's 18
+``llm_judge`` instances, left out by default as BiGGen's pipeline leaves them out for
+Prometheus evaluators: see :mod:`report.biggen`), judged on one criterion,
+:data:`~producer.importing.INSTANCE_CRITERION` (``"rubric"``), whose rubric is the
+instance's own ``score_rubric``; ``capability`` and ``task`` are kept for grouping,
 ``system_prompt`` is shown to the judge and ``reference_answer`` is the reference. The
 responses become one :class:`~core.types.ResponseSet` per ``response_model_name``.
 
@@ -46,6 +48,7 @@ from flask_eval.producer.importing import (
     score_1_to_5,
 )
 from flask_eval.producer.inputs import MODEL_NAME_PATTERN
+from flask_eval.report.biggen import is_llm_judge
 from flask_eval.report.references import Reference, ReferenceScore
 
 __all__ = ["load_biggen", "load_biggen_evals"]
@@ -135,24 +138,31 @@ def _instance(key: str, record: Mapping[str, Any]) -> Instance:
     )
 
 
-def load_biggen(path: str, model: str | None = None) -> tuple[list[Instance], list[ResponseSet]]:
+def load_biggen(
+    path: str, model: str | None = None, *, llm_judge: bool = False
+) -> tuple[list[Instance], list[ResponseSet]]:
     """BiGGen Bench instances (file order) and the responses the file carries.
 
     Records without a ``response`` add an instance only. ``model`` names the model of
     every response in the file (for names BiGGen writes with a ``/``, such as
     ``meta-llama/Llama-2-7b-chat-hf``); otherwise each response's
-    ``response_model_name`` must be a valid model name.
+    ``response_model_name`` must be a valid model name. The ``llm_judge`` instances are
+    left out unless ``llm_judge`` (they are checked all the same).
     """
     _check_model(model)
     instances: list[Instance] = []
     by_model: dict[str, list[Response]] = {}
     for key, record in _records(path):
+        kept = llm_judge or not is_llm_judge(key)
         try:
-            instances.append(_instance(key, record))
+            instance = _instance(key, record)
             if "response" in record:
                 text = _text(record, "response", empty=True)
                 name = _model(record, model)
-                by_model.setdefault(name, []).append(Response(name, key, text))
+                if kept:
+                    by_model.setdefault(name, []).append(Response(name, key, text))
+            if kept:
+                instances.append(instance)
         except RubricProblem as exc:
             raise _error(path, key, str(exc)) from None
     sets = [ResponseSet(name, path, tuple(items)) for name, items in by_model.items()]

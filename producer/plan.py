@@ -84,6 +84,8 @@ def run_config(
         "skills": skills,
         "instances_path": instances_path,
         "responses": {rs.model: rs.path for rs in inputs.response_sets},
+        # the models in the order given (the stored config is sorted): the rating anchor
+        "models": [rs.model for rs in inputs.response_sets],
         "coverage": {m: list(c) for m, c in inputs.coverage().items()},
     }
 

@@ -16,17 +16,22 @@ The filled prompt follows the layout of Prometheus' ``ABSOLUTE_PROMPT``
 :func:`parse_filled_prompt` takes it apart; each marker must appear once, so a response
 that quotes a marker is refused rather than cut in the wrong place.
 
-Each record becomes one instance (id ``{idx}-{response_source}``: MT-Bench's second turn
-embeds the source model's first answer, so the same ``idx`` is not the same instance),
-judged on one criterion, :data:`~producer.importing.INSTANCE_CRITERION`, with the
-record's own rubric; ``task`` is the ``category``. All responses belong to one model
-(``mt-bench`` for ``mt_bench_eval.json``, ``vicuna`` for ``vicuna_eval.json``, or as
-named); :attr:`PrometheusSet.sources` keeps who wrote each response.
+Each response source (``response_source``: MT-Bench's ``llama2_chat_13b``, ``chatgpt``,
+``vicuna_13b``, ``wizardlm_13b``; Vicuna Bench's ``vicuna``, ``chat_gpt``, ``wizard``,
+``llama-2-chat``) is a model of its own, so a judge ranks the four as GPT-4 did. The
+records of one ``idx`` are one instance, id ``{idx}``, when their prompts agree on
+everything but the response (instruction, reference, rubric, category: Vicuna Bench);
+otherwise each is its own instance, id ``{idx}-{response_source}`` (MT-Bench, whose
+second turn embeds the source model's own first answer, so the same ``idx`` is not the
+same question). Instances are judged on one criterion,
+:data:`~producer.importing.INSTANCE_CRITERION`, with the record's own rubric; ``task``
+is the ``category``. Naming a ``model`` puts every response under that one model instead
+(ids ``{idx}-{response_source}``), as the file's one set of responses.
 
-GPT-4's three scores per record become reference ratings: the reference named
-``evaluator`` (``gpt-4``) holds the mean of the three (a float, e.g. 3.67), and with
-``each_run`` also ``gpt-4-run1`` ... ``gpt-4-run3`` hold each run's score, so GPT-4's
-agreement with itself can be reported too.
+GPT-4's three scores per record become reference ratings of (the record's model, its
+instance): the reference named ``evaluator`` (``gpt-4``) holds the mean of the three (a
+float, e.g. 3.67), and with ``each_run`` also ``gpt-4-run1`` ... ``gpt-4-run3`` hold
+each run's score, so GPT-4's agreement with itself can be reported too.
 
 Every problem raises :class:`~core.errors.InputError` as one line naming the file and the
 record (``file: record 12 (idx 83): problem``).
@@ -36,7 +41,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -86,13 +91,12 @@ class FilledPrompt:
 
 @dataclass(frozen=True)
 class PrometheusSet:
-    """One eval set: instances in file order, the one model's responses, and GPT-4's
-    reference ratings; ``sources`` maps an instance id to its ``response_source``."""
+    """One eval set: instances in file order, each model's responses (one set per
+    response source, or one named set), and GPT-4's reference ratings."""
 
     instances: tuple[Instance, ...]
-    responses: ResponseSet
+    response_sets: tuple[ResponseSet, ...]
     references: tuple[Reference, ...]
-    sources: Mapping[str, str] = field(hash=False)
 
 
 def _section(text: str, marker: str, *, required: bool = True) -> int:
@@ -195,21 +199,89 @@ def _scores(record: Mapping[str, Any]) -> list[int]:
     return scores
 
 
-def _instance_id(record: Mapping[str, Any]) -> tuple[str, str]:
+def _idx_and_source(record: Mapping[str, Any]) -> tuple[str, str]:
     idx = record.get("idx")
     if isinstance(idx, bool) or not isinstance(idx, int | str) or not str(idx).strip():
         raise RubricProblem(f"field 'idx' must be an integer or a string, got {json_type(idx)}")
     source = check_identifier(record.get("response_source"), "field 'response_source'", 64)
-    return check_identifier(f"{idx}-{source}", "the instance id"), source
+    return str(idx), source
+
+
+@dataclass(frozen=True)
+class _Record:
+    number: int
+    idx: str
+    source: str
+    task: str
+    parts: FilledPrompt
+    scores: list[int]
+
+    @property
+    def question(self) -> tuple[str, str, InstanceRubric, str]:
+        """What one instance is: all but the response."""
+        return self.parts.instruction, self.parts.reference, self.parts.rubric, self.task
+
+
+def _read_record(number: int, record: object) -> _Record:
+    if not isinstance(record, dict):
+        raise RubricProblem(f"expected an object, got {json_type(record)}")
+    idx, source = _idx_and_source(record)
+    task = check_identifier(record.get("category"), "field 'category'", MAX_DOMAIN)
+    prompt = record.get("instruction")
+    if not isinstance(prompt, str):
+        raise RubricProblem(f"field 'instruction' must be a string, got {json_type(prompt)}")
+    try:
+        parts = parse_filled_prompt(prompt)
+    except RubricProblem as exc:
+        raise RubricProblem(f"field 'instruction': {exc}") from None
+    return _Record(number, idx, source, task, parts, _scores(record))
+
+
+def _records(path: str, data: list[Any]) -> list[_Record]:
+    records: list[_Record] = []
+    first: dict[tuple[str, str], int] = {}
+    for number, raw in enumerate(data, start=1):
+        try:
+            rec = _read_record(number, raw)
+            instance_id = check_identifier(f"{rec.idx}-{rec.source}", "the instance id")
+            if (rec.idx, rec.source) in first:
+                raise RubricProblem(f"duplicate instance {clip(instance_id)} (first in record "
+                                    f"{first[(rec.idx, rec.source)]})")  # fmt: skip
+        except RubricProblem as exc:
+            raise InputError(f"{_label(number, raw)}: {exc}", path) from None
+        first[(rec.idx, rec.source)] = number
+        records.append(rec)
+    return records
+
+
+def _instance_ids(records: list[_Record], shared: bool) -> list[str]:
+    """Each record's instance id: ``{idx}`` when ``shared`` and every record of its idx
+    asks the same question, else ``{idx}-{source}``."""
+    questions: dict[str, set[tuple[str, str, InstanceRubric, str]]] = {}
+    for rec in records:
+        questions.setdefault(rec.idx, set()).add(rec.question)
+    return [
+        check_identifier(rec.idx, "the instance id")
+        if shared and len(questions[rec.idx]) == 1
+        else f"{rec.idx}-{rec.source}"
+        for rec in records
+    ]
+
+
+def _model_of(rec: _Record, path: str) -> str:
+    if _MODEL_NAME.fullmatch(rec.source) is None:
+        raise InputError(
+            f"record {rec.number}: response_source {clip(rec.source)} is not a valid model "
+            "name (letters, digits, '.', '_' or '-')", path)  # fmt: skip
+    return rec.source
 
 
 def load_prometheus_set(
     path: str, model: str | None = None, *, evaluator: str = "gpt-4", each_run: bool = False
 ) -> PrometheusSet:
     """Load MT-Bench or Vicuna Bench as Prometheus ships it (see the module docstring)."""
-    name = model if model is not None else default_model(path)
-    if _MODEL_NAME.fullmatch(name) is None:
-        raise InputError(f"invalid model name {clip(name)}; use letters, digits, '.', '_' or '-'")
+    if model is not None and _MODEL_NAME.fullmatch(model) is None:
+        raise InputError(f"invalid model name {clip(model)}; use letters, digits, '.', '_' or '-'")
     try:
         check_judge_name(evaluator, "the evaluator's name")
     except RubricProblem as exc:
@@ -219,58 +291,32 @@ def load_prometheus_set(
         raise InputError(f"expected a JSON list of records, got {json_type(data)}", path)
     if not data:
         raise InputError("no records; expected a JSON list of records", path)
-    instances: list[Instance] = []
-    responses: list[Response] = []
-    sources: dict[str, str] = {}
+    records = _records(path, data)
+    ids = _instance_ids(records, shared=model is None)
+    instances: dict[str, Instance] = {}
+    by_model: dict[str, list[Response]] = {}
     means: list[ReferenceScore] = []
     runs: list[list[ReferenceScore]] = [[] for _ in range(RUNS)]
-    first: dict[str, int] = {}
-    for number, record in enumerate(data, start=1):
-        label = _label(number, record)
-        try:
-            if not isinstance(record, dict):
-                raise RubricProblem(f"expected an object, got {json_type(record)}")
-            instance_id, source = _instance_id(record)
-            if instance_id in first:
-                raise RubricProblem(
-                    f"duplicate instance {clip(instance_id)} (first in record {first[instance_id]})"
-                )
-            first[instance_id] = number
-            task = check_identifier(record.get("category"), "field 'category'", MAX_DOMAIN)
-            prompt = record.get("instruction")
-            if not isinstance(prompt, str):
-                raise RubricProblem(
-                    f"field 'instruction' must be a string, got {json_type(prompt)}"
-                )
-            try:
-                parts = parse_filled_prompt(prompt)
-            except RubricProblem as exc:
-                raise RubricProblem(f"field 'instruction': {exc}") from None
-            scores = _scores(record)
-        except RubricProblem as exc:
-            raise InputError(f"{label}: {exc}", path) from None
-        instances.append(
-            Instance(
-                id=instance_id,
-                instruction=parts.instruction,
-                answer=parts.reference,
-                skills=(INSTANCE_CRITERION,),
-                line=number,
-                rubrics={INSTANCE_CRITERION: parts.rubric},
-                task=task,
-            )
+    for rec, instance_id in zip(records, ids, strict=True):
+        name = model if model is not None else _model_of(rec, path)
+        instances.setdefault(instance_id, Instance(
+            id=instance_id, instruction=rec.parts.instruction, answer=rec.parts.reference,
+            skills=(INSTANCE_CRITERION,), line=rec.number,
+            rubrics={INSTANCE_CRITERION: rec.parts.rubric}, task=rec.task,
+        ))  # fmt: skip
+        by_model.setdefault(name, []).append(
+            Response(name, instance_id, rec.parts.response, rec.number)
         )
-        responses.append(Response(name, instance_id, parts.response, number))
-        sources[instance_id] = source
-        mean = sum(scores) / len(scores)
-        means.append(ReferenceScore(name, instance_id, INSTANCE_CRITERION, mean, number))
-        for run, score in zip(runs, scores, strict=True):
-            run.append(ReferenceScore(name, instance_id, INSTANCE_CRITERION, float(score), number))
+        mean = sum(rec.scores) / len(rec.scores)
+        means.append(ReferenceScore(name, instance_id, INSTANCE_CRITERION, mean, rec.number))
+        for run, score in zip(runs, rec.scores, strict=True):
+            run.append(
+                ReferenceScore(name, instance_id, INSTANCE_CRITERION, float(score), rec.number)
+            )
     references = [Reference(evaluator, path, tuple(means))]
     if each_run:
         references += [
             Reference(f"{evaluator}-run{n}", path, tuple(run)) for n, run in enumerate(runs, 1)
         ]
-    return PrometheusSet(
-        tuple(instances), ResponseSet(name, path, tuple(responses)), tuple(references), sources
-    )
+    sets = tuple(ResponseSet(name, path, tuple(items)) for name, items in by_model.items())
+    return PrometheusSet(tuple(instances.values()), sets, tuple(references))

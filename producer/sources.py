@@ -32,6 +32,8 @@ class Sources:
     rubrics: str | None = None
     criteria: str | None = None
     pairwise_set: str | None = None
+    #: keep BiGGen's llm_judge instances (left out by default, see report.biggen)
+    biggen_llm_judge: bool = False
 
     @property
     def path(self) -> str:
@@ -83,6 +85,8 @@ def load_sources(sources: Sources) -> Loaded:
         )
     if sources.criteria and sources.rubrics:
         raise InputError("--criteria and --rubrics are exclusive; give one of them")
+    if sources.biggen_llm_judge and not sources.biggen:
+        raise InputError("--biggen-llm-judge goes with --biggen")
     custom = load_criteria(sources.criteria) if sources.criteria else None
     if sources.instances:
         if custom is not None:
@@ -99,7 +103,7 @@ def load_sources(sources: Sources) -> Loaded:
     labels: tuple[PairLabel, ...] = ()
     own = instance_rubric_skillset()
     if sources.biggen:
-        instances, sets = load_biggen(sources.biggen)
+        instances, sets = load_biggen(sources.biggen, llm_judge=sources.biggen_llm_judge)
         inputs = Inputs(tuple(instances), tuple(sets))
     elif sources.pairwise_set:
         pairs = load_pairwise_set(sources.pairwise_set)
@@ -109,7 +113,7 @@ def load_sources(sources: Sources) -> Loaded:
     else:
         assert sources.prometheus_set is not None
         loaded = load_prometheus_set(sources.prometheus_set)
-        inputs = Inputs(loaded.instances, (loaded.responses,))
+        inputs = Inputs(loaded.instances, loaded.response_sets)
     if not inputs.response_sets:
         raise InputError(f"{flag} {sources.path}: the file carries no responses to judge")
     if custom is None:

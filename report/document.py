@@ -2,7 +2,8 @@
 ``report.html`` draw it).
 
 Also the presentation rules every format shares: models are shown best first
-(:func:`ranked_models`, by FLASK's pooled overall), difficulty levels carry FLASK's names
+(:func:`ranked_models`, by the headline overall: FLASK's pooled overall, or BiGGen's
+overall when the instances carry capabilities), difficulty levels carry FLASK's names
 (:func:`level_label`) and BiGGen's overall reads "overall (BiGGen)" (:func:`key_label`)
 wherever people read them, while JSON and CSV keep the keys (``"1"``..``"5"``,
 ``"biggen"``). A report whose instances carry capabilities says what BiGGen's overall is
@@ -97,6 +98,16 @@ class JudgeSettings:
         }
 
 
+@dataclass(frozen=True)
+class ReferenceMean:
+    """A reference rater's mean score of one model, on the run's cells it rated."""
+
+    name: str
+    model: str
+    mean: float | None
+    n: int
+
+
 @dataclass
 class Report:
     """Everything a report shows, for one run."""
@@ -123,6 +134,12 @@ class Report:
     judge_settings: list[JudgeSettings] = field(default_factory=list)
     #: the pairwise part of a pairwise run (``report.pairwise_report``), else None
     pairwise: PairwiseReport | None = None
+    #: each task's capability (BiGGen Bench), for showing tasks under their capability
+    task_capability: Mapping[str, str] = field(default_factory=dict)
+    #: reference raters' (``--reference``) mean per model, beside the judges'
+    reference_means: list[ReferenceMean] = field(default_factory=list)
+    #: judges whose scores follow the criterion's position in the prompt (``report.patterns``)
+    position_patterns: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON document; ``definitions`` only when there are any (BiGGen runs)."""
@@ -133,7 +150,11 @@ class Report:
             "comparisons": [c.as_dict() for c in self.comparisons],
             "agreement": [a.as_dict() for a in self.agreement],
             "bootstrap": self.bootstrap,
+            "notes": list(self.notes),
+            "position_patterns": list(self.position_patterns),
         }
+        if self.reference_means:
+            data["reference_means"] = [vars(r) for r in self.reference_means]
         if self.definitions:
             data["definitions"] = list(self.definitions)
         if self.pairwise is not None:
@@ -164,16 +185,25 @@ def as_report(rows: Report | Sequence[Row], run: str = "") -> Report:
     )
 
 
+def headline_key(rows: Sequence[Row]) -> str:
+    """The ``overall`` key a report leads with: BiGGen's overall (the mean of capability
+    means) when the rows have it, else the pooled overall."""
+    biggen = any(r.dimension == OVERALL and r.key == BIGGEN_KEY for r in rows)
+    return BIGGEN_KEY if biggen else OVERALL_KEY
+
+
 def ranked_models(rows: Sequence[Row], models: Sequence[str] = ()) -> list[str]:
-    """Models best first: by the mean, over judges, of their (pooled) overall means.
+    """Models best first: by the mean, over judges, of their headline overall means
+    (:func:`headline_key`).
 
     ``models`` (default: those of ``rows``, in order) fixes the set and breaks ties;
     models without an overall mean come last.
     """
     names = list(models) or list(dict.fromkeys(r.model for r in rows))
+    key = headline_key(rows)
     means: dict[str, list[float]] = {}
     for r in rows:
-        if r.dimension == OVERALL and r.key == OVERALL_KEY and r.mean is not None:
+        if r.dimension == OVERALL and r.key == key and r.mean is not None:
             means.setdefault(r.model, []).append(r.mean)
     score = {m: sum(v) / len(v) for m, v in means.items()}
     position = {m: i for i, m in enumerate(names)}

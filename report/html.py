@@ -242,6 +242,8 @@ def render(report: Report, plots: Sequence[Plot]) -> str:
     if report.pairwise is not None:
         from flask_eval.report.pairwise_render import html_section
 
+        if not report.rows:  # a pairwise run has no absolute grades: no empty sections
+            sections = []
         figs = figures("winrate") + figures("position")
         sections.insert(0, ("pairwise", "Pairwise ranking", html_section(report.pairwise, figs)))
     nav = "".join(f'<a href="#{sid}">{_e(title)}</a>' for sid, title, _ in sections)

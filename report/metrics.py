@@ -33,6 +33,12 @@ BIGGEN_KEY = "biggen"
 BIGGEN_LABEL = "overall (BiGGen)"
 BIGGEN_RULE = "overall = mean of capability means, as BiGGen Bench's report computes it"
 
+#: BiGGen Bench's capabilities in the order its report lists them (``make_report.py``).
+BIGGEN_CAPABILITIES: tuple[str, ...] = (
+    "grounding", "instruction_following", "planning", "reasoning", "refinement", "safety",
+    "theory_of_mind", "tool_usage", "multilingual",
+)  # fmt: skip
+
 #: Separator of ``skill_difficulty`` keys: ``f"{skill}|{level}"``.
 KEY_SEP = "|"
 

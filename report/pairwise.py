@@ -212,8 +212,17 @@ class WinRate:
     score_ci: Interval = None
 
 
-def _criteria(games: Sequence[Game]) -> list[str]:
-    return [*dict.fromkeys(g.criterion for g in games), ALL_CRITERIA]
+def criteria_of(items: Iterable[Game] | Iterable[Comparison]) -> list[str]:
+    """The criterion keys of a report on ``items``: each criterion, then
+    :data:`ALL_CRITERIA` pooled; a single criterion is reported as :data:`ALL_CRITERIA`
+    alone (its rows would repeat the pooled ones)."""
+    criteria = list(dict.fromkeys(x.criterion for x in items))
+    return [*criteria, ALL_CRITERIA] if len(criteria) > 1 else [ALL_CRITERIA]
+
+
+def criterion_cells(criterion: str, several: bool) -> tuple[str, ...]:
+    """The criterion keys one judgment counts toward (see :func:`criteria_of`)."""
+    return (criterion, ALL_CRITERIA) if several else (ALL_CRITERIA,)
 
 
 def _index(values: Sequence[str]) -> tuple[list[str], dict[str, int]]:
@@ -227,14 +236,17 @@ def instances_of(records: Iterable[Comparison]) -> list[str]:
 
 
 def cells_of(
-    games: Sequence[Game], keys: Sequence[tuple[str, ...]]
+    games: Sequence[Game], keys: Sequence[tuple[str, ...]], several: bool | None = None
 ) -> tuple[list[tuple[str, ...]], IntArray, IntArray]:
-    """Cells ``key + (criterion,)`` of every game, each game also in its criterion's
-    :data:`ALL_CRITERIA` cell: (cells, entry -> game, entry -> cell)."""
+    """Cells ``key + (criterion,)`` of every game, each game also in the
+    :data:`ALL_CRITERIA` cell (only there when ``several`` is false: one criterion;
+    default: whether ``games`` have several): (cells, entry -> game, entry -> cell)."""
+    if several is None:
+        several = len(criteria_of(games)) > 1
     index: dict[tuple[str, ...], int] = {}
     game_of, cell_of = [], []
     for g, key in enumerate(keys):
-        for crit in (games[g].criterion, ALL_CRITERIA):
+        for crit in criterion_cells(games[g].criterion, several):
             cell = index.setdefault((*key, crit), len(index))
             game_of.append(g)
             cell_of.append(cell)
@@ -246,14 +258,18 @@ def win_rates(
     instances: Sequence[str],
     weights: FloatArray,
     confidence: float = DEFAULT_CONFIDENCE,
+    several: bool | None = None,
 ) -> list[WinRate]:
-    """Win, tie and loss rates of A vs B per pair x judge x criterion (and all pooled).
+    """Win, tie and loss rates of A vs B per pair x judge x criterion (and all pooled;
+    ``several``: see :func:`cells_of`).
 
     ``instances`` are the rows of ``weights`` (see :func:`instances_of`).
     """
+    if not games:
+        return []
     row = {iid: i for i, iid in enumerate(instances)}
     keys = [(g.model_a, g.model_b, g.judge) for g in games]
-    cells, game_of, cell_of = cells_of(games, keys)
+    cells, game_of, cell_of = cells_of(games, keys, several)
     inst = np.array([row[games[g].instance_id] for g in game_of.tolist()], dtype=np.int64)
     outcome = np.array([games[g].outcome for g in game_of.tolist()], dtype=np.int64)
     swapped = np.bincount(
@@ -291,11 +307,11 @@ def in_order(items: list[T], key: Callable[[T], tuple[str, ...]], games: Sequenc
     """Judges, criteria and models in their first-seen order (criterion "all" last);
     ``key`` gives (judge, criterion, *models) of an item."""
     judges = _index([g.judge for g in games])[1]
-    criteria = _index(_criteria(games))[1]
+    criteria = _index(criteria_of(games))[1]
     models = _index([m for g in games for m in (g.model_a, g.model_b)])[1]
 
     def order(item: T) -> tuple[int, ...]:
         judge, crit, *names = key(item)
-        return (judges[judge], criteria[crit], *(models.get(n, -1) for n in names))
+        return (judges[judge], criteria.get(crit, -1), *(models.get(n, -1) for n in names))
 
     return sorted(items, key=order)

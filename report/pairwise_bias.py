@@ -19,12 +19,13 @@ import numpy as np
 from flask_eval.core.types import VERDICT_FIRST, VERDICT_TIE
 from flask_eval.report.bootstrap import DEFAULT_CONFIDENCE, FloatArray
 from flask_eval.report.pairwise import (
-    ALL_CRITERIA,
     SCORE_OF,
     Comparison,
     Game,
     Interval,
     cells_of,
+    criteria_of,
+    criterion_cells,
     in_order,
     shares,
 )
@@ -73,8 +74,9 @@ def position(
 ) -> list[Position]:
     """Position consistency and first-position preference per judge x criterion."""
     row = {iid: i for i, iid in enumerate(instances)}
+    several = len(criteria_of(records)) > 1
     both = [g for g in games if g.swapped]
-    cells_c, game_c, cell_c = cells_of(both, [(g.judge,) for g in both])
+    cells_c, game_c, cell_c = cells_of(both, [(g.judge,) for g in both], several)
     cons = shares(
         np.array([row[both[g].instance_id] for g in game_c.tolist()], dtype=np.int64),
         cell_c,
@@ -85,7 +87,7 @@ def position(
     index: dict[tuple[str, str], int] = {}
     inst, cell, cat = [], [], []
     for r in decisive:
-        for crit in (r.criterion, ALL_CRITERIA):
+        for crit in criterion_cells(r.criterion, several):
             inst.append(row[r.instance_id])
             cell.append(index.setdefault((r.judge, crit), len(index)))
             cat.append(0 if r.verdict == VERDICT_FIRST else 1)
@@ -93,7 +95,7 @@ def position(
                    np.array(cat, dtype=np.int64), len(index), 2, weights, confidence)  # fmt: skip
     where_c = {key: c for c, key in enumerate(cells_c)}
     keys = dict.fromkeys(
-        [*((r.judge, crit) for r in records for crit in (r.criterion, ALL_CRITERIA))]
+        [*((r.judge, crit) for r in records for crit in criterion_cells(r.criterion, several))]
     )
     out = []
     for judge, crit in keys:
@@ -147,7 +149,9 @@ def length_bias(
     which = np.searchsorted(np.array(bounds[1:-1]), diff, side="right")
     row = {iid: i for i, iid in enumerate(instances)}
     cells, game_of, cell_of = cells_of(
-        known, [(g.judge, str(int(b))) for g, b in zip(known, which.tolist(), strict=True)]
+        known,
+        [(g.judge, str(int(b))) for g, b in zip(known, which.tolist(), strict=True)],
+        len(criteria_of(games)) > 1,
     )
     s = shares(
         np.array([row[known[g].instance_id] for g in game_of.tolist()], dtype=np.int64),

@@ -2,14 +2,29 @@
 
 Gold labels follow the Auto-J convention (``autoj_pairwise.json``): 0 the first response
 is better, 1 the second, 2 a tie. A :class:`Label` names the models of its two responses
-(``first`` = the file's "response 1"), so the judge's verdict, combined over the orders it
-was judged in (:func:`report.pairwise.combine`: a flip or a tie plus a win is a tie), is
-read in the same terms.
+(``first`` = the file's "response 1"), so each judged order's verdict is read in the
+same terms.
 
-Accuracy is reported as the Prometheus 2 paper does (its ``evaluate_autoj_performance``):
-*with ties*, over every labelled comparison the judge decided, ties a class of their own
-(a tie label is matched only by a tie); *without ties*, the comparisons labelled a tie are
-dropped first (a predicted tie then counts as wrong).
+**Accuracy is counted as Auto-J's own script counts it** (``pairwise_eval.py`` of
+GAIR-NLP/auto-j, also in prometheus-eval's ``eval/benchmark/autoj_utils``), order by
+order, never on the combined verdict:
+
+- *both orders* (the headline, Auto-J's "agreement"): a comparison is right when the
+  verdict of each order, read in the label's terms, equals the label. A judge that
+  contradicts itself across the swap is wrong whatever the label (a tie label included:
+  a flip is not a tie), so position bias can only cost accuracy. Counted over the
+  labelled comparisons judged in both orders;
+- *one order* (Auto-J's single-order figure): the verdict of the order as listed (the
+  label's ``first`` shown first) equals the label, over the comparisons judged in that
+  order.
+
+Each is also given *without ties* (Prometheus 2's ``skip_tie``): the comparisons labelled
+a tie are left out first. On Auto-J-13B's example predictions these give Auto-J's
+published 54.96 (both orders) and 59.99 (one order). A comparison judged in one order
+only (the other failed or is unfinished) is in no both-orders figure; it is counted
+(``n_one_order``). Accuracy is given over all labelled comparisons (group ``all``) and per
+group of instances (HHH Alignment's sources helpful, harmless, honest, other; Auto-J's
+scenarios) when ``groups`` are given.
 
 Agreement between two judges: on the comparisons both judged, the share of equal
 combined verdicts (A, tie, B) and Cohen's kappa.
@@ -17,14 +32,18 @@ combined verdicts (A, tie, B) and Cohen's kappa.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from flask_eval.report.pairwise import TIE, WIN, Comparison, Game, combine
+from flask_eval.core.types import VERDICT_FIRST, VERDICT_SECOND, VERDICT_TIE
+from flask_eval.report.pairwise import ALL_CRITERIA, Comparison, Game, criteria_of
 
 LABEL_FIRST, LABEL_SECOND, LABEL_TIE = 0, 1, 2
+#: the group of every labelled comparison
+ALL_GROUPS = "all"
 
 
 @dataclass(frozen=True)
@@ -39,17 +58,45 @@ class Label:
 
 
 @dataclass(frozen=True)
+class Tally:
+    """Right answers out of ``n`` (``accuracy`` None when ``n`` is 0)."""
+
+    n: int = 0
+    correct: int = 0
+
+    @property
+    def accuracy(self) -> float | None:
+        return self.correct / self.n if self.n else None
+
+    def add(self, hit: bool) -> Tally:
+        return Tally(self.n + 1, self.correct + hit)
+
+
+@dataclass(frozen=True)
 class LabelAccuracy:
-    """One judge's accuracy against the labels (None: nothing to count)."""
+    """One judge's accuracy against the labels, over one group of comparisons."""
 
     judge: str
-    n: int  # labelled comparisons the judge decided
-    correct: int
-    accuracy: float | None
-    n_no_tie: int  # of which not labelled a tie
-    correct_no_tie: int
-    accuracy_no_tie: float | None
+    group: str  # ALL_GROUPS, or a group of instances (an HHH source)
+    both: Tally  # right in both orders (Auto-J's rule): the headline
+    listed: Tally  # right in the order as listed
+    both_no_tie: Tally  # the same, comparisons labelled a tie left out
+    listed_no_tie: Tally
+    n_one_order: int  # labelled comparisons judged in one order only (not in ``both``)
     n_missing: int  # labelled comparisons the judge has no verdict for
+
+    @property
+    def accuracy(self) -> float | None:
+        """The headline: right in both orders."""
+        return self.both.accuracy
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"judge": self.judge, "group": self.group}
+        for name in ("both", "listed", "both_no_tie", "listed_no_tie"):
+            tally: Tally = getattr(self, name)
+            out |= {f"n_{name}": tally.n, f"correct_{name}": tally.correct,
+                    f"accuracy_{name}": tally.accuracy}  # fmt: skip
+        return out | {"n_one_order": self.n_one_order, "n_missing": self.n_missing}
 
 
 @dataclass(frozen=True)
@@ -62,56 +109,85 @@ class JudgeAgreement:
     kappa: float | None
 
 
-def _predicted(game: Game, label: Label) -> int:
-    """The game's outcome as a label of ``label``'s orientation."""
-    if game.outcome == TIE:
+def _as_label(record: Comparison, label: Label) -> int:
+    """The verdict of one judged order in the label's terms."""
+    if record.verdict == VERDICT_TIE:
         return LABEL_TIE
-    winner = game.model_a if game.outcome == WIN else game.model_b
+    if record.verdict not in (VERDICT_FIRST, VERDICT_SECOND):
+        raise ValueError(f"unknown verdict {record.verdict!r}")
+    winner = record.first if record.verdict == VERDICT_FIRST else record.second
     return LABEL_FIRST if winner == label.first else LABEL_SECOND
 
 
+@dataclass
+class _Counts:
+    both: Tally = Tally()
+    listed: Tally = Tally()
+    both_no_tie: Tally = Tally()
+    listed_no_tie: Tally = Tally()
+    one_order: int = 0
+    missing: int = 0
+
+
+def _count(counts: _Counts, label: Label, orders: Mapping[str, Comparison]) -> None:
+    """Add one labelled comparison (its judged orders, keyed by the model shown first)."""
+    if not orders:
+        counts.missing += 1
+        return
+    tie_label = label.label == LABEL_TIE
+    listed = orders.get(label.first)
+    exchanged = orders.get(label.second)
+    if listed is not None:
+        hit = _as_label(listed, label) == label.label
+        counts.listed = counts.listed.add(hit)
+        if not tie_label:
+            counts.listed_no_tie = counts.listed_no_tie.add(hit)
+    if listed is None or exchanged is None:
+        counts.one_order += 1
+        return
+    hit = _as_label(listed, label) == label.label == _as_label(exchanged, label)
+    counts.both = counts.both.add(hit)
+    if not tie_label:
+        counts.both_no_tie = counts.both_no_tie.add(hit)
+
+
 def label_accuracy(
-    pairs: Iterable[Comparison], labels: Sequence[Label], models: Sequence[str] = ()
+    pairs: Iterable[Comparison],
+    labels: Sequence[Label],
+    groups: Mapping[str, str] | None = None,
 ) -> list[LabelAccuracy]:
-    """Accuracy of each judge of ``pairs`` against ``labels``, with and without ties."""
+    """Accuracy of each judge of ``pairs`` against ``labels`` (see the module docstring),
+    over all labels and, when ``groups`` maps instance ids to groups, per group (in the
+    groups' order of first appearance among the labels)."""
     for lab in labels:
         if lab.label not in (LABEL_FIRST, LABEL_SECOND, LABEL_TIE):
             raise ValueError(f"label of {lab.instance_id!r} is {lab.label!r}, not 0, 1 or 2")
-    games = combine(pairs, models)
-    by_key: dict[tuple[str, frozenset[str], str], list[Game]] = {}
-    for g in games:
-        by_key.setdefault((g.judge, frozenset((g.model_a, g.model_b)), g.instance_id), []).append(g)
+    orders: dict[tuple[str, str, frozenset[str]], dict[str, dict[str, Comparison]]] = {}
+    judges: dict[str, None] = {}
+    for c in pairs:
+        judges[c.judge] = None
+        key = (c.judge, c.instance_id, frozenset((c.first, c.second)))
+        by_first = orders.setdefault(key, {}).setdefault(c.criterion, {})
+        if c.first in by_first:
+            raise ValueError(f"two judgments of {c.first} vs {c.second} on {c.instance_id!r}")
+        by_first[c.first] = c
+    group_of = groups or {}
+    named = (group_of.get(x.instance_id, ALL_GROUPS) for x in labels)
+    names = [ALL_GROUPS, *dict.fromkeys(g for g in named if g != ALL_GROUPS)]
     out = []
-    for judge in dict.fromkeys(g.judge for g in games):
-        n = correct = n_nt = correct_nt = missing = 0
+    for judge in judges:
+        counts = {name: _Counts() for name in names}
         for lab in labels:
-            found = [
-                g
-                for g in by_key.get(
-                    (judge, frozenset((lab.first, lab.second)), lab.instance_id), []
-                )
-                if lab.criterion is None or g.criterion == lab.criterion
-            ]
-            if not found:
-                missing += 1
-                continue
-            for g in found:
-                hit = _predicted(g, lab) == lab.label
-                n, correct = n + 1, correct + hit
-                if lab.label != LABEL_TIE:
-                    n_nt, correct_nt = n_nt + 1, correct_nt + hit
-        out.append(
-            LabelAccuracy(
-                judge=judge,
-                n=n,
-                correct=correct,
-                accuracy=correct / n if n else None,
-                n_no_tie=n_nt,
-                correct_no_tie=correct_nt,
-                accuracy_no_tie=correct_nt / n_nt if n_nt else None,
-                n_missing=missing,
-            )
-        )
+            found = orders.get((judge, lab.instance_id, frozenset((lab.first, lab.second))), {})
+            judged = [o for c, o in found.items() if lab.criterion in (None, c)] or [{}]
+            for one in judged:
+                for name in dict.fromkeys((ALL_GROUPS, group_of.get(lab.instance_id))):
+                    if name is not None:
+                        _count(counts[name], lab, one)
+        for name in names:
+            n = counts[name]
+            out.append(LabelAccuracy(judge, name, n.both, n.listed, n.both_no_tie,
+                                     n.listed_no_tie, n.one_order, n.missing))  # fmt: skip
     return out
 
 
@@ -137,7 +213,7 @@ def judge_agreement(games: Sequence[Game]) -> list[JudgeAgreement]:
             g.outcome
         )
     judges = list(verdicts)
-    criteria = [*dict.fromkeys(g.criterion for g in games), None]
+    criteria = criteria_of(games)
     out = []
     for i, ja in enumerate(judges):
         for jb in judges[i + 1 :]:
@@ -145,7 +221,7 @@ def judge_agreement(games: Sequence[Game]) -> list[JudgeAgreement]:
                 common = [
                     key
                     for key in verdicts[ja]
-                    if key in verdicts[jb] and (crit is None or key[3] == crit)
+                    if key in verdicts[jb] and crit in (ALL_CRITERIA, key[3])
                 ]
                 a = [verdicts[ja][k] for k in common]
                 b = [verdicts[jb][k] for k in common]
@@ -154,7 +230,7 @@ def judge_agreement(games: Sequence[Game]) -> list[JudgeAgreement]:
                     JudgeAgreement(
                         ja,
                         jb,
-                        crit or "all",
+                        crit,
                         len(common),
                         same / len(common) if common else None,
                         cohen_kappa(a, b),

@@ -11,8 +11,13 @@ from __future__ import annotations
 import html
 
 from flask_eval.report.pairwise import ALL_CRITERIA
+from flask_eval.report.pairwise_labels import ALL_GROUPS, Tally
 from flask_eval.report.pairwise_report import PAIRWISE_FIELDS, PairwiseReport
 from flask_eval.report.plots import Plot, render
+from flask_eval.report.textgrid import grid
+
+#: per-group accuracy is shown in the text when there are at most this many groups
+MAX_GROUPS_SHOWN = 12
 
 
 def _f(value: float | None, digits: int = 2) -> str:
@@ -23,8 +28,48 @@ def _ci(interval: tuple[float, float] | None, digits: int = 2) -> str:
     return "" if interval is None else f"[{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]"
 
 
+def _tally(tally: Tally) -> str:
+    return f"{_f(tally.accuracy, 3)} ({tally.correct}/{tally.n})"
+
+
+def _accuracy_lines(pw: PairwiseReport) -> list[str]:
+    """Each judge's accuracy against the labels: with tie labels and without, and per
+    group of instances when there are few groups."""
+    groups = {a.group for a in pw.label_accuracy} - {ALL_GROUPS}
+    shown = len(groups) <= MAX_GROUPS_SHOWN
+    rows: list[tuple[str, Tally, Tally, str]] = []
+    for acc in pw.label_accuracy:
+        if acc.group == ALL_GROUPS:
+            rows.append((acc.judge, acc.both, acc.listed, str(acc.n_one_order)))
+            rows.append(("  without tie labels", acc.both_no_tie, acc.listed_no_tie, ""))
+        elif shown:
+            rows.append((f"  {acc.group}", acc.both, acc.listed, str(acc.n_one_order)))
+    width = max(len("judge"), *(len(name) for name, *_ in rows))
+    lines = [
+        "Accuracy against the labels (Auto-J's rule: right when both orders are; one "
+        "order: the order as listed)",
+        f"  {'judge':<{width}}  {'both orders':<18}  {'one order':<18}  judged in one order only",
+    ]
+    for name, both, listed, single in rows:
+        lines.append(f"  {name:<{width}}  {_tally(both):<18}  {_tally(listed):<18}  {single}")
+    if groups and not shown:
+        lines.append(f"  (per group, {len(groups)} groups: in the JSON report)")
+    return [line.rstrip() for line in lines]
+
+
+def _matrix_lines(pw: PairwiseReport, judge: str) -> list[str]:
+    matrix = pw.matrix(judge)
+    rows = [("", "", [(m, m) for m in pw.models])]
+    return [
+        f"Win-rate matrix | judge {judge} (row's score vs column: win + tie/2)",
+        *grid(rows, [[m] for m in pw.models],
+              lambda c, _dim, a: _f(matrix.get((a, pw.models[c])))),
+    ]  # fmt: skip
+
+
 def text(pw: PairwiseReport, level: int = 95) -> str:
-    """Leaderboard, win-rate matrix and position bias per judge, as plain text."""
+    """Leaderboard, win-rate matrix and position bias per judge, accuracy against the
+    labels, the comparisons judged in one order only, as plain text."""
     lines = [f"Pairwise: {len(pw.models)} models, anchor {pw.anchor} (rating 1000)"]
     width = max([5, *(len(m) for m in pw.models)])
     for judge in pw.judges:
@@ -36,34 +81,30 @@ def text(pw: PairwiseReport, level: int = 95) -> str:
                 f"  {r.model:<{width}}  {_f(r.rating, 1):>7}  {_ci(r.ci, 1):<18}  "
                 f"{_f(r.win_rate, 3):>13}  {r.games:>6}"
             )
-        matrix = pw.matrix(judge)
-        lines += [f"Win-rate matrix | judge {judge} (row's score vs column: win + tie/2)"]
-        lines.append(f"  {'':<{width}}" + "".join(f"  {m[:8]:>8}" for m in pw.models))
-        for a in pw.models:
-            cells = "".join(f"  {_f(matrix.get((a, b))):>8}" for b in pw.models)
-            lines.append(f"  {a:<{width}}{cells}")
-    lines += ["", "Position bias (consistency: verdict survives the swap; first: non-tie "
-              "verdicts that picked the first shown)"]  # fmt: skip
+        lines += _matrix_lines(pw, judge)
+    lines += ["", "Position bias (consistency: the verdict survives the swap; first: the share "
+              "of non-tie", "verdicts that picked the response shown first)"]  # fmt: skip
     for p in pw.positions:
+        crit = "" if p.criterion == ALL_CRITERIA else f" [{p.criterion}]"
         lines.append(
-            f"  {p.judge} [{p.criterion}]: consistency {_f(p.consistency, 3)} "
+            f"  {p.judge}{crit}: consistency {_f(p.consistency, 3)} "
             f"{_ci(p.consistency_ci, 3)} (n={p.n_swapped}); first {_f(p.first_preference, 3)} "
             f"{_ci(p.first_preference_ci, 3)} (n={p.n_decisive})"
         )
     if pw.label_accuracy:
-        lines += ["", "Accuracy against the labels (with ties as a class; without: comparisons "
-                  "labelled a tie left out)"]  # fmt: skip
-        for acc in pw.label_accuracy:
-            lines.append(
-                f"  {acc.judge}: {_f(acc.accuracy, 3)} ({acc.correct}/{acc.n}); without ties "
-                f"{_f(acc.accuracy_no_tie, 3)} ({acc.correct_no_tie}/{acc.n_no_tie}); "
-                f"no verdict {acc.n_missing}"
-            )
+        lines += ["", *_accuracy_lines(pw)]
+    if pw.one_order:
+        lines += ["", "Judged in one order only (left out of the rates and ratings above)"]
+        for w in pw.one_order:
+            if w.criterion == ALL_CRITERIA:
+                rates = f"win {_f(w.win, 3)}, tie {_f(w.tie, 3)}, loss {_f(w.loss, 3)}"
+                lines.append(f"  {w.judge}: {w.model_a} vs {w.model_b}: n={w.n}, {rates}")
+    if pw.agreement:
+        lines += ["", "Agreement between judges (combined verdicts: A, tie, B)"]
     for agree in pw.agreement:
         lines.append(f"  judges {agree.judge_a} and {agree.judge_b}: " + ", ".join(
             f"{k} {_f(v, 3) if isinstance(v, float) else v}" for k, v in vars(agree).items()
             if k not in ("judge_a", "judge_b")))  # fmt: skip
-    lines += [f"note: {n}" for n in pw.notes]
     return "\n".join(lines) + "\n"
 
 
@@ -113,7 +154,38 @@ def html_section(pw: PairwiseReport, figures: str = "") -> str:
             f"<td>{p.n_decisive}</td></tr>"
         )
     out.append("</table>")
+    if pw.label_accuracy:
+        out.append(_accuracy_html(pw))
+    if pw.one_order:
+        out.append("<h3>Judged in one order only</h3><p class='note'>Left out of the rates "
+                   "and ratings above.</p><table class='one-order'><tr><th class='key'>judge"
+                   "</th><th class='key'>pair</th><th>n</th><th>win</th><th>tie</th>"
+                   "<th>loss</th></tr>")  # fmt: skip
+        for w in pw.one_order:
+            if w.criterion == ALL_CRITERIA:
+                out.append(f"<tr><td class='key'>{_e(w.judge)}</td><td class='key'>"
+                           f"{_e(w.model_a)} vs {_e(w.model_b)}</td><td>{w.n}</td>"
+                           f"<td>{_f(w.win, 3)}</td><td>{_f(w.tie, 3)}</td>"
+                           f"<td>{_f(w.loss, 3)}</td></tr>")  # fmt: skip
+        out.append("</table>")
     out += [f"<p class='note'>{_e(n)}</p>" for n in pw.notes]
+    return "".join(out)
+
+
+def _accuracy_html(pw: PairwiseReport) -> str:
+    """Accuracy against the labels: a row per judge and group."""
+    out = ["<h3>Accuracy against the labels</h3><p class='note'>Auto-J's rule: a comparison "
+           "is right when the verdicts of both orders are; one order: the order as listed. "
+           "Without tie labels: the comparisons labelled a tie left out.</p>"
+           "<table class='accuracy'><tr><th class='key'>judge</th><th class='key'>group</th>"
+           "<th>both orders</th><th>one order</th><th>both, no tie label</th>"
+           "<th>one order, no tie label</th><th>judged in one order only</th></tr>"]  # fmt: skip
+    for acc in pw.label_accuracy:
+        cells = "".join(f"<td>{_e(_tally(t))}</td>" for t in
+                        (acc.both, acc.listed, acc.both_no_tie, acc.listed_no_tie))  # fmt: skip
+        out.append(f"<tr><td class='key'>{_e(acc.judge)}</td><td class='key'>{_e(acc.group)}"
+                   f"</td>{cells}<td>{acc.n_one_order}</td></tr>")  # fmt: skip
+    out.append("</table>")
     return "".join(out)
 
 

@@ -20,7 +20,14 @@ judge, dimension, key, mean, n, n_na, n_failed, ci_low, ci_high) and add ``crite
   in both orders, ``n_decisive`` = judged orders with a non-tie verdict;
 - ``length_bias``: key = a bin of ``len(A) - len(B)`` in characters (model ""): ``mean``
   = the score of the first-named model A (win + tie / 2) with its interval; ``win``,
-  ``tie``, ``loss``; ``n`` comparisons.
+  ``tie``, ``loss``; ``n`` comparisons;
+- ``pairwise_one_order``: as ``pairwise``, for the comparisons of a run planned in both
+  orders that were judged in one order only (the other failed or is unfinished). They
+  are left out of every other row (win rates, ratings, length bias), as FastChat leaves
+  out a comparison with an order in error, and reported apart here.
+
+A run with one criterion reports it pooled only (criterion ``all``): its own rows would
+repeat them.
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ from flask_eval.report.pairwise import (
     Game,
     WinRate,
     combine,
+    criteria_of,
     model_order,
     win_rates,
 )
@@ -47,7 +55,8 @@ from flask_eval.report.pairwise_bias import LengthBin, Position, length_bias, po
 from flask_eval.report.pairwise_labels import JudgeAgreement, LabelAccuracy, judge_agreement
 
 PAIRWISE, RATING, POSITION, LENGTH_BIAS = "pairwise", "rating", "position", "length_bias"
-DIMENSIONS = (PAIRWISE, RATING, POSITION, LENGTH_BIAS)
+ONE_ORDER = "pairwise_one_order"
+DIMENSIONS = (PAIRWISE, RATING, POSITION, LENGTH_BIAS, ONE_ORDER)
 PAIRWISE_FIELDS: tuple[str, ...] = (
     *FIELDS, "criterion", "model_b", "win", "win_low", "win_high", "tie", "tie_low",
     "tie_high", "loss", "loss_low", "loss_high", "n_swapped", "win_rate", "anchor",
@@ -78,7 +87,11 @@ class PairwiseReport:
     models: list[str]
     judges: list[str]
     anchor: str
+    #: instances the intervals resample (every instance with a judged comparison)
+    instances: int = 0
     win_rates: list[WinRate] = field(default_factory=list)
+    #: comparisons planned in both orders but judged in one only: apart from the rest
+    one_order: list[WinRate] = field(default_factory=list)
     ratings: list[Rating] = field(default_factory=list)
     positions: list[Position] = field(default_factory=list)
     length_bins: list[LengthBin] = field(default_factory=list)
@@ -95,6 +108,7 @@ class PairwiseReport:
             *(_rating_row(r) for r in self.ratings),
             *(_position_row(p, self.failed) for p in self.positions),
             *(_length_row(b) for b in self.length_bins),
+            *(_pair_row(w, self.failed, ONE_ORDER) for w in self.one_order),
         ]
 
     def summary(self) -> dict[str, Any]:
@@ -104,7 +118,8 @@ class PairwiseReport:
             "judges": self.judges,
             "anchor": self.anchor,
             "judge_agreement": [vars(a) for a in self.agreement],
-            "label_accuracy": [vars(a) for a in self.label_accuracy],
+            "instances": self.instances,
+            "label_accuracy": [a.as_dict() for a in self.label_accuracy],
             "notes": self.notes,
         }
 
@@ -141,9 +156,10 @@ def _failed(failed: Mapping[tuple[str, str, str, str], int], judge: str, crit: s
     )  # fmt: skip
 
 
-def _pair_row(w: WinRate, failed: Mapping[tuple[str, str, str, str], int]) -> dict[str, Any]:
+def _pair_row(w: WinRate, failed: Mapping[tuple[str, str, str, str], int],
+              dimension: str = PAIRWISE) -> dict[str, Any]:  # fmt: skip
     row = _blank()
-    row.update(model=w.model_a, model_b=w.model_b, judge=w.judge, dimension=PAIRWISE,
+    row.update(model=w.model_a, model_b=w.model_b, judge=w.judge, dimension=dimension,
                key=f"{w.model_a} vs {w.model_b}", criterion=w.criterion, mean=w.score,
                n=w.n, n_swapped=w.n_swapped, win=w.win, tie=w.tie, loss=w.loss,
                n_failed=_failed(failed, w.judge, w.criterion,
@@ -219,7 +235,7 @@ def fit_ratings(
     the replicates of ``weights`` (the point fit warms each replicate's fit up)."""
     out: list[Rating] = []
     judges = list(dict.fromkeys(g.judge for g in games))
-    criteria = [*dict.fromkeys(g.criterion for g in games), ALL_CRITERIA]
+    criteria = criteria_of(games)
     at = models.index(anchor)
     for judge in judges:
         for crit in criteria:
@@ -257,25 +273,35 @@ def build(
     lengths: Mapping[tuple[str, str], int] | None = None,
     failed: Mapping[tuple[str, str, str, str], int] | None = None,
     confidence: float = DEFAULT_CONFIDENCE,
+    both_orders: bool = False,
 ) -> PairwiseReport:
     """The pairwise report of ``records``; ``weights`` has one row per ``instances``
     entry (:func:`report.pairwise.instances_of`); ``anchor`` defaults to the first
-    model. ``failed`` maps (judge, first, second, criterion) to failed judgments."""
+    model. ``failed`` maps (judge, first, second, criterion) to failed judgments.
+    ``both_orders``: the run planned every comparison in both orders, so one judged in
+    one order only is set apart (``one_order``) instead of counted from that order."""
     order = model_order(records, models)
-    games = combine(records, order)
+    every = combine(records, order)
+    games = [g for g in every if g.swapped or not both_orders]
+    single = [g for g in every if both_orders and not g.swapped]
     anchor = anchor if anchor is not None else (order[0] if order else "")
     if order and anchor not in order:
         raise ValueError(f"anchor {anchor!r} is not among the models {order}")
+    several = len(criteria_of(every)) > 1
     report = PairwiseReport(
         models=order,
         judges=list(dict.fromkeys(c.judge for c in records)),
         anchor=anchor,
-        win_rates=win_rates(games, instances, weights, confidence),
-        positions=position(records, games, instances, weights, confidence),
+        instances=len(instances),
+        win_rates=win_rates(games, instances, weights, confidence, several),
+        one_order=win_rates(single, instances, weights, confidence, several),
+        positions=position(records, every, instances, weights, confidence),
         length_bins=length_bias(games, lengths or {}, instances, weights, confidence),
         agreement=judge_agreement(games),
         failed=dict(failed or {}),
     )
+    rank = {j: i for i, j in enumerate(report.judges)}
+    report.one_order.sort(key=lambda w: rank[w.judge])  # stable: the judge's own order kept
     if order:
         report.ratings = fit_ratings(games, order, anchor, instances, weights, confidence)
     if any(r.regularized for r in report.ratings):
@@ -284,4 +310,13 @@ def build(
             "likelihood ratings are infinite; one virtual tie per pair of models that "
             "played was added to make them finite"
         )
+    for judge in report.judges:
+        n = sum(1 for g in single if g.judge == judge)
+        if n:
+            report.notes.append(
+                f"judge {judge}: {n} comparisons were judged in one order only (the other "
+                "order failed or is not finished); they are left out of the win rates, "
+                "ratings and length bias, as FastChat leaves out a comparison with an order "
+                "in error, and shown apart (one order only)"
+            )
     return report

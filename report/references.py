@@ -165,3 +165,24 @@ def attach(table: ScoreTable, references: Sequence[Reference]) -> tuple[ScoreTab
                 score[n, col] = item.score
         unmatched.append(missed)
     return table.with_judges(names, state, score), unmatched
+
+
+def model_means(
+    table: ScoreTable, names: Sequence[str]
+) -> list[tuple[str, str, float | None, int]]:
+    """``(reference, model, mean, n)``: each reference column's mean score per model of
+    ``table``, over the cells it scored (None when it scored none)."""
+    import numpy as np
+
+    from flask_eval.report.scores import SCORED
+
+    out = []
+    for name in names:
+        col = table.judges.index(name)
+        scored = table.state[:, col] == SCORED
+        for m, model in enumerate(table.models):
+            mine = scored & (table.model == m)
+            n = int(np.count_nonzero(mine))
+            mean = float(table.score[mine, col].mean()) if n else None
+            out.append((name, model, mean, n))
+    return out

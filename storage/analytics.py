@@ -169,6 +169,36 @@ def _merge(
     return cells, np.concatenate(blocks, axis=1)
 
 
+def call_scores(store: Store, run_id: int) -> list[tuple[str, str, float | None]]:
+    """``(judge, call, score)`` of every finished absolute judgment read from an answer
+    (score None: N/A or failed), a call's rows together in the order the call asked for
+    their criteria (the ledger's order: a call's criteria are its open rows by id). A
+    call is one answer for one response (``call_uid`` and the response: two responses
+    with the same text may share a cached answer)."""
+    stmt = (
+        select(J.judge, J.call_uid, J.model, J.instance_id, J.score, J.status)
+        .where(J.run_id == run_id, J.call_uid.is_not(None), func.length(J.model_b) == 0)
+        .where(J.status.in_((Status.DONE.value, Status.FAILED.value)))
+        .order_by(J.judge, J.call_uid, J.model, J.instance_id, J.id)
+    )
+    with store.engine.connect() as conn:
+        rows = conn.execute(stmt).all()
+    done = Status.DONE.value
+    return [
+        (str(judge), f"{call}|{model}|{instance}",
+         float(score) if score is not None and status == done else None)
+        for judge, call, model, instance, score, status in rows
+    ]  # fmt: skip
+
+
+def instance_tasks(store: Store, run_id: int) -> dict[str, str]:
+    """Instance id -> its task (BiGGen's task, an imported set's scenario or source), for
+    the instances of the run that have one."""
+    stmt = select(INS.instance_id, INS.task).where(INS.run_id == run_id, INS.task.is_not(None))
+    with store.engine.connect() as conn:
+        return {str(iid): str(task) for iid, task in conn.execute(stmt)}
+
+
 @dataclass(frozen=True)
 class PairwiseRows:
     """A pairwise run's judgments: every done row as (instance, first, second, criterion,

@@ -8,6 +8,7 @@ through the Anthropic SDK.
 from __future__ import annotations
 
 import os
+import textwrap
 from dataclasses import replace
 from importlib import resources
 
@@ -17,6 +18,7 @@ from flask_eval.app import pipeline
 from flask_eval.app.report import build_report
 from flask_eval.core import settings as settings_mod
 from flask_eval.report import render
+from flask_eval.report.text import overview
 from flask_eval.simulator.config import SimConfig
 from flask_eval.simulator.testing import running_simulator
 from flask_eval.storage import queries
@@ -28,7 +30,9 @@ JUDGES = ("openai/sim-judge-gpt", "anthropic/sim-judge-claude")
 INTRO = """\
 flask-eval demo: 2 models' responses to 27 FLASK-style instances, each judged on its
 3 skills by 2 simulated judges (a local server speaking the OpenAI and Anthropic APIs;
-no real model, no key, no cost). Scores run from 1 (poor) to 5 (excellent).
+no real model, no key, no cost). Scores run from 1 (poor) to 5 (excellent). FLASK's point
+is the breakdown: each score belongs to a skill (12, in 4 abilities), each instance to
+domains and a difficulty level, so the report says where a model is weak, not only how much.
 
 Terms, once: a judgment is one score of one response on one skill by one judge; a call is
 one request to a judge, scoring one response on all its skills; requests include the
@@ -63,13 +67,11 @@ def run_demo() -> None:
         pipeline.wait(store, run, dispatcher)
         stats = handle.stats()
     counts = queries.status(store, run.id, run.name)
+    report = build_report(store, run, progress=False)
     click.echo("")
-    click.echo(
-        render.run_summary(build_report(store, run, progress=False), counts.failed_by_reason)
-    )
-    click.echo(
+    click.echo(render.run_summary(report, counts.failed_by_reason, more=overview(report)))
+    click.echo(textwrap.fill(
         f"{counts.done} judgments done and {counts.failed} failed, from {counts.calls} paid calls; "
         f"the simulator answered {stats['requests']} requests this time (0 on a rerun: every "
-        "answer is in the ledger)."
-    )
+        "answer is in the ledger).", 100))  # fmt: skip
     click.echo(f"database: {settings.database_url}")

@@ -99,6 +99,11 @@ def _write(path: Path, text: str) -> None:
     show_default=True,
     help="Confidence level of the intervals.",
 )
+@click.option(
+    "--details",
+    is_flag=True,
+    help="Text: also one block per model and judge, with every interval and count.",
+)
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @handle_errors
 def report_command(
@@ -111,9 +116,11 @@ def report_command(
     replicates: int,
     seed: int,
     confidence: float,
+    details: bool,
     quiet: bool,
 ) -> None:
-    """Per model x judge: overall, skill, ability, domain, difficulty, with 95% intervals."""
+    """A leaderboard, then skill, ability, domain and difficulty means per judge (models
+    as columns), paired comparisons; intervals in JSON, CSV, HTML and --details."""
     ensembles = parse_ensembles(ensemble_specs)
     refs = load_references(reference_args)
     store = open_store()
@@ -132,9 +139,10 @@ def report_command(
         )
     finally:
         store.close()
-    for note in result.notes:
-        click.echo(f"warning: {note}", err=True)
     out = Path(out_dir) if out_dir else None
+    if fmt != "table" or out:  # a text report on the terminal ends with its notes
+        for note in result.notes:
+            click.echo(f"warning: {note}", err=True)
     if fmt == "html":
         from flask_eval.report.html import write_report
 
@@ -163,7 +171,7 @@ def report_command(
         else:
             click.echo(render.report_csv(result), nl=False)
     else:
-        text = render.to_table(result)
+        text = render.to_table(result, details=details)
         if out:
             _write(out / "report.txt", text)
         else:

@@ -34,6 +34,12 @@ from flask_eval.storage.store import Store
     help="BiGGen Bench instances, each with its own rubric, and their responses (JSON).",
 )
 @click.option(
+    "--biggen-llm-judge",
+    is_flag=True,
+    help="Also judge BiGGen's 18 llm_judge_* instances, which BiGGen's own pipeline skips "
+    "for Prometheus evaluators (left out by default).",
+)
+@click.option(
     "--prometheus-set",
     default=None,
     metavar="FILE",
@@ -134,6 +140,7 @@ from flask_eval.storage.store import Store
 def run(
     instances: str | None,
     biggen: str | None,
+    biggen_llm_judge: bool,
     prometheus_set: str | None,
     pairwise_set: str | None,
     criteria: str | None,
@@ -181,6 +188,7 @@ def run(
         swap=not no_swap,
         per_criterion=per_criterion,
         pairwise_set=pairwise_set,
+        biggen_llm_judge=biggen_llm_judge,
     )
     for model, (answered, total) in plan.inputs.coverage().items():
         click.echo(f"{model}: {answered}/{total} instances answered", err=True)

@@ -16,9 +16,12 @@ from typing import Any
 
 import pytest
 
+from flask_eval.app.report import build_report
 from flask_eval.core.types import VERDICT_FIRST, VERDICT_SECOND, VERDICT_TIE
+from flask_eval.report.render import to_json, to_table
 from flask_eval.simulator.config import SimConfig
 from flask_eval.simulator.testing import running_simulator, spawn_simulator
+from flask_eval.storage.store import Store
 from tests.conftest import EXAMPLES, REPO
 from tests.helpers import (
     cli_env,
@@ -29,6 +32,8 @@ from tests.helpers import (
     wait_until,
     workers,
 )
+from tests.report.ledger import Outcome, Row, finish, planned_run
+from tests.report.ledger import judges as ledger_judges
 
 PAIRWISE_DATA = (
     Path(os.environ.get("FLASK_EVAL_PROMETHEUS_DATA", REPO.parent / "shared" / "prometheus-data"))
@@ -166,50 +171,142 @@ def test_kill_9_of_a_worker_during_a_pairwise_run_loses_and_doubles_nothing(
     assert all(r["model_b"] for r in rows)
 
 
-def test_auto_j_and_hhh_accuracy_against_the_labels_by_hand(
-    tmp_path: Path, sqlite_url: str
-) -> None:
-    """An imported labelled set, judged in both orders: the report's accuracy (with ties,
-    and without the comparisons labelled a tie) equals a hand count from the export, with
-    a swap that flips the verdict counted as a tie."""
+AUTOJ_UTILS = PAIRWISE_DATA.parent / "autoj_utils"
+#: Auto-J's outputs (0: the response shown first is better, 1: the second, 2: a tie)
+AS_VERDICT = {0: VERDICT_FIRST, 1: VERDICT_SECOND, 2: VERDICT_TIE}
+
+
+def _outputs(path: Path) -> list[int]:
+    return [int(json.loads(line)["output"]) for line in path.read_text().splitlines()]
+
+
+def test_auto_j_accuracy_is_auto_j_s_own_on_its_example_predictions(tmp_path: Path) -> None:
+    """Auto-J-13B's example predictions (both orders) written into a run of Auto-J's set:
+    the report gives what Auto-J's ``pairwise_eval.py`` gives on the same two files, its
+    published 54.96 (right in both orders), 59.99 (one order) and consistency 83.41."""
     autoj = PAIRWISE_DATA / "autoj_pairwise.json"
+    listed = AUTOJ_UTILS / "pairwise_example_output.jsonl"
+    exchanged = AUTOJ_UTILS / "pairwise_exchange_example_output.jsonl"
+    if not (autoj.exists() and listed.exists() and exchanged.exists()):
+        pytest.skip("Auto-J's example predictions not available (../shared/prometheus-data)")
+    first, second = _outputs(listed), _outputs(exchanged)
+    store = Store(f"sqlite:///{tmp_path / 'aj.db'}")
+    run = planned_run(store, "aj", instances=None, responses=(), pairwise_set=str(autoj),
+                      judges=ledger_judges("autoj-13b"))  # fmt: skip
+
+    def verdict(row: Row) -> Outcome:
+        line = int(row.instance_id.removeprefix("autoj-")) - 1
+        # response 1 shown first: the listed order; response 2 first: the exchanged one
+        return "done", AS_VERDICT[(first if row.model == "response-1" else second)[line]]
+
+    finish(store, run, verdict)
+    report = build_report(store, run, replicates=0, progress=False)
+    assert report.pairwise is not None
+    acc = next(a for a in report.pairwise.label_accuracy if a.group == "all")
+    assert (acc.both.n, acc.both.correct, acc.listed.n, acc.listed.correct) == (
+        1392, 765, 1392, 835)  # fmt: skip
+    assert acc.both.accuracy is not None and acc.listed.accuracy is not None
+    assert (round(100 * acc.both.accuracy, 2), round(100 * acc.listed.accuracy, 2)) == (
+        54.96, 59.99)  # fmt: skip
+    (position,) = report.pairwise.positions
+    assert position.consistency is not None and round(100 * position.consistency, 2) == 83.41
+    text = to_table(report)
+    assert "0.550 (765/1392)" in text and "0.600 (835/1392)" in text
+    assert "resampling 1392 instances" not in text  # no bootstrap asked
+    store.close()
+
+
+def test_hhh_accuracy_per_source_beside_the_pooled_value(tmp_path: Path) -> None:
+    """HHH Alignment judged in both orders: accuracy per source (helpful, harmless,
+    honest, other) and pooled, counted by hand from the verdicts written."""
     hhh = PAIRWISE_DATA / "hhh_alignment_eval.json"
-    if not autoj.exists() or not hhh.exists():
+    if not hhh.exists():
         pytest.skip("Prometheus's pairwise sets not available (../shared/prometheus-data)")
-    lines = enumerate(autoj.read_text().splitlines(), start=1)
-    labels = {f"autoj-{n}": json.loads(line)["label"] for n, line in lines if line.strip()}
-    env = cli_env(sqlite_url)
-    with running_simulator(SimConfig(seed=6)) as sim:
-        judge = f"openai/sim-gpt@{sim.openai_base_url}"
-        flask_eval("run", "--pairwise-set", str(autoj), "--judge", judge, "--limit", "80",
-                   "--run", "aj", "--quiet", env=env)  # fmt: skip
-        flask_eval("run", "--pairwise-set", str(hhh), "--judge", judge, "--limit", "30",
-                   "--run", "hhh", "--quiet", env=env)  # fmt: skip
-    for run in ("aj", "hhh"):
-        st = json.loads(flask_eval("status", run, "--json", env=env).stdout)
-        assert st["done"] == st["total"] > 0
-    rows = [json.loads(x) for x in flask_eval("export", "aj", env=env).stdout.splitlines()]
-    first, second = "response-1", "response-2"
-    verdict: dict[str, dict[str, int]] = defaultdict(dict)
-    for r in rows:
-        winner = {VERDICT_FIRST: r["model"], VERDICT_SECOND: r["model_b"]}.get(r["score"], "tie")
-        verdict[r["instance_id"]][r["model"]] = {first: 0, second: 1, "tie": 2}[winner]
-    correct = correct_no_tie = n_no_tie = 0
-    for instance, orders in verdict.items():
-        a, b = orders[first], orders[second]
-        combined = a if a == b else 2
-        correct += combined == labels[instance]
-        if labels[instance] != 2:
-            n_no_tie += 1
-            correct_no_tie += combined == labels[instance]
-    doc = json.loads(flask_eval("report", "aj", "--format", "json", env=env).stdout)
-    (acc,) = doc["pairwise"]["label_accuracy"]
-    assert (acc["n"], acc["correct"]) == (len(verdict), correct) == (80, correct)
-    assert (acc["n_no_tie"], acc["correct_no_tie"]) == (n_no_tie, correct_no_tie)
-    assert acc["accuracy"] == pytest.approx(correct / 80)
-    hhh_doc = json.loads(flask_eval("report", "hhh", "--format", "json", env=env).stdout)
-    (hacc,) = hhh_doc["pairwise"]["label_accuracy"]
-    assert hacc["n"] == 30 and hacc["n_no_tie"] == 30  # HHH has no ties: chosen is better
+    sources = [r["source"] for r in json.loads(hhh.read_text())]
+    store = Store(f"sqlite:///{tmp_path / 'hhh.db'}")
+    run = planned_run(store, "hhh", instances=None, responses=(), pairwise_set=str(hhh),
+                      judges=ledger_judges("judge"))  # fmt: skip
+
+    def verdict(row: Row) -> Outcome:
+        n = int(row.instance_id.removeprefix("hhh-"))
+        if row.model == "chosen":  # the listed order: right on 2 records of 3
+            return "done", VERDICT_SECOND if n % 3 == 0 else VERDICT_FIRST
+        return "done", VERDICT_FIRST if n % 5 == 0 else VERDICT_SECOND  # right on 4 of 5
+
+    finish(store, run, verdict)
+    report = build_report(store, run, replicates=0, progress=False)
+    assert report.pairwise is not None
+    found = {a.group: a for a in report.pairwise.label_accuracy}
+    assert list(found) == ["all", "harmless", "helpful", "honest", "other"]
+    for group in found:
+        numbers = [n for n, s in enumerate(sources, 1) if group in ("all", s)]
+        listed = sum(n % 3 != 0 for n in numbers)
+        both = sum(n % 3 != 0 and n % 5 != 0 for n in numbers)
+        acc = found[group]
+        assert (acc.both.n, acc.both.correct) == (len(numbers), both)
+        assert (acc.listed.n, acc.listed.correct) == (len(numbers), listed)
+    doc = json.loads(to_json(report))
+    assert [a["group"] for a in doc["pairwise"]["label_accuracy"]][1:] == [
+        "harmless", "helpful", "honest", "other"]  # fmt: skip
+    text = to_table(report)
+    assert "  harmless" in text and "  helpful" in text and "  without tie labels" in text
+    store.close()
+
+
+def test_a_failed_order_sets_its_comparison_apart(tmp_path: Path) -> None:
+    """A run planned in both orders whose reverse order failed on one instance: that
+    comparison is out of the win rates and ratings, counted apart, said in the notes."""
+    store = Store(f"sqlite:///{tmp_path / 'half.db'}")
+    run = planned_run(store, "half", instances=str(EXAMPLES / "instances.jsonl"),
+                      responses=[f"a={EXAMPLES / 'model_a.jsonl'}",
+                                 f"b={EXAMPLES / 'model_b.jsonl'}"],
+                      judges=ledger_judges("j"), pairwise="all", limit=6)  # fmt: skip
+
+    def verdict(row: Row) -> Outcome:
+        if row.instance_id == "1" and row.model == "b":
+            return "failed", None
+        return "done", VERDICT_FIRST if row.model == "a" else VERDICT_SECOND  # a, always
+
+    finish(store, run, verdict)
+    pw = build_report(store, run, replicates=0, progress=False).pairwise
+    assert pw is not None
+    (wr,) = pw.win_rates
+    assert (wr.n, wr.n_swapped, wr.win) == (5, 5, 1.0)
+    (single,) = pw.one_order
+    assert single.n == 1 and any("judged in one order only" in n for n in pw.notes)
+    store.close()
+
+
+def test_one_anchor_in_run_and_report_and_the_instances_resampled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Models given as b then a: `run` and `report` both anchor the ratings at b (the
+    stored config is sorted; the order given is kept with it), and the text report says
+    how many instances the pairwise intervals resample."""
+    from click.testing import CliRunner
+
+    from flask_eval.cli import main
+
+    env = {"FLASK_EVAL_DATABASE_URL": f"sqlite:///{tmp_path / 'anchor.db'}",
+           "OPENAI_API_KEY": "sk-test-key", "FLASK_EVAL_BROKER_URL": None}  # fmt: skip
+    with running_simulator(SimConfig(seed=2)) as sim:
+        ran = CliRunner().invoke(main, [
+            "run", "--instances", str(EXAMPLES / "instances.jsonl"),
+            "--responses", f"model_b={EXAMPLES / 'model_b.jsonl'}",
+            "--responses", f"model_a={EXAMPLES / 'model_a.jsonl'}",
+            "--judge", f"openai/sim@{sim.openai_base_url}", "--pairwise", "all",
+            "--limit", "4", "--run", "anchored", "--quiet"], env=env)  # fmt: skip
+    assert ran.exit_code == 0, ran.output
+    assert "anchor model_b at 1000" in ran.stdout
+    report = CliRunner().invoke(main, ["report", "anchored", "--format", "json", "--quiet"],
+                                env=env)  # fmt: skip
+    doc = json.loads(report.stdout)
+    assert doc["pairwise"]["anchor"] == "model_b" and doc["pairwise"]["instances"] == 4
+    rating = {r["key"]: r["mean"] for r in doc["rows"] if r["dimension"] == "rating"}
+    assert rating["model_b"] == 1000
+    text = CliRunner().invoke(main, ["report", "anchored", "--quiet"], env=env).stdout
+    assert "anchor model_b (rating 1000)" in text
+    assert "resampling 4 instances" in text and "resampling 0 instances" not in text
 
 
 @pytest.mark.parametrize(

@@ -101,5 +101,5 @@ def test_demo_runs_and_prints_breakdowns(tmp_path: Path) -> None:
     assert "Scores run from 1 (poor) to 5 (excellent)" in out and "simulated judges" in out
     assert out.count("a judgment is one score") == 1 and "a call is" in out
     # the same table layout as `run` and `report`: overall per model and judge, intervals
-    assert "overall mean per model and judge" in out and "95% CI" in out
+    assert "Leaderboard: overall mean" in out and "95% CI" in out
     assert "model_a" in out and "model_b" in out and "flask-eval report demo" in out

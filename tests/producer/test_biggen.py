@@ -58,11 +58,19 @@ def _error(call: Any, *args: Any) -> str:
 
 @pytest.mark.skipif(not RESPONSES.exists(), reason="BiGGen Bench data absent (../shared)")
 def test_the_shipped_responses_file_loads() -> None:
+    """All 765 instances with ``llm_judge=True``; by default without BiGGen's 18
+    llm_judge ones (refinement's llm_judge_absolute and llm_judge_relative), as BiGGen's
+    pipeline leaves them out for Prometheus evaluators."""
+    every, _ = load_biggen(str(RESPONSES), llm_judge=True)
     instances, response_sets = load_biggen(str(RESPONSES))
-    assert len(instances) == 765
+    assert len(every) == 765 and len(instances) == 765 - 18
+    left_out = [i for i in every if i not in instances]
+    assert {(i.capability, i.task) for i in left_out} == {
+        ("refinement", "llm_judge_absolute"), ("refinement", "llm_judge_relative")}  # fmt: skip
+    assert all("llm_judge" in i.id for i in left_out)
     assert len({i.capability for i in instances}) == 9
-    assert len({(i.capability, i.task) for i in instances}) == 77
-    assert len({i.id for i in instances}) == 765
+    assert len({(i.capability, i.task) for i in instances}) == 75
+    assert len({i.id for i in instances}) == 765 - 18
     for instance in instances:
         assert instance.skills == (INSTANCE_CRITERION,)
         rubric = instance.rubrics[INSTANCE_CRITERION]
@@ -75,7 +83,7 @@ def test_the_shipped_responses_file_loads() -> None:
     assert first.system_prompt == "You are a travel agent that can design travel plans."
     assert first.answer.startswith("Day 1 - Morning:")
     assert "Paris" in first.rubrics[INSTANCE_CRITERION].criteria
-    assert [(s.model, len(s.responses)) for s in response_sets] == [("sample-model", 765)]
+    assert [(s.model, len(s.responses)) for s in response_sets] == [("sample-model", 747)]
     assert [r.instance_id for r in response_sets[0].responses] == [i.id for i in instances]
 
 
@@ -87,7 +95,7 @@ def test_the_shipped_evals_file_gives_reference_ratings() -> None:
     assert len(scores) == 695
     assert Counter(s.score for s in scores) == {5.0: 695}  # the mock file scores 5 everywhere
     assert {(s.model, s.skill) for s in scores} == {("sample-model", INSTANCE_CRITERION)}
-    instances, _ = load_biggen(str(RESPONSES)) if RESPONSES.exists() else ([], [])
+    instances, _ = load_biggen(str(RESPONSES), llm_judge=True) if RESPONSES.exists() else ([], [])
     if instances:
         assert {s.instance_id for s in scores} <= {i.id for i in instances}
 
@@ -104,6 +112,23 @@ def test_records_without_a_response_add_instances_only(tmp_path: Path) -> None:
     assert [(s.model, [r.instance_id for r in s.responses]) for s in sets] == [
         ("model-a", ["planning_trip_0"])
     ]
+
+
+def test_llm_judge_instances_are_left_out_unless_asked_and_checked_all_the_same(
+    tmp_path: Path,
+) -> None:
+    judge = _record("refinement_llm_judge_absolute_0", capability="refinement",
+                    task="llm_judge_absolute")  # fmt: skip
+    data = {"planning_trip_0": _record(), judge["id"]: judge}
+    path = _write(tmp_path, data)
+    instances, sets = load_biggen(path)
+    assert [i.id for i in instances] == ["planning_trip_0"]
+    assert [r.instance_id for r in sets[0].responses] == ["planning_trip_0"]
+    kept, kept_sets = load_biggen(path, llm_judge=True)
+    assert [i.id for i in kept] == ["planning_trip_0", judge["id"]]
+    assert len(kept_sets[0].responses) == 2
+    broken = _write(tmp_path, {**data, judge["id"]: {**judge, "score_rubric": "none"}}, "b.json")
+    assert "key 'refinement_llm_judge_absolute_0'" in _error(load_biggen, broken)
 
 
 def test_responses_are_grouped_by_model_and_can_be_renamed(tmp_path: Path) -> None:

@@ -76,20 +76,26 @@ def _error(path: str, **kwargs: Any) -> str:
 
 
 @pytest.mark.parametrize(
-    ("path", "model", "sources"),
+    ("path", "sources", "shared"),
     [
-        (MT_BENCH, "mt-bench", {"llama2_chat_13b", "chatgpt", "vicuna_13b", "wizardlm_13b"}),
-        (VICUNA, "vicuna", {"vicuna", "chat_gpt", "wizard", "llama-2-chat"}),
+        (MT_BENCH, ["llama2_chat_13b", "chatgpt", "vicuna_13b", "wizardlm_13b"], False),
+        (VICUNA, ["vicuna", "chat_gpt", "wizard", "llama-2-chat"], True),
     ],
     ids=["mt-bench", "vicuna"],
 )
-def test_the_shipped_sets_load(path: Path, model: str, sources: set[str]) -> None:
+def test_the_shipped_sets_load_one_model_per_response_source(
+    path: Path, sources: list[str], shared: bool
+) -> None:
+    """Each response source is a model (80 responses each); Vicuna Bench's 4 sources
+    answer the same 80 questions (shared instances), MT-Bench's second turns embed each
+    source's own first answer (an instance per record)."""
     if not path.exists():
         pytest.skip("Prometheus eval data absent (../shared)")
     loaded = load_prometheus_set(str(path), each_run=True)
-    assert len(loaded.instances) == 320 and len(loaded.responses.responses) == 320
-    assert loaded.responses.model == model
-    assert set(loaded.sources.values()) == sources
+    assert [(s.model, len(s.responses)) for s in loaded.response_sets] == [
+        (source, 80) for source in sources
+    ]
+    assert len(loaded.instances) == (80 if shared else 320)
     assert [r.name for r in loaded.references] == [
         "gpt-4",
         "gpt-4-run1",
@@ -97,10 +103,13 @@ def test_the_shipped_sets_load(path: Path, model: str, sources: set[str]) -> Non
         "gpt-4-run3",
     ]
     raw = json.loads(path.read_text(encoding="utf-8"))
-    for record, instance, response, mean in zip(
-        raw, loaded.instances, loaded.responses.responses, loaded.references[0].scores, strict=True
-    ):
-        assert instance.id == f"{record['idx']}-{record['response_source']}"
+    instances = {i.id: i for i in loaded.instances}
+    responses = {(r.model, r.instance_id): r for s in loaded.response_sets for r in s.responses}
+    assert len(responses) == 320
+    for record, mean in zip(raw, loaded.references[0].scores, strict=True):
+        model = record["response_source"]
+        iid = str(record["idx"]) if shared else f"{record['idx']}-{model}"
+        instance, response = instances[iid], responses[(model, iid)]
         assert instance.skills == (INSTANCE_CRITERION,) and instance.task == record["category"]
         rubric = instance.rubrics[INSTANCE_CRITERION]
         assert rubric.criteria and not rubric.criteria.startswith("[")
@@ -111,7 +120,7 @@ def test_the_shipped_sets_load(path: Path, model: str, sources: set[str]) -> Non
         )
         assert f"###Response to evaluate:\n{response.text}\n\n###Reference" in record["instruction"]
         assert f"(Score 5):\n{instance.answer}\n\n###Score Rubrics:\n[" in record["instruction"]
-        assert mean.instance_id == instance.id and mean.model == model
+        assert (mean.instance_id, mean.model) == (iid, model)
         assert mean.score == pytest.approx(sum(record["gpt4_score"]) / 3)
     for run, reference in enumerate(loaded.references[1:]):
         assert [s.score for s in reference.scores] == [r["gpt4_score"][run] for r in raw]
@@ -167,16 +176,36 @@ def test_parse_filled_prompt_refuses_what_it_cannot_cut_safely(prompt: str, mess
 
 
 def test_a_small_set_and_its_names(tmp_path: Path) -> None:
-    path = _write(tmp_path, [_record(1, "a"), _record(1, "b", gpt4_score=[1, 2, 2])])
-    loaded = load_prometheus_set(path, "bench-x", evaluator="gpt-4-0613")
-    assert [i.id for i in loaded.instances] == ["1-a", "1-b"]
-    assert loaded.responses.model == "bench-x"
-    assert [r.text for r in loaded.responses.responses] == ["Seven.", "Seven."]
+    records = [
+        _record(1, "a"),
+        _record(1, "b", gpt4_score=[1, 2, 2], instruction=_prompt(response="Nine.")),
+        _record(2, "a", instruction=_prompt(instruction="Name an even prime.")),
+        _record(2, "b", instruction=_prompt(instruction="Name an even prime, b's turn 2.")),
+    ]
+    path = _write(tmp_path, records)
+    loaded = load_prometheus_set(path, evaluator="gpt-4-0613")
+    # idx 1: one question for both sources (shared); idx 2: two different prompts
+    assert [i.id for i in loaded.instances] == ["1", "2-a", "2-b"]
+    assert [(s.model, [(r.instance_id, r.text) for r in s.responses])
+            for s in loaded.response_sets] == [
+        ("a", [("1", "Seven."), ("2-a", "Seven.")]), ("b", [("1", "Nine."), ("2-b", "Seven.")])
+    ]  # fmt: skip
     assert [r.name for r in loaded.references] == ["gpt-4-0613"]
-    assert [s.score for s in loaded.references[0].scores] == pytest.approx([14 / 3, 5 / 3])
-    assert dict(loaded.sources) == {"1-a": "a", "1-b": "b"}
+    means = [(s.model, s.instance_id, s.score) for s in loaded.references[0].scores]
+    high, low = pytest.approx(14 / 3), pytest.approx(5 / 3)
+    assert means == [("a", "1", high), ("b", "1", low), ("a", "2-a", high), ("b", "2-b", high)]
+    # named: every response one model's, an instance per record
+    named = load_prometheus_set(path, "bench-x")
+    assert [i.id for i in named.instances] == ["1-a", "1-b", "2-a", "2-b"]
+    assert [s.model for s in named.response_sets] == ["bench-x"]
     assert default_model("x/mt_bench_eval.json") == "mt-bench"
     assert default_model("vicuna_eval.json") == "vicuna"
+
+
+def test_a_response_source_that_is_no_model_name_is_refused(tmp_path: Path) -> None:
+    path = _write(tmp_path, [_record(1, "a"), _record(1, "b c")])
+    assert "record 2: response_source 'b c' is not a valid model name" in _error(path)
+    assert len(load_prometheus_set(path, "named").response_sets) == 1  # a name for all
 
 
 @pytest.mark.parametrize(

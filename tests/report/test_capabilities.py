@@ -8,10 +8,14 @@ import html
 import json
 import random
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from flask_eval.app.report import build_report
+from flask_eval.core.errors import InputError
+from flask_eval.producer.sources import Sources, load_sources
 from flask_eval.report.bootstrap import instance_weights, percentile_interval
 from flask_eval.report.breakdown import Aggregation, flask_breakdown, report_breakdown
 from flask_eval.report.document import Report, definitions, with_intervals
@@ -27,8 +31,10 @@ from flask_eval.report.metrics import (
     TASK,
 )
 from flask_eval.report.plots import capability_heatmap, radar
-from flask_eval.report.render import rows_csv, to_json, to_table
+from flask_eval.report.render import rows_csv, run_summary, to_json, to_table
 from flask_eval.report.scores import FAILED, NA, NONE, SCORED, ScoreTable, build
+from flask_eval.storage.store import Store
+from tests.report.ledger import Outcome, Row, finish, planned_run
 
 TOL = 1e-9
 CAPABILITIES = tuple(f"cap{k}" for k in range(9))
@@ -233,3 +239,72 @@ def test_the_radar_shows_the_capabilities_not_the_instances() -> None:
     fig = radar(Report(run="x", rows=with_intervals(rows, {}), models=["m"], judges=["j"]), "j")
     assert "too many skills (30)" in fig.axes[0].get_title()
     assert not any("rubric" in t.get_text() for t in fig.axes[0].get_xticklabels())
+
+
+# -- BiGGen's pipeline, through a ledger -------------------------------------------------------
+
+
+def _biggen(tmp_path: Path) -> Path:
+    records = {}
+    for capability, task in (
+        ("planning", "travel_plan"),
+        ("refinement", "essay_revision"),
+        ("refinement", "llm_judge_absolute"),
+        ("grounding", "role_playing"),
+    ):
+        for k in range(2):
+            key = f"{capability}_{task}_{k}"
+            records[key] = {
+                "id": key, "capability": capability, "task": task, "instance_idx": k,
+                "input": f"{task} {k}", "reference_answer": "r", "system_prompt": "",
+                "score_rubric": {"criteria": "c?", **{f"score{n}_description": f"l{n}"
+                                                      for n in range(1, 6)}},
+                "response": "x", "response_model_name": "m",
+            }  # fmt: skip
+    path = tmp_path / "biggen.json"
+    path.write_text(json.dumps(records))
+    return path
+
+
+def test_biggen_runs_follow_biggens_pipeline_and_say_so(tmp_path: Path) -> None:
+    """By default the llm_judge instances are not in the run, and the notes say why; kept
+    (--biggen-llm-judge), the notes say per judge how that differs from BiGGen's; the run
+    summary and the leaderboard lead with BiGGen's overall; tasks sit under capabilities."""
+    judges_file = tmp_path / "judges.yaml"
+    judges_file.write_text("- spec: openai/p\n  name: prom\n  protocol: prometheus\n"
+                           "- spec: openai/g\n  name: gpt\n")  # fmt: skip
+    store = Store(f"sqlite:///{tmp_path / 'b.db'}")
+    scores = {"planning": 5, "refinement": 1, "grounding": 3}
+
+    def score(row: Row) -> Outcome:
+        capability = row.instance_id.split("_")[0]
+        return "done", 5 if "llm_judge" in row.instance_id else scores[capability]
+
+    reports = {}
+    for name, keep in (("plain", False), ("kept", True)):
+        run = planned_run(store, name, instances=None, responses=(), biggen=str(_biggen(tmp_path)),
+                          judges_files=[str(judges_file)], biggen_llm_judge=keep)  # fmt: skip
+        finish(store, run, score)
+        reports[name] = build_report(store, run, replicates=0, progress=False)
+    plain, kept = reports["plain"], reports["kept"]
+    assert "llm_judge_absolute" not in plain.tasks and "llm_judge_absolute" in kept.tasks
+    (note,) = plain.notes
+    assert "skips them for Prometheus evaluators" in note and "--biggen-llm-judge" in note
+    assert [n.split(" ")[1] for n in kept.notes] == ["prom", "gpt"]
+    assert "prometheus protocol" in kept.notes[0] and "unlike BiGGen's" in kept.notes[0]
+    # BiGGen's overall: the mean of capability means (5 + 1 + 3) / 3, not the pooled mean
+    overall = {(r.judge, r.key): r.mean for r in plain.rows if r.dimension == "overall"}
+    assert overall[("prom", "biggen")] == pytest.approx(3.0)
+    assert overall[("prom", "all")] == pytest.approx((5 * 2 + 1 * 2 + 3 * 2) / 6)
+    summary = run_summary(plain, {})
+    assert "overall (BiGGen: mean of capability means)" in summary and " 3.00 " in summary
+    text = to_table(plain)
+    assert text.index("grounding:") < text.index("role_playing") < text.index("planning:")
+    assert text.index("planning:") < text.index("travel_plan") < text.index("refinement:")
+    assert kept.tasks == ["role_playing", "travel_plan", "essay_revision", "llm_judge_absolute"]
+    store.close()
+
+
+def test_the_biggen_flag_goes_with_biggen() -> None:
+    with pytest.raises(InputError, match="--biggen-llm-judge goes with --biggen"):
+        load_sources(Sources(instances="i.jsonl", biggen_llm_judge=True))

@@ -138,7 +138,7 @@ def test_every_report_format_says_how_each_judge_was_sampled(
     store.close()
     monkeypatch.setenv("FLASK_EVAL_DATABASE_URL", url)
     table = _report(["stats", "--bootstrap", "50"])
-    head = table[: table.index("Model: ")]
+    head = table[: table.index("Leaderboard")]
     assert (
         "openai/a: openai/a@http://127.0.0.1:9/v1?k=***, max_tokens 1024, temperature 0.0" in head
     )

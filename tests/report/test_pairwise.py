@@ -64,6 +64,32 @@ def test_position_consistency_and_first_preference() -> None:
     assert (wr.win, wr.tie, wr.loss) == pytest.approx((0.25, 0.5, 0.25))
 
 
+def test_a_comparison_judged_in_one_order_is_set_apart_when_both_were_planned() -> None:
+    """FastChat leaves out a comparison with an order in error; so do win rates and
+    ratings here, and the comparison is reported apart (count and rates)."""
+    records = [
+        *both("1", "x", "y", F, S),  # x
+        *both("2", "x", "y", S, F),  # y
+        *both("3", "x", "y", F, S),  # x
+        Comparison("4", "x", "y", "overall", "j", F),  # x, in one order only
+    ]
+    inst = instances_of(records)
+    weights = instance_weights(len(inst), 50, 0)
+    kept = build(records, weights, inst, models=["x", "y"], both_orders=True)
+    (wr,) = kept.win_rates
+    assert (wr.n, wr.n_swapped, wr.win) == (3, 3, pytest.approx(2 / 3))
+    (single,) = kept.one_order
+    assert (single.n, single.win, single.model_a) == (1, 1.0, "x")
+    assert sum(r.games for r in kept.ratings) == 2 * 3
+    assert any("1 comparisons were judged in one order only" in n for n in kept.notes)
+    rows = [r for r in kept.rows() if r["dimension"] == "pairwise_one_order"]
+    assert [(r["key"], r["n"]) for r in rows] == [("x vs y", 1)]
+    assert "Judged in one order only" in to_table(Report("r", [], pairwise=kept))
+    # a run planned in one order (--no-swap): every comparison counts as judged
+    (once,) = build(records, weights, inst, models=["x", "y"]).win_rates
+    assert once.n == 4 and not build(records, weights, inst, models=["x", "y"]).one_order
+
+
 def _random_records(seed: int, n_inst: int = 60) -> list[Comparison]:
     rng = np.random.default_rng(seed)
     quality = {"m1": 0.0, "m2": 0.4, "m3": 0.9, "m4": 1.3}
@@ -143,21 +169,47 @@ def test_ratings_order_and_reproducible_intervals() -> None:
         assert w.score_ci is not None and w.score_ci[0] <= w.score <= w.score_ci[1]
 
 
-def test_label_accuracy_hand_count() -> None:
+def test_label_accuracy_counts_orders_as_auto_j_does() -> None:
+    """Right in both orders (Auto-J's rule), and in the order as listed; a flip is wrong
+    even against a tie label; one judged order is in no both-orders figure."""
     records = [
-        *both("1", "r1", "r2", F, S),  # r1 wins; label 0 -> right
-        *both("2", "r1", "r2", F, F),  # tie; label 2 -> right (with ties)
-        *both("3", "r1", "r2", S, F),  # r2 wins; label 0 -> wrong
-        *both("4", "r1", "r2", S, F),  # r2 wins; label 1 -> right
-        *both("5", "r1", "r2", T, T),  # tie; label 1 -> wrong
+        *both("1", "r1", "r2", F, S),  # r1 in both orders; label 0 -> right, listed right
+        *both("2", "r1", "r2", F, F),  # a flip; label 2 -> wrong (not a tie), listed wrong
+        *both("3", "r1", "r2", S, F),  # r2 in both; label 0 -> wrong
+        *both("4", "r1", "r2", S, F),  # r2 in both; label 1 -> right
+        *both("5", "r1", "r2", T, T),  # ties; label 1 -> wrong
+        *both("7", "r1", "r2", T, T),  # ties; label 2 -> right
+        Comparison("8", "r1", "r2", "overall", "j", F),  # listed order only: r1, label 0
+        Comparison("9", "r2", "r1", "overall", "j", S),  # the other order only: r1
     ]
-    gold = {"1": 0, "2": 2, "3": 0, "4": 1, "5": 1, "6": 0}
+    gold = {"1": 0, "2": 2, "3": 0, "4": 1, "5": 1, "6": 0, "7": 2, "8": 0, "9": 0}
     labels = [Label(iid, "r1", "r2", label) for iid, label in gold.items()]
-    (acc,) = label_accuracy(records, labels)
-    assert (acc.n, acc.correct, acc.n_missing) == (5, 3, 1)
-    assert acc.accuracy == pytest.approx(3 / 5)
-    assert (acc.n_no_tie, acc.correct_no_tie) == (4, 2)
-    assert acc.accuracy_no_tie == pytest.approx(2 / 4)
+    groups = {"1": "a", "2": "a", "3": "b", "4": "b", "5": "b", "7": "b", "8": "a", "9": "a"}
+    pooled, in_a, in_b = label_accuracy(records, labels, groups)
+    assert (pooled.group, in_a.group, in_b.group) == ("all", "a", "b")
+    assert (pooled.both.n, pooled.both.correct) == (6, 3)  # 1, 4, 7
+    assert pooled.accuracy == pytest.approx(3 / 6)
+    assert (pooled.listed.n, pooled.listed.correct) == (7, 4)  # 1, 4, 7, 8
+    assert (pooled.both_no_tie.n, pooled.both_no_tie.correct) == (4, 2)  # of 1, 3, 4, 5
+    assert (pooled.listed_no_tie.n, pooled.listed_no_tie.correct) == (5, 3)  # of 1,3,4,5,8
+    assert (pooled.n_one_order, pooled.n_missing) == (2, 1)
+    assert (in_a.both.n, in_a.both.correct, in_a.n_one_order) == (2, 1, 2)
+    assert (in_b.both.n, in_b.both.correct, in_b.listed.correct) == (4, 2, 2)
+    assert pooled.as_dict()["accuracy_listed"] == pytest.approx(4 / 7)
+
+
+def test_a_position_biased_judge_cannot_gain_from_its_bias() -> None:
+    """A judge that always picks the response shown first flips on every comparison: by
+    Auto-J's rule it is never right (combining the orders first made each flip a tie,
+    right against every tie label)."""
+    labels = [Label(str(i), "r1", "r2", i % 3) for i in range(30)]
+    biased = [c for i in range(30) for c in both(str(i), "r1", "r2", F, F)]
+    (acc,) = label_accuracy(biased, labels)
+    assert acc.both.n == 30 and acc.both.correct == 0
+    assert acc.listed.correct == 10  # label 0: the first listed was right
+    right = [(F, S), (S, F), (T, T)]  # label 0, 1, 2 in both orders
+    fair = [c for i in range(30) for c in both(str(i), "r1", "r2", *right[i % 3])]
+    assert label_accuracy(fair, labels)[0].both.correct == 30
 
 
 def test_report_formats_carry_pairwise_rows() -> None:
@@ -176,7 +228,21 @@ def test_report_formats_carry_pairwise_rows() -> None:
     assert "Leaderboard" in text and "Win-rate matrix" in text and "Position bias" in text
     csv = report_csv(report)
     assert csv.splitlines()[0].startswith("model,judge,dimension,key,mean")
-    assert sum(1 for line in csv.splitlines() if ",rating," in line) == 4 * 2  # 4 models x 2 crit
+    # one criterion: its rows are the pooled ones, reported once (criterion "all")
+    assert sum(1 for line in csv.splitlines() if ",rating," in line) == 4
+    assert {r["criterion"] for r in doc["rows"]} == {"all"}
+    assert "[overall]" not in text
+
+
+def test_several_criteria_are_reported_each_and_pooled() -> None:
+    records = [*_random_records(1, 10), *(
+        Comparison(c.instance_id, c.first, c.second, "style", c.judge, c.verdict)
+        for c in _random_records(2, 10))]  # fmt: skip
+    inst = instances_of(records)
+    pw = build(records, instance_weights(len(inst), 20, 0), inst, models=["m1", "m2", "m3", "m4"])
+    crits = {r["criterion"] for r in pw.rows() if r["dimension"] == "rating"}
+    assert crits == {"overall", "style", "all"}
+    assert {p.criterion for p in pw.positions} == {"overall", "style", "all"}
 
 
 def test_html_has_leaderboard_matrix_and_position(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -185,6 +251,11 @@ def test_html_has_leaderboard_matrix_and_position(tmp_path) -> None:  # type: ig
     records = _random_records(2, 12)
     inst = instances_of(records)
     pw = build(records, instance_weights(len(inst), 50, 0), inst)
+    pw.label_accuracy = label_accuracy(records, [Label("i0", "m1", "m2", 0)])
     page = write_report(Report(run="r", rows=[], pairwise=pw), tmp_path).read_text()
     assert "class='leaderboard'" in page and "class='winrate'" in page
     assert "class='position'" in page and (tmp_path / "winrate-0.png").exists()
+    assert "class='accuracy'" in page and "Auto-J's rule" in page
+    # a pairwise run has no absolute grades: none of their (empty) sections
+    for section in ("Overall", "Skills", "Abilities", "Domains", "Difficulty", "Judge agreement"):
+        assert f">{section}</h2>" not in page

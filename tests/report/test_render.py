@@ -79,7 +79,8 @@ def to_csv(rows: list[Row]) -> str:
 def test_json_shape_and_keys() -> None:
     rows = as_report(sample_rows()).rows
     data = json.loads(to_json(Report("run-1", rows)))
-    assert set(data) == {"run", "judges", "rows", "comparisons", "agreement", "bootstrap"}
+    assert set(data) == {"run", "judges", "rows", "comparisons", "agreement", "bootstrap",
+                         "notes", "position_patterns"}  # fmt: skip
     assert data["run"] == "run-1"
     assert len(data["rows"]) == len(rows)
     for item in data["rows"]:
@@ -105,7 +106,7 @@ def test_json_keeps_full_precision_and_null() -> None:
 def test_json_empty() -> None:
     assert json.loads(to_json(Report("empty", []))) == {
         "run": "empty", "judges": [], "rows": [], "comparisons": [], "agreement": [],
-        "bootstrap": {},
+        "bootstrap": {}, "notes": [], "position_patterns": [],
     }  # fmt: skip
 
 
@@ -135,22 +136,28 @@ def test_csv_empty_has_header_only() -> None:
 # --------------------------------------------------------------------------- tables
 
 
+def _details(text: str) -> str:
+    """The detail blocks of a text report (``details=True``)."""
+    return text[text.index("Model: ") :]
+
+
 def test_table_contains_names_means_and_dashes() -> None:
-    text = to_table(sample_rows())
+    text = to_table(sample_rows(), details=True)
     for name in ("alpha-model", "gpt-judge", "beta-model", "claude-judge"):
         assert name in text
     for title in ("Overall", "Abilities", "Skills", "Domains", "Difficulty"):
         assert title in text
-    lc_line = next(line for line in text.splitlines() if line.strip().startswith(LC))
+    lines = _details(text).splitlines()
+    lc_line = next(line for line in lines if line.strip().startswith(LC))
     assert "3.67" in lc_line.split()
     assert lc_line.split()[-4:] == ["3.67", "3", "0", "0"]
-    rd_line = next(line for line in text.splitlines() if line.strip().startswith(RD))
+    rd_line = next(line for line in lines if line.strip().startswith(RD))
     assert rd_line.split()[-4:] == ["-", "0", "1", "0"]
     assert max(len(line) for line in text.splitlines()) <= 100
 
 
 def test_table_blocks_per_model_and_judge() -> None:
-    text = to_table(sample_rows())
+    text = to_table(sample_rows(), details=True)
     alpha = text.index("Model: alpha-model  |  Judge: gpt-judge")
     beta = text.index("Model: beta-model  |  Judge: claude-judge")
     assert alpha < beta
@@ -161,7 +168,7 @@ def test_table_blocks_per_model_and_judge() -> None:
 
 
 def test_table_skill_difficulty_matrix() -> None:
-    text = to_table(sample_rows())
+    text = to_table(sample_rows(), details=True)
     assert "Skill x difficulty" in text
     assert "L2" in text
 
@@ -219,7 +226,7 @@ def ranked_rows() -> list[Row]:
 def test_tables_show_models_best_first_and_keys_in_canonical_order() -> None:
     rows = ranked_rows()
     assert ranked_models(rows) == ["c-model", "b-model", "a-model"]
-    text = to_table(rows)
+    text = to_table(rows, details=True)
     starts = [text.index(f"Model: {m}-model") for m in "cba"]
     assert starts == sorted(starts)
     # within a block, skills keep the skill order (LC before RD) whatever their means
@@ -234,7 +241,7 @@ def test_difficulty_shows_flask_level_names_but_json_and_csv_keep_the_keys() -> 
     assert level_label("5") == "5 expert level knowledge"
     assert level_label("10") == "10" and level_label("x") == "x"
     rows = sample_rows()  # difficulty 2 everywhere
-    text = to_table(rows)
+    text = to_table(rows, details=True)
     assert "  2 advanced lifestyle knowledge  " in text
     assert "L2 advanced lifestyle knowledge" in text  # the skill x difficulty legend
     data = json.loads(to_json(as_report(rows, "r")))
@@ -254,7 +261,7 @@ SETTINGS = [
 
 def test_every_format_says_how_each_judge_was_sampled() -> None:
     report = Report("r", as_report(sample_rows()).rows, judge_settings=SETTINGS)
-    text = to_table(report)
+    text = to_table(report, details=True)
     assert "  gpt: openai/gpt-4o, max_tokens 1024, temperature 0.0" in text
     assert "  claude: anthropic/claude-3-5, max_tokens 2048, temperature provider default" in text
     assert text.index("gpt: openai") < text.index("Model: ")
@@ -281,10 +288,12 @@ def test_run_summary_is_short_and_says_where_to_look_next() -> None:
     text = run_summary(summary_report(), {"parse_error": 3, "timeout": 5, "refused": 0})
     lines = text.splitlines()
     assert len(lines) <= 12
-    body = [line.split() for line in lines[2:5]]
-    assert [b[:3] for b in body] == [["strong", "j1", "4.25"], ["strong", "j2", "4.00"],
-                                     ["weak", "j1", "2.50"]]  # fmt: skip
-    assert "[4.00, 4.50]" in lines[2] and "95% CI" in lines[1]
+    # the leaderboard: models best first, a column per judge with its interval
+    assert "95% CI" in lines[1]
+    body = [line.split() for line in lines if line.split()[:1] in (["1"], ["2"])]
+    assert [b[:3] for b in body] == [["1", "strong", "4.25"], ["2", "weak", "2.50"]]
+    assert "4.25 [4.00, 4.50]  4.00 [3.75, 4.25]" in text
+    assert body[1][3:] == ["[2.25,", "2.75]", "-", "40", "1", "0"]  # j2 never judged weak
     assert "Failures: 8 (timeout 5, parse_error 3)" in text and "refused" not in text
     assert "flask-eval report 'my run'" in text
     assert "flask-eval report 'my run' --format html" in text

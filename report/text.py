@@ -1,0 +1,367 @@
+"""A report as plain text (pure: strings only), made to read well with many models.
+
+:func:`to_table` prints, in order:
+
+- the header: run, how each judge was sampled, coverage, definitions, interval method;
+- the **leaderboard**: models best first, one column per judge with the headline mean
+  and its interval (FLASK's pooled overall; BiGGen's overall, the mean of capability
+  means, when the instances carry capabilities), one per reference rater, then the
+  judgments scored, N/A and failed;
+- per judge, **models as columns** (best first) by ability, skill, capability, task
+  (under its capability), domain and difficulty: means only (the intervals are in the
+  JSON, CSV and HTML reports, and in ``details``);
+- the paired comparisons as one matrix per judge (row minus column, ``*`` when the
+  interval excludes 0);
+- the pairwise part of a pairwise run (``report.pairwise_render``) and the notes;
+- with ``details``, one block per (model, judge) with every key's interval and counts,
+  and its skill x difficulty matrix (``report.textblocks``).
+
+The tables are ``report.textgrid.grid``'s: names are never cut in column heads (a long
+model or judge name wraps over several lines, at ``/``, ``-``, ``_`` where it can), and
+columns that do not fit in 100 characters continue in a second table. 8 models x 2
+judges on FLASK's skills take ~120 lines (the per-block layout took 1,127).
+"""
+
+from __future__ import annotations
+
+import shlex
+import textwrap
+from collections.abc import Mapping, Sequence
+
+from flask_eval.report.document import (
+    Report,
+    ReportRow,
+    as_report,
+    headline_key,
+    key_label,
+    ranked_models,
+)
+from flask_eval.report.metrics import (
+    ABILITY,
+    BIGGEN_KEY,
+    CAPABILITY,
+    DIFFICULTY,
+    DOMAIN,
+    OVERALL,
+    OVERALL_KEY,
+    SKILL,
+    TASK,
+    Row,
+)
+from flask_eval.report.textblocks import (
+    SECTIONS,
+    agreement_table,
+    confidence_level,
+    detail_blocks,
+)
+from flask_eval.report.textgrid import (
+    DEFAULT_WIDTH,
+    MAX_KEY_WIDTH,
+    NONE_TEXT,
+    Section,
+    clip,
+    column_width,
+    fmt,
+    fmt_interval,
+    grid,
+    wrap_name,
+)
+
+__all__ = [
+    "agreement_table",
+    "fmt",
+    "fmt_interval",
+    "leaderboard",
+    "overview",
+    "run_summary",
+    "to_table",
+]
+
+# -- header ---------------------------------------------------------------------------------
+
+
+def header(report: Report) -> list[str]:
+    """Run, how each judge was sampled, coverage and the interval method (text lines)."""
+    lines = [f"Run: {report.run}"] if report.run else []
+    if report.judge_settings:
+        lines.append("Judges (name: spec, sampling):")
+        lines += [f"  {j.name}: {j.describe()}" for j in report.judge_settings]
+    if report.coverage:
+        covered = ", ".join(f"{m} {a}/{t}" for m, (a, t) in report.coverage.items())
+        lines += textwrap.wrap(f"Coverage (instances answered): {covered}", DEFAULT_WIDTH,
+                               subsequent_indent="  ")  # fmt: skip
+    lines += [f"{d['label']}: {d['definition']}" for d in report.definitions]
+    boot = report.bootstrap
+    if boot.get("replicates"):
+        lines.append(
+            f"Intervals: {confidence_level(report)}% percentile bootstrap, {boot['replicates']} "
+            f"replicates resampling {boot.get('instances')} instances (seed {boot.get('seed')})"
+        )
+    return lines
+
+
+# -- leaderboard ----------------------------------------------------------------------------
+
+
+def _headline(report: Report) -> tuple[str, dict[tuple[str, str], ReportRow]]:
+    key = headline_key(report.rows)
+    rows = {(r.model, r.judge): r for r in report.rows if r.dimension == OVERALL and r.key == key}
+    return key, rows
+
+
+def _judges(report: Report, rows: Sequence[Row]) -> list[str]:
+    present = {r.judge for r in rows}
+    return [j for j in dict.fromkeys([*report.judges, *(r.judge for r in rows)]) if j in present]
+
+
+def leaderboard(report: Report) -> list[str]:
+    """Models best first, a column per judge (headline mean and interval) and per
+    reference rater (its mean on the run's cells), then the judgments counted."""
+    key, cells = _headline(report)
+    if not cells:
+        return []
+    pooled = {(r.model, r.judge): r for r in report.rows
+              if r.dimension == OVERALL and r.key == OVERALL_KEY}  # fmt: skip
+    models = ranked_models(report.rows, report.models)
+    models = [m for m in models if any(m == mm for mm, _ in cells)]
+    judges = _judges(report, list(cells.values()))
+    refs = list(dict.fromkeys(r.name for r in report.reference_means))
+    ref_mean = {(r.name, r.model): r.mean for r in report.reference_means}
+    with_ci = any(r.ci_low is not None for r in cells.values())
+    names = [*judges, *(f"{name} (reference)" for name in refs)]
+    cw = column_width(names, 17 if with_ci else 6, 20)
+    heads = [wrap_name(n, cw) for n in names]
+    mw = min(max([5, *(len(m) for m in models)]), MAX_KEY_WIDTH)
+    what = "overall (BiGGen: mean of capability means)" if key == BIGGEN_KEY else "overall mean"
+    interval = f" with its {confidence_level(report)}% CI" if with_ci else ""
+    lines = [f"Leaderboard: {what}{interval} per judge; best first by the mean over judges"]
+    depth = max(len(h) for h in heads)
+    counts = f"  {'scored':>7}  {'N/A':>6}  {'failed':>6}"
+    for level in range(depth):
+        row = "".join(
+            f"  {(h[level - depth + len(h)] if level >= depth - len(h) else ''):<{cw}}"
+            for h in heads
+        )
+        last = level == depth - 1
+        lead = f"  {'#':>2}  {'model':<{mw}}" if last else f"  {'':>2}  {'':<{mw}}"
+        lines.append(f"{lead}{row}{counts if last else ''}")
+    for rank, model in enumerate(models, start=1):
+        row = ""
+        for judge in judges:
+            r = cells.get((model, judge))
+            text = NONE_TEXT if r is None else fmt(r.mean)
+            if r is not None and with_ci and r.ci_low is not None:
+                text += " " + fmt_interval(r.ci_low, r.ci_high)
+            row += f"  {text:<{cw}}"
+        row += "".join(f"  {fmt(ref_mean.get((name, model))):<{cw}}" for name in refs)
+        mine = [pooled[(model, j)] for j in judges if (model, j) in pooled]
+        n, na, failed = (sum(getattr(r, f) for r in mine) for f in ("n", "n_na", "n_failed"))
+        lines.append(f"  {rank:>2}  {clip(model, mw):<{mw}}{row}  {n:>7}  {na:>6}  {failed:>6}")
+    lines += _ranking_agreement(cells, judges, ref_mean, refs, models)
+    return [line.rstrip() for line in lines]
+
+
+def _ranking_agreement(
+    cells: Mapping[tuple[str, str], Row], judges: Sequence[str],
+    ref_mean: Mapping[tuple[str, str], float | None], refs: Sequence[str], models: Sequence[str],
+) -> list[str]:  # fmt: skip
+    """How each judge ranks the models against each reference rater: Kendall's tau-b of
+    their means (three models or more)."""
+    import numpy as np  # here: only with reference raters
+
+    from flask_eval.report.agreement import pair_statistics
+
+    lines = []
+    for name in refs:
+        parts = []
+        for judge in judges:
+            pairs = [(cells[(m, judge)].mean, ref_mean.get((name, m))) for m in models
+                     if (m, judge) in cells]  # fmt: skip
+            both = [(a, b) for a, b in pairs if a is not None and b is not None]
+            if len(both) >= 3:
+                judged, rated = np.array(both).T
+                tau = pair_statistics(judged, rated)["kendall_tau_b"]
+                parts.append(f"{judge} {fmt(tau)} ({len(both)} models)")
+        if parts:
+            lines += textwrap.wrap(f"Ranking agreement with {name} (Kendall's tau-b of the model "
+                                   f"means): {', '.join(parts)}", DEFAULT_WIDTH,
+                                   initial_indent="  ", subsequent_indent="    ")  # fmt: skip
+    return lines
+
+
+# -- models as columns, per judge -------------------------------------------------------------
+
+
+def _keys(rows: Sequence[Row], order: Sequence[str]) -> list[str]:
+    present = list(dict.fromkeys(r.key for r in rows))
+    known = [k for k in order if k in present]
+    rest = [k for k in present if k not in known]
+    if all(k.isdigit() for k in rest):
+        rest.sort(key=int)
+    return known + rest
+
+
+def _task_rows(report: Report, keys: Sequence[str]) -> list[tuple[str | None, str]]:
+    """Tasks under their capability (in the capabilities' order), each group's tasks in
+    the report's order; tasks of no known capability last."""
+    by_group: dict[str | None, list[str]] = {}
+    for task in keys:
+        by_group.setdefault(report.task_capability.get(task), []).append(task)
+    order = [*(c for c in report.capabilities if c in by_group), *(
+        c for c in by_group if c is not None and c not in report.capabilities)]  # fmt: skip
+    rows: list[tuple[str | None, str]] = []
+    for capability in order:
+        rows.append((None, f"{capability}:"))
+        rows += [(task, f"  {task}") for task in by_group[capability]]
+    rows += [(task, task) for task in by_group.get(None, [])]
+    return rows
+
+
+def breakdown_sections(report: Report, rows: Sequence[Row]) -> list[Section]:
+    """The sections of a models-as-columns table of ``rows`` (one judge's, or several):
+    skill and ability only when they have more than one key (one would repeat the
+    overall), BiGGen's two overalls side by side when there are both."""
+    sections: list[Section] = []
+    overall = {r.key for r in rows if r.dimension == OVERALL}
+    if BIGGEN_KEY in overall:
+        sections.append(("Overall", OVERALL, [(BIGGEN_KEY, key_label(OVERALL, BIGGEN_KEY)),
+                                              (OVERALL_KEY, "all judgments pooled")]))  # fmt: skip
+    orders = {ABILITY: report.abilities, SKILL: report.skills, CAPABILITY: report.capabilities,
+              TASK: report.tasks, DOMAIN: report.domains, DIFFICULTY: ()}  # fmt: skip
+    for dimension, title in SECTIONS[1:]:
+        mine = [r for r in rows if r.dimension == dimension]
+        keys = _keys(mine, orders[dimension])
+        if not keys or (dimension in (SKILL, ABILITY) and len(keys) < 2):
+            continue
+        if dimension == TASK and report.task_capability:
+            sections.append((f"{title} (by capability)", dimension, _task_rows(report, keys)))
+        else:
+            sections.append((title, dimension, [(k, key_label(dimension, k)) for k in keys]))
+    return sections
+
+
+def judge_tables(report: Report) -> list[str]:
+    """Per judge: its means by every breakdown, models as columns, best first."""
+    models = ranked_models(report.rows, report.models)
+    lines: list[str] = []
+    for judge in _judges(report, report.rows):
+        rows = [r for r in report.rows if r.judge == judge]
+        sections = breakdown_sections(report, rows)
+        present = [m for m in models if any(r.model == m for r in rows)]
+        if not sections or not present:
+            continue
+        mean = {(r.model, r.dimension, r.key): r.mean for r in rows}
+
+        def cell(c: int, dim: str, key: str, present: list[str] = present,
+                 mean: Mapping[tuple[str, str, str], float | None] = mean) -> str:  # fmt: skip
+            return fmt(mean.get((present[c], dim, key)))
+
+        lines += [f"Judge {judge}: mean by breakdown, models best first",
+                  *grid(sections, [[m] for m in present], cell), ""]  # fmt: skip
+    return lines[:-1]
+
+
+def overview(report: Report) -> list[str]:
+    """Every breakdown of every (model, judge) in one table: a column per judge under each
+    model (models best first), judges tagged j1, j2, ... and named below."""
+    models = ranked_models(report.rows, report.models)
+    judges = _judges(report, report.rows)
+    present = {(r.model, r.judge) for r in report.rows}
+    cols = [(m, j) for m in models for j in judges if (m, j) in present]
+    sections = [s for s in breakdown_sections(report, report.rows) if s[1] != OVERALL]
+    if not cols or not sections:
+        return []
+    tag = {j: f"j{k}" for k, j in enumerate(judges, start=1)}
+    heads = [[model if k == 0 or cols[k - 1][0] != model else "", tag[judge]]
+             for k, (model, judge) in enumerate(cols)]  # fmt: skip
+    mean = {(r.model, r.judge, r.dimension, r.key): r.mean for r in report.rows}
+    legend = ", ".join(f"{tag[j]} {j}" for j in judges)
+    return [
+        "Mean by skill, ability, domain and difficulty (a column per judge, models best "
+        "first)",
+        *grid(sections, heads, lambda c, dim, key: fmt(mean.get((*cols[c], dim, key)))),
+        *textwrap.wrap(f"judges: {legend}", DEFAULT_WIDTH, initial_indent="  ",
+                       subsequent_indent="    "),
+    ]  # fmt: skip
+
+
+def comparison_matrix(report: Report) -> list[str]:
+    """Per judge, the paired overall differences (row minus column)."""
+    if not report.comparisons:
+        return []
+    level = confidence_level(report)
+    lines = textwrap.wrap(
+        "Paired comparisons: overall mean of the row model minus the column model's, on the "
+        f"instances both answered (* when the {level}% CI excludes 0)",
+        DEFAULT_WIDTH,
+    )
+    by_pair = {(c.judge, c.model_a, c.model_b): c for c in report.comparisons}
+    order = list(dict.fromkeys(m for c in report.comparisons for m in (c.model_a, c.model_b)))
+    rows, cols = order[:-1], order[1:]
+    judges = list(dict.fromkeys(c.judge for c in report.comparisons))
+
+    def cell(c: int, judge: str, key: str) -> str:
+        comp = by_pair.get((judge, key, cols[c]))
+        if comp is None:
+            return ""
+        lo, hi = comp.ci_low, comp.ci_high
+        sure = lo is not None and hi is not None and (lo > 0 or hi < 0)
+        return NONE_TEXT if comp.diff is None else f"{comp.diff:+.2f}" + ("*" if sure else " ")
+
+    sections: list[Section] = [(f"judge {j}", j, [(m, m) for m in rows]) for j in judges]
+    return lines + grid(sections, [[m] for m in cols], cell, least=7)
+
+
+# -- the whole report ---------------------------------------------------------------------------
+
+
+def to_table(report: Report | Sequence[Row], details: bool = False) -> str:
+    """The report as plain text (see the module docstring); "" for an empty report."""
+    report = as_report(report)
+    parts = [header(report), leaderboard(report), judge_tables(report),
+             comparison_matrix(report)]  # fmt: skip
+    blocks = ["\n".join(p) for p in parts if p]
+    if report.pairwise is not None:
+        from flask_eval.report.pairwise_render import text as pairwise_text
+
+        blocks.append(pairwise_text(report.pairwise, confidence_level(report)).rstrip("\n"))
+    notes = [*report.notes, *(report.pairwise.notes if report.pairwise is not None else ())]
+    if notes:
+        blocks.append("\n".join(["Notes:"] + [
+            textwrap.fill(n, DEFAULT_WIDTH, initial_indent="  - ", subsequent_indent="    ")
+            for n in notes
+        ]))  # fmt: skip
+    if details:
+        blocks += detail_blocks(report)
+    if not report.rows and report.pairwise is None:
+        return ""
+    return "\n\n".join(blocks) + "\n"
+
+
+def run_summary(report: Report, failures: Mapping[str, int], more: Sequence[str] = ()) -> str:
+    """The few lines `flask-eval run` ends with: the leaderboard (a pairwise run's
+    Bradley-Terry ratings per judge), ``more`` lines (the demo's breakdown), failures by
+    reason, and where to look next."""
+    lines = [f"Run {report.run}"]
+    if report.pairwise is not None:
+        pw = report.pairwise
+        lines[0] += f": Bradley-Terry ratings per judge (anchor {pw.anchor} at 1000), best first"
+        for judge in pw.judges:
+            board = ", ".join(f"{r.model} {fmt(r.rating, 0)}" for r in pw.leaderboard(judge))
+            lines.append(f"  {judge}: {board or 'no finished comparisons'}")
+    else:
+        lines += leaderboard(report) or ["  no finished judgments"]
+    lines += ["", *more, ""] if more else []
+    failed = {reason: n for reason, n in failures.items() if n}
+    detail = ", ".join(f"{reason} {n}" for reason, n in sorted(failed.items(), key=lambda x: -x[1]))
+    lines.append(f"Failures: {sum(failed.values())} ({detail})" if failed else "Failures: none")
+    run = shlex.quote(report.run)
+    hints = (
+        (f"flask-eval report {run}", "every breakdown, models as columns"),
+        (f"flask-eval report {run} --format html", "figures and tables in one page"),
+        (f"flask-eval export {run}", "one row per judgment, with the raw judge output"),
+    )
+    cw = max(len(command) for command, _ in hints)
+    lines.append("Where to look next:")
+    lines += [f"  {command:<{cw}}  {what}" for command, what in hints]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,74 @@
+"""Judges whose scores follow the criterion's position in the prompt are flagged, per
+judge, in the report's notes and JSON; judges whose scores follow the responses are not."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from flask_eval.app.report import build_report
+from flask_eval.report.patterns import MIN_JUDGMENTS, pattern, patterns
+from flask_eval.report.render import to_json, to_table
+from flask_eval.storage.store import Store
+from tests.conftest import EXAMPLES
+from tests.report.ledger import Outcome, Row, finish, judges, planned_run
+
+
+def test_a_score_that_is_the_position_is_flagged_with_its_share() -> None:
+    calls = [("tiny", f"c{k}", float(p)) for k in range(20) for p in (1, 2, 3)]
+    (found,) = patterns(calls)
+    assert found.flagged and found.n == 60 and found.share == 1.0
+    assert [(p.position, p.score, p.count, p.n) for p in found.positions] == [
+        (1, 1.0, 20, 20), (2, 2.0, 20, 20), (3, 3.0, 20, 20)]  # fmt: skip
+    assert "60 of its 60 scores (100%)" in found.note()
+    assert "1st criterion 1 in 20/20, 2nd criterion 2 in 20/20, 3rd criterion 3 in 20/20" in (
+        found.note())  # fmt: skip
+
+
+def test_nearly_a_function_is_flagged_and_a_real_judge_or_a_constant_one_is_not() -> None:
+    nearly = [(1, 4.0)] * 19 + [(1, 3.0)] + [(2, 2.0)] * 19 + [(2, 5.0)]
+    assert pattern("j", nearly).flagged and pattern("j", nearly).share == 0.95
+    spread = [(1 + k % 3, float(1 + (k * 7) % 5)) for k in range(60)]
+    assert not pattern("j", spread).flagged and (pattern("j", spread).share or 0) < 0.9
+    constant = [(1 + k % 3, 5.0) for k in range(60)]
+    assert not pattern("j", constant).flagged  # the same score everywhere: no position
+    few = [(1, 1.0), (2, 2.0)] * ((MIN_JUDGMENTS - 1) // 2)
+    assert not pattern("j", few).flagged
+
+
+def test_single_criterion_calls_and_unscored_positions() -> None:
+    """A call asking for one criterion has no position; an N/A takes its place in a call
+    without being counted."""
+    rows = [("j", "one", 3.0)] + [("j", f"c{k}", s) for k in range(12) for s in (None, 4.0)]
+    (found,) = patterns(rows)
+    assert [(p.position, p.score, p.n) for p in found.positions] == [(2, 4.0, 12)]
+    assert not found.flagged  # a single position: no pattern across positions
+
+
+def test_the_report_flags_the_judge_in_its_notes_and_json(tmp_path: Path) -> None:
+    """A ledger where judge "tiny" gave each criterion its position in the call and
+    judge "real" scored the responses: the notes and the JSON name tiny alone."""
+    store = Store(f"sqlite:///{tmp_path / 'p.db'}")
+    run = planned_run(store, "patterns", instances=str(EXAMPLES / "instances.jsonl"),
+                      responses=[f"a={EXAMPLES / 'model_a.jsonl'}"],
+                      judges=judges("tiny", "real"))  # fmt: skip
+    position: dict[tuple[str, str, str], int] = {}
+
+    def score(row: Row) -> Outcome:
+        call = f"{row.judge}-{row.model}-{row.instance_id}"
+        at = position[(row.judge, row.model, row.instance_id)] = (
+            position.get((row.judge, row.model, row.instance_id), 0) + 1)  # fmt: skip
+        if row.judge == "tiny":
+            return "done", at, call
+        return "done", 1 + (len(row.criterion) + int(row.instance_id)) % 5, call
+
+    finish(store, run, score)
+    report = build_report(store, run, replicates=0, progress=False)
+    store.close()
+    flagged = [n for n in report.notes if "position in the prompt" in n]
+    assert len(flagged) == 1 and flagged[0].startswith("judge tiny: ")
+    doc = json.loads(to_json(report))
+    by_judge = {p["judge"]: p for p in doc["position_patterns"]}
+    assert by_judge["tiny"]["flagged"] and by_judge["tiny"]["share"] == 1.0
+    assert not by_judge["real"]["flagged"] and by_judge["real"]["share"] < 0.9
+    assert "judge tiny: " in to_table(report)
