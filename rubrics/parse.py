@@ -90,7 +90,8 @@ def read(
     Keys are matched case-insensitively and mapped back to the names in ``skills``. A
     criterion whose value is missing, off ``scale``, fractional or given twice is a problem
     of that criterion only: the others are kept, as FLASK's own scripts keep them. So is a
-    criterion whose own rationale only echoes the prompt's example (``Readability: ...``).
+    criterion whose own rationale only echoes the prompt's example (``Readability: ...``,
+    :meth:`MarkerLine.read`).
     """
     canonical = _canonical_names(skills)
     na_ok = (
@@ -102,18 +103,7 @@ def read(
     def value(name: str, raw: Any) -> tuple[int | None, str | None]:
         return _score(name, raw, name in na_ok, scale)
 
-    reading = SCORES_LINE.read(output, list(canonical.values()), value, "skill")
-    echoes = {
-        n: problem
-        for n in reading.scores
-        if reading.rationales[n].strip()  # a reply of only the final line is no echo
-        and (problem := template_echo(_own_words(reading.rationales[n], n))) is not None
-    }
-    if not echoes:
-        return reading
-    scores = {n: v for n, v in reading.scores.items() if n not in echoes}
-    rationales = {n: t for n, t in reading.rationales.items() if n not in echoes}
-    return Reading(scores, {**reading.problems, **echoes}, rationales, reading.extra)
+    return SCORES_LINE.read(output, list(canonical.values()), value, "skill")
 
 
 def parse(output: str, skills: Sequence[str], allow_na: Collection[str] | None = None) -> Parsed:
@@ -278,7 +268,10 @@ class MarkerLine:
     ) -> Reading:
         """Each of ``names`` (canonical, no two alike ignoring case) read from the final
         line by ``value(name, raw) -> (value, problem)``; ``noun`` names a criterion in
-        problems ("missing skill: X", "criterion given twice: Y")."""
+        problems ("missing skill: X", "criterion given twice: Y"). A criterion whose
+        rationale only echoes the prompt's example (``Readability: ...``,
+        :func:`template_echo`) is a problem too; an answer that is only the final line
+        (what a reminder asks for) has no rationale and is read."""
         canonical = {n.strip().casefold(): n for n in names}
 
         def every(problem: str) -> Reading:
@@ -334,7 +327,15 @@ class MarkerLine:
                     values[name] = read
         rationale = "\n".join(lines[:-1]).strip()[:RATIONALE_LIMIT]
         sections = rationale_sections(rationale, list(names))
-        rationales = {n: sections.get(n, rationale) for n in values}
+        rationales: dict[str, str] = {}
+        for name in list(values):
+            own = sections.get(name, rationale)
+            echo = template_echo(_own_words(own, name)) if own.strip() else None
+            if echo is None:  # (a reply of only the final line is no echo)
+                rationales[name] = own
+            else:
+                del values[name]
+                problems[name] = f"{echo} for {name}"
         return Reading(values, problems, rationales, tuple(extra))
 
 
