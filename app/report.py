@@ -40,6 +40,7 @@ from flask_eval.report.pairwise_report import PairwiseReport
 from flask_eval.report.pairwise_report import build as build_pairwise
 from flask_eval.report.scores import ScoreTable, build
 from flask_eval.rubrics import codec
+from flask_eval.rubrics.grading import protocols_scale
 from flask_eval.rubrics.skills import SkillSet
 from flask_eval.storage import analytics, queries
 from flask_eval.storage.records import RunInfo
@@ -233,6 +234,9 @@ def build_report(
         definitions=definitions(table),
         notes=notes,
         judge_settings=judge_settings(run.config),
+        scale=protocols_scale(
+            j.get("protocol") for j in run.config.get("judges") or () if isinstance(j, Mapping)
+        ),
         pairwise=(
             pairwise_report(store, run, replicates=replicates, seed=seed, confidence=confidence)
             if pairwise_config(run.config) is not None

@@ -29,6 +29,7 @@ from flask_eval.report.metrics import (
     Row,
 )
 from flask_eval.report.scores import ScoreTable
+from flask_eval.rubrics.scale import FIVE_POINT, Scale
 
 if TYPE_CHECKING:
     from flask_eval.report.pairwise_report import PairwiseReport
@@ -123,6 +124,8 @@ class Report:
     judge_settings: list[JudgeSettings] = field(default_factory=list)
     #: the pairwise part of a pairwise run (``report.pairwise_report``), else None
     pairwise: PairwiseReport | None = None
+    #: the score scale of the run's protocols (``rubrics.scale``): the figures' axes
+    scale: Scale = FIVE_POINT
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON document; ``definitions`` only when there are any (BiGGen runs)."""

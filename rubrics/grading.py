@@ -19,7 +19,7 @@ of its skills at once, FLASK's own protocol) or one call per skill.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -175,6 +175,16 @@ def protocol(name: str = DEFAULT_PROTOCOL, mode: str = "instance") -> Protocol:
             f"unknown protocol {name!r}; known protocols: {', '.join(PROTOCOLS)}"
         ) from None
     return cls(mode)
+
+
+def protocols_scale(names: Iterable[object]) -> Scale:
+    """The one scale a report draws the judges' scores on: the span of the scales of the
+    protocols ``names`` (a judge's ``protocol``; None or "" is ours; unknown names, from an
+    older or newer version, are skipped)."""
+    scales = [
+        PROTOCOLS[n].scale for n in (str(n or DEFAULT_PROTOCOL) for n in names) if n in PROTOCOLS
+    ]
+    return scales[0].span(scales[1:]) if scales else FIVE_POINT
 
 
 # The other protocols subclass Protocol: their modules add themselves to PROTOCOLS.
