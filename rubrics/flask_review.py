@@ -40,7 +40,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from flask_eval.rubrics.grading import PROTOCOLS, Criterion, Protocol, Subject
-from flask_eval.rubrics.parse import RATIONALE_LIMIT, Reading, rationale_sections
+from flask_eval.rubrics.parse import RATIONALE_LIMIT, Reading, rationale_sections, split_keys
 from flask_eval.rubrics.prompt import Message, placeholder, reminder_frame
 from flask_eval.rubrics.protocol import (
     FLASK_INSTRUCTION,
@@ -259,24 +259,16 @@ def read_review(text: str, skills: Sequence[Criterion], scale: Scale = FIVE_POIN
     """Every skill's score or problem from a FLASK-style review ``text`` (see the module
     docstring for the rules)."""
     names = _names(skills)
-    by_key = {_key(s.name): s for s in skills}
+    by_key = {_key(s.name): s.name for s in skills}
     segment, problem, start = _final_dict(text)
     pairs: list[tuple[Any, ast.expr]] | None = None
     if segment is not None:
         pairs, problem = _pairs(segment)
     if pairs is None:
         return Reading({}, dict.fromkeys(names, problem), {})
-    found: dict[str, ast.expr] = {}
-    twice: set[str] = set()
-    extra: list[str] = []
-    for key, node in pairs:
-        skill = by_key.get(_key(key)) if isinstance(key, str) else None
-        if skill is None:
-            extra.append(str(key)[:40])
-        elif skill.name in found:
-            twice.add(skill.name)
-        else:
-            found[skill.name] = node
+    found, twice, extra = split_keys(
+        pairs, lambda key: by_key.get(_key(key)) if isinstance(key, str) else None
+    )
     scores: dict[str, int | None] = {}
     problems: dict[str, str] = {}
     for skill in skills:

@@ -21,12 +21,13 @@ import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 from flask_eval.rubrics.protocol import SCORES_MARKER
 from flask_eval.rubrics.scale import FIVE_POINT, Scale
 from flask_eval.rubrics.untrusted import defuse
 
+V = TypeVar("V")
 #: longest rationale kept per criterion (characters)
 RATIONALE_LIMIT = 8_000
 
@@ -221,6 +222,26 @@ def template_echo(rationale: str, placeholders: Sequence[str] = ()) -> str | Non
     return None
 
 
+def split_keys(
+    pairs: Sequence[tuple[Any, V]], name_of: Callable[[Any], str | None]
+) -> tuple[dict[str, V], set[str], list[str]]:
+    """An answer's key/value ``pairs`` sorted by ``name_of(key)`` (the criterion a key
+    names, None for none): each named criterion's first value, the criteria named twice,
+    and the keys that name none (clipped to 40 characters), in order."""
+    found: dict[str, V] = {}
+    twice: set[str] = set()
+    extra: list[str] = []
+    for key, value in pairs:
+        name = name_of(key)
+        if name is None:
+            extra.append(str(key)[:40])
+        elif name in found:
+            twice.add(name)
+        else:
+            found[name] = value
+    return found, twice, extra
+
+
 class MarkerLine:
     """The final-line grammar ``MARKER {json object}`` for one marker, read and
     neutralized from the same pattern.
@@ -240,7 +261,7 @@ class MarkerLine:
             rf"\A\s*+{marks}\s*+(?:{self.pattern.pattern}){marks}\s*+:?\s*+{marks}\s*+",
             re.IGNORECASE | re.ASCII,
         )
-        self._object = re.compile(rf"(\{{.*\}})\s*+{marks}\s*+\.?\s*+{marks}\s*+\Z", re.DOTALL)
+        self._after = re.compile(rf"\s*+{marks}\s*+\.?\s*+{marks}\s*+")
         self.no_line = f'no final "{marker} {{...}}" line'
 
     def neutralize(self, text: str) -> str:
@@ -254,9 +275,9 @@ class MarkerLine:
         if head is None:
             return None
         rest = line[head.end() :]
-        found = self._object.match(rest)
-        if found is not None:
-            return found.group(1)
+        end = rest.rfind("}")  # the object runs to the last brace (linear, no backtracking)
+        if rest.startswith("{") and self._after.fullmatch(rest, end + 1):
+            return rest[: end + 1]
         return None if "{" in rest and "}" in rest else ""
 
     def read(
@@ -301,17 +322,7 @@ class MarkerLine:
             return every(f"invalid JSON after {self.marker}: {detail}")
         if not isinstance(pairs, Pairs):
             return every(f"{self.marker} must be followed by a JSON object")
-        found: dict[str, Any] = {}
-        twice: set[str] = set()
-        extra: list[str] = []
-        for key, raw in pairs:
-            name = canonical.get(key.strip().casefold())
-            if name is None:
-                extra.append(key)
-            elif name in found:
-                twice.add(name)
-            else:
-                found[name] = raw
+        found, twice, extra = split_keys(pairs, lambda key: canonical.get(key.strip().casefold()))
         values: dict[str, int | None] = {}
         problems: dict[str, str] = {}
         for name in names:

@@ -20,7 +20,14 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from flask_eval.rubrics.parse import RATIONALE_LIMIT, Pairs, Reading, reject_constant, template_echo
+from flask_eval.rubrics.parse import (
+    RATIONALE_LIMIT,
+    Pairs,
+    Reading,
+    reject_constant,
+    split_keys,
+    template_echo,
+)
 from flask_eval.rubrics.prompt import placeholder
 from flask_eval.rubrics.protocol import NA, skills_line
 from flask_eval.rubrics.scale import FIVE_POINT, Scale
@@ -189,8 +196,8 @@ def read_structured(text: str, criteria: Sequence[Skill], scale: Scale = FIVE_PO
     a string is taken as it is, as llama.cpp's grammar lets a model write one into a
     rationale; it can only ever be part of that string.
     """
-    canonical = {c.name.strip().casefold(): c for c in criteria}
-    if not canonical:
+    names_of = {c.name.strip().casefold(): c.name for c in criteria}
+    if not names_of:
         raise ValueError("no criteria requested")
     names = [c.name for c in criteria]
 
@@ -211,17 +218,7 @@ def read_structured(text: str, criteria: Sequence[Skill], scale: Scale = FIVE_PO
         return every(f"invalid JSON: {exc}")
     if not isinstance(answer, Pairs):
         return every("the answer must be one JSON object")
-    found: dict[str, Any] = {}
-    twice: set[str] = set()
-    extra: list[str] = []
-    for key, value in answer:
-        criterion = canonical.get(key.strip().casefold())
-        if criterion is None:
-            extra.append(key)
-        elif criterion.name in found:
-            twice.add(criterion.name)
-        else:
-            found[criterion.name] = value
+    found, twice, extra = split_keys(answer, lambda key: names_of.get(key.strip().casefold()))
     scores: dict[str, int | None] = {}
     problems: dict[str, str] = {}
     rationales: dict[str, str] = {}
