@@ -43,6 +43,7 @@ from flask_eval.report.pairwise_report import build as build_pairwise
 from flask_eval.report.patterns import patterns
 from flask_eval.report.scores import ScoreTable, build
 from flask_eval.rubrics import codec
+from flask_eval.rubrics.grading import protocols_scale
 from flask_eval.rubrics.skills import SkillSet
 from flask_eval.storage import analytics, queries
 from flask_eval.storage.records import RunInfo
@@ -278,6 +279,7 @@ def build_report(
             ReferenceMean(*m) for m in references.model_means(rated, [r.name for r in refs])
         ],
         position_patterns=[p.as_dict() for p in found],
+        scale=protocols_scale(judge_protocols(run.config).values()),
     )
 
 

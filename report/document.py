@@ -30,6 +30,7 @@ from flask_eval.report.metrics import (
     Row,
 )
 from flask_eval.report.scores import ScoreTable
+from flask_eval.rubrics.scale import FIVE_POINT, Scale
 
 if TYPE_CHECKING:
     from flask_eval.report.pairwise_report import PairwiseReport
@@ -140,6 +141,8 @@ class Report:
     reference_means: list[ReferenceMean] = field(default_factory=list)
     #: judges whose scores follow the criterion's position in the prompt (``report.patterns``)
     position_patterns: list[dict[str, Any]] = field(default_factory=list)
+    #: the score scale of the run's protocols (``rubrics.scale``): the figures' axes
+    scale: Scale = FIVE_POINT
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON document; ``definitions`` only when there are any (BiGGen runs)."""

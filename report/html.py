@@ -254,7 +254,8 @@ def render(report: Report, plots: Sequence[Plot]) -> str:
         f"<title>flask-eval report: {_e(report.run)}</title><style>{CSS}</style></head>"
         f"<body><h1>flask-eval report: {_e(report.run)}</h1>"
         f"<p class='meta'>{len(report.models)} models, {len(report.judges)} judges; "
-        f"coverage: {coverage or '-'}. Means over (instance, skill) pairs on a 1-5 scale, "
+        f"coverage: {coverage or '-'}. Means over (instance, skill) pairs on a "
+        f"{report.scale.text} scale, "
         f"N/A and failures excluded; {_e(method)}. Generated {stamp}.</p>{sampling}{notes}"
         f"<nav>{nav}</nav>{body}<script>{SCRIPT}</script></body></html>\n"
     )

@@ -1,7 +1,8 @@
 """Figures of a report, each as PNG and SVG (matplotlib's Agg canvas; no display, no
 pyplot state). Models come best first with one colour each across all figures.
 
-- :func:`radar`: the skills of every model under one judge (FLASK's figure), on 1-5; the
+- :func:`radar`: the skills of every model under one judge (FLASK's figure), on the
+  report's score scale (``Report.scale``, 1-5 for every built-in protocol); the
   capabilities instead when the instances carry them (BiGGen Bench: 9 axes), and never
   more than :data:`RADAR_MAX_AXES` axes (a run whose instances each bring a differently
   named rubric gets a note, not one axis per instance);
@@ -42,8 +43,24 @@ from flask_eval.report.metrics import (
 )
 
 DPI = 100
-SCORE_RANGE = (1.0, 5.0)
+#: FLASK's difficulty levels (the x axis of the difficulty curves), not scores
 LEVELS = (1, 2, 3, 4, 5)
+#: at most this many tick labels on a score axis (a 1-100 scale gets every 10th)
+SCORE_TICKS = 10
+
+
+def score_range(report: Report) -> tuple[float, float]:
+    """The score axis of every figure: the report's scale (``Report.scale``), so a 1-10
+    protocol's means are drawn, not clipped at 5."""
+    return float(report.scale.low), float(report.scale.high)
+
+
+def score_ticks(report: Report) -> list[int]:
+    levels = list(report.scale.levels)
+    step = max(1, math.ceil(len(levels) / SCORE_TICKS))
+    return levels[::step]
+
+
 #: Up to this many models share one radar; more get one small radar each (see radar).
 RADAR_OVERLAY_MAX = 4
 RADAR_COLUMNS = 4
@@ -103,16 +120,20 @@ def _wrap(text: str, width: int = 14) -> str:
     return "\n".join(textwrap.wrap(text, width, break_long_words=False)) or text
 
 
-def _polar(ax: PolarAxes, skills: Sequence[str], fontsize: float, wrap: int) -> np.ndarray:
-    """Skill spokes clockwise from the top; the radius runs 1 (centre) to 5."""
+def _polar(
+    ax: PolarAxes, skills: Sequence[str], fontsize: float, wrap: int, report: Report
+) -> np.ndarray:
+    """Skill spokes clockwise from the top; the radius runs over the report's scale, its
+    lowest score at the centre."""
     angles = np.linspace(0, 2 * math.pi, len(skills), endpoint=False)
     ax.set_theta_offset(math.pi / 2)
     ax.set_theta_direction(-1)
     ax.set_xticks(angles)
     ax.set_xticklabels([_wrap(s, wrap) for s in skills], fontsize=fontsize)
-    ax.set_ylim(*SCORE_RANGE)  # the centre is 1, the lowest score, not 0
-    ax.set_yticks([1, 2, 3, 4, 5])
-    ax.set_yticklabels(["1", "2", "3", "4", "5"], fontsize=fontsize - 1, color="#666")
+    ax.set_ylim(*score_range(report))  # the centre is the lowest score, not 0
+    ticks = score_ticks(report)
+    ax.set_yticks(ticks)
+    ax.set_yticklabels([str(t) for t in ticks], fontsize=fontsize - 1, color="#666")
     return angles
 
 
@@ -123,7 +144,7 @@ def _closed(values: Sequence[float | None]) -> np.ndarray:
 
 def radar(report: Report, judge: str) -> Figure:
     """Mean score of each model on each skill (each capability, when the instances carry
-    capabilities), on a polar chart whose radius runs 1-5.
+    capabilities), on a polar chart whose radius runs over the report's scale.
 
     Up to :data:`RADAR_OVERLAY_MAX` models share one chart (outlines, faint fills). Past
     that, overlaid polygons cross at nearly every spoke and the fifth and later tab10
@@ -152,12 +173,12 @@ def radar(report: Report, judge: str) -> Figure:
     if len(models) <= RADAR_OVERLAY_MAX:
         fig = Figure(figsize=(7.2, 6.4))
         ax = cast(PolarAxes, fig.add_subplot(projection="polar"))
-        angles = _polar(ax, skills, 8, 14)
+        angles = _polar(ax, skills, 8, 14, report)
         closed = np.concatenate([angles, angles[:1]])
         for model in models:
             data = _closed(values[model])
             ax.plot(closed, data, color=palette[model], linewidth=1.8, label=model)
-            filled = np.nan_to_num(data, nan=SCORE_RANGE[0])
+            filled = np.nan_to_num(data, nan=score_range(report)[0])
             ax.fill(closed, filled, color=palette[model], alpha=0.05)
         ax.set_title(f"{what} — judge {judge}", fontsize=10, pad=18)
         ax.legend(loc="upper right", bbox_to_anchor=(1.32, 1.12), fontsize=8, frameon=False)
@@ -177,12 +198,14 @@ def radar(report: Report, judge: str) -> Figure:
     }
     for k, model in enumerate(models):
         ax = cast(PolarAxes, fig.add_subplot(rows_n, cols, k + 1, projection="polar"))
-        angles = _polar(ax, skills, 6, 12)
+        angles = _polar(ax, skills, 6, 12, report)
         closed = np.concatenate([angles, angles[:1]])
         ax.plot(closed, reference, color="#888", linewidth=0.9, linestyle="--")
         data = _closed(values[model])
         ax.plot(closed, data, color=palette[model], linewidth=1.6)
-        ax.fill(closed, np.nan_to_num(data, nan=SCORE_RANGE[0]), color=palette[model], alpha=0.2)
+        ax.fill(
+            closed, np.nan_to_num(data, nan=score_range(report)[0]), color=palette[model], alpha=0.2
+        )
         mean = overall.get(model)
         title = model if mean is None else f"{model} ({mean:.2f})"
         ax.set_title(title, fontsize=9, pad=14)
@@ -222,7 +245,7 @@ def ability_bars(report: Report, judge: str) -> Figure:
         )
     ax.set_xticks(x)
     ax.set_xticklabels([_wrap(a, 20) for a in abilities], fontsize=8)
-    ax.set_ylim(*SCORE_RANGE)
+    ax.set_ylim(*score_range(report))
     ax.set_ylabel("mean score")
     ax.set_title(f"Abilities — judge {judge}", fontsize=10)
     ax.legend(fontsize=7, ncols=min(len(models), 4), frameon=False, loc="upper left")
@@ -282,7 +305,7 @@ def domain_heatmap(report: Report, judge: str) -> Figure:
         ax.set_axis_off()
         ax.set_title(f"Domains — judge {judge}: no instance has a known domain", fontsize=10)
         return fig
-    image = _heatmap(ax, matrix, models, domains, *SCORE_RANGE, cmap="viridis")
+    image = _heatmap(ax, matrix, models, domains, *score_range(report), cmap="viridis")
     fig.colorbar(image, ax=ax, fraction=0.03, pad=0.02)  # type: ignore[arg-type]
     ax.set_title(f"Domains — judge {judge}", fontsize=10)
     return fig
@@ -297,7 +320,7 @@ def capability_heatmap(report: Report, judge: str) -> Figure:
         ax.set_axis_off()
         ax.set_title(f"Capabilities — judge {judge}: no instance has one", fontsize=10)
         return fig
-    image = _heatmap(ax, matrix.T, keys, models, *SCORE_RANGE, cmap="viridis")
+    image = _heatmap(ax, matrix.T, keys, models, *score_range(report), cmap="viridis")
     fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02)  # type: ignore[arg-type]
     ax.set_title(f"Capabilities — judge {judge}", fontsize=10)
     return fig
@@ -332,7 +355,7 @@ def difficulty_curves(report: Report, judge: str) -> Figure:
             high = np.array([r.ci_high if r and r.ci_high is not None else np.nan for r in found])
             ax.fill_between(LEVELS, low, high, color=color, alpha=0.12, linewidth=0)
         ax.set_title(skill, fontsize=8)
-        ax.set_ylim(*SCORE_RANGE)
+        ax.set_ylim(*score_range(report))
         ax.set_xticks(LEVELS)
         ax.tick_params(labelsize=7)
         ax.grid(alpha=0.3)

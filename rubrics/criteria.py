@@ -22,7 +22,9 @@ judged N/A unless it says ``allow_na: true``.
 
 The file is read by :func:`core.strict_yaml.parse` (no aliases, anchors, tags, merge or
 duplicate keys; no NUL or lone surrogate); every problem raises
-:class:`~core.errors.InputError` naming ``file:line``.
+:class:`~core.errors.InputError` naming ``file:line``. Names follow ``rubrics.names``: no
+invisible or look-alike character, and no two names alike once case, ``_``, spacing and
+character forms (NFKC) are ignored.
 
 Which criteria apply to an instance (the contract of
 ``producer.loaders.load_instances(..., custom_criteria=True)``): an instance record may
@@ -44,6 +46,7 @@ from flask_eval.core.errors import InputError
 from flask_eval.core.files import MIB, read_text
 from flask_eval.core.limits import MAX_CRITERION_NAME
 from flask_eval.core.text import clip, control_problem
+from flask_eval.rubrics.names import name_key, name_problem
 from flask_eval.rubrics.skills import SCORE_LEVELS, Skill, SkillSet
 
 __all__ = ["DEFAULT_GROUP", "MAX_FILE_BYTES", "load_criteria"]
@@ -140,16 +143,23 @@ def load_criteria(path: str | Path) -> SkillSet:
             lines.list_line,
         )
     skills: list[Skill] = []
-    first: dict[str, int | None] = {}
+    first: dict[str, tuple[str, int | None]] = {}
     for index, item in enumerate(items):
         skill = _criterion(item, index, group, where, lines)
-        if skill.name in first:
-            raise InputError(
-                f"duplicate criterion name {clip(skill.name)} (first on line {first[skill.name]})",
-                where,
-                lines.item(index, "name"),
-            )
-        first[skill.name] = lines.item(index, "name")
+        line = lines.item(index, "name")
+        key = name_key(skill.name)
+        if key in first:
+            other, at = first[key]
+            if other == skill.name:
+                message = f"duplicate criterion name {clip(skill.name)} (first on line {at})"
+            else:
+                message = (
+                    f"criterion name {clip(skill.name)} differs from {clip(other)} (line {at}) "
+                    "only by case, spacing, '_' or character forms: judges and reports "
+                    "cannot tell them apart; rename one"
+                )
+            raise InputError(message, where, line)
+        first[key] = (skill.name, line)
         skills.append(skill)
     return SkillSet(tuple(skills))
 
@@ -172,6 +182,9 @@ def _criterion(item: Any, index: int, group: str, where: str, lines: _Lines) -> 
         if key not in item:
             raise InputError(f"{label}: missing {key!r}", where, lines.item(index))
     name = _label_text(item["name"], f"{label}: 'name'", where, lines.item(index, "name"))
+    problem = name_problem(name)
+    if problem is not None:
+        raise InputError(f"{label}: 'name' {problem}", where, lines.item(index, "name"))
     description = _prose(item["description"])
     if description is None:
         raise InputError(

@@ -19,14 +19,20 @@ of its skills at once, FLASK's own protocol) or one call per skill.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from flask_eval.rubrics.parse import Reading, read
 from flask_eval.rubrics.prompt import Message, reminder, render
+from flask_eval.rubrics.scale import FIVE_POINT, Scale
 from flask_eval.rubrics.skills import Skill
-from flask_eval.rubrics.structured import read_structured, schema_for, structured_prompt
+from flask_eval.rubrics.structured import (
+    opens_object,
+    read_structured,
+    schema_for,
+    structured_prompt,
+)
 
 #: what a protocol judges: a FLASK skill, a custom criterion or an instance's own rubric
 Criterion = Skill
@@ -55,9 +61,15 @@ class Subject:
 
 
 class Protocol(ABC):
-    """One way of asking a judge for judgments and reading its answers."""
+    """One way of asking a judge for judgments and reading its answers.
+
+    ``scale`` is the protocol's scores as data (``rubrics.scale``): its prompts name it,
+    its reader refuses scores off it and the report draws its axes on it, so a protocol on
+    another scale is a subclass that sets this attribute.
+    """
 
     name: ClassVar[str]
+    scale: ClassVar[Scale] = FIVE_POINT
 
     def __init__(self, mode: str = "instance") -> None:
         if mode not in MODES:
@@ -116,21 +128,28 @@ class FlaskEvalProtocol(Protocol):
             response=subject.response,
             skills=criteria,
             system_prompt=subject.system_prompt,
+            scale=self.scale,
         )
 
     def render_structured(self, subject: Subject, criteria: Sequence[Criterion]) -> list[Message]:
-        return structured_prompt(self.render(subject, criteria), criteria)
+        return structured_prompt(self.render(subject, criteria), criteria, self.scale)
 
     def response_schema(self, criteria: Sequence[Criterion]) -> dict[str, Any] | None:
-        return schema_for(criteria)
+        return schema_for(criteria, self.scale)
 
     def read(self, text: str, criteria: Sequence[Criterion]) -> Reading:
-        """The final ``[SCORES]`` line, or else, for an answer that opens a JSON object, the
-        structured judgment (rubrics/structured.py): the two cannot both hold scores."""
-        free = read(text, [c.name for c in criteria], [c.name for c in criteria if c.allow_na])
+        """An answer that opens with a JSON object is a structured judgment and nothing else
+        (rubrics/structured.py: exactly one object, so a ``[SCORES]`` line after it makes
+        it unreadable rather than winning); any other answer is read from its final
+        ``[SCORES]`` line, and one that starts with a brace but holds no readable line is
+        reported as a broken object. One answer, one form (docs/design/protocols.md)."""
+        if opens_object(text):
+            return read_structured(text, criteria, self.scale)
+        names = [c.name for c in criteria]
+        free = read(text, names, [c.name for c in criteria if c.allow_na], self.scale)
         if free.scores or not text.lstrip().startswith("{"):
             return free
-        return read_structured(text, criteria)
+        return read_structured(text, criteria, self.scale)  # a broken object: say why
 
     def reminder(
         self,
@@ -140,7 +159,7 @@ class FlaskEvalProtocol(Protocol):
         read: Sequence[str] = (),
     ) -> list[Message]:
         error = "; ".join(dict.fromkeys(problems[c.name] for c in missing if c.name in problems))
-        return reminder(previous, missing, error=error or None, read=read)
+        return reminder(previous, missing, error=error or None, read=read, scale=self.scale)
 
 
 PROTOCOLS: dict[str, type[Protocol]] = {FlaskEvalProtocol.name: FlaskEvalProtocol}
@@ -156,6 +175,16 @@ def protocol(name: str = DEFAULT_PROTOCOL, mode: str = "instance") -> Protocol:
             f"unknown protocol {name!r}; known protocols: {', '.join(PROTOCOLS)}"
         ) from None
     return cls(mode)
+
+
+def protocols_scale(names: Iterable[object]) -> Scale:
+    """The one scale a report draws the judges' scores on: the span of the scales of the
+    protocols ``names`` (a judge's ``protocol``; None or "" is ours; unknown names, from an
+    older or newer version, are skipped)."""
+    scales = [
+        PROTOCOLS[n].scale for n in (str(n or DEFAULT_PROTOCOL) for n in names) if n in PROTOCOLS
+    ]
+    return scales[0].span(scales[1:]) if scales else FIVE_POINT
 
 
 # The other protocols subclass Protocol: their modules add themselves to PROTOCOLS.

@@ -4,31 +4,36 @@ Scores come ONLY from the last non-empty line of the output (after dropping trai
 markdown code-fence lines such as a bare fence). That line must be the marker ``[SCORES]``
 followed by a JSON object; the only decorations tolerated are markdown emphasis and code
 marks around the marker or the object (``**[SCORES]** {...}``, a line wrapped in single
-backticks, ``[SCORES]: {...}``). Nothing is ever guessed: no search for "Score: N" and no
-fallback to earlier lines, because earlier text may quote the (untrusted) response.
+backticks, ``[SCORES]: {...}``) and a final period. Nothing is ever guessed: no search for
+"Score: N" and no fallback to earlier lines, because earlier text may quote the
+(untrusted) response.
+
+:class:`MarkerLine` is that grammar for any marker: our pairwise ``[VERDICT] {...}`` line
+(rubrics/pairwise.py) is read by the same code, and each neutralizes untrusted text with
+the marker pattern its reader matches (:meth:`MarkerLine.neutralize`), so a quoted
+response can never end an answer with a line the reader accepts.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 from flask_eval.rubrics.protocol import SCORES_MARKER
+from flask_eval.rubrics.scale import FIVE_POINT, Scale
+from flask_eval.rubrics.untrusted import defuse
 
-MIN_SCORE = 1
-MAX_SCORE = 5
+V = TypeVar("V")
 #: longest rationale kept per criterion (characters)
 RATIONALE_LIMIT = 8_000
 
 _NA_STRINGS = frozenset({"n/a", "na"})
 _FENCE_RE = re.compile(r"^\s*(```+|~~~+)\s*$")
-_DECORATION = "*`"
-_INT_STRING_RE = re.compile(r"^\d+(\.0+)?$")
-_NO_FINAL_LINE = f'no final "{SCORES_MARKER} {{...}}" line'
+_INT_STRING_RE = re.compile(r"^[0-9]+(\.0+)?$")
 
 
 @dataclass(frozen=True)
@@ -74,13 +79,20 @@ class Reading:
         return not self.problems
 
 
-def read(output: str, skills: Sequence[str], allow_na: Collection[str] | None = None) -> Reading:
+def read(
+    output: str,
+    skills: Sequence[str],
+    allow_na: Collection[str] | None = None,
+    scale: Scale = FIVE_POINT,
+) -> Reading:
     """Read ``output``'s final line into a score or a problem for each of ``skills``.
 
     ``allow_na`` names the skills that may be scored "N/A" (None, the default: all of them).
     Keys are matched case-insensitively and mapped back to the names in ``skills``. A
-    criterion whose value is missing, out of range, fractional or given twice is a problem
-    of that criterion only: the others are kept, as FLASK's own scripts keep them.
+    criterion whose value is missing, off ``scale``, fractional or given twice is a problem
+    of that criterion only: the others are kept, as FLASK's own scripts keep them. So is a
+    criterion whose own rationale only echoes the prompt's example (``Readability: ...``,
+    :meth:`MarkerLine.read`).
     """
     canonical = _canonical_names(skills)
     na_ok = (
@@ -88,63 +100,11 @@ def read(output: str, skills: Sequence[str], allow_na: Collection[str] | None = 
         if allow_na is None
         else {canonical[k] for k in (n.strip().casefold() for n in allow_na) if k in canonical}
     )
-    names = list(canonical.values())
 
-    def every(problem: str) -> Reading:
-        return Reading({}, dict.fromkeys(names, problem), {})
+    def value(name: str, raw: Any) -> tuple[int | None, str | None]:
+        return _score(name, raw, name in na_ok, scale)
 
-    line = _final_line(output)
-    if line is None:
-        return every("empty output")
-    body = _scores_body(line)
-    if body is None:
-        hint = ""
-        if any(_scores_body(earlier) is not None for earlier in output.splitlines()):
-            hint = f" (a {SCORES_MARKER} line is followed by other text)"
-        return every(_NO_FINAL_LINE + hint)
-    if not body:
-        return every(f"no JSON object after {SCORES_MARKER}")
-    try:
-        pairs = json.loads(body, object_pairs_hook=_Pairs, parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as exc:
-        if isinstance(exc, json.JSONDecodeError):
-            detail = exc.msg
-        elif isinstance(exc, RecursionError):
-            detail = "nested too deeply"
-        else:
-            detail = str(exc)
-        return every(f"invalid JSON after {SCORES_MARKER}: {detail}")
-    if not isinstance(pairs, _Pairs):
-        return every(f"{SCORES_MARKER} must be followed by a JSON object")
-
-    found: dict[str, Any] = {}
-    twice: set[str] = set()
-    extra: list[str] = []
-    for key, value in pairs:
-        name = canonical.get(key.strip().casefold())
-        if name is None:
-            extra.append(key)
-        elif name in found:
-            twice.add(name)
-        else:
-            found[name] = value
-    scores: dict[str, int | None] = {}
-    problems: dict[str, str] = {}
-    for name in names:
-        if name in twice:
-            problems[name] = f"skill given twice: {name}"
-        elif name not in found:
-            problems[name] = f"missing skill: {name}"
-        else:
-            score, error = _score(name, found[name], name in na_ok)
-            if error is not None:
-                problems[name] = error
-            else:
-                scores[name] = score
-    rationale = _before_final_line(output)
-    sections = rationale_sections(rationale, list(scores))
-    rationales = {n: sections.get(n, rationale) for n in scores}
-    return Reading(scores, problems, rationales, tuple(extra))
+    return SCORES_LINE.read(output, list(canonical.values()), value, "skill")
 
 
 def parse(output: str, skills: Sequence[str], allow_na: Collection[str] | None = None) -> Parsed:
@@ -201,17 +161,10 @@ def _section_name(line: str, folded: Mapping[str, str]) -> str | None:
     return None
 
 
-def _before_final_line(output: str) -> str:
-    lines = output.rstrip().splitlines()
-    while lines and (not lines[-1].strip() or _FENCE_RE.match(lines[-1])):
-        lines.pop()
-    return "\n".join(lines[:-1]).strip()[:RATIONALE_LIMIT]
-
-
 # --- helpers ---------------------------------------------------------------------------
 
 
-class _Pairs(list[tuple[str, Any]]):
+class Pairs(list[tuple[str, Any]]):
     """A JSON object as its key/value pairs, in order, duplicates kept."""
 
 
@@ -219,7 +172,7 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _reject_constant(name: str) -> Any:
+def reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not allowed")
 
 
@@ -241,44 +194,167 @@ def _canonical_names(skills: Sequence[str]) -> dict[str, str]:
     return canonical
 
 
-def _final_line(output: str) -> str | None:
-    """The last non-empty line that is not a bare code fence, stripped."""
-    for line in reversed(output.splitlines()):
-        if line.strip() and not _FENCE_RE.match(line):
-            return line.strip()
+def _own_words(section: str, name: str) -> str:
+    """A rationale section without its opening ``Name:``."""
+    first, _, rest = section.partition("\n")
+    head = _SKILL_PREFIX.sub("", first.strip().lstrip(_SECTION_MARKS))
+    if head.casefold().startswith(name.casefold()):
+        first = head[len(name) :].lstrip("*_` ").removeprefix(":").removeprefix("-")
+    return f"{first}\n{rest}".strip()
+
+
+#: what a rationale that only echoes a template is: nothing but dots, or one placeholder
+_ECHO_RE = re.compile(r"\A[\s.\u2026]*\Z|\A\s*+<[^<>\n]*>\s*+\Z")
+
+
+def template_echo(rationale: str, placeholders: Sequence[str] = ()) -> str | None:
+    """Why ``rationale`` echoes the prompt's template instead of judging, or None: it is
+    empty of words (``...``), a lone placeholder (``<two to four sentences>``), or holds
+    one of the prompt's own ``placeholders``. Such a criterion is unreadable: asked once
+    more, then failed ``unparseable`` with the answer kept."""
+    folded = " ".join(rationale.casefold().split())
+    for placeholder in placeholders:
+        if " ".join(placeholder.casefold().split()) in folded:
+            return f"the rationale repeats the prompt's placeholder {placeholder!r}"
+    if _ECHO_RE.match(rationale):
+        shown = _clip(" ".join(rationale.split()), 40) or "(empty)"
+        return f"the rationale only echoes the template: {shown!r}"
     return None
 
 
-def _scores_body(line: str) -> str | None:
-    """The JSON text of a ``[SCORES] {...}`` line, or None if ``line`` is not one.
+def split_keys(
+    pairs: Sequence[tuple[Any, V]], name_of: Callable[[Any], str | None]
+) -> tuple[dict[str, V], set[str], list[str]]:
+    """An answer's key/value ``pairs`` sorted by ``name_of(key)`` (the criterion a key
+    names, None for none): each named criterion's first value, the criteria named twice,
+    and the keys that name none (clipped to 40 characters), in order."""
+    found: dict[str, V] = {}
+    twice: set[str] = set()
+    extra: list[str] = []
+    for key, value in pairs:
+        name = name_of(key)
+        if name is None:
+            extra.append(str(key)[:40])
+        elif name in found:
+            twice.add(name)
+        else:
+            found[name] = value
+    return found, twice, extra
 
-    Only emphasis/code marks (``*`` and backticks) may surround the marker and the object;
-    any other text before the marker or after the object disqualifies the line.
+
+class MarkerLine:
+    """The final-line grammar ``MARKER {json object}`` for one marker, read and
+    neutralized from the same pattern.
+
+    The line is: emphasis/code marks (``*``, ``_``, backticks) and spaces, the marker (any
+    case, spaces allowed inside its brackets), marks, an optional colon, marks, the JSON
+    object, marks and at most one period. :attr:`pattern` is the marker alone: the
+    reader requires it, :meth:`neutralize` rewrites every match of it in untrusted text.
     """
-    stripped = line.strip()
-    start = stripped.find("{")
-    end = stripped.rfind("}")
-    if start == -1 or end < start:
-        # A marker without an object is reported as such ("no JSON object").
-        return "" if _undecorate(stripped).upper().startswith(SCORES_MARKER) else None
-    head = _undecorate(stripped[:start])
-    tail = _undecorate(stripped[end + 1 :])
-    if not _is_marker(head) or tail:
-        return None
-    return stripped[start : end + 1]
+
+    def __init__(self, marker: str) -> None:
+        word = re.escape(marker.strip("[]"))
+        self.marker = marker
+        self.pattern = re.compile(rf"\[\s*+{word}\s*+\]", re.IGNORECASE | re.ASCII)
+        marks = r"[*_`]*+"
+        self._head = re.compile(
+            rf"\A\s*+{marks}\s*+(?:{self.pattern.pattern}){marks}\s*+:?\s*+{marks}\s*+",
+            re.IGNORECASE | re.ASCII,
+        )
+        self._after = re.compile(rf"\s*+{marks}\s*+\.?\s*+{marks}\s*+")
+        self.no_line = f'no final "{marker} {{...}}" line'
+
+    def neutralize(self, text: str) -> str:
+        """``text`` without any match of the marker: ``[SCORES]`` becomes ``［SCORES］``."""
+        return defuse(text, (self.pattern,))
+
+    def body(self, line: str) -> str | None:
+        """The JSON text of a marker line, "" for a marker without an object, None for a
+        line that is not a marker line."""
+        head = self._head.match(line)
+        if head is None:
+            return None
+        rest = line[head.end() :]
+        end = rest.rfind("}")  # the object runs to the last brace (linear, no backtracking)
+        if rest.startswith("{") and self._after.fullmatch(rest, end + 1):
+            return rest[: end + 1]
+        return None if "{" in rest and "}" in rest else ""
+
+    def read(
+        self,
+        output: str,
+        names: Sequence[str],
+        value: Callable[[str, Any], tuple[int | None, str | None]],
+        noun: str,
+    ) -> Reading:
+        """Each of ``names`` (canonical, no two alike ignoring case) read from the final
+        line by ``value(name, raw) -> (value, problem)``; ``noun`` names a criterion in
+        problems ("missing skill: X", "criterion given twice: Y"). A criterion whose
+        rationale only echoes the prompt's example (``Readability: ...``,
+        :func:`template_echo`) is a problem too; an answer that is only the final line
+        (what a reminder asks for) has no rationale and is read."""
+        canonical = {n.strip().casefold(): n for n in names}
+
+        def every(problem: str) -> Reading:
+            return Reading({}, dict.fromkeys(names, problem), {})
+
+        lines = output.rstrip().splitlines()
+        while lines and (not lines[-1].strip() or _FENCE_RE.match(lines[-1])):
+            lines.pop()
+        if not lines:
+            return every("empty output")
+        body = self.body(lines[-1].strip())
+        if body is None:
+            if any(self.body(line.strip()) is not None for line in lines[:-1]):
+                return every(self.no_line + f" (a {self.marker} line is followed by other text)")
+            return every(self.no_line)
+        if not body:
+            return every(f"no JSON object after {self.marker}")
+        try:
+            pairs = json.loads(body, object_pairs_hook=Pairs, parse_constant=reject_constant)
+        except (ValueError, RecursionError) as exc:
+            if isinstance(exc, json.JSONDecodeError):
+                detail = exc.msg
+            elif isinstance(exc, RecursionError):
+                detail = "nested too deeply"
+            else:
+                detail = str(exc)
+            return every(f"invalid JSON after {self.marker}: {detail}")
+        if not isinstance(pairs, Pairs):
+            return every(f"{self.marker} must be followed by a JSON object")
+        found, twice, extra = split_keys(pairs, lambda key: canonical.get(key.strip().casefold()))
+        values: dict[str, int | None] = {}
+        problems: dict[str, str] = {}
+        for name in names:
+            if name in twice:
+                problems[name] = f"{noun} given twice: {name}"
+            elif name not in found:
+                problems[name] = f"missing {noun}: {name}"
+            else:
+                read, problem = value(name, found[name])
+                if problem is not None:
+                    problems[name] = problem
+                else:
+                    values[name] = read
+        rationale = "\n".join(lines[:-1]).strip()[:RATIONALE_LIMIT]
+        sections = rationale_sections(rationale, list(names))
+        rationales: dict[str, str] = {}
+        for name in list(values):
+            own = sections.get(name, rationale)
+            echo = template_echo(_own_words(own, name)) if own.strip() else None
+            if echo is None:  # (a reply of only the final line is no echo)
+                rationales[name] = own
+            else:
+                del values[name]
+                problems[name] = f"{echo} for {name}"
+        return Reading(values, problems, rationales, tuple(extra))
 
 
-def _undecorate(text: str) -> str:
-    return "".join(ch for ch in text if ch not in _DECORATION).strip()
+SCORES_LINE = MarkerLine(SCORES_MARKER)
 
 
-def _is_marker(head: str) -> bool:
-    head = head.removesuffix(":").rstrip()
-    return head.upper() == SCORES_MARKER
-
-
-def _score(name: str, value: Any, na_ok: bool) -> tuple[int | None, str | None]:
-    shown = "{...}" if isinstance(value, _Pairs) else json.dumps(value, ensure_ascii=False)
+def _score(name: str, value: Any, na_ok: bool, scale: Scale) -> tuple[int | None, str | None]:
+    shown = "{...}" if isinstance(value, Pairs) else json.dumps(value, ensure_ascii=False)
     shown = _clip(shown, 40)
     if isinstance(value, bool):
         return None, f"invalid score for {name}: {shown}"
@@ -297,6 +373,6 @@ def _score(name: str, value: Any, na_ok: bool) -> tuple[int | None, str | None]:
         value = int(value)
     elif not isinstance(value, int):
         return None, f"invalid score for {name}: {shown}"
-    if not MIN_SCORE <= value <= MAX_SCORE:
+    if value not in scale:
         return None, f"score out of range for {name}: {value}"
     return value, None

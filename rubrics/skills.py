@@ -39,6 +39,7 @@ from flask_eval.core.files import MIB, read_text
 from flask_eval.core.jsonl import DuplicateKey, unique_keys
 from flask_eval.core.limits import MAX_CRITERION_NAME
 from flask_eval.core.text import clip, control_problem, escape_line, walk_strings
+from flask_eval.rubrics.names import name_key, name_problem
 
 SCORE_LEVELS: tuple[int, ...] = (1, 2, 3, 4, 5)
 
@@ -197,7 +198,7 @@ def _name(item: dict[Any, Any], label: str, where: str, line: int | None) -> str
         raise InputError(
             f"{label}: 'name' is longer than {MAX_CRITERION_NAME} characters", where, line
         )
-    problem = control_problem(name)
+    problem = control_problem(name) or name_problem(name)
     if problem is not None:
         raise InputError(f"{label}: 'name' {problem}", where, line)
     return name
@@ -246,7 +247,7 @@ def _from_ours(data: dict[Any, Any], where: str, lines: _Lines) -> SkillSet:
         raise InputError("'skills' must be a non-empty list", where, lines.skills())
 
     skills: list[Skill] = []
-    seen: set[str] = set()
+    seen: dict[str, str] = {}
     for i, item in enumerate(items):
         line = lines.item(i)
         if not isinstance(item, dict):
@@ -271,9 +272,18 @@ def _from_ours(data: dict[Any, Any], where: str, lines: _Lines) -> SkillSet:
                 where,
                 lines.item(i, "ability"),
             )
-        if name in seen:
-            raise InputError(f"duplicate skill name: {clip(name)}", where, line)
-        seen.add(name)
+        key = name_key(name)
+        if key in seen:
+            other = seen[key]
+            if other == name:
+                raise InputError(f"duplicate skill name: {clip(name)}", where, line)
+            raise InputError(
+                f"skill name {clip(name)} differs from {clip(other)} only by case, spacing, "
+                "'_' or character forms: judges and reports cannot tell them apart; rename one",
+                where,
+                lines.item(i, "name"),
+            )
+        seen[key] = name
         allow_na = item.get("allow_na", True)
         if not isinstance(allow_na, bool):
             raise InputError(

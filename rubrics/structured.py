@@ -20,26 +20,37 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from flask_eval.rubrics.parse import MAX_SCORE, MIN_SCORE, RATIONALE_LIMIT, Reading
+from flask_eval.rubrics.parse import (
+    RATIONALE_LIMIT,
+    Pairs,
+    Reading,
+    reject_constant,
+    split_keys,
+    template_echo,
+)
+from flask_eval.rubrics.prompt import placeholder
 from flask_eval.rubrics.protocol import NA, skills_line
+from flask_eval.rubrics.scale import FIVE_POINT, Scale
 from flask_eval.rubrics.skills import Skill
 
 #: the member of a criterion's object that holds its score, and the one with its reasons
 SCORE, RATIONALE = "score", "rationale"
-SCORES: tuple[int, ...] = tuple(range(MIN_SCORE, MAX_SCORE + 1))
+#: the rationale's placeholder in the shape the prompt shows: a rationale holding it
+#: echoes the template (a tiny judge under a grammar writes it back) and is refused
+RATIONALE_PLACEHOLDER = "<two to four sentences>"
 #: the heading of the output instructions in ``rubrics.prompt.render``'s user message
 HOW_TO_ANSWER = "## How to answer"
 
 
-def score_schema(allow_na: bool) -> dict[str, Any]:
-    """The schema of one score: an integer 1..5, or also the string "N/A"."""
-    scores: dict[str, Any] = {"type": "integer", "enum": list(SCORES)}
+def score_schema(allow_na: bool, scale: Scale = FIVE_POINT) -> dict[str, Any]:
+    """The schema of one score: an integer on ``scale``, or also the string "N/A"."""
+    scores: dict[str, Any] = {"type": "integer", "enum": list(scale.levels)}
     if not allow_na:
         return scores
     return {"anyOf": [scores, {"type": "string", "enum": [NA]}]}
 
 
-def schema_for(criteria: Sequence[Skill]) -> dict[str, Any]:
+def schema_for(criteria: Sequence[Skill], scale: Scale = FIVE_POINT) -> dict[str, Any]:
     """The JSON schema of a structured judgment of ``criteria`` (in their order)."""
     names = [c.name for c in criteria]
     if not names:
@@ -49,7 +60,10 @@ def schema_for(criteria: Sequence[Skill]) -> dict[str, Any]:
     properties = {
         c.name: {
             "type": "object",
-            "properties": {RATIONALE: {"type": "string"}, SCORE: score_schema(c.allow_na)},
+            "properties": {
+                RATIONALE: {"type": "string"},
+                SCORE: score_schema(c.allow_na, scale),
+            },
             "required": [RATIONALE, SCORE],
             "additionalProperties": False,
         }
@@ -63,19 +77,19 @@ def schema_for(criteria: Sequence[Skill]) -> dict[str, Any]:
     }
 
 
-def instructions(criteria: Sequence[Skill]) -> list[str]:
+def instructions(criteria: Sequence[Skill], scale: Scale = FIVE_POINT) -> list[str]:
     """The lines telling the judge to answer with the JSON object of :func:`schema_for`."""
     names = [c.name for c in criteria]
     several = len(names) > 1
     shape = ", ".join(
-        f'{json.dumps(c.name, ensure_ascii=False)}: {{"{RATIONALE}": "<two to four sentences>", '
-        f'"{SCORE}": ' + (f'<1-5 or "{NA}">' if c.allow_na else "<1-5>") + "}"
+        f'{json.dumps(c.name, ensure_ascii=False)}: {{"{RATIONALE}": "{RATIONALE_PLACEHOLDER}", '
+        f'"{SCORE}": {placeholder(c.allow_na, scale)}}}'
         for c in criteria
     )
     no_na = [c.name for c in criteria if not c.allow_na]
     rule = (
-        f'Each "{SCORE}" is an integer from 1 to 5, or the string "{NA}" only when a skill '
-        "cannot apply at all."
+        f'Each "{SCORE}" is an integer from {scale.low} to {scale.high}, or the string '
+        f'"{NA}" only when a skill cannot apply at all.'
     )
     if no_na:
         rule += f' "{NA}" is not allowed for: {", ".join(no_na)}.'
@@ -101,7 +115,7 @@ def instructions(criteria: Sequence[Skill]) -> list[str]:
 
 
 def structured_prompt(
-    messages: Sequence[Mapping[str, str]], criteria: Sequence[Skill]
+    messages: Sequence[Mapping[str, str]], criteria: Sequence[Skill], scale: Scale = FIVE_POINT
 ) -> list[dict[str, str]]:
     """``rubrics.prompt.render``'s messages with the output instructions (its last
     ``## How to answer`` section, which follows the response) asking for the JSON object
@@ -112,41 +126,36 @@ def structured_prompt(
     if last.get("role") != "user" or at < 0:
         raise ValueError(f"the last message has no {HOW_TO_ANSWER!r} section to replace")
     names = [c.name for c in criteria]
-    body = [HOW_TO_ANSWER, "", *instructions(criteria), "", skills_line(names)]
+    body = [HOW_TO_ANSWER, "", *instructions(criteria, scale), "", skills_line(names)]
     last["content"] = content[: at + 1] + "\n".join(body)
     return [*head, last]
 
 
-class _Pairs(list[tuple[str, Any]]):
-    """A JSON object as its key/value pairs, in order, duplicates kept."""
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not allowed")
-
-
 def _shown(value: Any) -> str:
-    text = "{...}" if isinstance(value, _Pairs) else json.dumps(value, ensure_ascii=False)
+    text = "{...}" if isinstance(value, Pairs) else json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _score(name: str, value: Any, na_ok: bool) -> tuple[int | None, str | None]:
-    """A score as the schema allows it: an integer 1..5 (an integral float is the same
-    JSON number), or "N/A" where allowed; never a numeric string or a boolean."""
+def _score(name: str, value: Any, na_ok: bool, scale: Scale) -> tuple[int | None, str | None]:
+    """A score as the schema allows it: an integer on ``scale`` (an integral float is the
+    same JSON number), or "N/A" where allowed; never a numeric string or a boolean."""
     if isinstance(value, str) and value == NA:
         return (None, None) if na_ok else (None, f"N/A not allowed for {name}")
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         return None, f"invalid score for {name}: {_shown(value)}"
-    if value not in SCORES:
+    if value not in scale:
         return None, f"score out of range for {name}: {value}"
     return value, None
 
 
-def _judgment(name: str, value: Any, na_ok: bool) -> tuple[int | None, str, str | None]:
-    """(score, rationale, problem) of one criterion's object."""
-    if not isinstance(value, _Pairs):
+def _judgment(
+    name: str, value: Any, na_ok: bool, scale: Scale
+) -> tuple[int | None, str, str | None]:
+    """(score, rationale, problem) of one criterion's object; a rationale that echoes the
+    template (empty, a lone ``<...>``, the prompt's placeholder) is a problem."""
+    if not isinstance(value, Pairs):
         return None, "", f"{name} must be an object with {RATIONALE} and {SCORE}"
     members: dict[str, Any] = {}
     for key, member in value:
@@ -158,11 +167,27 @@ def _judgment(name: str, value: Any, na_ok: bool) -> tuple[int | None, str, str 
     rationale = members.get(RATIONALE)
     if not isinstance(rationale, str):
         return None, "", f"missing {RATIONALE} for {name}"
-    score, problem = _score(name, members[SCORE], na_ok)
+    echo = template_echo(rationale, (RATIONALE_PLACEHOLDER,))
+    if echo is not None:
+        return None, "", f"{echo} for {name}"
+    score, problem = _score(name, members[SCORE], na_ok, scale)
     return score, rationale.strip()[:RATIONALE_LIMIT], problem
 
 
-def read_structured(text: str, criteria: Sequence[Skill]) -> Reading:
+def opens_object(text: str) -> bool:
+    """Whether ``text`` opens with a whole JSON object (whatever follows it): the form of
+    a structured answer, as opposed to free text that merely starts with a brace."""
+    stripped = text.lstrip()
+    if not stripped.startswith("{"):
+        return False
+    try:
+        json.JSONDecoder(strict=False, parse_constant=reject_constant).raw_decode(stripped)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+def read_structured(text: str, criteria: Sequence[Skill], scale: Scale = FIVE_POINT) -> Reading:
     """Every criterion's score or problem from ``text``, a structured judgment.
 
     ``text`` must be exactly one JSON object (surrounding whitespace aside). Keys match
@@ -171,8 +196,8 @@ def read_structured(text: str, criteria: Sequence[Skill]) -> Reading:
     a string is taken as it is, as llama.cpp's grammar lets a model write one into a
     rationale; it can only ever be part of that string.
     """
-    canonical = {c.name.strip().casefold(): c for c in criteria}
-    if not canonical:
+    names_of = {c.name.strip().casefold(): c.name for c in criteria}
+    if not names_of:
         raise ValueError("no criteria requested")
     names = [c.name for c in criteria]
 
@@ -183,7 +208,7 @@ def read_structured(text: str, criteria: Sequence[Skill]) -> Reading:
         return every("empty output")
     try:
         answer = json.loads(
-            text, object_pairs_hook=_Pairs, parse_constant=_reject_constant, strict=False
+            text, object_pairs_hook=Pairs, parse_constant=reject_constant, strict=False
         )
     except json.JSONDecodeError as exc:
         return every(f"invalid JSON: {exc.msg}")
@@ -191,19 +216,9 @@ def read_structured(text: str, criteria: Sequence[Skill]) -> Reading:
         return every("invalid JSON: nested too deeply")
     except ValueError as exc:  # NaN, Infinity
         return every(f"invalid JSON: {exc}")
-    if not isinstance(answer, _Pairs):
+    if not isinstance(answer, Pairs):
         return every("the answer must be one JSON object")
-    found: dict[str, Any] = {}
-    twice: set[str] = set()
-    extra: list[str] = []
-    for key, value in answer:
-        criterion = canonical.get(key.strip().casefold())
-        if criterion is None:
-            extra.append(key)
-        elif criterion.name in found:
-            twice.add(criterion.name)
-        else:
-            found[criterion.name] = value
+    found, twice, extra = split_keys(answer, lambda key: names_of.get(key.strip().casefold()))
     scores: dict[str, int | None] = {}
     problems: dict[str, str] = {}
     rationales: dict[str, str] = {}
@@ -215,7 +230,7 @@ def read_structured(text: str, criteria: Sequence[Skill]) -> Reading:
         if name not in found:
             problems[name] = f"missing skill: {name}"
             continue
-        score, rationale, problem = _judgment(name, found[name], criterion.allow_na)
+        score, rationale, problem = _judgment(name, found[name], criterion.allow_na, scale)
         if problem is not None:
             problems[name] = problem
         else:

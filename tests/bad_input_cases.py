@@ -201,6 +201,19 @@ def _rubrics(name: str, line: int | None, message: str) -> BadCase:
     )
 
 
+def _criteria(name: str, line: int, message: str) -> BadCase:
+    """A broken `--criteria FILE`, with good instances, responses and judge."""
+    path = f"{BAD}/{name}"
+    return BadCase(
+        name,
+        GOOD_INSTANCES,
+        [GOOD_A],
+        f"{path}:{line}",
+        message,
+        ("--judge", JUDGE, "--criteria", path),
+    )
+
+
 def _flag(case_id: str, message: str, *args: str, absent: tuple[str, ...] = ()) -> BadCase:
     """Bad `flask-eval run` flags, with good files."""
     return BadCase(case_id, GOOD_INSTANCES, [GOOD_A], "", message, args, (), absent)
@@ -354,6 +367,14 @@ CLI_CASES: list[BadCase] = [
     _rubrics("rubrics_surrogate.json", 8, "contains a lone UTF-16 surrogate (\\ud83d)"),
     _rubrics("rubrics_nul.json", 4, "contains a NUL character"),
     _rubrics("rubrics_duplicate_key.json", None, "key 'Skill' appears twice"),
+    _rubrics("rubrics_case_collision.yaml", 6, "'readability' differs from 'Readability' only"),
+    # --- criteria names that readers or reports cannot tell apart (rubrics/names.py)
+    _criteria("criteria_case_collision.yaml", 5, "'empathy' differs from 'Empathy' (line 2)"),
+    _criteria("criteria_underscore_collision.yaml", 5, "'Tone_of_voice' differs from"),
+    _criteria("criteria_fullwidth_collision.yaml", 5, "differs from 'Empathy' (line 2) only"),
+    _criteria("criteria_zero_width_name.yaml", 2, "invisible format character (U+200B)"),
+    _criteria("criteria_bidi_override_name.yaml", 2, "invisible format character (U+202E)"),
+    _criteria("criteria_mixed_script_name.yaml", 2, "mixes Cyrillic and Latin letters"),
     # --- settings: whole numbers, finite numbers, sane ranges, usable URLs
     _env(
         "calls-per-message-fraction",

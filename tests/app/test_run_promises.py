@@ -71,7 +71,9 @@ def test_a_cut_off_judge_never_scores_the_forged_line_it_quoted(
     assert len(rows) == 16 * 3 * 2
     assert not any(r["score"] == 5 for r in rows)
     assert {r["reason"] for r in rows} == {"truncated"}
-    assert all(r["finish"] == "length" and "[SCORES]" in str(r["raw"]) for r in rows[:8])
+    # the forged line is kept in the raw answer as the prompt showed it (neutralized)
+    forged = "\uff3bSCORES\uff3d"
+    assert all(r["finish"] == "length" and forged in str(r["raw"]) for r in rows[:8])
     assert proc.returncode == 1 and "truncated: 96" in proc.stderr
 
 

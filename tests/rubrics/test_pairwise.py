@@ -186,7 +186,7 @@ PROM_BAD = [
     ("x [RESULT] A\nA is better because it is shorter.", "text follows"),
     ('x [RESULT] (Either "A" or "B")', "text follows"),
     ("A is better.", "no final"),
-    ("Result: A. Result: B", "several result markers"),
+    ("Result: A. Result: B", "two different verdicts"),
     ("x ［RESULT］ A", "no final"),
 ]
 

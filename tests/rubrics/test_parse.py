@@ -90,7 +90,7 @@ CASES = [
         '[SCORES] {"Readability": 4}\nI hope this helps!',
         error="followed by other text",
     ),
-    Case("trailing period", '[SCORES] {"Readability": 4}.', error="no final"),
+    Case("trailing period", '[SCORES] {"Readability": 4}.', scores={R: 4}),
     Case("prose before marker", 'Final: [SCORES] {"Readability": 4}', error="no final"),
     Case("list item marker", '- [SCORES] {"Readability": 4}', error="no final"),
     Case("marker without object", "[SCORES] 4", error="no JSON object"),

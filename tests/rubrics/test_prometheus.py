@@ -52,6 +52,8 @@ CASES: list[tuple[str, str, int | str]] = [
     ("score marker alone", "The response is clear.\n[SCORE] 4", 4),
     ("final score", "The response is clear. Final score: 4/5", 4),
     ("rubric echo then score", "Score 5: excellent.\nIt is good.\nScore: 4", 4),
+    ("score without colon", "The response is clear.\nScore 4", 4),
+    ("same score twice", "Score: 4 at first.\nSo: Score: 4", 4),
     # --- refused ------------------------------------------------------------------------
     ("empty", "   \n", "empty output"),
     ("no verdict", "The response is clear and correct.", "no final"),
@@ -60,7 +62,8 @@ CASES: list[tuple[str, str, int | str]] = [
     ("ten", "Great. [RESULT] 10", "out of range: 10"),
     ("negative", "Bad. [RESULT] -1", "out of range"),
     ("fraction", "Good. [RESULT] 3.5", "not an integer: 3.5"),
-    ("comma fraction", "Good. [RESULT] 3,5", "not an integer"),
+    ("comma fraction", "Good. [RESULT] 3,5", "text follows"),
+    ("comma decimal zero", "Good. [RESULT] 3,0", "text follows"),
     ("two different results", "First [RESULT] 3, on reflection [RESULT] 4", "two different"),
     ("quoted result then own", "It reads: [RESULT] 5\nMy verdict: [RESULT] 2", "two different"),
     ("text after result", "Good. [RESULT] 4\nI hope this helps!", "text follows"),
@@ -69,8 +72,7 @@ CASES: list[tuple[str, str, int | str]] = [
     ("marker without number", "Good. [RESULT]", "text follows"),
     ("word number", "Good. [RESULT] four", "text follows"),
     ("score out of ten", "Good. [RESULT] 4/10", "text follows"),
-    ("two score lines", "Score: 3 at first.\nScore: 4", "several score markers"),
-    ("score without colon", "The response is clear.\nScore 4", "no final"),
+    ("two score lines", "Score: 3 at first.\nScore: 4", "two different verdicts"),
     ("score then result text", "Score: 4 [RESULT] good", "text follows"),
     ("fullwidth only", "The response says ［RESULT］ 5", "no final"),
 ]

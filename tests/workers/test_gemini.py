@@ -81,7 +81,8 @@ def test_a_cut_off_gemini_answer_fails_as_truncated(sqlite_url: str, tmp_path: P
     assert {r["reason"] for r in rows} == {"truncated"}
     assert {r["finish"] for r in rows} == {"length"}
     quoted = [r for r in rows if "[SCORES]" in FORGED[int(str(r["instance_id"]))]]
-    assert quoted and all("[SCORES]" in str(r["raw"]) for r in quoted)  # the forged line
+    # the forged line, kept in the raw answer as the prompt showed it (neutralized)
+    assert quoted and all("\uff3bSCORES\uff3d" in str(r["raw"]) for r in quoted)
     assert proc.returncode == 1 and "truncated: 24" in proc.stderr
 
 
