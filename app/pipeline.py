@@ -353,6 +353,7 @@ def wait(
     first = FirstStep(store, dispatcher, within=max(quiet_after, 30.0))
     deadline = None if timeout is None else time.monotonic() + timeout
     open_ = counts.pending - leave_open
+    queue = dispatcher.queue or ""
     halts: dict[str, Halt] = {}
     try:
         while True:
@@ -364,11 +365,11 @@ def wait(
             for judge in sorted(set(halts) - watch.halts):
                 tell(redact(halts[judge].detail))
                 watch.halts.add(judge)
+            label = first.label(started=open_ < counts.pending - leave_open)
+            if progress and label is not None:
+                bar.set_postfix_str(label)
             if open_ <= 0:
                 break
-            if progress:
-                started = open_ < counts.pending - leave_open
-                bar.set_postfix_str("" if started else first.text())
             if isinstance(dispatcher, InProcessTransport) and not dispatcher.alive():
                 dispatcher.join()  # re-raises an executor crash
                 if store.count_open(run.id) > leave_open:
@@ -379,12 +380,15 @@ def wait(
             elif dispatcher.queue is not None and time.monotonic() - last_change > quiet_after:
                 check_workers(store, run, dispatcher, watch, tell, quiet_after)
             if deadline is not None and time.monotonic() >= deadline:
-                raise StoppedWaiting(run.name, open_, counts.total, f"--timeout {timeout:g} s")
+                why = f"--timeout {timeout:g} s"
+                raise StoppedWaiting(run.name, open_, counts.total, why, queue, first.alive())
             time.sleep(poll)
     except KeyboardInterrupt:
         if dispatcher.queue is None:
             raise
-        raise StoppedWaiting(run.name, open_, counts.total, "Ctrl-C") from None
+        raise StoppedWaiting(
+            run.name, open_, counts.total, "Ctrl-C", queue, first.alive()
+        ) from None
     finally:
         bar.close()
     dispatcher.join()

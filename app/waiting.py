@@ -25,19 +25,29 @@ class WorkersElsewhere(FlaskEvalError):
 
 
 class StoppedWaiting(FlaskEvalError):
-    """The producer stopped waiting for a run that workers keep judging (exit code 1);
-    ``lines`` say how to go on."""
+    """The producer stopped waiting for a run that workers judge (exit code 1); ``lines``
+    say how to go on. ``queue`` is the run's queue; ``alive``, the workers seen on it."""
 
-    def __init__(self, run: str, open_: int, total: int, why: str) -> None:
+    def __init__(
+        self, run: str, open_: int, total: int, why: str, queue: str = "", alive: int = 0
+    ) -> None:
         self.run, self.open, self.total, self.why = run, open_, total, why
+        self.queue, self.alive = queue, alive
         super().__init__(self.lines()[0])
 
     def lines(self) -> list[str]:
         name = shlex.quote(self.run)
+        going_on = (
+            f"  {self.alive} worker(s) keep judging them: nothing judged is lost, nothing is "
+            "paid twice"
+            if self.alive
+            else f"  no worker is alive on queue {self.queue}: they stay queued until one "
+            "starts (`flask-eval worker`); nothing is lost"
+        )
         return [
             f"stopped waiting for run {self.run} ({self.why}): {self.open:,} of "
             f"{self.total:,} judgments still open",
-            "  the workers keep judging them: nothing judged is lost, nothing is paid twice",
+            going_on,
             f"  wait again:  flask-eval wait {name}",
             f"  progress:    flask-eval status {name}",
             f"  cancel:      flask-eval runs delete {name}  (deletes the run and its answers; "
@@ -55,6 +65,21 @@ class FirstStep:
         self.within = within
         self._text = ""
         self._looked = float("-inf")
+        self._shown: str | None = None
+
+    def label(self, started: bool) -> str | None:
+        """The bar's label when it changes (None: as it is): what it waits for until
+        ``started``, then nothing."""
+        text = "" if started else self.text()
+        if text == (self._shown or ""):
+            return None
+        self._shown = text
+        return text
+
+    def alive(self) -> int:
+        """The workers that announced themselves on the queue lately."""
+        queue = self.dispatcher.queue
+        return len(self.store.live_workers(queue, within=self.within)) if queue else 0
 
     def text(self) -> str:
         queue = self.dispatcher.queue
@@ -63,7 +88,7 @@ class FirstStep:
         now = time.monotonic()
         if now - self._looked >= LOOK_EVERY:
             self._looked = now
-            alive = len(self.store.live_workers(queue, within=self.within))
+            alive = self.alive()
             self._text = (
                 f"waiting for the first answers ({alive} worker(s) on queue {queue})"
                 if alive

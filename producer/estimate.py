@@ -8,7 +8,7 @@ inputs being planned, or, for `resume`, from the run's ledger.
 A call whose answer is already in the answer cache (an :class:`AnswerCache`, given by the
 caller: the cache's keys are the workers' business) costs nothing: it is counted apart,
 and left out of the tokens and cost. A judge without a price has an unknown cost, said
-as such (``Estimate.priced``), never as $0.
+as such (``Estimate.unknown``), never as $0.
 """
 
 from __future__ import annotations
@@ -49,8 +49,14 @@ class Estimate:
     cost: float = 0.0
     #: calls the answer cache answers (free; not in the tokens and cost)
     cached: int = 0
-    #: False: the judge has no price, so ``cost`` is unknown (not 0)
+    #: False: the judge has no price, so ``cost`` is unknown (not 0) unless the cache
+    #: answers all its calls
     priced: bool = True
+
+    @property
+    def unknown(self) -> bool:
+        """Whether the cost is unknown: calls to pay for at no known price."""
+        return not self.priced and self.calls > self.cached
 
 
 @dataclass(frozen=True)
@@ -194,11 +200,11 @@ def format_estimates(estimates: Sequence[Estimate]) -> str:
         sum(e.completion_tokens for e in estimates),
         sum(e.cost for e in estimates),
         sum(e.cached for e in estimates),
-        all(e.priced for e in estimates),
+        not any(e.unknown for e in estimates),
     )
     lines = [header, "-" * len(header)]
     for e in [*estimates, total]:
-        if e.priced:
+        if not e.unknown:
             cost = f"{e.cost:.4f}"
         else:  # the priced part, at least: "unknown" alone when nothing is priced
             cost = f">={e.cost:.4f}" if e is total and e.cost else "unknown"
@@ -206,12 +212,13 @@ def format_estimates(estimates: Sequence[Estimate]) -> str:
             f"{e.judge[:40]:<40} {e.jobs:>8} {e.calls:>8} {e.cached:>8} {e.prompt_tokens:>12} "
             f"{e.completion_tokens:>11} {cost:>10}"
         )
-    unpriced = [e.judge for e in estimates if not e.priced]
+    unpriced = [e.judge for e in estimates if e.unknown]
     if unpriced:
+        their = "their calls is" if len(unpriced) > 1 else "its calls is"
         lines.append(
-            f"no price for {', '.join(unpriced)}: the cost of their calls is unknown (not 0); "
-            "give a judge `price: {input: USD, output: USD}` per million tokens in a "
-            "--judges file (0 for a free local judge)"
+            f"no price for {', '.join(unpriced)}: the cost of {their} unknown (not 0); give "
+            "a judge `price: {input: USD, output: USD}` per million tokens in a --judges "
+            "file (0 for a free local judge)"
         )
     if total.cached:
         lines.append(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -146,7 +147,10 @@ def test_waiting_stops_on_its_timeout_and_says_how_to_go_on(tmp_path: Path) -> N
         pipeline.wait(store, run, sent, progress=False, poll=0.01, timeout=0.2, say=told.append)
     lines = stopped.value.lines()
     assert lines[0] == "stopped waiting for run w (--timeout 0.2 s): 81 of 81 judgments still open"
-    assert "the workers keep judging them" in lines[1]
+    assert lines[1] == (
+        "  no worker is alive on queue q: they stay queued until one starts (`flask-eval "
+        "worker`); nothing is lost"
+    )
     assert [line.split()[:2] for line in lines[2:]] == [
         ["wait", "again:"],
         ["progress:", "flask-eval"],
@@ -154,6 +158,10 @@ def test_waiting_stops_on_its_timeout_and_says_how_to_go_on(tmp_path: Path) -> N
     ]
     assert "flask-eval wait w" in lines[2] and "flask-eval runs delete w" in lines[4]
     assert stopped.value.exit_code == 1
+    store.beat("worker-1", "q", datetime.now(UTC))
+    with pytest.raises(StoppedWaiting) as again:
+        pipeline.wait(store, run, sent, progress=False, poll=0.01, timeout=0.1, say=told.append)
+    assert again.value.lines()[1].startswith("  1 worker(s) keep judging them: nothing judged")
 
 
 def test_ctrl_c_while_workers_judge_stops_waiting_not_judging(
@@ -174,8 +182,6 @@ def test_ctrl_c_while_workers_judge_stops_waiting_not_judging(
 
 
 def test_before_the_first_judgment_the_bar_says_what_it_waits_for(tmp_path: Path) -> None:
-    from datetime import UTC, datetime
-
     store, _, sent = _open_run(tmp_path)
     first = FirstStep(store, sent, within=30.0)
     assert first.text() == "waiting for a worker to take queue q"

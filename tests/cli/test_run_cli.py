@@ -91,7 +91,7 @@ def test_dry_run_says_which_judges_have_no_price(tmp_path: Path) -> None:
     assert float(rows["memory/priced"][-1]) > 0 and rows["memory/free"][-1] == "0.0000"
     assert rows["memory/unpriced"][-1] == "unknown"
     assert rows["total"][-1] == f">={float(rows['memory/priced'][-1]):.4f}"
-    assert "no price for memory/unpriced: the cost of their calls is unknown (not 0)" in (
+    assert "no price for memory/unpriced: the cost of its calls is unknown (not 0)" in (
         result.stdout
     )
     assert not (tmp_path / "d.db").exists()
@@ -261,6 +261,9 @@ def test_estimates_and_endings_count_the_calls_the_cache_answers(
         total[-1] == "0.0000"
         and f"{CALLS} of {CALLS} calls are answered from the answer cache" in dry.stdout
     )
+    # without a price, a judge whose every call the cache answers costs exactly nothing
+    bare = invoke(["run", *INPUTS, "--judge", "memory/j", "--run", "bare", "--dry-run"], db)
+    assert bare.stdout.splitlines()[-2].split()[-1] == "0.0000" and "no price" not in bare.stdout
     second = invoke(["run", *INPUTS, "--judges", path, "--run", "second", "--quiet"], db)
     assert second.exit_code == 0 and memory_judge.calls == CALLS, second.output
     assert (
@@ -357,6 +360,7 @@ def test_with_no_worker_timeout_stops_waiting_and_wait_waits_again(
     assert "stopped waiting for run nobody (--timeout 2 s): 156 of 156 judgments still open" in (
         result.stderr
     )
+    assert "no worker is alive on queue" in result.stderr
     assert "wait again:  flask-eval wait nobody" in result.stderr
     queued = redis.Redis.from_url(redis_url).llen(env["FLASK_EVAL_QUEUE"])
     again = CliRunner().invoke(main, ["wait", "nobody", "--timeout", "1", "--quiet"], env=env)
