@@ -18,6 +18,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from flask_eval.core.errors import InputError
+from flask_eval.core.files import open_input
 from flask_eval.producer.biggen import load_biggen_evals
 from flask_eval.producer.flask_reviews import load_reviews
 from flask_eval.producer.prometheus_sets import load_prometheus_set
@@ -32,11 +34,11 @@ _PEEK = 64 * 1024
 def _first_record(path: str) -> object:
     """The file's first record (a JSON Lines line, a list's first item, or the first value
     of a dict keyed by id), or None when it cannot be told from the file's start."""
-    try:
-        with open(path, "rb") as f:
+    try:  # never open() a FIFO: it would block (core/files.py)
+        with open_input(path, "a reference file") as f:
             head = f.read(_PEEK).decode("utf-8", errors="replace")
-    except OSError:
-        return None
+    except (OSError, InputError):
+        return None  # the importer says what is wrong with the path
     decoder = json.JSONDecoder()
     text = head.lstrip("\ufeff \t\r\n")
     try:  # one whole JSON Lines record

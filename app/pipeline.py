@@ -14,13 +14,16 @@ from typing import Any
 
 from tqdm import tqdm
 
-from flask_eval.core.errors import ConfigError, FailureReason, FlaskEvalError, InputError
+from flask_eval.app.budget import prices_after, set_max_cost, update_judges
+from flask_eval.app.cache import LedgerCache
+from flask_eval.app.waiting import FirstStep, StoppedWaiting, Watch, check_workers
+from flask_eval.core.errors import ConfigError, FailureReason, InputError
 from flask_eval.core.redact import redact
 from flask_eval.core.settings import Settings
 from flask_eval.core.types import JudgeConfig
 from flask_eval.producer.context import RunContext
-from flask_eval.producer.dispatch import Dispatched, Transport, dispatch_open
-from flask_eval.producer.estimate import Estimator, planned_calls
+from flask_eval.producer.dispatch import Dispatched, Transport, dispatch_open, metered
+from flask_eval.producer.estimate import AnswerCache, Estimator, planned_calls
 from flask_eval.producer.inputs import Inputs, check_run_name, parse_responses_arg
 from flask_eval.producer.judges_file import combine
 from flask_eval.producer.pairs import (
@@ -28,8 +31,10 @@ from flask_eval.producer.pairs import (
     pairwise_config,
     parse_pairwise_arg,
     plan_pairs,
+    planned_pairwise_rows,
 )
 from flask_eval.producer.plan import DEFAULT_MODE, MODES, default_run_name, fingerprint, run_config
+from flask_eval.producer.prices import check_budget_prices, settle_prices
 from flask_eval.producer.select import select
 from flask_eval.producer.sources import Sources, load_sources
 from flask_eval.rubrics import codec
@@ -43,14 +48,6 @@ from flask_eval.workers.celery_app import CeleryTransport
 from flask_eval.workers.inprocess import InProcessTransport
 from flask_eval.workers.judge import create_judge, judge_class, spec_of
 from flask_eval.workers.runner import executor_config
-
-#: judge settings a later `run` may change: budgets, concurrency and prices (stored with
-#: the run and used by the workers); names, specs and sampling settings may not
-MUTABLE_JUDGE_FIELDS = ("rpm", "tpm", "max_in_flight", "price", "retry_max_tokens")
-
-
-class WorkersElsewhere(FlaskEvalError):
-    """Workers take the run's queue, but none of them uses the producer's database."""
 
 
 @dataclass(frozen=True)
@@ -74,8 +71,19 @@ class Plan:
     def planned_calls(self) -> list[PlannedCall]:
         return planned_calls(self.inputs, self.context(), self.pairs)
 
-    def estimator(self) -> Estimator:
-        return Estimator.of_inputs(self.inputs, self.context())
+    def size(self) -> int:
+        """The judgments of the plan (rows of the ledger)."""
+        if self.pairs is not None:
+            return len(
+                planned_pairwise_rows(self.inputs, self.pairs, [j.name for j in self.judges])
+            )
+        skills = {i.id: len(i.skills) for i in self.inputs.instances}
+        per_judge = sum(skills.get(r.instance_id, 0) for rs in self.inputs.response_sets
+                        for r in rs.responses)  # fmt: skip
+        return per_judge * len(self.judges)
+
+    def estimator(self, cache: AnswerCache | None = None) -> Estimator:
+        return Estimator.of_inputs(self.inputs, self.context(), cache)
 
 
 @dataclass(frozen=True)
@@ -121,8 +129,10 @@ def prepare(
     per_criterion: bool = False,
     pairwise_set: str | None = None,
     biggen_llm_judge: bool = False,
+    models: Sequence[str] = (),
 ) -> Plan:
-    """Validate all inputs and flags; raises InputError/ConfigError; writes nothing."""
+    """Validate all inputs and flags; raises InputError/ConfigError; writes nothing.
+    ``models`` names the model(s) of a file that carries its responses (``--model``)."""
     if mode not in MODES:
         raise InputError(f"invalid --mode {mode!r}; choose one of: {', '.join(MODES)}")
     if not judges and not judges_files:
@@ -130,14 +140,14 @@ def prepare(
             "no judge given; add --judge provider/model (e.g. --judge openai/gpt-4o) "
             "or --judges FILE"
         )
-    configs = load_judges(judges, judges_files)
+    configs = settle_prices(load_judges(judges, judges_files))
     if run_name is not None:
         check_run_name(run_name)
     named = [parse_responses_arg(a) for a in responses]
     if not named and instances:
         raise InputError("no responses given; add --responses NAME=PATH")
     sources = Sources(instances, named, biggen, prometheus_set, rubrics, criteria, pairwise_set,
-                      biggen_llm_judge)  # fmt: skip
+                      biggen_llm_judge, tuple(models), reference)  # fmt: skip
     loaded = load_sources(sources)
     skillset = loaded.skillset
     inputs = select(loaded.inputs, limit, sample, seed)
@@ -215,35 +225,6 @@ def make_dispatcher(settings: Settings, store: Store, in_flight: int) -> Transpo
     return InProcessTransport(store, executor_config(settings, in_flight))
 
 
-def update_judges(
-    store: Store, run: RunInfo, judges: Sequence[JudgeConfig]
-) -> tuple[RunInfo, list[str]]:
-    """Store the budgets, concurrency and prices of ``judges`` with the run (workers read
-    them with their next message); returns the run and what changed, as text."""
-    given = {j.name: j.to_data() for j in judges}
-    changed: list[str] = []
-
-    def change(config: dict[str, Any]) -> None:
-        for stored in config["judges"]:
-            new = given.get(stored["name"])
-            if new is None:
-                continue
-            for key in MUTABLE_JUDGE_FIELDS:
-                if stored.get(key) != new.get(key):
-                    changed.append(f"{stored['name']}: {key} {stored.get(key)} -> {new.get(key)}")
-                    stored[key] = new.get(key)
-
-    updated = store.update_config(run.id, change)
-    return updated, changed
-
-
-def set_max_cost(store: Store, run: RunInfo, max_cost: float | None) -> RunInfo:
-    """The run's cost budget: a new --max-cost replaces the stored one; none keeps it."""
-    if max_cost is None:
-        return run
-    return store.update_config(run.id, lambda config: config.__setitem__("max_cost", max_cost))
-
-
 def reopen(store: Store, run: RunInfo, reasons: Sequence[str] | None = None) -> int:
     """Before dispatching again: clear the run's judge halts and send the judgments they
     stopped back to pending, with the failures of ``reasons`` (all of them when empty
@@ -263,10 +244,18 @@ def start(
     *,
     retry_failed: bool = False,
     max_cost: float | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> Started:
     """Write the run (or find it again) and dispatch what is not done yet, within the
-    run's cost budget."""
+    run's cost budget; ``say`` hears what takes time before the first answer."""
+    tell = say or (lambda _line: None)
     dispatcher.check()
+    existing = store.find_run(plan.name)
+    budget = max_cost if max_cost is not None or existing is None else existing.config.get(
+        "max_cost")  # fmt: skip
+    check_budget_prices(prices_after(plan.judges, existing), budget)
+    if existing is None:
+        tell(f"run {plan.name}: writing {plan.size():,} judgments to the ledger")
     run, created = store.create_run(
         name=plan.name,
         fingerprint=plan.fingerprint,
@@ -290,7 +279,11 @@ def start(
         run, changed = update_judges(store, run, plan.judges)
         reopen(store, run, () if retry_failed else None)
     run = set_max_cost(store, run, max_cost)
-    result = dispatch_open(store, run, dispatcher, settings.calls_per_message, plan.estimator())
+    if metered(run):
+        tell(f"run {plan.name}: estimating the cost of its open calls (the answer cache's "
+             "are free)")  # fmt: skip
+    estimator = plan.estimator(LedgerCache(store, settings.judge_timeout))
+    result = dispatch_open(store, run, dispatcher, settings.calls_per_message, estimator)
     return Started(run, created, result, changed)
 
 
@@ -309,20 +302,18 @@ def resume(
     unknown = sorted({j.name for j in judges} - {j["name"] for j in run.config["judges"]})
     if unknown:
         raise InputError(f"--judges names judges the run does not have: {', '.join(unknown)}")
+    given = {j.name: j for j in judges}
+    held = [given.get(j["name"]) or JudgeConfig.from_data(j) for j in run.config["judges"]]
+    budget = max_cost if max_cost is not None else run.config.get("max_cost")
+    check_budget_prices(prices_after(held, run), budget)
     changed: list[str] = []
     if judges:
         run, changed = update_judges(store, run, judges)
     run = set_max_cost(store, run, max_cost)
     reset = reopen(store, run, reasons)
-    return reset, dispatch_open(store, run, dispatcher, settings.calls_per_message), changed
-
-
-@dataclass
-class _Watch:
-    """What `wait` has told the user already."""
-
-    halts: set[str] = field(default_factory=set)
-    hinted: bool = False
+    estimator = Estimator.of_run(store, run, LedgerCache(store, settings.judge_timeout))
+    sent = dispatch_open(store, run, dispatcher, settings.calls_per_message, estimator)
+    return reset, sent, changed
 
 
 def wait(
@@ -335,14 +326,17 @@ def wait(
     leave_open: int = 0,
     quiet_after: float = 15.0,
     say: Callable[[str], None] | None = None,
+    timeout: float | None = None,
 ) -> dict[str, Halt]:
     """Block until no judgment of ``run`` is open (but ``leave_open`` held back on
     purpose), with a progress bar; returns the judges halted meanwhile.
 
-    Each halted judge is said once, in one line. On a broker, after ``quiet_after``
+    Each halted judge is said once, in one line. Until the first judgment is finished the
+    bar says what it waits for (``waiting.FirstStep``). On a broker, after ``quiet_after``
     seconds without progress: if no worker announced itself in this database but workers
     take the queue, raise WorkersElsewhere (they cannot see this run); if none takes it,
-    say once that no worker is running.
+    say once that no worker is running. On a broker, Ctrl-C or ``timeout`` seconds raise
+    StoppedWaiting (the workers judge on).
     """
     counts = queries.status(store, run.id, run.name)
     bar = tqdm(
@@ -355,8 +349,12 @@ def wait(
         dynamic_ncols=True,
     )
     tell = say or (lambda line: tqdm.write(line, file=sys.stderr))
-    watch = _Watch()
+    watch = Watch()
     last_change, last_open = time.monotonic(), counts.pending
+    first = FirstStep(store, dispatcher, within=max(quiet_after, 30.0))
+    deadline = None if timeout is None else time.monotonic() + timeout
+    open_ = counts.pending - leave_open
+    queue = dispatcher.queue or ""
     halts: dict[str, Halt] = {}
     try:
         while True:
@@ -368,6 +366,9 @@ def wait(
             for judge in sorted(set(halts) - watch.halts):
                 tell(redact(halts[judge].detail))
                 watch.halts.add(judge)
+            label = first.label(started=open_ < counts.pending - leave_open)
+            if progress and label is not None:
+                bar.set_postfix_str(label)
             if open_ <= 0:
                 break
             if isinstance(dispatcher, InProcessTransport) and not dispatcher.alive():
@@ -378,34 +379,18 @@ def wait(
                         "rerun to resume"
                     )
             elif dispatcher.queue is not None and time.monotonic() - last_change > quiet_after:
-                _check_workers(store, run, dispatcher, watch, tell, quiet_after)
+                check_workers(store, run, dispatcher, watch, tell, quiet_after)
+            if deadline is not None and time.monotonic() >= deadline:
+                why = f"--timeout {timeout:g} s"
+                raise StoppedWaiting(run.name, open_, counts.total, why, queue, first.alive())
             time.sleep(poll)
+    except KeyboardInterrupt:
+        if dispatcher.queue is None:
+            raise
+        raise StoppedWaiting(
+            run.name, open_, counts.total, "Ctrl-C", queue, first.alive()
+        ) from None
     finally:
         bar.close()
     dispatcher.join()
     return halts
-
-
-def _check_workers(
-    store: Store,
-    run: RunInfo,
-    dispatcher: Transport,
-    watch: _Watch,
-    tell: Callable[[str], None],
-    within: float,
-) -> None:
-    assert dispatcher.queue is not None
-    if store.live_workers(dispatcher.queue, within=max(within, 30.0)):
-        return  # workers see this database: they are busy (or rate limited)
-    consumers = dispatcher.consumers() or []
-    if consumers:
-        raise WorkersElsewhere(
-            f"run {run.name}: {len(consumers)} worker(s) take queue {dispatcher.queue!r} "
-            f"({', '.join(consumers[:3])}) but none uses this database "
-            f"({redact(str(store.engine.url.render_as_string(hide_password=True)))}): "
-            "start them with the same FLASK_EVAL_DATABASE_URL, then `flask-eval resume "
-            f"{run.name}`"
-        )
-    if not watch.hinted:
-        tell("no progress and no worker alive: start one with `flask-eval worker`")
-        watch.hinted = True

@@ -242,7 +242,9 @@ class JudgeConfig:
     rpm: float | None = None
     tpm: float | None = None
     max_in_flight: int | None = None
-    price: Price = Price()
+    #: USD per million tokens (None: no price given and none known; such a judge's cost
+    #: is unknown, never taken as free: see producer/prices.py)
+    price: Price | None = None
     #: completion budget per call (None: the default, ``DEFAULT_MAX_TOKENS``)
     max_tokens: int | None = None
     #: sampling temperature (None: ours, 0.0, where the provider's SDK takes one)
@@ -255,10 +257,14 @@ class JudgeConfig:
     #: ask for a JSON object that follows the protocol's schema (structured outputs)
     structured: bool = False
 
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        """The cost of a call at this judge's price (0 without a price: unknown)."""
+        return 0.0 if self.price is None else self.price.cost(prompt_tokens, completion_tokens)
+
     def to_data(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> JudgeConfig:
-        price = Price(**data.get("price") or {})
-        return cls(**{**data, "price": price})
+        stored = data.get("price")
+        return cls(**{**data, "price": None if stored is None else Price(**stored)})

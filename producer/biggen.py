@@ -107,7 +107,7 @@ def _model(record: Mapping[str, Any], model: str | None) -> str:
     if not isinstance(name, str) or _MODEL_NAME.fullmatch(name) is None:
         raise RubricProblem(
             f"response_model_name {clip(name)} is not a valid model name (letters, digits, "
-            "'.', '_' or '-'); name the model explicitly"
+            "'.', '_' or '-'); name the model with --model NAME"
         )
     return name
 

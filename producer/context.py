@@ -4,7 +4,7 @@ from the configuration stored with the run (never from a message). Pure."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -13,6 +13,7 @@ from flask_eval.core.types import InstanceRubric, JudgeConfig
 from flask_eval.rubrics import codec
 from flask_eval.rubrics.grading import DEFAULT_PROTOCOL, Criterion, Protocol, Subject, protocol
 from flask_eval.rubrics.pairwise import pairwise_protocol
+from flask_eval.rubrics.prompt import Message
 from flask_eval.rubrics.skills import Skill, SkillSet
 
 #: the ability an instance's own rubric is filed under when no global criterion has its name
@@ -95,3 +96,16 @@ class RunContext:
             system_prompt=system_prompt,
             response_b=response_b if self.pairwise else None,
         )
+
+    def prompt(
+        self, judge: str, subject: Subject, criteria: Sequence[Criterion]
+    ) -> tuple[list[Message], dict[str, Any] | None]:
+        """The messages asking ``judge`` to judge ``subject`` on ``criteria``, and the JSON
+        schema its answer must follow (None: free text): the one rendering of a call, for
+        the workers and for the estimates (whose cache lookups need the same keys)."""
+        protocol = self.protocol_for(judge)
+        config = self.judges.get(judge)
+        schema = protocol.response_schema(criteria) if config and config.structured else None
+        if schema is not None:
+            return protocol.render_structured(subject, criteria), schema
+        return protocol.render(subject, criteria), None

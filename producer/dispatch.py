@@ -59,6 +59,18 @@ class Dispatched:
     held_back_rows: int = 0
     estimated_cost: float = 0.0  # of the calls sent
     spent: float = 0.0  # metered before
+    #: calls sent that the answer cache will answer, free (counted only when estimating)
+    cached: int = 0
+
+
+def metered(run: RunInfo) -> bool:
+    """Whether dispatching ``run`` estimates the cost of its calls: it has a budget, or a
+    judge with a price above 0 (else every estimate would be $0: prompts are not
+    rendered for it)."""
+    judges = [JudgeConfig.from_data(j) for j in run.config["judges"]]
+    return run.config.get("max_cost") is not None or any(
+        j.price not in (None, Price()) for j in judges
+    )
 
 
 def dispatch_open(
@@ -78,8 +90,7 @@ def dispatch_open(
     """
     calls = open_calls(store, run)
     max_cost = run.config.get("max_cost")
-    judges = [JudgeConfig.from_data(j) for j in run.config["judges"]]
-    if max_cost is None and all(j.price == Price() for j in judges):
+    if not metered(run):
         # nothing to meter: skip rendering every prompt for an estimate of $0
         if calls:
             dispatcher.submit(run.id, batches([c.ids for c in calls], calls_per_message))
@@ -87,18 +98,20 @@ def dispatch_open(
         return Dispatched(len(calls))
     estimator = estimator or Estimator.of_run(store, run)
     spent = queries.status(store, run.id, run.name).cost
-    chosen, estimated = [], 0.0
-    for call in calls:
-        cost = estimator.cost(call)
-        if max_cost is not None and spent + estimated + cost > float(max_cost):
+    chosen, estimated, cached = [], 0.0, 0
+    for one in estimator.each(calls):
+        if max_cost is not None and spent + estimated + one.cost > float(max_cost):
             break
-        chosen.append(call)
-        estimated += cost
+        chosen.append(one.call)
+        estimated += one.cost
+        cached += one.cached
     if chosen:
         dispatcher.submit(run.id, batches([c.ids for c in chosen], calls_per_message))
     held = calls[len(chosen) :]
     _mark(store, run, dispatcher, complete=not held)
-    return Dispatched(len(chosen), len(held), sum(len(c.ids) for c in held), estimated, spent)
+    return Dispatched(
+        len(chosen), len(held), sum(len(c.ids) for c in held), estimated, spent, cached
+    )
 
 
 def _mark(store: Store, run: RunInfo, dispatcher: Transport, complete: bool) -> None:

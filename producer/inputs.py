@@ -99,12 +99,15 @@ def load_inputs(
     known_skills: Collection[str],
     *,
     custom: bool = False,
+    reference: bool = True,
 ) -> Inputs:
     """Load and validate the instances file and every ``(model, path)`` responses file.
 
     All or nothing: the first problem raises InputError and nothing is returned. Model
     names must be valid and unique (case-insensitively); at least one responses file is
-    required.
+    required. ``custom`` (criteria of a ``--criteria`` file) and ``reference`` (False:
+    judges never see a reference answer) say which instance fields are optional
+    (:func:`producer.loaders.load_instances`).
     """
     if not responses:
         raise InputError(
@@ -122,7 +125,9 @@ def load_inputs(
                 "give each responses file its own NAME"
             )
         seen[key] = (name, path)
-    instances = tuple(load_instances(instances_path, known_skills, custom_criteria=custom))
+    instances = tuple(
+        load_instances(instances_path, known_skills, custom_criteria=custom, reference=reference)
+    )
     ids = frozenset(instance.id for instance in instances)
     response_sets = tuple(load_responses(name, path, ids) for name, path in responses)
     return Inputs(instances=instances, response_sets=response_sets)

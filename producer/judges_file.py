@@ -240,9 +240,9 @@ def _temperature(data: dict[str, Any], path: str, line: int) -> float | None:
     return float(value)
 
 
-def _price(value: Any, path: str, line: int) -> Price:
+def _price(value: Any, path: str, line: int) -> Price | None:
     if value is None:
-        return Price()
+        return None  # no price given: producer/prices.py may know one
     if not isinstance(value, dict) or set(value) - {"input", "output"}:
         raise InputError(
             "`price` must be {input: USD per 1M tokens, output: USD per 1M tokens}", path, line

@@ -284,15 +284,38 @@ def _skill_order(known_skills: Collection[str]) -> tuple[str, ...]:
     )
 
 
+def _missing(
+    record: dict[str, Any], schema: _Schema, *, custom: bool, reference: bool
+) -> list[str]:
+    """The fields an instance needs that ``record`` lacks, all of them: FLASK's own
+    instances need every field of their schema (the skills unless ``criteria`` names
+    them); with custom criteria only the id and the instruction; the reference answer is
+    optional where the judges never see it or the criteria are custom."""
+    needed = [schema.id, schema.instruction]
+    if reference and not custom:
+        needed.append(schema.answer)
+    if not custom:
+        if "criteria" not in record:
+            needed.append(schema.skills)
+        needed += [schema.domains, schema.difficulty]
+    return [key for key in needed if key not in record]
+
+
 def load_instances(
-    path: str, known_skills: Collection[str], *, custom_criteria: bool = False
+    path: str,
+    known_skills: Collection[str],
+    *,
+    custom_criteria: bool = False,
+    reference: bool = True,
 ) -> list[Instance]:
     """Load FLASK instances from a JSON Lines file, in file order.
 
     ``known_skills`` are the skill names of the rubric set (or, with ``custom_criteria``,
     the criteria of a :mod:`rubrics.criteria` file, in its order); every instance's
-    skills must be among them. Raises InputError naming the file and line of the first
-    problem.
+    skills must be among them. With ``custom_criteria`` an instance needs only its id and
+    instruction (``answer``, the domains and the difficulty are optional), and without
+    ``reference`` (judges never see it) the answer is optional too. Raises InputError
+    naming the file and line of the first problem (every missing field of that line).
     """
     if not known_skills:
         raise ValueError("known_skills is empty")
@@ -315,8 +338,15 @@ def load_instances(
                 path,
                 line,
             )
-        hint = f"{this.name}: {this.fields()}"
-        instance_id = _record_id(_field(record, this.id, path, line, hint), this.id, path, line)
+        missing = _missing(record, this, custom=custom_criteria, reference=reference)
+        if missing:
+            hint = (f"with --criteria an instance needs {this.id} and {this.instruction}; "
+                    f"{this.answer}, {this.domains} and {this.difficulty} are optional"
+                    if custom_criteria else f"{this.name}: {this.fields()}")  # fmt: skip
+            fields = ", ".join(repr(key) for key in missing)
+            plural = "s" if len(missing) > 1 else ""
+            raise InputError(f"missing field{plural} {fields} ({hint})", path, line)
+        instance_id = _record_id(record[this.id], this.id, path, line)
         previous = first_line.get(instance_id)
         if previous is not None:
             raise InputError(
@@ -327,33 +357,24 @@ def load_instances(
             )
         first_line[instance_id] = line
         instruction = _string(
-            _field(record, this.instruction, path, line, hint),
-            this.instruction,
-            path,
-            line,
-            allow_empty=False,
+            record[this.instruction], this.instruction, path, line, allow_empty=False
         )
-        answer = _string(
-            _field(record, this.answer, path, line, hint), this.answer, path, line, allow_empty=True
-        )
+        answer = _string(record.get(this.answer, ""), this.answer, path, line, allow_empty=True)
         if "criteria" in record:
             noun = "criterion" if custom_criteria else "skill"
             skills = _skills(record["criteria"], "criteria", known, listing, path, line, noun)
         elif custom_criteria:
             skills = order
         else:
-            skill_field = _field(record, this.skills, path, line, hint)
-            skills = _skills(skill_field, this.skills, known, listing, path, line)
+            skills = _skills(record[this.skills], this.skills, known, listing, path, line)
         system_prompt = _string(
             record.get("system_prompt", ""), "system_prompt", path, line, allow_empty=True
         )
         rubrics = (
             _rubrics(record["rubrics"], skills, known, path, line) if "rubrics" in record else {}
         )
-        domains = _domains(_field(record, this.domains, path, line, hint), this.domains, path, line)
-        difficulty = _difficulty(
-            _field(record, this.difficulty, path, line, hint), this.difficulty, path, line
-        )
+        domains = _domains(record.get(this.domains, []), this.domains, path, line)
+        difficulty = _difficulty(record.get(this.difficulty, -1), this.difficulty, path, line)
         instances.append(
             Instance(
                 id=instance_id,

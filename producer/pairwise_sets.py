@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flask_eval.core.errors import InputError
+from flask_eval.core.files import open_input
 from flask_eval.core.jsonl import read_json_lines
 from flask_eval.core.limits import MAX_DOMAIN
 from flask_eval.core.text import clip
@@ -246,11 +247,11 @@ def load_hhh_alignment(path: str, models: Sequence[str] = HHH_MODELS) -> Pairwis
 def load_pairwise_set(path: str, models: Sequence[str] | None = None) -> PairwiseSet:
     """Either set, told apart by its first character: ``[`` (a JSON list) is HHH
     Alignment's layout, anything else is read as Auto-J's JSON Lines."""
-    try:
-        with open(path, "rb") as handle:
+    with open_input(path, "a pairwise set (Auto-J's JSON Lines or HHH's JSON)") as handle:
+        try:
             head = handle.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
-    except OSError:
-        head = b""  # the loader says what is wrong with the path
+        except OSError:
+            head = b""  # the loader says what is wrong with the file
     if head.startswith(b"["):
         return load_hhh_alignment(path, HHH_MODELS if models is None else models)
     return load_autoj_pairwise(path, AUTOJ_MODELS if models is None else models)

@@ -77,6 +77,27 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
+def has_store(url: str) -> bool:
+    """Whether ``url`` already holds a flask-eval store, found without creating anything
+    (no file, no table): what `run --dry-run` reads the answer cache from."""
+    url = normalize_url(url)
+    try:
+        parsed = make_url(url)
+        sqlite = parsed.get_backend_name() == "sqlite"
+        if sqlite and not Path(parsed.database or "").is_file():
+            return False
+        engine = create_engine(url, connect_args={} if sqlite else {"connect_timeout": 5})
+    except Exception:
+        return False
+    try:
+        with engine.connect() as conn:
+            return "judgment" in inspect(conn).get_table_names()
+    except Exception:  # unreachable, or no permission: nothing to read
+        return False
+    finally:
+        engine.dispose()
+
+
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 #: the first revision: stores made before migrations existed are at this version
 BASELINE = "0001_v1"

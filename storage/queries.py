@@ -233,3 +233,37 @@ def runs_overview(store: Store) -> list[dict[str, Any]]:
             "cost": costs.get(int(run_id), 0.0),
         })  # fmt: skip
     return overview
+
+
+@dataclass(frozen=True)
+class FailureCause:
+    """The failed judgments of one judge for one reason, with one of their details."""
+
+    judge: str
+    reason: str
+    count: int
+    detail: str
+
+
+def failure_causes(store: Store, run_id: int) -> list[FailureCause]:
+    """Per judge and failure reason: how many judgments failed, and one detail (the
+    least, in text order: any of them says the cause), most failures first."""
+    stmt = (
+        select(J.judge, J.reason, func.count(), func.min(J.detail))
+        .where(J.run_id == run_id, J.status == Status.FAILED.value)
+        .group_by(J.judge, J.reason)
+    )
+    with store.engine.connect() as conn:
+        rows = conn.execute(stmt).all()
+    causes = [FailureCause(str(j), str(r), int(n), str(d or "")) for j, r, n, d in rows]
+    return sorted(causes, key=lambda c: (-c.count, c.judge, c.reason))
+
+
+def cache_answered(store: Store, run_id: int) -> int:
+    """Judge calls of the run answered from the answer cache (an answer paid before,
+    by this run or another): the distinct answers of its judgments that sent no request."""
+    stmt = select(func.count(func.distinct(J.call_uid))).where(
+        J.run_id == run_id, J.requests == 0, J.call_uid.is_not(None)
+    )
+    with store.engine.connect() as conn:
+        return int(conn.execute(stmt).scalar_one())

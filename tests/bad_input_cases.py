@@ -100,7 +100,11 @@ CASES: list[BadCase] = [
     _inst("empty_instruction", 2, "field 'instruction' is empty"),
     _inst("blank_lines_then_error", 4, "field 'difficulty' must be a difficulty label"),
     _inst("mixed_schemas", 2, "mixed schemas"),
-    _inst("older_schema_missing_field", 1, "missing field 'metrics'"),
+    _inst(
+        "older_schema_missing_field",
+        1,
+        "missing fields 'metrics', 'domain_labeled', 'difficulty_labeled' (older FLASK schema",
+    ),
     _inst("invalid_utf8", 2, "invalid UTF-8"),
     _inst("empty", None, "no records; expected JSON Lines", "empty_instances"),
     _inst("no_such_file", None, "file not found", "instances_missing"),
@@ -225,6 +229,18 @@ def _env(case_id: str, message: str, absent: tuple[str, ...] = (), **env: str) -
 
 
 _SECRET = "sk-secretvalue123"
+#: files that carry their own instances and responses, read with bad flags
+PROMETHEUS_SET = f"{BAD}/mt_bench_eval (1).json"  # a file name that is no model name
+PROMETHEUS_SLASH = f"{BAD}/prometheus_source_with_slash.json"  # its response_source is none
+BIGGEN_SLASH = f"{BAD}/biggen_model_with_slash.json"  # response_model_name with a '/'
+AUTOJ = f"{BAD}/autoj_one_pair.jsonl"
+
+
+def _set(case_id: str, where: str, message: str, *args: str) -> BadCase:
+    """A file that carries its own instances and responses (no --instances), with
+    ``args`` (its flag among them) and a judge."""
+    return BadCase(case_id, "", [], where, message, (*args, "--judge", JUDGE))
+
 
 #: Cases that need more than instances and responses: flags, judges and rubric files,
 #: settings. Only run through the CLI (and their loaders' unit tests).
@@ -314,6 +330,64 @@ CLI_CASES: list[BadCase] = [
         ("--judge", JUDGE, "--rubrics", "no/such/rubrics.yaml"),
     ),
     _flag("judges-file-is-directory", "is a directory", "--judges", BAD),
+    # --- naming the model(s) of a file that carries its responses: --model
+    _set(
+        "prometheus-set-source-with-a-slash",
+        PROMETHEUS_SLASH,
+        "response_source 'meta-llama/Llama-2-7b' is not a valid model name (letters, digits, "
+        "'.', '_' or '-'); to judge every response as one model, name it with --model NAME",
+        "--prometheus-set",
+        PROMETHEUS_SLASH,
+    ),
+    _set(
+        "biggen-model-name-with-a-slash",
+        BIGGEN_SLASH,
+        "response_model_name 'meta-llama/Llama-2-7b' is not a valid model name (letters, "
+        "digits, '.', '_' or '-'); name the model with --model NAME",
+        "--biggen",
+        BIGGEN_SLASH,
+    ),
+    _flag("model-with-instances", "--model names the model of a --biggen", "--model", "m"),
+    _set(
+        "model-invalid-name",
+        "",
+        "--model: invalid model name 'meta-llama/Llama-2-7b'; use 1-64 letters",
+        *("--biggen", BIGGEN_SLASH, "--model", "meta-llama/Llama-2-7b"),
+    ),
+    _set(
+        "model-twice-for-a-prometheus-set",
+        "",
+        "--prometheus-set takes --model for one model (all its responses), got 2",
+        *("--prometheus-set", PROMETHEUS_SET, "--model", "a", "--model", "b"),
+    ),
+    _set(
+        "model-once-for-a-pairwise-set",
+        "",
+        "--pairwise-set takes --model for two models, first and second, got 1",
+        *("--pairwise-set", AUTOJ, "--model", "gpt4"),
+    ),
+    _set(
+        "pairwise-set-models-named-alike",
+        "",
+        "the two models of a pairwise set need two names, got 'gpt4'",
+        *("--pairwise-set", AUTOJ, "--model", "gpt4", "--model", "GPT4"),
+    ),
+    # --- budgets and waits
+    _flag(
+        "max-cost-with-an-unpriced-judge",
+        "--max-cost 1 needs a price for every judge: judge openai/judge has none (their "
+        "calls would count as free); give each judge `price: {input: USD, output: USD}`",
+        *("--judge", JUDGE, "--max-cost", "1"),
+    ),
+    _flag("max-cost-nan", "'--max-cost': 'nan' is not a finite number", "--max-cost", "nan"),
+    _flag("timeout-zero", "'--timeout': 0.0 is not in the range 0<x<=604800", "--timeout", "0"),
+    _flag("timeout-inf", "'--timeout': inf is not in the range", "--timeout", "inf"),
+    _flag("timeout-nan", "'--timeout': 'nan' is not a finite number", "--timeout", "nan"),
+    _flag(
+        "timeout-with-no-wait",
+        "--no-wait does not wait, so --timeout has nothing to bound",
+        *("--judge", JUDGE, "--timeout", "60"),
+    ),
     # --- judges files: the strict YAML loader (no aliases, tags or duplicate keys)
     _judges("judges_billion_laughs", 2, "anchors (&name) are not allowed"),
     _judges("judges_alias", 4, "aliases (*name) are not allowed"),

@@ -267,9 +267,7 @@ class Executor:
                 continue
             subject = context.subject(first.instruction, first.reference, first.response,
                                       first.system_prompt, first.response_b)  # fmt: skip
-            schema = protocol.response_schema(criteria) if config.structured else None
-            messages = (protocol.render_structured(subject, criteria) if schema is not None
-                        else protocol.render(subject, criteria))  # fmt: skip
+            messages, schema = context.prompt(first.judge, subject, criteria)
             generate = generate_config(config, self.config.timeout, schema)
             key = cache_key(judge.name, messages, generate)
             prepared.append(Call(rows, config, judge, protocol, criteria, messages, generate, key))
@@ -326,7 +324,7 @@ class Executor:
                 finish=output.finish,
                 prompt_tokens=output.prompt_tokens,
                 completion_tokens=output.completion_tokens,
-                cost=call.config.price.cost(output.prompt_tokens, output.completion_tokens),
+                cost=call.config.cost(output.prompt_tokens, output.completion_tokens),
                 latency_ms=answer.latency_ms,
             )
         )

@@ -16,24 +16,34 @@ from typing import Any, ClassVar
 
 import click
 
-from flask_eval.cli.common import ENV_WORKER, epilog, find_run, handle_errors, open_store
+from flask_eval.cli.common import (
+    ENV_WORKER,
+    SHORT_HELP,
+    epilog,
+    find_run,
+    handle_errors,
+    open_store,
+)
 from flask_eval.core.errors import InputError
 from flask_eval.core.redact import install_log_redaction
-from flask_eval.storage import queries
 
 
 class OneLineErrors(click.Group):
     """Usage errors (a bad flag or value) as one line, ``error: ...``, exit code 2, like
     every other bad input; click would print a usage block.
 
-    The commands of other modules are imported only when they are named (or listed, for
-    ``--help``): `flask-eval worker` does not import the producer's pipeline nor the
-    report, and `run` not the report (start-up, docs/design/concurrency.md)."""
+    The commands of other modules are imported only when they are named: `flask-eval
+    worker` does not import the producer's pipeline nor the report, `run` not the report,
+    and ``--help`` lists them from :attr:`lazy` without importing any (start-up,
+    docs/design/concurrency.md). No module of this file imports SQLAlchemy, Celery or an
+    SDK at import time: `--help`, `--version` and a command's `--help` stay cheap."""
 
-    #: command name -> the module whose ``register(group)`` adds it
+    #: command name -> the module whose ``register(group)`` adds it (its one-line help
+    #: is ``SHORT_HELP[name]``, which the command itself uses too)
     lazy: ClassVar[Mapping[str, str]] = {
         "run": "flask_eval.cli.run",
         "resume": "flask_eval.cli.run",
+        "wait": "flask_eval.cli.wait",
         "report": "flask_eval.cli.report",
         "agreement": "flask_eval.cli.report",
     }
@@ -44,7 +54,26 @@ class OneLineErrors(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.lazy and cmd_name not in self.commands:
             importlib.import_module(self.lazy[cmd_name]).register(self)
+            for name in self.lazy:  # listed alike, loaded or not
+                command = self.commands.get(name)
+                if command is not None and command.short_help is None:
+                    command.short_help = SHORT_HELP[name]
         return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list of ``--help``: loaded commands by their own help, the others
+        by :attr:`lazy`, so that listing them imports nothing."""
+        limit = formatter.width - 6 - max(len(name) for name in self.list_commands(ctx))
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.commands.get(name)
+            if command is None:
+                rows.append((name, SHORT_HELP[name]))
+            elif not command.hidden:
+                rows.append((name, command.get_short_help_str(limit)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         kwargs["standalone_mode"] = False
@@ -106,6 +135,8 @@ def worker(processes: int, in_flight: int, loglevel: str) -> None:
 def status(run_name: str | None, as_json: bool) -> None:
     """Counts of done, failed and pending judgments, paid calls and cost (latest run by
     default)."""
+    from flask_eval.storage import queries
+
     store = open_store()
     info = find_run(store, run_name)
     counts = queries.status(store, info.id, info.name)
@@ -124,6 +155,9 @@ def status(run_name: str | None, as_json: bool) -> None:
         f"  {counts.calls} judge calls paid (${counts.cost:.4f}), {counts.prompt_tokens} prompt "
         f"+ {counts.completion_tokens} completion tokens"
     )
+    cached = queries.cache_answered(store, info.id)
+    if cached:
+        click.echo(f"  {cached} judge calls answered from the answer cache (free)")
 
 
 @main.command()
@@ -140,6 +174,7 @@ def status(run_name: str | None, as_json: bool) -> None:
 def export(run_name: str | None, fmt: str) -> None:
     """One row per judgment, with its rationale and the judge's raw output."""
     from flask_eval.report import render
+    from flask_eval.storage import queries
 
     store = open_store()
     info = find_run(store, run_name)
@@ -157,6 +192,8 @@ def runs(ctx: click.Context) -> None:
     """The runs in the database: name, created, models, judges, progress and cost."""
     if ctx.invoked_subcommand is not None:
         return
+    from flask_eval.storage import queries
+
     store = open_store()
     rows = queries.runs_overview(store)
     if not rows:
@@ -182,6 +219,8 @@ def runs(ctx: click.Context) -> None:
 def runs_delete(run_name: str, yes: bool) -> None:
     """Delete a run: its inputs, ledger and the paid answers no other run uses. Its
     messages still queued are dropped by the workers."""
+    from flask_eval.storage import queries
+
     store = open_store()
     info = find_run(store, run_name)
     counts = queries.status(store, info.id, info.name)

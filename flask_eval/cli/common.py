@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import functools
+import math
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from flask_eval.core import settings as settings_mod
 from flask_eval.core.errors import FlaskEvalError, InputError
 from flask_eval.core.redact import redact
-from flask_eval.storage.records import RunInfo
-from flask_eval.storage.store import Store
+
+if TYPE_CHECKING:  # the store imports SQLAlchemy: only commands that open it pay for it
+    from flask_eval.storage.records import RunInfo
+    from flask_eval.storage.store import Store
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -32,11 +35,25 @@ def handle_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+class FiniteRange(click.FloatRange):
+    """A number in a range, never ``nan`` or ``inf`` (click's FloatRange lets ``nan``
+    through: every comparison with it is false, so a budget of ``nan`` would hold
+    nothing back)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
+
+
 class RunIncomplete(FlaskEvalError):
     """A run ended with judgments failed or still pending (exit code 1)."""
 
 
 def open_store() -> Store:
+    from flask_eval.storage.store import Store
+
     return Store(settings_mod.load().database_url)
 
 
@@ -48,6 +65,16 @@ def find_run(store: Store, name: str | None) -> RunInfo:
         raise InputError(f"{what} in the database; start one with `flask-eval run`")
     return run
 
+
+#: the one-line help of the commands in other modules: `flask-eval --help` lists them
+#: without importing those modules (cli.OneLineErrors.lazy), and each command uses it
+SHORT_HELP = {
+    "run": "Validate inputs, plan the judgments and judge them.",
+    "resume": "Judge again what is pending, stale or failed.",
+    "wait": "Wait for the judgments workers are judging.",
+    "report": "Scores per model and judge, by every dimension.",
+    "agreement": "Agreement between every pair of judges.",
+}
 
 #: environment variables, by the commands that read them
 ENV_RUN = {

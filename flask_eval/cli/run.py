@@ -1,31 +1,39 @@
 """`flask-eval run` and `flask-eval resume`: validate, write the run and its ledger,
-dispatch, wait, and say how it ended."""
+dispatch, then wait and say how it ended (cli/wait.py).
+
+The pipeline and the store are imported where a command runs, not with this module:
+`run --help` imports neither SQLAlchemy nor Celery (start-up, docs/design/concurrency.md).
+"""
 
 from __future__ import annotations
 
+import shlex
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 import click
 
-from flask_eval.app import pipeline
 from flask_eval.cli.common import (
     ENV_RUN,
-    RunIncomplete,
+    SHORT_HELP,
+    FiniteRange,
     epilog,
     find_run,
     handle_errors,
     open_store,
 )
+from flask_eval.cli.wait import check_waiting, quiet_option, timeout_option, wait_and_finish
 from flask_eval.core import settings as settings_mod
-from flask_eval.core.errors import FailureReason, InputError
-from flask_eval.producer.context import RunContext
-from flask_eval.producer.dispatch import Dispatched
-from flask_eval.producer.estimate import format_estimates
-from flask_eval.producer.pairs import describe_plan
-from flask_eval.storage import queries
-from flask_eval.storage.records import RunInfo
-from flask_eval.storage.store import Store
+from flask_eval.core.errors import FailureReason
+
+if TYPE_CHECKING:
+    from flask_eval.app.pipeline import Plan
+    from flask_eval.core.settings import Settings
+    from flask_eval.producer.dispatch import Dispatched
+    from flask_eval.storage.records import RunInfo
 
 
-@click.command(epilog=epilog(ENV_RUN))
+@click.command(epilog=epilog(ENV_RUN), short_help=SHORT_HELP["run"])
 @click.option("--instances", default=None, help="FLASK evaluation set (JSON Lines).")
 @click.option(
     "--biggen",
@@ -53,11 +61,20 @@ from flask_eval.storage.store import Store
     "pairwise, with accuracy against its labels in the report.",
 )
 @click.option(
+    "--model",
+    "models",
+    multiple=True,
+    metavar="NAME",
+    help="Name the model whose responses a --biggen or --prometheus-set file carries "
+    "(default: its response_model_name, or the file's name); for --pairwise-set, give it "
+    "twice: the first and the second response's model.",
+)
+@click.option(
     "--criteria",
     default=None,
     metavar="FILE",
     help="Custom criteria (YAML) instead of FLASK's skills; instances may pick theirs "
-    "with a 'criteria' field.",
+    "with a 'criteria' field and need only an id and an instruction.",
 )
 @click.option(
     "--no-reference", is_flag=True, help="Reference-free: judges never see reference answers."
@@ -125,17 +142,23 @@ from flask_eval.storage.store import Store
     help="Judge calls in flight (in-process mode).",
 )
 @click.option("--retry-failed", is_flag=True, help="Also judge again what failed before.")
-@click.option("--dry-run", is_flag=True, help="Print jobs, calls, tokens and cost; spend nothing.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print jobs, calls, the calls the answer cache answers, tokens and cost; spend nothing.",
+)
 @click.option(
     "--max-cost",
-    type=click.FloatRange(min=0),
+    type=FiniteRange(min=0),
     default=None,
     metavar="USD",
     help="The run's budget: stop dispatching when its metered plus estimated cost would pass "
-    "this (kept with the run; resume honours it; a new --max-cost replaces it).",
+    "this (kept with the run; resume honours it; a new --max-cost replaces it). Every judge "
+    "needs a price.",
 )
 @click.option("--no-wait", is_flag=True, help="Enqueue and return (needs a broker).")
-@click.option("--quiet", is_flag=True, help="No progress bar.")
+@timeout_option
+@quiet_option
 @handle_errors
 def run(
     instances: str | None,
@@ -143,6 +166,7 @@ def run(
     biggen_llm_judge: bool,
     prometheus_set: str | None,
     pairwise_set: str | None,
+    models: tuple[str, ...],
     criteria: str | None,
     no_reference: bool,
     pairwise: str | None,
@@ -162,13 +186,20 @@ def run(
     dry_run: bool,
     max_cost: float | None,
     no_wait: bool,
+    timeout: float | None,
     quiet: bool,
 ) -> None:
     """Validate inputs, plan one judgment per (instance, response, skill, judge), judge them.
 
     Waits until every judgment is done and exits 0, or 1 with a summary when some failed.
     """
+    from flask_eval.app import pipeline
+    from flask_eval.app.budget import check_budget
+    from flask_eval.storage.store import Store
+
     settings = settings_mod.load()
+    if not dry_run:
+        check_waiting(settings, no_wait, timeout)
     plan = pipeline.prepare(
         instances=instances,
         responses=responses,
@@ -189,44 +220,72 @@ def run(
         per_criterion=per_criterion,
         pairwise_set=pairwise_set,
         biggen_llm_judge=biggen_llm_judge,
+        models=models,
     )
+    check_budget(plan.judges, plan.name, settings.database_url, max_cost)
     for model, (answered, total) in plan.inputs.coverage().items():
         click.echo(f"{model}: {answered}/{total} instances answered", err=True)
     if dry_run:
-        calls = plan.planned_calls()
-        click.echo(f"dry run of {plan.name} ({plan.mode} mode): nothing is written or sent")
-        if plan.pairwise is not None and plan.pairs is not None:
-            models = [rs.model for rs in plan.inputs.response_sets]
-            click.echo(describe_plan(models, plan.pairwise, plan.pairs))
-        click.echo(format_estimates(plan.estimator().summarize(calls)))
+        _dry_run(plan, settings)
         return
     if not settings.broker_url:
         pipeline.check_judges_locally(plan.judges)
-        if no_wait:
-            raise InputError(
-                "--no-wait needs a broker (FLASK_EVAL_BROKER_URL); in-process runs must wait"
-            )
     pipeline.preflight(settings)
     store = Store(settings.database_url)
     dispatcher = pipeline.make_dispatcher(settings, store, in_flight)
-    started = pipeline.start(
-        plan, store, dispatcher, settings, retry_failed=retry_failed, max_cost=max_cost
-    )
+    started = pipeline.start(plan, store, dispatcher, settings, retry_failed=retry_failed,
+                             max_cost=max_cost, say=_progress_line(quiet))  # fmt: skip
     info, sent = started.run, started.dispatched
     for change in started.changed:
         click.echo(f"judge settings updated: {change}", err=True)
     verb = "created" if started.created else "resumed"
-    click.echo(
-        f"run {info.name} {verb}: {sent.sent} judge calls dispatched "
-        f"(estimated ${sent.estimated_cost:.4f})",
-        err=True,
-    )
+    click.echo(f"run {info.name} {verb}: {sent.sent} judge calls dispatched{_cost(info, sent)}",
+               err=True)  # fmt: skip
     _say_held_back(info, sent)
     if no_wait:
         return
-    pipeline.wait(store, info, dispatcher, progress=not quiet, leave_open=sent.held_back_rows,
-                  quiet_after=settings.stall_seconds)  # fmt: skip
-    _finish(store, info, sent.held_back_rows)
+    wait_and_finish(store, info, dispatcher, settings, sent.held_back_rows, quiet, timeout)
+
+
+def _dry_run(plan: Plan, settings: Settings) -> None:
+    """The estimates of ``plan``: nothing is written or sent; the answer cache is read
+    when the database exists already."""
+    from flask_eval.app.cache import existing_cache
+    from flask_eval.producer.estimate import format_estimates
+    from flask_eval.producer.pairs import describe_plan
+
+    calls = plan.planned_calls()
+    click.echo(f"dry run of {plan.name} ({plan.mode} mode): nothing is written or sent")
+    if plan.pairwise is not None and plan.pairs is not None:
+        models = [rs.model for rs in plan.inputs.response_sets]
+        click.echo(describe_plan(models, plan.pairwise, plan.pairs))
+    cache = existing_cache(settings)
+    try:
+        click.echo(format_estimates(plan.estimator(cache).summarize(calls)))
+    finally:
+        if cache is not None:
+            cache.store.close()
+
+
+def _progress_line(quiet: bool) -> Callable[[str], None] | None:
+    """How the pipeline says what takes time before the first answer (not with --quiet)."""
+    if quiet:
+        return None
+    return lambda line: click.echo(line, err=True)
+
+
+def _cost(info: RunInfo, sent: Dispatched) -> str:
+    """What the dispatched calls cost: estimated, unknown (a judge without a price), or
+    free (the answer cache)."""
+    from flask_eval.core.types import JudgeConfig
+
+    unpriced = [j["name"] for j in info.config["judges"] if JudgeConfig.from_data(j).price is None]
+    parts = [f"{sent.cached} answered from the answer cache"] if sent.cached else []
+    if unpriced:
+        parts.append(f"cost unknown: no price for {', '.join(unpriced)}")
+    else:
+        parts.append(f"estimated ${sent.estimated_cost:.4f}")
+    return f" ({'; '.join(parts)})"
 
 
 def _say_held_back(info: RunInfo, sent: Dispatched) -> None:
@@ -235,34 +294,12 @@ def _say_held_back(info: RunInfo, sent: Dispatched) -> None:
             f"--max-cost {info.config.get('max_cost')}: stopped dispatching at "
             f"${sent.spent + sent.estimated_cost:.4f}; {sent.held_back} calls "
             f"({sent.held_back_rows} judgments) stay pending; raise it with "
-            f"`flask-eval resume {info.name} --max-cost USD` to continue",
+            f"`flask-eval resume {shlex.quote(info.name)} --max-cost USD` to continue",
             err=True,
         )
 
 
-def _finish(store: Store, info: RunInfo, held_back: int) -> None:
-    """Print the run's summary; raise RunIncomplete (exit 1) unless every judgment is done."""
-    from flask_eval.app.report import build_report
-    from flask_eval.report.render import run_summary
-
-    counts = queries.status(store, info.id, info.name)
-    report = build_report(store, info, progress=False)
-    click.echo(run_summary(report, counts.failed_by_reason), nl=False)
-    if counts.failed or counts.pending:
-        parts = []
-        if counts.failed:
-            reasons = ", ".join(f"{r}: {n}" for r, n in counts.failed_by_reason.items())
-            parts.append(f"{counts.failed} of {counts.total} judgments failed ({reasons})")
-        if counts.pending:
-            why = " (held back by --max-cost)" if held_back else ""
-            parts.append(f"{counts.pending} of {counts.total} pending{why}")
-        raise RunIncomplete(
-            f"run {info.name}: {'; '.join(parts)}; see `flask-eval export {info.name}`, then "
-            f"`flask-eval resume {info.name}` to judge them again"
-        )
-
-
-@click.command(epilog=epilog(ENV_RUN))
+@click.command(epilog=epilog(ENV_RUN), short_help=SHORT_HELP["resume"])
 @click.argument("run_name", required=False)
 @click.option(
     "--reason",
@@ -273,7 +310,7 @@ def _finish(store: Store, info: RunInfo, held_back: int) -> None:
 )
 @click.option(
     "--max-cost",
-    type=click.FloatRange(min=0),
+    type=FiniteRange(min=0),
     default=None,
     metavar="USD",
     help="Replace the run's stored budget (e.g. raise it to continue).",
@@ -286,7 +323,8 @@ def _finish(store: Store, info: RunInfo, held_back: int) -> None:
     help="Judges file with new budgets (rpm, tpm), concurrency or prices for the run's judges.",
 )
 @click.option("--no-wait", is_flag=True, help="Enqueue and return (needs a broker).")
-@click.option("--quiet", is_flag=True, help="No progress bar.")
+@timeout_option
+@quiet_option
 @click.option(
     "--in-flight",
     type=click.IntRange(1, 100_000),
@@ -301,12 +339,17 @@ def resume(
     max_cost: float | None,
     judges_files: tuple[str, ...],
     no_wait: bool,
+    timeout: float | None,
     quiet: bool,
     in_flight: int,
 ) -> None:
     """Judge again what is pending, stale or failed, within the run's budget (idempotent)."""
+    from flask_eval.app import pipeline
+    from flask_eval.producer.context import RunContext
+
     settings = settings_mod.load()
     judges = pipeline.load_judges((), judges_files) if judges_files else []
+    check_waiting(settings, no_wait, timeout)
     store = open_store()
     info = find_run(store, run_name)
     if not settings.broker_url:
@@ -324,11 +367,9 @@ def resume(
     )
     info = store.run_by_id(info.id)
     _say_held_back(info, sent)
-    if no_wait and settings.broker_url:
+    if no_wait:
         return
-    pipeline.wait(store, info, dispatcher, progress=not quiet, leave_open=sent.held_back_rows,
-                  quiet_after=settings.stall_seconds)  # fmt: skip
-    _finish(store, info, sent.held_back_rows)
+    wait_and_finish(store, info, dispatcher, settings, sent.held_back_rows, quiet, timeout)
 
 
 def register(main: click.Group) -> None:

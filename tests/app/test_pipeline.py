@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import json
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
+from flask_eval.app import pipeline
+from flask_eval.app.waiting import FirstStep, StoppedWaiting
+from flask_eval.core import settings as settings_mod
+from flask_eval.producer.dispatch import MemoryTransport
 from flask_eval.simulator.config import SimConfig
 from flask_eval.simulator.testing import running_simulator
+from flask_eval.storage.records import RunInfo
+from flask_eval.storage.store import Store
 from tests.conftest import EXAMPLES
 from tests.helpers import cli_env, flask_eval
 
@@ -103,3 +113,80 @@ def test_demo_runs_and_prints_breakdowns(tmp_path: Path) -> None:
     # the same table layout as `run` and `report`: overall per model and judge, intervals
     assert "Leaderboard: overall mean" in out and "95% CI" in out
     assert "model_a" in out and "model_b" in out and "flask-eval report demo" in out
+
+
+# -- waiting for workers, in-process: a transport that names a queue, no broker ----------
+
+
+class QueuedTransport(MemoryTransport):
+    """Records batches like MemoryTransport, but as if a broker queue took them."""
+
+    queue = "q"
+
+    def consumers(self) -> list[str]:
+        return []
+
+
+def _open_run(tmp_path: Path) -> tuple[Store, RunInfo, QueuedTransport]:
+    plan = pipeline.prepare(
+        instances=str(EXAMPLES / "instances.jsonl"),
+        responses=[f"model_a={EXAMPLES / 'model_a.jsonl'}"],
+        judges=["memory/j"],
+        run_name="w",
+    )
+    store = Store(f"sqlite:///{tmp_path / 'w.db'}")
+    sent = QueuedTransport()
+    started = pipeline.start(plan, store, sent, settings_mod.load())
+    return store, started.run, sent
+
+
+def test_waiting_stops_on_its_timeout_and_says_how_to_go_on(tmp_path: Path) -> None:
+    store, run, sent = _open_run(tmp_path)
+    told: list[str] = []
+    with pytest.raises(StoppedWaiting) as stopped:
+        pipeline.wait(store, run, sent, progress=False, poll=0.01, timeout=0.2, say=told.append)
+    lines = stopped.value.lines()
+    assert lines[0] == "stopped waiting for run w (--timeout 0.2 s): 81 of 81 judgments still open"
+    assert lines[1] == (
+        "  no worker is alive on queue q: they stay queued until one starts (`flask-eval "
+        "worker`); nothing is lost"
+    )
+    assert [line.split()[:2] for line in lines[2:]] == [
+        ["wait", "again:"],
+        ["progress:", "flask-eval"],
+        ["cancel:", "flask-eval"],
+    ]
+    assert "flask-eval wait w" in lines[2] and "flask-eval runs delete w" in lines[4]
+    assert stopped.value.exit_code == 1
+    store.beat("worker-1", "q", datetime.now(UTC))
+    with pytest.raises(StoppedWaiting) as again:
+        pipeline.wait(store, run, sent, progress=False, poll=0.01, timeout=0.1, say=told.append)
+    assert again.value.lines()[1].startswith("  1 worker(s) keep judging them: nothing judged")
+
+
+def test_ctrl_c_while_workers_judge_stops_waiting_not_judging(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, run, sent = _open_run(tmp_path)
+
+    def interrupt(_seconds: float) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(time, "sleep", interrupt)
+    with pytest.raises(StoppedWaiting) as stopped:
+        pipeline.wait(store, run, sent, progress=False)
+    assert stopped.value.why == "Ctrl-C" and stopped.value.open == 81
+    sent.queue = None  # in-process: the interrupt is the executor's business (not ours)
+    with pytest.raises(KeyboardInterrupt):
+        pipeline.wait(store, run, sent, progress=False)
+
+
+def test_before_the_first_judgment_the_bar_says_what_it_waits_for(tmp_path: Path) -> None:
+    store, _, sent = _open_run(tmp_path)
+    first = FirstStep(store, sent, within=30.0)
+    assert first.text() == "waiting for a worker to take queue q"
+    store.beat("worker-1", "q", datetime.now(UTC))
+    first._looked = float("-inf")  # look again now, not in LOOK_EVERY seconds
+    assert first.text() == "waiting for the first answers (1 worker(s) on queue q)"
+    sent.queue = None
+    assert first.text() == "waiting for the judges' first answers"

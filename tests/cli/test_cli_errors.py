@@ -38,7 +38,7 @@ ALL_CASES = CASES + CLI_CASES
 def invoke(case: BadCase, database_url: str, redis_url: str) -> tuple[int, str]:
     """``flask-eval run`` on a case; ``--no-wait`` so that a case wrongly accepted fails
     fast (exit 0) instead of waiting for workers."""
-    args = ["run", "--instances", case.instances]
+    args = ["run", *(["--instances", case.instances] if case.instances else [])]
     for r in case.responses:
         args += ["--responses", r]
     judged = any(a in ("--judge", "--judges") for a in case.args)
@@ -104,16 +104,21 @@ def _role_case(role: str, path: str, message: str) -> BadCase:
         return BadCase(role, GOOD_INSTANCES, [GOOD_A, f"broken={path}"], path, message)
     if role == "judges":
         return BadCase(role, GOOD_INSTANCES, [GOOD_A], path, message, ("--judges", path))
+    if role in SET_ROLES:  # a file that carries its own instances and responses
+        return BadCase(role, "", [], path, message, (f"--{role}", path))
     args = ("--judge", JUDGE, "--rubrics", path)
     return BadCase(role, GOOD_INSTANCES, [GOOD_A], path, message, args)
 
 
 ROLES = ["instances", "responses", "judges", "rubrics"]
+#: the files that carry their instances and responses (--pairwise-set sniffed its
+#: format by opening the path: a FIFO hung it)
+SET_ROLES = ["pairwise-set", "prometheus-set", "biggen"]
 
 
 @pytest.mark.timeout(20)  # a FIFO that is opened blocks forever: fail, do not hang
 @pytest.mark.parametrize("kind", ["fifo", "directory"])
-@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.parametrize("role", ROLES + SET_ROLES)
 def test_fifos_and_directories_are_refused_before_they_are_opened(
     role: str, kind: str, tmp_path: Path, redis_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -518,3 +518,55 @@ def test_flask_hard_public_set_has_no_instance_rubrics() -> None:
     assert len(instances) == 89
     assert all(not i.rubrics and i.system_prompt == "" for i in instances)
     assert Counter(i.difficulty for i in instances) == {5: 89}
+
+
+def test_every_missing_field_of_a_line_is_named_at_once(tmp_path: Path) -> None:
+    path = _write(tmp_path / "i.jsonl", [{"idx": 1, "instruction": "Name a prime."}])
+    with pytest.raises(InputError) as info:
+        load_instances(path, FLASK_SKILLS)
+    assert str(info.value) == (
+        f"{path}:1: missing fields 'answer', 'skill', 'domain', 'difficulty' (current FLASK "
+        "schema: idx, instruction, answer, skill, domain, difficulty)"
+    )
+
+
+def test_a_reference_free_run_needs_no_answer(tmp_path: Path) -> None:
+    record = {k: v for k, v in _instance(1).items() if k != "answer"}
+    path = _write(tmp_path / "i.jsonl", [record])
+    with pytest.raises(InputError, match="missing field 'answer'"):
+        load_instances(path, FLASK_SKILLS)
+    (instance,) = load_instances(path, FLASK_SKILLS, reference=False)
+    assert instance.answer == ""
+
+
+def test_custom_criteria_instances_need_an_id_and_an_instruction_only(tmp_path: Path) -> None:
+    criteria = ("Clarity", "Empathy")
+    path = _write(
+        tmp_path / "i.jsonl",
+        [
+            {"idx": 1, "instruction": "Say hi."},
+            {
+                "idx": 2,
+                "instruction": "Say bye.",
+                "answer": "Bye.",
+                "domain": ["Math"],
+                "difficulty": 2,
+                "criteria": ["Empathy"],
+            },
+        ],
+    )
+    first, second = load_instances(path, criteria, custom_criteria=True)
+    assert (first.answer, first.skills, first.domains, first.difficulty) == ("", criteria, (), None)
+    assert (second.answer, second.skills, second.domains, second.difficulty) == (
+        "Bye.",
+        ("Empathy",),
+        ("Math",),
+        2,
+    )
+    bad = _write(tmp_path / "b.jsonl", [{"idx": 1, "answer": "x"}, {"instruction": "y"}])
+    with pytest.raises(InputError) as info:
+        load_instances(bad, criteria, custom_criteria=True)
+    assert str(info.value) == (
+        f"{bad}:1: missing field 'instruction' (with --criteria an instance needs idx and "
+        "instruction; answer, domain and difficulty are optional)"
+    )

@@ -46,7 +46,8 @@ def test_max_cost_holds_back_the_calls_past_the_budget(tmp_path: Path) -> None:
     priced = replace(
         base, judges=tuple(replace(j, price=Price(1000.0, 1000.0)) for j in base.judges)
     )
-    one_call = priced.estimator().cost(planned_calls(priced.inputs, priced.context())[0])
+    first = planned_calls(priced.inputs, priced.context())[0]
+    one_call = next(priced.estimator().each([first])).cost
     sent = MemoryTransport()
     store = Store(f"sqlite:///{tmp_path / 'c.db'}")
     started = pipeline.start(priced, store, sent, settings_mod.load(), max_cost=one_call * 3.5)

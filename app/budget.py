@@ -1,0 +1,80 @@
+"""A run's judge settings that may change after it was written (budgets, concurrency,
+prices) and its cost budget (``--max-cost``): what a later `run` or `resume` stores, and
+the check, before anything is written, that every judge of a budgeted run has a price.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from flask_eval.core.types import JudgeConfig, Price
+from flask_eval.producer.prices import check_budget_prices, unpriced
+from flask_eval.storage.db import has_store
+from flask_eval.storage.records import RunInfo
+from flask_eval.storage.store import Store
+
+#: judge settings a later `run` may change: budgets, concurrency and prices (stored with
+#: the run and used by the workers); names, specs and sampling settings may not
+MUTABLE_JUDGE_FIELDS = ("rpm", "tpm", "max_in_flight", "price", "retry_max_tokens")
+
+
+def update_judges(
+    store: Store, run: RunInfo, judges: Sequence[JudgeConfig]
+) -> tuple[RunInfo, list[str]]:
+    """Store the budgets, concurrency and prices of ``judges`` with the run (workers read
+    them with their next message); returns the run and what changed, as text."""
+    given = {j.name: j.to_data() for j in judges}
+    changed: list[str] = []
+
+    def change(config: dict[str, Any]) -> None:
+        for stored in config["judges"]:
+            new = given.get(stored["name"])
+            if new is None:
+                continue
+            for key in MUTABLE_JUDGE_FIELDS:
+                if key == "price" and new.get(key) is None:
+                    continue  # no price given again: the stored one stays
+                if stored.get(key) != new.get(key):
+                    changed.append(f"{stored['name']}: {key} {stored.get(key)} -> {new.get(key)}")
+                    stored[key] = new.get(key)
+
+    updated = store.update_config(run.id, change)
+    return updated, changed
+
+
+def set_max_cost(store: Store, run: RunInfo, max_cost: float | None) -> RunInfo:
+    """The run's cost budget: a new --max-cost replaces the stored one; none keeps it."""
+    if max_cost is None:
+        return run
+    return store.update_config(run.id, lambda config: config.__setitem__("max_cost", max_cost))
+
+
+def check_budget(
+    judges: Sequence[JudgeConfig], run_name: str, database_url: str, max_cost: float | None
+) -> None:
+    """Before anything is written: ConfigError when ``max_cost`` is set and a judge has
+    no price, neither given nor stored with the run ``run_name`` (read from the database
+    only if it exists)."""
+    if max_cost is None or not unpriced(judges):
+        return
+    existing = None
+    if has_store(database_url):
+        store = Store(database_url)
+        try:
+            existing = store.find_run(run_name)
+        finally:
+            store.close()
+    check_budget_prices(prices_after(judges, existing), max_cost)
+
+
+def prices_after(judges: Sequence[JudgeConfig], run: RunInfo | None) -> list[JudgeConfig]:
+    """``judges`` with the prices ``run`` holds once they are given to it
+    (``update_judges``): a judge's own price, else the one stored with the run."""
+    stored = {j["name"]: j.get("price") for j in run.config["judges"]} if run else {}
+    return [
+        j if j.price is not None or stored.get(j.name) is None
+        else replace(j, price=Price(**stored[j.name]))
+        for j in judges
+    ]  # fmt: skip

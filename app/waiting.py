@@ -1,0 +1,133 @@
+"""What waiting for a run says (``pipeline.wait`` waits): what the progress bar waits for
+before its first step, whether workers are alive and see this database, and how to go on
+when the wait stops (Ctrl-C or ``--timeout``) while workers judge on.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from flask_eval.core.errors import FlaskEvalError
+from flask_eval.core.redact import redact
+from flask_eval.producer.dispatch import Transport
+from flask_eval.storage.records import RunInfo
+from flask_eval.storage.store import Store
+
+#: seconds between two looks at the workers while nothing has been judged yet
+LOOK_EVERY = 5.0
+
+
+class WorkersElsewhere(FlaskEvalError):
+    """Workers take the run's queue, but none of them uses the producer's database."""
+
+
+class StoppedWaiting(FlaskEvalError):
+    """The producer stopped waiting for a run that workers judge (exit code 1); ``lines``
+    say how to go on. ``queue`` is the run's queue; ``alive``, the workers seen on it."""
+
+    def __init__(
+        self, run: str, open_: int, total: int, why: str, queue: str = "", alive: int = 0
+    ) -> None:
+        self.run, self.open, self.total, self.why = run, open_, total, why
+        self.queue, self.alive = queue, alive
+        super().__init__(self.lines()[0])
+
+    def lines(self) -> list[str]:
+        name = shlex.quote(self.run)
+        going_on = (
+            f"  {self.alive} worker(s) keep judging them: nothing judged is lost, nothing is "
+            "paid twice"
+            if self.alive
+            else f"  no worker is alive on queue {self.queue}: they stay queued until one "
+            "starts (`flask-eval worker`); nothing is lost"
+        )
+        return [
+            f"stopped waiting for run {self.run} ({self.why}): {self.open:,} of "
+            f"{self.total:,} judgments still open",
+            going_on,
+            f"  wait again:  flask-eval wait {name}",
+            f"  progress:    flask-eval status {name}",
+            f"  cancel:      flask-eval runs delete {name}  (deletes the run and its answers; "
+            "its queued calls are dropped unpaid)",
+        ]
+
+
+class FirstStep:
+    """What the progress bar waits for until its first judgment is finished: the first
+    answers of the judges (in-process, or with workers alive), or a worker at all."""
+
+    def __init__(self, store: Store, dispatcher: Transport, within: float) -> None:
+        self.store = store
+        self.dispatcher = dispatcher
+        self.within = within
+        self._text = ""
+        self._looked = float("-inf")
+        self._shown: str | None = None
+
+    def label(self, started: bool) -> str | None:
+        """The bar's label when it changes (None: as it is): what it waits for until
+        ``started``, then nothing."""
+        text = "" if started else self.text()
+        if text == (self._shown or ""):
+            return None
+        self._shown = text
+        return text
+
+    def alive(self) -> int:
+        """The workers that announced themselves on the queue lately."""
+        queue = self.dispatcher.queue
+        return len(self.store.live_workers(queue, within=self.within)) if queue else 0
+
+    def text(self) -> str:
+        queue = self.dispatcher.queue
+        if queue is None:
+            return "waiting for the judges' first answers"
+        now = time.monotonic()
+        if now - self._looked >= LOOK_EVERY:
+            self._looked = now
+            alive = self.alive()
+            self._text = (
+                f"waiting for the first answers ({alive} worker(s) on queue {queue})"
+                if alive
+                else f"waiting for a worker to take queue {queue}"
+            )
+        return self._text
+
+
+@dataclass
+class Watch:
+    """What `wait` has told the user already."""
+
+    halts: set[str] = field(default_factory=set)
+    hinted: bool = False
+
+
+def check_workers(
+    store: Store,
+    run: RunInfo,
+    dispatcher: Transport,
+    watch: Watch,
+    tell: Callable[[str], None],
+    within: float,
+) -> None:
+    assert dispatcher.queue is not None
+    if store.live_workers(dispatcher.queue, within=max(within, 30.0)):
+        return  # workers see this database: they are busy (or rate limited)
+    consumers = dispatcher.consumers() or []
+    if consumers:
+        raise WorkersElsewhere(
+            f"run {run.name}: {len(consumers)} worker(s) take queue {dispatcher.queue!r} "
+            f"({', '.join(consumers[:3])}) but none uses this database "
+            f"({redact(str(store.engine.url.render_as_string(hide_password=True)))}): "
+            "start them with the same FLASK_EVAL_DATABASE_URL, then `flask-eval resume "
+            f"{run.name}`"
+        )
+    if not watch.hinted:
+        tell(
+            f"no progress and no worker alive on queue {dispatcher.queue}: start one with "
+            "`flask-eval worker` (Ctrl-C stops waiting; the run keeps its place)"
+        )
+        watch.hinted = True
