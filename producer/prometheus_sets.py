@@ -272,7 +272,8 @@ def _model_of(rec: _Record, path: str) -> str:
     if _MODEL_NAME.fullmatch(rec.source) is None:
         raise InputError(
             f"record {rec.number}: response_source {clip(rec.source)} is not a valid model "
-            "name (letters, digits, '.', '_' or '-')", path)  # fmt: skip
+            "name (letters, digits, '.', '_' or '-'); to judge every response as one model, "
+            "name it with --model NAME", path)  # fmt: skip
     return rec.source
 
 
