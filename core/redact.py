@@ -33,8 +33,11 @@ __all__ = [
 ]
 
 _SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD)$", re.IGNORECASE)
+#: an API key by its shape (``sk-...``, ``sk-ant-...``) where it starts a word: not the
+#: ``sk-`` inside a word, such as the worker's own node name ``flask-eval-PID-0@host``
+#: (Celery's "flask-eval-12-0@vm ready" is a host name, never a credential)
 _KEY_PATTERNS = re.compile(
-    r"(sk-[A-Za-z0-9_\-]{8,}|sk-ant-[A-Za-z0-9_\-]{8,}|Bearer\s+[A-Za-z0-9._\-]{8,})"
+    r"((?<![A-Za-z0-9])sk-[A-Za-z0-9_\-]{8,}|Bearer\s+[A-Za-z0-9._\-]{8,})"
 )
 #: userinfo with a password: everything up to the last '@' before the host is hidden
 _URL_PASSWORD = re.compile(
