@@ -17,7 +17,6 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from aiohttp import web
 
@@ -25,7 +24,15 @@ from .answer import REFUSAL_TEXT, cut_off, estimate_tokens, make_answer
 from .config import SimConfig
 from .limits import SlidingWindow
 from .structured import structured_answer
-from .wire import BadRequest, Dialect, ErrorKind, error_body, parse_request, success_body
+from .wire import (
+    BadRequest,
+    Dialect,
+    ErrorKind,
+    ParsedRequest,
+    error_body,
+    parse_request,
+    success_body,
+)
 
 TIMEOUT_SLEEP_S = 3600.0
 SHUTDOWN_TIMEOUT_S = 0.5
@@ -73,16 +80,19 @@ class Stats:
     #: the same mean from the first request to the last request received, and its seconds
     mean_in_flight_sending: float = 0.0
     sending_seconds: float = 0.0
+    #: requests past the line of a server with ``slots`` (all of them without), and the most
+    serving: int = 0
+    max_serving: int = 0
     #: wall-clock times (epoch seconds) of the first request and of the last answer sent
     first_request_at: float = 0.0
     last_answer_at: float = 0.0
 
     def reset(self) -> None:
-        in_flight = self.in_flight
+        in_flight, serving = self.in_flight, self.serving
         for name in asdict(self):
             setattr(self, name, type(getattr(self, name))(0))
-        self.in_flight = in_flight
-        self.max_in_flight = in_flight
+        self.in_flight = self.max_in_flight = in_flight
+        self.serving = self.max_serving = serving
 
 
 class InFlight:
@@ -122,7 +132,7 @@ class InFlight:
 
 
 def _json_response(
-    payload: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None
+    payload: object, status: int = 200, headers: dict[str, str] | None = None
 ) -> web.Response:
     return web.Response(
         body=json.dumps(payload, ensure_ascii=False).encode("utf-8"),
@@ -142,6 +152,7 @@ class Simulator:
         self.rpm = SlidingWindow(config.rpm) if config.rpm is not None else None
         self.tpm = SlidingWindow(config.tpm) if config.tpm is not None else None
         self.flight = InFlight()
+        self.slots = asyncio.Semaphore(config.slots) if config.slots is not None else None
 
     # -- helpers -----------------------------------------------------------------
 
@@ -270,6 +281,30 @@ class Simulator:
         refusal = cfg.refusal_rate > 0 and rng.random() < cfg.refusal_rate
         html = cfg.html_rate > 0 and rng.random() < cfg.html_rate
 
+        # a server with N slots: the others wait in line; a client that gives up cancels
+        # this handler (handler_cancellation), which leaves the line or frees the slot
+        async with self.slots or contextlib.nullcontext():
+            stats = self.stats
+            stats.serving += 1
+            stats.max_serving = max(stats.max_serving, stats.serving)
+            try:
+                return await self._answer(request, dialect, parsed, prompt_tokens, latency,
+                                          garbage, refusal, html)  # fmt: skip
+            finally:
+                stats.serving -= 1
+
+    async def _answer(
+        self,
+        request: web.Request,
+        dialect: Dialect,
+        parsed: ParsedRequest,
+        prompt_tokens: int,
+        latency: float,
+        garbage: bool,
+        refusal: bool,
+        html: bool,
+    ) -> web.Response:
+        cfg = self.config
         if latency > 0:
             await asyncio.sleep(latency)
         if html:
@@ -291,6 +326,9 @@ class Simulator:
             completion_tokens = min(limit, estimate_tokens(text))
         if refusal and dialect == "gemini":
             completion_tokens = 0  # a blocked candidate carries no text, bills no output
+        if cfg.echo_headers:  # a debugging proxy's echo: the key is among the headers
+            echoed = "".join(f"{k}: {v}\n" for k, v in request.headers.items())
+            text = f"request headers:\n{echoed}\n{text}"
         stats = self.stats
         stats.served += 1
         stats.refusals += refusal
@@ -307,6 +345,8 @@ class Simulator:
             truncated,
             refusal,
             parsed.tool,
+            stop_reason=cfg.stop_reason,
+            malformed=cfg.malformed,
         )
         return _json_response(payload)
 

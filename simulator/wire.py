@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from .config import NULL_REASON
 from .structured import Wanted, wanted
 
 Dialect = Literal["openai", "anthropic", "gemini"]
@@ -156,12 +157,52 @@ def success_body(
     truncated: bool,
     refusal: bool = False,
     tool: str | None = None,
-) -> dict[str, Any]:
+    *,
+    stop_reason: str | None = None,
+    malformed: str | None = None,
+) -> Any:
     """The JSON body of a successful completion in ``dialect``'s shape; ``refusal``: the
     model declined (OpenAI: ``content`` null and the text in ``refusal``; Anthropic:
     ``stop_reason`` ``refusal``; Gemini: ``finishReason`` ``SAFETY``, no content).
     ``tool``: Anthropic's forced tool, whose ``tool_use`` input is ``text``'s JSON
-    object (a text block still, where ``text`` is cut off, a refusal or not JSON)."""
+    object (a text block still, where ``text`` is cut off, a refusal or not JSON).
+    ``stop_reason``: the wire value of why a whole answer stopped (``"null"``: null);
+    ``malformed``: a body that is not a message (``simulator.config.MALFORMED``)."""
+    body = _success_body(dialect, model, text, prompt_tokens, completion_tokens, truncated,
+                         refusal, tool)  # fmt: skip
+    if stop_reason is not None and not (truncated or refusal):
+        _set_stop_reason(dialect, body, None if stop_reason == NULL_REASON else stop_reason)
+    if malformed == "list":
+        return [body]
+    if malformed == "null_content":
+        if dialect == "openai":
+            body["choices"][0]["message"].update(content=None, refusal=None)
+        elif dialect == "anthropic":
+            body["content"] = None
+        else:
+            body["candidates"][0]["content"] = None
+    return body
+
+
+def _set_stop_reason(dialect: Dialect, body: dict[str, Any], value: str | None) -> None:
+    if dialect == "openai":
+        body["choices"][0]["finish_reason"] = value
+    elif dialect == "anthropic":
+        body["stop_reason"] = value
+    else:
+        body["candidates"][0]["finishReason"] = value
+
+
+def _success_body(
+    dialect: Dialect,
+    model: str,
+    text: str,
+    prompt_tokens: int,
+    completion_tokens: int,
+    truncated: bool,
+    refusal: bool,
+    tool: str | None,
+) -> dict[str, Any]:
     if dialect == "gemini":
         return _gemini_success(model, text, prompt_tokens, completion_tokens, truncated, refusal)
     if dialect == "anthropic":

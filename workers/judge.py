@@ -17,6 +17,7 @@ from importlib import import_module
 from typing import Any, ClassVar
 
 from flask_eval.core.errors import ConfigError, FailureReason, JudgeError
+from flask_eval.core.redact import secret_variable
 from flask_eval.core.text import clip
 from flask_eval.core.types import (
     DEFAULT_MAX_TOKENS,
@@ -99,6 +100,8 @@ class Judge(ABC):
         self.spec = spec
         if max_connections is not None:
             self.max_connections = max_connections
+        if self.key_env:  # its value is hidden from every message, log line and answer
+            secret_variable(self.key_env)
 
     @property
     def name(self) -> str:

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -318,3 +319,76 @@ def test_a_judge_the_worker_cannot_build_fails_as_config_or_auth_never_judged(
     details = {r["judge"]: str(r["detail"]) for r in rows(store, run_id)}
     assert "/v1" in details["memory/j1"] and "OPENAI_API_KEY" in details["memory/j2"]
     assert MemoryJudge.calls == 0
+
+
+def point_judges_at(store: Store, run_id: int, spec: str) -> None:
+    """Both judges of the run become ``spec`` (a real provider against the simulator)."""
+
+    def change(config: dict[str, object]) -> None:
+        for judge in config["judges"]:  # type: ignore[attr-defined]
+            judge["spec"] = spec
+
+    store.update_config(run_id, change)
+
+
+def everything_stored(path: Path) -> str:
+    """Every value of every table of a SQLite ledger, as SQL text."""
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        return "\n".join(conn.iterdump())
+
+
+#: an API key of no recognizable shape: only its value can hide it
+ECHOED_KEY = "echoed-key-7f3a9c2e41d0"
+
+
+@pytest.mark.parametrize(
+    ("provider", "variable"),
+    [("openai", "OPENAI_API_KEY"), ("anthropic", "ANTHROPIC_API_KEY"),
+     ("gemini", "GEMINI_API_KEY")],
+)  # fmt: skip
+def test_a_judge_that_echoes_the_key_has_it_hidden_from_everything_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, provider: str, variable: str
+) -> None:
+    """A proxy that echoes the request's headers puts the API key in every paid answer,
+    through each provider's real SDK: the answers, their rationales and the export keep
+    ``***`` in its place, and the scores are still read."""
+    from flask_eval.simulator.config import SimConfig
+    from flask_eval.simulator.testing import running_simulator
+
+    monkeypatch.setenv(variable, ECHOED_KEY)
+    path = tmp_path / "echo.db"
+    store = Store(f"sqlite:///{path}")
+    run_id = create(store)
+    with running_simulator(SimConfig(echo_headers=True)) as sim:
+        base = sim.openai_base_url if provider == "openai" else sim.base_url
+        point_judges_at(store, run_id, f"{provider}/sim@{base}")
+        execute(store, run_id)
+    ended = rows(store, run_id)
+    assert {r["status"] for r in ended} == {"done"}
+    assert ECHOED_KEY not in json.dumps(ended, default=str)
+    assert ECHOED_KEY not in everything_stored(path)
+    assert all("request headers:" in str(r["raw"]) and "***" in str(r["raw"]) for r in ended)
+
+
+def test_export_hides_a_known_secret_a_ledger_from_before_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An answer stored before its key was known as a secret (a ledger written by an
+    older version) is exported with ``***`` in the key's place."""
+    from click.testing import CliRunner
+
+    from flask_eval.cli import main
+
+    monkeypatch.delenv("LATE_JUDGE_KEY", raising=False)
+    path = tmp_path / "old.db"
+    store = Store(f"sqlite:///{path}")
+    run_id = create(store)
+    judge_with(lambda m: f"echo: {ECHOED_KEY}\n{default_answer(m)}")
+    execute(store, run_id)
+    assert ECHOED_KEY in everything_stored(path)  # not a secret when it was written
+    env = {"FLASK_EVAL_DATABASE_URL": f"sqlite:///{path}", "LATE_JUDGE_KEY": ECHOED_KEY}
+    result = CliRunner().invoke(main, ["export", "r1"], env=env)
+    assert result.exit_code == 0, result.output
+    assert ECHOED_KEY not in result.stdout and result.stdout.count("echo: ***") == 66
