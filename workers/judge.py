@@ -55,20 +55,51 @@ class GenerateConfig:
     schema: Mapping[str, Any] | None = None
 
 
-#: why a provider stopped writing: it finished, hit ``max_tokens``, or refused
-FINISHED, CUT_OFF, REFUSAL = "stop", "length", "refusal"
+#: why a provider stopped writing, as the executor reads it: it finished (``stop``); it hit
+#: ``max_tokens`` (``length``: never read; asked again with ``retry_max_tokens`` if the
+#: judge has one); it hit the model's context window (``context``: never read, and a
+#: larger budget would not help); it refused (``refusal``); or it stopped short for
+#: another reason (``incomplete``: a tool call, a paused turn, a malformed function call;
+#: never read, failed as ``provider_error``). Each provider maps every stop reason of
+#: its SDK to one of these in a table of its own (``STOP_REASONS``), tested against the
+#: SDK's own list.
+FINISHED, CUT_OFF, CONTEXT_FULL, REFUSAL, INCOMPLETE = (
+    "stop", "length", "context", "refusal", "incomplete"
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
 class JudgeOutput:
-    """A billed answer. ``finish`` says whether it is whole (``stop``), was cut off by its
-    token limit (``length``: never to be read as final) or is a refusal (``refusal``:
-    ``text`` holds the refusal, if the provider gave one)."""
+    """A billed answer. ``finish`` says whether it is whole (``stop``) or not (see
+    :data:`FINISHED` and the others); ``stop_reason`` is the provider's own word for it
+    (``end_turn``, ``pause_turn``, ``MAX_TOKENS``, ...), named in a failure's detail."""
 
     text: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
     finish: str = FINISHED
+    stop_reason: str = ""
+
+
+def finish_of(
+    reason: str | None, table: Mapping[str, str], completion_tokens: int, max_tokens: int
+) -> str:
+    """How a provider's stop ``reason`` reads, by its ``table``.
+
+    An unknown reason is :data:`INCOMPLETE` (never read as whole). An unstated one (JSON
+    null, which some OpenAI-compatible servers send, or Gemini's unspecified) is read
+    from the usage: an answer that spent its whole ``max_tokens`` is cut off, a shorter
+    one is whole (so is one without usage: nothing says otherwise).
+    """
+    if reason is None:
+        return CUT_OFF if completion_tokens >= max_tokens else FINISHED
+    return table.get(reason, INCOMPLETE)
+
+
+def usage_count(usage: object, key: str) -> int:
+    """A token count of an answer's JSON ``usage`` object; 0 where it is not one."""
+    value = usage.get(key) if isinstance(usage, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,15 @@ from flask_eval.workers.calls import DETAIL_LIMIT, Answer, BatchSummary, Call, F
 from flask_eval.workers.context import cache_key, generate_config
 from flask_eval.workers.feed import Ticket
 from flask_eval.workers.halts import HaltWatch
-from flask_eval.workers.judge import CUT_OFF, REFUSAL, GenerateConfig, Judge
+from flask_eval.workers.judge import (
+    CONTEXT_FULL,
+    CUT_OFF,
+    FINISHED,
+    INCOMPLETE,
+    REFUSAL,
+    GenerateConfig,
+    Judge,
+)
 from flask_eval.workers.leases import Leases
 from flask_eval.workers.limiter import Budget, Limiter, NullLimiter
 from flask_eval.workers.sender import Sender
@@ -54,6 +62,17 @@ from flask_eval.workers.spool import Spool
 from flask_eval.workers.writer import WriteBehind
 
 log = logging.getLogger("flask_eval.worker")
+
+
+#: why an answer that is not whole fails unread, by its finish (``workers.judge``)
+NOT_READ = {
+    CUT_OFF: (FailureReason.TRUNCATED,
+              "the answer was cut off by its token limit (max_tokens){} and was not read"),
+    CONTEXT_FULL: (FailureReason.TRUNCATED,
+                   "the answer was cut off by the model's context window{} and was not read"),
+    INCOMPLETE: (FailureReason.PROVIDER_ERROR,
+                 "the judge stopped short of a whole answer{}; it was not read"),
+}  # fmt: skip
 
 
 class RunNotFound(FlaskEvalError):
@@ -340,9 +359,9 @@ class Executor:
         cached: CallRecord | None,
         summary: BatchSummary,
     ) -> Answer | JudgeError:
-        """An answer that is neither cut off nor a refusal, or the error that ends these
-        rows. A cut-off answer is asked once more with the judge's larger budget
-        (``retry_max_tokens``) if it has one; it is never read."""
+        """A whole answer, or the error that ends these rows (``NOT_READ``, refusals). An
+        answer cut off by max_tokens is asked once more with the judge's larger budget
+        (``retry_max_tokens``) if it has one; an answer that is not whole is never read."""
         answer = await self._ask(call, rows, messages, key, call.generate, cached, summary)
         if isinstance(answer, JudgeError):
             return answer
@@ -355,15 +374,15 @@ class Executor:
             answer = await self._ask(call, rows, messages, key, generate, hit, summary)
             if isinstance(answer, JudgeError):
                 return answer
-        if answer.finish == CUT_OFF:
-            self._keep(call, answer, None)
-            return Failure(FailureReason.TRUNCATED, "the answer was cut off by its token "
-                            "limit (max_tokens) and was not read", answer.uid)  # fmt: skip
+        if answer.finish == FINISHED:
+            return answer
+        self._keep(call, answer, None)
         if answer.finish == REFUSAL:
-            self._keep(call, answer, None)
             what = f": {answer.text[:DETAIL_LIMIT]}" if answer.text else " (no text)"
             return Failure(FailureReason.REFUSED, f"the judge refused{what}", answer.uid)
-        return answer
+        said = answer.output.stop_reason if answer.output is not None else ""
+        reason, detail = NOT_READ.get(answer.finish, NOT_READ[INCOMPLETE])
+        return Failure(reason, detail.format(f" (stop reason {said})" if said else ""), answer.uid)
 
     async def _ask(
         self,

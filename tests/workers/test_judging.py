@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -392,3 +393,55 @@ def test_export_hides_a_known_secret_a_ledger_from_before_holds(
     result = CliRunner().invoke(main, ["export", "r1"], env=env)
     assert result.exit_code == 0, result.output
     assert ECHOED_KEY not in result.stdout and result.stdout.count("echo: ***") == 66
+
+
+@pytest.mark.parametrize(
+    ("provider", "wire", "reason", "finish"),
+    [
+        ("anthropic", {"stop_reason": "pause_turn"}, "provider_error", "incomplete"),
+        ("anthropic", {"stop_reason": "model_context_window_exceeded"}, "truncated", "context"),
+        ("gemini", {"stop_reason": "MALFORMED_FUNCTION_CALL"}, "provider_error", "incomplete"),
+        ("openai", {"stop_reason": "null"}, None, "stop"),
+        ("anthropic", {"malformed": "list"}, "provider_error", None),
+        ("anthropic", {"malformed": "null_content"}, "provider_error", None),
+        ("openai", {"malformed": "null_content"}, "provider_error", None),
+        ("gemini", {"malformed": "list"}, "provider_error", None),
+    ],
+)
+def test_answers_that_are_not_whole_are_kept_unread_and_bodies_that_are_no_message_kept(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    provider: str,
+    wire: dict[str, str],
+    reason: str | None,
+    finish: str | None,
+) -> None:
+    """Through each SDK against the simulator: a paused turn or a full context window is
+    paid for, kept (raw and why it stopped) and never read; a 200 whose JSON is not a
+    message fails as ``provider_error`` with its body kept; ``finish_reason: null`` on
+    a short answer is read as whole."""
+    from flask_eval.simulator.config import SimConfig
+    from flask_eval.simulator.testing import running_simulator
+
+    for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
+        monkeypatch.setenv(variable, "sk-test-0000")
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    run_id = create(store)
+    with running_simulator(SimConfig(**wire)) as sim:  # type: ignore[arg-type]
+        base = sim.openai_base_url if provider == "openai" else sim.base_url
+        point_judges_at(store, run_id, f"{provider}/sim@{base}")
+        execute(store, run_id, halt_after=0, max_attempts=1)
+    ended = rows(store, run_id)
+    if reason is None:
+        assert {(r["status"], r["finish"]) for r in ended} == {("done", "stop")}
+        return
+    assert {(r["status"], r["reason"]) for r in ended} == {("failed", reason)}
+    assert not any(r["score"] for r in ended)
+    if finish is not None:  # paid: the answer is kept with why it stopped
+        assert {r["finish"] for r in ended} == {finish}
+        assert all("[SCORES]" in str(r["raw"]) for r in ended)
+        assert all(f"stop reason {wire['stop_reason']}" in str(r["detail"]) for r in ended)
+    else:  # the body is kept with the failure
+        body = re.compile(r'\| body: .*"model(Version)?": "sim"')
+        assert all("not an answer" in str(r["detail"]) and body.search(str(r["detail"]))
+                   for r in ended)  # fmt: skip
