@@ -55,6 +55,10 @@ def test_spec_parses(spec: str, provider: str, model: str, base: str | None) -> 
         ("cohere/command", "unknown judge provider"),
         ("openai/m@localhost:8000", "invalid base URL"),
         ("openai/m@http://u:p@h/v1", "credentials"),
+        ("openai/m@http://h/v1#sk-abcdefghijkl", "no #fragment"),
+        ("openai/m@http://h/v1#", "no #fragment"),
+        ("openai/m@http://h/v1/sk-abcdefghijkl", "looks like a key"),
+        ("openai/m@http://h/v1?x=sk-abcdefghijkl", "looks like a key"),
         ("openai/m@http://h:99999/v1", "invalid port"),
         ("openai/bad model", "invalid model name"),
     ],
@@ -62,6 +66,22 @@ def test_spec_parses(spec: str, provider: str, model: str, base: str | None) -> 
 def test_bad_specs(spec: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         spec_of(spec)
+
+
+def test_a_base_url_holding_a_secret_value_is_refused_and_a_host_is_not_a_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Nothing secret reaches the run's stored configuration: the value of a secret
+    variable anywhere in the base URL is refused; an ``sk-`` host name is a host."""
+    monkeypatch.setenv("GATEWAY_TOKEN", "gw-7d1e3f9a0b")
+    for url in ("http://h/gw-7d1e3f9a0b/v1", "http://gw-7d1e3f9a0b.example/v1"):
+        with pytest.raises(ConfigError, match="looks like a key") as refused:
+            spec_of(f"openai/m@{url}")
+        assert "gw-7d1e3f9a0b" not in str(refused.value)
+    assert spec_of("openai/m@http://sk-proxy-0001:8000/v1").base_url == (
+        "http://sk-proxy-0001:8000/v1"
+    )
+    assert spec_of("openai/m@http://h/v1?api-version=2024-06-01").base_url
 
 
 def test_openai_compatible_server_needs_no_key(monkeypatch: pytest.MonkeyPatch) -> None:
