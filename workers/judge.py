@@ -2,8 +2,10 @@
 
 A provider is one file in ``workers/providers/`` (its SDK call, its error mapping, the
 environment variable of its key, its base-URL rules, its budget key) plus one line in
-:data:`PROVIDERS`. Providers import their SDK lazily, so a worker that only talks to
-OpenAI-compatible servers never imports the Anthropic SDK (and vice versa).
+:data:`PROVIDERS`; an OpenAI-compatible one (Mistral, Together, vLLM, ...) is one row of
+data in ``workers.providers.compatible.COMPATIBLE`` (base URL and key variable). Providers
+import their SDK lazily, so a worker that only talks to OpenAI-compatible servers never
+imports the Anthropic SDK (and vice versa).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from flask_eval.core.types import (
     JudgeSpec,
 )
 from flask_eval.workers.errors import classify_common
+from flask_eval.workers.providers.compatible import COMPATIBLE
 
 Message = dict[str, str]
 
@@ -178,7 +181,16 @@ class Judge(ABC):
         """Release the HTTP client."""
 
 
+def known_providers() -> list[str]:
+    """Every provider a spec may name: the code providers and the OpenAI-compatible ones."""
+    return sorted({*PROVIDERS, *COMPATIBLE})
+
+
 def judge_class(provider: str) -> type[Judge]:
+    if provider not in PROVIDERS and provider in COMPATIBLE:  # data: the OpenAI judge
+        from flask_eval.workers.providers.openai_judge import compatible_judge
+
+        return compatible_judge(provider)
     module, _, attr = PROVIDERS[provider].partition(":")
     cls: type[Judge] = getattr(import_module(module), attr)
     return cls
@@ -191,7 +203,7 @@ def spec_of(text: str) -> JudgeSpec:
     try:
         spec = JudgeSpec.parse(text)
     except CredentialInUrl as exc:
-        known = exc.provider in PROVIDERS
+        known = exc.provider in known_providers()
         key_env = judge_class(exc.provider).key_env if known else None
         if key_env:
             raise ConfigError(f"{exc} ({key_env})") from None
@@ -203,10 +215,11 @@ def spec_of(text: str) -> JudgeSpec:
 def check_spec(spec: JudgeSpec) -> None:
     """ConfigError unless ``spec``'s provider exists and accepts it (its base-URL rules),
     checked before anything is written."""
-    if spec.provider not in PROVIDERS:
+    known = known_providers()
+    if spec.provider not in known:
         raise ConfigError(
             f"unknown judge provider {clip(spec.provider)} in {clip(spec.name)}; "
-            f"known providers: {', '.join(sorted(PROVIDERS))}"
+            f"known providers: {', '.join(known)}"
         )
     judge_class(spec.provider).check_spec(spec)
 

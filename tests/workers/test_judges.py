@@ -1084,3 +1084,48 @@ def test_openai_finish_reasons_and_a_null_one_read_from_the_usage() -> None:
         assert bad.value.reason == FailureReason.PROVIDER_ERROR and bad.value.raw
     with pytest.raises(JudgeError, match="content is null"):
         out("stop", None)  # a whole answer with nothing in it
+
+
+# -- OpenAI-compatible providers: data, not files ------------------------------------
+
+
+def test_an_openai_compatible_provider_is_a_row_of_data(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each row of the table is a provider: its base URL by default, its own key
+    variable (required where its API requires one), never OPENAI_API_KEY."""
+    from flask_eval.workers.judge import judge_class, known_providers
+    from flask_eval.workers.providers.compatible import COMPATIBLE
+    from flask_eval.workers.providers.openai_judge import OpenAIJudge
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-not-for-others")
+    for name, api in COMPATIBLE.items():
+        monkeypatch.delenv(api.key_env, raising=False)
+        assert name in known_providers() and spec_of(f"{name}/some-model").provider == name
+        cls = judge_class(name)
+        assert issubclass(cls, OpenAIJudge) and cls.key_env == api.key_env
+        if api.key_required:
+            with pytest.raises(CredentialsError, match=api.key_env):
+                create_judge(f"{name}/some-model")
+        monkeypatch.setenv(api.key_env, f"{name}-key-123456")
+        judge: Any = create_judge(f"{name}/some-model")
+        assert str(judge._client.base_url).rstrip("/") == api.base_url
+        assert judge._client.api_key == f"{name}-key-123456"
+    with pytest.raises(ConfigError, match="MISTRAL_API_KEY"):  # the hint names its variable
+        spec_of("mistral/m@http://u:p@h/v1")
+
+
+def test_mistral_through_the_simulator_with_its_own_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``mistral/mistral-large-latest`` sends MISTRAL_API_KEY (the server refuses any
+    other) and is judged like any OpenAI-compatible judge."""
+    from flask_eval.simulator.config import SimConfig
+    from flask_eval.simulator.testing import running_simulator
+    from flask_eval.workers.judge import FINISHED
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-not-for-others")
+    monkeypatch.setenv("MISTRAL_API_KEY", "mistral-key-0123456")
+    with running_simulator(SimConfig(require_key="mistral-key-0123456")) as sim:
+        spec = f"mistral/mistral-large-latest@{sim.openai_base_url}"
+        out = _generate(spec)
+        monkeypatch.setenv("MISTRAL_API_KEY", "a-wrong-key-000")
+        refused = _generate(spec)
+    assert out.finish == FINISHED and "[SCORES]" in out.text
+    assert isinstance(refused, JudgeError) and refused.reason == FailureReason.AUTH

@@ -21,6 +21,7 @@ schemas are; OpenAI answers a strict refusal in ``message.refusal``: a REFUSAL.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -54,6 +55,11 @@ SCHEMA_NAME = "judgment"
 class OpenAIJudge(Judge):
     key_env = "OPENAI_API_KEY"
     takes_schema = True
+    #: where requests go unless the spec names a base URL (or ``base_url_env`` is set)
+    default_base_url: ClassVar[str] = DEFAULT_BASE_URL
+    base_url_env: ClassVar[str | None] = "OPENAI_BASE_URL"
+    #: the default base URL refuses requests without a key (else "EMPTY" is sent)
+    key_required: ClassVar[bool] = True
     #: base URL -> the response_format dialect it takes, where it refused json_schema
     schema_forms: ClassVar[dict[str, str]] = {}
 
@@ -62,12 +68,13 @@ class OpenAIJudge(Judge):
         import httpx2  # the SDK's HTTP client
         import openai  # lazy: only workers that use this provider import the SDK
 
-        base_url = spec.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+        from_env = os.environ.get(self.base_url_env) if self.base_url_env else None
+        base_url = spec.base_url or from_env or self.default_base_url
         self._base_url = base_url
         key = self.api_key()
         if not key:
-            if base_url == DEFAULT_BASE_URL:
-                raise CredentialsError(f"judge {spec.name}: set OPENAI_API_KEY in the environment")
+            if base_url == self.default_base_url and self.key_required:
+                raise CredentialsError(f"judge {spec.name}: set {self.key_env} in the environment")
             key = "EMPTY"  # OpenAI-compatible servers usually accept any key
         self._client = openai.AsyncOpenAI(
             api_key=key,
@@ -164,6 +171,18 @@ class OpenAIJudge(Judge):
 
     async def aclose(self) -> None:
         await self._client.close()
+
+
+@functools.cache
+def compatible_judge(provider: str) -> type[OpenAIJudge]:
+    """The judge class of an OpenAI-compatible provider of the table
+    (``workers.providers.compatible.COMPATIBLE``): this judge, with its base URL and key."""
+    from flask_eval.workers.providers.compatible import COMPATIBLE
+
+    api = COMPATIBLE[provider]
+    attrs = {"key_env": api.key_env, "default_base_url": api.base_url, "base_url_env": None,
+             "key_required": api.key_required}  # fmt: skip
+    return type(f"{provider.title()}Judge", (OpenAIJudge,), attrs)
 
 
 def response_format(schema: Mapping[str, Any], form: str) -> dict[str, Any]:
