@@ -91,6 +91,9 @@ class ExecutorConfig:
     halt_after: int = 5
     #: where paid answers wait on disk while the database is away (None: memory only)
     spool_dir: Path | None = None
+    #: each judge endpoint's calls in flight fall on timeouts and 429s and climb back as
+    #: it answers (workers/adaptive.py); False: always its max_in_flight (or in_flight)
+    adaptive: bool = True
 
 
 def executor_config(settings: Settings, in_flight: int) -> ExecutorConfig:
@@ -117,7 +120,8 @@ class Executor:
         self._leases = Leases(store, config.lease_seconds)
         self._contexts: dict[int, tuple[str, RunContext]] = {}
         self.halts = HaltWatch(store, config.halt_after)
-        self.sender = Sender(config.in_flight, self.limiter, self.halts, config.max_attempts)
+        self.sender = Sender(config.in_flight, self.limiter, self.halts, config.max_attempts,
+                             config.adaptive)  # fmt: skip
         url = store.engine.url.render_as_string(hide_password=False)
         spool = Spool(config.spool_dir, url) if config.spool_dir is not None else None
         if spool is not None:
