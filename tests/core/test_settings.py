@@ -198,7 +198,6 @@ def test_the_readme_gives_every_setting_with_its_real_default(
 
 def test_the_readme_gives_the_judges_real_default_sampling() -> None:
     from flask_eval.core.types import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE
-
     from flask_eval.workers.providers.compatible import COMPATIBLE
 
     table = _readme_table("provider")
