@@ -148,30 +148,25 @@ def parse_request(dialect: Dialect, body: object, model: str | None = None) -> P
     return ParsedRequest(model, "\n".join(parts), max_tokens, asked)
 
 
-def success_body(
+def as_served(
     dialect: Dialect,
-    model: str,
-    text: str,
-    prompt_tokens: int,
-    completion_tokens: int,
-    truncated: bool,
-    refusal: bool = False,
-    tool: str | None = None,
+    body: dict[str, Any],
     *,
+    whole: bool,
     stop_reason: str | None = None,
     malformed: str | None = None,
 ) -> Any:
-    """The JSON body of a successful completion in ``dialect``'s shape; ``refusal``: the
-    model declined (OpenAI: ``content`` null and the text in ``refusal``; Anthropic:
-    ``stop_reason`` ``refusal``; Gemini: ``finishReason`` ``SAFETY``, no content).
-    ``tool``: Anthropic's forced tool, whose ``tool_use`` input is ``text``'s JSON
-    object (a text block still, where ``text`` is cut off, a refusal or not JSON).
-    ``stop_reason``: the wire value of why a whole answer stopped (``"null"``: null);
-    ``malformed``: a body that is not a message (``simulator.config.MALFORMED``)."""
-    body = _success_body(dialect, model, text, prompt_tokens, completion_tokens, truncated,
-                         refusal, tool)  # fmt: skip
-    if stop_reason is not None and not (truncated or refusal):
-        _set_stop_reason(dialect, body, None if stop_reason == NULL_REASON else stop_reason)
+    """``body`` (:func:`success_body`) as a misbehaving server sends it: ``stop_reason``
+    the wire value of why a ``whole`` answer stopped (``"null"``: JSON null);
+    ``malformed`` a body that is not a message (``simulator.config.MALFORMED``)."""
+    if stop_reason is not None and whole:
+        value = None if stop_reason == NULL_REASON else stop_reason
+        if dialect == "openai":
+            body["choices"][0]["finish_reason"] = value
+        elif dialect == "anthropic":
+            body["stop_reason"] = value
+        else:
+            body["candidates"][0]["finishReason"] = value
     if malformed == "list":
         return [body]
     if malformed == "null_content":
@@ -184,25 +179,21 @@ def success_body(
     return body
 
 
-def _set_stop_reason(dialect: Dialect, body: dict[str, Any], value: str | None) -> None:
-    if dialect == "openai":
-        body["choices"][0]["finish_reason"] = value
-    elif dialect == "anthropic":
-        body["stop_reason"] = value
-    else:
-        body["candidates"][0]["finishReason"] = value
-
-
-def _success_body(
+def success_body(
     dialect: Dialect,
     model: str,
     text: str,
     prompt_tokens: int,
     completion_tokens: int,
     truncated: bool,
-    refusal: bool,
-    tool: str | None,
+    refusal: bool = False,
+    tool: str | None = None,
 ) -> dict[str, Any]:
+    """The JSON body of a successful completion in ``dialect``'s shape; ``refusal``: the
+    model declined (OpenAI: ``content`` null and the text in ``refusal``; Anthropic:
+    ``stop_reason`` ``refusal``; Gemini: ``finishReason`` ``SAFETY``, no content).
+    ``tool``: Anthropic's forced tool, whose ``tool_use`` input is ``text``'s JSON
+    object (a text block still, where ``text`` is cut off, a refusal or not JSON)."""
     if dialect == "gemini":
         return _gemini_success(model, text, prompt_tokens, completion_tokens, truncated, refusal)
     if dialect == "anthropic":

@@ -71,6 +71,24 @@ FINISHED, CUT_OFF, CONTEXT_FULL, REFUSAL, INCOMPLETE = (
 )  # fmt: skip
 
 
+#: why an answer that is not whole fails unread, by its finish (the executor fails it so)
+_NOT_READ = {
+    CUT_OFF: (FailureReason.TRUNCATED,
+              "the answer was cut off by its token limit (max_tokens){} and was not read"),
+    CONTEXT_FULL: (FailureReason.TRUNCATED,
+                   "the answer was cut off by the model's context window{} and was not read"),
+    INCOMPLETE: (FailureReason.PROVIDER_ERROR,
+                 "the judge stopped short of a whole answer{}; it was not read"),
+}  # fmt: skip
+
+
+def not_read(finish: str, stop_reason: str) -> JudgeError:
+    """The failure of an answer that is neither whole nor a refusal, unread: its reason,
+    and a detail naming the provider's ``stop_reason``."""
+    reason, detail = _NOT_READ.get(finish, _NOT_READ[INCOMPLETE])
+    return JudgeError(reason, detail.format(f" (stop reason {stop_reason})" if stop_reason else ""))
+
+
 @dataclass(frozen=True)
 class JudgeOutput:
     """A billed answer. ``finish`` says whether it is whole (``stop``) or not (see

@@ -46,15 +46,7 @@ from flask_eval.workers.calls import DETAIL_LIMIT, Answer, BatchSummary, Call, F
 from flask_eval.workers.context import cache_key, generate_config
 from flask_eval.workers.feed import Ticket
 from flask_eval.workers.halts import HaltWatch
-from flask_eval.workers.judge import (
-    CONTEXT_FULL,
-    CUT_OFF,
-    FINISHED,
-    INCOMPLETE,
-    REFUSAL,
-    GenerateConfig,
-    Judge,
-)
+from flask_eval.workers.judge import CUT_OFF, FINISHED, REFUSAL, GenerateConfig, Judge, not_read
 from flask_eval.workers.leases import Leases
 from flask_eval.workers.limiter import Budget, Limiter, NullLimiter
 from flask_eval.workers.sender import Sender
@@ -62,17 +54,6 @@ from flask_eval.workers.spool import Spool
 from flask_eval.workers.writer import WriteBehind
 
 log = logging.getLogger("flask_eval.worker")
-
-
-#: why an answer that is not whole fails unread, by its finish (``workers.judge``)
-NOT_READ = {
-    CUT_OFF: (FailureReason.TRUNCATED,
-              "the answer was cut off by its token limit (max_tokens){} and was not read"),
-    CONTEXT_FULL: (FailureReason.TRUNCATED,
-                   "the answer was cut off by the model's context window{} and was not read"),
-    INCOMPLETE: (FailureReason.PROVIDER_ERROR,
-                 "the judge stopped short of a whole answer{}; it was not read"),
-}  # fmt: skip
 
 
 class RunNotFound(FlaskEvalError):
@@ -363,9 +344,10 @@ class Executor:
         cached: CallRecord | None,
         summary: BatchSummary,
     ) -> Answer | JudgeError:
-        """A whole answer, or the error that ends these rows (``NOT_READ``, refusals). An
-        answer cut off by max_tokens is asked once more with the judge's larger budget
-        (``retry_max_tokens``) if it has one; an answer that is not whole is never read."""
+        """A whole answer, or the error that ends these rows (a refusal, or
+        ``workers.judge.not_read``). An answer cut off by max_tokens is asked once more
+        with the judge's larger budget (``retry_max_tokens``) if it has one; an answer
+        that is not whole is never read."""
         answer = await self._ask(call, rows, messages, key, call.generate, cached, summary)
         if isinstance(answer, JudgeError):
             return answer
@@ -384,9 +366,8 @@ class Executor:
         if answer.finish == REFUSAL:
             what = f": {answer.text[:DETAIL_LIMIT]}" if answer.text else " (no text)"
             return Failure(FailureReason.REFUSED, f"the judge refused{what}", answer.uid)
-        said = answer.output.stop_reason if answer.output is not None else ""
-        reason, detail = NOT_READ.get(answer.finish, NOT_READ[INCOMPLETE])
-        return Failure(reason, detail.format(f" (stop reason {said})" if said else ""), answer.uid)
+        unread = not_read(answer.finish, answer.output.stop_reason if answer.output else "")
+        return Failure(unread.reason, unread.detail, answer.uid)
 
     async def _ask(
         self,
