@@ -177,3 +177,47 @@ def test_a_healthy_judge_keeps_every_lane(
     ended, stats, limit = _run_against(SimConfig(latency_ms=200), tmp_path, in_flight=32)
     assert {r["status"] for r in ended} == {"done"}
     assert stats["max_in_flight"] == 32 and limit.limit == 32 and not limit.history
+
+
+def test_429s_cut_a_judge_s_limit_in_the_sender(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sender hands a 429 to the judge's limit (and a timeout, above): fewer calls at
+    once from then on; the calls are retried and answered."""
+    from pathlib import Path
+
+    from flask_eval.core.errors import FailureReason, JudgeError
+    from flask_eval.storage.store import Store
+    from flask_eval.workers.providers.memory_judge import MemoryJudge, default_answer
+    from flask_eval.workers.runner import Executor, ExecutorConfig
+    from tests.storage.test_store import create, open_ids
+    from tests.workers.test_judging import rows
+
+    asked = 0
+
+    def script(messages: object) -> str:
+        nonlocal asked
+        asked += 1
+        if asked <= 10:
+            raise JudgeError(FailureReason.RATE_LIMITED, "429", retry_after=0.01)
+        return default_answer(messages)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(MemoryJudge, "script", staticmethod(script))
+    assert isinstance(tmp_path, Path)
+    store = Store(f"sqlite:///{tmp_path / 'r.db'}")
+    run_id = create(store, mode="skill")
+    executor = Executor(store, ExecutorConfig(in_flight=16, halt_after=0))
+
+    async def go() -> list[InFlightLimit]:
+        try:
+            await executor.run_batch(run_id, open_ids(store, run_id))
+            context = await executor.run_context(run_id)
+            assert context is not None
+            return [executor.sender.in_flight_limit(c) for c in context.judges.values()]
+        finally:
+            await executor.aclose()
+
+    limits = asyncio.run(go())
+    assert {r["status"] for r in rows(store, run_id)} == {"done"}
+    cuts = [h for limit in limits for h in limit.history if h[3] == "rate_limited"]
+    assert cuts and all(new < old for _, old, new, _ in cuts)
