@@ -13,6 +13,12 @@ It hides:
   :func:`looks_like_credential`, which ``workers.judge.JudgeSpec`` also uses to refuse
   such a parameter in a judge's base URL.
 
+What a judge writes goes through :func:`redact_known` instead, before it is read, stored
+or shown: only the exact values of the environment's secrets (a proxy that echoes the
+request's ``Authorization`` header puts the key in a paid answer), never the shapes,
+which a judge may quote from the response it judges. A judge's key variable is secret
+whatever its name (:func:`secret_variable`).
+
 Redaction runs on every log line, so the secret values are cached: the environment is
 re-read only when it changed (see :func:`secret_values`).
 """
@@ -29,13 +35,16 @@ __all__ = [
     "install_log_redaction",
     "looks_like_credential",
     "redact",
+    "redact_known",
     "secret_values",
+    "secret_variable",
 ]
 
 _SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD)$", re.IGNORECASE)
-_KEY_PATTERNS = re.compile(
-    r"(sk-[A-Za-z0-9_\-]{8,}|sk-ant-[A-Za-z0-9_\-]{8,}|Bearer\s+[A-Za-z0-9._\-]{8,})"
-)
+#: an API key by its shape (``sk-...``, ``sk-ant-...``) where it starts a word: not the
+#: ``sk-`` inside a word, such as the worker's own node name ``flask-eval-PID-0@host``
+#: (Celery's "flask-eval-12-0@vm ready" is a host name, never a credential)
+_KEY_PATTERNS = re.compile(r"((?<![A-Za-z0-9])sk-[A-Za-z0-9_\-]{8,}|Bearer\s+[A-Za-z0-9._\-]{8,})")
 #: userinfo with a password: everything up to the last '@' before the host is hidden
 _URL_PASSWORD = re.compile(
     r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<user>[^:/@\s]*):(?P<pw>[^/\s?#]+)@"
@@ -70,6 +79,8 @@ class _SecretCache:
     def __init__(self) -> None:
         self._snapshot: Mapping[object, object] | None = None
         self._values: list[str] = []
+        #: variables secret whatever their names (a judge's key variable: ``secret_variable``)
+        self.names: set[str] = set()
 
     @staticmethod
     def _data() -> Mapping[object, object]:
@@ -78,16 +89,31 @@ class _SecretCache:
             return data
         return dict(os.environ.items())
 
+    def forget(self) -> None:
+        self._snapshot = None
+
     def values(self) -> list[str]:
         data = self._data()
         if data != self._snapshot:
-            found = {v for k, v in os.environ.items() if _SECRET_ENV.search(k) and len(v) >= 6}
+            found = {
+                v
+                for k, v in os.environ.items()
+                if (k in self.names or _SECRET_ENV.search(k)) and len(v) >= 6
+            }
             self._values = sorted(found, key=len, reverse=True)
             self._snapshot = dict(data)
         return self._values
 
 
 _CACHE = _SecretCache()
+
+
+def secret_variable(name: str) -> None:
+    """Hide the value of the environment variable ``name`` too, whatever its name (a
+    judge's key variable that does not end in KEY or TOKEN)."""
+    if name not in _CACHE.names:
+        _CACHE.names.add(name)
+        _CACHE.forget()  # rescan on the next call
 
 
 def secret_values() -> list[str]:
@@ -104,14 +130,27 @@ def _hide_param(match: re.Match[str]) -> str:
     return match.group()
 
 
-def redact(text: str) -> str:
-    """``text`` with API keys, bearer tokens and URL credentials replaced by ``***``."""
+def redact_known(text: str) -> str:
+    """``text`` with the values of the environment's secrets (:func:`secret_values`, the
+    judges' API keys among them) replaced by ``***``, and nothing else changed.
+
+    For what a judge wrote (an answer, a refusal): it is read for scores after this, so
+    only exact secret values go; the shapes :func:`redact` also hides (``sk-...``,
+    ``?token=...``) may be quoted from a response and stay.
+    """
     if not text:
         return text
     for value in _CACHE.values():
         if value in text:
             text = text.replace(value, "***")
-    text = _KEY_PATTERNS.sub("***", text)
+    return text
+
+
+def redact(text: str) -> str:
+    """``text`` with API keys, bearer tokens and URL credentials replaced by ``***``."""
+    if not text:
+        return text
+    text = _KEY_PATTERNS.sub("***", redact_known(text))
     if "=" in text:
         text = _QUERY_PARAM.sub(_hide_param, text)
     if "@" in text:

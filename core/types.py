@@ -15,7 +15,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from flask_eval.core.errors import ConfigError
 from flask_eval.core.limits import MAX_JUDGE_SPEC
-from flask_eval.core.redact import looks_like_credential
+from flask_eval.core.redact import looks_like_credential, redact, redact_known
 from flask_eval.core.text import clip, control_problem
 
 #: a judge's completion budget and temperature unless its configuration says otherwise
@@ -133,9 +133,11 @@ class JudgeSpec:
 
     ``name`` is the canonical spec (what a worker needs to call the judge);
     ``default_name`` (provider/model) is what reports call a judge that was not named.
-    A base URL carries no credential, neither in its userinfo nor in its query string:
-    it is stored with the run and printed in reports, so keys belong in the provider's
-    environment variable.
+    A base URL carries no credential, neither in its userinfo nor in its query string,
+    nor anything else a key could hide in (a ``#fragment``, which no server receives; a
+    path or query value shaped like a key, or holding a secret variable's value): it is
+    stored with the run and printed in reports, so keys belong in the provider's
+    environment variable, and such a URL is refused (one line, nothing written).
     """
 
     provider: str
@@ -211,6 +213,18 @@ class JudgeSpec:
                     f"({clip(name)}=...); credentials in the base URL are not allowed: "
                     "put the key in the provider's environment variable",
                 )
+        if "#" in url:  # never sent to a server, but stored with the run and printed
+            raise CredentialInUrl(
+                provider, f"{judge}: a base URL has no #fragment (no server receives it); "
+                "a key goes in the provider's environment variable"
+            )  # fmt: skip
+        rest = f"{parts.path}?{parts.query}"  # not the host: a host may be sk-proxy-01
+        if redact(rest) != rest or redact_known(url) != url:
+            raise CredentialInUrl(
+                provider, f"{judge}: the base URL carries what looks like a key (an sk-... "
+                "token or the value of a secret variable); credentials in the base URL are "
+                "not allowed: put the key in the provider's environment variable"
+            )  # fmt: skip
         return url.rstrip("/")
 
 

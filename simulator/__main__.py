@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from .config import LATENCY_DISTS, SimConfig
+from .config import LATENCY_DISTS, MALFORMED, SimConfig
 from .server import run
 
 
@@ -36,6 +36,10 @@ def build_parser() -> argparse.ArgumentParser:
         default=0.0,
         help="share of pairwise judgments that pick the first response regardless",
     )
+    p.add_argument("--echo-headers", action="store_true", help="answers echo the request headers")
+    p.add_argument("--stop-reason", default=None, help="the wire stop reason of whole answers")
+    p.add_argument("--malformed", choices=MALFORMED, default=None, help="200s that are no message")
+    p.add_argument("--slots", type=int, default=None, help="requests served at once (a queue)")
     p.add_argument("--rpm", type=int, default=None)
     p.add_argument("--tpm", type=int, default=None)
     p.add_argument("--score", type=int, default=None, help="give every skill this score")
@@ -64,6 +68,10 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         require_key=args.require_key,
         answer_format=args.answer_format,
         position_bias=args.position_bias,
+        echo_headers=args.echo_headers,
+        stop_reason=args.stop_reason,
+        malformed=args.malformed,
+        slots=args.slots,
     )
 
 

@@ -6,6 +6,10 @@ from dataclasses import dataclass
 
 LATENCY_DISTS = ("fixed", "lognormal")
 ANSWER_FORMATS = ("auto", "result")
+#: HTTP 200 bodies that are JSON but not a message (``SimConfig.malformed``)
+MALFORMED = ("list", "null_content")
+#: ``SimConfig.stop_reason`` that sends JSON null as the stop reason
+NULL_REASON = "null"
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,16 @@ class SimConfig:
     - ``position_bias``: probability that a pairwise judgment picks the response shown
       FIRST regardless of quality (drawn per prompt and criterion from a hash, so
       deterministic); otherwise the better response wins (``simulator.pairwise``).
+    - ``echo_headers``: every answer begins with the request's headers (the API key
+      among them), as a debugging proxy may echo them.
+    - ``stop_reason``: the wire value of why every answer that is not cut off or refused
+      stopped (OpenAI ``finish_reason``, Anthropic ``stop_reason``, Gemini
+      ``finishReason``), e.g. ``pause_turn``; ``"null"`` sends JSON null.
+    - ``malformed``: every answer is an HTTP 200 whose JSON is not a message: ``list``
+      (the message inside a list) or ``null_content`` (its content null).
+    - ``slots``: requests served at once, as a local server with that many slots; the
+      others wait in line (first come, first served) before their latency starts, and a
+      request whose client gave up leaves the line (or frees its slot).
     """
 
     latency_ms: float = 0
@@ -59,6 +73,10 @@ class SimConfig:
     require_key: str | None = None
     answer_format: str = "auto"
     position_bias: float = 0
+    echo_headers: bool = False
+    stop_reason: str | None = None
+    malformed: str | None = None
+    slots: int | None = None
 
     def __post_init__(self) -> None:
         if self.latency_ms < 0:
@@ -71,6 +89,12 @@ class SimConfig:
             raise ValueError(
                 f"answer_format must be one of {ANSWER_FORMATS}, got {self.answer_format!r}"
             )
+        if self.malformed is not None and self.malformed not in MALFORMED:
+            raise ValueError(
+                f"malformed must be one of {MALFORMED} or None, got {self.malformed!r}"
+            )
+        if self.slots is not None and self.slots < 1:
+            raise ValueError(f"slots must be >= 1 or None, got {self.slots}")
         if not 0 <= self.sigma <= 5:
             raise ValueError(f"sigma must be in [0, 5], got {self.sigma}")
         if self.min_max_tokens is not None and self.min_max_tokens < 1:

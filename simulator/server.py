@@ -16,16 +16,25 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import asdict
 
 from aiohttp import web
 
 from .answer import REFUSAL_TEXT, cut_off, estimate_tokens, make_answer
 from .config import SimConfig
 from .limits import SlidingWindow
+from .stats import InFlight, Stats
 from .structured import structured_answer
-from .wire import BadRequest, Dialect, ErrorKind, error_body, parse_request, success_body
+from .wire import (
+    BadRequest,
+    Dialect,
+    ErrorKind,
+    ParsedRequest,
+    as_served,
+    error_body,
+    parse_request,
+    success_body,
+)
 
 TIMEOUT_SLEEP_S = 3600.0
 SHUTDOWN_TIMEOUT_S = 0.5
@@ -49,80 +58,8 @@ def _api_key(request: web.Request) -> str:
     )
 
 
-@dataclass
-class Stats:
-    """Counters served by ``GET /stats``."""
-
-    requests: int = 0
-    rate_limited: int = 0
-    errors: int = 0
-    timeouts: int = 0
-    garbage: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    in_flight: int = 0
-    max_in_flight: int = 0
-    served: int = 0  # answers with a completion, which a provider bills
-    refusals: int = 0
-    html: int = 0
-    unauthorized: int = 0
-    #: time-weighted mean of the requests in flight, from the first request on
-    mean_in_flight: float = 0.0
-    #: the seconds that mean covers (from the first request to now)
-    in_flight_seconds: float = 0.0
-    #: the same mean from the first request to the last request received, and its seconds
-    mean_in_flight_sending: float = 0.0
-    sending_seconds: float = 0.0
-    #: wall-clock times (epoch seconds) of the first request and of the last answer sent
-    first_request_at: float = 0.0
-    last_answer_at: float = 0.0
-
-    def reset(self) -> None:
-        in_flight = self.in_flight
-        for name in asdict(self):
-            setattr(self, name, type(getattr(self, name))(0))
-        self.in_flight = in_flight
-        self.max_in_flight = in_flight
-
-
-class InFlight:
-    """The time-weighted number of requests in flight (its integral over time), also as
-    it stood when the last request arrived (while calls were still being sent, the part
-    of a run that says whether a client keeps its calls in flight; the tail after it is
-    the last wave, which no client can fill)."""
-
-    def __init__(self) -> None:
-        self.start: float | None = None
-        self.last = 0.0
-        self.area = 0.0
-        self.arrived = 0.0  # when the last request arrived
-        self.arrived_area = 0.0  # the area then
-
-    def change(self, now: float, before: int, arrival: bool = False) -> None:
-        if self.start is None:
-            self.start = self.last = now
-        self.area += before * (now - self.last)
-        self.last = now
-        if arrival:
-            self.arrived, self.arrived_area = now, self.area
-
-    def while_sending(self) -> tuple[float, float]:
-        """(mean in flight, seconds) from the first request to the last one to arrive."""
-        if self.start is None or self.arrived <= self.start:
-            return 0.0, 0.0
-        span = self.arrived - self.start
-        return self.arrived_area / span, span
-
-    def mean(self, now: float, current: int) -> tuple[float, float]:
-        if self.start is None:
-            return 0.0, 0.0
-        span = now - self.start
-        area = self.area + current * (now - self.last)
-        return (area / span if span > 0 else float(current)), span
-
-
 def _json_response(
-    payload: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None
+    payload: object, status: int = 200, headers: dict[str, str] | None = None
 ) -> web.Response:
     return web.Response(
         body=json.dumps(payload, ensure_ascii=False).encode("utf-8"),
@@ -142,6 +79,7 @@ class Simulator:
         self.rpm = SlidingWindow(config.rpm) if config.rpm is not None else None
         self.tpm = SlidingWindow(config.tpm) if config.tpm is not None else None
         self.flight = InFlight()
+        self.slots = asyncio.Semaphore(config.slots) if config.slots is not None else None
 
     # -- helpers -----------------------------------------------------------------
 
@@ -270,6 +208,30 @@ class Simulator:
         refusal = cfg.refusal_rate > 0 and rng.random() < cfg.refusal_rate
         html = cfg.html_rate > 0 and rng.random() < cfg.html_rate
 
+        # a server with N slots: the others wait in line; a client that gives up cancels
+        # this handler (handler_cancellation), which leaves the line or frees the slot
+        async with self.slots or contextlib.nullcontext():
+            stats = self.stats
+            stats.serving += 1
+            stats.max_serving = max(stats.max_serving, stats.serving)
+            try:
+                return await self._answer(request, dialect, parsed, prompt_tokens, latency,
+                                          garbage, refusal, html)  # fmt: skip
+            finally:
+                stats.serving -= 1
+
+    async def _answer(
+        self,
+        request: web.Request,
+        dialect: Dialect,
+        parsed: ParsedRequest,
+        prompt_tokens: int,
+        latency: float,
+        garbage: bool,
+        refusal: bool,
+        html: bool,
+    ) -> web.Response:
+        cfg = self.config
         if latency > 0:
             await asyncio.sleep(latency)
         if html:
@@ -291,6 +253,9 @@ class Simulator:
             completion_tokens = min(limit, estimate_tokens(text))
         if refusal and dialect == "gemini":
             completion_tokens = 0  # a blocked candidate carries no text, bills no output
+        if cfg.echo_headers:  # a debugging proxy's echo: the key is among the headers
+            echoed = "".join(f"{k}: {v}\n" for k, v in request.headers.items())
+            text = f"request headers:\n{echoed}\n{text}"
         stats = self.stats
         stats.served += 1
         stats.refusals += refusal
@@ -308,7 +273,9 @@ class Simulator:
             refusal,
             parsed.tool,
         )
-        return _json_response(payload)
+        served = as_served(dialect, payload, whole=not (truncated or refusal),
+                           stop_reason=cfg.stop_reason, malformed=cfg.malformed)  # fmt: skip
+        return _json_response(served)
 
     async def get_stats(self, request: web.Request) -> web.Response:
         stats = self.stats

@@ -144,9 +144,13 @@ def config_to_argv(config: SimConfig) -> list[str]:
     ]  # fmt: skip
     if config.quote_response:
         argv.append("--quote-response")
+    if config.echo_headers:
+        argv.append("--echo-headers")
     optional = (
         ("--rpm", config.rpm), ("--tpm", config.tpm), ("--score", config.score),
         ("--min-max-tokens", config.min_max_tokens), ("--require-key", config.require_key),
+        ("--stop-reason", config.stop_reason), ("--malformed", config.malformed),
+        ("--slots", config.slots),
     )  # fmt: skip
     for flag, value in optional:
         if value is not None:

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from .config import NULL_REASON
 from .structured import Wanted, wanted
 
 Dialect = Literal["openai", "anthropic", "gemini"]
@@ -145,6 +146,37 @@ def parse_request(dialect: Dialect, body: object, model: str | None = None) -> P
         max_tokens = _max_tokens(body, "max_completion_tokens", "max_tokens")
     parts.extend(content_text(m.get("content")) for m in _messages(body))
     return ParsedRequest(model, "\n".join(parts), max_tokens, asked)
+
+
+def as_served(
+    dialect: Dialect,
+    body: dict[str, Any],
+    *,
+    whole: bool,
+    stop_reason: str | None = None,
+    malformed: str | None = None,
+) -> Any:
+    """``body`` (:func:`success_body`) as a misbehaving server sends it: ``stop_reason``
+    the wire value of why a ``whole`` answer stopped (``"null"``: JSON null);
+    ``malformed`` a body that is not a message (``simulator.config.MALFORMED``)."""
+    if stop_reason is not None and whole:
+        value = None if stop_reason == NULL_REASON else stop_reason
+        if dialect == "openai":
+            body["choices"][0]["finish_reason"] = value
+        elif dialect == "anthropic":
+            body["stop_reason"] = value
+        else:
+            body["candidates"][0]["finishReason"] = value
+    if malformed == "list":
+        return [body]
+    if malformed == "null_content":
+        if dialect == "openai":
+            body["choices"][0]["message"].update(content=None, refusal=None)
+        elif dialect == "anthropic":
+            body["content"] = None
+        else:
+            body["candidates"][0]["content"] = None
+    return body
 
 
 def success_body(

@@ -277,6 +277,20 @@ CLI_CASES: list[BadCase] = [
         for param in ("api_key", "key", "token", "access_token", "password", "secret", "sig")
     ),
     _flag(
+        "credential-in-fragment",
+        "a base URL has no #fragment",
+        "--judge",
+        f"openai/m@http://127.0.0.1:9/v1#key={_SECRET}",
+        absent=(_SECRET,),
+    ),
+    _flag(
+        "key-shaped-path-in-url",
+        "the base URL carries what looks like a key",
+        "--judge",
+        "openai/m@http://127.0.0.1:9/v1/sk-proj-0a1b2c3d4e5f",
+        absent=("0a1b2c3d4e5f",),
+    ),
+    _flag(
         "judge-spec-too-long",
         "judge spec is longer than 1000 characters",
         "--judge",

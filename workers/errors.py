@@ -99,6 +99,17 @@ def not_json(body: str) -> JudgeError:
     )
 
 
+def malformed(what: str, body: str) -> JudgeError:
+    """An HTTP 200 whose JSON is not the provider's answer (a list, a message without
+    content, a completion without choices): ``what`` says what is wrong, the body is
+    kept (redacted, truncated) and the call may be retried."""
+    return JudgeError(
+        FailureReason.PROVIDER_ERROR,
+        f"the provider answered HTTP 200 with JSON that is not an answer: {what}",
+        redact(body or "")[:BODY_LIMIT],
+    )
+
+
 def describe(exc: BaseException) -> str:
     """``module.Class: message`` of an exception, redacted and clipped."""
     name = type(exc).__name__

@@ -2,8 +2,10 @@
 
 A provider is one file in ``workers/providers/`` (its SDK call, its error mapping, the
 environment variable of its key, its base-URL rules, its budget key) plus one line in
-:data:`PROVIDERS`. Providers import their SDK lazily, so a worker that only talks to
-OpenAI-compatible servers never imports the Anthropic SDK (and vice versa).
+:data:`PROVIDERS`; an OpenAI-compatible one (Mistral, Together, vLLM, ...) is one row of
+data in ``workers.providers.compatible.COMPATIBLE`` (base URL and key variable). Providers
+import their SDK lazily, so a worker that only talks to OpenAI-compatible servers never
+imports the Anthropic SDK (and vice versa).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from importlib import import_module
 from typing import Any, ClassVar
 
 from flask_eval.core.errors import ConfigError, FailureReason, JudgeError
+from flask_eval.core.redact import secret_variable
 from flask_eval.core.text import clip
 from flask_eval.core.types import (
     DEFAULT_MAX_TOKENS,
@@ -25,6 +28,7 @@ from flask_eval.core.types import (
     JudgeSpec,
 )
 from flask_eval.workers.errors import classify_common
+from flask_eval.workers.providers.compatible import COMPATIBLE
 
 Message = dict[str, str]
 
@@ -54,20 +58,69 @@ class GenerateConfig:
     schema: Mapping[str, Any] | None = None
 
 
-#: why a provider stopped writing: it finished, hit ``max_tokens``, or refused
-FINISHED, CUT_OFF, REFUSAL = "stop", "length", "refusal"
+#: why a provider stopped writing, as the executor reads it: it finished (``stop``); it hit
+#: ``max_tokens`` (``length``: never read; asked again with ``retry_max_tokens`` if the
+#: judge has one); it hit the model's context window (``context``: never read, and a
+#: larger budget would not help); it refused (``refusal``); or it stopped short for
+#: another reason (``incomplete``: a tool call, a paused turn, a malformed function call;
+#: never read, failed as ``provider_error``). Each provider maps every stop reason of
+#: its SDK to one of these in a table of its own (``STOP_REASONS``), tested against the
+#: SDK's own list.
+FINISHED, CUT_OFF, CONTEXT_FULL, REFUSAL, INCOMPLETE = (
+    "stop", "length", "context", "refusal", "incomplete"
+)  # fmt: skip
+
+
+#: why an answer that is not whole fails unread, by its finish (the executor fails it so)
+_NOT_READ = {
+    CUT_OFF: (FailureReason.TRUNCATED,
+              "the answer was cut off by its token limit (max_tokens){} and was not read"),
+    CONTEXT_FULL: (FailureReason.TRUNCATED,
+                   "the answer was cut off by the model's context window{} and was not read"),
+    INCOMPLETE: (FailureReason.PROVIDER_ERROR,
+                 "the judge stopped short of a whole answer{}; it was not read"),
+}  # fmt: skip
+
+
+def not_read(finish: str, stop_reason: str) -> JudgeError:
+    """The failure of an answer that is neither whole nor a refusal, unread: its reason,
+    and a detail naming the provider's ``stop_reason``."""
+    reason, detail = _NOT_READ.get(finish, _NOT_READ[INCOMPLETE])
+    return JudgeError(reason, detail.format(f" (stop reason {stop_reason})" if stop_reason else ""))
 
 
 @dataclass(frozen=True)
 class JudgeOutput:
-    """A billed answer. ``finish`` says whether it is whole (``stop``), was cut off by its
-    token limit (``length``: never to be read as final) or is a refusal (``refusal``:
-    ``text`` holds the refusal, if the provider gave one)."""
+    """A billed answer. ``finish`` says whether it is whole (``stop``) or not (see
+    :data:`FINISHED` and the others); ``stop_reason`` is the provider's own word for it
+    (``end_turn``, ``pause_turn``, ``MAX_TOKENS``, ...), named in a failure's detail."""
 
     text: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
     finish: str = FINISHED
+    stop_reason: str = ""
+
+
+def finish_of(
+    reason: str | None, table: Mapping[str, str], completion_tokens: int, max_tokens: int
+) -> str:
+    """How a provider's stop ``reason`` reads, by its ``table``.
+
+    An unknown reason is :data:`INCOMPLETE` (never read as whole). An unstated one (JSON
+    null, which some OpenAI-compatible servers send, or Gemini's unspecified) is read
+    from the usage: an answer that spent its whole ``max_tokens`` is cut off, a shorter
+    one is whole (so is one without usage: nothing says otherwise).
+    """
+    if reason is None:
+        return CUT_OFF if completion_tokens >= max_tokens else FINISHED
+    return table.get(reason, INCOMPLETE)
+
+
+def usage_count(usage: object, key: str) -> int:
+    """A token count of an answer's JSON ``usage`` object; 0 where it is not one."""
+    value = usage.get(key) if isinstance(usage, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 @dataclass(frozen=True)
@@ -99,6 +152,8 @@ class Judge(ABC):
         self.spec = spec
         if max_connections is not None:
             self.max_connections = max_connections
+        if self.key_env:  # its value is hidden from every message, log line and answer
+            secret_variable(self.key_env)
 
     @property
     def name(self) -> str:
@@ -144,7 +199,16 @@ class Judge(ABC):
         """Release the HTTP client."""
 
 
+def known_providers() -> list[str]:
+    """Every provider a spec may name: the code providers and the OpenAI-compatible ones."""
+    return sorted({*PROVIDERS, *COMPATIBLE})
+
+
 def judge_class(provider: str) -> type[Judge]:
+    if provider not in PROVIDERS and provider in COMPATIBLE:  # data: the OpenAI judge
+        from flask_eval.workers.providers.openai_judge import compatible_judge
+
+        return compatible_judge(provider)
     module, _, attr = PROVIDERS[provider].partition(":")
     cls: type[Judge] = getattr(import_module(module), attr)
     return cls
@@ -157,7 +221,7 @@ def spec_of(text: str) -> JudgeSpec:
     try:
         spec = JudgeSpec.parse(text)
     except CredentialInUrl as exc:
-        known = exc.provider in PROVIDERS
+        known = exc.provider in known_providers()
         key_env = judge_class(exc.provider).key_env if known else None
         if key_env:
             raise ConfigError(f"{exc} ({key_env})") from None
@@ -169,10 +233,11 @@ def spec_of(text: str) -> JudgeSpec:
 def check_spec(spec: JudgeSpec) -> None:
     """ConfigError unless ``spec``'s provider exists and accepts it (its base-URL rules),
     checked before anything is written."""
-    if spec.provider not in PROVIDERS:
+    known = known_providers()
+    if spec.provider not in known:
         raise ConfigError(
             f"unknown judge provider {clip(spec.provider)} in {clip(spec.name)}; "
-            f"known providers: {', '.join(sorted(PROVIDERS))}"
+            f"known providers: {', '.join(known)}"
         )
     judge_class(spec.provider).check_spec(spec)
 

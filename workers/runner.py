@@ -46,7 +46,7 @@ from flask_eval.workers.calls import DETAIL_LIMIT, Answer, BatchSummary, Call, F
 from flask_eval.workers.context import cache_key, generate_config
 from flask_eval.workers.feed import Ticket
 from flask_eval.workers.halts import HaltWatch
-from flask_eval.workers.judge import CUT_OFF, REFUSAL, GenerateConfig, Judge
+from flask_eval.workers.judge import CUT_OFF, FINISHED, REFUSAL, GenerateConfig, Judge, not_read
 from flask_eval.workers.leases import Leases
 from flask_eval.workers.limiter import Budget, Limiter, NullLimiter
 from flask_eval.workers.sender import Sender
@@ -72,6 +72,9 @@ class ExecutorConfig:
     halt_after: int = 5
     #: where paid answers wait on disk while the database is away (None: memory only)
     spool_dir: Path | None = None
+    #: each judge endpoint's calls in flight fall on timeouts and 429s and climb back as
+    #: it answers (workers/adaptive.py); False: always its max_in_flight (or in_flight)
+    adaptive: bool = True
 
 
 def executor_config(settings: Settings, in_flight: int) -> ExecutorConfig:
@@ -98,7 +101,8 @@ class Executor:
         self._leases = Leases(store, config.lease_seconds)
         self._contexts: dict[int, tuple[str, RunContext]] = {}
         self.halts = HaltWatch(store, config.halt_after)
-        self.sender = Sender(config.in_flight, self.limiter, self.halts, config.max_attempts)
+        self.sender = Sender(config.in_flight, self.limiter, self.halts, config.max_attempts,
+                             config.adaptive)  # fmt: skip
         url = store.engine.url.render_as_string(hide_password=False)
         spool = Spool(config.spool_dir, url) if config.spool_dir is not None else None
         if spool is not None:
@@ -338,9 +342,10 @@ class Executor:
         cached: CallRecord | None,
         summary: BatchSummary,
     ) -> Answer | JudgeError:
-        """An answer that is neither cut off nor a refusal, or the error that ends these
-        rows. A cut-off answer is asked once more with the judge's larger budget
-        (``retry_max_tokens``) if it has one; it is never read."""
+        """A whole answer, or the error that ends these rows (a refusal, or
+        ``workers.judge.not_read``). An answer cut off by max_tokens is asked once more
+        with the judge's larger budget (``retry_max_tokens``) if it has one; an answer
+        that is not whole is never read."""
         answer = await self._ask(call, rows, messages, key, call.generate, cached, summary)
         if isinstance(answer, JudgeError):
             return answer
@@ -353,15 +358,14 @@ class Executor:
             answer = await self._ask(call, rows, messages, key, generate, hit, summary)
             if isinstance(answer, JudgeError):
                 return answer
-        if answer.finish == CUT_OFF:
-            self._keep(call, answer, None)
-            return Failure(FailureReason.TRUNCATED, "the answer was cut off by its token "
-                            "limit (max_tokens) and was not read", answer.uid)  # fmt: skip
+        if answer.finish == FINISHED:
+            return answer
+        self._keep(call, answer, None)
         if answer.finish == REFUSAL:
-            self._keep(call, answer, None)
             what = f": {answer.text[:DETAIL_LIMIT]}" if answer.text else " (no text)"
             return Failure(FailureReason.REFUSED, f"the judge refused{what}", answer.uid)
-        return answer
+        unread = not_read(answer.finish, answer.output.stop_reason if answer.output else "")
+        return Failure(unread.reason, unread.detail, answer.uid)
 
     async def _ask(
         self,

@@ -1,6 +1,7 @@
 """The sender: how one judge request leaves a worker process (its lanes, an endpoint's
-``max_in_flight`` slots, the budget shared by all workers, halted judges, the one retry
-loop) and the feed that decides when a batch may claim its rows (workers/feed.py).
+adaptive in-flight limit under its ``max_in_flight`` (workers/adaptive.py), the budget
+shared by all workers, halted judges, the one retry loop) and the feed that decides when
+a batch may claim its rows (workers/feed.py).
 
 One per process, on the process's event loop; the executor (workers/runner.py) hands it
 rendered messages and gets an answer or the error that ends them.
@@ -11,11 +12,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 
 from flask_eval.core.errors import FailureReason, JudgeError
+from flask_eval.core.redact import redact_known
 from flask_eval.core.types import JudgeConfig
 from flask_eval.rubrics.prompt import Message, estimate_tokens
+from flask_eval.workers.adaptive import InFlightLimit, Mark
 from flask_eval.workers.feed import Feed
 from flask_eval.workers.halts import HaltWatch
 from flask_eval.workers.judge import GenerateConfig, Judge, JudgeOutput, create_judge
@@ -23,6 +28,10 @@ from flask_eval.workers.lanes import Lanes
 from flask_eval.workers.limiter import Limiter
 
 log = logging.getLogger("flask_eval.worker")
+
+
+#: what an endpoint says when it has more calls than it can answer in time
+OVERLOADED = frozenset({FailureReason.TIMEOUT, FailureReason.RATE_LIMITED})
 
 
 class Halted(JudgeError):
@@ -33,7 +42,8 @@ class Halted(JudgeError):
 
 
 class Sender:
-    """Sends judge requests, at most ``in_flight`` at once in this process."""
+    """Sends judge requests, at most ``in_flight`` at once in this process, and at most
+    each endpoint's adaptive limit (workers/adaptive.py) to that endpoint."""
 
     def __init__(
         self,
@@ -41,15 +51,17 @@ class Sender:
         limiter: Limiter,
         halts: HaltWatch,
         max_attempts: int | None = None,
+        adaptive: bool = True,
     ) -> None:
         self.in_flight = in_flight
         self.limiter = limiter
         self.halts = halts
         self.max_attempts = max_attempts
+        self.adaptive = adaptive
         self._judges: dict[str, Judge] = {}
-        self._judge_slots: dict[str, asyncio.Semaphore] = {}
+        self._limits: dict[str, InFlightLimit] = {}
         self._lanes = Lanes(in_flight)
-        self._slot_waiting = 0  # calls waiting for a judge's max_in_flight slots
+        self._slot_waiting = 0  # calls waiting for an endpoint's in-flight limit
         #: a batch claims its rows once fewer than a lane-full of calls wait
         self.feed = Feed(in_flight, lambda: self._lanes.waiting + self._slot_waiting)
 
@@ -63,25 +75,29 @@ class Sender:
             self._judges[config.spec] = judge
         return self._judges[config.spec]
 
+    def in_flight_limit(self, config: JudgeConfig) -> InFlightLimit:
+        """The endpoint's limit: from its ``max_in_flight`` (or the lanes) down, as it
+        answers or times out."""
+        limit = self._limits.get(config.spec)
+        if limit is None:
+            ceiling = min(self.in_flight, config.max_in_flight or self.in_flight)
+            limit = InFlightLimit(config.name, ceiling, self.in_flight, self.adaptive)
+            self._limits[config.spec] = limit
+        return limit
+
     @contextlib.asynccontextmanager
-    async def _endpoint_slots(self, config: JudgeConfig) -> AsyncIterator[None]:
-        """One of the judge's ``max_in_flight`` slots; calls waiting for one count as
-        waiting for a lane (the feed claims no more while they wait)."""
-        if config.max_in_flight is None:
-            yield
-            return
-        slots = self._judge_slots.get(config.spec)
-        if slots is None:
-            slots = self._judge_slots[config.spec] = asyncio.Semaphore(config.max_in_flight)
+    async def _slot(self, limit: InFlightLimit) -> AsyncIterator[None]:
+        """One of the endpoint's slots; calls waiting for one count as waiting for a lane
+        (the feed claims no more while they wait)."""
         self._slot_waiting += 1
         try:
-            await slots.acquire()
+            await limit.acquire()
         finally:
             self._slot_waiting -= 1
         try:
             yield
         finally:
-            slots.release()
+            limit.release()
 
     async def generate(
         self,
@@ -97,26 +113,34 @@ class Sender:
         judge = self.judge(config)
         budget = judge.budget_key()
         estimate = estimate_tokens(messages) + generate.max_tokens
+        limit = self.in_flight_limit(config)
+        sent: Mark | None = None  # the limit as the current attempt's request left
+        started = 0.0
 
         async def send() -> JudgeOutput:  # one attempt, in a lane
+            nonlocal sent, started
             self.feed.poke()
             halt = await self.halts.check(run_id, config.name)  # decided while queued
             if halt is not None:
                 raise Halted(halt.detail)
             await self.limiter.acquire(budget, estimate)  # the last wait before sending
+            sent, started = limit.mark(), time.monotonic()
             async with asyncio.timeout(generate.timeout + 5):  # SDK backstop
                 return await judge.generate(messages, generate)
 
         attempt = 0
         while True:
             attempt += 1
+            sent = None
             try:
-                async with self._endpoint_slots(config):
+                async with self._slot(limit):
                     output = await self._lanes.run(send, urgent=attempt > 1 or urgent)
             except Halted as halted:
                 return halted, attempt - 1
             except Exception as exc:
                 err = judge.classify(exc)
+                if sent is not None and err.reason in OVERLOADED:  # fewer at once from here
+                    limit.overloaded(sent, err.reason)
                 if err.reason == FailureReason.RATE_LIMITED:  # slow the endpoint for everyone
                     await self.limiter.penalize(budget, err.retry_after or 1.0)
                 decision = judge.should_retry(err, attempt)
@@ -126,10 +150,13 @@ class Sender:
                           attempt, decision.delay)  # fmt: skip
                 await asyncio.sleep(decision.delay)
             else:
+                if sent is not None:
+                    seconds = time.monotonic() - started
+                    limit.answered(sent, seconds, generate.timeout, retried=attempt > 1)
                 used = output.prompt_tokens + output.completion_tokens
                 if used:  # 0: the provider reported no usage; keep the estimate
                     await self.limiter.settle(budget, estimate, used)
-                return output, attempt
+                return _without_secrets(output), attempt
 
     async def aclose(self) -> None:
         await self._lanes.aclose()
@@ -137,3 +164,10 @@ class Sender:
             await judge.aclose()
         self._judges.clear()
         await self.limiter.aclose()
+
+
+def _without_secrets(output: JudgeOutput) -> JudgeOutput:
+    """The answer with every known secret hidden (``core.redact.redact_known``), before
+    it is read, stored, cached or shown: a proxy may echo the request's key in it."""
+    text = redact_known(output.text)
+    return output if text == output.text else replace(output, text=text)

@@ -173,12 +173,16 @@ def status(run_name: str | None, as_json: bool) -> None:
 @handle_errors
 def export(run_name: str | None, fmt: str) -> None:
     """One row per judgment, with its rationale and the judge's raw output."""
+    from flask_eval.core.redact import redact_known
     from flask_eval.report import render
     from flask_eval.storage import queries
 
     store = open_store()
     info = find_run(store, run_name)
-    rows = queries.export_rows(store, info.id, info.name)
+    rows = (  # answers are stored without known secrets; a ledger from before may hold them
+        {k: redact_known(v) if isinstance(v, str) else v for k, v in row.items()}
+        for row in queries.export_rows(store, info.id, info.name)
+    )
     if fmt == "csv":
         render.write_csv(sys.stdout, queries.export_fields(store, info.id), rows)
     else:

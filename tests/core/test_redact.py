@@ -112,3 +112,54 @@ def test_the_log_filter_redacts_formatted_messages(monkeypatch: pytest.MonkeyPat
     )
     assert RedactingFilter().filter(record)
     assert record.getMessage() == "broker redis://h/0?password=*** key ***"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "flask-eval-4242-0@vm ready.",  # Celery's line when a worker is up
+        "run r1: 1 worker(s) take queue 'flask-eval' (celery@flask-eval-4242-0@vm) but none "
+        "uses this database",  # the producer's message for a worker on another database
+        "disk-usage-monitor-01 task-12345678 risk-assessment-v2",
+    ],
+)
+def test_a_node_or_host_name_is_not_a_credential(text: str) -> None:
+    """``sk-`` inside a word (``flask-eval-...``) is not an API key: the worker's own
+    name, and Celery's line about it, are shown whole."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "sk-abcdefghijkl",
+        "key sk-abcdefghijkl",
+        "api_key=sk-proj-abcdefghijkl",
+        '{"key": "sk-ant-api03-abcdefghijkl"}',
+        "(sk-abcdefghijkl)",
+        "--api-key=sk-abcdefghijkl",
+        "worker flask-eval-1-0@vm sent sk-abcdefghijkl",
+    ],
+)
+def test_a_key_that_starts_a_word_is_still_hidden(text: str) -> None:
+    assert "abcdefghijkl" not in redact(text)
+
+
+def test_a_judge_key_variable_is_secret_whatever_its_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    from flask_eval.core.redact import redact_known, secret_variable
+
+    monkeypatch.setenv("MY_LLM_CRED", "plain-value-1234")
+    assert redact("x plain-value-1234") == "x plain-value-1234"  # not a secret's name
+    secret_variable("MY_LLM_CRED")
+    assert redact("x plain-value-1234") == "x ***"
+    assert redact_known("x plain-value-1234") == "x ***"
+
+
+def test_a_judge_text_loses_known_secrets_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a judge wrote keeps what merely looks like a key (it may quote the response
+    it judges); the environment's secret values go."""
+    from flask_eval.core.redact import redact_known
+
+    monkeypatch.setenv("OPENAI_API_KEY", "real-key-value-42")
+    text = "quoted sk-example-0000000 and ?token=abc; echoed Bearer real-key-value-42"
+    assert redact_known(text) == "quoted sk-example-0000000 and ?token=abc; echoed Bearer ***"

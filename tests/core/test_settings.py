@@ -198,11 +198,15 @@ def test_the_readme_gives_every_setting_with_its_real_default(
 
 def test_the_readme_gives_the_judges_real_default_sampling() -> None:
     from flask_eval.core.types import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE
+    from flask_eval.workers.providers.compatible import COMPATIBLE
 
-    rows = {row[0].split("`")[1]: row[3] for row in _readme_table("provider")}
-    assert set(rows) == {"openai", "anthropic", "gemini"}
+    table = _readme_table("provider")
+    rows = {row[0].split("`")[1]: row[3] for row in table}
+    assert set(rows) == {"openai", "anthropic", "gemini", "mistral"}  # mistral: the table's row
+    compatible = next(row[0] for row in table if "`mistral`" in row[0])
+    assert all(f"`{name}`" in compatible for name in COMPATIBLE)  # every one named
     for provider, sampling in rows.items():
         assert f"`max_tokens` {DEFAULT_MAX_TOKENS}" in sampling, provider
-    for provider in ("openai", "gemini"):
+    for provider in ("openai", "gemini", "mistral"):
         assert f"`temperature` {DEFAULT_TEMPERATURE:g}" in rows[provider], provider
     assert "no temperature" in rows["anthropic"]  # the SDK's messages.create takes none

@@ -55,6 +55,10 @@ def test_spec_parses(spec: str, provider: str, model: str, base: str | None) -> 
         ("cohere/command", "unknown judge provider"),
         ("openai/m@localhost:8000", "invalid base URL"),
         ("openai/m@http://u:p@h/v1", "credentials"),
+        ("openai/m@http://h/v1#sk-abcdefghijkl", "no #fragment"),
+        ("openai/m@http://h/v1#", "no #fragment"),
+        ("openai/m@http://h/v1/sk-abcdefghijkl", "looks like a key"),
+        ("openai/m@http://h/v1?x=sk-abcdefghijkl", "looks like a key"),
         ("openai/m@http://h:99999/v1", "invalid port"),
         ("openai/bad model", "invalid model name"),
     ],
@@ -62,6 +66,22 @@ def test_spec_parses(spec: str, provider: str, model: str, base: str | None) -> 
 def test_bad_specs(spec: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         spec_of(spec)
+
+
+def test_a_base_url_holding_a_secret_value_is_refused_and_a_host_is_not_a_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Nothing secret reaches the run's stored configuration: the value of a secret
+    variable anywhere in the base URL is refused; an ``sk-`` host name is a host."""
+    monkeypatch.setenv("GATEWAY_TOKEN", "gw-7d1e3f9a0b")
+    for url in ("http://h/gw-7d1e3f9a0b/v1", "http://gw-7d1e3f9a0b.example/v1"):
+        with pytest.raises(ConfigError, match="looks like a key") as refused:
+            spec_of(f"openai/m@{url}")
+        assert "gw-7d1e3f9a0b" not in str(refused.value)
+    assert spec_of("openai/m@http://sk-proxy-0001:8000/v1").base_url == (
+        "http://sk-proxy-0001:8000/v1"
+    )
+    assert spec_of("openai/m@http://h/v1?api-version=2024-06-01").base_url
 
 
 def test_openai_compatible_server_needs_no_key(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -269,12 +289,12 @@ def no_gemini_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     return monkeypatch
 
 
-def gemini_output(response: dict[str, Any]) -> Any:
+def gemini_output(response: dict[str, Any], max_tokens: int = 1024) -> Any:
     from google.genai import types
 
     from flask_eval.workers.providers.gemini_judge import output_of
 
-    return output_of(types.GenerateContentResponse.model_validate(response))
+    return output_of(types.GenerateContentResponse.model_validate(response), max_tokens)
 
 
 def test_gemini_key_from_gemini_api_key_or_google_api_key(
@@ -398,6 +418,15 @@ def test_gemini_finish_reasons_and_usage() -> None:
     with pytest.raises(JudgeError) as empty:
         gemini_output({"usage_metadata": {"prompt_token_count": 9}})
     assert empty.value.reason == FailureReason.PROVIDER_ERROR
+    assert gemini_output(candidate(None, "x"), max_tokens=12).finish == CUT_OFF  # all spent
+    assert gemini_output(candidate("FINISH_REASON_UNSPECIFIED", "x")).finish == FINISHED
+    for reason in ("MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "NO_IMAGE"):
+        stopped = gemini_output(candidate(reason, "partial"))
+        assert (stopped.finish, stopped.stop_reason) == ("incomplete", reason)
+    assert gemini_output(candidate("CONTINUATION", "to be continued")).finish == CUT_OFF
+    with pytest.raises(JudgeError) as whole_but_empty:
+        gemini_output(candidate("STOP"))  # a whole candidate without content
+    assert whole_but_empty.value.reason == FailureReason.PROVIDER_ERROR
 
 
 def test_gemini_classifies_its_own_error_details(no_gemini_env: pytest.MonkeyPatch) -> None:
@@ -769,33 +798,39 @@ def test_openai_never_falls_back_on_openai_itself_nor_on_other_errors(
 
 def test_anthropic_asks_for_its_structured_output_format(monkeypatch: pytest.MonkeyPatch) -> None:
     """``output_config.format`` with the schema as the SDK's transform_schema makes it
-    (the API's subset); free text sends no output_config."""
+    (the API's subset); free text sends no output_config. The body goes through the SDK
+    client's ``post`` with the call's timeout."""
     import anthropic
-    import anthropic.resources.messages as messages_module
-    from anthropic.types import Message as AnthropicMessage
+    import httpx2
 
     seen: list[dict[str, Any]] = []
 
-    async def create(self: Any, **kwargs: Any) -> Any:
-        seen.append(kwargs)
-        return AnthropicMessage.model_validate(
-            {"id": "m", "type": "message", "role": "assistant", "model": "m",
-             "content": [{"type": "text", "text": "{}"}], "stop_reason": "end_turn",
-             "usage": {"input_tokens": 3, "output_tokens": 1}}
-        )  # fmt: skip
+    async def post(
+        self: Any, path: str, *, cast_to: Any, body: Any = None, options: Any = None
+    ) -> Any:
+        assert path == "/v1/messages" and cast_to is httpx2.Response
+        seen.append({**body, "<options>": options})
+        answer = {"id": "m", "type": "message", "role": "assistant", "model": "m",
+                  "content": [{"type": "text", "text": "{}"}], "stop_reason": "end_turn",
+                  "usage": {"input_tokens": 3, "output_tokens": 1}}  # fmt: skip
+        return httpx2.Response(200, content=json.dumps(answer).encode())
 
-    monkeypatch.setattr(messages_module.AsyncMessages, "create", create)
+    monkeypatch.setattr(anthropic.AsyncAnthropic, "post", post)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     ranged = {"type": "object", "properties": {"score": {"type": "integer", "minimum": 1}},
               "required": ["score"]}  # fmt: skip
     assert _generate("anthropic/claude", schema=ranged).text == "{}"
-    _generate("anthropic/claude")
-    asked, free = seen
+    messages = [{"role": "system", "content": "Be fair."}, {"role": "user", "content": "Q"}]
+    free = _generate("anthropic/claude", messages, max_tokens=77, timeout=12.5)
+    assert (free.prompt_tokens, free.completion_tokens) == (3, 1)
+    asked, free_body = seen
     assert asked["output_config"] == {
         "format": {"type": "json_schema", "schema": anthropic.transform_schema(ranged)}
     }
     assert asked["output_config"]["format"]["schema"]["additionalProperties"] is False
-    assert "output_config" not in free
+    assert free_body == {"model": "claude", "system": "Be fair.", "max_tokens": 77,
+                         "messages": [{"role": "user", "content": "Q"}],
+                         "<options>": {"timeout": 12.5}}  # fmt: skip
 
 
 def test_gemini_asks_for_json_with_the_schema() -> None:
@@ -957,3 +992,140 @@ def test_simulator_answers_a_forced_tool_with_a_tool_use() -> None:
     (block,) = message.content
     assert block.type == "tool_use" and block.name == "judge"
     assert_judgment(json.dumps(block.input))
+
+
+# -- stop reasons: every one each SDK knows, mapped explicitly ------------------------
+
+
+def _sdk_stop_reasons(provider: str) -> set[str]:
+    """The stop reasons the provider's SDK itself lists (its Literal type or enum)."""
+    import typing
+
+    if provider == "openai":
+        from openai.types.chat.chat_completion import Choice
+
+        return set(typing.get_args(Choice.model_fields["finish_reason"].annotation))
+    if provider == "anthropic":
+        from anthropic.types import StopReason
+
+        return set(typing.get_args(StopReason))
+    from google.genai import types
+
+    return {str(m.value) for m in types.FinishReason} - {"FINISH_REASON_UNSPECIFIED"}
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
+def test_each_provider_maps_every_stop_reason_of_its_sdk(provider: str) -> None:
+    """A stop reason the SDK adds fails here until its provider's table says how to read
+    it; none is read as whole by default (an unknown one is incomplete, never read)."""
+    from importlib import import_module
+
+    from flask_eval.workers.judge import FINISHED, INCOMPLETE, finish_of
+
+    table = import_module(f"flask_eval.workers.providers.{provider}_judge").STOP_REASONS
+    missing = _sdk_stop_reasons(provider) - set(table)
+    assert not missing, f"{provider}: say how to read {sorted(missing)} in STOP_REASONS"
+    assert set(table.values()) <= {"stop", "length", "context", "refusal", "incomplete"}
+    assert finish_of("something_new", table, 10, 100) == INCOMPLETE
+    whole = {"openai": {"stop", "eos_token", "stop_sequence"},
+             "anthropic": {"end_turn", "stop_sequence"}, "gemini": {"STOP"}}[provider]  # fmt: skip
+    assert {r for r, f in table.items() if f == FINISHED} == whole
+
+
+def test_anthropic_stop_reasons_that_are_not_a_whole_answer() -> None:
+    from flask_eval.workers.judge import CONTEXT_FULL, CUT_OFF, FINISHED, INCOMPLETE, REFUSAL
+    from flask_eval.workers.providers.anthropic_judge import output_of
+
+    def out(reason: object, blocks: object = None) -> Any:
+        body = {"type": "message", "content": [{"type": "text", "text": "Fine. [SCORES] {}"}]
+                if blocks is None else blocks, "stop_reason": reason,
+                "usage": {"input_tokens": 5, "output_tokens": 7}}  # fmt: skip
+        return output_of(body, json.dumps(body).encode(), 1024)
+
+    assert (out("end_turn").finish, out("end_turn").stop_reason) == (FINISHED, "end_turn")
+    assert out("pause_turn").finish == INCOMPLETE
+    assert out("tool_use").finish == INCOMPLETE
+    assert out("model_context_window_exceeded").finish == CONTEXT_FULL
+    assert out("max_tokens").finish == CUT_OFF
+    assert out("refusal").finish == REFUSAL
+    assert out("end_turn", []).finish == REFUSAL  # a whole answer without a word
+    for body in ([], {"content": None}, {"content": "text"}, {"content": [{"type": "text"}]}):
+        with pytest.raises(JudgeError) as bad:
+            output_of(body, json.dumps(body).encode(), 1024)
+        assert bad.value.reason == FailureReason.PROVIDER_ERROR
+        assert bad.value.raw == json.dumps(body)  # the body is kept
+
+
+def test_openai_finish_reasons_and_a_null_one_read_from_the_usage() -> None:
+    """``finish_reason: null`` (some compatible servers): an answer that spent its whole
+    max_tokens is cut off, a shorter one (or one without usage) is whole."""
+    from flask_eval.workers.judge import CUT_OFF, FINISHED, INCOMPLETE, REFUSAL
+    from flask_eval.workers.providers.openai_judge import output_of
+
+    def out(reason: object, content: object = "Fine.", used: int | None = 7, **message: Any) -> Any:
+        body: dict[str, Any] = {"choices": [{"finish_reason": reason, "message": {
+            "role": "assistant", "content": content, **message}}]}  # fmt: skip
+        if used is not None:
+            body["usage"] = {"prompt_tokens": 5, "completion_tokens": used}
+        return output_of(body, json.dumps(body).encode(), 100)
+
+    assert out("stop").finish == FINISHED and out("length").finish == CUT_OFF
+    assert out(None).finish == FINISHED and out(None).stop_reason == ""
+    assert out(None, used=100).finish == CUT_OFF  # the whole budget: cut off
+    assert out(None, used=None).finish == FINISHED  # nothing says otherwise
+    assert out("tool_calls", None).finish == INCOMPLETE
+    assert out("some_server_reason").finish == INCOMPLETE
+    refused = out("stop", None, refusal="I can't.")
+    assert (refused.finish, refused.text) == (REFUSAL, "I can't.")
+    assert out("content_filter", None).finish == REFUSAL
+    for body in ([], {"choices": []}, {"choices": [{"message": None}]}):
+        with pytest.raises(JudgeError) as bad:
+            output_of(body, json.dumps(body).encode(), 100)
+        assert bad.value.reason == FailureReason.PROVIDER_ERROR and bad.value.raw
+    with pytest.raises(JudgeError, match="content is null"):
+        out("stop", None)  # a whole answer with nothing in it
+
+
+# -- OpenAI-compatible providers: data, not files ------------------------------------
+
+
+def test_an_openai_compatible_provider_is_a_row_of_data(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each row of the table is a provider: its base URL by default, its own key
+    variable (required where its API requires one), never OPENAI_API_KEY."""
+    from flask_eval.workers.judge import judge_class, known_providers
+    from flask_eval.workers.providers.compatible import COMPATIBLE
+    from flask_eval.workers.providers.openai_judge import OpenAIJudge
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-not-for-others")
+    for name, api in COMPATIBLE.items():
+        monkeypatch.delenv(api.key_env, raising=False)
+        assert name in known_providers() and spec_of(f"{name}/some-model").provider == name
+        cls = judge_class(name)
+        assert issubclass(cls, OpenAIJudge) and cls.key_env == api.key_env
+        if api.key_required:
+            with pytest.raises(CredentialsError, match=api.key_env):
+                create_judge(f"{name}/some-model")
+        monkeypatch.setenv(api.key_env, f"{name}-key-123456")
+        judge: Any = create_judge(f"{name}/some-model")
+        assert str(judge._client.base_url).rstrip("/") == api.base_url
+        assert judge._client.api_key == f"{name}-key-123456"
+    with pytest.raises(ConfigError, match="MISTRAL_API_KEY"):  # the hint names its variable
+        spec_of("mistral/m@http://u:p@h/v1")
+
+
+def test_mistral_through_the_simulator_with_its_own_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``mistral/mistral-large-latest`` sends MISTRAL_API_KEY (the server refuses any
+    other) and is judged like any OpenAI-compatible judge."""
+    from flask_eval.simulator.config import SimConfig
+    from flask_eval.simulator.testing import running_simulator
+    from flask_eval.workers.judge import FINISHED
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-not-for-others")
+    monkeypatch.setenv("MISTRAL_API_KEY", "mistral-key-0123456")
+    with running_simulator(SimConfig(require_key="mistral-key-0123456")) as sim:
+        spec = f"mistral/mistral-large-latest@{sim.openai_base_url}"
+        out = _generate(spec)
+        monkeypatch.setenv("MISTRAL_API_KEY", "a-wrong-key-000")
+        refused = _generate(spec)
+    assert out.finish == FINISHED and "[SCORES]" in out.text
+    assert isinstance(refused, JudgeError) and refused.reason == FailureReason.AUTH

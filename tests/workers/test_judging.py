@@ -12,7 +12,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -318,3 +320,128 @@ def test_a_judge_the_worker_cannot_build_fails_as_config_or_auth_never_judged(
     details = {r["judge"]: str(r["detail"]) for r in rows(store, run_id)}
     assert "/v1" in details["memory/j1"] and "OPENAI_API_KEY" in details["memory/j2"]
     assert MemoryJudge.calls == 0
+
+
+def point_judges_at(store: Store, run_id: int, spec: str) -> None:
+    """Both judges of the run become ``spec`` (a real provider against the simulator)."""
+
+    def change(config: dict[str, object]) -> None:
+        for judge in config["judges"]:  # type: ignore[attr-defined]
+            judge["spec"] = spec
+
+    store.update_config(run_id, change)
+
+
+def everything_stored(path: Path) -> str:
+    """Every value of every table of a SQLite ledger, as SQL text."""
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        return "\n".join(conn.iterdump())
+
+
+#: an API key of no recognizable shape: only its value can hide it
+ECHOED_KEY = "echoed-key-7f3a9c2e41d0"
+
+
+@pytest.mark.parametrize(
+    ("provider", "variable"),
+    [("openai", "OPENAI_API_KEY"), ("anthropic", "ANTHROPIC_API_KEY"),
+     ("gemini", "GEMINI_API_KEY")],
+)  # fmt: skip
+def test_a_judge_that_echoes_the_key_has_it_hidden_from_everything_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, provider: str, variable: str
+) -> None:
+    """A proxy that echoes the request's headers puts the API key in every paid answer,
+    through each provider's real SDK: the answers, their rationales and the export keep
+    ``***`` in its place, and the scores are still read."""
+    from flask_eval.simulator.config import SimConfig
+    from flask_eval.simulator.testing import running_simulator
+
+    monkeypatch.setenv(variable, ECHOED_KEY)
+    path = tmp_path / "echo.db"
+    store = Store(f"sqlite:///{path}")
+    run_id = create(store)
+    with running_simulator(SimConfig(echo_headers=True)) as sim:
+        base = sim.openai_base_url if provider == "openai" else sim.base_url
+        point_judges_at(store, run_id, f"{provider}/sim@{base}")
+        execute(store, run_id)
+    ended = rows(store, run_id)
+    assert {r["status"] for r in ended} == {"done"}
+    assert ECHOED_KEY not in json.dumps(ended, default=str)
+    assert ECHOED_KEY not in everything_stored(path)
+    assert all("request headers:" in str(r["raw"]) and "***" in str(r["raw"]) for r in ended)
+
+
+def test_export_hides_a_known_secret_a_ledger_from_before_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An answer stored before its key was known as a secret (a ledger written by an
+    older version) is exported with ``***`` in the key's place."""
+    from click.testing import CliRunner
+
+    from flask_eval.cli import main
+
+    monkeypatch.delenv("LATE_JUDGE_KEY", raising=False)
+    path = tmp_path / "old.db"
+    store = Store(f"sqlite:///{path}")
+    run_id = create(store)
+    judge_with(lambda m: f"echo: {ECHOED_KEY}\n{default_answer(m)}")
+    execute(store, run_id)
+    assert ECHOED_KEY in everything_stored(path)  # not a secret when it was written
+    env = {"FLASK_EVAL_DATABASE_URL": f"sqlite:///{path}", "LATE_JUDGE_KEY": ECHOED_KEY}
+    result = CliRunner().invoke(main, ["export", "r1"], env=env)
+    assert result.exit_code == 0, result.output
+    assert ECHOED_KEY not in result.stdout and result.stdout.count("echo: ***") == 66
+
+
+@pytest.mark.parametrize(
+    ("provider", "wire", "reason", "finish"),
+    [
+        ("anthropic", {"stop_reason": "pause_turn"}, "provider_error", "incomplete"),
+        ("anthropic", {"stop_reason": "model_context_window_exceeded"}, "truncated", "context"),
+        ("gemini", {"stop_reason": "MALFORMED_FUNCTION_CALL"}, "provider_error", "incomplete"),
+        ("openai", {"stop_reason": "null"}, None, "stop"),
+        ("anthropic", {"malformed": "list"}, "provider_error", None),
+        ("anthropic", {"malformed": "null_content"}, "provider_error", None),
+        ("openai", {"malformed": "null_content"}, "provider_error", None),
+        ("gemini", {"malformed": "list"}, "provider_error", None),
+    ],
+)
+def test_answers_that_are_not_whole_are_kept_unread_and_bodies_that_are_no_message_kept(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    provider: str,
+    wire: dict[str, str],
+    reason: str | None,
+    finish: str | None,
+) -> None:
+    """Through each SDK against the simulator: a paused turn or a full context window is
+    paid for, kept (raw and why it stopped) and never read; a 200 whose JSON is not a
+    message fails as ``provider_error`` with its body kept; ``finish_reason: null`` on
+    a short answer is read as whole."""
+    from flask_eval.simulator.config import SimConfig
+    from flask_eval.simulator.testing import running_simulator
+
+    for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
+        monkeypatch.setenv(variable, "sk-test-0000")
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    run_id = create(store)
+    with running_simulator(SimConfig(**wire)) as sim:  # type: ignore[arg-type]
+        base = sim.openai_base_url if provider == "openai" else sim.base_url
+        point_judges_at(store, run_id, f"{provider}/sim@{base}")
+        execute(store, run_id, halt_after=0, max_attempts=1)
+    ended = rows(store, run_id)
+    if reason is None:
+        assert {(r["status"], r["finish"]) for r in ended} == {("done", "stop")}
+        return
+    assert {(r["status"], r["reason"]) for r in ended} == {("failed", reason)}
+    assert not any(r["score"] for r in ended)
+    if finish is not None:  # paid: the answer is kept with why it stopped
+        assert {r["finish"] for r in ended} == {finish}
+        assert all("[SCORES]" in str(r["raw"]) for r in ended)
+        assert all(f"stop reason {wire['stop_reason']}" in str(r["detail"]) for r in ended)
+    else:  # the body is kept with the failure
+        body = re.compile(r'\| body: .*"model(Version)?": "sim"')
+        assert all("not an answer" in str(r["detail"]) and body.search(str(r["detail"]))
+                   for r in ended)  # fmt: skip

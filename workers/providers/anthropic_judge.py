@@ -1,6 +1,12 @@
 """Anthropic's messages API through the official SDK: the call, its error mapping, its key
 and its base URL (the API root, without ``/v1``: the SDK adds it).
 
+The call goes through the SDK client's ``post`` with the JSON body built here, as the
+OpenAI judge's does (docs/design/concurrency.md): the client still authenticates, times
+out and raises its error types, and the answer's body is read here, field by field, so
+a body that is not a message is a ``provider_error`` that keeps the body (the typed
+``messages.create`` handed back whatever JSON came and failed later, as ``internal``).
+
 Structured outputs (``GenerateConfig.schema``): the SDK's own option,
 ``output_config={"format": {"type": "json_schema", "schema": ...}}``, whose answer is a
 text block holding the JSON object, decoded under the schema. The schema goes through
@@ -12,6 +18,7 @@ option holds the answer to it.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -19,15 +26,19 @@ from typing import Any
 from flask_eval.core.errors import ConfigError, CredentialsError, FailureReason, JudgeError
 from flask_eval.core.types import JudgeSpec
 from flask_eval.workers.errors import RESET_HEADERS as STANDARD_RESETS
-from flask_eval.workers.errors import classify_common, describe, from_status, not_json
+from flask_eval.workers.errors import classify_common, describe, from_status, malformed, not_json
 from flask_eval.workers.judge import (
+    CONTEXT_FULL,
     CUT_OFF,
     FINISHED,
+    INCOMPLETE,
     REFUSAL,
     GenerateConfig,
     Judge,
     JudgeOutput,
     Message,
+    finish_of,
+    usage_count,
 )
 from flask_eval.workers.providers.openai_judge import http_limits
 
@@ -44,6 +55,7 @@ class AnthropicJudge(Judge):
     def __init__(self, spec: JudgeSpec, max_connections: int | None = None) -> None:
         super().__init__(spec, max_connections)
         import anthropic  # lazy
+        import httpx2  # the SDK's HTTP client
 
         base_url = spec.base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
         key = self.api_key()
@@ -59,6 +71,7 @@ class AnthropicJudge(Judge):
             max_retries=0,  # one retry loop only: ours
             http_client=anthropic.DefaultAsyncHttpxClient(limits=http_limits(self.max_connections)),
         )
+        self._response_type = httpx2.Response  # `post` then returns the HTTP response as is
 
     @classmethod
     def check_spec(cls, spec: JudgeSpec) -> None:
@@ -74,32 +87,31 @@ class AnthropicJudge(Judge):
         chat = [
             {"role": m["role"], "content": m["content"]} for m in messages if m["role"] != "system"
         ]
-        options: dict[str, Any] = {}
+        request: dict[str, Any] = {
+            "model": self.spec.model,
+            "messages": chat,
+            "max_tokens": config.max_tokens,
+            # the current SDK takes no temperature: the model's default applies
+        }
+        if system:
+            request["system"] = system
         if config.schema is not None:
-            options["output_config"] = output_config(config.schema)
-        try:
-            message = await self._client.messages.create(
-                model=self.spec.model,
-                system=system,
-                messages=chat,  # type: ignore[arg-type]
-                max_tokens=config.max_tokens,
-                # the current SDK takes no temperature: the model's default applies
-                timeout=config.timeout,
-                **options,
+            request["output_config"] = output_config(config.schema)
+        try:  # the SDK's client sends, authenticates, times out and raises (as OpenAI's)
+            raw = await self._client.post(
+                "/v1/messages",
+                cast_to=self._response_type,
+                body=request,
+                options={"timeout": config.timeout},
             )
         except Exception as exc:
             raise self.classify(exc) from exc
-        if isinstance(message, str):  # the SDK hands back a body that was not JSON
-            raise not_json(message)
-        texts = [
-            getattr(b, "text", "") for b in message.content if getattr(b, "type", "") == "text"
-        ]
-        usage = message.usage
-        tokens = (usage.input_tokens, usage.output_tokens) if usage else (0, 0)
-        if not texts or message.stop_reason == "refusal":
-            return JudgeOutput("".join(texts), *tokens, finish=REFUSAL)
-        finish = CUT_OFF if message.stop_reason == "max_tokens" else FINISHED
-        return JudgeOutput("".join(texts), *tokens, finish=finish)
+        content: bytes = raw.content
+        try:
+            body = json.loads(content)
+        except ValueError:  # a body that was not JSON (a proxy's HTML page)
+            raise not_json(content.decode("utf-8", "replace")) from None
+        return output_of(body, content, config.max_tokens)
 
     def classify(self, exc: BaseException) -> JudgeError:
         import anthropic
@@ -123,3 +135,42 @@ def output_config(schema: Mapping[str, Any]) -> dict[str, Any]:
     import anthropic
 
     return {"format": {"type": "json_schema", "schema": anthropic.transform_schema(dict(schema))}}
+
+
+#: every ``stop_reason`` of the SDK's ``StopReason`` (a test holds this table to it); any
+#: other is incomplete
+STOP_REASONS: Mapping[str, str] = {
+    "end_turn": FINISHED,
+    "stop_sequence": FINISHED,  # we send none; a stop sequence ends a whole answer
+    "max_tokens": CUT_OFF,
+    "model_context_window_exceeded": CONTEXT_FULL,
+    "refusal": REFUSAL,
+    "pause_turn": INCOMPLETE,  # a long turn paused (server tools): to be continued
+    "tool_use": INCOMPLETE,  # we offer no tools: not an answer
+}
+
+
+def output_of(body: object, raw: bytes, max_tokens: int) -> JudgeOutput:
+    """The answer of a Messages API JSON ``body``: its text blocks, token usage and why it
+    stopped (:data:`STOP_REASONS`). JSON that is not a message (a list, ``content``
+    null) is a ``provider_error`` that keeps ``raw``."""
+
+    def bad(what: str) -> JudgeError:
+        return malformed(what, raw.decode("utf-8", "replace"))
+
+    blocks = body.get("content") if isinstance(body, dict) else None
+    if not isinstance(body, dict) or not isinstance(blocks, list):
+        raise bad("not a message with a list of content blocks")
+    reason = body.get("stop_reason")
+    if not isinstance(reason, str | None):
+        raise bad("its stop_reason is not text")
+    texts = [b.get("text") for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
+    if not all(isinstance(t, str) for t in texts):
+        raise bad("a text block without text")
+    usage = body.get("usage")
+    tokens = (usage_count(usage, "input_tokens"), usage_count(usage, "output_tokens"))
+    text, said = "".join(t for t in texts if isinstance(t, str)), reason or ""
+    finish = finish_of(reason, STOP_REASONS, tokens[1], max_tokens)
+    if not texts and finish == FINISHED:  # a whole answer without a word: nothing to read
+        return JudgeOutput(text, *tokens, finish=REFUSAL, stop_reason=said)
+    return JudgeOutput(text, *tokens, finish=finish, stop_reason=said)

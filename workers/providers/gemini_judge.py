@@ -26,22 +26,25 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from flask_eval.core.errors import ConfigError, CredentialsError, FailureReason, JudgeError
 from flask_eval.core.text import clip
 from flask_eval.core.types import JudgeSpec
-from flask_eval.workers.errors import classify_common, describe, from_status, not_json
+from flask_eval.workers.errors import classify_common, describe, from_status, malformed, not_json
 from flask_eval.workers.judge import (
     CUT_OFF,
     FINISHED,
+    INCOMPLETE,
     REFUSAL,
     GenerateConfig,
     Judge,
     JudgeOutput,
     Message,
+    finish_of,
 )
 from flask_eval.workers.providers.openai_judge import http_limits
 
@@ -54,8 +57,28 @@ DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 API_VERSION = "v1beta"
 #: our variable first (the one every message names), then the SDK's other one
 KEY_ENVS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
-#: what a finished candidate says (the API leaves the field out, or unspecified, rarely)
-_WHOLE = frozenset({None, "STOP", "FINISH_REASON_UNSPECIFIED"})
+#: every ``FinishReason`` of the SDK (a test holds this table to it); any other is
+#: incomplete. Left out or unspecified (rare): read from the usage (``finish_of``).
+STOP_REASONS: Mapping[str, str] = {
+    "STOP": FINISHED,
+    "MAX_TOKENS": CUT_OFF,
+    "CONTINUATION": CUT_OFF,  # the per-request token limit, to be continued
+    **dict.fromkeys(
+        ("SAFETY", "RECITATION", "LANGUAGE", "OTHER", "BLOCKLIST", "PROHIBITED_CONTENT",
+         "SPII", "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION", "ESCALATION",
+         "PUP_LIMITED_DISABLED", "MODEL_ARMOR"),
+        REFUSAL,
+    ),  # the model or a filter declined: the text says which
+    **dict.fromkeys(
+        ("MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS",
+         "MISSING_THOUGHT_SIGNATURE", "MALFORMED_RESPONSE", "IMAGE_OTHER", "NO_IMAGE"),
+        INCOMPLETE,
+    ),  # stopped short of an answer (we offer no tools, ask for no image)
+}  # fmt: skip
+_UNSTATED = (None, "FINISH_REASON_UNSPECIFIED")
+#: the HTTP answer of the current call (our httpx client's response hook sets it, in the
+#: call's task): the body a malformed answer keeps, which the SDK's parsing loses
+_ANSWER: ContextVar[Any] = ContextVar("gemini_answer", default=None)
 #: what the SDK adds to a base URL: a version, then models/MODEL:generateContent
 _VERSION = re.compile(r"v\d+(?:alpha|beta)?\d*")
 _METHOD = re.compile(r"[^/]*:(?:stream)?generateContent", re.IGNORECASE)
@@ -82,7 +105,9 @@ class GeminiJudge(Judge):
                     f"judge {spec.name}: set GEMINI_API_KEY (or GOOGLE_API_KEY) in the environment"
                 )
             key = "EMPTY"  # a local or proxied server: the SDK refuses to run without a key
-        self._http = httpx2.AsyncClient(limits=http_limits(self.max_connections))
+        self._http = httpx2.AsyncClient(
+            limits=http_limits(self.max_connections), event_hooks={"response": [_remember]}
+        )
         self._client = genai.Client(
             vertexai=False,
             api_key=key,
@@ -115,13 +140,15 @@ class GeminiJudge(Judge):
 
     async def generate(self, messages: Sequence[Message], config: GenerateConfig) -> JudgeOutput:
         contents, request = request_of(messages, config)
+        _ANSWER.set(None)
         try:
             response = await self._client.aio.models.generate_content(
                 model=self.spec.model, contents=contents, config=request
             )
         except Exception as exc:
             raise self.classify(exc) from exc
-        return output_of(response)
+        answer = _ANSWER.get()
+        return output_of(response, config.max_tokens, lambda: answer.text if answer else "")
 
     def classify(self, exc: BaseException) -> JudgeError:
         import httpx2
@@ -176,11 +203,16 @@ def request_of(
     return contents, request
 
 
-def output_of(response: types.GenerateContentResponse) -> JudgeOutput:
-    """The first candidate's text (its thoughts left out) and why it stopped: MAX_TOKENS
-    is cut off; STOP finished; anything else (SAFETY, RECITATION, BLOCKLIST, ...) and a
-    blocked prompt are refusals, whose text keeps the reason and any partial text.
-    Thinking tokens are billed as output, so they count as completion tokens."""
+def output_of(
+    response: types.GenerateContentResponse,
+    max_tokens: int,
+    body: Callable[[], str] = lambda: "",
+) -> JudgeOutput:
+    """The first candidate's text (its thoughts left out) and why it stopped
+    (:data:`STOP_REASONS`): a refusal's text keeps the reason and any partial text, as
+    does a blocked prompt's. Thinking tokens are billed as output, so they count as
+    completion tokens. No candidate (nor a blocked prompt), or a whole candidate without
+    content, is JSON that is not an answer: a ``provider_error`` that keeps ``body()``."""
     from google.genai import types
 
     usage = response.usage_metadata or types.GenerateContentResponseUsageMetadata()
@@ -189,7 +221,7 @@ def output_of(response: types.GenerateContentResponse) -> JudgeOutput:
     if not response.candidates:
         feedback = response.prompt_feedback
         if feedback is None or feedback.block_reason is None:
-            raise JudgeError(FailureReason.PROVIDER_ERROR, "the answer has no candidates")
+            raise malformed("no candidates", body())
         why = f"the prompt was blocked: {_name(feedback.block_reason)}"
         if feedback.block_reason_message:
             why += f": {feedback.block_reason_message}"
@@ -198,17 +230,27 @@ def output_of(response: types.GenerateContentResponse) -> JudgeOutput:
     parts = (candidate.content.parts if candidate.content else None) or []
     text = "".join(p.text for p in parts if p.text and not p.thought)
     reason = _name(candidate.finish_reason)
-    if reason == "MAX_TOKENS":
-        return JudgeOutput(text, prompt, output, finish=CUT_OFF)
-    if reason in _WHOLE:
-        return JudgeOutput(text, prompt, output, finish=FINISHED)
+    said = reason or ""
+    unstated = reason in _UNSTATED
+    finish = finish_of(None if unstated else reason, STOP_REASONS, output, max_tokens)
+    if finish == FINISHED and candidate.content is None:
+        raise malformed("a whole candidate without content", body())
+    if finish != REFUSAL:
+        return JudgeOutput(text, prompt, output, finish=finish, stop_reason=said)
     why = f"finishReason {reason}"
     blocked = [_name(r.category) for r in candidate.safety_ratings or () if r.blocked]
     if blocked:
         why += f" (blocked: {', '.join(str(b) for b in blocked)})"
     if candidate.finish_message:
         why += f": {candidate.finish_message}"
-    return JudgeOutput(f"{why}\n{text}" if text else why, prompt, output, finish=REFUSAL)
+    text = f"{why}\n{text}" if text else why
+    return JudgeOutput(text, prompt, output, finish=REFUSAL, stop_reason=said)
+
+
+async def _remember(response: Any) -> None:
+    """Our httpx client's response hook: the current call's HTTP answer (its body is read
+    by the time the SDK returns)."""
+    _ANSWER.set(response)
 
 
 def _sdk_part(segments: list[str]) -> int | None:

@@ -21,6 +21,7 @@ schemas are; OpenAI answers a strict refusal in ``message.refusal``: a REFUSAL.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -28,15 +29,18 @@ from typing import Any, ClassVar
 
 from flask_eval.core.errors import ConfigError, CredentialsError, FailureReason, JudgeError
 from flask_eval.core.types import JudgeSpec
-from flask_eval.workers.errors import classify_common, describe, from_status, not_json
+from flask_eval.workers.errors import classify_common, describe, from_status, malformed, not_json
 from flask_eval.workers.judge import (
     CUT_OFF,
     FINISHED,
+    INCOMPLETE,
     REFUSAL,
     GenerateConfig,
     Judge,
     JudgeOutput,
     Message,
+    finish_of,
+    usage_count,
 )
 
 #: the SDK's own default, passed explicitly: the SDK would take an empty OPENAI_BASE_URL
@@ -51,6 +55,11 @@ SCHEMA_NAME = "judgment"
 class OpenAIJudge(Judge):
     key_env = "OPENAI_API_KEY"
     takes_schema = True
+    #: where requests go unless the spec names a base URL (or ``base_url_env`` is set)
+    default_base_url: ClassVar[str] = DEFAULT_BASE_URL
+    base_url_env: ClassVar[str | None] = "OPENAI_BASE_URL"
+    #: the default base URL refuses requests without a key (else "EMPTY" is sent)
+    key_required: ClassVar[bool] = True
     #: base URL -> the response_format dialect it takes, where it refused json_schema
     schema_forms: ClassVar[dict[str, str]] = {}
 
@@ -59,12 +68,13 @@ class OpenAIJudge(Judge):
         import httpx2  # the SDK's HTTP client
         import openai  # lazy: only workers that use this provider import the SDK
 
-        base_url = spec.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+        from_env = os.environ.get(self.base_url_env) if self.base_url_env else None
+        base_url = spec.base_url or from_env or self.default_base_url
         self._base_url = base_url
         key = self.api_key()
         if not key:
-            if base_url == DEFAULT_BASE_URL:
-                raise CredentialsError(f"judge {spec.name}: set OPENAI_API_KEY in the environment")
+            if base_url == self.default_base_url and self.key_required:
+                raise CredentialsError(f"judge {spec.name}: set {self.key_env} in the environment")
             key = "EMPTY"  # OpenAI-compatible servers usually accept any key
         self._client = openai.AsyncOpenAI(
             api_key=key,
@@ -101,14 +111,16 @@ class OpenAIJudge(Judge):
             except Exception as again:
                 raise self.classify(again) from again
             self.schema_forms[self._base_url] = JSON_OBJECT
-        if isinstance(completion, str):  # a body that was not JSON
-            raise not_json(completion)
-        return _output(completion)
+        try:
+            body = json.loads(completion)
+        except ValueError:  # a body that was not JSON (a proxy's HTML page)
+            raise not_json(completion.decode("utf-8", "replace")) from None
+        return output_of(body, completion, config.max_tokens)
 
     async def _create(
         self, messages: Sequence[Message], config: GenerateConfig, options: dict[str, Any]
-    ) -> dict[str, Any] | str:
-        """The answer's JSON body as sent, or the body's text if it is not a JSON object.
+    ) -> bytes:
+        """The answer's body as sent.
 
         The SDK sends, authenticates, times out and raises its errors, through the client's
         ``post`` (the SDK's documented way to call an endpoint without its typed wrapper:
@@ -129,12 +141,8 @@ class OpenAIJudge(Judge):
             body=request,
             options={"timeout": config.timeout},
         )
-        content = raw.content
-        try:
-            body = json.loads(content)
-        except ValueError:
-            return content.decode("utf-8", "replace")
-        return body if isinstance(body, dict) else content.decode("utf-8", "replace")
+        content: bytes = raw.content
+        return content
 
     def _refuses_json_schema(self, exc: BaseException) -> bool:
         """Whether ``exc`` is a server other than OpenAI's refusing the json_schema
@@ -163,6 +171,18 @@ class OpenAIJudge(Judge):
 
     async def aclose(self) -> None:
         await self._client.close()
+
+
+@functools.cache
+def compatible_judge(provider: str) -> type[OpenAIJudge]:
+    """The judge class of an OpenAI-compatible provider of the table
+    (``workers.providers.compatible.COMPATIBLE``): this judge, with its base URL and key."""
+    from flask_eval.workers.providers.compatible import COMPATIBLE
+
+    api = COMPATIBLE[provider]
+    attrs = {"key_env": api.key_env, "default_base_url": api.base_url, "base_url_env": None,
+             "key_required": api.key_required}  # fmt: skip
+    return type(f"{provider.title()}Judge", (OpenAIJudge,), attrs)
 
 
 def response_format(schema: Mapping[str, Any], form: str) -> dict[str, Any]:
@@ -216,29 +236,48 @@ def strict_ready(schema: object) -> bool:
     return all(strict_ready(s) for s in nested if s is not None)
 
 
-def _output(body: Mapping[str, Any]) -> JudgeOutput:
-    """The answer of a chat completion's JSON body: its text (or refusal), token usage and
-    why it stopped."""
-    choices = body.get("choices")
+#: every ``finish_reason`` of the SDK's ``Choice`` (a test holds this table to it), then
+#: what OpenAI-compatible servers say instead: older TGI (``eos_token``,
+#: ``stop_sequence``), vLLM for an aborted request (``abort``); any other is incomplete
+STOP_REASONS: Mapping[str, str] = {
+    "stop": FINISHED,
+    "length": CUT_OFF,
+    "content_filter": REFUSAL,
+    "tool_calls": INCOMPLETE,  # we offer no tools: not an answer
+    "function_call": INCOMPLETE,
+    "eos_token": FINISHED,
+    "stop_sequence": FINISHED,
+    "abort": INCOMPLETE,
+}
+
+
+def output_of(body: object, raw: bytes, max_tokens: int) -> JudgeOutput:
+    """The answer of a chat completion's JSON ``body``: its text (or refusal), token usage
+    and why it stopped (:data:`STOP_REASONS`; ``finish_reason: null`` by the usage,
+    ``workers.judge.finish_of``). JSON that is not a completion (a list, no choices, a
+    whole answer whose content is null) is a ``provider_error`` that keeps ``raw``."""
+
+    def bad(what: str) -> JudgeError:
+        return malformed(what, raw.decode("utf-8", "replace"))
+
+    choices = body.get("choices") if isinstance(body, dict) else None
     choice = choices[0] if isinstance(choices, list) and choices else None
-    usage = body.get("usage")
-    tokens = (_count(usage, "prompt_tokens"), _count(usage, "completion_tokens"))
     message = choice.get("message") if isinstance(choice, dict) else None
-    if not isinstance(choice, dict) or not isinstance(message, dict):
-        raise JudgeError(FailureReason.PROVIDER_ERROR, "the answer has no choices")
-    text, reason = message.get("content"), choice.get("finish_reason")
-    if text is not None and not isinstance(text, str):
-        raise JudgeError(FailureReason.PROVIDER_ERROR, "the answer's content is not text")
-    if text is None or reason == "content_filter":
-        refusal = message.get("refusal")
-        return JudgeOutput(refusal if isinstance(refusal, str) and refusal else text or "",
-                           *tokens, finish=REFUSAL)  # fmt: skip
-    return JudgeOutput(text, *tokens, finish=CUT_OFF if reason == "length" else FINISHED)
-
-
-def _count(usage: object, key: str) -> int:
-    value = usage.get(key) if isinstance(usage, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+    if not isinstance(body, dict) or not isinstance(choice, dict) or not isinstance(message, dict):
+        raise bad("no choices with a message")
+    usage = body.get("usage")
+    tokens = (usage_count(usage, "prompt_tokens"), usage_count(usage, "completion_tokens"))
+    text, refusal = message.get("content"), message.get("refusal")
+    reason = choice.get("finish_reason")
+    if (text is not None and not isinstance(text, str)) or not isinstance(reason, str | None):
+        raise bad("its content or finish_reason is not text")
+    said = reason or ""
+    if isinstance(refusal, str) and refusal and (text is None or reason == "content_filter"):
+        return JudgeOutput(refusal, *tokens, finish=REFUSAL, stop_reason=said)
+    finish = finish_of(reason, STOP_REASONS, tokens[1], max_tokens)
+    if text is None and finish == FINISHED:
+        raise bad("a whole answer whose content is null")
+    return JudgeOutput(text or "", *tokens, finish=finish, stop_reason=said)
 
 
 def http_limits(n: int) -> Any:
