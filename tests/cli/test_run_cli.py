@@ -246,7 +246,7 @@ def test_wait_on_a_finished_run_prints_its_summary(
     )
     result = invoke(["wait", "w", "--quiet"], db, FLASK_EVAL_BROKER_URL="memory://")
     assert result.exit_code == 0, result.output
-    assert "Run w: overall mean per model and judge" in result.stdout
+    assert "Run w\nLeaderboard: overall mean" in result.stdout
 
 
 # -- endings: the cache, failure causes, local servers ------------------------------------
