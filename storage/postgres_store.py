@@ -48,10 +48,11 @@ CLAIM_CONTEXTS = f"""
         WHERE j.id = ANY(CAST(%(ids)b AS integer[])) AND j.run_id = %(run_id)b
           AND (j.status = '{Status.PENDING.value}'
                OR (j.status = '{Status.RUNNING.value}' AND j.lease_until < %(now)b))
-        RETURNING j.id, j.run_id, j.model, j.model_b, j.instance_id, j.criterion, j.judge
+        RETURNING j.id, j.run_id, j.model, j.model_b, j.instance_id, j.criterion, j.judge,
+                  j.claims
     )
     SELECT c.id, c.run_id, c.model, c.model_b, c.instance_id, c.criterion, c.judge,
-           i.instruction, i.answer, r.text, i.system_prompt, i.rubrics, rb.text
+           i.instruction, i.answer, r.text, i.system_prompt, i.rubrics, rb.text, c.claims
     FROM claimed AS c
     JOIN instance AS i ON i.run_id = c.run_id AND i.instance_id = c.instance_id
     JOIN response AS r
@@ -72,15 +73,20 @@ CACHED = f"""
     ORDER BY cache_key, id
 """
 
+#: a paid answer of a run deleted meanwhile is kept, attached to no run (``run_id`` NULL),
+#: like the answers of a deleted run that other runs use
 INSERT_CALLS = f"""
     INSERT INTO call ({", ".join(_CALL_FIELDS)}, created_at)
-    SELECT v.*, CAST(%(now)b AS timestamptz) FROM unnest(
+    SELECT v.uid, v.cache_key, (SELECT r.id FROM run AS r WHERE r.id = v.run_id), v.judge,
+           v.raw, v.parsed, v.finish, v.prompt_tokens, v.completion_tokens, v.cost,
+           v.latency_ms, CAST(%(now)b AS timestamptz)
+    FROM unnest(
         CAST(%(uid)b AS varchar[]), CAST(%(cache_key)b AS varchar[]),
         CAST(%(run_id)b AS integer[]), CAST(%(judge)b AS varchar[]), CAST(%(raw)b AS text[]),
         CAST(%(parsed)b AS boolean[]), CAST(%(finish)b AS varchar[]),
         CAST(%(prompt_tokens)b AS integer[]), CAST(%(completion_tokens)b AS integer[]),
         CAST(%(cost)b AS float8[]), CAST(%(latency_ms)b AS float8[])
-    ) AS v
+    ) AS v({", ".join(_CALL_FIELDS)})
     ON CONFLICT (uid) DO NOTHING
 """
 
@@ -128,7 +134,7 @@ class PostgresStore(Store):
     ) -> list[JobContext]:
         params = {"ids": list(ids), "run_id": run_id, "now": now, "until": until}
         rows = conn.exec_driver_sql(CLAIM_CONTEXTS, params)
-        return [JobContext.of_row(row) for row in rows]
+        return [JobContext.of_row(row[:-1], row[-1]) for row in rows]
 
     def _cached(self, conn: Connection, keys: Sequence[str]) -> dict[str, CallRecord]:
         rows = conn.exec_driver_sql(CACHED, {"keys": list(keys)})
