@@ -109,6 +109,11 @@ class Executor:
     def judge(self, config: JudgeConfig) -> Judge:
         return self.sender.judge(config)
 
+    @property
+    def leases(self) -> Leases:
+        """The rows this process holds, and whether it may still pay for them."""
+        return self._leases
+
     async def aclose(self) -> None:
         self._leases.stop()
         await self.sender.aclose()
@@ -381,9 +386,11 @@ class Executor:
             call.count(rows, 0)
             return Answer(cached.raw, cached.finish, cached.uid, None)
         started = time.perf_counter()
+        run_id = call.rows[0].run_id
         output, requests = await self.sender.generate(
-            call.config, call.rows[0].run_id, messages, generate, urgent=call.begun
-        )
+            call.config, run_id, messages, generate, urgent=call.begun,
+            guard=self._leases.guard(run_id, [r.id for r in rows]),
+        )  # fmt: skip
         call.begun = True
         call.count(rows, requests)
         summary.calls += requests

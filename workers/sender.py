@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 from flask_eval.core.errors import FailureReason, JudgeError
 from flask_eval.core.types import JudgeConfig
@@ -20,6 +20,7 @@ from flask_eval.workers.feed import Feed
 from flask_eval.workers.halts import HaltWatch
 from flask_eval.workers.judge import GenerateConfig, Judge, JudgeOutput, create_judge
 from flask_eval.workers.lanes import Lanes
+from flask_eval.workers.leases import NotSent
 from flask_eval.workers.limiter import Limiter
 
 log = logging.getLogger("flask_eval.worker")
@@ -90,10 +91,13 @@ class Sender:
         messages: Sequence[Message],
         generate: GenerateConfig,
         urgent: bool,
+        guard: Callable[[], Awaitable[None]] | None = None,
     ) -> tuple[JudgeOutput | JudgeError, int]:
         """The one retry loop (the SDKs' own retries are off), under the shared budget;
         returns the answer or the final error, and the HTTP requests sent. ``urgent``
-        requests (a call's retries and reminders) go before fresh calls in the lanes."""
+        requests (a call's retries and reminders) go before fresh calls in the lanes.
+        ``guard`` raises NotSent when the rows may no longer be paid for (workers/leases.py);
+        it runs before the budget's wait and right before each request."""
         judge = self.judge(config)
         budget = judge.budget_key()
         estimate = estimate_tokens(messages) + generate.max_tokens
@@ -103,7 +107,11 @@ class Sender:
             halt = await self.halts.check(run_id, config.name)  # decided while queued
             if halt is not None:
                 raise Halted(halt.detail)
+            if guard is not None:
+                await guard()
             await self.limiter.acquire(budget, estimate)  # the last wait before sending
+            if guard is not None:
+                await guard()
             async with asyncio.timeout(generate.timeout + 5):  # SDK backstop
                 return await judge.generate(messages, generate)
 
@@ -113,8 +121,8 @@ class Sender:
             try:
                 async with self._endpoint_slots(config):
                     output = await self._lanes.run(send, urgent=attempt > 1 or urgent)
-            except Halted as halted:
-                return halted, attempt - 1
+            except (Halted, NotSent) as stopped:
+                return stopped, attempt - 1
             except Exception as exc:
                 err = judge.classify(exc)
                 if err.reason == FailureReason.RATE_LIMITED:  # slow the endpoint for everyone
