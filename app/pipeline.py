@@ -378,6 +378,12 @@ def wait(
             elif dispatcher.queue is not None and time.monotonic() - last_change > quiet_after:
                 _check_workers(store, run, dispatcher, watch, tell, quiet_after)
             time.sleep(poll)
+    except KeyboardInterrupt:
+        if isinstance(dispatcher, InProcessTransport):  # keep every answer paid for
+            dispatcher.interrupt(tell)
+            tell(f"stopped: every answer paid for is stored; `flask-eval resume {run.name}` "
+                 "continues the run")  # fmt: skip
+        raise
     finally:
         bar.close()
     dispatcher.join()
