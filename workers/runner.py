@@ -49,7 +49,7 @@ from flask_eval.workers.halts import HaltWatch
 from flask_eval.workers.judge import CUT_OFF, REFUSAL, GenerateConfig, Judge
 from flask_eval.workers.leases import Leases
 from flask_eval.workers.limiter import Budget, Limiter, NullLimiter
-from flask_eval.workers.sender import Sender
+from flask_eval.workers.sender import Halted, Sender
 from flask_eval.workers.spool import Spool
 from flask_eval.workers.writer import WriteBehind
 
@@ -300,7 +300,12 @@ class Executor:
             hit = (await asyncio.to_thread(self.store.cached_calls, [key])).get(key)
             left = [rows[c.name] for c in missing]
             second = await self._whole_answer(call, left, again, key, hit, summary)
-            if isinstance(second, JudgeError):
+            if isinstance(second, Halted):  # no reminder: the answer's own failure stands
+                for c in missing:
+                    detail = f"{reading.problems[c.name]}; no reminder sent: the judge was halted"
+                    err = JudgeError(FailureReason.UNPARSEABLE, detail)
+                    outcomes += failed([rows[c.name]], err, first.uid)
+            elif isinstance(second, JudgeError):
                 outcomes += failed(left, second, first.uid)
             else:
                 retry = call.protocol.read(second.text, missing)
@@ -357,9 +362,14 @@ class Executor:
             generate = replace(call.generate, max_tokens=bigger)
             key = cache_key(call.judge.name, messages, generate)
             hit = (await asyncio.to_thread(self.store.cached_calls, [key])).get(key)
-            answer = await self._ask(call, rows, messages, key, generate, hit, summary)
-            if isinstance(answer, JudgeError):
-                return answer
+            retried = await self._ask(call, rows, messages, key, generate, hit, summary)
+            if isinstance(retried, Halted):  # not asked again: the cut-off answer's failure
+                return Failure(FailureReason.TRUNCATED, "the answer was cut off by its token "
+                               "limit (max_tokens) and was not read; not asked again with a "
+                               "larger budget: the judge was halted", answer.uid)  # fmt: skip
+            if isinstance(retried, JudgeError):
+                return retried
+            answer = retried
         if answer.finish == CUT_OFF:
             self._keep(call, answer, None)
             return Failure(FailureReason.TRUNCATED, "the answer was cut off by its token "
