@@ -110,17 +110,21 @@ class Leases:
                 table.pop(i, None)
             self._lost.discard(i)
 
-    def guard(self, run_id: int, ids: Sequence[int]) -> Callable[[], Awaitable[None]]:
-        """The check of a request for ``ids``, to run right before it is sent."""
-        return functools.partial(self.check, run_id, list(ids))
+    def guard(self, run_id: int, rows: Sequence[JobContext]) -> Callable[[], Awaitable[None]]:
+        """The check of a request for ``rows`` (as claimed), to run right before it is
+        sent."""
+        return functools.partial(self.check, run_id, list(rows))
 
-    async def check(self, run_id: int, ids: Sequence[int]) -> None:
-        """Return if this process may pay for a request for ``ids`` now; else raise
-        :class:`NotSent`."""
+    async def check(self, run_id: int, rows: Sequence[JobContext]) -> None:
+        """Return if this process may pay for a request for ``rows`` (as its claim
+        returned them) now; else raise :class:`NotSent`."""
+        mine = [r.id for r in rows if self._token.get(r.id) == r.claims]
         if self.stopping:
-            self._unsent.update({i: self._token[i] for i in ids if i in self._token})
+            self._unsent.update({i: self._token[i] for i in mine})
             raise NotSent("not sent: the run was interrupted; its rows are given back")
-        mine = [i for i in ids if i in self._token]
+        if len(mine) < len([r for r in rows if r.id in self._token]):
+            # the lease ran out and a newer delivery to this process claimed them again
+            raise NotSent("not sent: a newer claim of these rows judges them")
         now = self._clock()
         if any(self._fresh[i] <= now for i in mine):
             await self._renew_now()  # stale: ask the database, for every row at once

@@ -11,7 +11,8 @@ by its token limit is never read (asked once more with a larger budget if the ju
 one, else failed as ``truncated``); read it criterion by criterion, keep the valid
 scores, and ask once more, with a format reminder, only for the criteria it missed. Every
 paid answer is written as its own row, with the outcomes. Every row claimed ends done or
-failed with a reason; nothing is dropped.
+failed with a reason, unless it stops being this worker's before its request is sent
+(workers/leases.py): then this worker writes nothing for it.
 """
 
 from __future__ import annotations
@@ -399,7 +400,7 @@ class Executor:
         run_id = call.rows[0].run_id
         output, requests = await self.sender.generate(
             call.config, run_id, messages, generate, urgent=call.begun,
-            guard=self._leases.guard(run_id, [r.id for r in rows]),
+            guard=self._leases.guard(run_id, rows),
         )  # fmt: skip
         call.begun = True
         call.count(rows, requests)

@@ -4,7 +4,7 @@ raw output; only what was never sent is `halted` (in-process executor, memory ju
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -16,20 +16,14 @@ from flask_eval.workers.judge import CUT_OFF, GenerateConfig, JudgeOutput, Messa
 from flask_eval.workers.providers.memory_judge import MemoryJudge
 from flask_eval.workers.runner import Executor, ExecutorConfig
 from tests.storage.test_store import create
-from tests.workers.test_judging import set_retry_budget
+from tests.workers.test_judging import reset_memory_judge, set_retry_budget  # noqa: F401
+from tests.workers.test_leases import run_to_end
 
 JUDGE = "memory/j1"
 #: the judge's larger budget for an answer cut off by its token limit
 RETRY_BUDGET = 8192
 #: what the judge answers, by the failure it gives (its finish reason)
 ANSWERS = {"unparseable": "stop", "truncated": CUT_OFF}
-
-
-@pytest.fixture(autouse=True)
-def reset_memory_judge() -> Iterator[None]:
-    MemoryJudge.calls = 0
-    yield
-    MemoryJudge.calls = 0
 
 
 @pytest.mark.parametrize("reason", list(ANSWERS))
@@ -63,14 +57,7 @@ def test_answers_on_the_wire_at_a_halt_keep_their_own_reason_and_raw_output(
         return JudgeOutput("I think it is fine overall.", 100, 10, ANSWERS[reason])
 
     monkeypatch.setattr(MemoryJudge, "generate", failing)
-
-    async def go() -> None:
-        try:
-            await executor.run_batch(run_id, calls)
-        finally:
-            await executor.aclose()
-
-    asyncio.run(go())
+    run_to_end(executor, run_id, calls)
     assert set(store.halts(run_id)) == {JUDGE}
     rows = [r for r in queries.export_rows(store, run_id, "r1") if r["judge"] == JUDGE]
     halted = [r for r in rows if r["reason"] == "halted"]

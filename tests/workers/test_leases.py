@@ -7,7 +7,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 from sqlalchemy import select
@@ -21,16 +22,21 @@ from flask_eval.workers.providers.memory_judge import MemoryJudge, default_answe
 from flask_eval.workers.runner import Executor, ExecutorConfig
 from tests.helpers import wait_until
 from tests.storage.test_store import create, open_ids
+from tests.workers.test_judging import judge_with, reset_memory_judge  # noqa: F401  (autouse)
 
 J, C = JUDGMENT.c, CALL.c
 
 
-@pytest.fixture(autouse=True)
-def reset_memory_judge() -> Iterator[None]:
-    MemoryJudge.calls = 0
-    yield
-    MemoryJudge.script = staticmethod(default_answer)  # type: ignore[assignment]
-    MemoryJudge.calls = 0
+def run_to_end(executor: Executor, run_id: int, calls: Sequence[Sequence[int]]) -> None:
+    """One batch through ``executor``, on a loop of its own, then close it."""
+
+    async def go() -> None:
+        try:
+            await executor.run_batch(run_id, calls)
+        finally:
+            await executor.aclose()
+
+    asyncio.run(go())
 
 
 def paid(store: Store) -> list[tuple[str, int | None]]:
@@ -57,16 +63,8 @@ def test_a_worker_stopped_past_its_lease_pays_for_no_row_another_worker_took(
             other.write([], [Outcome(c.id, Status.DONE, score=1) for c in taken])
         return default_answer(messages)
 
-    MemoryJudge.script = staticmethod(script)  # type: ignore[assignment]
-    executor = Executor(store, ExecutorConfig(in_flight=1, lease_seconds=1.0))
-
-    async def go() -> None:
-        try:
-            await executor.run_batch(run_id, calls)
-        finally:
-            await executor.aclose()
-
-    asyncio.run(go())
+    judge_with(script)
+    run_to_end(Executor(store, ExecutorConfig(in_flight=1, lease_seconds=1.0)), run_id, calls)
     assert MemoryJudge.calls == 1  # the two calls another worker had finished: not sent
     with store.engine.connect() as conn:
         rows = dict(conn.execute(select(J.id, J.score).where(J.id.in_(later))).all())
@@ -118,3 +116,28 @@ def test_a_run_deleted_while_its_calls_wait_sends_nothing_more_and_keeps_what_wa
     assert not isinstance(ended[0], BaseException), ended[0]
     assert MemoryJudge.calls == 1 < len(calls)
     assert [run for _, run in paid(store)] == [None]  # the paid answer, kept
+
+
+def test_of_two_claims_of_a_row_in_one_process_only_the_newer_one_sends(tmp_path: Path) -> None:
+    """A delivery's lease ran out while its requests waited, and a newer delivery to the
+    same process claimed the rows again: only the newer claim's requests go out."""
+    from flask_eval.workers.leases import Leases, NotSent
+
+    store = Store(f"sqlite:///{tmp_path / 'x.db'}")
+    run_id = create(store)
+    ids = open_ids(store, run_id)[0]
+    old = store.claim_contexts(run_id, ids, -1)  # ran out
+    new = store.claim_contexts(run_id, ids, 60)
+
+    async def go() -> None:
+        leases = Leases(store, 60)
+        leases.hold({r.id: r for r in old})
+        leases.hold({r.id: r for r in new})
+        try:
+            await leases.check(run_id, new)
+            with pytest.raises(NotSent, match="newer claim"):
+                await leases.check(run_id, old)
+        finally:
+            leases.stop()
+
+    asyncio.run(go())
