@@ -59,6 +59,17 @@ class WorkerLedger:
         """``INSERT ... ON CONFLICT DO NOTHING`` of many rows."""
         raise NotImplementedError
 
+    def _extend(self, conn: Connection, held: Mapping[int, int], until: datetime) -> set[int]:
+        """Lease the rows of ``held`` still under those claims until ``until``; their ids.
+        Portable: a row-value ``IN`` list (PostgreSQL overrides it)."""
+        stmt = (
+            update(JUDGMENT)
+            .where(_held(held), J.status == Status.RUNNING.value)
+            .values(lease_until=until)
+            .returning(J.id)
+        )
+        return {int(i) for i in conn.execute(stmt).scalars()}
+
     # -- claims and leases ----------------------------------------------------------------
 
     @transient_retry
@@ -120,14 +131,8 @@ class WorkerLedger:
         if not held:
             return set()
         until = utcnow() + timedelta(seconds=lease_seconds)
-        stmt = (
-            update(JUDGMENT)
-            .where(_held(held), J.status == Status.RUNNING.value)
-            .values(lease_until=until)
-            .returning(J.id)
-        )
         with self.engine.begin() as conn:
-            return {int(i) for i in conn.execute(stmt).scalars()}
+            return self._extend(conn, held, until)
 
     @transient_retry
     def give_back(self, held: Mapping[int, int]) -> int:

@@ -25,7 +25,7 @@ first ``done`` is kept), and the counters add up.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -105,6 +105,15 @@ FINISH = f"""
     WHERE j.id = v.id AND j.status <> '{Status.DONE.value}'
 """
 
+#: renew the leases of the rows still under the worker's claims (2,048 rows: ~40 ms and
+#: 3-5 ms of CPU; a row-value IN list, planned as one index scan per row OR-ed: ~140 ms)
+EXTEND = f"""
+    UPDATE judgment AS j SET lease_until = %(until)b
+    FROM unnest(CAST(%(ids)b AS integer[]), CAST(%(claims)b AS integer[])) AS v(id, claims)
+    WHERE j.id = v.id AND j.claims = v.claims AND j.status = '{Status.RUNNING.value}'
+    RETURNING j.id
+"""
+
 #: fewer rows than this are inserted with one plain statement instead of COPY
 SMALL_INSERT = 64
 
@@ -135,6 +144,10 @@ class PostgresStore(Store):
         params = {"ids": list(ids), "run_id": run_id, "now": now, "until": until}
         rows = conn.exec_driver_sql(CLAIM_CONTEXTS, params)
         return [JobContext.of_row(row[:-1], row[-1]) for row in rows]
+
+    def _extend(self, conn: Connection, held: Mapping[int, int], until: datetime) -> set[int]:
+        params = {"ids": list(held), "claims": list(held.values()), "until": until}
+        return {int(r[0]) for r in conn.exec_driver_sql(EXTEND, params)}
 
     def _cached(self, conn: Connection, keys: Sequence[str]) -> dict[str, CallRecord]:
         rows = conn.exec_driver_sql(CACHED, {"keys": list(keys)})

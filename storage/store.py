@@ -337,14 +337,16 @@ class Store(WorkerLedger):
         this write waits for it (PostgreSQL checks the answer's run then), the write is
         made again, and then sees the run gone.
         """
-        for attempt in range(3):
-            try:
-                with self.engine.begin() as conn:
-                    return self._write(conn, calls, outcomes, utcnow())
-            except IntegrityError:
-                if attempt == 2 or not calls:
-                    raise
-        raise AssertionError("unreachable")
+        try:
+            return self._write_once(calls, outcomes)
+        except IntegrityError:
+            if not calls:
+                raise
+            return self._write_once(calls, outcomes)
+
+    def _write_once(self, calls: Sequence[CallRecord], outcomes: Sequence[Outcome]) -> int:
+        with self.engine.begin() as conn:
+            return self._write(conn, calls, outcomes, utcnow())
 
     @transient_retry
     def finish(self, outcomes: Sequence[Outcome]) -> int:
