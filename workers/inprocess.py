@@ -45,8 +45,10 @@ class InProcessTransport(Transport):
 
     async def _run(self, run_id: int, batches: Sequence[Batch]) -> None:
         executor = Executor(self.store, self.config, limiter=MemoryLimiter({}))
-        self._executor = executor  # first, then look at the flag: interrupt() does both
-        executor.leases.stopping = self._stop.is_set()  # in the other order
+        # the executor is published before the flag is read, and interrupt() sets the flag
+        # before it reads the executor: an interrupt at any moment reaches one of the two
+        self._executor = executor
+        executor.leases.stopping = self._stop.is_set()
         per_batch = max(1, max((len(b) for b in batches), default=1))
         gate = asyncio.Semaphore(batches_at_once(self.config.in_flight, per_batch))
 
