@@ -385,6 +385,11 @@ def wait(
                 raise StoppedWaiting(run.name, open_, counts.total, why, queue, first.alive())
             time.sleep(poll)
     except KeyboardInterrupt:
+        if isinstance(dispatcher, InProcessTransport):  # keep every answer paid for
+            dispatcher.interrupt(tell)
+            tell(f"stopped: every answer paid for is stored; `flask-eval resume {run.name}` "
+                 "continues the run")  # fmt: skip
+            raise
         if dispatcher.queue is None:
             raise
         raise StoppedWaiting(

@@ -25,7 +25,7 @@ first ``done`` is kept), and the counters add up.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -48,10 +48,11 @@ CLAIM_CONTEXTS = f"""
         WHERE j.id = ANY(CAST(%(ids)b AS integer[])) AND j.run_id = %(run_id)b
           AND (j.status = '{Status.PENDING.value}'
                OR (j.status = '{Status.RUNNING.value}' AND j.lease_until < %(now)b))
-        RETURNING j.id, j.run_id, j.model, j.model_b, j.instance_id, j.criterion, j.judge
+        RETURNING j.id, j.run_id, j.model, j.model_b, j.instance_id, j.criterion, j.judge,
+                  j.claims
     )
     SELECT c.id, c.run_id, c.model, c.model_b, c.instance_id, c.criterion, c.judge,
-           i.instruction, i.answer, r.text, i.system_prompt, i.rubrics, rb.text
+           i.instruction, i.answer, r.text, i.system_prompt, i.rubrics, rb.text, c.claims
     FROM claimed AS c
     JOIN instance AS i ON i.run_id = c.run_id AND i.instance_id = c.instance_id
     JOIN response AS r
@@ -72,15 +73,20 @@ CACHED = f"""
     ORDER BY cache_key, id
 """
 
+#: a paid answer of a run deleted meanwhile is kept, attached to no run (``run_id`` NULL),
+#: like the answers of a deleted run that other runs use
 INSERT_CALLS = f"""
     INSERT INTO call ({", ".join(_CALL_FIELDS)}, created_at)
-    SELECT v.*, CAST(%(now)b AS timestamptz) FROM unnest(
+    SELECT v.uid, v.cache_key, (SELECT r.id FROM run AS r WHERE r.id = v.run_id), v.judge,
+           v.raw, v.parsed, v.finish, v.prompt_tokens, v.completion_tokens, v.cost,
+           v.latency_ms, CAST(%(now)b AS timestamptz)
+    FROM unnest(
         CAST(%(uid)b AS varchar[]), CAST(%(cache_key)b AS varchar[]),
         CAST(%(run_id)b AS integer[]), CAST(%(judge)b AS varchar[]), CAST(%(raw)b AS text[]),
         CAST(%(parsed)b AS boolean[]), CAST(%(finish)b AS varchar[]),
         CAST(%(prompt_tokens)b AS integer[]), CAST(%(completion_tokens)b AS integer[]),
         CAST(%(cost)b AS float8[]), CAST(%(latency_ms)b AS float8[])
-    ) AS v
+    ) AS v({", ".join(_CALL_FIELDS)})
     ON CONFLICT (uid) DO NOTHING
 """
 
@@ -97,6 +103,15 @@ FINISH = f"""
         CAST(%(asks)b AS integer[]), CAST(%(requests)b AS integer[])
     ) AS v(id, status, score, rationale, reason, detail, call_uid, asks, requests)
     WHERE j.id = v.id AND j.status <> '{Status.DONE.value}'
+"""
+
+#: renew the leases of the rows still under the worker's claims (2,048 rows: ~40 ms and
+#: 3-5 ms of CPU; a row-value IN list, planned as one index scan per row OR-ed: ~140 ms)
+EXTEND = f"""
+    UPDATE judgment AS j SET lease_until = %(until)b
+    FROM unnest(CAST(%(ids)b AS integer[]), CAST(%(claims)b AS integer[])) AS v(id, claims)
+    WHERE j.id = v.id AND j.claims = v.claims AND j.status = '{Status.RUNNING.value}'
+    RETURNING j.id
 """
 
 #: fewer rows than this are inserted with one plain statement instead of COPY
@@ -128,7 +143,11 @@ class PostgresStore(Store):
     ) -> list[JobContext]:
         params = {"ids": list(ids), "run_id": run_id, "now": now, "until": until}
         rows = conn.exec_driver_sql(CLAIM_CONTEXTS, params)
-        return [JobContext.of_row(row) for row in rows]
+        return [JobContext.of_row(row[:-1], row[-1]) for row in rows]
+
+    def _extend(self, conn: Connection, held: Mapping[int, int], until: datetime) -> set[int]:
+        params = {"ids": list(held), "claims": list(held.values()), "until": until}
+        return {int(r[0]) for r in conn.exec_driver_sql(EXTEND, params)}
 
     def _cached(self, conn: Connection, keys: Sequence[str]) -> dict[str, CallRecord]:
         rows = conn.exec_driver_sql(CACHED, {"keys": list(keys)})

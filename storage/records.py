@@ -85,7 +85,9 @@ class JobContext:
     instance's own rubrics (criterion -> rubric, used instead of the run's criterion of
     that name; :attr:`rubric` is this row's, if any). In a pairwise row ``response`` is
     the text of ``model`` (shown first) and ``response_b`` that of ``model_b`` (shown
-    second); ``response_b`` is ``""`` for absolute grading.
+    second); ``response_b`` is ``""`` for absolute grading. ``claims`` is the row's claim
+    count once this claim took it: the claim's token (the row is still this claim's
+    while it is running with that count, see ``Store.extend_leases``).
     """
 
     id: int
@@ -101,9 +103,10 @@ class JobContext:
     system_prompt: str = ""
     rubrics: Mapping[str, InstanceRubric] = field(default_factory=dict, hash=False)
     response_b: str = ""
+    claims: int = 0
 
     @classmethod
-    def of_row(cls, row: Sequence[Any]) -> JobContext:
+    def of_row(cls, row: Sequence[Any], claims: int = 0) -> JobContext:
         """From a claim's columns: the ten fields above, the system prompt, the rubrics'
         JSON text, and (optionally) the second response's text (NULL: none)."""
         (id_, run_id, model, model_b, instance_id, criterion, judge,
@@ -113,7 +116,7 @@ class JobContext:
         response_b = rest[0] if rest else None
         return cls(id_, run_id, model, model_b, instance_id, criterion, judge, instruction,
                    reference, response, str(system_prompt or ""), rubrics_of(rubrics),
-                   str(response_b or ""))  # fmt: skip
+                   str(response_b or ""), claims)  # fmt: skip
 
     @property
     def subject_key(self) -> tuple[int, str, str, str, str]:

@@ -16,11 +16,11 @@ from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection
 
 from flask_eval.core.errors import Status
-from flask_eval.storage.models import CALL, INSTANCE, JUDGMENT, RESPONSE
+from flask_eval.storage.models import CALL, INSTANCE, JUDGMENT, RESPONSE, RUN
 from flask_eval.storage.records import CallRecord, JobContext, Outcome
 from flask_eval.storage.store import Store, claimable
 
-J, C, INS, R = JUDGMENT.c, CALL.c, INSTANCE.c, RESPONSE.c
+J, C, INS, R, RN = JUDGMENT.c, CALL.c, INSTANCE.c, RESPONSE.c, RUN.c
 #: the second response of a pairwise row (``model_b``; none for absolute grading)
 RESPONSE_B = RESPONSE.alias("response_b")
 RB = RESPONSE_B.c
@@ -45,7 +45,7 @@ CLAIM = (
 CONTEXTS = (
     select(
         J.id, J.run_id, J.model, J.model_b, J.instance_id, J.criterion, J.judge,
-        INS.instruction, INS.answer, R.text, INS.system_prompt, INS.rubrics, RB.text,
+        INS.instruction, INS.answer, R.text, INS.system_prompt, INS.rubrics, RB.text, J.claims,
     )
     .join(INSTANCE, and_(INS.run_id == J.run_id, INS.instance_id == J.instance_id))
     .join(RESPONSE, and_(R.run_id == J.run_id, R.model == J.model, R.instance_id == J.instance_id))
@@ -63,8 +63,13 @@ CACHED = (
     .where(C.cache_key.in_(bindparam("keys", expanding=True)), C.parsed.is_(True))
     .order_by(C.id)
 )
-#: store a paid answer once per uid, never changing it ...
-INSERT_CALL = sqlite.insert(CALL).on_conflict_do_nothing(index_elements=["uid"])
+#: store a paid answer once per uid, never changing it (one of a run deleted meanwhile is
+#: kept attached to no run, like the answers of a deleted run that other runs use) ...
+INSERT_CALL = (
+    sqlite.insert(CALL)
+    .values(run_id=select(RN.id).where(RN.id == bindparam("b_run_id")).scalar_subquery())
+    .on_conflict_do_nothing(index_elements=["uid"])
+)
 #: ... and end a judgment, never one already done
 FINISH = (
     update(JUDGMENT)
@@ -95,7 +100,7 @@ class SqliteStore(Store):
         if not claimed:
             return []
         rows: Any = conn.execute(CONTEXTS, {"ids": claimed})
-        return [JobContext.of_row(row) for row in rows]
+        return [JobContext.of_row(row[:-1], row[-1]) for row in rows]
 
     def _cached(self, conn: Connection, keys: Sequence[str]) -> dict[str, CallRecord]:
         found: dict[str, CallRecord] = {}
@@ -112,8 +117,8 @@ class SqliteStore(Store):
     ) -> int:
         if calls:
             conn.execute(
-                INSERT_CALL, [{**{f: getattr(c, f) for f in _CALL_FIELDS}, "created_at": now}
-                              for c in calls]
+                INSERT_CALL, [{**{f: getattr(c, f) for f in _CALL_FIELDS if f != "run_id"},
+                               "b_run_id": c.run_id, "created_at": now} for c in calls]
             )  # fmt: skip
         if not outcomes:
             return 0

@@ -1,18 +1,21 @@
-"""A TCP proxy the tests can cut, to make a database unreachable for a while."""
+"""A TCP proxy the tests can cut, to make a database unreachable for a while (or slow)."""
 
 from __future__ import annotations
 
 import contextlib
 import socket
 import threading
+import time
 
 
 class CuttableProxy:
     """Forwards 127.0.0.1:<port> to ``target``; ``cut()`` drops every connection and
-    refuses new ones until ``restore()``."""
+    refuses new ones until ``restore()``. ``reply_delay``: seconds each chunk from the
+    target waits before it is passed on (a slow server)."""
 
-    def __init__(self, target: tuple[str, int]) -> None:
+    def __init__(self, target: tuple[str, int], reply_delay: float = 0.0) -> None:
         self.target = target
+        self.reply_delay = reply_delay
         self._server = socket.create_server(("127.0.0.1", 0))
         self.port = self._server.getsockname()[1]
         self._open = threading.Event()
@@ -38,12 +41,14 @@ class CuttableProxy:
                 continue
             with self._lock:
                 self._conns |= {client, upstream}
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+            for a, b, delay in ((client, upstream, 0.0), (upstream, client, self.reply_delay)):
+                threading.Thread(target=self._pipe, args=(a, b, delay), daemon=True).start()
 
-    def _pipe(self, src: socket.socket, dst: socket.socket) -> None:
+    def _pipe(self, src: socket.socket, dst: socket.socket, delay: float = 0.0) -> None:
         try:
             while data := src.recv(65536):
+                if delay:
+                    time.sleep(delay)
                 dst.sendall(data)
         except OSError:
             pass

@@ -15,6 +15,7 @@ from flask_eval.rubrics.parse import Reading
 from flask_eval.rubrics.prompt import Message
 from flask_eval.storage.records import CallRecord, JobContext, Outcome
 from flask_eval.workers.judge import GenerateConfig, Judge, JudgeOutput
+from flask_eval.workers.leases import NotSent
 
 #: how much of an error body or refusal a failed judgment keeps in its detail
 DETAIL_LIMIT = 2000
@@ -86,6 +87,8 @@ def done(rows: dict[str, JobContext], reading: Reading, uid: str) -> list[Outcom
 def failed(
     rows: Sequence[JobContext], err: JudgeError, call_uid: str | None = None
 ) -> list[Outcome]:
+    if isinstance(err, NotSent):  # not this worker's to end (workers/leases.py)
+        return []
     detail = err.detail
     if err.raw:  # an error body: kept with the reason (no paid answer holds it)
         detail += f" | body: {err.raw}"

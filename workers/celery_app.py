@@ -6,16 +6,19 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Sequence
 from functools import cache
-from typing import Any
+from typing import Any, NoReturn
 
 from celery import Celery
+from celery.exceptions import Reject
 
 from flask_eval.core import settings as settings_mod
 from flask_eval.core.errors import ConfigError
 from flask_eval.core.redact import install_log_redaction, redact
 from flask_eval.producer.dispatch import Batch, Transport
+from flask_eval.storage.retry import is_transient
 from flask_eval.storage.store import Store
 from flask_eval.workers.limiter import Limiter, MemoryLimiter
 from flask_eval.workers.limiter_redis import RedisLimiter
@@ -26,6 +29,8 @@ TASK_NAME = "flask_eval.judge_batch"
 DEFAULT_IN_FLIGHT = 256
 #: seconds after a lease runs out before its rows are looked at again
 LOOK_AGAIN_MARGIN = 1.0
+#: seconds a message this worker cannot judge now waits before it goes back to the queue
+REQUEUE_PAUSE = 2.0
 log = logging.getLogger("flask_eval.worker")
 
 
@@ -44,8 +49,10 @@ def make_app(settings: settings_mod.Settings, in_flight: int = DEFAULT_IN_FLIGHT
         # At-least-once delivery; the SQL ledger makes the result exactly-once.
         task_acks_late=True,
         task_reject_on_worker_lost=True,
-        # A task that raised (the database stayed down past its retry window) is not
-        # acked: the message comes back after the visibility timeout.
+        # A task that raised is rejected without requeue (Celery's rule for late acks:
+        # dropped on both brokers). So a message that cannot be judged *now* (the
+        # database still away after its retry window, a run this worker's database does
+        # not have) never raises: judge_batch puts it back in the queue itself.
         task_acks_on_failure_or_timeout=False,
         task_publish_retry=True,
         task_publish_retry_policy={
@@ -118,11 +125,33 @@ def judge_batch(task: Any, run_id: int, calls: list[list[int]]) -> dict[str, Any
     try:
         summary = run_sync(executor.run_batch(run_id, calls))
     except RunNotFound as exc:
-        log.error("%s", exc)  # not acknowledged: a worker that can see the run may take it
-        raise
+        with _executor_lock:
+            said = run_id in _unknown_runs
+            _unknown_runs.add(run_id)
+        if not said:
+            log.error("%s", exc)
+        _requeue(exc)  # a worker that can see the run may take it
+    except Exception as exc:
+        if not is_transient(exc):
+            raise
+        log.warning("run %s: the database is still unavailable after its retry window "
+                    "(FLASK_EVAL_DB_RETRY_SECONDS): %s; the message goes back to the queue",
+                    run_id, type(exc).__name__)  # fmt: skip
+        _requeue(exc)
     if summary.leased:
         _look_again(task, run_id, calls, summary.leased, summary.lease_wait)
     return vars(summary)
+
+
+#: runs this process was sent but its database does not have (said once each)
+_unknown_runs: set[int] = set()
+
+
+def _requeue(exc: Exception) -> NoReturn:
+    """Give the message back to the queue, after a pause (Redis and RabbitMQ alike; the
+    pause keeps a worker that cannot judge it from spinning on it)."""
+    time.sleep(REQUEUE_PAUSE)
+    raise Reject(exc, requeue=True) from exc
 
 
 def _look_again(

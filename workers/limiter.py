@@ -29,8 +29,6 @@ log = logging.getLogger("flask_eval.limiter")
 DEFAULT = "*"
 #: a coroutine that wakes this close to the end of a block it learned of goes ahead
 _BLOCK_TOLERANCE = 0.02
-#: how often a process asks Redis for other workers' 429 blocks on an endpoint without budget
-BLOCK_POLL = 1.0
 
 
 @dataclass(frozen=True)
@@ -190,7 +188,6 @@ class ReservingLimiter(Limiter):
         self.max_penalty = max_penalty
         self._clock = clock
         self._blocked: dict[str, float] = {}  # key -> end of a known block, on self._clock
-        self._polled: dict[str, float] = {}  # unbudgeted key -> last check of shared blocks
         self.reservations = 0  # reserve() calls
         self.grants = 0  # acquire() calls that returned
 
@@ -217,6 +214,9 @@ class ReservingLimiter(Limiter):
     async def _block(self, key: str, seconds: float) -> None:
         """Block ``key`` for everyone until now + ``seconds``."""
 
+    def _watch_blocks(self) -> None:  # a default hook: here blocks are local
+        """Learn the 429 blocks other processes share, without a round trip per call."""
+
     async def acquire(self, key: str, tokens: int) -> None:
         if self.budget_for(key) is None:
             await self._honour_blocks(key)
@@ -237,17 +237,10 @@ class ReservingLimiter(Limiter):
             log.debug("budget %s: blocked while waiting, reserving again", key)
 
     async def _honour_blocks(self, key: str) -> None:
-        """No budget: only shared 429 blocks apply, learnt at most every BLOCK_POLL s."""
-        now = self._clock()
-        if now - self._polled.get(key, -math.inf) >= BLOCK_POLL:
-            self._polled[key] = now
-            try:
-                reservation = await self.reserve(key, 0)
-            except LimiterError as exc:  # no budget to protect: go on without the check
-                log.warning("budget %s: shared blocks not checked: %s", key, exc)
-            else:
-                if reservation.blocked > 0:
-                    self._note_block(key, reservation.blocked)
+        """No budget: the limiter is not asked (no round trip per call); only the 429
+        blocks this process knows of apply: its own, and those other processes publish
+        (``_watch_blocks``)."""
+        self._watch_blocks()
         wait = self._blocked_for(key)
         if wait > 0:
             await asyncio.sleep(wait)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,6 +22,17 @@ log = logging.getLogger("flask_eval.limiter")
 
 #: seconds closing a connection or the blocks channel may take before it is let go
 CLOSE_TIMEOUT = 2.0
+#: seconds a reply may take to be read once a command is sent. redis-py's default (5 s)
+#: counts the time the worker's own event loop is busy elsewhere: a loaded worker stalled
+#: 2-3 s at times (measured), and a reply that sat in the socket through a longer stall
+#: was reported as "rate limiter unavailable: TimeoutError" although Redis had answered
+#: in a millisecond. A Redis that is really gone still fails this fast when it refuses or
+#: resets the connection; only a silent one costs the whole timeout.
+SOCKET_TIMEOUT = 30.0
+#: seconds a new connection may take (a refused one fails at once)
+CONNECT_TIMEOUT = 10.0
+#: seconds between two attempts to subscribe to the blocks channel after it was lost
+RESUBSCRIBE_SECONDS = 5.0
 
 
 class RedisLimiter(ReservingLimiter):
@@ -43,8 +55,15 @@ class RedisLimiter(ReservingLimiter):
 
         super().__init__(budgets, max_penalty=max_penalty)
         self.prefix = prefix
+        # No wait limit for a free connection: every connection in use is released when
+        # its reply is read or its own timeout fires, so a full pool is only busy, and a
+        # caller waiting for it must not be told Redis is unavailable.
         self._pool = BlockingConnectionPool.from_url(
-            url, max_connections=max_connections, timeout=30
+            url,
+            max_connections=max_connections,
+            timeout=None,
+            socket_timeout=SOCKET_TIMEOUT,
+            socket_connect_timeout=CONNECT_TIMEOUT,
         )
         self._redis = Redis(connection_pool=self._pool)
         self._reserve = self._redis.register_script(limiter_lua.RESERVE)
@@ -55,10 +74,22 @@ class RedisLimiter(ReservingLimiter):
         # earlier reservations learns of them at once instead of at its next reply.
         self._channel = prefix + "blocks"
         self._listener: asyncio.Task[None] | None = None
+        self._subscribed_at = -math.inf  # loop time of the last attempt to subscribe
+        self._channel_ok = True  # False once lost: said once, until it works again
+
+    def _watch_blocks(self) -> None:
+        """Keep the blocks channel subscribed (at most one attempt every few seconds
+        while it cannot be)."""
+        if self._listener is not None and not self._listener.done():
+            return
+        loop = asyncio.get_running_loop()
+        if loop.time() - self._subscribed_at < RESUBSCRIBE_SECONDS:
+            return
+        self._subscribed_at = loop.time()
+        self._listener = loop.create_task(self._listen())
 
     async def reserve(self, key: str, tokens: int) -> Reservation:
-        if self._listener is None or self._listener.done():
-            self._listener = asyncio.get_running_loop().create_task(self._listen())
+        self._watch_blocks()
         budget = self.budget_for(key) or UNLIMITED
         adjust = self._pending.pop(key, 0)
         args = (
@@ -103,6 +134,9 @@ class RedisLimiter(ReservingLimiter):
         pubsub = self._redis.pubsub()
         try:
             await pubsub.subscribe(self._channel)
+            if not self._channel_ok:
+                log.warning("budget blocks channel back")
+                self._channel_ok = True
             async for message in pubsub.listen():
                 if message.get("type") != "message":
                     continue
@@ -115,7 +149,9 @@ class RedisLimiter(ReservingLimiter):
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the reservations still carry blocks: degrade, not fail
-            log.warning("budget blocks channel lost: %s", exc)
+            if self._channel_ok:
+                log.warning("budget blocks channel lost: %s", exc)
+            self._channel_ok = False
         finally:
             with contextlib.suppress(Exception):  # never wait long on a dropped channel
                 await asyncio.wait_for(pubsub.aclose(), CLOSE_TIMEOUT)  # type: ignore[no-untyped-call]

@@ -11,7 +11,8 @@ by its token limit is never read (asked once more with a larger budget if the ju
 one, else failed as ``truncated``); read it criterion by criterion, keep the valid
 scores, and ask once more, with a format reminder, only for the criteria it missed. Every
 paid answer is written as its own row, with the outcomes. Every row claimed ends done or
-failed with a reason; nothing is dropped.
+failed with a reason, unless it stops being this worker's before its request is sent
+(workers/leases.py): then this worker writes nothing for it.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ from flask_eval.workers.halts import HaltWatch
 from flask_eval.workers.judge import CUT_OFF, FINISHED, REFUSAL, GenerateConfig, Judge, not_read
 from flask_eval.workers.leases import Leases
 from flask_eval.workers.limiter import Budget, Limiter, NullLimiter
-from flask_eval.workers.sender import Sender
+from flask_eval.workers.sender import Halted, Sender
 from flask_eval.workers.spool import Spool
 from flask_eval.workers.writer import WriteBehind
 
@@ -112,6 +113,11 @@ class Executor:
 
     def judge(self, config: JudgeConfig) -> Judge:
         return self.sender.judge(config)
+
+    @property
+    def leases(self) -> Leases:
+        """The rows this process holds, and whether it may still pay for them."""
+        return self._leases
 
     async def aclose(self) -> None:
         self._leases.stop()
@@ -297,7 +303,12 @@ class Executor:
             hit = (await asyncio.to_thread(self.store.cached_calls, [key])).get(key)
             left = [rows[c.name] for c in missing]
             second = await self._whole_answer(call, left, again, key, hit, summary)
-            if isinstance(second, JudgeError):
+            if isinstance(second, Halted):  # no reminder: the answer's own failure stands
+                for c in missing:
+                    detail = f"{reading.problems[c.name]}; no reminder sent: the judge was halted"
+                    err = JudgeError(FailureReason.UNPARSEABLE, detail)
+                    outcomes += failed([rows[c.name]], err, first.uid)
+            elif isinstance(second, JudgeError):
                 outcomes += failed(left, second, first.uid)
             else:
                 retry = call.protocol.read(second.text, missing)
@@ -355,9 +366,14 @@ class Executor:
             generate = replace(call.generate, max_tokens=bigger)
             key = cache_key(call.judge.name, messages, generate)
             hit = (await asyncio.to_thread(self.store.cached_calls, [key])).get(key)
-            answer = await self._ask(call, rows, messages, key, generate, hit, summary)
-            if isinstance(answer, JudgeError):
-                return answer
+            retried = await self._ask(call, rows, messages, key, generate, hit, summary)
+            if isinstance(retried, Halted):  # not asked again: the cut-off answer's failure
+                return Failure(FailureReason.TRUNCATED, "the answer was cut off by its token "
+                               "limit (max_tokens) and was not read; not asked again with a "
+                               "larger budget: the judge was halted", answer.uid)  # fmt: skip
+            if isinstance(retried, JudgeError):
+                return retried
+            answer = retried
         if answer.finish == FINISHED:
             return answer
         self._keep(call, answer, None)
@@ -383,9 +399,11 @@ class Executor:
             call.count(rows, 0)
             return Answer(cached.raw, cached.finish, cached.uid, None)
         started = time.perf_counter()
+        run_id = call.rows[0].run_id
         output, requests = await self.sender.generate(
-            call.config, call.rows[0].run_id, messages, generate, urgent=call.begun
-        )
+            call.config, run_id, messages, generate, urgent=call.begun,
+            guard=self._leases.guard(run_id, rows),
+        )  # fmt: skip
         call.begun = True
         call.count(rows, requests)
         summary.calls += requests

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
 
 from flask_eval.core.errors import FailureReason, JudgeError
@@ -25,6 +25,7 @@ from flask_eval.workers.feed import Feed
 from flask_eval.workers.halts import HaltWatch
 from flask_eval.workers.judge import GenerateConfig, Judge, JudgeOutput, create_judge
 from flask_eval.workers.lanes import Lanes
+from flask_eval.workers.leases import NotSent
 from flask_eval.workers.limiter import Limiter
 
 log = logging.getLogger("flask_eval.worker")
@@ -106,10 +107,13 @@ class Sender:
         messages: Sequence[Message],
         generate: GenerateConfig,
         urgent: bool,
+        guard: Callable[[], Awaitable[None]] | None = None,
     ) -> tuple[JudgeOutput | JudgeError, int]:
         """The one retry loop (the SDKs' own retries are off), under the shared budget;
         returns the answer or the final error, and the HTTP requests sent. ``urgent``
-        requests (a call's retries and reminders) go before fresh calls in the lanes."""
+        requests (a call's retries and reminders) go before fresh calls in the lanes.
+        ``guard`` raises NotSent when the rows may no longer be paid for (workers/leases.py);
+        it runs before the budget's wait and right before each request."""
         judge = self.judge(config)
         budget = judge.budget_key()
         estimate = estimate_tokens(messages) + generate.max_tokens
@@ -123,7 +127,11 @@ class Sender:
             halt = await self.halts.check(run_id, config.name)  # decided while queued
             if halt is not None:
                 raise Halted(halt.detail)
+            if guard is not None:
+                await guard()
             await self.limiter.acquire(budget, estimate)  # the last wait before sending
+            if guard is not None:
+                await guard()
             sent, started = limit.mark(), time.monotonic()
             async with asyncio.timeout(generate.timeout + 5):  # SDK backstop
                 return await judge.generate(messages, generate)
@@ -135,8 +143,8 @@ class Sender:
             try:
                 async with self._slot(limit):
                     output = await self._lanes.run(send, urgent=attempt > 1 or urgent)
-            except Halted as halted:
-                return halted, attempt - 1
+            except (Halted, NotSent) as stopped:
+                return stopped, attempt - 1
             except Exception as exc:
                 err = judge.classify(exc)
                 if sent is not None and err.reason in OVERLOADED:  # fewer at once from here

@@ -589,3 +589,74 @@ def test_unreachable_redis_is_a_retryable_limiter_error() -> None:
             await limiter.aclose()
 
     run(go())
+
+
+@pytest.mark.redis
+def test_without_a_budget_redis_is_not_asked_yet_shared_blocks_apply(limiter_redis: str) -> None:
+    """No budget: no script call per acquire (under load each one could time out and be
+    logged as "rate limiter unavailable"); a 429 block another process shares still
+    holds this one back, learnt from the blocks channel."""
+    import redis
+
+    async def go() -> tuple[int, float]:
+        quiet = RedisLimiter(limiter_redis, {})
+        other = RedisLimiter(limiter_redis, {})
+        try:
+            for _ in range(200):
+                await quiet.acquire(KEY, 100)
+            client = redis.Redis.from_url(limiter_redis)
+            async with asyncio.timeout(30):  # until its blocks channel is subscribed
+                while not dict(client.pubsub_numsub("flask_eval:rl:blocks")).get(
+                    b"flask_eval:rl:blocks"
+                ):
+                    await asyncio.sleep(0.05)
+            client.close()
+            await other.penalize(KEY, 2.0)  # a 429 seen by another process
+            started = time.monotonic()
+            async with asyncio.timeout(30):
+                while quiet._blocked_for(KEY) <= 0:  # the published block arrives
+                    await asyncio.sleep(0.01)
+            await quiet.acquire(KEY, 100)
+            return quiet.script_calls, time.monotonic() - started
+        finally:
+            await quiet.aclose()
+            await other.aclose()
+
+    calls, waited = run(go())
+    assert calls == 0
+    assert waited >= 1.5  # held back by the other process's block (2 s from its 429)
+
+
+@pytest.mark.redis
+def test_a_reply_read_late_because_the_worker_was_busy_is_not_unavailable(
+    limiter_redis: str,
+) -> None:
+    """The worker's event loop stalls 6 s (a loaded host) while Redis's reply is on its
+    way: the reply is read when the loop comes back, not reported as a TimeoutError."""
+    from redis.connection import parse_url
+
+    from tests.proxy import CuttableProxy
+
+    target = parse_url(limiter_redis)
+    proxy = CuttableProxy((target.get("host", "127.0.0.1"), target.get("port", 6379)),
+                          reply_delay=0.3)  # fmt: skip
+    url = f"redis://127.0.0.1:{proxy.port}/{target.get('db', 0)}"
+
+    async def go() -> float:
+        limiter = RedisLimiter(url, {KEY: Budget(rpm=6000)})
+        try:
+            await limiter.reserve(KEY, 0)  # connected
+            started = time.monotonic()
+            sent = asyncio.create_task(limiter.reserve(KEY, 0))
+            await asyncio.sleep(0.1)  # sent; the reply is held back 0.3 s by the proxy
+            time.sleep(6)  # the loop is busy elsewhere past redis-py's default timeout (5 s)
+            await sent
+            return time.monotonic() - started
+        finally:
+            await limiter.aclose()
+
+    try:
+        took = run(go())
+    finally:
+        proxy.close()
+    assert took >= 6

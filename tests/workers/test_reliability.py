@@ -170,9 +170,13 @@ def test_redis_flushed_mid_run_resume_completes(
     print(f"redis flush: {paid} requests for {planned // 3} calls")
 
 
-def test_database_unreachable_for_10s_mid_run_nothing_lost(
-    postgres_url: str, redis_url: str, tmp_path: Path
+def test_database_unreachable_longer_than_the_retry_window_nothing_lost(
+    postgres_url: str, broker_url: str, tmp_path: Path
 ) -> None:
+    """PostgreSQL away for 10 s mid-run, longer than the workers' retry window (2 s): on
+    Redis and on RabbitMQ every message delivered meanwhile goes back to the queue (none
+    is rejected for good), the paid answers wait in memory, and the run completes by
+    itself once the database is back, every judgment exactly once."""
     from sqlalchemy.engine import make_url
 
     from tests.proxy import CuttableProxy
@@ -182,7 +186,7 @@ def test_database_unreachable_for_10s_mid_run_nothing_lost(
     proxied = url.set(port=proxy.port).render_as_string(hide_password=False)
     instances, responses = write_inputs(tmp_path / "in", 120)
     planned = 120 * 3 * 2 * 2
-    env = cli_env(proxied, redis_url, **FAST_RECOVERY)
+    env = cli_env(proxied, broker_url, **FAST_RECOVERY, FLASK_EVAL_DB_RETRY_SECONDS="2")
     try:
         with spawn_simulator(SimConfig(latency_ms=200, seed=4)) as sim:
             flask_eval(*run_cmd(instances, responses, sim, "outage"), "--no-wait", env=env)
@@ -210,6 +214,7 @@ def test_database_unreachable_for_10s_mid_run_nothing_lost(
     ledger_is_exactly_once(postgres_url, "outage", planned)
     log = (tmp_path / "w.log").read_text()
     assert "database unavailable" in log  # the workers noticed, waited and went on
+    assert "goes back to the queue" in log  # past the retry window: requeued, not dropped
 
 
 def wait_for_queue(redis_url: str, queue: str, timeout: float = 30) -> None:
