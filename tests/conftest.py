@@ -254,14 +254,6 @@ def _tier(item: pytest.Item, starters: frozenset[object]) -> str:
     return "unit"
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "unit: in-process test (assigned at collection)")
-    config.addinivalue_line(
-        "markers", "integration: needs a real service or process (assigned at collection, "
-        "or put on a test that needs one in a way the collection cannot see)",
-    )  # fmt: skip
-
-
 #: seconds an integration test may take (real services, processes, a loaded machine)
 INTEGRATION_TIMEOUT = 600
 

@@ -178,10 +178,29 @@ def _as_a_fresh_process(env: Mapping[str, str]) -> Iterator[None]:
 def workers(
     env: Mapping[str, str], processes: int = 1, in_flight: int = 64, log: Path | None = None
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """A real `flask-eval worker` process group (workers.processes.WorkerGroup); stopped
-    (TERM, then KILL) on exit."""
+    """A real `flask-eval worker` process group (workers.processes.WorkerGroup), yielded
+    once each of its ``processes`` has announced itself in the database (a test does not
+    race the workers' start-up, which takes seconds on a loaded machine); stopped (TERM,
+    then KILL) on exit."""
     with WorkerGroup(env, processes, in_flight, "WARNING", log, cwd=REPO) as group:
+        wait_until(
+            lambda: group.proc.poll() is not None or len(live_workers(env)) >= processes,
+            timeout=120,
+            what=f"{processes} worker process(es) to start",
+        )
+        assert group.proc.poll() is None, f"the workers exited with {group.proc.returncode}"
         yield group.proc
+
+
+def live_workers(env: Mapping[str, str]) -> list[str]:
+    """The workers that announced themselves on ``env``'s queue and database lately."""
+    from flask_eval.storage.store import Store
+
+    store = Store(env["FLASK_EVAL_DATABASE_URL"])
+    try:
+        return store.live_workers(env.get("FLASK_EVAL_QUEUE", "flask_eval"), within=30)
+    finally:
+        store.close()
 
 
 def kill_group(proc: subprocess.Popen[Any], sig: int) -> None:
