@@ -28,6 +28,8 @@ import pytest
 
 from flask_eval.workers.judge import register_provider
 
+pytest_plugins = ["pytester"]  # tests/test_tiers.py runs a collection of its own
+
 # The in-memory judge is for tests only: users are never offered it.
 register_provider("memory", "flask_eval.workers.providers.memory_judge:MemoryJudge")
 
@@ -175,6 +177,9 @@ SERVICE_PARAMS = {"database_url": "postgres"}
 SERVICE_MARKS = ("integration", "redis", "postgres")
 #: modules whose use means a process is started
 PROCESS_MODULES = frozenset({"subprocess", "multiprocessing"})
+#: names that start one wherever they come from (os.fork, asyncio.create_subprocess_exec...)
+PROCESS_NAMES = frozenset({"Popen", "fork", "forkpty", "posix_spawn", "create_subprocess_exec",
+                           "create_subprocess_shell"})  # fmt: skip
 #: modules of shared helpers: not followed, their process starters are listed instead
 HELPER_MODULES = frozenset({"tests.helpers", "tests.conftest"})
 
@@ -204,7 +209,7 @@ def _starts_processes(fn: Any, starters: frozenset[object], seen: set[object]) -
         return False
     seen.add(fn)
     names = {name for c in _code_objects(code) for name in c.co_names}
-    if names & PROCESS_MODULES:  # `import subprocess` in the body, or the module's global
+    if names & (PROCESS_MODULES | PROCESS_NAMES):  # `import subprocess` in the body too
         return True
     namespace = getattr(fn, "__globals__", {})
     for name in names:
@@ -222,7 +227,7 @@ def _starts_processes(fn: Any, starters: frozenset[object], seen: set[object]) -
             continue
         if (
             inspect.isfunction(obj)
-            and obj.__module__.startswith("tests.")
+            and (obj.__module__ == fn.__module__ or obj.__module__.startswith("tests."))
             and obj.__module__ not in HELPER_MODULES
             and _starts_processes(obj, starters, seen)
         ):
@@ -230,28 +235,27 @@ def _starts_processes(fn: Any, starters: frozenset[object], seen: set[object]) -
     return False
 
 
-def _tier(item: pytest.Item, starters: frozenset[object]) -> str:
-    if any(item.get_closest_marker(mark) for mark in SERVICE_MARKS):
-        return "integration"
+def _needs(item: pytest.Item, starters: frozenset[object]) -> tuple[bool, bool]:
+    """(whether ``item`` starts processes, whether it needs a real service)."""
     names = set(getattr(item, "fixturenames", ()))
     info = getattr(item, "_fixtureinfo", None)
     defs = info.name2fixturedefs if info is not None else {}
-    # a fixture of that name (not an argument parametrized directly under the same name)
-    if any(d.func.__module__ != "_pytest.fixtures" for n in names & SERVICE_FIXTURES
-           for d in defs.get(n, ())):  # fmt: skip
-        return "integration"
-    callspec = getattr(item, "callspec", None)
-    if callspec is not None and any(
-        callspec.params.get(name) == case for name, case in SERVICE_PARAMS.items()
-    ):
-        return "integration"
     seen: set[object] = set()
     functions = [getattr(item, "function", None)]
     for name in names:
         functions += [d.func for d in defs.get(name, ())]
-    if any(_starts_processes(f, starters, seen) for f in functions if f is not None):
-        return "integration"
-    return "unit"
+    processes = any(_starts_processes(f, starters, seen) for f in functions if f is not None)
+    params = getattr(getattr(item, "callspec", None), "params", {})
+
+    def direct(name: str) -> bool:  # an argument parametrized under a fixture's name
+        return name in params and all(d.params is None for d in defs.get(name, ()))
+
+    service = (
+        any(item.get_closest_marker(mark) for mark in SERVICE_MARKS)
+        or any(not direct(name) for name in names & SERVICE_FIXTURES)
+        or any(params.get(name) == case for name, case in SERVICE_PARAMS.items())
+    )
+    return processes, service
 
 
 #: seconds an integration test may take (real services, processes, a loaded machine)
@@ -259,9 +263,18 @@ INTEGRATION_TIMEOUT = 600
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each test with its tier; the tests that start processes (the longest) first,
+    so that parallel workers do not end on one of them."""
     starters = _process_starters()
+    first = set()
     for item in items:
-        tier = _tier(item, starters)
-        item.add_marker(tier)
-        if tier == "integration" and item.get_closest_marker("timeout") is None:
-            item.add_marker(pytest.mark.timeout(INTEGRATION_TIMEOUT))
+        processes, service = _needs(item, starters)
+        if processes:
+            first.add(item.nodeid)
+        if processes or service:
+            item.add_marker(pytest.mark.integration)
+            if item.get_closest_marker("timeout") is None:
+                item.add_marker(pytest.mark.timeout(INTEGRATION_TIMEOUT))
+        else:
+            item.add_marker(pytest.mark.unit)
+    items.sort(key=lambda item: item.nodeid not in first)

@@ -105,7 +105,7 @@ def flask_eval(
         )
     try:
         with _as_a_fresh_process(env):
-            result = CliRunner().invoke(main, list(args))
+            result = CliRunner().invoke(main, list(args), prog_name="flask-eval")
     finally:
         _CLI_LOCK.release()
     stderr = result.stderr
