@@ -16,12 +16,13 @@ lint:
 
 # Two tiers (docs/design/testing.md): unit, in-process, about a minute; integration, real
 # Redis, RabbitMQ, PostgreSQL and processes (.ci/run starts the services). `make test`:
-# both, as .ci/run runs them. Parallel (pytest-xdist): the unit tier is CPU-bound, 2 cores;
-# the integration tier mostly waits, 3 workers, each with its own Redis database.
+# both, as .ci/run runs them. Parallel (pytest-xdist): the unit tier is CPU-bound, one
+# worker per core; the integration tier mostly waits, 3 workers, each with its own Redis
+# database.
 test: test-unit test-integration
 
 test-unit:
-	.venv/bin/python -m pytest -q -m unit -n 2
+	.venv/bin/python -m pytest -q -m unit -n auto
 
 test-integration:
 	.venv/bin/python -m pytest -q -m integration -n 3
