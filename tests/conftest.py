@@ -193,6 +193,17 @@ def _process_starters() -> frozenset[object]:
                       spawn_simulator})  # fmt: skip
 
 
+def _long_runners() -> tuple[frozenset[object], frozenset[object]]:
+    """What makes an in-process test take seconds: runs against the simulator; then the
+    CLI (reports with their figures)."""
+    from click.testing import CliRunner
+
+    from flask_eval.simulator.testing import SimHandle, running_simulator
+    from tests.helpers import flask_eval
+
+    return frozenset({running_simulator, SimHandle, flask_eval}), frozenset({CliRunner})
+
+
 def _code_objects(code: types.CodeType) -> Iterator[types.CodeType]:
     yield code
     for const in code.co_consts:
@@ -200,16 +211,17 @@ def _code_objects(code: types.CodeType) -> Iterator[types.CodeType]:
             yield from _code_objects(const)
 
 
-def _starts_processes(fn: Any, starters: frozenset[object], seen: set[object]) -> bool:
-    """Whether ``fn`` names (in its body or nested functions) something that starts a
-    process, directly or through a function of the tests (followed, not the library)."""
+def _uses(fn: Any, targets: frozenset[object], anywhere: frozenset[str], seen: set[object]) -> bool:
+    """Whether ``fn`` (its body or nested functions) names one of ``targets``, or a name or
+    module in ``anywhere`` wherever it comes from, directly or through a function of the
+    tests (followed, not the library)."""
     fn = inspect.unwrap(fn)
     code = getattr(fn, "__code__", None)
     if code is None or fn in seen:
         return False
     seen.add(fn)
     names = {name for c in _code_objects(code) for name in c.co_names}
-    if names & (PROCESS_MODULES | PROCESS_NAMES):  # `import subprocess` in the body too
+    if names & anywhere:  # `import subprocess` in the body too
         return True
     namespace = getattr(fn, "__globals__", {})
     for name in names:
@@ -217,11 +229,11 @@ def _starts_processes(fn: Any, starters: frozenset[object], seen: set[object]) -
         if obj is None:
             continue
         if isinstance(obj, types.ModuleType):
-            if obj.__name__.split(".")[0] in PROCESS_MODULES:
+            if obj.__name__.split(".")[0] in anywhere:
                 return True
             continue
         try:
-            if obj in starters:
+            if obj in targets:
                 return True
         except TypeError:  # unhashable
             continue
@@ -229,22 +241,27 @@ def _starts_processes(fn: Any, starters: frozenset[object], seen: set[object]) -
             inspect.isfunction(obj)
             and (obj.__module__ == fn.__module__ or obj.__module__.startswith("tests."))
             and obj.__module__ not in HELPER_MODULES
-            and _starts_processes(obj, starters, seen)
+            and _uses(obj, targets, anywhere, seen)
         ):
             return True
     return False
 
 
-def _needs(item: pytest.Item, starters: frozenset[object]) -> tuple[bool, bool]:
-    """(whether ``item`` starts processes, whether it needs a real service)."""
+def _needs(
+    item: pytest.Item, starters: frozenset[object], long: frozenset[object]
+) -> tuple[bool, bool, bool]:
+    """Whether ``item`` starts processes, needs a real service, uses one of ``long``."""
     names = set(getattr(item, "fixturenames", ()))
     info = getattr(item, "_fixtureinfo", None)
     defs = info.name2fixturedefs if info is not None else {}
-    seen: set[object] = set()
     functions = [getattr(item, "function", None)]
     for name in names:
         functions += [d.func for d in defs.get(name, ())]
-    processes = any(_starts_processes(f, starters, seen) for f in functions if f is not None)
+    functions = [f for f in functions if f is not None]
+    seen: set[object] = set()
+    processes = any(_uses(f, starters, PROCESS_MODULES | PROCESS_NAMES, seen) for f in functions)
+    seen = set()
+    runs = any(_uses(f, long, frozenset(), seen) for f in functions)
     params = getattr(getattr(item, "callspec", None), "params", {})
 
     def direct(name: str) -> bool:  # an argument parametrized under a fixture's name
@@ -255,7 +272,7 @@ def _needs(item: pytest.Item, starters: frozenset[object]) -> tuple[bool, bool]:
         or any(not direct(name) for name in names & SERVICE_FIXTURES)
         or any(params.get(name) == case for name, case in SERVICE_PARAMS.items())
     )
-    return processes, service
+    return processes, service, runs
 
 
 #: seconds an integration test may take (real services, processes, a loaded machine)
@@ -263,18 +280,20 @@ INTEGRATION_TIMEOUT = 600
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark each test with its tier; the tests that start processes (the longest) first,
-    so that parallel workers do not end on one of them."""
-    starters = _process_starters()
-    first = set()
+    """Mark each test with its tier. The longest first, so that parallel workers do not
+    end on one of them: the tests that start processes, then those that run the simulator,
+    then those that run the CLI."""
+    starters, (runs, cli) = _process_starters(), _long_runners()
+    order: dict[str, int] = {}
     for item in items:
-        processes, service = _needs(item, starters)
-        if processes:
-            first.add(item.nodeid)
+        processes, service, running = _needs(item, starters, runs)
+        order[item.nodeid] = (
+            0 if processes else 1 if running else 2 if _needs(item, starters, cli)[2] else 3
+        )
         if processes or service:
             item.add_marker(pytest.mark.integration)
             if item.get_closest_marker("timeout") is None:
                 item.add_marker(pytest.mark.timeout(INTEGRATION_TIMEOUT))
         else:
             item.add_marker(pytest.mark.unit)
-    items.sort(key=lambda item: item.nodeid not in first)
+    items.sort(key=lambda item: order[item.nodeid])
