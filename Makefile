@@ -25,7 +25,8 @@ test-unit:
 	.venv/bin/python -m pytest -q -m unit -n auto
 
 test-integration:
-	.venv/bin/python -m pytest -q -m integration -n 3
+	.venv/bin/python -m pytest -q -m "integration and not serial" -n 3
+	.venv/bin/python -m pytest -q -m "integration and serial"
 
 ci:
 	bash .ci/run

@@ -19,7 +19,7 @@ from flask_eval.simulator.testing import spawn_simulator
 from flask_eval.simulator.wire import success_body
 from tests.helpers import cli_env, flask_eval, status, workers
 
-pytestmark = [pytest.mark.redis, pytest.mark.slow]
+pytestmark = [pytest.mark.redis, pytest.mark.slow, pytest.mark.serial]
 
 
 def run_args(instances: Path, responses: list[str], judges_file: Path, name: str) -> list[str]:
