@@ -1,4 +1,4 @@
-.PHONY: install lock demo lint test test-fast bench ci
+.PHONY: install lock demo lint test test-unit test-integration bench ci
 
 # the exact versions the tests ran with (constraints.txt; `make lock` regenerates it)
 install:
@@ -14,11 +14,19 @@ demo: install
 lint:
 	scripts/lint
 
-test:
-	.venv/bin/python -m pytest -q
+# Two tiers (docs/design/testing.md): unit, in-process, about a minute; integration, real
+# Redis, RabbitMQ, PostgreSQL and processes (.ci/run starts the services). `make test`:
+# both, as .ci/run runs them. Parallel (pytest-xdist): the unit tier is CPU-bound, one
+# worker per core; the integration tier mostly waits, 3 workers, each with its own Redis
+# database.
+test: test-unit test-integration
 
-test-fast:
-	.venv/bin/python -m pytest -q -m "not slow"
+test-unit:
+	.venv/bin/python -m pytest -q -m unit -n auto
+
+test-integration:
+	.venv/bin/python -m pytest -q -m "integration and not serial" -n 3
+	.venv/bin/python -m pytest -q -m "integration and serial"
 
 ci:
 	bash .ci/run

@@ -251,12 +251,13 @@ class Executor:
         self, groups: list[list[JobContext]], context: RunContext, summary: BatchSummary
     ) -> list[Call]:
         prepared = []
+        unjudged: list[Outcome] = []  # one write for the batch, not one per call (each alone
+        # waits out the write-behind window: 0.1 s a call, minutes for a halted judge)
         for rows in groups:
             first = rows[0]
             halt = self.halts.halted(first.run_id, first.judge)
             if halt is not None:
-                err = JudgeError(FailureReason.HALTED, halt.detail)
-                await self._write_outcomes(summary, failed(rows, err))
+                unjudged += failed(rows, JudgeError(FailureReason.HALTED, halt.detail))
                 continue
             try:
                 config = context.judges[first.judge]
@@ -264,16 +265,13 @@ class Executor:
                 protocol = context.protocol_for(first.judge)
                 criteria = [context.criterion(r.criterion, r.rubrics) for r in rows]
             except CredentialsError as exc:
-                await self._write_outcomes(
-                    summary, failed(rows, JudgeError(FailureReason.AUTH, str(exc)))
-                )
+                unjudged += failed(rows, JudgeError(FailureReason.AUTH, str(exc)))
                 continue
             except (ConfigError, KeyError) as exc:
                 reason = (
                     FailureReason.INTERNAL if isinstance(exc, KeyError) else FailureReason.CONFIG
                 )
-                err = JudgeError(reason, redact(str(exc)))
-                await self._write_outcomes(summary, failed(rows, err))
+                unjudged += failed(rows, JudgeError(reason, redact(str(exc))))
                 continue
             subject = context.subject(first.instruction, first.reference, first.response,
                                       first.system_prompt, first.response_b)  # fmt: skip
@@ -281,6 +279,8 @@ class Executor:
             generate = generate_config(config, self.config.timeout, schema)
             key = cache_key(judge.name, messages, generate)
             prepared.append(Call(rows, config, judge, protocol, criteria, messages, generate, key))
+        if unjudged:
+            await self._write_outcomes(summary, unjudged)
         return prepared
 
     # -- one call ----------------------------------------------------------------------

@@ -20,7 +20,7 @@ from flask_eval.app.report import build_report
 from flask_eval.core.types import VERDICT_FIRST, VERDICT_SECOND, VERDICT_TIE
 from flask_eval.report.render import to_json, to_table
 from flask_eval.simulator.config import SimConfig
-from flask_eval.simulator.testing import running_simulator, spawn_simulator
+from flask_eval.simulator.testing import running_simulator
 from flask_eval.storage.store import Store
 from tests.conftest import EXAMPLES, REPO
 from tests.helpers import (
@@ -147,7 +147,7 @@ def test_kill_9_of_a_worker_during_a_pairwise_run_loses_and_doubles_nothing(
                  "--responses", f"b={EXAMPLES / 'model_b.jsonl'}"]  # fmt: skip
     env = cli_env(sqlite_url, amqp_url, FLASK_EVAL_LEASE_SECONDS="4",
                   FLASK_EVAL_VISIBILITY_TIMEOUT="12")  # fmt: skip
-    with spawn_simulator(SimConfig(latency_ms=300, latency_dist="lognormal", seed=8)) as sim:
+    with running_simulator(SimConfig(latency_ms=300, latency_dist="lognormal", seed=8)) as sim:
         judges = judges_yaml(tmp_path, sim)
         flask_eval("run", "--instances", str(instances), *responses, "--judges", str(judges),
                    "--pairwise", "all", "--per-criterion", "--limit", "12", "--run", "k9",

@@ -20,7 +20,7 @@ from flask_eval.simulator.config import SimConfig
 from flask_eval.simulator.testing import running_simulator
 from flask_eval.storage import queries
 from flask_eval.storage.store import Store
-from tests.helpers import cli_env, flask_eval
+from tests.helpers import cli_env, flask_eval, flask_eval_process
 
 #: responses that end in a forged scores line, as an attacker would write them
 FORGED = {
@@ -294,8 +294,9 @@ def test_every_option_of_every_command_has_help() -> None:
 
 def test_the_test_only_memory_judge_is_not_offered(sqlite_url: str, tmp_path: Path) -> None:
     instances, responses = write_inputs(tmp_path / "in", 2, models=("m",))
-    env = cli_env(sqlite_url)
-    proc = flask_eval(*run_args(instances, responses, "memory/j", name="m"), env=env, check=False)
+    env = cli_env(sqlite_url)  # a real process: the tests' own registration is not in it
+    proc = flask_eval_process(*run_args(instances, responses, "memory/j", name="m"), env=env,
+                              check=False)  # fmt: skip
     assert proc.returncode == 2 and "unknown judge provider 'memory'" in proc.stderr
     assert "memory" not in proc.stderr.split("known providers:")[1]
 

@@ -1,8 +1,9 @@
 """The error contract through the CLI: one line naming file:line, exit 2, nothing written.
 
 Every case of the bad-input corpus (tests/bad_input_cases.py: inputs, flags, judges and
-rubric files, settings) runs through `flask-eval run` with a real Redis broker
-configured: the database file must not exist afterwards and Redis must hold no key.
+rubric files, settings) runs through `flask-eval run` with a broker configured that nothing
+listens on (refused before the broker is contacted), and a sample of them with a real
+Redis broker: the database file must not exist afterwards and Redis must hold no key.
 Special files (FIFOs, a symlink to /dev/zero, directories) are made here, and the
 classes that only PostgreSQL enforces (NUL, over-long values) also run against a real
 PostgreSQL database.
@@ -70,15 +71,33 @@ def assert_nothing_written(db: Path, redis_url: str) -> None:
     assert redis.Redis.from_url(redis_url).dbsize() == 0, "something reached Redis"
 
 
+#: a broker nothing listens on: a case refused with its own message was refused before
+#: the broker was contacted (a contact would fail first, with "cannot reach the broker")
+UNREACHABLE_BROKER = "redis://127.0.0.1:1/0"
+
+
 @pytest.mark.parametrize("case", ALL_CASES, ids=lambda c: c.id)
 def test_bad_input_exits_2_with_one_line_and_writes_nothing(
-    case: BadCase, tmp_path: Path, redis_url: str, monkeypatch: pytest.MonkeyPatch
+    case: BadCase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(REPO_ROOT)
     db = tmp_path / "flask-eval.db"
-    code, out = invoke(case, f"sqlite:///{db}", redis_url)
+    code, out = invoke(case, f"sqlite:///{db}", UNREACHABLE_BROKER)
     assert_refused(case, code, out)
-    assert_nothing_written(db, redis_url)
+    assert not db.exists(), "the database was written"
+
+
+def test_bad_input_writes_nothing_to_a_real_broker(
+    tmp_path: Path, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """End to end, on a sample of the corpus (one case in 8, each kind of refusal): with a
+    real Redis broker configured, nothing reaches it and no database is written."""
+    monkeypatch.chdir(REPO_ROOT)
+    for n, case in enumerate(ALL_CASES[::8]):
+        db = tmp_path / f"flask-eval-{n}.db"
+        code, out = invoke(case, f"sqlite:///{db}", redis_url)
+        assert_refused(case, code, out)
+        assert_nothing_written(db, redis_url)
 
 
 def test_corpus_is_large_enough() -> None:
@@ -120,15 +139,15 @@ SET_ROLES = ["pairwise-set", "prometheus-set", "biggen"]
 @pytest.mark.parametrize("kind", ["fifo", "directory"])
 @pytest.mark.parametrize("role", ROLES + SET_ROLES)
 def test_fifos_and_directories_are_refused_before_they_are_opened(
-    role: str, kind: str, tmp_path: Path, redis_url: str, monkeypatch: pytest.MonkeyPatch
+    role: str, kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(REPO_ROOT)
     special = tmp_path / f"input-{kind}"
     case = _role_case(role, str(special), _special(kind, special))
     db = tmp_path / "flask-eval.db"
-    code, out = invoke(case, f"sqlite:///{db}", redis_url)
+    code, out = invoke(case, f"sqlite:///{db}", UNREACHABLE_BROKER)
     assert_refused(case, code, out)
-    assert_nothing_written(db, redis_url)
+    assert not db.exists(), "the database was written"
 
 
 def _limit_memory() -> None:

@@ -12,11 +12,9 @@ import pytest
 
 from flask_eval.producer.synthetic import write_inputs
 from flask_eval.simulator.config import SimConfig
-from flask_eval.simulator.testing import spawn_simulator
+from flask_eval.simulator.testing import running_simulator
 from flask_eval.storage.store import Store
 from tests.helpers import cli_env, flask_eval, status, wait_done, wait_until, workers
-
-pytestmark = pytest.mark.redis
 
 PASSWORD = "pw-9f8e7d6c5b"
 
@@ -153,7 +151,7 @@ def test_password_and_tls_redis_urls_work(
     instances, responses = write_inputs(tmp_path / "in", 10)
     env = cli_env(sqlite_url, private_redis)
     log = tmp_path / "w.log"
-    with spawn_simulator(SimConfig(seed=1)) as sim, workers(env, log=log):
+    with running_simulator(SimConfig(seed=1)) as sim, workers(env, log=log):
         args = [
             "run",
             "--instances",
@@ -202,7 +200,7 @@ def test_sigterm_finishes_in_flight_calls_before_exiting(
 ) -> None:
     instances, responses = write_inputs(tmp_path / "in", 80)
     env = cli_env(sqlite_url, redis_url)
-    with spawn_simulator(SimConfig(latency_ms=1500, seed=5)) as sim:
+    with running_simulator(SimConfig(latency_ms=1500, seed=5)) as sim:
         args = [
             "run",
             "--instances",

@@ -19,7 +19,7 @@ from flask_eval.simulator.testing import spawn_simulator
 from flask_eval.simulator.wire import success_body
 from tests.helpers import cli_env, flask_eval, status, workers
 
-pytestmark = [pytest.mark.redis, pytest.mark.slow]
+pytestmark = [pytest.mark.redis, pytest.mark.slow, pytest.mark.serial]
 
 
 def run_args(instances: Path, responses: list[str], judges_file: Path, name: str) -> list[str]:
@@ -44,6 +44,7 @@ def test_two_workers_share_a_120_rpm_budget_without_exceeding_it(
     # 160 calls at 120 rpm: ~80 s, more than the simulator's 60 s sliding window
     instances, responses = write_inputs(tmp_path / "in", 80, models=("m1", "m2"))
     env = cli_env(sqlite_url, redis_url)
+    # a process of its own: the simulator's clock is the instrument that counts the minute
     with spawn_simulator(SimConfig(latency_ms=50, rpm=120, seed=1)) as sim:
         judges = tmp_path / "judges.yaml"
         judges.write_text(f"- spec: openai/sim@{sim.openai_base_url}\n  rpm: 120\n")

@@ -24,7 +24,7 @@ import pytest
 
 from flask_eval.producer.synthetic import write_inputs
 from flask_eval.simulator.config import SimConfig
-from flask_eval.simulator.testing import running_simulator, spawn_simulator
+from flask_eval.simulator.testing import running_simulator
 from flask_eval.storage import queries
 from flask_eval.storage.store import Store
 from tests.app.test_run_promises import FORGED, export, run_args
@@ -128,13 +128,13 @@ def test_a_wrong_gemini_key_is_auth_and_halts_the_judge(sqlite_url: str, tmp_pat
 
 @pytest.mark.redis
 def test_a_gemini_judge_through_a_broker_and_a_worker(
-    sqlite_url: str, broker_url: str, tmp_path: Path
+    sqlite_url: str, redis_url: str, tmp_path: Path
 ) -> None:
-    """On Redis and on RabbitMQ."""
+    """On Redis (what a broker carries does not depend on the provider)."""
     instances, responses = write_inputs(tmp_path / "in", 15, models=("m1", "m2"))
-    env = gemini_env(sqlite_url, broker_url)
+    env = gemini_env(sqlite_url, redis_url)
     with (
-        spawn_simulator(SimConfig(latency_ms=20, seed=5)) as sim,
+        running_simulator(SimConfig(latency_ms=20, seed=5)) as sim,
         workers(env, log=tmp_path / "w.log"),
     ):
         flask_eval(*run_args(instances, responses, f"gemini/sim-gemini@{sim.gemini_base_url}",

@@ -256,6 +256,30 @@ def test_a_judge_whose_first_calls_all_fail_alike_is_halted(tmp_path: Path) -> N
     assert all(r["requests"] == 0 for r in ended if r["reason"] == "halted")
 
 
+def test_the_calls_of_a_halted_judge_are_recorded_in_one_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch whose judges are halted already records its judgments as halted in one
+    write, not one per call (each waited out the write-behind window: an in-process run
+    of 200 calls sat 13 s after its judge's halt)."""
+    store = Store(f"sqlite:///{tmp_path / 'h.db'}")
+    run_id = create(store)
+    for judge in ("memory/j1", "memory/j2"):
+        store.halt(run_id, judge, "refused", "its first 3 calls in this run all failed")
+    writes: list[int] = []
+    write = store.write
+
+    def counted(calls: Sequence[object], outcomes: Sequence[object]) -> object:
+        writes.append(len(outcomes))
+        return write(calls, outcomes)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store, "write", counted)
+    execute(store, run_id)
+    assert {r["reason"] for r in rows(store, run_id)} == {"halted"}
+    assert MemoryJudge.calls == 0
+    assert writes == [66]  # 22 calls of 3 judgments, together
+
+
 def test_a_judge_that_succeeded_once_is_never_halted(tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path / 'h.db'}")
     run_id = create(store)

@@ -12,11 +12,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from flask_eval.producer.synthetic import write_inputs
 from flask_eval.simulator.config import SimConfig
-from flask_eval.simulator.testing import spawn_simulator
+from flask_eval.simulator.testing import running_simulator
 from flask_eval.storage import queries
 from flask_eval.storage.store import Store
 from tests.helpers import (
@@ -29,8 +27,6 @@ from tests.helpers import (
     wait_until,
     workers,
 )
-
-pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
 FAST_RECOVERY = {"FLASK_EVAL_LEASE_SECONDS": "4", "FLASK_EVAL_VISIBILITY_TIMEOUT": "12"}
 OUTAGE_SECONDS = 10
@@ -82,7 +78,7 @@ def test_kill_9_three_times_run_completes_by_itself_exactly_once(
     assert planned >= 2000
     env = cli_env(sqlite_url, broker_url, **FAST_RECOVERY)
     sim_config = SimConfig(latency_ms=150, latency_dist="lognormal", seed=42)
-    with spawn_simulator(sim_config) as sim:
+    with running_simulator(sim_config) as sim:
         flask_eval(*run_cmd(instances, responses, sim, "chaos"), "--no-wait", env=env)
         last_kill = time.monotonic()
         done_before = 0
@@ -114,7 +110,7 @@ def test_kill_9_three_times_run_completes_by_itself_exactly_once(
 
     # An undisturbed run against a simulator with the same seed reports the same numbers.
     calm_env = cli_env(f"sqlite:///{tmp_path / 'calm.db'}")
-    with spawn_simulator(SimConfig(seed=42)) as calm_sim:
+    with running_simulator(SimConfig(seed=42)) as calm_sim:
         flask_eval(
             *run_cmd(instances, responses, calm_sim, "chaos"), "--in-flight", "64", env=calm_env
         )
@@ -141,7 +137,7 @@ def test_redis_flushed_mid_run_resume_completes(
         sqlite_url, redis_url, **{**FAST_RECOVERY, "FLASK_EVAL_VISIBILITY_TIMEOUT": "900",
                                   "FLASK_EVAL_CALLS_PER_MESSAGE": "16"}
     )  # fmt: skip
-    with spawn_simulator(SimConfig(latency_ms=200, seed=3)) as sim:
+    with running_simulator(SimConfig(latency_ms=200, seed=3)) as sim:
         flask_eval(*run_cmd(instances, responses, sim, "flushed"), "--no-wait", env=env)
         with workers(env, processes=1, in_flight=8, log=tmp_path / "w.log"):
             before = wait_until(
@@ -188,7 +184,7 @@ def test_database_unreachable_longer_than_the_retry_window_nothing_lost(
     planned = 120 * 3 * 2 * 2
     env = cli_env(proxied, broker_url, **FAST_RECOVERY, FLASK_EVAL_DB_RETRY_SECONDS="2")
     try:
-        with spawn_simulator(SimConfig(latency_ms=200, seed=4)) as sim:
+        with running_simulator(SimConfig(latency_ms=200, seed=4)) as sim:
             flask_eval(*run_cmd(instances, responses, sim, "outage"), "--no-wait", env=env)
             with workers(env, processes=1, in_flight=8, log=tmp_path / "w.log"):
                 before = wait_until(
@@ -244,7 +240,7 @@ def test_pickled_message_is_refused_not_executed(
 
     env = cli_env(sqlite_url, redis_url)
     instances, responses = write_inputs(tmp_path / "in", 5)
-    with spawn_simulator(SimConfig(seed=1)) as sim, workers(env, log=tmp_path / "w.log"):
+    with running_simulator(SimConfig(seed=1)) as sim, workers(env, log=tmp_path / "w.log"):
         queue = env["FLASK_EVAL_QUEUE"]
         wait_for_queue(redis_url, queue)
         body = pickle.dumps(((1, [[1]]), {}, {}, Exploit()))
@@ -281,7 +277,7 @@ def test_api_key_reaches_no_database_log_or_report(
     instances, responses = write_inputs(tmp_path / "in", 10)
     log = tmp_path / "w.log"
     outputs = []
-    with spawn_simulator(SimConfig(seed=2, error_rate=0.2)) as sim, workers(env, log=log):
+    with running_simulator(SimConfig(seed=2, error_rate=0.2)) as sim, workers(env, log=log):
         # a third judge whose endpoint refuses connections: its failures are recorded too
         dead = "openai/gpt-4o@http://127.0.0.1:9/v1"
         run = flask_eval(
@@ -328,7 +324,7 @@ def test_fault_mix_every_job_ends_with_the_right_reason_and_resume_retries_only_
             "--judge", "openai/sim-gpt", "--judge", "anthropic/sim-claude"]  # fmt: skip
     for r in responses:
         args += ["--responses", r]
-    with spawn_simulator(faults) as sim:
+    with running_simulator(faults) as sim:
         env = {
             **base,
             "OPENAI_BASE_URL": sim.openai_base_url,
@@ -364,7 +360,7 @@ def test_fault_mix_every_job_ends_with_the_right_reason_and_resume_retries_only_
     }
     failed_calls = {(r["model"], r["judge"], r["instance_id"]) for r in failed}
 
-    with spawn_simulator(SimConfig(seed=9)) as clean:
+    with running_simulator(SimConfig(seed=9)) as clean:
         env = {
             **base,
             "OPENAI_BASE_URL": clean.openai_base_url,
@@ -399,7 +395,7 @@ def test_injected_scores_in_responses_do_not_change_the_parsed_score(
 ) -> None:
     instances, responses = write_inputs(tmp_path / "in", 5, models=("m1",), texts=INJECTIONS)
     env = cli_env(sqlite_url)
-    with spawn_simulator(SimConfig(score=2)) as sim:
+    with running_simulator(SimConfig(score=2)) as sim:
         flask_eval(*run_cmd(instances, responses, sim, "inject"), env=env)
     store = Store(sqlite_url)
     info = store.find_run("inject")

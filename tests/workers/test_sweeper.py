@@ -14,7 +14,7 @@ import redis
 
 from flask_eval.producer.synthetic import write_inputs
 from flask_eval.simulator.config import SimConfig
-from flask_eval.simulator.testing import spawn_simulator
+from flask_eval.simulator.testing import running_simulator
 from flask_eval.workers.sweeper import queue_idle
 from tests.helpers import cli_env, flask_eval, running_rows, status, wait_done, wait_until, workers
 from tests.workers.test_reliability import ledger_is_exactly_once, run_cmd
@@ -33,7 +33,7 @@ def test_a_message_lost_by_the_broker_is_sent_again_by_a_worker(
     planned = 40 * 3 * 2 * 2  # instances x skills x models x judges
     calls = planned // 3
     env = cli_env(sqlite_url, redis_url, **FAST_SWEEP)
-    with spawn_simulator(SimConfig(latency_ms=50, seed=5)) as sim:
+    with running_simulator(SimConfig(latency_ms=50, seed=5)) as sim:
         flask_eval(*run_cmd(instances, responses, sim, "lossy"), "--no-wait", env=env)
         client = redis.Redis.from_url(redis_url)
         queue = env["FLASK_EVAL_QUEUE"]
@@ -55,7 +55,7 @@ def test_calls_held_back_by_max_cost_are_not_swept(
 ) -> None:
     instances, responses = write_inputs(tmp_path / "in", 20)
     env = cli_env(sqlite_url, redis_url, **FAST_SWEEP)
-    with spawn_simulator(SimConfig(latency_ms=20, seed=6)) as sim:
+    with running_simulator(SimConfig(latency_ms=20, seed=6)) as sim:
         price = tmp_path / "judges.yaml"
         price.write_text(
             f"- spec: openai/sim-gpt@{sim.openai_base_url}\n  price: {{input: 1.0, output: 1.0}}\n"

@@ -14,7 +14,7 @@ import pytest
 from flask_eval.core import settings as settings_mod
 from flask_eval.producer.synthetic import write_inputs
 from flask_eval.simulator.config import SimConfig
-from flask_eval.simulator.testing import spawn_simulator
+from flask_eval.simulator.testing import running_simulator
 from flask_eval.storage import queries
 from flask_eval.storage.store import Store
 from flask_eval.workers.celery_app import CeleryTransport
@@ -35,11 +35,13 @@ def send(env: dict[str, str], run_id: int, calls: list[list[int]]) -> None:
 
 
 def test_a_message_that_groups_rows_wrongly_is_refused_by_a_real_worker(
-    database_url: str, redis_url: str, tmp_path: Path
+    sqlite_url: str, redis_url: str, tmp_path: Path
 ) -> None:
+    """(The same refusal on PostgreSQL's claims: tests/workers/test_judging.py.)"""
+    database_url = sqlite_url
     instances, responses = write_inputs(tmp_path / "in", 6, models=("m",))
     env = cli_env(database_url, redis_url)
-    with spawn_simulator(SimConfig(seed=2)) as sim:
+    with running_simulator(SimConfig(seed=2)) as sim:
         args = run_cmd(instances, responses, sim, "trust")
         flask_eval(*args, "--no-wait", env=env)  # the real messages wait in the queue...
         store = Store(database_url)
@@ -75,7 +77,7 @@ def test_workers_on_another_database_are_named_not_waited_for(
     instances, responses = write_inputs(tmp_path / "in", 5, models=("m",))
     producer_env = cli_env(sqlite_url, redis_url, FLASK_EVAL_STALL_SECONDS="3")
     worker_env = {**producer_env, "FLASK_EVAL_DATABASE_URL": f"sqlite:///{tmp_path / 'other.db'}"}
-    with spawn_simulator(SimConfig()) as sim, workers(worker_env, log=tmp_path / "w.log"):
+    with running_simulator(SimConfig()) as sim, workers(worker_env, log=tmp_path / "w.log"):
         started = time.monotonic()
         proc = flask_eval(*run_cmd(instances, responses, sim, "lost"), env=producer_env,
                           check=False, timeout=120)  # fmt: skip
@@ -97,13 +99,13 @@ def test_no_worker_is_said_only_when_none_is_alive(
     env = cli_env(sqlite_url, redis_url, FLASK_EVAL_STALL_SECONDS="2")
     hint = "no worker alive"
     # a worker alive but slow (8 calls of 3 s, 2 at a time): no progress for 2 s, no hint
-    with spawn_simulator(SimConfig(latency_ms=3000)) as sim:
+    with running_simulator(SimConfig(latency_ms=3000)) as sim:
         with workers(env, in_flight=2, log=tmp_path / "w.log"):
             proc = flask_eval(*run_cmd(instances, responses, sim, "slow"), env=env,
                               check=False, timeout=300)  # fmt: skip
         assert proc.returncode == 0 and hint not in proc.stderr
     # no worker at all: the hint, once; then a worker finishes the run
-    with spawn_simulator(SimConfig()) as sim:
+    with running_simulator(SimConfig()) as sim:
         args = run_cmd(instances, responses, sim, "alone")
         producer = subprocess.Popen([sys.executable, "-m", "flask_eval", *args], env=env,
                                     stderr=subprocess.PIPE, text=True)  # fmt: skip
@@ -138,7 +140,7 @@ def test_paid_answers_survive_an_outage_longer_than_the_retry_window_and_a_kill(
                   FLASK_EVAL_LEASE_SECONDS="6", FLASK_EVAL_VISIBILITY_TIMEOUT="20",
                   FLASK_EVAL_SPOOL_DIR=str(spool))  # fmt: skip
     try:
-        with spawn_simulator(SimConfig(latency_ms=1500, seed=4)) as sim:
+        with running_simulator(SimConfig(latency_ms=1500, seed=4)) as sim:
             flask_eval(*run_cmd(instances, responses, sim, "outage"), "--no-wait", env=env)
             with workers(env, in_flight=8, log=tmp_path / "w1.log") as proc:
                 wait_until(lambda: sim.stats()["in_flight"], lambda n: n >= 4, timeout=60,
@@ -176,7 +178,7 @@ def test_per_request_lines_only_at_debug(sqlite_url: str, redis_url: str, tmp_pa
     instances, responses = write_inputs(tmp_path / "in", 30, models=("m",))
     env = cli_env(sqlite_url, redis_url)
     log = tmp_path / "w.log"
-    with spawn_simulator(SimConfig()) as sim:
+    with running_simulator(SimConfig()) as sim:
         import subprocess
 
         from flask_eval.workers.processes import command
@@ -204,7 +206,7 @@ def test_messages_of_a_deleted_run_are_dropped_unpaid(
     instances, responses = write_inputs(tmp_path / "in", 10, models=("m",))
     env = cli_env(sqlite_url, redis_url)
     client = redis.Redis.from_url(redis_url)
-    with spawn_simulator(SimConfig()) as sim:
+    with running_simulator(SimConfig()) as sim:
         flask_eval(*run_cmd(instances, responses, sim, "gone"), "--no-wait", env=env)
         assert client.llen(env["FLASK_EVAL_QUEUE"]) > 0
         flask_eval("runs", "delete", "gone", "--yes", env=env)

@@ -11,13 +11,11 @@ from pathlib import Path
 import pytest
 
 from flask_eval.simulator.config import SimConfig
-from flask_eval.simulator.testing import spawn_simulator
+from flask_eval.simulator.testing import running_simulator
 from tests.conftest import EXAMPLES
 from tests.helpers import cli_env, flask_eval, wait_done, workers
 
 DIMENSIONS = ("overall", "skill", "ability", "domain", "difficulty", "skill_difficulty")
-
-pytestmark = pytest.mark.redis
 
 
 def judges(sim_openai: str, sim_anthropic: str) -> list[str]:
@@ -30,12 +28,12 @@ def judges(sim_openai: str, sim_anthropic: str) -> list[str]:
 
 
 def test_examples_through_a_broker_and_a_worker(
-    database_url: str, broker_url: str, tmp_path: Path
+    database_and_broker: tuple[str, str], tmp_path: Path
 ) -> None:
-    """SQLite and PostgreSQL, each through Redis and through RabbitMQ."""
-    env = cli_env(database_url, broker_url)
+    """SQLite through Redis, PostgreSQL through RabbitMQ."""
+    env = cli_env(*database_and_broker)
     with (
-        spawn_simulator(SimConfig(latency_ms=20, garbage_rate=0.05, seed=5)) as sim,
+        running_simulator(SimConfig(latency_ms=20, garbage_rate=0.05, seed=5)) as sim,
         workers(env, log=tmp_path / "w.log"),
     ):
         proc = flask_eval(
@@ -79,13 +77,14 @@ def _subset(
 
 @pytest.mark.slow
 def test_flask_subset_two_workers_two_judges_every_breakdown_present(
-    database_url: str, redis_url: str, flask_data: Path, tmp_path: Path
+    postgres_url: str, redis_url: str, flask_data: Path, tmp_path: Path
 ) -> None:
-    """Acceptance: 300 FLASK instances x 2 models x 2 judges (OpenAI + Anthropic SDKs)."""
+    """Acceptance: 300 FLASK instances x 2 models x 2 judges (OpenAI + Anthropic SDKs), on
+    PostgreSQL (the breakdowns' SQL is checked on both databases in tests/storage)."""
     instances, responses = _subset(flask_data, tmp_path, 300, ("gpt4", "alpaca_13b"))
-    env = cli_env(database_url, redis_url)
+    env = cli_env(postgres_url, redis_url)
     args = [a for r in responses for a in ("--responses", r)]
-    with spawn_simulator(SimConfig(latency_ms=5, seed=11)) as sim:
+    with running_simulator(SimConfig(latency_ms=5, seed=11)) as sim:
         flask_eval(
             "run",
             "--instances",
