@@ -19,7 +19,8 @@ lint:
 # both, as .ci/run runs them. Parallel (pytest-xdist): the unit tier is CPU-bound, one
 # worker per core; the integration tier mostly waits, 3 workers, each with its own Redis
 # database.
-test: test-unit test-integration
+test:
+	scripts/test
 
 test-unit:
 	.venv/bin/python -m pytest -q -m unit -n auto

@@ -21,6 +21,9 @@ variable                           default     accepted
 ``FLASK_EVAL_DB_RETRY_SECONDS``    300         seconds, 0 .. 86,400
 ``FLASK_EVAL_HALT_AFTER``          5           a whole number of calls, 0 .. 1,000,000
                                                (0: never halt a failing judge)
+``FLASK_EVAL_ADAPTIVE``            1           1: a judge's calls in flight fall on timeouts
+                                               and 429s and climb back (workers/adaptive.py);
+                                               0: always its max_in_flight
 ``FLASK_EVAL_SPOOL_DIR``           ~/.cache/   a directory for paid answers while the
                                    flask-eval/ database is away
                                    spool
@@ -73,6 +76,8 @@ class Settings:
     db_retry_seconds: float = 300.0
     #: a judge whose first calls in a run all fail alike is halted after this many (0: never)
     halt_after: int = 5
+    #: adapt each judge's calls in flight to its timeouts and 429s (workers/adaptive.py)
+    adaptive: bool = True
     #: where workers keep paid answers on disk while the database is away
     spool_dir: Path = field(default_factory=lambda: default_spool_dir())
     #: seconds without progress before `run` checks whether workers are alive
@@ -100,6 +105,16 @@ def _whole(name: str, default: int, low: int, high: int, unit: str) -> int:
     if not low <= value <= high:
         raise ConfigError(f"{name}={value} is out of range; {rule}")
     return value
+
+
+def _switch(name: str, default: bool) -> bool:
+    """A setting that is on (``1``) or off (``0``)."""
+    raw = _raw(name)
+    if raw is None:
+        return default
+    if raw not in ("0", "1"):
+        raise ConfigError(f"{name}={clip(raw)} is neither 1 (on) nor 0 (off)")
+    return raw == "1"
 
 
 def _seconds(name: str, default: float, low: float, high: float) -> float:
@@ -198,6 +213,7 @@ def load() -> Settings:
         max_attempts=_whole("FLASK_EVAL_MAX_ATTEMPTS", 6, 1, 100, "attempts"),
         db_retry_seconds=_seconds("FLASK_EVAL_DB_RETRY_SECONDS", 300.0, 0.0, 86_400.0),
         halt_after=_whole("FLASK_EVAL_HALT_AFTER", 5, 0, 1_000_000, "calls"),
+        adaptive=_switch("FLASK_EVAL_ADAPTIVE", True),
         spool_dir=Path(_raw("FLASK_EVAL_SPOOL_DIR") or default_spool_dir()),
         stall_seconds=_seconds("FLASK_EVAL_STALL_SECONDS", 15.0, 0.5, 3_600.0),
         limiter_url=_limiter_url(_raw("FLASK_EVAL_LIMITER_URL")),

@@ -86,6 +86,7 @@ def executor_config(settings: Settings, in_flight: int) -> ExecutorConfig:
         timeout=settings.judge_timeout,
         max_attempts=settings.max_attempts,
         halt_after=settings.halt_after,
+        adaptive=settings.adaptive,
         spool_dir=settings.spool_dir,
     )
 

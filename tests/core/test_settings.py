@@ -48,6 +48,8 @@ def test_empty_variables_mean_the_default(monkeypatch: pytest.MonkeyPatch) -> No
         ("FLASK_EVAL_DB_RETRY_SECONDS", "0", "db_retry_seconds", 0.0),
         ("FLASK_EVAL_DB_RETRY_SECONDS", "2.5", "db_retry_seconds", 2.5),
         ("FLASK_EVAL_QUEUE", "test-abc.1:x", "queue", "test-abc.1:x"),
+        ("FLASK_EVAL_ADAPTIVE", "0", "adaptive", False),
+        ("FLASK_EVAL_ADAPTIVE", "1", "adaptive", True),
     ],
 )
 def test_values_in_range_are_taken(
@@ -82,6 +84,8 @@ def test_values_in_range_are_taken(
         ("FLASK_EVAL_DB_RETRY_SECONDS", "NaN", "is not a finite number"),
         ("FLASK_EVAL_QUEUE", "a b", "is not a queue name"),
         ("FLASK_EVAL_QUEUE", "q" * 201, "is not a queue name"),
+        ("FLASK_EVAL_ADAPTIVE", "yes", "is neither 1 (on) nor 0 (off)"),
+        ("FLASK_EVAL_ADAPTIVE", "2", "is neither 1 (on) nor 0 (off)"),
     ],
 )
 def test_values_out_of_range_name_the_variable(

@@ -221,3 +221,16 @@ def test_429s_cut_a_judge_s_limit_in_the_sender(
     assert {r["status"] for r in rows(store, run_id)} == {"done"}
     cuts = [h for limit in limits for h in limit.history if h[3] == "rate_limited"]
     assert cuts and all(new < old for _, old, new, _ in cuts)
+
+
+def test_flask_eval_adaptive_0_turns_the_adaptation_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    from flask_eval.core import settings
+    from flask_eval.workers.runner import executor_config
+
+    assert executor_config(settings.load(), 8).adaptive is True
+    monkeypatch.setenv("FLASK_EVAL_ADAPTIVE", "0")
+    config = executor_config(settings.load(), 8)
+    assert config.adaptive is False
+    limit = InFlightLimit("j", 8, 8, config.adaptive)
+    limit.overloaded(limit.mark(), "rate_limited")
+    assert limit.limit == 8
