@@ -21,6 +21,8 @@ class SimConfig:
 
     - ``latency_ms``: fixed latency, or the median of a lognormal (sigma 0.5) when
       ``latency_dist == "lognormal"``.
+    - ``rate_limit_wait``: the wait a random 429 (``rate_limit_rate``) asks for, in
+      seconds (``Retry-After`` rounds it up to whole seconds, ``retry-after-ms`` does not).
     - ``rpm`` / ``tpm``: sliding 60 s window limits (requests, estimated prompt tokens);
       requests over the limit get a 429 with ``Retry-After``.
     - ``score``: when set (1..5), every requested skill gets that score.
@@ -59,6 +61,7 @@ class SimConfig:
     error_rate: float = 0
     garbage_rate: float = 0
     rate_limit_rate: float = 0
+    rate_limit_wait: float = 1.0
     timeout_rate: float = 0
     rpm: int | None = None
     tpm: int | None = None
@@ -93,6 +96,8 @@ class SimConfig:
             raise ValueError(
                 f"malformed must be one of {MALFORMED} or None, got {self.malformed!r}"
             )
+        if not 0 < self.rate_limit_wait <= 3600:
+            raise ValueError(f"rate_limit_wait must be in (0, 3600], got {self.rate_limit_wait}")
         if self.slots is not None and self.slots < 1:
             raise ValueError(f"slots must be >= 1 or None, got {self.slots}")
         if not 0 <= self.sigma <= 5:

@@ -190,7 +190,9 @@ class Simulator:
         # order, the run is reproducible regardless of latency interleavings.
         rng = self.rng
         if cfg.rate_limit_rate > 0 and rng.random() < cfg.rate_limit_rate:
-            return self._rate_limited(dialect, 1.0, "Rate limit reached (simulated)")
+            return self._rate_limited(
+                dialect, cfg.rate_limit_wait, "Rate limit reached (simulated)"
+            )
         if cfg.error_rate > 0 and rng.random() < cfg.error_rate:
             overloaded = rng.random() < 0.5
             if dialect == "anthropic":

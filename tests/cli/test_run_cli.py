@@ -215,8 +215,12 @@ def test_readme_criteria_example_loads_with_commas_in_its_descriptions(tmp_path:
 def test_the_start_of_a_run_says_what_it_waits_for(
     tmp_path: Path, memory_judge: type[MemoryJudge]
 ) -> None:
-    def slow(messages: Sequence[dict[str, str]]) -> str:
-        time.sleep(0.05)
+    answered: list[int] = []
+
+    def slow(messages: Sequence[dict[str, str]]) -> str:  # the first answers come late
+        if len(answered) < 2:
+            time.sleep(0.5)
+        answered.append(1)
         return default_answer(messages)
 
     memory_judge.script = staticmethod(slow)  # type: ignore[assignment]

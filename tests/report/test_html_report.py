@@ -151,6 +151,9 @@ def test_every_report_format_says_how_each_judge_was_sampled(
          "temperature": "provider default"},
     ]  # fmt: skip
     out = tmp_path / "html"
+    # the page's text is under test here; its figures are the previous test's (drawing
+    # them would take most of this test's time)
+    monkeypatch.setattr("flask_eval.report.html.all_plots", lambda report, progress: [])
     _report(["stats", "--format", "html", "--out", str(out), "--bootstrap", "50"])
     page = (out / "report.html").read_text(encoding="utf-8")
     assert "<b>anthropic/b</b>: anthropic/b, max_tokens 2048, temperature provider default" in page

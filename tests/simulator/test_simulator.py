@@ -634,3 +634,13 @@ def test_start_up_prints_the_gemini_base_url_fourth() -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_a_random_429_asks_for_the_configured_wait() -> None:
+    config = SimConfig(rate_limit_rate=1, rate_limit_wait=0.25)
+    with running_simulator(config) as sim, pytest.raises(openai.RateLimitError) as oe:
+        openai_text(sim, judge_prompt("a"))
+    headers = oe.value.response.headers
+    assert (headers["retry-after"], headers["retry-after-ms"]) == ("1", "250")
+    with pytest.raises(ValueError, match="rate_limit_wait"):
+        SimConfig(rate_limit_wait=0)

@@ -317,7 +317,12 @@ def test_fault_mix_every_job_ends_with_the_right_reason_and_resume_retries_only_
     instances, responses = write_inputs(tmp_path / "in", 60)
     planned = 60 * 3 * 2 * 2
     faults = SimConfig(
-        rate_limit_rate=0.2, error_rate=0.1, timeout_rate=0.05, garbage_rate=0.1, seed=9
+        rate_limit_rate=0.2,
+        error_rate=0.1,
+        timeout_rate=0.05,
+        garbage_rate=0.1,
+        seed=9,
+        rate_limit_wait=0.1,  # each 429 pauses the judge for everyone: keep the pauses short
     )
     # the failures' reasons, not the throughput, are under test: 20% of requests answered
     # 429 at random would keep the judges' adaptive in-flight limits near 1 (and the run
@@ -331,6 +336,7 @@ def test_fault_mix_every_job_ends_with_the_right_reason_and_resume_retries_only_
     with running_simulator(faults) as sim:
         env = {
             **base,
+            "FLASK_EVAL_JUDGE_TIMEOUT": "0.5",  # the simulator's timeouts hang till then
             "OPENAI_BASE_URL": sim.openai_base_url,
             "ANTHROPIC_BASE_URL": sim.anthropic_base_url,
         }
