@@ -16,14 +16,14 @@ lint:
 
 # Two tiers (docs/design/testing.md): unit, in-process, about a minute; integration, real
 # Redis, RabbitMQ, PostgreSQL and processes (.ci/run starts the services). `make test`:
-# both, as .ci/run runs them. Parallel (pytest-xdist): the unit tier is CPU-bound, one
-# worker per core; the integration tier mostly waits, 3 workers, each with its own Redis
-# database.
+# both, as .ci/run runs them (scripts/test). Parallel (pytest-xdist), 3 workers on 2 cores:
+# a third of the unit tier's time and most of the integration tier's is waiting; each
+# worker has its own Redis database.
 test:
 	scripts/test
 
 test-unit:
-	.venv/bin/python -m pytest -q -m unit -n auto
+	.venv/bin/python -m pytest -q -m unit -n 3
 
 test-integration:
 	.venv/bin/python -m pytest -q -m "integration and not serial" -n 3

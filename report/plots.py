@@ -85,11 +85,14 @@ class Plot:
 
 def render(fig: Figure) -> tuple[bytes, bytes]:
     """(PNG, SVG) of ``fig``; the SVG is reproducible (no date, fixed element ids)."""
-    FigureCanvasAgg(fig)
+    canvas = FigureCanvasAgg(fig)
+    fig.set_dpi(DPI)
+    canvas.draw()  # lays the figure out once; both files are cut to the same tight box
+    bbox = fig.get_tightbbox(canvas.get_renderer()).padded(matplotlib.rcParams["savefig.pad_inches"])
     png, svg = io.BytesIO(), io.BytesIO()
-    fig.savefig(png, format="png", dpi=DPI, bbox_inches="tight")
+    fig.savefig(png, format="png", dpi=DPI, bbox_inches=bbox)
     with matplotlib.rc_context({"svg.hashsalt": "flask-eval"}):
-        fig.savefig(svg, format="svg", bbox_inches="tight", metadata={"Date": None})
+        fig.savefig(svg, format="svg", bbox_inches=bbox, metadata={"Date": None})
     return png.getvalue(), svg.getvalue()
 
 
