@@ -85,10 +85,10 @@ class Plot:
 
 def render(fig: Figure) -> tuple[bytes, bytes]:
     """(PNG, SVG) of ``fig``; the SVG is reproducible (no date, fixed element ids)."""
-    canvas = FigureCanvasAgg(fig)
+    FigureCanvasAgg(fig)
     fig.set_dpi(DPI)
-    canvas.draw()  # lays the figure out once; both files are cut to the same tight box
-    bbox = fig.get_tightbbox(canvas.get_renderer()).padded(matplotlib.rcParams["savefig.pad_inches"])
+    fig.draw_without_rendering()  # lays it out once: both files get the same tight box
+    bbox = fig.get_tightbbox().padded(matplotlib.rcParams["savefig.pad_inches"])
     png, svg = io.BytesIO(), io.BytesIO()
     fig.savefig(png, format="png", dpi=DPI, bbox_inches=bbox)
     with matplotlib.rc_context({"svg.hashsalt": "flask-eval"}):
