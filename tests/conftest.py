@@ -8,7 +8,9 @@ without saying so:
   (``redis_url``, ``amqp_url``, ``broker_url``, ``postgres_url``, the ``postgres`` case of
   ``database_url``), carries a ``redis``/``postgres``/``integration`` mark, or starts a
   process (it or a function or fixture of the tests it calls uses ``subprocess``,
-  ``multiprocessing``, ``flask_eval_process``, ``workers``, ``spawn_simulator``...).
+  ``multiprocessing``, ``flask_eval_process``, ``workers``, ``spawn_simulator``...); and
+  an in-process end-to-end test marked ``e2e`` (a whole dataset, every figure of a report:
+  seconds of CPU each).
 - ``unit``: everything else; in-process (CliRunner, InProcessTransport, the memory judge,
   the in-thread simulator, SQLite). `make test-unit` runs it: ``-m unit``.
 """
@@ -173,8 +175,10 @@ SERVICE_FIXTURES = frozenset(
 )
 #: parametrized fixtures whose named case reaches a real service
 SERVICE_PARAMS = {"database_url": "postgres"}
-#: marks that say a test needs a real service (or is an integration test, whatever it uses)
-SERVICE_MARKS = ("integration", "redis", "postgres")
+#: marks that say a test needs a real service (or is an integration test, whatever it uses:
+#: ``e2e``, an in-process run of a whole dataset or a report with every figure, seconds of
+#: CPU each, runs beside the integration tests so that the unit tier answers in a minute)
+SERVICE_MARKS = ("integration", "redis", "postgres", "e2e")
 #: modules whose use means a process is started
 PROCESS_MODULES = frozenset({"subprocess", "multiprocessing"})
 #: names that start one wherever they come from (os.fork, asyncio.create_subprocess_exec...)

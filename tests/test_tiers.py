@@ -44,6 +44,8 @@ def test_imported_in_the_body():
     import multiprocessing
 @pytest.mark.integration
 def test_said_so(): pass
+@pytest.mark.e2e
+def test_whole_dataset_in_process(sqlite_url): pass
 @pytest.mark.parametrize("redis_url", ["not a service"])
 def test_argument_named_like_a_fixture(redis_url): pass
 """
@@ -70,6 +72,7 @@ INTEGRATION = {
     "test_process_fixture",
     "test_imported_in_the_body",
     "test_said_so",
+    "test_whole_dataset_in_process",
 }
 
 

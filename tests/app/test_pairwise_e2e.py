@@ -92,6 +92,7 @@ def consistency(rows: list[dict[str, Any]], judge: str) -> float:
     return kept / total
 
 
+@pytest.mark.e2e
 def test_pairwise_all_on_flask_four_models_two_protocols_every_report_format(
     flask_data: Path, tmp_path: Path, sqlite_url: str
 ) -> None:
@@ -277,6 +278,7 @@ def test_a_failed_order_sets_its_comparison_apart(tmp_path: Path) -> None:
     store.close()
 
 
+@pytest.mark.e2e
 def test_one_anchor_in_run_and_report_and_the_instances_resampled(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -55,6 +55,7 @@ def report_rows(env: dict[str, str], run: str) -> list[dict[str, Any]]:
     return rows
 
 
+@pytest.mark.e2e
 def test_biggen_bench_all_instances_two_protocols_capabilities_and_overall(
     tmp_path: Path, sqlite_url: str
 ) -> None:

@@ -93,6 +93,7 @@ def test_a_larger_budget_gets_the_whole_answer(sqlite_url: str, tmp_path: Path) 
     assert {r["attempts"] for r in rows} == {2}
 
 
+@pytest.mark.e2e
 def test_the_cost_ledger_keeps_every_paid_call_across_runs(sqlite_url: str, tmp_path: Path) -> None:
     """Two runs sharing prompts, with garbage answers: a later parsed answer never
     replaces an earlier paid one; the ledger's calls equal what the simulator billed."""

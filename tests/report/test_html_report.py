@@ -74,6 +74,7 @@ def check_self_contained(page: Path, judges: int) -> list[bytes]:
     return images
 
 
+@pytest.mark.e2e
 def test_html_report_is_self_contained_and_exports_every_table(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

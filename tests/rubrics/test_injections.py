@@ -160,7 +160,7 @@ TEXTS = st.one_of(VERDICTS, _NOISE.filter(bool))
 
 @pytest.mark.parametrize("layout", LAYOUTS, ids=lambda x: x.name)
 @settings(
-    max_examples=300,
+    max_examples=120,
     deadline=None,
     database=None,
     derandomize=True,

@@ -322,7 +322,7 @@ def test_stats_and_reset_and_health(sim: SimHandle) -> None:
 def test_concurrency_and_reproducible_randomness() -> None:
     cfg = SimConfig(latency_ms=150, latency_dist="lognormal", error_rate=0.3, seed=11)
 
-    def outcomes() -> tuple[list[bool], float, int]:
+    def outcomes(side_by_side: int) -> tuple[list[bool], int]:
         with running_simulator(cfg) as sim:
 
             async def one(client: openai.AsyncOpenAI, i: int) -> bool:
@@ -335,18 +335,16 @@ def test_concurrency_and_reproducible_randomness() -> None:
             async def go() -> list[bool]:
                 async with oai(sim) as client:
                     seq = [await one(client, i) for i in range(10)]
-                    await asyncio.gather(*(one(client, i) for i in range(200)))
+                    await asyncio.gather(*(one(client, i) for i in range(side_by_side)))
                 return seq
 
-            t0 = time.monotonic()
             seq = asyncio.run(go())
-            return seq, time.monotonic() - t0, sim.stats()["max_in_flight"]
+            return seq, sim.stats()["max_in_flight"]
 
-    seq1, _, _ = outcomes()
-    seq2, elapsed, max_in_flight = outcomes()
+    seq1, _ = outcomes(0)
+    seq2, max_in_flight = outcomes(200)
     assert seq1 == seq2 and not all(seq1)
-    assert max_in_flight >= 50
-    assert elapsed < 8
+    assert max_in_flight >= 50  # the 200 calls were served side by side, not one by one
 
 
 def test_sliding_window() -> None:

@@ -1129,3 +1129,37 @@ def test_mistral_through_the_simulator_with_its_own_key(monkeypatch: pytest.Monk
         refused = _generate(spec)
     assert out.finish == FINISHED and "[SCORES]" in out.text
     assert isinstance(refused, JudgeError) and refused.reason == FailureReason.AUTH
+
+
+def test_judges_share_one_verifying_tls_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Six judges of the three providers load the CA bundle once between them (each client
+    loaded it before: ~30-90 ms of CPU per judge, paid twice by every run), and the shared
+    context still verifies certificates and host names."""
+    import asyncio
+    import ssl
+
+    from flask_eval.workers.providers.openai_judge import tls_context
+
+    loads: list[object] = []
+    real = ssl.SSLContext.load_verify_locations
+
+    def counted(self: ssl.SSLContext, *args: Any, **kwargs: Any) -> None:
+        loads.append(args or kwargs)
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", counted)
+    tls_context.cache_clear()
+    judges = [
+        create_judge(f"{provider}/m@http://127.0.0.1:9")
+        for provider in ("openai", "anthropic", "gemini")
+        for _ in range(2)
+    ]
+    assert len(loads) == 1
+    context = tls_context()
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+
+    async def close() -> None:
+        for judge in judges:
+            await judge.aclose()
+
+    asyncio.run(close())

@@ -40,7 +40,7 @@ from flask_eval.workers.judge import (
     finish_of,
     usage_count,
 )
-from flask_eval.workers.providers.openai_judge import http_limits
+from flask_eval.workers.providers.openai_judge import http_limits, tls_context
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 #: Anthropic says when its request budget resets in a header of its own
@@ -69,7 +69,9 @@ class AnthropicJudge(Judge):
             api_key=key,
             base_url=base_url,
             max_retries=0,  # one retry loop only: ours
-            http_client=anthropic.DefaultAsyncHttpxClient(limits=http_limits(self.max_connections)),
+            http_client=anthropic.DefaultAsyncHttpxClient(
+                limits=http_limits(self.max_connections), verify=tls_context()
+            ),
         )
         self._response_type = httpx2.Response  # `post` then returns the HTTP response as is
 

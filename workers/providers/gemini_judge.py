@@ -46,7 +46,7 @@ from flask_eval.workers.judge import (
     Message,
     finish_of,
 )
-from flask_eval.workers.providers.openai_judge import http_limits
+from flask_eval.workers.providers.openai_judge import http_limits, tls_context
 
 if TYPE_CHECKING:
     from google.genai import errors, types
@@ -106,7 +106,9 @@ class GeminiJudge(Judge):
                 )
             key = "EMPTY"  # a local or proxied server: the SDK refuses to run without a key
         self._http = httpx2.AsyncClient(
-            limits=http_limits(self.max_connections), event_hooks={"response": [_remember]}
+            limits=http_limits(self.max_connections),
+            verify=tls_context(),
+            event_hooks={"response": [_remember]},
         )
         self._client = genai.Client(
             vertexai=False,
@@ -116,6 +118,9 @@ class GeminiJudge(Judge):
                 api_version=API_VERSION,
                 retry_options=types.HttpRetryOptions(attempts=1),  # one retry loop: ours
                 httpx_async_client=self._http,
+                # our context for the SDK's own clients too (else it builds one more)
+                client_args={"verify": tls_context()},
+                async_client_args={"ssl": tls_context()},
             ),
         )
 

@@ -25,7 +25,10 @@ import functools
 import json
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    import ssl
 
 from flask_eval.core.errors import ConfigError, CredentialsError, FailureReason, JudgeError
 from flask_eval.core.types import JudgeSpec
@@ -80,7 +83,9 @@ class OpenAIJudge(Judge):
             api_key=key,
             base_url=base_url,
             max_retries=0,  # one retry loop only: ours (workers/runner.py)
-            http_client=openai.DefaultAsyncHttpxClient(limits=http_limits(self.max_connections)),
+            http_client=openai.DefaultAsyncHttpxClient(
+                limits=http_limits(self.max_connections), verify=tls_context()
+            ),
         )
         self._response_type = httpx2.Response  # `post` then returns the HTTP response as is
 
@@ -292,6 +297,22 @@ def http_limits(n: int) -> Any:
     import httpx2
 
     return httpx2.Limits(max_connections=n, max_keepalive_connections=keepalive_for(n))
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The one TLS context of this process, shared by every judge's HTTP clients.
+
+    Each client would otherwise build its own, and building one loads the CA bundle:
+    ~30 ms of CPU per OpenAI or Anthropic client and ~90 ms per Gemini client (whose SDK
+    builds a second one for aiohttp), paid again by every `run` (its judges are checked,
+    then built again to judge). The context verifies as each client's own would
+    (``httpx2.create_ssl_context``: SSL_CERT_FILE and SSL_CERT_DIR honoured, read when it
+    is first built).
+    """
+    import httpx2
+
+    return httpx2.create_ssl_context()
 
 
 def keepalive_for(n: int) -> int:
