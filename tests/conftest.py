@@ -9,8 +9,8 @@ without saying so:
   ``database_url``), carries a ``redis``/``postgres``/``integration`` mark, or starts a
   process (it or a function or fixture of the tests it calls uses ``subprocess``,
   ``multiprocessing``, ``flask_eval_process``, ``workers``, ``spawn_simulator``...); and
-  an in-process end-to-end test marked ``e2e`` (a whole dataset, every figure of a report:
-  seconds of CPU each).
+  an in-process end-to-end test marked ``e2e`` (a whole dataset, a flow of runs and
+  reports, every figure of a report: seconds of CPU each).
 - ``unit``: everything else; in-process (CliRunner, InProcessTransport, the memory judge,
   the in-thread simulator, SQLite). `make test-unit` runs it: ``-m unit``.
 """
@@ -175,9 +175,10 @@ SERVICE_FIXTURES = frozenset(
 )
 #: parametrized fixtures whose named case reaches a real service
 SERVICE_PARAMS = {"database_url": "postgres"}
-#: marks that say a test needs a real service (or is an integration test, whatever it uses:
-#: ``e2e``, an in-process run of a whole dataset or a report with every figure, seconds of
-#: CPU each, runs beside the integration tests so that the unit tier answers in a minute)
+#: marks that say a test needs a real service (or is an integration test, whatever it
+#: uses: ``e2e``, an in-process run of a whole dataset, a flow of runs and reports or every
+#: figure of a report, seconds of CPU each, runs beside the integration tests so that the
+#: unit tier answers in a minute)
 SERVICE_MARKS = ("integration", "redis", "postgres", "e2e")
 #: modules whose use means a process is started
 PROCESS_MODULES = frozenset({"subprocess", "multiprocessing"})

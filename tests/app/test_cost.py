@@ -80,6 +80,7 @@ def test_dry_run_spends_nothing_and_estimates_per_judge(
     assert lines["total"][2] == str(CALLS)
 
 
+@pytest.mark.e2e
 def test_max_cost_stops_enqueueing_and_says_so(sqlite_url: str, tmp_path: Path) -> None:
     env = cli_env(sqlite_url)
     with running_simulator(SimConfig(seed=1)) as sim:
@@ -122,6 +123,7 @@ def test_max_cost_stops_enqueueing_and_says_so(sqlite_url: str, tmp_path: Path) 
     assert json.loads(flask_eval("status", "capped", "--json", env=env).stdout)["pending"] == 0
 
 
+@pytest.mark.e2e
 def test_cache_serves_a_second_run_and_a_rerun_makes_no_call(sqlite_url: str) -> None:
     env = cli_env(sqlite_url)
     with running_simulator(SimConfig(seed=1)) as sim:

@@ -65,6 +65,7 @@ def busy(sim: Any) -> bool:
     return bool(st["served"] >= 15 and st["in_flight"] >= 4)
 
 
+@pytest.mark.e2e
 def test_ctrl_c_keeps_every_answer_paid_for_and_a_rerun_finishes(tmp_path: Path) -> None:
     database_url = f"sqlite:///{tmp_path / 'x.db'}"
     env = {"FLASK_EVAL_DATABASE_URL": database_url, "FLASK_EVAL_BROKER_URL": None,

@@ -181,6 +181,7 @@ def _outputs(path: Path) -> list[int]:
     return [int(json.loads(line)["output"]) for line in path.read_text().splitlines()]
 
 
+@pytest.mark.e2e
 def test_auto_j_accuracy_is_auto_j_s_own_on_its_example_predictions(tmp_path: Path) -> None:
     """Auto-J-13B's example predictions (both orders) written into a run of Auto-J's set:
     the report gives what Auto-J's ``pairwise_eval.py`` gives on the same two files, its

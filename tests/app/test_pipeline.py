@@ -42,6 +42,7 @@ def run_args(base_openai: str, base_anthropic: str, run: str = "t1") -> list[str
     ]
 
 
+@pytest.mark.e2e
 def test_in_process_run_report_export_and_rerun_pays_nothing(sqlite_url: str) -> None:
     env = cli_env(sqlite_url)
     with running_simulator(SimConfig(garbage_rate=0.1, seed=3)) as sim:
@@ -104,6 +105,7 @@ def test_skill_mode_makes_one_call_per_skill(sqlite_url: str) -> None:
         assert sim.stats()["requests"] == st["total"]
 
 
+@pytest.mark.e2e
 def test_demo_runs_and_prints_breakdowns(tmp_path: Path) -> None:
     env = cli_env(f"sqlite:///{tmp_path / 'demo.db'}")
     out = flask_eval("demo", env=env).stdout

@@ -184,6 +184,7 @@ def test_custom_criteria_and_per_instance_flask_rubrics(tmp_path: Path, database
     assert {r["skill"] for r in hard_rows if r["instance_id"] == ids[0]} == set(base[0]["skill"])
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("eval_set", [MT_BENCH, VICUNA], ids=["mt-bench", "vicuna"])
 def test_agreement_with_gpt4_reference_scores_of_an_eval_set(
     tmp_path: Path, sqlite_url: str, eval_set: Path

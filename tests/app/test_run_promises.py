@@ -230,6 +230,7 @@ def test_limit_and_sample_select_instances_and_ignore_other_responses(
     assert len(sampled) == 5 and sampled == {r["instance_id"] for r in export(env, "s2")}
 
 
+@pytest.mark.e2e
 def test_short_judge_names_name_reports_and_figures(sqlite_url: str, tmp_path: Path) -> None:
     instances, responses = write_inputs(tmp_path / "in", 6, models=("m1", "m2"))
     env = cli_env(sqlite_url)

@@ -25,6 +25,7 @@ from flask_eval.simulator.testing import (
     running_simulator,
     spawn_simulator,
 )
+from flask_eval.workers.providers.openai_judge import tls_context
 
 SKILLS = ["Readability", "Logical Correctness", "Factuality"]
 
@@ -61,13 +62,21 @@ def parse_scores(text: str) -> dict[str, Any] | None:
     return data
 
 
+# The SDKs' own default HTTP clients, on the one TLS context of the process (each client
+# would build its own: tens of ms of CPU per client, in every test).
+
+
 def oai(sim: SimHandle | SimProcess, **kw: Any) -> openai.AsyncOpenAI:
+    kw.setdefault("http_client", openai.DefaultAsyncHttpxClient(verify=tls_context()))
     return openai.AsyncOpenAI(base_url=sim.openai_base_url, api_key="sk-test", max_retries=0, **kw)
 
 
 def ant(sim: SimHandle | SimProcess) -> anthropic.AsyncAnthropic:
     return anthropic.AsyncAnthropic(
-        base_url=sim.anthropic_base_url, api_key="sk-test", max_retries=0
+        base_url=sim.anthropic_base_url,
+        api_key="sk-test",
+        max_retries=0,
+        http_client=anthropic.DefaultAsyncHttpxClient(verify=tls_context()),
     )
 
 
@@ -399,6 +408,8 @@ def gem(sim: Simulator, api_key: str = "sk-test", version: str = "v1beta") -> An
             base_url=sim if isinstance(sim, str) else sim.gemini_base_url,
             api_version=version,
             retry_options=types.HttpRetryOptions(attempts=1),
+            client_args={"verify": tls_context()},
+            async_client_args={"verify": tls_context(), "ssl": tls_context()},
         ),
     )
 
