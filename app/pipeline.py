@@ -383,7 +383,7 @@ def wait(
             if deadline is not None and time.monotonic() >= deadline:
                 why = f"--timeout {timeout:g} s"
                 raise StoppedWaiting(run.name, open_, counts.total, why, queue, first.alive())
-            time.sleep(poll)
+            dispatcher.pause(poll)
     except KeyboardInterrupt:
         if isinstance(dispatcher, InProcessTransport):  # keep every answer paid for
             dispatcher.interrupt(tell)

@@ -10,6 +10,7 @@ process (the embedded default, no broker); :class:`MemoryTransport` only records
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,6 +38,11 @@ class Transport(ABC):
 
     def check(self) -> None:  # noqa: B027  (default hook)
         """Raise ConfigError if the dispatcher cannot work (before anything is written)."""
+
+    def pause(self, seconds: float) -> None:
+        """Wait ``seconds`` before the ledger is looked at again (a transport that knows
+        when its work is over returns then, if sooner)."""
+        time.sleep(seconds)
 
     def consumers(self) -> list[str] | None:
         """Workers taking this dispatcher's queue, as the broker knows them (None: not

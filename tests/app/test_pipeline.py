@@ -142,6 +142,23 @@ def _open_run(tmp_path: Path) -> tuple[Store, RunInfo, QueuedTransport]:
     return store, started.run, sent
 
 
+@pytest.mark.timeout(90)
+def test_an_in_process_run_is_seen_done_when_it_is_not_at_the_next_look(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between two looks at the ledger, `run` waits on the judging thread: the run ends
+    when its last judgment is written, however long the pause between looks (600 s here:
+    without this, the test runs into its 90 s timeout)."""
+    from tests import helpers
+
+    monkeypatch.setattr(helpers, "POLL_SECONDS", 600.0)
+    env = cli_env(sqlite_url)
+    with running_simulator(SimConfig(seed=5)) as sim:
+        flask_eval(*run_args(sim.openai_base_url, sim.anthropic_base_url, run="soon"), env=env)
+    st = json.loads(flask_eval("status", "soon", "--json", env=env).stdout)
+    assert st["done"] == st["total"] > 0
+
+
 def test_waiting_stops_on_its_timeout_and_says_how_to_go_on(tmp_path: Path) -> None:
     store, run, sent = _open_run(tmp_path)
     told: list[str] = []

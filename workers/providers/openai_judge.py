@@ -306,9 +306,9 @@ def tls_context() -> ssl.SSLContext:
     Each client would otherwise build its own, and building one loads the CA bundle:
     ~30 ms of CPU per OpenAI or Anthropic client and ~160 ms per Gemini client (whose SDK
     builds two more, for its synchronous client and for websockets), paid again by every
-    `run` (its judges are checked, then built again to judge). The context verifies as each client's own would
-    (``httpx2.create_ssl_context``: SSL_CERT_FILE and SSL_CERT_DIR honoured, read when it
-    is first built).
+    `run` (its judges are checked, then built again to judge). The context verifies as
+    each client's own would (``httpx2.create_ssl_context``: SSL_CERT_FILE and SSL_CERT_DIR
+    honoured, read when it is first built).
     """
     import httpx2
 
