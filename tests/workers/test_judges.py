@@ -265,7 +265,10 @@ def test_pool_opens_n_connections_under_load_but_keeps_few_idle(
         finally:
             await judge.aclose()
 
-    with running_simulator(SimConfig(latency_ms=300)) as sim:
+    # each answer takes 1.5 s: all 64 requests start within it even on a loaded machine
+    # (with 0.3 s, a CI run saw only 58 at once: the first were answered before the last
+    # were sent)
+    with running_simulator(SimConfig(latency_ms=1500)) as sim:
         base = {"openai": sim.openai_base_url, "anthropic": sim.anthropic_base_url,
                 "gemini": sim.gemini_base_url}[provider]  # fmt: skip
         answered, open_after = asyncio.run(burst(base))
