@@ -1136,7 +1136,7 @@ def test_mistral_through_the_simulator_with_its_own_key(monkeypatch: pytest.Monk
 
 def test_judges_share_one_verifying_tls_context(monkeypatch: pytest.MonkeyPatch) -> None:
     """Six judges of the three providers load the CA bundle once between them (each client
-    loaded it before: ~30-90 ms of CPU per judge, paid twice by every run), and the shared
+    loaded it before: 31-150 ms of CPU per judge, paid twice by every run), and the shared
     context still verifies certificates and host names."""
     import asyncio
     import ssl
