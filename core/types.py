@@ -238,13 +238,44 @@ class CredentialInUrl(ConfigError):
 
 @dataclass(frozen=True)
 class Price:
-    """US dollars per million tokens."""
+    """US dollars per million tokens.
+
+    ``input`` is the price of an uncached prompt token; ``cached_input`` of a prompt token
+    read from the provider's prompt cache and ``cache_write`` of one written to it (None:
+    the ``input`` price); ``batch`` multiplies the whole cost of a call made through the
+    provider's batch API (``0.5``: half price; ``1.0``: no discount).
+    """
 
     input: float = 0.0
     output: float = 0.0
+    cached_input: float | None = None
+    cache_write: float | None = None
+    batch: float = 1.0
 
-    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
-        return (prompt_tokens * self.input + completion_tokens * self.output) / 1_000_000
+    def cost(
+        self,
+        prompt_tokens: int,
+        completion_tokens: int,
+        *,
+        cached_tokens: int = 0,
+        cache_write_tokens: int = 0,
+        batch: bool = False,
+    ) -> float:
+        """The cost of one call. ``prompt_tokens`` counts every prompt token, cached and
+        cache-written ones included (``cached_tokens`` and ``cache_write_tokens`` are parts
+        of it)."""
+        cached = min(max(cached_tokens, 0), prompt_tokens)
+        written = min(max(cache_write_tokens, 0), prompt_tokens - cached)
+        plain = prompt_tokens - cached - written
+        read_price = self.input if self.cached_input is None else self.cached_input
+        write_price = self.input if self.cache_write is None else self.cache_write
+        usd = (
+            plain * self.input
+            + cached * read_price
+            + written * write_price
+            + completion_tokens * self.output
+        ) / 1_000_000
+        return usd * self.batch if batch else usd
 
 
 @dataclass(frozen=True)
@@ -271,9 +302,26 @@ class JudgeConfig:
     #: ask for a JSON object that follows the protocol's schema (structured outputs)
     structured: bool = False
 
-    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
-        """The cost of a call at this judge's price (0 without a price: unknown)."""
-        return 0.0 if self.price is None else self.price.cost(prompt_tokens, completion_tokens)
+    def cost(
+        self,
+        prompt_tokens: int,
+        completion_tokens: int,
+        *,
+        cached_tokens: int = 0,
+        cache_write_tokens: int = 0,
+        batch: bool = False,
+    ) -> float:
+        """The cost of a call at this judge's price (0 without a price: unknown); see
+        :meth:`Price.cost`."""
+        if self.price is None:
+            return 0.0
+        return self.price.cost(
+            prompt_tokens,
+            completion_tokens,
+            cached_tokens=cached_tokens,
+            cache_write_tokens=cache_write_tokens,
+            batch=batch,
+        )
 
     def to_data(self) -> dict[str, Any]:
         return asdict(self)

@@ -96,10 +96,14 @@ class JudgeOutput:
     (``end_turn``, ``pause_turn``, ``MAX_TOKENS``, ...), named in a failure's detail."""
 
     text: str
+    #: every prompt token, cached and cache-written ones included
     prompt_tokens: int = 0
     completion_tokens: int = 0
     finish: str = FINISHED
     stop_reason: str = ""
+    #: of ``prompt_tokens``: read from the provider's prompt cache / written to it
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
 
 
 def finish_of(

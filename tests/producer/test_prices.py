@@ -34,3 +34,17 @@ def test_a_budget_needs_every_price() -> None:
         ConfigError, match="--max-cost 2 needs a price for every judge: judges a, b have none"
     ):
         check_budget_prices(judges, 2.0)
+
+
+def test_cached_and_cache_written_tokens_and_batches_are_priced_as_their_share() -> None:
+    price = Price(3.0, 15.0, cached_input=0.3, cache_write=3.75, batch=0.5)
+    # 1M prompt tokens: 600k read from the cache, 100k written to it, 300k plain
+    live = price.cost(1_000_000, 0, cached_tokens=600_000, cache_write_tokens=100_000)
+    assert live == pytest.approx(0.3 * 3.0 + 0.6 * 0.3 + 0.1 * 3.75)
+    assert price.cost(0, 1_000_000, batch=True) == pytest.approx(7.5)
+    # without cache prices a cached token costs what any prompt token does
+    assert Price(2.0, 0.0).cost(1_000_000, 0, cached_tokens=500_000) == pytest.approx(2.0)
+    # counts a provider overstates never make a call cheaper than nothing or pay twice
+    assert price.cost(100, 0, cached_tokens=500, cache_write_tokens=500) == pytest.approx(
+        100 * 0.3 / 1_000_000
+    )
