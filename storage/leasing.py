@@ -212,6 +212,11 @@ class WorkerLedger:
                     {"name": name, "queue": queue, "started_at": started_at, "seen_at": now}
                 ])  # fmt: skip
 
+    def forget_worker(self, name: str) -> None:
+        """A worker that stopped withdraws its announcement (no retry: it is leaving)."""
+        with self.engine.begin() as conn:
+            conn.execute(delete(WORKER).where(WORKER.c.name == name))
+
     @transient_retry
     def live_workers(self, queue: str, within: float) -> list[str]:
         """Workers on ``queue`` that announced themselves in the last ``within`` seconds."""

@@ -284,6 +284,11 @@ def _needs(
 INTEGRATION_TIMEOUT = 600
 
 
+#: the xdist group of the tests that measure timing (mark ``serial``): run one after
+#: another, beside at most one other group (scripts/test: ``-n 2 --dist loadgroup``)
+TIMING_GROUP = "timing"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark each test with its tier. The longest first, so that parallel workers do not
     end on one of them: the tests that start processes, then those that run the simulator,
@@ -301,4 +306,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(pytest.mark.timeout(INTEGRATION_TIMEOUT))
         else:
             item.add_marker(pytest.mark.unit)
+        if item.get_closest_marker("serial") and not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(TIMING_GROUP))
     items.sort(key=lambda item: order[item.nodeid])

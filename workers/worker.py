@@ -41,7 +41,7 @@ def run_one(in_flight: int, loglevel: str = "INFO", index: int = 0) -> int:
     app = make_app(settings, in_flight)
     sweeper.start(settings)
     name = f"flask-eval-{os.getpid()}-{index}@{socket.gethostname()}"
-    start_heartbeat(settings, name)
+    heartbeat = start_heartbeat(settings, name)
     worker_ready.connect(tune_gc, weak=False)
     quiet_per_request_logs(loglevel)
     # app.Worker, not app.worker_main: the same worker without Celery's command line,
@@ -55,7 +55,10 @@ def run_one(in_flight: int, loglevel: str = "INFO", index: int = 0) -> int:
         without_gossip=True,
         without_mingle=True,
     )
-    worker.start()
+    try:
+        worker.start()
+    finally:
+        heartbeat.stop()  # a worker that stops says so: the producer need not wait 30 s
     return int(worker.exitcode or 0)
 
 
@@ -73,27 +76,57 @@ def quiet_per_request_logs(loglevel: str) -> None:
             logging.getLogger(name).setLevel(logging.WARNING)
 
 
-def start_heartbeat(settings: settings_mod.Settings, name: str) -> threading.Thread:
-    """Announce this worker in its database every few seconds, so that a producer can tell
-    "no worker" from "workers that use another database" (flask_eval/pipeline.wait)."""
-    from flask_eval.storage.models import utcnow
-    from flask_eval.storage.store import Store
+class Heartbeat:
+    """Announce a worker in its database every few seconds, so that a producer can tell
+    "no worker" from "workers that use another database" (app/waiting.py); :meth:`stop`
+    withdraws the announcement, so that a producer sees at once that a worker which
+    stopped cleanly is gone (one killed is seen when its last beat is 30 s old)."""
 
-    started = utcnow()
+    def __init__(self, settings: settings_mod.Settings, name: str) -> None:
+        from flask_eval.storage.models import utcnow
 
-    def beat() -> None:
+        self.settings, self.name, self.started = settings, name, utcnow()
+        self._stopped = threading.Event()
+        self._lock = threading.Lock()  # a beat and the withdrawal never interleave
+        self.thread = threading.Thread(target=self._run, name="flask-eval-heartbeat", daemon=True)
+
+    def _run(self) -> None:
+        from flask_eval.storage.store import Store
+
         store: Store | None = None
-        while True:
+        while not self._stopped.is_set():
             try:
-                store = store or Store(settings.database_url)
-                store.beat(name, settings.queue, started)
+                with self._lock:
+                    if self._stopped.is_set():
+                        return
+                    store = store or Store(self.settings.database_url)
+                    store.beat(self.name, self.settings.queue, self.started)
             except Exception:  # an outage: the next beat tries again
                 log.warning("worker heartbeat failed", exc_info=True)
-            time.sleep(HEARTBEAT_SECONDS)
+            self._stopped.wait(HEARTBEAT_SECONDS)
 
-    thread = threading.Thread(target=beat, name="flask-eval-heartbeat", daemon=True)
-    thread.start()
-    return thread
+    def stop(self) -> None:
+        """No more beats, and this worker's announcement withdrawn (best effort: if the
+        database is away, the announcement simply ages out)."""
+        from flask_eval.storage.store import Store
+
+        self._stopped.set()
+        with self._lock:
+            try:
+                store = Store(self.settings.database_url)
+                try:
+                    store.forget_worker(self.name)
+                finally:
+                    store.close()
+            except Exception:
+                log.warning("could not withdraw the worker's announcement", exc_info=True)
+
+
+def start_heartbeat(settings: settings_mod.Settings, name: str) -> Heartbeat:
+    """A started :class:`Heartbeat` of the worker ``name``."""
+    heartbeat = Heartbeat(settings, name)
+    heartbeat.thread.start()
+    return heartbeat
 
 
 #: collect the youngest generation every 7,000 net container allocations, not 700

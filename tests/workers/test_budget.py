@@ -38,6 +38,9 @@ def run_args(instances: Path, responses: list[str], judges_file: Path, name: str
     return args
 
 
+# Its minute at 120 rpm is a light load (2 calls/s): it runs beside the other timing tests,
+# which run one after another (tests/conftest.py TIMING_GROUP), not after them.
+@pytest.mark.xdist_group("a-minute-at-120-rpm")
 def test_two_workers_share_a_120_rpm_budget_without_exceeding_it(
     sqlite_url: str, redis_url: str, tmp_path: Path
 ) -> None:

@@ -18,7 +18,16 @@ from flask_eval.simulator.testing import running_simulator
 from flask_eval.storage import queries
 from flask_eval.storage.store import Store
 from flask_eval.workers.celery_app import CeleryTransport
-from tests.helpers import cli_env, flask_eval, kill_group, status, wait_done, wait_until, workers
+from tests.helpers import (
+    cli_env,
+    flask_eval,
+    kill_group,
+    live_workers,
+    status,
+    wait_done,
+    wait_until,
+    workers,
+)
 from tests.storage.test_store import open_ids
 from tests.workers.test_reliability import run_cmd
 
@@ -104,6 +113,8 @@ def test_no_worker_is_said_only_when_none_is_alive(
             proc = flask_eval(*run_cmd(instances, responses, sim, "slow"), env=env,
                               check=False, timeout=300)  # fmt: skip
         assert proc.returncode == 0 and hint not in proc.stderr
+    # a worker that stopped cleanly withdrew its announcement: no 30 s wait to say so
+    assert live_workers(env) == []
     # no worker at all: the hint, once; then a worker finishes the run
     with running_simulator(SimConfig()) as sim:
         args = run_cmd(instances, responses, sim, "alone")
