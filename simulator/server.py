@@ -20,20 +20,18 @@ from dataclasses import asdict
 
 from aiohttp import web
 
-from .answer import REFUSAL_TEXT, cut_off, estimate_tokens, make_answer
+from .answer import estimate_tokens
 from .config import SimConfig
 from .limits import SlidingWindow
+from .reply import reply
 from .stats import InFlight, Stats
-from .structured import structured_answer
 from .wire import (
     BadRequest,
     Dialect,
     ErrorKind,
     ParsedRequest,
-    as_served,
     error_body,
     parse_request,
-    success_body,
 )
 
 TIMEOUT_SLEEP_S = 3600.0
@@ -240,44 +238,19 @@ class Simulator:
             self.stats.html += 1
             return web.Response(text=PROXY_PAGE, content_type="text/html")
 
-        text = REFUSAL_TEXT if refusal else make_answer(
-            parsed.prompt, parsed.model, cfg, garbage=garbage)  # fmt: skip
-        asked = parsed.structured
-        if asked is not None and not (refusal or garbage):
-            text = structured_answer(parsed.prompt, parsed.model, asked.schema, cfg)
-        completion_tokens = estimate_tokens(text)
-        limit = parsed.max_tokens
-        truncated = limit is not None and completion_tokens > limit
-        if limit is not None and cfg.min_max_tokens is not None and limit < cfg.min_max_tokens:
-            truncated = True  # the answer needed more than the request allowed
-        if truncated and limit is not None and not refusal:
-            text = cut_off(text, parsed.prompt, limit)
-            completion_tokens = min(limit, estimate_tokens(text))
-        if refusal and dialect == "gemini":
-            completion_tokens = 0  # a blocked candidate carries no text, bills no output
+        echoed = None
         if cfg.echo_headers:  # a debugging proxy's echo: the key is among the headers
             echoed = "".join(f"{k}: {v}\n" for k, v in request.headers.items())
-            text = f"request headers:\n{echoed}\n{text}"
+        answer = reply(dialect, parsed, cfg, prompt_tokens, garbage=garbage, refusal=refusal,
+                       echoed=echoed)  # fmt: skip
         stats = self.stats
         stats.served += 1
         stats.refusals += refusal
         if garbage:
             stats.garbage += 1
         stats.prompt_tokens += prompt_tokens
-        stats.completion_tokens += completion_tokens
-        payload = success_body(
-            dialect,
-            parsed.model,
-            text,
-            prompt_tokens,
-            completion_tokens,
-            truncated,
-            refusal,
-            parsed.tool,
-        )
-        served = as_served(dialect, payload, whole=not (truncated or refusal),
-                           stop_reason=cfg.stop_reason, malformed=cfg.malformed)  # fmt: skip
-        return _json_response(served)
+        stats.completion_tokens += answer.completion_tokens
+        return _json_response(answer.body)
 
     async def get_stats(self, request: web.Request) -> web.Response:
         stats = self.stats
