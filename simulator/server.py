@@ -20,6 +20,7 @@ from dataclasses import asdict
 
 from aiohttp import web
 
+from . import batches_anthropic, batches_gemini
 from .answer import estimate_tokens
 from .config import SimConfig
 from .limits import SlidingWindow
@@ -283,6 +284,8 @@ def make_app(config: SimConfig) -> web.Application:
     # the google-genai SDK adds /v1beta (our judge pins it) or /v1 (the SDK's default)
     for version in ("v1beta", "v1"):
         app.router.add_post(f"/{version}/models/{{model}}:generateContent", sim.gemini_generate)
+    batches_anthropic.add_routes(app, sim)
+    batches_gemini.add_routes(app, sim)
     app.router.add_get("/stats", sim.get_stats)
     app.router.add_post("/stats/reset", sim.reset_stats)
     app.router.add_get("/health", sim.health)
