@@ -2,7 +2,8 @@
 
 Routes: ``POST /v1/chat/completions`` (OpenAI), ``POST /v1/messages`` (Anthropic),
 ``POST /v1beta/models/{model}:generateContent`` (Gemini; ``/v1/...`` too),
-``GET /stats``, ``POST /stats/reset``, ``GET /health``.
+``GET /stats``, ``POST /stats/reset``, ``GET /health``; the batch endpoints of each
+provider are routed by their own module (``batches_anthropic``, ``batches_gemini``).
 """
 
 from __future__ import annotations
