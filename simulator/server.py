@@ -2,7 +2,8 @@
 
 Routes: ``POST /v1/chat/completions`` (OpenAI), ``POST /v1/messages`` (Anthropic),
 ``POST /v1beta/models/{model}:generateContent`` (Gemini; ``/v1/...`` too),
-``GET /stats``, ``POST /stats/reset``, ``GET /health``.
+``GET /stats``, ``POST /stats/reset``, ``GET /health``; the batch endpoints of each
+provider are routed by their own module (``batches_anthropic``, ``batches_gemini``).
 """
 
 from __future__ import annotations
@@ -20,20 +21,19 @@ from dataclasses import asdict
 
 from aiohttp import web
 
-from .answer import REFUSAL_TEXT, cut_off, estimate_tokens, make_answer
+from . import batches_anthropic, batches_gemini
+from .answer import estimate_tokens
 from .config import SimConfig
 from .limits import SlidingWindow
+from .reply import reply
 from .stats import InFlight, Stats
-from .structured import structured_answer
 from .wire import (
     BadRequest,
     Dialect,
     ErrorKind,
     ParsedRequest,
-    as_served,
     error_body,
     parse_request,
-    success_body,
 )
 
 TIMEOUT_SLEEP_S = 3600.0
@@ -240,44 +240,19 @@ class Simulator:
             self.stats.html += 1
             return web.Response(text=PROXY_PAGE, content_type="text/html")
 
-        text = REFUSAL_TEXT if refusal else make_answer(
-            parsed.prompt, parsed.model, cfg, garbage=garbage)  # fmt: skip
-        asked = parsed.structured
-        if asked is not None and not (refusal or garbage):
-            text = structured_answer(parsed.prompt, parsed.model, asked.schema, cfg)
-        completion_tokens = estimate_tokens(text)
-        limit = parsed.max_tokens
-        truncated = limit is not None and completion_tokens > limit
-        if limit is not None and cfg.min_max_tokens is not None and limit < cfg.min_max_tokens:
-            truncated = True  # the answer needed more than the request allowed
-        if truncated and limit is not None and not refusal:
-            text = cut_off(text, parsed.prompt, limit)
-            completion_tokens = min(limit, estimate_tokens(text))
-        if refusal and dialect == "gemini":
-            completion_tokens = 0  # a blocked candidate carries no text, bills no output
+        echoed = None
         if cfg.echo_headers:  # a debugging proxy's echo: the key is among the headers
             echoed = "".join(f"{k}: {v}\n" for k, v in request.headers.items())
-            text = f"request headers:\n{echoed}\n{text}"
+        answer = reply(dialect, parsed, cfg, prompt_tokens, garbage=garbage, refusal=refusal,
+                       echoed=echoed)  # fmt: skip
         stats = self.stats
         stats.served += 1
         stats.refusals += refusal
         if garbage:
             stats.garbage += 1
         stats.prompt_tokens += prompt_tokens
-        stats.completion_tokens += completion_tokens
-        payload = success_body(
-            dialect,
-            parsed.model,
-            text,
-            prompt_tokens,
-            completion_tokens,
-            truncated,
-            refusal,
-            parsed.tool,
-        )
-        served = as_served(dialect, payload, whole=not (truncated or refusal),
-                           stop_reason=cfg.stop_reason, malformed=cfg.malformed)  # fmt: skip
-        return _json_response(served)
+        stats.completion_tokens += answer.completion_tokens
+        return _json_response(answer.body)
 
     async def get_stats(self, request: web.Request) -> web.Response:
         stats = self.stats
@@ -310,6 +285,8 @@ def make_app(config: SimConfig) -> web.Application:
     # the google-genai SDK adds /v1beta (our judge pins it) or /v1 (the SDK's default)
     for version in ("v1beta", "v1"):
         app.router.add_post(f"/{version}/models/{{model}}:generateContent", sim.gemini_generate)
+    batches_anthropic.add_routes(app, sim)
+    batches_gemini.add_routes(app, sim)
     app.router.add_get("/stats", sim.get_stats)
     app.router.add_post("/stats/reset", sim.reset_stats)
     app.router.add_get("/health", sim.health)

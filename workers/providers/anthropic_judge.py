@@ -84,7 +84,8 @@ class AnthropicJudge(Judge):
                 f"(the SDK adds /v1/messages), e.g. {path.rsplit('/v1', 1)[0] or path}"
             )
 
-    async def generate(self, messages: Sequence[Message], config: GenerateConfig) -> JudgeOutput:
+    def request_body(self, messages: Sequence[Message], config: GenerateConfig) -> dict[str, Any]:
+        """The Messages API body of a call (live, or one request of a message batch)."""
         system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
         chat = [
             {"role": m["role"], "content": m["content"]} for m in messages if m["role"] != "system"
@@ -99,6 +100,10 @@ class AnthropicJudge(Judge):
             request["system"] = system
         if config.schema is not None:
             request["output_config"] = output_config(config.schema)
+        return request
+
+    async def generate(self, messages: Sequence[Message], config: GenerateConfig) -> JudgeOutput:
+        request = self.request_body(messages, config)
         try:  # the SDK's client sends, authenticates, times out and raises (as OpenAI's)
             raw = await self._client.post(
                 "/v1/messages",

@@ -1,0 +1,58 @@
+"""What the simulated judge answers one parsed request (pure, no I/O): the body a live
+call is served and the body of the same request's answer inside a batch, so that the same
+request gets the same answer, live or batched."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .answer import REFUSAL_TEXT, cut_off, estimate_tokens, make_answer
+from .config import SimConfig
+from .structured import structured_answer
+from .wire import Dialect, ParsedRequest, as_served, success_body
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A served answer: its JSON (as the misbehaving server of ``SimConfig`` sends it) and
+    the completion tokens it bills."""
+
+    body: Any
+    completion_tokens: int
+
+
+def reply(
+    dialect: Dialect,
+    parsed: ParsedRequest,
+    cfg: SimConfig,
+    prompt_tokens: int,
+    *,
+    garbage: bool = False,
+    refusal: bool = False,
+    echoed: str | None = None,
+) -> Reply:
+    """The answer to ``parsed``: ``garbage`` and ``refusal`` are the caller's draws;
+    ``echoed`` the request's headers a debugging proxy echoes (None: not echoed)."""
+    text = REFUSAL_TEXT if refusal else make_answer(
+        parsed.prompt, parsed.model, cfg, garbage=garbage)  # fmt: skip
+    asked = parsed.structured
+    if asked is not None and not (refusal or garbage):
+        text = structured_answer(parsed.prompt, parsed.model, asked.schema, cfg)
+    completion_tokens = estimate_tokens(text)
+    limit = parsed.max_tokens
+    truncated = limit is not None and completion_tokens > limit
+    if limit is not None and cfg.min_max_tokens is not None and limit < cfg.min_max_tokens:
+        truncated = True  # the answer needed more than the request allowed
+    if truncated and limit is not None and not refusal:
+        text = cut_off(text, parsed.prompt, limit)
+        completion_tokens = min(limit, estimate_tokens(text))
+    if refusal and dialect == "gemini":
+        completion_tokens = 0  # a blocked candidate carries no text, bills no output
+    if echoed is not None:  # a debugging proxy's echo: the key is among the headers
+        text = f"request headers:\n{echoed}\n{text}"
+    payload = success_body(dialect, parsed.model, text, prompt_tokens, completion_tokens,
+                           truncated, refusal, parsed.tool)  # fmt: skip
+    served = as_served(dialect, payload, whole=not (truncated or refusal),
+                       stop_reason=cfg.stop_reason, malformed=cfg.malformed)  # fmt: skip
+    return Reply(served, completion_tokens)

@@ -1,0 +1,97 @@
+"""The simulator's Anthropic and Gemini batch endpoints as the real SDKs page, refuse and
+bill them (the adapters' round trips are in tests/workers/test_provider_batches.py)."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from typing import Any
+
+import anthropic
+import pytest
+from google import genai
+from google.genai import types
+
+from flask_eval.simulator.config import SimConfig
+from flask_eval.simulator.testing import SimHandle, running_simulator
+
+
+def params(text: str) -> dict[str, Any]:
+    return {"model": "m", "max_tokens": 200, "messages": [{"role": "user", "content": text}]}
+
+
+def anthropic_client(sim: SimHandle) -> anthropic.Anthropic:
+    return anthropic.Anthropic(api_key="k", base_url=sim.anthropic_base_url, max_retries=0)
+
+
+def gemini_client(sim: SimHandle) -> genai.Client:
+    options = types.HttpOptions(base_url=sim.gemini_base_url, api_version="v1beta",
+                                retry_options=types.HttpRetryOptions(attempts=1))  # fmt: skip
+    return genai.Client(api_key="k", vertexai=False, http_options=options)
+
+
+def test_anthropic_batches_list_newest_first_page_by_page() -> None:
+    with running_simulator(SimConfig()) as sim:
+        client = anthropic_client(sim)
+        made = [client.messages.batches.create(requests=[{"custom_id": f"r{i}",
+                                                          "params": params(str(i))}]).id
+                for i in range(3)]  # fmt: skip
+        page = client.messages.batches.list(limit=1)
+        assert [b.id for b in page.data] == [made[-1]] and page.has_more
+        assert [b.id for b in client.messages.batches.list(limit=1)] == made[::-1]  # all pages
+
+
+def test_gemini_batches_list_page_by_page() -> None:
+    with running_simulator(SimConfig()) as sim:
+        client = gemini_client(sim)
+        src = [{"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}]
+        for name in ("a", "b", "c"):
+            client.batches.create(model="g", src=src, config={"display_name": name})  # type: ignore[arg-type]
+        listed = [j.display_name for j in client.batches.list(config={"page_size": 1})]
+        assert listed == ["c", "b", "a"]
+
+
+def test_a_batch_with_a_bad_custom_id_or_params_is_refused_whole() -> None:
+    with running_simulator(SimConfig()) as sim:
+        client = anthropic_client(sim)
+        for bad in ([{"custom_id": "has:colon", "params": params("x")}],
+                    [{"custom_id": "a", "params": params("x")}] * 2,
+                    [{"custom_id": "a", "params": {"model": "m"}}]):  # fmt: skip
+            with pytest.raises(anthropic.BadRequestError):
+                client.messages.batches.create(requests=bad)  # type: ignore[arg-type]
+        with urllib.request.urlopen(f"{sim.base_url}/batches/submitted", timeout=10) as resp:
+            assert json.loads(resp.read()) == {}  # nothing was accepted
+
+
+def test_results_wait_for_the_end_and_answers_are_billed_when_it_comes() -> None:
+    with running_simulator(SimConfig()) as sim:
+        set_delay = urllib.request.Request(f"{sim.base_url}/batches/settings", method="POST",
+                                           data=json.dumps({"delay_s": 3600}).encode())  # fmt: skip
+        urllib.request.urlopen(set_delay, timeout=10).close()
+        client = anthropic_client(sim)
+        batch = client.messages.batches.create(requests=[{"custom_id": "r", "params": params("x")}])
+        assert batch.request_counts.processing == 1 and batch.results_url is None
+        with pytest.raises(anthropic.AnthropicError, match="results_url"):
+            client.messages.batches.results(batch.id)
+        assert sim.stats()["served"] == 0
+        client.messages.batches.cancel(batch.id)
+        after = client.messages.batches.retrieve(batch.id)
+        assert after.processing_status == "ended" and after.request_counts.canceled == 1
+        assert [r.result.type for r in client.messages.batches.results(batch.id)] == ["canceled"]
+        assert sim.stats()["served"] == 0  # nothing answered, nothing billed
+        set_delay.data = json.dumps({"delay_s": 0}).encode()
+        urllib.request.urlopen(set_delay, timeout=10).close()
+        done = client.messages.batches.create(requests=[{"custom_id": "r", "params": params("x")}])
+        assert client.messages.batches.retrieve(done.id).request_counts.succeeded == 1
+        assert sim.stats()["served"] == 1
+
+
+def test_bad_batch_settings_are_refused() -> None:
+    with running_simulator(SimConfig()) as sim:
+        for bad in ({"delay": 1}, {"error_rate": 2}, {"delay_s": -1}, {"delay_s": "1"}):
+            req = urllib.request.Request(f"{sim.base_url}/batches/settings", method="POST",
+                                         data=json.dumps(bad).encode())  # fmt: skip
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(req, timeout=10)
+            assert refused.value.code == 400
