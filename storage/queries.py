@@ -101,6 +101,35 @@ def status(store: Store, run_id: int, run_name: str) -> StatusCounts:
     )
 
 
+def judge_costs(store: Store, run_id: int) -> list[dict[str, Any]]:
+    """Per judge of the run's paid calls, by judge name: calls, batched calls, prompt
+    tokens (and of them, those read from and written to the prompt cache), completion
+    tokens and cost, as metered by the workers."""
+    stmt = (
+        select(
+            C.judge,
+            func.count(C.id),
+            func.count(C.id).filter(C.batch.is_(True)),
+            func.coalesce(func.sum(C.prompt_tokens), 0),
+            func.coalesce(func.sum(C.cached_tokens), 0),
+            func.coalesce(func.sum(C.cache_write_tokens), 0),
+            func.coalesce(func.sum(C.completion_tokens), 0),
+            func.coalesce(func.sum(C.cost), 0.0),
+        )
+        .where(C.run_id == run_id)
+        .group_by(C.judge)
+        .order_by(C.judge)
+    )
+    keys = ("judge", "calls", "batch_calls", "prompt_tokens", "cached_tokens",
+            "cache_write_tokens", "completion_tokens", "cost")  # fmt: skip
+    with store.engine.connect() as conn:
+        rows = conn.execute(stmt).all()
+    return [
+        dict(zip(keys, (str(r[0]), *(int(v) for v in r[1:7]), float(r[7])), strict=True))
+        for r in rows
+    ]
+
+
 def coverage(store: Store, run_id: int) -> dict[str, tuple[int, int]]:
     """model -> (instances answered, instances in the run)."""
     with store.engine.connect() as conn:
