@@ -320,7 +320,7 @@ def format_estimates(estimates: Sequence[Estimate]) -> str:
     prefix cached; with a note naming the judges without a price (their cost is unknown,
     not 0) and the calls the answer cache answers."""
     header = (
-        f"{'judge':<32} {'jobs':>8} {'calls':>8} {'ans.cache':>9} {'prompt tok':>12} "
+        f"{'judge':<40} {'jobs':>8} {'calls':>8} {'ans.cache':>9} {'prompt tok':>12} "
         f"{'cache rd tok':>12} {'compl. tok':>11} {'live USD':>10} {'batch USD':>10} "
         f"{'+cache USD':>10}"
     )
@@ -342,7 +342,7 @@ def format_estimates(estimates: Sequence[Estimate]) -> str:
         live, batch, cached = (_usd(e, v, e is total) for v in (e.cost, e.batch_cost,
                                                                e.cache_cost))  # fmt: skip
         lines.append(
-            f"{e.judge[:32]:<32} {e.jobs:>8} {e.calls:>8} {e.cached:>9} {e.prompt_tokens:>12} "
+            f"{e.judge[:40]:<40} {e.jobs:>8} {e.calls:>8} {e.cached:>9} {e.prompt_tokens:>12} "
             f"{e.cache_read_tokens:>12} {e.completion_tokens:>11} {live:>10} {batch:>10} "
             f"{cached:>10}"
         )
