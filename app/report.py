@@ -26,6 +26,7 @@ from flask_eval.report.breakdown import Aggregation, Breakdown, report_breakdown
 from flask_eval.report.document import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_TEMPERATURE,
+    JudgeCost,
     JudgeSettings,
     ReferenceMean,
     Report,
@@ -280,6 +281,7 @@ def build_report(
         ],
         position_patterns=[p.as_dict() for p in found],
         scale=protocols_scale(judge_protocols(run.config).values()),
+        costs=[JudgeCost(**c) for c in queries.judge_costs(store, run.id)],
     )
 
 

@@ -9,12 +9,24 @@ A call whose answer is already in the answer cache (an :class:`AnswerCache`, giv
 caller: the cache's keys are the workers' business) costs nothing: it is counted apart,
 and left out of the tokens and cost. A judge without a price has an unknown cost, said
 as such (``Estimate.unknown``), never as $0.
+
+Each judge's cost is estimated three ways: its calls made live, one by one (``cost``:
+what a run pays today, and what ``--max-cost`` holds), through the provider's batch API
+(``batch_cost``, at the judge's batch multiplier), and through the batch API with the
+prompt prefix the calls share read from the provider's prompt cache (``cache_cost``).
+For that last one, the calls of one judge with one set of criteria are taken to share
+the longest common prefix of their rendered text (:func:`shared_prefix_tokens`), which
+is written to the cache once (at the judge's cache-write price) and read by every other
+call of the group (at its cached-input price). It is a conservative estimate: see
+:func:`shared_prefix_tokens`; a cache entry's expiry (Anthropic's 5 minutes) is not
+modelled, so a group whose calls are spread over hours may write its prefix more than
+once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, Protocol
 
@@ -27,6 +39,87 @@ from flask_eval.storage.store import Store
 
 #: calls rendered and looked up in the cache at a time (bounds the memory held)
 CHUNK = 1000
+#: the shortest prompt prefix the providers cache (OpenAI: 1,024 tokens; Anthropic: 1,024
+#: for Sonnet and Opus, 2,048 for Haiku; Gemini 2.5's implicit cache: 1,024 for Flash,
+#: 2,048 for Pro): below it, an estimate counts no cached tokens
+MIN_CACHED_PREFIX = 1024
+#: OpenAI caches a prefix in steps of 128 tokens: an estimate rounds down to one
+CACHE_STEP = 128
+
+#: one rendered call: its messages as (role, content) pairs
+Rendered = tuple[tuple[str, str], ...]
+
+
+def _rendered(messages: Sequence[Message]) -> Rendered:
+    return tuple((m.get("role", ""), m.get("content", "")) for m in messages)
+
+
+def _common_tokens(low: Rendered, high: Rendered) -> int:
+    """The tokens of the common prefix of two rendered calls: whole messages while they
+    are equal, then the common start of the first that differs (same role only); one
+    token per 4 characters, rounded down, the messages' own overhead not counted."""
+    chars = 0
+    for (role_a, text_a), (role_b, text_b) in zip(low, high, strict=False):
+        if role_a != role_b:
+            break
+        if text_a != text_b:
+            n = 0
+            for x, y in zip(text_a, text_b, strict=False):
+                if x != y:
+                    break
+                n += 1
+            chars += n
+            break
+        chars += len(text_a)
+    return chars // 4
+
+
+def _cacheable(tokens: int) -> int:
+    """The tokens of a prefix a provider would cache: 0 below :data:`MIN_CACHED_PREFIX`,
+    else rounded down to :data:`CACHE_STEP`."""
+    return 0 if tokens < MIN_CACHED_PREFIX else tokens - tokens % CACHE_STEP
+
+
+def shared_prefix_tokens(messages: Sequence[Sequence[Message]]) -> int:
+    """The estimated prompt tokens a provider's cache would serve to each of these calls
+    (``messages``: each call's rendered messages; pass the calls of one judge with one set
+    of criteria): the longest prefix of their rendered text that every one of them
+    shares, 0 for fewer than two calls.
+
+    Conservative, so that a cache estimate never promises more than the providers give:
+    the prefix is the one common to *every* call of the group (the longest common prefix
+    of a set is that of its least and greatest member in text order, which is how it is
+    computed); tokens are counted at 4 characters each, rounded down; a prefix shorter
+    than :data:`MIN_CACHED_PREFIX` counts 0 and a longer one is rounded down to
+    :data:`CACHE_STEP` tokens.
+    """
+    if len(messages) < 2:
+        return 0
+    rendered = [_rendered(m) for m in messages]
+    return _cacheable(_common_tokens(min(rendered), max(rendered)))
+
+
+@dataclass
+class _PrefixGroup:
+    """The calls of one judge with one set of criteria still to pay for, as far as the
+    cache estimate needs them: their count and tokens, and their least and greatest
+    rendering (their common prefix is those two's)."""
+
+    low: Rendered
+    high: Rendered
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def add(self, rendered: Rendered, prompt: int, completion: int) -> None:
+        self.low, self.high = min(self.low, rendered), max(self.high, rendered)
+        self.calls += 1
+        self.prompt_tokens += prompt
+        self.completion_tokens += completion
+
+    @property
+    def prefix_tokens(self) -> int:
+        return 0 if self.calls < 2 else _cacheable(_common_tokens(self.low, self.high))
 
 
 class AnswerCache(Protocol):
@@ -46,12 +139,20 @@ class Estimate:
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    #: USD of the calls made live, one by one
     cost: float = 0.0
     #: calls the answer cache answers (free; not in the tokens and cost)
     cached: int = 0
     #: False: the judge has no price, so ``cost`` is unknown (not 0) unless the cache
     #: answers all its calls
     priced: bool = True
+    #: USD of the same calls made through the provider's batch API
+    batch_cost: float = 0.0
+    #: USD of the same calls made through the batch API, their shared prompt prefix
+    #: written to the provider's cache once and read from it by every other call
+    cache_cost: float = 0.0
+    #: of ``prompt_tokens``: those the prompt cache would serve (the batch + cache case)
+    cache_read_tokens: int = 0
 
     @property
     def unknown(self) -> bool:
@@ -69,6 +170,8 @@ class CallEstimate:
     completion_tokens: int
     cached: bool
     cost: float
+    #: the call's rendered messages (what a prompt cache would see)
+    messages: list[Message] = field(default_factory=list, compare=False, repr=False)
 
 
 class Estimator:
@@ -142,13 +245,15 @@ class Estimator:
             for call, (messages, _, completion), hit in zip(chunk, rendered, hits, strict=True):
                 prompt = estimate_tokens(messages)
                 cost = 0.0 if hit else self.context.judges[call.judge].cost(prompt, completion)
-                yield CallEstimate(call, prompt, completion, hit, cost)
+                yield CallEstimate(call, prompt, completion, hit, cost, messages)
 
     def summarize(self, calls: Iterable[PlannedCall]) -> list[Estimate]:
+        """Per judge: its jobs, calls, tokens and cost live, batched, batched + cached."""
         by_judge = {
             name: Estimate(name, priced=judge.price is not None)
             for name, judge in self.context.judges.items()
         }
+        groups: dict[tuple[str, tuple[str, ...]], _PrefixGroup] = {}
         for one in self.each(calls):
             est = by_judge[one.call.judge]
             est.jobs += len(one.call.criteria)
@@ -159,6 +264,24 @@ class Estimator:
             est.prompt_tokens += one.prompt_tokens
             est.completion_tokens += one.completion_tokens
             est.cost += one.cost
+            judge = self.context.judges[one.call.judge]
+            est.batch_cost += judge.cost(one.prompt_tokens, one.completion_tokens, batch=True)
+            rendered = _rendered(one.messages)
+            key = (one.call.judge, tuple(one.call.criteria))
+            group = groups.setdefault(key, _PrefixGroup(rendered, rendered))
+            group.add(rendered, one.prompt_tokens, one.completion_tokens)
+        for (name, _), group in groups.items():
+            prefix = group.prefix_tokens
+            read = (group.calls - 1) * prefix if prefix else 0
+            est = by_judge[name]
+            est.cache_read_tokens += read
+            est.cache_cost += self.context.judges[name].cost(
+                group.prompt_tokens,
+                group.completion_tokens,
+                cached_tokens=read,
+                cache_write_tokens=prefix,
+                batch=True,
+            )
         return list(by_judge.values())
 
 
@@ -184,33 +307,44 @@ def planned_calls(
     return group_calls(rows, context)
 
 
+def _usd(e: Estimate, value: float, total: bool) -> str:
+    if not e.unknown:
+        return f"{value:.4f}"
+    # the priced part, at least: "unknown" alone when nothing is priced
+    return f">={value:.4f}" if total and value else "unknown"
+
+
 def format_estimates(estimates: Sequence[Estimate]) -> str:
-    """The table `--dry-run` prints, one row per judge and a total, with a note naming
-    the judges without a price (their cost is unknown, not 0) and the calls the answer
-    cache answers."""
+    """The table `--dry-run` prints, one row per judge and a total: the cost of its calls
+    made live, through the providers' batch APIs, and batched with their shared prompt
+    prefix cached; with a note naming the judges without a price (their cost is unknown,
+    not 0) and the calls the answer cache answers."""
     header = (
-        f"{'judge':<40} {'jobs':>8} {'calls':>8} {'cached':>8} {'prompt tok':>12} "
-        f"{'compl. tok':>11} {'cost USD':>10}"
+        f"{'judge':<40} {'jobs':>8} {'calls':>8} {'ans.cache':>9} {'prompt tok':>12} "
+        f"{'cache rd tok':>12} {'compl. tok':>11} {'live USD':>10} {'batch USD':>10} "
+        f"{'+cache USD':>10}"
     )
     total = Estimate(
         "total",
-        sum(e.jobs for e in estimates),
-        sum(e.calls for e in estimates),
-        sum(e.prompt_tokens for e in estimates),
-        sum(e.completion_tokens for e in estimates),
-        sum(e.cost for e in estimates),
-        sum(e.cached for e in estimates),
-        not any(e.unknown for e in estimates),
+        jobs=sum(e.jobs for e in estimates),
+        calls=sum(e.calls for e in estimates),
+        prompt_tokens=sum(e.prompt_tokens for e in estimates),
+        completion_tokens=sum(e.completion_tokens for e in estimates),
+        cost=sum(e.cost for e in estimates),
+        cached=sum(e.cached for e in estimates),
+        priced=not any(e.unknown for e in estimates),
+        batch_cost=sum(e.batch_cost for e in estimates),
+        cache_cost=sum(e.cache_cost for e in estimates),
+        cache_read_tokens=sum(e.cache_read_tokens for e in estimates),
     )
     lines = [header, "-" * len(header)]
     for e in [*estimates, total]:
-        if not e.unknown:
-            cost = f"{e.cost:.4f}"
-        else:  # the priced part, at least: "unknown" alone when nothing is priced
-            cost = f">={e.cost:.4f}" if e is total and e.cost else "unknown"
+        live, batch, cached = (_usd(e, v, e is total) for v in (e.cost, e.batch_cost,
+                                                               e.cache_cost))  # fmt: skip
         lines.append(
-            f"{e.judge[:40]:<40} {e.jobs:>8} {e.calls:>8} {e.cached:>8} {e.prompt_tokens:>12} "
-            f"{e.completion_tokens:>11} {cost:>10}"
+            f"{e.judge[:40]:<40} {e.jobs:>8} {e.calls:>8} {e.cached:>9} {e.prompt_tokens:>12} "
+            f"{e.cache_read_tokens:>12} {e.completion_tokens:>11} {live:>10} {batch:>10} "
+            f"{cached:>10}"
         )
     unpriced = [e.judge for e in estimates if e.unknown]
     if unpriced:
@@ -224,5 +358,12 @@ def format_estimates(estimates: Sequence[Estimate]) -> str:
         lines.append(
             f"{total.cached} of {total.calls} calls are answered from the answer cache (paid "
             "before, by this or another run): no tokens or cost counted for them"
+        )
+    if total.batch_cost != total.cost or total.cache_cost != total.batch_cost:
+        lines.append(
+            "live: each call on its own, at full price; batch: through the providers' batch "
+            "APIs (each judge's batch price); +cache: batched, the prompt prefix the calls of "
+            "a judge and criteria share written to the provider's cache once and read by the "
+            f"others (cache rd tok; a prefix under {MIN_CACHED_PREFIX:,} tokens is not cached)"
         )
     return "\n".join(lines)

@@ -7,7 +7,9 @@ A judges file is a YAML list of mappings::
       rpm: 500                         # optional budgets and concurrency
       tpm: 200000
       max_in_flight: 64
-      price: {input: 2.5, output: 10}  # USD per 1M tokens
+      price: {input: 2.5, output: 10}  # USD per 1M tokens; also cached_input,
+                                       # cache_write and batch (a multiplier in (0, 1]);
+                                       # a known model's own fill the rest (prices.py)
       max_tokens: 1024                 # optional sampling settings
       temperature: 0
       retry_max_tokens: 4096
@@ -40,6 +42,7 @@ from flask_eval.core.files import MIB, read_text
 from flask_eval.core.limits import MAX_JUDGE_NAME
 from flask_eval.core.text import clip
 from flask_eval.core.types import DEFAULT_MAX_TOKENS, JudgeConfig, JudgeSpec, Price
+from flask_eval.producer.prices import PriceError, price_of
 from flask_eval.rubrics.grading import DEFAULT_PROTOCOL, PROTOCOLS
 
 __all__ = [
@@ -176,7 +179,7 @@ def _entry(data: Any, node: yaml.Node, path: str, parse: SpecParser) -> JudgeCon
         rpm=_positive(data, "rpm", path, at("rpm")),
         tpm=_positive(data, "tpm", path, at("tpm")),
         max_in_flight=_whole(data, "max_in_flight", path, at("max_in_flight"), None),
-        price=_price(data.get("price"), path, at("price")),
+        price=_price(data.get("price"), spec.name, node, path),
         max_tokens=max_tokens,
         temperature=_temperature(data, path, at("temperature")),
         retry_max_tokens=retry,
@@ -240,18 +243,18 @@ def _temperature(data: dict[str, Any], path: str, line: int) -> float | None:
     return float(value)
 
 
-def _price(value: Any, path: str, line: int) -> Price | None:
-    if value is None:
-        return None  # no price given: producer/prices.py may know one
-    if not isinstance(value, dict) or set(value) - {"input", "output"}:
-        raise InputError(
-            "`price` must be {input: USD per 1M tokens, output: USD per 1M tokens}", path, line
-        )
-    for k in ("input", "output"):
-        v = value.get(k, 0)
-        if not _number(v) or v < 0 or not math.isfinite(v):
-            raise InputError(f"`price.{k}` must be a number >= 0, got {clip(v)}", path, line)
-    return Price(float(value.get("input", 0)), float(value.get("output", 0)))
+def _price(value: Any, spec: str, node: yaml.Node, path: str) -> Price | None:
+    """The judge's ``price`` (``producer.prices.price_of``); InputError at the line of
+    the field at fault."""
+    try:
+        return price_of(value, spec)
+    except PriceError as exc:
+        line = _key_line(node, "price")
+        if exc.key is not None and isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                if isinstance(key_node, yaml.ScalarNode) and key_node.value == "price":
+                    line = _key_line(value_node, exc.key)
+        raise InputError(str(exc), path, line) from None
 
 
 def parse_judge_arg(arg: str, parse: SpecParser = JudgeSpec.parse) -> JudgeConfig:

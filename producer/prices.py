@@ -7,24 +7,55 @@ that changes later never changes what a run already costs. A price given in a ju
 file (``price: {input: USD, output: USD}``, per million tokens; ``0`` for a free local
 judge) always wins.
 
-:data:`KNOWN_PRICES` is the table of known prices, by ``provider/model``; it applies
-only to a judge on its provider's own API (a spec without ``@BASE_URL``: a server
-elsewhere, a proxy or a local model may charge anything). It is empty until the
-price-table issue fills it; nothing else changes when it does.
+:data:`KNOWN_PRICES` is the table of known prices, by ``provider/model``
+(:mod:`producer.price_table`: list prices transcribed from the providers' pricing pages,
+dated, with their sources; dated snapshot ids it names resolve to their model's row). It
+applies only to a judge on its provider's own API (a spec without ``@BASE_URL``: a
+server elsewhere, a proxy or a local model may charge anything).
+
+A judges file's price may be partial (:func:`price_of`): for a model the table knows,
+the fields it gives replace the table's, field by field, and the others are the
+table's (``price: {batch: 1}`` says "no batch discount on my account"; ``price: {input:
+2}``, a negotiated input price, keeps the table's cache and batch prices). For a model
+the table does not know, ``input`` and ``output`` are both required: a missing one
+would count its tokens as free; the cache prices then default to ``input`` (no cache
+discount assumed) and ``batch`` to 1 (no batch discount assumed), so a cost is never
+underestimated for want of a field.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 from flask_eval.core.errors import ConfigError
+from flask_eval.core.text import clip
 from flask_eval.core.types import JudgeConfig, JudgeSpec, Price
+from flask_eval.producer.price_table import ALIASES, PRICES
 
-__all__ = ["KNOWN_PRICES", "check_budget_prices", "known_price", "settle_prices", "unpriced"]
+__all__ = [
+    "KNOWN_PRICES",
+    "PRICE_KEYS",
+    "PriceError",
+    "check_budget_prices",
+    "known_price",
+    "price_of",
+    "settle_prices",
+    "unpriced",
+]
 
-#: ``provider/model`` -> its list price in USD per million tokens (input, output)
-KNOWN_PRICES: Mapping[str, Price] = {}
+#: ``provider/model`` (a dated snapshot id too, where :data:`price_table.ALIASES` names
+#: it) -> its list price in USD per million tokens
+KNOWN_PRICES: Mapping[str, Price] = {**PRICES, **{a: PRICES[m] for a, m in ALIASES.items()}}
+
+#: the fields of a judges file's ``price`` mapping
+PRICE_KEYS = ("input", "output", "cached_input", "cache_write", "batch")
+_SHAPE = (
+    "`price` must be a mapping of input, output, cached_input, cache_write (USD per 1M "
+    "tokens) and batch (the batch API's multiplier, e.g. 0.5)"
+)
 
 #: how a user gives a judge its price
 HOW_TO_PRICE = (
@@ -40,6 +71,45 @@ def known_price(spec: str, table: Mapping[str, Price] | None = None) -> Price | 
     if parsed.base_url is not None:
         return None
     return (KNOWN_PRICES if table is None else table).get(parsed.default_name)
+
+
+class PriceError(ConfigError):
+    """A judges file's ``price`` is wrong; ``key`` names the field at fault (None: the
+    mapping itself)."""
+
+    def __init__(self, message: str, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+def price_of(value: Any, spec: str, table: Mapping[str, Price] | None = None) -> Price | None:
+    """The price a judges file gives the judge ``spec`` (``value``: its ``price``
+    mapping; None: none given), completed from the known price of its model (see the
+    module's docstring); PriceError saying what is wrong."""
+    if value is None:
+        return None  # no price given: settle_prices may know one
+    if not isinstance(value, dict) or any(k not in PRICE_KEYS for k in value):
+        raise PriceError(_SHAPE)
+    given: dict[str, float] = {}
+    for key, v in value.items():
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+            ok = False
+        else:
+            ok = 0 < v <= 1 if key == "batch" else v >= 0
+        if not ok:
+            rule = "a number in (0, 1] (0.5: half price)" if key == "batch" else "a number >= 0"
+            raise PriceError(f"`price.{key}` must be {rule}, got {clip(v)}", key)
+        given[key] = float(v)
+    known = known_price(spec, table)
+    if known is not None:
+        return replace(known, **given)
+    missing = [k for k in ("input", "output") if k not in given]
+    if missing:
+        raise PriceError(
+            f"`price.{missing[0]}` is missing: {clip(spec, 80)} has no known price to fill "
+            "it from; give both input and output (0 for a free local judge)"
+        )
+    return Price(**given)
 
 
 def settle_prices(

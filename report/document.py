@@ -100,6 +100,35 @@ class JudgeSettings:
 
 
 @dataclass(frozen=True)
+class JudgeCost:
+    """What one judge's paid calls of the run cost, as the workers metered them: the
+    prompt tokens read from the provider's prompt cache (``cached_tokens``) and written
+    to it (``cache_write_tokens``) are parts of ``prompt_tokens``, billed at the judge's
+    cache prices; ``batch_calls`` went through a batch API (at its batch price)."""
+
+    judge: str
+    calls: int = 0
+    batch_calls: int = 0
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**vars(self), "cost": round(self.cost, 6)}
+
+    def describe(self) -> str:
+        """One line of a report header."""
+        batched = f", {self.batch_calls:,} through a batch API" if self.batch_calls else ""
+        return (
+            f"{self.calls:,} calls{batched}, ${self.cost:.4f}; {self.prompt_tokens:,} prompt "
+            f"tokens ({self.cached_tokens:,} read from the prompt cache, "
+            f"{self.cache_write_tokens:,} written to it), {self.completion_tokens:,} completion"
+        )
+
+
+@dataclass(frozen=True)
 class ReferenceMean:
     """A reference rater's mean score of one model, on the run's cells it rated."""
 
@@ -143,6 +172,8 @@ class Report:
     position_patterns: list[dict[str, Any]] = field(default_factory=list)
     #: the score scale of the run's protocols (``rubrics.scale``): the figures' axes
     scale: Scale = FIVE_POINT
+    #: what each judge's paid calls cost (the ledger's ``call`` rows of the run)
+    costs: list[JudgeCost] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON document; ``definitions`` only when there are any (BiGGen runs)."""
@@ -155,6 +186,7 @@ class Report:
             "bootstrap": self.bootstrap,
             "notes": list(self.notes),
             "position_patterns": list(self.position_patterns),
+            "cost": [c.as_dict() for c in self.costs],
         }
         if self.reference_means:
             data["reference_means"] = [vars(r) for r in self.reference_means]

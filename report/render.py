@@ -1,7 +1,7 @@
 """The one renderer of a report as JSON and CSV (pure: strings only); the text tables
 are ``report.text``'s (re-exported here).
 
-JSON is ``{"run", "judges", "rows": [...], "comparisons", "agreement", "bootstrap"}``,
+JSON is ``{"run", "judges", "rows": [...], "comparisons", "agreement", "bootstrap", "cost"}``,
 each row with the keys of :data:`report.document.FIELDS`. JSON and CSV keep full float
 precision and go through :func:`plain`, so a numpy number is written as a plain number
 whatever its type; only the text tables round (2 decimals). Text tables show models best

@@ -86,6 +86,9 @@ def header(report: Report) -> list[str]:
     if report.judge_settings:
         lines.append("Judges (name: spec, sampling):")
         lines += [f"  {j.name}: {j.describe()}" for j in report.judge_settings]
+    if report.costs:
+        lines.append("Cost (paid calls, USD at each judge's price):")
+        lines += [f"  {c.judge}: {c.describe()}" for c in report.costs]
     if report.coverage:
         covered = ", ".join(f"{m} {a}/{t}" for m, (a, t) in report.coverage.items())
         lines += textwrap.wrap(f"Coverage (instances answered): {covered}", DEFAULT_WIDTH,

@@ -97,6 +97,9 @@ class Call(SQLModel, table=True):
     cost: float = 0.0  # USD, from the judge's configured price
     latency_ms: float = 0.0
     created_at: datetime = Field(default_factory=utcnow)
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    batch: bool = False
 
 
 class Judgment(SQLModel, table=True):

@@ -64,7 +64,8 @@ CLAIM_CONTEXTS = f"""
 
 _CALL_FIELDS = (
     "uid", "cache_key", "run_id", "judge", "raw", "parsed", "finish",
-    "prompt_tokens", "completion_tokens", "cost", "latency_ms",
+    "prompt_tokens", "completion_tokens", "cost", "latency_ms", "cached_tokens",
+    "cache_write_tokens", "batch",
 )  # fmt: skip
 
 CACHED = f"""
@@ -79,13 +80,16 @@ INSERT_CALLS = f"""
     INSERT INTO call ({", ".join(_CALL_FIELDS)}, created_at)
     SELECT v.uid, v.cache_key, (SELECT r.id FROM run AS r WHERE r.id = v.run_id), v.judge,
            v.raw, v.parsed, v.finish, v.prompt_tokens, v.completion_tokens, v.cost,
-           v.latency_ms, CAST(%(now)b AS timestamptz)
+           v.latency_ms, v.cached_tokens, v.cache_write_tokens, v.batch,
+           CAST(%(now)b AS timestamptz)
     FROM unnest(
         CAST(%(uid)b AS varchar[]), CAST(%(cache_key)b AS varchar[]),
         CAST(%(run_id)b AS integer[]), CAST(%(judge)b AS varchar[]), CAST(%(raw)b AS text[]),
         CAST(%(parsed)b AS boolean[]), CAST(%(finish)b AS varchar[]),
         CAST(%(prompt_tokens)b AS integer[]), CAST(%(completion_tokens)b AS integer[]),
-        CAST(%(cost)b AS float8[]), CAST(%(latency_ms)b AS float8[])
+        CAST(%(cost)b AS float8[]), CAST(%(latency_ms)b AS float8[]),
+        CAST(%(cached_tokens)b AS integer[]), CAST(%(cache_write_tokens)b AS integer[]),
+        CAST(%(batch)b AS boolean[])
     ) AS v({", ".join(_CALL_FIELDS)})
     ON CONFLICT (uid) DO NOTHING
 """

@@ -32,6 +32,11 @@ class StatusCounts:
     completion_tokens: int = 0
     calls: int = 0
     cost: float = 0.0
+    #: of ``prompt_tokens``: read from the providers' prompt caches / written to them
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    #: calls made through a provider's batch API (of ``calls``)
+    batch_calls: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -44,6 +49,9 @@ class StatusCounts:
             "calls": self.calls,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            "cached_tokens": self.cached_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "batch_calls": self.batch_calls,
             "cost": round(self.cost, 6),
         }
 
@@ -62,12 +70,15 @@ def status(store: Store, run_id: int, run_name: str) -> StatusCounts:
                 .group_by(J.reason)
             ).all()
         )
-        calls, ptok, ctok, cost = conn.execute(
+        calls, ptok, ctok, cost, cached, written, batched = conn.execute(
             select(
                 func.count(C.id),
                 func.coalesce(func.sum(C.prompt_tokens), 0),
                 func.coalesce(func.sum(C.completion_tokens), 0),
                 func.coalesce(func.sum(C.cost), 0.0),
+                func.coalesce(func.sum(C.cached_tokens), 0),
+                func.coalesce(func.sum(C.cache_write_tokens), 0),
+                func.count(C.id).filter(C.batch.is_(True)),
             ).where(C.run_id == run_id)
         ).one()
     done = counts.get(Status.DONE.value, 0)
@@ -84,7 +95,39 @@ def status(store: Store, run_id: int, run_name: str) -> StatusCounts:
         completion_tokens=int(ctok),
         calls=int(calls),
         cost=float(cost),
+        cached_tokens=int(cached),
+        cache_write_tokens=int(written),
+        batch_calls=int(batched),
     )
+
+
+def judge_costs(store: Store, run_id: int) -> list[dict[str, Any]]:
+    """Per judge of the run's paid calls, by judge name: calls, batched calls, prompt
+    tokens (and of them, those read from and written to the prompt cache), completion
+    tokens and cost, as metered by the workers."""
+    stmt = (
+        select(
+            C.judge,
+            func.count(C.id),
+            func.count(C.id).filter(C.batch.is_(True)),
+            func.coalesce(func.sum(C.prompt_tokens), 0),
+            func.coalesce(func.sum(C.cached_tokens), 0),
+            func.coalesce(func.sum(C.cache_write_tokens), 0),
+            func.coalesce(func.sum(C.completion_tokens), 0),
+            func.coalesce(func.sum(C.cost), 0.0),
+        )
+        .where(C.run_id == run_id)
+        .group_by(C.judge)
+        .order_by(C.judge)
+    )
+    keys = ("judge", "calls", "batch_calls", "prompt_tokens", "cached_tokens",
+            "cache_write_tokens", "completion_tokens", "cost")  # fmt: skip
+    with store.engine.connect() as conn:
+        rows = conn.execute(stmt).all()
+    return [
+        dict(zip(keys, (str(r[0]), *(int(v) for v in r[1:7]), float(r[7])), strict=True))
+        for r in rows
+    ]
 
 
 def coverage(store: Store, run_id: int) -> dict[str, tuple[int, int]]:
@@ -213,15 +256,19 @@ def runs_overview(store: Store) -> list[dict[str, Any]]:
             )
         }
         costs = {
-            int(r[0]): float(r[1] or 0.0)
+            int(r[0]): (float(r[1] or 0.0), int(r[2] or 0), int(r[3] or 0))
             for r in conn.execute(
-                select(C.run_id, func.sum(C.cost)).where(C.run_id.is_not(None)).group_by(C.run_id)
+                select(C.run_id, func.sum(C.cost), func.sum(C.cached_tokens),
+                       func.sum(C.cache_write_tokens))
+                .where(C.run_id.is_not(None))
+                .group_by(C.run_id)
             )
-        }
+        }  # fmt: skip
     overview = []
     for run_id, name, created in runs:
         by_status = counts.get(int(run_id), {})
         models, judges = sizes.get(int(run_id), (0, 0))
+        cost, cached, written = costs.get(int(run_id), (0.0, 0, 0))
         overview.append({
             "name": str(name),
             "created": created.strftime("%Y-%m-%d %H:%M") if created else "",
@@ -230,7 +277,9 @@ def runs_overview(store: Store) -> list[dict[str, Any]]:
             "done": by_status.get(Status.DONE.value, 0),
             "failed": by_status.get(Status.FAILED.value, 0),
             "total": sum(by_status.values()),
-            "cost": costs.get(int(run_id), 0.0),
+            "cost": cost,
+            "cached_tokens": cached,
+            "cache_write_tokens": written,
         })  # fmt: skip
     return overview
 

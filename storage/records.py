@@ -148,6 +148,11 @@ class CallRecord:
     completion_tokens: int = 0
     cost: float = 0.0
     latency_ms: float = 0.0
+    #: of ``prompt_tokens``: read from the provider's prompt cache / written to it
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    #: made through the provider's batch API
+    batch: bool = False
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,8 @@ CONTEXTS = (
 )  # fmt: skip
 _CALL_FIELDS = (
     "uid", "cache_key", "run_id", "judge", "raw", "parsed", "finish",
-    "prompt_tokens", "completion_tokens", "cost", "latency_ms",
+    "prompt_tokens", "completion_tokens", "cost", "latency_ms", "cached_tokens",
+    "cache_write_tokens", "batch",
 )  # fmt: skip
 CACHED = (
     select(*(C[f] for f in _CALL_FIELDS))

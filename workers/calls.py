@@ -68,6 +68,37 @@ class Answer:
     key: str = ""  # the prompt's cache key
 
 
+def paid_record(
+    call: Call, answer: Answer, output: JudgeOutput, parsed: bool, batch: bool = False
+) -> CallRecord:
+    """The call row of a paid answer, metered at the judge's price: its cached and
+    cache-written prompt tokens at the cache prices, and at the batch multiplier when it
+    came through the provider's batch API (``batch``)."""
+    config = call.config
+    return CallRecord(
+        uid=answer.uid,
+        cache_key=answer.key,
+        run_id=call.rows[0].run_id,
+        judge=config.name,
+        raw=output.text,
+        parsed=parsed,
+        finish=output.finish,
+        prompt_tokens=output.prompt_tokens,
+        completion_tokens=output.completion_tokens,
+        cost=config.cost(
+            output.prompt_tokens,
+            output.completion_tokens,
+            cached_tokens=output.cached_tokens,
+            cache_write_tokens=output.cache_write_tokens,
+            batch=batch,
+        ),
+        latency_ms=answer.latency_ms,
+        cached_tokens=output.cached_tokens,
+        cache_write_tokens=output.cache_write_tokens,
+        batch=batch,
+    )
+
+
 class Failure(JudgeError):
     """A failure that comes with an answer that was paid for (kept as the raw output)."""
 

@@ -43,7 +43,16 @@ from flask_eval.rubrics.prompt import Message
 from flask_eval.storage.records import CallRecord, JobContext, Outcome
 from flask_eval.storage.retry import is_transient
 from flask_eval.storage.store import Store
-from flask_eval.workers.calls import DETAIL_LIMIT, Answer, BatchSummary, Call, Failure, done, failed
+from flask_eval.workers.calls import (
+    DETAIL_LIMIT,
+    Answer,
+    BatchSummary,
+    Call,
+    Failure,
+    done,
+    failed,
+    paid_record,
+)
 from flask_eval.workers.context import cache_key, generate_config
 from flask_eval.workers.feed import Ticket
 from flask_eval.workers.halts import HaltWatch
@@ -328,21 +337,8 @@ class Executor:
         output = answer.output
         if output is None:
             return
-        first_row = call.rows[0]
         call.paid.append(
-            CallRecord(
-                uid=answer.uid,
-                cache_key=answer.key,
-                run_id=first_row.run_id,
-                judge=call.config.name,
-                raw=output.text,
-                parsed=reading is not None and bool(reading.scores),
-                finish=output.finish,
-                prompt_tokens=output.prompt_tokens,
-                completion_tokens=output.completion_tokens,
-                cost=call.config.cost(output.prompt_tokens, output.completion_tokens),
-                latency_ms=answer.latency_ms,
-            )
+            paid_record(call, answer, output, reading is not None and bool(reading.scores))
         )
 
     async def _whole_answer(

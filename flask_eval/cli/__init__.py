@@ -155,6 +155,12 @@ def status(run_name: str | None, as_json: bool) -> None:
         f"  {counts.calls} judge calls paid (${counts.cost:.4f}), {counts.prompt_tokens} prompt "
         f"+ {counts.completion_tokens} completion tokens"
     )
+    if counts.cached_tokens or counts.cache_write_tokens or counts.batch_calls:
+        click.echo(
+            f"  of the prompt tokens, {counts.cached_tokens} read from the providers' prompt "
+            f"caches and {counts.cache_write_tokens} written to them (at the judges' cache "
+            f"prices); {counts.batch_calls} calls made through a batch API"
+        )
     cached = queries.cache_answered(store, info.id)
     if cached:
         click.echo(f"  {cached} judge calls answered from the answer cache (free)")
@@ -205,14 +211,15 @@ def runs(ctx: click.Context) -> None:
         return
     head = (
         f"{'name':<28} {'created':<16} {'models':>6} {'judges':>6} "
-        f"{'done/failed/total':>22} {'cost':>10}"
+        f"{'done/failed/total':>22} {'cache read/write tok':>22} {'cost':>10}"
     )
     click.echo(head)
     for r in rows:
         progress = f"{r['done']}/{r['failed']}/{r['total']}"
+        cache = f"{r['cached_tokens']}/{r['cache_write_tokens']}"
         click.echo(
             f"{r['name'][:28]:<28} {r['created']:<16} {r['models']:>6} {r['judges']:>6} "
-            f"{progress:>22} {r['cost']:>10.4f}"
+            f"{progress:>22} {cache:>22} {r['cost']:>10.4f}"
         )
 
 

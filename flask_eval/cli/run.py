@@ -145,7 +145,8 @@ if TYPE_CHECKING:
 @click.option(
     "--dry-run",
     is_flag=True,
-    help="Print jobs, calls, the calls the answer cache answers, tokens and cost; spend nothing.",
+    help="Print jobs, calls, the calls the answer cache answers, tokens and cost (live, "
+    "through batch APIs, and batched with shared prompt prefixes cached); spend nothing.",
 )
 @click.option(
     "--max-cost",

@@ -334,7 +334,9 @@ def test_prices_and_budgets_changed_on_a_later_run_are_stored_and_used(
     run = store.find_run("priced")
     assert run is not None
     stored = run.config["judges"][0]
-    assert stored["price"] == {"input": 2000.0, "output": 2000.0} and stored["rpm"] == 3000.0
+    assert stored["price"] == {"input": 2000.0, "output": 2000.0, "cached_input": None,
+                               "cache_write": None, "batch": 1.0}  # fmt: skip
+    assert stored["rpm"] == 3000.0
     with store.engine.connect() as conn:
         calls = conn.execute(select(CALL.c.id, CALL.c.prompt_tokens, CALL.c.completion_tokens,
                                     CALL.c.cost).order_by(CALL.c.id)).all()  # fmt: skip

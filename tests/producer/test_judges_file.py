@@ -138,3 +138,45 @@ def test_base_urls_refused(spec: str, message: str) -> None:
         spec_of(spec)
     text = str(info.value)
     assert message in text and "s3cret-value" not in text and len(text) < 400, text
+
+
+def test_a_judges_file_price_with_cache_and_batch_fields_and_a_known_models_rest(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "judges.yaml"
+    path.write_text(
+        "- spec: openai/local@http://127.0.0.1:8000/v1\n"
+        "  price: {input: 1, output: 2, cached_input: 0.1, cache_write: 1.5, batch: 0.5}\n"
+        "- spec: anthropic/claude-sonnet-4-5-20250929\n"
+        "  price:\n"
+        "    batch: 1\n"
+    )
+    local, sonnet = load_judges_file(str(path), spec_of)
+    assert local.price == Price(1.0, 2.0, cached_input=0.1, cache_write=1.5, batch=0.5)
+    assert sonnet.price == Price(3.0, 15.0, cached_input=0.3, cache_write=3.75, batch=1.0)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "message"),
+    [
+        ("- spec: openai/x\n  price:\n    input: 1\n    batch: 2\n", 4,
+         "`price.batch` must be a number in (0, 1]"),
+        ("- spec: openai/x\n  price: {input: 1, output: -2}\n", 2,
+         "`price.output` must be a number >= 0, got -2"),
+        ("- spec: openai/x\n  price:\n    cached_input: cheap\n", 3,
+         "`price.cached_input` must be a number >= 0, got 'cheap'"),
+        ("- spec: openai/x\n  price:\n    input: 1\n", 2,
+         "`price.output` is missing: 'openai/x' has no known price"),
+        ("- spec: openai/x\n  price: 3\n", 2, "`price` must be a mapping of input, output"),
+        ("- spec: openai/gpt-4o\n  price: {input: 1, vat: 0.2}\n", 2, "`price` must be a mapping"),
+    ],
+)  # fmt: skip
+def test_a_bad_price_is_one_line_naming_the_file_and_the_fields_line(
+    tmp_path: Path, text: str, line: int, message: str
+) -> None:
+    path = tmp_path / "judges.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError) as err:
+        load_judges_file(str(path), spec_of)
+    assert str(err.value).startswith(f"{path}:{line}: {message}"), str(err.value)
+    assert "\n" not in str(err.value)

@@ -80,7 +80,7 @@ def test_json_shape_and_keys() -> None:
     rows = as_report(sample_rows()).rows
     data = json.loads(to_json(Report("run-1", rows)))
     assert set(data) == {"run", "judges", "rows", "comparisons", "agreement", "bootstrap",
-                         "notes", "position_patterns"}  # fmt: skip
+                         "notes", "position_patterns", "cost"}  # fmt: skip
     assert data["run"] == "run-1"
     assert len(data["rows"]) == len(rows)
     for item in data["rows"]:
@@ -106,7 +106,7 @@ def test_json_keeps_full_precision_and_null() -> None:
 def test_json_empty() -> None:
     assert json.loads(to_json(Report("empty", []))) == {
         "run": "empty", "judges": [], "rows": [], "comparisons": [], "agreement": [],
-        "bootstrap": {}, "notes": [], "position_patterns": [],
+        "bootstrap": {}, "notes": [], "position_patterns": [], "cost": [],
     }  # fmt: skip
 
 

@@ -216,3 +216,38 @@ def test_opening_a_store_at_the_head_does_not_import_alembic(tmp_path: Path) -> 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=Path(__file__).resolve().parents[2])  # fmt: skip
     assert out.stdout.strip() == "False"
+
+
+def test_a_version_3_store_gets_the_cache_and_batch_columns_of_its_calls(
+    database_url: str,
+) -> None:
+    """0004_v4: the calls paid before it count no cached or cache-written tokens and were
+    not batched (how they were billed); new calls record theirs."""
+    from alembic import command
+
+    from flask_eval.storage.db import BASELINE, _alembic_config
+    from flask_eval.storage.records import CallRecord
+
+    make_v1_store(database_url)
+    engine = create_engine(normalize_url(database_url))
+    with engine.begin() as conn:  # the store as version 3 left it
+        config = _alembic_config(conn)
+        command.stamp(config, BASELINE)
+        command.upgrade(config, "0003_v3")
+    with engine.connect() as conn:
+        assert "cached_tokens" not in {c["name"] for c in inspect(conn).get_columns("call")}
+    engine.dispose()
+    store = Store(database_url)  # opening migrates to the head
+    with store.engine.connect() as conn:
+        version = conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar_one()
+        old = conn.execute(
+            select(CALL.c.cached_tokens, CALL.c.cache_write_tokens, CALL.c.batch, CALL.c.cost)
+        ).all()
+    assert version == head_revision()
+    assert [tuple(r) for r in old] == [(0, 0, False, 0.5)] * 2
+    new = CallRecord("new", "n" * 64, 1, "openai/j", "answer 3", True, "stop", 100, 20, 0.25,
+                     10.0, cached_tokens=60, cache_write_tokens=30, batch=True)  # fmt: skip
+    store.write([new])
+    counts = queries.status(store, 1, "old")
+    assert (counts.calls, counts.prompt_tokens, counts.cached_tokens) == (3, 300, 60)
+    assert (counts.cache_write_tokens, counts.batch_calls, counts.cost) == (30, 1, 1.25)

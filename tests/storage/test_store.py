@@ -360,3 +360,25 @@ def test_two_producers_creating_one_run_at_once(database_url: str, same_inputs: 
         assert any(isinstance(r, RunConflictError) for r in results)
     run = store.find_run("raced")
     assert run is not None and queries.status(store, run.id, "raced").total == 66
+
+
+def test_cached_and_cache_written_tokens_and_batch_calls_round_trip(database_url: str) -> None:
+    """A paid call's cache and batch fields are written by each dialect's write path,
+    read back by the answer cache and summed by `status` and `runs`."""
+    store = Store(database_url)
+    run_id = create(store)
+    store.write([
+        CallRecord("c1", "a" * 64, run_id, "memory/j1", "x", True, "stop", 1000, 50, 0.002,
+                   1.0, cached_tokens=800, cache_write_tokens=0, batch=True),
+        CallRecord("c2", "b" * 64, run_id, "memory/j1", "y", True, "stop", 1000, 50, 0.003,
+                   1.0, cached_tokens=0, cache_write_tokens=900),
+        answer(run_id, "c", "z", True, "c3"),
+    ])  # fmt: skip
+    cached = store.cached_calls(["a" * 64, "b" * 64])
+    assert (cached["a" * 64].cached_tokens, cached["a" * 64].batch) == (800, True)
+    assert (cached["b" * 64].cache_write_tokens, cached["b" * 64].batch) == (900, False)
+    counts = queries.status(store, run_id, "r1")
+    assert (counts.cached_tokens, counts.cache_write_tokens, counts.batch_calls) == (800, 900, 1)
+    assert counts.as_dict()["cached_tokens"] == 800 and counts.cost == pytest.approx(0.006)
+    (row,) = queries.runs_overview(store)
+    assert (row["cached_tokens"], row["cache_write_tokens"]) == (800, 900)
