@@ -23,6 +23,7 @@ from aiohttp import web
 from .answer import REFUSAL_TEXT, cut_off, estimate_tokens, make_answer
 from .config import SimConfig
 from .limits import SlidingWindow
+from .prompt_cache import PromptCache, usage
 from .stats import InFlight, Stats
 from .structured import structured_answer
 from .wire import (
@@ -80,6 +81,7 @@ class Simulator:
         self.tpm = SlidingWindow(config.tpm) if config.tpm is not None else None
         self.flight = InFlight()
         self.slots = asyncio.Semaphore(config.slots) if config.slots is not None else None
+        self.prompt_cache = PromptCache(config.cache_prefixes)
 
     # -- helpers -----------------------------------------------------------------
 
@@ -265,16 +267,11 @@ class Simulator:
             stats.garbage += 1
         stats.prompt_tokens += prompt_tokens
         stats.completion_tokens += completion_tokens
-        payload = success_body(
-            dialect,
-            parsed.model,
-            text,
-            prompt_tokens,
-            completion_tokens,
-            truncated,
-            refusal,
-            parsed.tool,
-        )
+        cache = usage(self.prompt_cache, dialect, parsed, _api_key(request))
+        stats.cached_tokens += cache[0]
+        stats.cache_write_tokens += cache[1]
+        payload = success_body(dialect, parsed.model, text, prompt_tokens, completion_tokens,
+                               truncated, refusal, parsed.tool, cache)  # fmt: skip
         served = as_served(dialect, payload, whole=not (truncated or refusal),
                            stop_reason=cfg.stop_reason, malformed=cfg.malformed)  # fmt: skip
         return _json_response(served)
