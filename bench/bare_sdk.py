@@ -31,6 +31,7 @@ import httpx2
 import openai
 
 from flask_eval.producer.inputs import load_inputs, parse_responses_arg
+from flask_eval.rubrics.messages import plain
 from flask_eval.rubrics.prompt import render
 from flask_eval.rubrics.skills import load_default
 from flask_eval.workers.providers.openai_judge import http_limits
@@ -125,11 +126,13 @@ def main() -> None:
     )
     by_id = {i.id: i for i in inputs.instances}
     messages = [
-        render(
-            instruction=by_id[r.instance_id].instruction,
-            reference=by_id[r.instance_id].answer,
-            response=r.text,
-            skills=[skills.get(s) for s in by_id[r.instance_id].skills],
+        plain(  # the bare SDKs take plain text
+            render(
+                instruction=by_id[r.instance_id].instruction,
+                reference=by_id[r.instance_id].answer,
+                response=r.text,
+                skills=[skills.get(s) for s in by_id[r.instance_id].skills],
+            )
         )
         for rs in inputs.response_sets
         for r in rs.responses

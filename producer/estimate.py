@@ -33,6 +33,7 @@ from typing import Any, Protocol
 from flask_eval.core.types import Instance, JudgeConfig
 from flask_eval.producer.context import RunContext
 from flask_eval.producer.inputs import Inputs
+from flask_eval.rubrics.messages import text_of
 from flask_eval.rubrics.prompt import Message, estimate_tokens
 from flask_eval.storage.records import PlannedCall, RunInfo
 from flask_eval.storage.store import Store
@@ -51,7 +52,7 @@ Rendered = tuple[tuple[str, str], ...]
 
 
 def _rendered(messages: Sequence[Message]) -> Rendered:
-    return tuple((m.get("role", ""), m.get("content", "")) for m in messages)
+    return tuple((m["role"], text_of(m)) for m in messages)
 
 
 def _common_tokens(low: Rendered, high: Rendered) -> int:

@@ -40,6 +40,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from flask_eval.rubrics.grading import PROTOCOLS, Criterion, Protocol, Subject
+from flask_eval.rubrics.messages import message
 from flask_eval.rubrics.parse import RATIONALE_LIMIT, Reading, rationale_sections, split_keys
 from flask_eval.rubrics.prompt import Message, placeholder, reminder_frame
 from flask_eval.rubrics.protocol import (
@@ -118,7 +119,9 @@ def _skill_block(skill: Criterion, names: Sequence[str], scale: Scale) -> list[s
 def render(
     subject: Subject, skills: Sequence[Criterion], scale: Scale = FIVE_POINT
 ) -> list[Message]:
-    """The system and user messages of FLASK's review of ``subject`` on ``skills``."""
+    """The system and user messages of FLASK's review of ``subject`` on ``skills``; the
+    layout's opening (system prompt, request, skill blocks) is the shared prefix, as
+    FLASK's order already puts it before the instance."""
     names = _names(skills)
     if subject.response_b is not None:
         raise ValueError("the flask protocol grades one response (absolute grading)")
@@ -141,7 +144,8 @@ def render(
     ]
     for skill in skills:
         parts += _skill_block(skill, names, scale)
-    parts += [FLASK_INSTRUCTION, instruction, ""]
+    shared = "\n".join(parts) + "\n"  # the trained layout's static opening: shared
+    parts = [FLASK_INSTRUCTION, instruction, ""]
     if subject.reference.strip():
         parts += [FLASK_REFERENCE, shown(subject.reference), ""]
     parts += [
@@ -164,10 +168,7 @@ def render(
         FLASK_SYSTEM_TAIL,
         "",
     ]
-    return [
-        {"role": "system", "content": FLASK_SYSTEM},
-        {"role": "user", "content": "\n".join(parts)},
-    ]
+    return [message("system", FLASK_SYSTEM), message("user", shared, "\n".join(parts))]
 
 
 def _orthogonal(names: Sequence[str]) -> str:
@@ -310,6 +311,10 @@ class FlaskReviewProtocol(Protocol):
     feedback, then a final Python dictionary of scores."""
 
     name = "flask"
+    shares = (
+        "the system prompt, the request and every skill with its rubric: FLASK's trained "
+        "order puts them before the instance"
+    )
 
     def render(self, subject: Subject, criteria: Sequence[Criterion]) -> list[Message]:
         return render(subject, criteria, self.scale)

@@ -27,12 +27,7 @@ from flask_eval.rubrics.parse import Reading, read
 from flask_eval.rubrics.prompt import Message, reminder, render
 from flask_eval.rubrics.scale import FIVE_POINT, Scale
 from flask_eval.rubrics.skills import Skill
-from flask_eval.rubrics.structured import (
-    opens_object,
-    read_structured,
-    schema_for,
-    structured_prompt,
-)
+from flask_eval.rubrics.structured import instructions, opens_object, read_structured, schema_for
 
 #: what a protocol judges: a FLASK skill, a custom criterion or an instance's own rubric
 Criterion = Skill
@@ -70,6 +65,10 @@ class Protocol(ABC):
 
     name: ClassVar[str]
     scale: ClassVar[Scale] = FIVE_POINT
+    #: what the protocol's calls share, the prefix its messages mark as such
+    #: (``rubrics.messages``): every call with the same criteria repeats it byte for byte,
+    #: so a provider's prompt cache can serve it (docs/design/protocols.md lists each)
+    shares: ClassVar[str]
 
     def __init__(self, mode: str = "instance") -> None:
         if mode not in MODES:
@@ -120,6 +119,10 @@ class FlaskEvalProtocol(Protocol):
     rubrics/parse.py)."""
 
     name = "flask-eval"
+    shares = (
+        "the system prompt, the request, every criterion with its rubric and the output "
+        "instructions (all before the instance)"
+    )
 
     def render(self, subject: Subject, criteria: Sequence[Criterion]) -> list[Message]:
         return render(
@@ -132,7 +135,17 @@ class FlaskEvalProtocol(Protocol):
         )
 
     def render_structured(self, subject: Subject, criteria: Sequence[Criterion]) -> list[Message]:
-        return structured_prompt(self.render(subject, criteria), criteria, self.scale)
+        """:meth:`render`'s messages with the JSON object's instructions in the section
+        "How to answer" (part of the shared prefix: the structured form shares it too)."""
+        return render(
+            instruction=subject.instruction,
+            reference=subject.reference,
+            response=subject.response,
+            skills=criteria,
+            system_prompt=subject.system_prompt,
+            scale=self.scale,
+            answer=instructions(criteria, self.scale),
+        )
 
     def response_schema(self, criteria: Sequence[Criterion]) -> dict[str, Any] | None:
         return schema_for(criteria, self.scale)

@@ -6,12 +6,14 @@ criterion a ``core.types`` verdict *by position*: ``VERDICT_FIRST`` (A),
 ``VERDICT_SECOND`` (B) or ``VERDICT_TIE``. A judge's ``protocol:`` picks the layout
 (:func:`pairwise_protocol`): ``prometheus`` is Prometheus 2's relative grading
 (rubrics/prometheus_relative.py: one call per criterion, ``[RESULT] A`` or ``B``, no tie);
-``flask-eval`` is ours: the instruction, the models' system prompt (if any), the
-reference (or a note that there is none), the two responses as untrusted data between the
-lines ``<<<RESPONSE A``/``RESPONSE A>>>`` and ``<<<RESPONSE B``/``RESPONSE B>>>``, each
-criterion with its rubric, the output instructions and last the machine-readable
-:func:`rubrics.protocol.criteria_line`; one call for all criteria (``instance`` mode) or
-one each (``skill``). The judge writes a rationale per criterion, then one final line::
+``flask-eval`` is ours, in the cache-friendly order of rubrics/prompt.py: first the
+shared prefix (what is asked, each criterion with its rubric, the output instructions),
+then the models' system prompt (if any), the instruction, the reference (or a note that
+there is none), the two responses as untrusted data between the lines ``<<<RESPONSE
+A``/``RESPONSE A>>>`` and ``<<<RESPONSE B``/``RESPONSE B>>>``, a closing line and last
+the machine-readable :func:`rubrics.protocol.criteria_line`; one call for all criteria
+(``instance`` mode) or one each (``skill``). The judge writes a rationale per criterion,
+then one final line::
 
     [VERDICT] {"Readability": "A", "Factuality": "tie"}
 
@@ -38,9 +40,10 @@ from typing import Any
 from flask_eval.core.types import VERDICT_FIRST, VERDICT_SECOND, VERDICT_TIE
 from flask_eval.rubrics import prompt as absolute
 from flask_eval.rubrics.grading import Criterion, Protocol, Subject
+from flask_eval.rubrics.messages import message
 from flask_eval.rubrics.parse import MarkerLine, Pairs, Reading
 from flask_eval.rubrics.prometheus_relative import PrometheusRelativeProtocol
-from flask_eval.rubrics.prompt import Message, reminder_frame, skeleton
+from flask_eval.rubrics.prompt import HOW_TO_ANSWER, Message, reminder_frame, skeleton
 from flask_eval.rubrics.protocol import (
     PAIRWISE_SYSTEM,
     RESPONSE_A_END,
@@ -137,12 +140,14 @@ def render(subject: Subject, criteria: Sequence[Criterion]) -> list[Message]:
         if not text.strip():
             untrusted.append(f"Response {letter} is empty; judge it as an empty answer.")
         untrusted += [start, neutralize(text).rstrip("\r\n"), end, ""]
-    user = skeleton(
-        intro="Compare the two responses below, written by AI assistants for the instruction "
-        "that follows. For "
-        + ("each criterion" if len(names) > 1 else "the criterion")
-        + " described after the responses, decide which response is better, or that they "
-        "are tied.",
+    several = len(names) > 1
+    shared, rest = skeleton(
+        intro="Compare two responses written by AI assistants for the same instruction. For "
+        + ("each criterion" if several else "the criterion")
+        + " described below, decide which response is better, or that they are tied. The "
+        "instruction, the reference answer and the two responses come after the "
+        + ("criteria" if several else "criterion")
+        + f' and the section "{HOW_TO_ANSWER.removeprefix("## ")}".',
         system_prompt=subject.system_prompt,
         system_heading="## System prompt given to the assistants",
         system_note="Both assistants were told this before the instruction; judge the "
@@ -158,13 +163,14 @@ def render(subject: Subject, criteria: Sequence[Criterion]) -> list[Message]:
         criteria_heading="## Criteria",
         criteria=[_criterion_block(i, c) for i, c in enumerate(criteria, start=1)],
         instructions=_instructions(names),
+        closing="Now compare the two responses above on the "
+        + ("criteria" if several else "criterion")
+        + " described before the instruction, answering exactly as the section "
+        f'"{HOW_TO_ANSWER.removeprefix("## ")}" says.',
         last_line=criteria_line(names),
         clean=neutralize,
     )
-    return [
-        {"role": "system", "content": PAIRWISE_SYSTEM},
-        {"role": "user", "content": user},
-    ]
+    return [message("system", PAIRWISE_SYSTEM), message("user", shared, rest)]
 
 
 def _criterion_block(index: int, criterion: Criterion) -> list[str]:
@@ -261,6 +267,10 @@ class FlaskEvalPairwiseProtocol(Protocol):
     """Ours: a rationale per criterion, then a final ``[VERDICT] {...}`` line."""
 
     name = "flask-eval"
+    shares = (
+        "the system prompt, the request, every criterion with its levels and the output "
+        "instructions (all before the instance)"
+    )
 
     def render(self, subject: Subject, criteria: Sequence[Criterion]) -> list[Message]:
         return render(subject, criteria)

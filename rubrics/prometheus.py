@@ -38,6 +38,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 
 from flask_eval.rubrics.grading import PROTOCOLS, Criterion, Protocol, Subject
+from flask_eval.rubrics.messages import message
 from flask_eval.rubrics.parse import RATIONALE_LIMIT, Reading, template_echo
 from flask_eval.rubrics.prompt import Message, reminder_frame
 from flask_eval.rubrics.protocol import (
@@ -174,7 +175,10 @@ def layout(
     """The two messages of a Prometheus layout, absolute or relative: the task description
     and its steps, the instruction (with the models' system prompt, labelled, when there
     is one), each ``(heading, response)``, the reference (left out when empty), the rubric
-    and last ``###Feedback:``, every untrusted text passed through ``clean``."""
+    and last ``###Feedback:``, every untrusted text passed through ``clean``. The shared
+    prefix is what this trained order puts before the instance: the system prompt, the
+    task description and its steps, and the instruction's heading (the rubric comes after
+    the response, so it is not shared)."""
     instruction = clean(subject.instruction).strip() or "(The instruction is empty.)"
     if subject.system_prompt.strip():
         instruction = (
@@ -182,13 +186,15 @@ def layout(
             f"{INSTRUCTION_LABEL}\n{instruction}"
         )
     reference = clean(subject.reference).strip()
-    parts = [PROMETHEUS_TASK, description, steps, "", instruction_heading, instruction, ""]
+    # the trained order's static opening, up to the instruction's heading, is shared
+    shared = "\n".join([PROMETHEUS_TASK, description, steps, "", instruction_heading]) + "\n"
+    parts = [instruction, ""]
     for heading, text in responses:
         parts += [heading, clean(text).strip() or "(The response is empty.)", ""]
     if reference:
         parts += [reference_heading, reference, ""]
     parts += [rubric_heading, rubric, "", FEEDBACK_MARKER + " "]
-    return [{"role": "system", "content": system}, {"role": "user", "content": "\n".join(parts)}]
+    return [message("system", system), message("user", shared, "\n".join(parts))]
 
 
 def render(subject: Subject, criterion: Criterion, scale: Scale = FIVE_POINT) -> list[Message]:
@@ -290,6 +296,11 @@ class PrometheusProtocol(OneCriterionProtocol):
     answered with a feedback and a final ``[RESULT] N``."""
 
     name = "prometheus"
+    shares = (
+        "the system prompt, the task description with its steps and the instruction's "
+        "heading; its trained order puts the rubric after the response, so the rubric is "
+        "not shared"
+    )
 
     def render(self, subject: Subject, criteria: Sequence[Criterion]) -> list[Message]:
         return render(subject, self.one(criteria), self.scale)

@@ -168,6 +168,11 @@ class PrometheusRelativeProtocol(prometheus.OneCriterionProtocol):
     answered with a feedback and a final ``[RESULT] A`` or ``[RESULT] B``."""
 
     name = "prometheus"
+    shares = (
+        "the system prompt, the task description with its steps and the instruction's "
+        "heading; its trained order puts the criterion after both responses, so the "
+        "criterion is not shared"
+    )
 
     def render(self, subject: Subject, criteria: Sequence[Criterion]) -> list[Message]:
         return render(subject, self.one(criteria))

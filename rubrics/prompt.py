@@ -1,18 +1,24 @@
 """Judge prompts: one chat call scores one or several skills of one response (pure, no I/O).
 
-The user message carries, in order: the instruction, the reference answer, the response as
-untrusted data between the lines ``<<<RESPONSE`` and ``RESPONSE>>>``, each skill's criterion
-and 1-5 rubric, the output instructions, and last the machine-readable
-:func:`rubrics.protocol.skills_line`. Rendering is deterministic: the judgment cache keys on
-the exact messages.
+The layout is cache-friendly (docs/design/caching.md): the static part first, the same
+for every call with the same skills, then the instance's own part. The system message
+and the user message's opening (what is asked, each skill's criterion and rubric, and
+the output instructions under ``## How to answer``) form the shared prefix, which ends
+there (``rubrics.messages.Part.ends_prefix``); then come the models' system prompt if
+any, the instruction, the reference answer, the response as untrusted data between the
+lines ``<<<RESPONSE`` and ``RESPONSE>>>``, a closing line that points back to the output
+instructions, and last the machine-readable :func:`rubrics.protocol.skills_line`.
+Rendering is deterministic: the judgment cache keys on the exact text.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
+from flask_eval.rubrics.messages import Message as Message  # re-exported: the protocols' type
+from flask_eval.rubrics.messages import message, text_of
 from flask_eval.rubrics.parse import SCORES_LINE
 from flask_eval.rubrics.protocol import (
     NA,
@@ -28,7 +34,9 @@ from flask_eval.rubrics.skills import Skill
 #: How much of a previous (unparseable) judge output the retry shows back to the judge.
 REMINDER_MAX_CHARS = 4000
 
-Message = dict[str, str]
+#: the heading of the output instructions, the last section of the shared prefix
+HOW_TO_ANSWER = "## How to answer"
+_SECTION = f'"{HOW_TO_ANSWER.removeprefix("## ")}"'
 
 
 def system_prompt_for(scale: Scale) -> str:
@@ -78,19 +86,29 @@ def skeleton(
     criteria_heading: str,
     criteria: Sequence[Sequence[str]],
     instructions: Sequence[str],
+    closing: str,
     last_line: str,
     clean: Callable[[str], str],
-) -> str:
-    """The user message of our layouts, absolute and pairwise: ``intro``, the models'
-    system prompt (only when there is one, under ``system_heading``), the instruction, the
-    reference (or ``no_reference_note``), the ``untrusted`` lines (the response section,
-    its texts already cleaned), the criteria blocks under ``criteria_heading``, the
-    output ``instructions`` and the machine-readable ``last_line``. ``clean`` neutralizes
-    the untrusted texts it places itself (instruction, system prompt, reference)."""
-    parts = [intro, ""]
+) -> tuple[str, str]:
+    """The user message of our layouts, absolute and pairwise, as (shared prefix, rest).
+
+    The prefix is the static part: ``intro``, the criteria blocks under
+    ``criteria_heading`` and the output ``instructions`` under :data:`HOW_TO_ANSWER`
+    (nothing in it depends on the instance). The rest is the instance's: the models'
+    system prompt (only when there is one, under ``system_heading``), the instruction,
+    the reference (or ``no_reference_note``), the ``untrusted`` lines (the response
+    section, its texts already cleaned), the ``closing`` line and the machine-readable
+    ``last_line``, which stays last (the simulator reads the last one). ``clean``
+    neutralizes the untrusted texts it places itself (instruction, system prompt,
+    reference). The two strings joined are the message's text."""
+    shared = [intro, "", criteria_heading, ""]
+    for block in criteria:
+        shared += [*block, ""]
+    shared += [HOW_TO_ANSWER, "", *instructions, "", ""]
+    rest: list[str] = []
     if system_prompt.strip():
-        parts += [system_heading, "", system_note, "", clean(system_prompt).strip(), ""]
-    parts += [
+        rest += [system_heading, "", system_note, "", clean(system_prompt).strip(), ""]
+    rest += [
         "## Instruction",
         "",
         clean(instruction).strip() or "(The instruction is empty.)",
@@ -99,14 +117,11 @@ def skeleton(
         "",
     ]
     if reference.strip():
-        parts += [reference_note, "", clean(reference).strip()]
+        rest += [reference_note, "", clean(reference).strip()]
     else:
-        parts.append(no_reference_note)
-    parts += ["", *untrusted, criteria_heading, ""]
-    for block in criteria:
-        parts += [*block, ""]
-    parts += ["## How to answer", "", *instructions, "", last_line]
-    return "\n".join(parts)
+        rest.append(no_reference_note)
+    rest += ["", *untrusted, closing, "", last_line]
+    return "\n".join(shared), "\n".join(rest)
 
 
 def reminder_frame(previous: str, ask: str) -> list[Message]:
@@ -126,10 +141,15 @@ def render(
     skills: Sequence[Skill],
     system_prompt: str = "",
     scale: Scale = FIVE_POINT,
+    answer: Sequence[str] | None = None,
 ) -> list[Message]:
     """The chat messages asking a judge to score ``response`` on ``skills`` (one or more);
-    ``system_prompt`` is what the assistant was told before the instruction, if anything."""
+    ``system_prompt`` is what the assistant was told before the instruction, if anything.
+    ``answer``: the output instructions (default: rationales, then the ``[SCORES]``
+    line; the structured form passes its own). The system message and the user
+    message up to the instance form the shared prefix (the module docstring)."""
     names = _check_skills(skills)
+    several = len(skills) > 1
     untrusted = [
         "## Response to evaluate",
         "",
@@ -141,12 +161,15 @@ def render(
     if not response.strip():
         untrusted.append("The response is empty; score it as an empty answer.")
     untrusted += [RESPONSE_START, neutralize(response).rstrip("\r\n"), RESPONSE_END, ""]
-    user = skeleton(
-        intro="Evaluate the response below, written by an AI assistant for the instruction "
-        "that follows. Score it on the skill"
-        + ("s" if len(skills) > 1 else "")
-        + f" described after the response, using the {scale.text} rubric given for each "
-        "skill.",
+    shared, rest = skeleton(
+        intro="Evaluate a response written by an AI assistant for an instruction. Score it "
+        "on the skill"
+        + ("s" if several else "")
+        + f" described below, using the {scale.text} rubric given for "
+        + ("each skill" if several else "it")
+        + ". The instruction, the reference answer and the response come after the "
+        + ("skills" if several else "skill")
+        + f" and the section {_SECTION}.",
         system_prompt=system_prompt,
         system_heading="## System prompt given to the assistant",
         system_note="The assistant was told this before the instruction; judge the response "
@@ -161,14 +184,15 @@ def render(
         untrusted=untrusted,
         criteria_heading="## Skills",
         criteria=[_skill_block(i, skill, scale) for i, skill in enumerate(skills, start=1)],
-        instructions=_output_instructions(skills, scale),
+        instructions=_output_instructions(skills, scale) if answer is None else answer,
+        closing="Now score the response above on the skill"
+        + ("s" if several else "")
+        + f" described before the instruction, answering exactly as the section {_SECTION} "
+        "says.",
         last_line=skills_line(names),
         clean=neutralize,
     )
-    return [
-        {"role": "system", "content": system_prompt_for(scale)},
-        {"role": "user", "content": user},
-    ]
+    return [message("system", system_prompt_for(scale)), message("user", shared, rest)]
 
 
 def reminder(
@@ -212,9 +236,9 @@ def reminder(
     return reminder_frame(previous_output, "\n".join(parts))
 
 
-def estimate_tokens(messages: Sequence[Mapping[str, str]]) -> int:
+def estimate_tokens(messages: Sequence[Message]) -> int:
     """A rough token count for budgets: about one token per 4 characters, plus overhead."""
-    chars = sum(len(m.get("content", "")) for m in messages)
+    chars = sum(len(text_of(m)) for m in messages)
     return (chars + 3) // 4 + 4 * len(messages)
 
 

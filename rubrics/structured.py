@@ -17,7 +17,7 @@ with one criterion is that criterion's only; the others are kept.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from flask_eval.rubrics.parse import (
@@ -28,8 +28,9 @@ from flask_eval.rubrics.parse import (
     split_keys,
     template_echo,
 )
+from flask_eval.rubrics.prompt import HOW_TO_ANSWER as HOW_TO_ANSWER  # re-exported
 from flask_eval.rubrics.prompt import placeholder
-from flask_eval.rubrics.protocol import NA, skills_line
+from flask_eval.rubrics.protocol import NA
 from flask_eval.rubrics.scale import FIVE_POINT, Scale
 from flask_eval.rubrics.skills import Skill
 
@@ -38,8 +39,6 @@ SCORE, RATIONALE = "score", "rationale"
 #: the rationale's placeholder in the shape the prompt shows: a rationale holding it
 #: echoes the template (a tiny judge under a grammar writes it back) and is refused
 RATIONALE_PLACEHOLDER = "<two to four sentences>"
-#: the heading of the output instructions in ``rubrics.prompt.render``'s user message
-HOW_TO_ANSWER = "## How to answer"
 
 
 def score_schema(allow_na: bool, scale: Scale = FIVE_POINT) -> dict[str, Any]:
@@ -112,23 +111,6 @@ def instructions(criteria: Sequence[Skill], scale: Scale = FIVE_POINT) -> list[s
         "",
         rule,
     ]
-
-
-def structured_prompt(
-    messages: Sequence[Mapping[str, str]], criteria: Sequence[Skill], scale: Scale = FIVE_POINT
-) -> list[dict[str, str]]:
-    """``rubrics.prompt.render``'s messages with the output instructions (its last
-    ``## How to answer`` section, which follows the response) asking for the JSON object
-    instead of the ``[SCORES]`` line; the final skills line is kept."""
-    *head, last = (dict(m) for m in messages)
-    content = last["content"]
-    at = content.rfind(f"\n{HOW_TO_ANSWER}\n")
-    if last.get("role") != "user" or at < 0:
-        raise ValueError(f"the last message has no {HOW_TO_ANSWER!r} section to replace")
-    names = [c.name for c in criteria]
-    body = [HOW_TO_ANSWER, "", *instructions(criteria, scale), "", skills_line(names)]
-    last["content"] = content[: at + 1] + "\n".join(body)
-    return [*head, last]
 
 
 def _shown(value: Any) -> str:

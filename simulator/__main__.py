@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from .config import LATENCY_DISTS, MALFORMED, SimConfig
+from .config import CACHE_PREFIXES, LATENCY_DISTS, MALFORMED, SimConfig
 from .server import run
 
 
@@ -40,6 +40,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stop-reason", default=None, help="the wire stop reason of whole answers")
     p.add_argument("--malformed", choices=MALFORMED, default=None, help="200s that are no message")
     p.add_argument("--slots", type=int, default=None, help="requests served at once (a queue)")
+    p.add_argument(
+        "--cache-prefixes",
+        type=int,
+        default=CACHE_PREFIXES,
+        help="prompt prefixes the simulated prompt caches keep (0: no caching)",
+    )
     p.add_argument("--rpm", type=int, default=None)
     p.add_argument("--tpm", type=int, default=None)
     p.add_argument("--score", type=int, default=None, help="give every skill this score")
@@ -72,6 +78,7 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         stop_reason=args.stop_reason,
         malformed=args.malformed,
         slots=args.slots,
+        cache_prefixes=args.cache_prefixes,
     )
 
 

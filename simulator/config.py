@@ -10,6 +10,9 @@ ANSWER_FORMATS = ("auto", "result")
 MALFORMED = ("list", "null_content")
 #: ``SimConfig.stop_reason`` that sends JSON null as the stop reason
 NULL_REASON = "null"
+#: prefix hashes the prompt caches keep by default (16 bytes each, ~100 with the table's
+#: overhead: ~10 MB)
+CACHE_PREFIXES = 100_000
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,8 @@ class SimConfig:
     - ``slots``: requests served at once, as a local server with that many slots; the
       others wait in line (first come, first served) before their latency starts, and a
       request whose client gave up leaves the line (or frees its slot).
+    - ``cache_prefixes``: prompt prefixes the simulated prompt caches remember (the most
+      recently used; simulator/prompt_cache.py); 0 turns prompt caching off.
     """
 
     latency_ms: float = 0
@@ -80,6 +85,7 @@ class SimConfig:
     stop_reason: str | None = None
     malformed: str | None = None
     slots: int | None = None
+    cache_prefixes: int = CACHE_PREFIXES
 
     def __post_init__(self) -> None:
         if self.latency_ms < 0:
@@ -98,6 +104,8 @@ class SimConfig:
             )
         if not 0 < self.rate_limit_wait <= 3600:
             raise ValueError(f"rate_limit_wait must be in (0, 3600], got {self.rate_limit_wait}")
+        if self.cache_prefixes < 0:
+            raise ValueError(f"cache_prefixes must be >= 0, got {self.cache_prefixes}")
         if self.slots is not None and self.slots < 1:
             raise ValueError(f"slots must be >= 1 or None, got {self.slots}")
         if not 0 <= self.sigma <= 5:

@@ -31,9 +31,11 @@ def reply(
     garbage: bool = False,
     refusal: bool = False,
     echoed: str | None = None,
+    cache: tuple[int, int] = (0, 0),
 ) -> Reply:
     """The answer to ``parsed``: ``garbage`` and ``refusal`` are the caller's draws;
-    ``echoed`` the request's headers a debugging proxy echoes (None: not echoed)."""
+    ``echoed`` the request's headers a debugging proxy echoes (None: not echoed);
+    ``cache`` the prompt tokens read from and written to the prompt cache."""
     text = REFUSAL_TEXT if refusal else make_answer(
         parsed.prompt, parsed.model, cfg, garbage=garbage)  # fmt: skip
     asked = parsed.structured
@@ -52,7 +54,7 @@ def reply(
     if echoed is not None:  # a debugging proxy's echo: the key is among the headers
         text = f"request headers:\n{echoed}\n{text}"
     payload = success_body(dialect, parsed.model, text, prompt_tokens, completion_tokens,
-                           truncated, refusal, parsed.tool)  # fmt: skip
+                           truncated, refusal, parsed.tool, cache)  # fmt: skip
     served = as_served(dialect, payload, whole=not (truncated or refusal),
                        stop_reason=cfg.stop_reason, malformed=cfg.malformed)  # fmt: skip
     return Reply(served, completion_tokens)

@@ -25,6 +25,7 @@ from . import batches_anthropic, batches_gemini
 from .answer import estimate_tokens
 from .config import SimConfig
 from .limits import SlidingWindow
+from .prompt_cache import PromptCache, usage
 from .reply import reply
 from .stats import InFlight, Stats
 from .wire import (
@@ -80,6 +81,7 @@ class Simulator:
         self.tpm = SlidingWindow(config.tpm) if config.tpm is not None else None
         self.flight = InFlight()
         self.slots = asyncio.Semaphore(config.slots) if config.slots is not None else None
+        self.prompt_cache = PromptCache(config.cache_prefixes)
 
     # -- helpers -----------------------------------------------------------------
 
@@ -243,8 +245,9 @@ class Simulator:
         echoed = None
         if cfg.echo_headers:  # a debugging proxy's echo: the key is among the headers
             echoed = "".join(f"{k}: {v}\n" for k, v in request.headers.items())
+        cache = usage(self.prompt_cache, dialect, parsed, _api_key(request))
         answer = reply(dialect, parsed, cfg, prompt_tokens, garbage=garbage, refusal=refusal,
-                       echoed=echoed)  # fmt: skip
+                       echoed=echoed, cache=cache)  # fmt: skip
         stats = self.stats
         stats.served += 1
         stats.refusals += refusal
@@ -252,6 +255,8 @@ class Simulator:
             stats.garbage += 1
         stats.prompt_tokens += prompt_tokens
         stats.completion_tokens += answer.completion_tokens
+        stats.cached_tokens += cache[0]
+        stats.cache_write_tokens += cache[1]
         return _json_response(answer.body)
 
     async def get_stats(self, request: web.Request) -> web.Response:

@@ -17,6 +17,9 @@ class Stats:
     garbage: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    #: of ``prompt_tokens``: read from the prompt cache, written to it (prompt_cache.py)
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
     in_flight: int = 0
     max_in_flight: int = 0
     served: int = 0  # answers with a completion, which a provider bills

@@ -141,6 +141,7 @@ def config_to_argv(config: SimConfig) -> list[str]:
         "--html-rate", repr(float(config.html_rate)),
         "--answer-format", config.answer_format,
         "--seed", str(config.seed),
+        "--cache-prefixes", str(config.cache_prefixes),
     ]  # fmt: skip
     if config.quote_response:
         argv.append("--quote-response")

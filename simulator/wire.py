@@ -27,6 +27,8 @@ class ParsedRequest:
     max_tokens: int | None
     #: the structured answer asked for (simulator/structured.py), None for free text
     structured: Wanted | None = None
+    #: where Anthropic ``cache_control`` blocks end, as offsets in ``prompt``
+    breakpoints: tuple[int, ...] = ()
 
     @property
     def tool(self) -> str | None:
@@ -34,8 +36,9 @@ class ParsedRequest:
         return self.structured.tool if self.structured is not None else None
 
 
-def content_text(content: object) -> str:
-    """Text of a message ``content``: a string, or a list of text parts/blocks."""
+def content_text(content: object, sep: str = "\n") -> str:
+    """Text of a message ``content``: a string, or a list of text parts/blocks (their
+    texts joined by ``sep``)."""
     if content is None:
         return ""
     if isinstance(content, str):
@@ -49,8 +52,37 @@ def content_text(content: object) -> str:
                 text = part.get("text")
                 if isinstance(text, str):
                     texts.append(text)
-        return "\n".join(texts)
+        return sep.join(texts)
     raise BadRequest("message content must be a string or a list of content parts")
+
+
+def _marked_text(content: object) -> tuple[str, list[int]]:
+    """Text of an Anthropic ``content`` (a string, or blocks whose texts are joined with
+    nothing between them: one message's text split in blocks reads back whole) and the
+    offsets in it where a block marked ``cache_control`` ends."""
+    if not isinstance(content, list):
+        return content_text(content), []
+    text, marks = "", []
+    for block in content:
+        text += content_text([block], "")
+        if isinstance(block, Mapping) and block.get("cache_control") is not None:
+            marks.append(len(text))
+    return text, marks
+
+
+def _anthropic_prompt(body: Mapping[str, Any]) -> tuple[str, tuple[int, ...]]:
+    """The prompt of a Messages API body (system, then every message, one per line) and
+    its cache breakpoints (offsets in it)."""
+    pieces = [_marked_text(body.get("system"))]
+    if not pieces[0][0]:
+        pieces = []
+    pieces += [_marked_text(m.get("content")) for m in _messages(body)]
+    prompt, breakpoints = "", []
+    for i, (text, marks) in enumerate(pieces):
+        start = len(prompt) + (1 if i else 0)
+        prompt += ("\n" if i else "") + text
+        breakpoints += [start + mark for mark in marks]
+    return prompt, tuple(breakpoints)
 
 
 def _model(body: Mapping[str, Any]) -> str:
@@ -136,16 +168,12 @@ def parse_request(dialect: Dialect, body: object, model: str | None = None) -> P
     if dialect == "gemini":
         return replace(_parse_gemini(body, model), structured=asked)
     model = _model(body)
-    parts: list[str] = []
     if dialect == "anthropic":
-        system = content_text(body.get("system"))
-        if system:
-            parts.append(system)
-        max_tokens = _max_tokens(body, "max_tokens")
-    else:
-        max_tokens = _max_tokens(body, "max_completion_tokens", "max_tokens")
-    parts.extend(content_text(m.get("content")) for m in _messages(body))
-    return ParsedRequest(model, "\n".join(parts), max_tokens, asked)
+        prompt, breakpoints = _anthropic_prompt(body)
+        return ParsedRequest(model, prompt, _max_tokens(body, "max_tokens"), asked, breakpoints)
+    max_tokens = _max_tokens(body, "max_completion_tokens", "max_tokens")
+    prompt = "\n".join(content_text(m.get("content")) for m in _messages(body))
+    return ParsedRequest(model, prompt, max_tokens, asked)
 
 
 def as_served(
@@ -188,14 +216,20 @@ def success_body(
     truncated: bool,
     refusal: bool = False,
     tool: str | None = None,
+    cache: tuple[int, int] = (0, 0),
 ) -> dict[str, Any]:
-    """The JSON body of a successful completion in ``dialect``'s shape; ``refusal``: the
+    """The JSON body of a successful completion in ``dialect``'s shape. ``cache``: the
+    prompt tokens (of ``prompt_tokens``) read from the prompt cache and written to it
+    (simulator/prompt_cache.py), in each dialect's usage fields. ``refusal``: the
     model declined (OpenAI: ``content`` null and the text in ``refusal``; Anthropic:
     ``stop_reason`` ``refusal``; Gemini: ``finishReason`` ``SAFETY``, no content).
     ``tool``: Anthropic's forced tool, whose ``tool_use`` input is ``text``'s JSON
     object (a text block still, where ``text`` is cut off, a refusal or not JSON)."""
     if dialect == "gemini":
-        return _gemini_success(model, text, prompt_tokens, completion_tokens, truncated, refusal)
+        body = _gemini_success(model, text, prompt_tokens, completion_tokens, truncated, refusal)
+        if cache[0]:  # the API leaves out counts that are zero
+            body["usageMetadata"]["cachedContentTokenCount"] = cache[0]
+        return body
     if dialect == "anthropic":
         stop = "refusal" if refusal else "max_tokens" if truncated else "end_turn"
         content: list[dict[str, Any]] = [{"type": "text", "text": text}]
@@ -212,7 +246,13 @@ def success_body(
             "content": content,
             "stop_reason": stop,
             "stop_sequence": None,
-            "usage": {"input_tokens": prompt_tokens, "output_tokens": completion_tokens},
+            "usage": {
+                # input_tokens leaves out what was read from the cache or written to it
+                "input_tokens": prompt_tokens - cache[0] - cache[1],
+                "cache_creation_input_tokens": cache[1],
+                "cache_read_input_tokens": cache[0],
+                "output_tokens": completion_tokens,
+            },
         }
     return {
         "id": f"chatcmpl-sim{uuid.uuid4().hex[:24]}",
@@ -235,6 +275,7 @@ def success_body(
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": cache[0], "audio_tokens": 0},
         },
         "system_fingerprint": "fp_simulator",
     }

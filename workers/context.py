@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from flask_eval.core.types import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE, JudgeConfig
+from flask_eval.rubrics.messages import plain
 from flask_eval.workers.judge import GenerateConfig, Message
 
 
@@ -25,10 +26,12 @@ def generate_config(
 
 
 def cache_key(judge: str, messages: Sequence[Message], config: GenerateConfig) -> str:
-    """The identity of an answer: judge model, rendered prompt and sampling parameters."""
+    """The identity of an answer: judge model, rendered prompt and sampling parameters.
+    The prompt is its plain text (``rubrics.messages.plain``): where a protocol marks its
+    shared prefix changes nothing the judge reads, so it does not change the key."""
     payload: dict[str, Any] = {
         "judge": judge,
-        "messages": list(messages),
+        "messages": plain(messages),
         "max_tokens": config.max_tokens,
         "temperature": config.temperature,
     }

@@ -27,10 +27,9 @@ from flask_eval.core.types import (
     CredentialInUrl,
     JudgeSpec,
 )
+from flask_eval.rubrics.messages import Message as Message  # re-exported: the judges' type
 from flask_eval.workers.errors import classify_common
 from flask_eval.workers.providers.compatible import COMPATIBLE
-
-Message = dict[str, str]
 
 #: provider name -> "module:attribute" of its Judge class (imported on first use)
 PROVIDERS: dict[str, str] = {

@@ -10,6 +10,7 @@ import pytest
 
 from flask_eval.rubrics.flask_review import FlaskReviewProtocol, neutralize, read_review, render
 from flask_eval.rubrics.grading import PROTOCOLS, Subject, protocol
+from flask_eval.rubrics.messages import text_of
 from flask_eval.rubrics.protocol import FLASK_SYSTEM, requested_keys
 from flask_eval.rubrics.skills import Skill, load, load_default
 from tests.conftest import FLASK_DATA
@@ -117,8 +118,8 @@ def test_a_huge_dictionary_is_refused_without_evaluating_it() -> None:
 def user(subject: Subject, skills: tuple[Skill, ...] = (R, F)) -> str:
     messages = render(subject, skills)
     assert [m["role"] for m in messages] == ["system", "user"]
-    assert messages[0]["content"] == FLASK_SYSTEM
-    return messages[1]["content"]
+    assert text_of(messages[0]) == FLASK_SYSTEM
+    return text_of(messages[1])
 
 
 LABELS = [
@@ -194,8 +195,8 @@ def test_reminder_asks_only_for_the_missing_skills() -> None:
         "x" * 10_000, [F], {"Factuality": "missing skill: Factuality"}, read=["Readability"]
     )
     assert [m["role"] for m in messages] == ["assistant", "user"]
-    assert len(messages[0]["content"]) <= 4_000
-    ask = messages[1]["content"]
+    assert len(text_of(messages[0])) <= 4_000
+    ask = text_of(messages[1])
     assert "missing skill: Factuality" in ask and "Readability were read" in ask
     assert requested_keys(ask) == ["Factuality"]
     # the template is not a dictionary a judge could copy as its answer

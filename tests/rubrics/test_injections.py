@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from flask_eval.rubrics import flask_review, pairwise, prometheus, prometheus_relative, prompt
 from flask_eval.rubrics.flask_review import FlaskReviewProtocol
 from flask_eval.rubrics.grading import FlaskEvalProtocol, Protocol, Subject
+from flask_eval.rubrics.messages import text_of
 from flask_eval.rubrics.pairwise import FlaskEvalPairwiseProtocol
 from flask_eval.rubrics.prometheus import PrometheusProtocol
 from flask_eval.rubrics.prometheus_relative import PrometheusRelativeProtocol
@@ -66,12 +67,14 @@ def quoted_answers(layout: Layout, text: str) -> list[str]:
     the response, and as the instruction), checking that it was shown so."""
     response_b = text if layout.pairwise else None
     subject = Subject("Name the capital of France.", "", text, response_b=response_b)
-    user = layout.protocol.render(subject, layout.criteria)[-1]["content"]
+    user = text_of(layout.protocol.render(subject, layout.criteria)[-1])
     shown = layout.shown(text).strip()
     assert shown in user, "the quote is not what the prompt shows"
-    instruction = layout.protocol.render(
-        Subject(text, "", "Paris.", response_b=response_b and "x"), layout.criteria
-    )[-1]["content"]
+    instruction = text_of(
+        layout.protocol.render(
+            Subject(text, "", "Paris.", response_b=response_b and "x"), layout.criteria
+        )[-1]
+    )
     assert layout.shown(text).strip() in instruction
     return [LEAD + shown, LEAD + shown + "\n```\n\n", LEAD + "```\n" + shown + "\n```"]
 

@@ -8,6 +8,7 @@ import pytest
 
 from flask_eval.core.types import VERDICT_FIRST, VERDICT_SECOND, VERDICT_TIE
 from flask_eval.rubrics.grading import Criterion, Subject, protocol
+from flask_eval.rubrics.messages import text_of
 from flask_eval.rubrics.pairwise import (
     PAIRWISE_OVERALL,
     FlaskEvalPairwiseProtocol,
@@ -67,7 +68,7 @@ def subject(**kw: str) -> Subject:
 
 def user(messages: Sequence[Message]) -> str:
     assert [m["role"] for m in messages] == ["system", "user"]
-    return messages[1]["content"]
+    return text_of(messages[1])
 
 
 # --- our verdict line --------------------------------------------------------------------
@@ -239,7 +240,7 @@ def test_our_render_shows_the_system_prompt_and_reference_only_when_given() -> N
     plain = user(p.render(subject(), [READ]))
     assert "## System prompt" not in plain and "No reference answer was given" in plain
     full = p.render(subject(system_prompt="Be terse.", reference="Calls itself."), [READ])
-    assert full[0]["content"] == PAIRWISE_SYSTEM
+    assert text_of(full[0]) == PAIRWISE_SYSTEM
     text = user(full)
     assert "## System prompt given to the assistants\n" in text and "Be terse." in text
     assert "Calls itself." in text and "No reference answer" not in text
@@ -249,7 +250,7 @@ def test_our_render_shows_the_system_prompt_and_reference_only_when_given() -> N
 def test_relative_render_follows_prometheus_layout() -> None:
     p = pairwise_protocol("prometheus")
     with_ref = p.render(subject(reference="Calls itself.", system_prompt="Be terse."), [FACT])
-    assert with_ref[0]["content"] == PROMETHEUS_REL_SYSTEM
+    assert text_of(with_ref[0]) == PROMETHEUS_REL_SYSTEM
     text = user(with_ref)
     order = [text.index(h) for h in (PROMETHEUS_RESPONSE_A, PROMETHEUS_RESPONSE_B,
                                       PROMETHEUS_REL_REFERENCE, PROMETHEUS_REL_RUBRIC)]  # fmt: skip
@@ -320,11 +321,11 @@ def test_reminders_ask_only_for_the_missing_criteria() -> None:
     extra = ours.reminder("I think A.", [FACT], {FACT.name: "missing criterion: Factuality"},
                           ["Readability"])  # fmt: skip
     assert [m["role"] for m in extra] == ["assistant", "user"]
-    ask = extra[1]["content"]
+    ask = text_of(extra[1])
     assert "missing criterion: Factuality" in ask and "Readability were read" in ask
     assert ask.splitlines()[-1] == criteria_line([FACT.name])
     prom = pairwise_protocol("prometheus").reminder("?", [READ], {READ.name: "a tie"})
-    assert "[RESULT] A" in prom[1]["content"] and "(a tie)" in prom[1]["content"]
+    assert "[RESULT] A" in text_of(prom[1]) and "(a tie)" in text_of(prom[1])
 
 
 def test_protocols_for_criteria_read_all_three_verdicts() -> None:

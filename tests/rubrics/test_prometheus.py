@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from flask_eval.rubrics.grading import PROTOCOLS, Subject, protocol
+from flask_eval.rubrics.messages import text_of
 from flask_eval.rubrics.prometheus import (
     COMPLETION_TOKENS,
     PrometheusProtocol,
@@ -106,8 +107,8 @@ def test_a_refused_answer_is_a_problem_of_the_criterion() -> None:
 def user(subject: Subject, criterion: Skill = READABILITY) -> str:
     messages = render(subject, criterion)
     assert [m["role"] for m in messages] == ["system", "user"]
-    assert messages[0]["content"] == PROMETHEUS_SYSTEM
-    return messages[1]["content"]
+    assert text_of(messages[0]) == PROMETHEUS_SYSTEM
+    return text_of(messages[1])
 
 
 HEADINGS = [
@@ -199,8 +200,8 @@ def test_reminder_asks_for_the_result_line_once_more() -> None:
         "x" * 10_000, [READABILITY], {"Readability": "score out of range: 7"}
     )
     assert [m["role"] for m in messages] == ["assistant", "user"]
-    assert len(messages[0]["content"]) <= 4_000
-    ask = messages[1]["content"]
+    assert len(text_of(messages[0])) <= 4_000
+    ask = text_of(messages[1])
     assert '"[RESULT] N"' in ask and "score out of range: 7" in ask and "1 and 5" in ask
 
 

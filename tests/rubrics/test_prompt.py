@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from flask_eval.rubrics import protocol
+from flask_eval.rubrics.messages import text_of
 from flask_eval.rubrics.parse import parse
 from flask_eval.rubrics.prompt import (
     REMINDER_MAX_CHARS,
@@ -32,7 +33,7 @@ def _user(
         instruction=instruction, reference=reference, response=response, skills=skills
     )
     assert [m["role"] for m in messages] == ["system", "user"]
-    return messages[1]["content"]
+    return text_of(messages[1])
 
 
 def _block(user: str) -> list[str]:
@@ -46,18 +47,23 @@ def _block(user: str) -> list[str]:
 
 
 def test_sections_and_order() -> None:
+    """Static first (cache-friendly): the criteria and the output instructions, then the
+    instance (instruction, reference, response), the closing line and the skills line."""
     user = _user()
     positions = [
+        user.index("Criterion:"),
+        user.index(protocol.SCORES_MARKER),
         user.index("What is the capital of France?"),
         user.index("Paris."),
         user.index(f"\n{RESPONSE_START}\n"),
         user.index("Paris is the capital of France."),
         user.index(f"\n{RESPONSE_END}\n"),
-        user.index("Criterion:"),
-        user.index(protocol.SCORES_MARKER),
+        user.index("Now score the response above"),
+        user.index(protocol.SKILLS_LINE_PREFIX),
     ]
     assert positions == sorted(positions)
     assert _block(user) == ["Paris is the capital of France."]
+    assert user.splitlines()[-1].startswith(protocol.SKILLS_LINE_PREFIX)
 
 
 def test_untrusted_statement_and_reference_caveat() -> None:
@@ -152,7 +158,7 @@ def test_deterministic() -> None:
     first = render(**kwargs)  # type: ignore[arg-type]
     second = render(**kwargs)  # type: ignore[arg-type]
     assert first == second
-    assert [m["content"].encode() for m in first] == [m["content"].encode() for m in second]
+    assert [text_of(m).encode() for m in first] == [text_of(m).encode() for m in second]
 
 
 def test_inputs_change_the_prompt() -> None:
@@ -183,8 +189,8 @@ def test_render_rejects_no_or_duplicate_skills() -> None:
 def test_reminder_messages() -> None:
     messages = reminder("I think it is good. Score: 4", SEVERAL, error="no final line")
     assert [m["role"] for m in messages] == ["assistant", "user"]
-    assert messages[0]["content"] == "I think it is good. Score: 4"
-    text = messages[1]["content"]
+    assert text_of(messages[0]) == "I think it is good. Score: 4"
+    text = text_of(messages[1])
     assert "(no final line)" in text
     assert protocol.SCORES_MARKER in text
     for skill in SEVERAL:
@@ -195,7 +201,7 @@ def test_reminder_messages() -> None:
 
 def test_reminder_truncates_long_output() -> None:
     long = "A" * 3000 + "MIDDLE" + "Z" * 3000
-    content = reminder(long, ONE)[0]["content"]
+    content = text_of(reminder(long, ONE)[0])
     assert len(content) <= REMINDER_MAX_CHARS
     assert content.startswith("A") and content.endswith("Z")
     assert "characters omitted" in content
@@ -206,7 +212,7 @@ def test_conversation_after_reminder_keeps_skills_line_last() -> None:
     messages = render(instruction="Q", reference="", response="R", skills=ONE)
     messages += reminder("bad", ONE)
     assert messages[-1]["role"] == "user"
-    assert protocol.requested_skills(messages[-1]["content"]) == ["Readability"]
+    assert protocol.requested_skills(text_of(messages[-1])) == ["Readability"]
 
 
 def test_estimate_tokens() -> None:

@@ -11,6 +11,7 @@ from flask_eval.report.document import Report, ReportRow
 from flask_eval.report.metrics import ABILITY, OVERALL, OVERALL_KEY
 from flask_eval.rubrics.flask_review import FlaskReviewProtocol
 from flask_eval.rubrics.grading import PROTOCOLS, FlaskEvalProtocol, Subject, protocols_scale
+from flask_eval.rubrics.messages import text_of
 from flask_eval.rubrics.prometheus import PrometheusProtocol
 from flask_eval.rubrics.scale import FIVE_POINT, Scale
 from flask_eval.rubrics.skills import Skill
@@ -37,7 +38,7 @@ SUBJECT = Subject("Plan a trip to Rome.", "", "Day 1: the Colosseum. Day 2: the 
 
 def test_a_ten_point_protocol_asks_for_and_reads_one_to_ten() -> None:
     proto = TenPoint()
-    system, user = (m["content"] for m in proto.render(SUBJECT, [HELPFUL]))
+    system, user = (text_of(m) for m in proto.render(SUBJECT, [HELPFUL]))
     assert "1-10 rubric" in system and "using the 1-10 rubric" in user
     assert "- Score 10: Level 10 of help." in user and '"Helpfulness": <1-10>' in user
     assert "integer from 1 to 10" in user and "1-5" not in user + system
@@ -47,7 +48,7 @@ def test_a_ten_point_protocol_asks_for_and_reads_one_to_ten() -> None:
     for bad in (0, 11):
         reading = proto.read(f'[SCORES] {{"Helpfulness": {bad}}}', [HELPFUL])
         assert "out of range" in reading.problems["Helpfulness"]
-    reminder = proto.reminder("?", [HELPFUL], {"Helpfulness": "x"})[-1]["content"]
+    reminder = text_of(proto.reminder("?", [HELPFUL], {"Helpfulness": "x"})[-1])
     assert "<1-10>" in reminder and "integer from 1 to 10" in reminder
 
 
@@ -56,7 +57,7 @@ def test_its_structured_form_follows_the_scale() -> None:
     schema = proto.response_schema([HELPFUL])
     assert schema is not None
     assert schema["properties"]["Helpfulness"]["properties"]["score"]["enum"] == list(TEN.levels)
-    assert "<1-10>" in proto.render_structured(SUBJECT, [HELPFUL])[-1]["content"]
+    assert "<1-10>" in text_of(proto.render_structured(SUBJECT, [HELPFUL])[-1])
     answer = json.dumps({"Helpfulness": {"rationale": "Two sights a day.", "score": 8}})
     assert proto.read(answer, [HELPFUL]).scores == {"Helpfulness": 8}
 
@@ -69,13 +70,13 @@ def test_every_reader_reads_the_protocol_scale() -> None:
         scale = TEN
 
     prom = Prometheus10()
-    assert "between 1 and 10" in prom.render(SUBJECT, [HELPFUL])[-1]["content"]
-    assert "Score 10: Level 10 of help." in prom.render(SUBJECT, [HELPFUL])[-1]["content"]
+    assert "between 1 and 10" in text_of(prom.render(SUBJECT, [HELPFUL])[-1])
+    assert "Score 10: Level 10 of help." in text_of(prom.render(SUBJECT, [HELPFUL])[-1])
     assert prom.read("Good. [RESULT] 9/10", [HELPFUL]).scores == {"Helpfulness": 9}
     assert prom.read("Good. [RESULT] 9/5", [HELPFUL]).problems
     assert PrometheusProtocol().read("Good. [RESULT] 9", [HELPFUL]).problems
     flask = Flask10()
-    assert "from 1 to 10" in flask.render(SUBJECT, [HELPFUL])[-1]["content"]
+    assert "from 1 to 10" in text_of(flask.render(SUBJECT, [HELPFUL])[-1])
     assert flask.read("Fine.\n{'Helpfulness': 10}", [HELPFUL]).scores == {"Helpfulness": 10}
 
 

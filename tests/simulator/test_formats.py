@@ -9,6 +9,7 @@ import openai
 import pytest
 
 from flask_eval.rubrics.grading import Criterion, Protocol, Subject, protocol
+from flask_eval.rubrics.messages import plain, text_of
 from flask_eval.rubrics.prompt import Message
 from flask_eval.rubrics.protocol import PROMETHEUS_SYSTEM, RESULT_MARKER, SCORES_MARKER
 from flask_eval.rubrics.skills import load_default
@@ -44,7 +45,7 @@ def subjects(n: int = 30) -> list[Subject]:
 
 def prompt_of(messages: Sequence[Message]) -> str:
     """What the simulator sees: the messages' contents joined by newlines."""
-    return "\n".join(m["content"] for m in messages)
+    return "\n".join(text_of(m) for m in messages)
 
 
 def calls(p: Protocol, criteria: Sequence[Criterion]) -> list[list[Criterion]]:
@@ -175,7 +176,7 @@ def test_the_simulator_answers_each_format_over_http() -> None:
     subject = subjects()[7]
 
     async def ask(client: openai.AsyncOpenAI, messages: list[Message]) -> str:
-        r = await client.chat.completions.create(model="judge", messages=messages)  # type: ignore[arg-type]
+        r = await client.chat.completions.create(model="judge", messages=plain(messages))  # type: ignore[arg-type]
         return r.choices[0].message.content or ""
 
     async def run(base_url: str) -> dict[str, dict[str, int | None]]:

@@ -11,6 +11,7 @@ import pytest
 
 from flask_eval.core.types import VERDICT_FIRST, VERDICT_SECOND, VERDICT_TIE
 from flask_eval.rubrics.grading import Criterion, Protocol, Subject
+from flask_eval.rubrics.messages import plain, text_of
 from flask_eval.rubrics.pairwise import overall_criterion, pairwise_protocol
 from flask_eval.rubrics.prompt import Message
 from flask_eval.rubrics.protocol import PAIRWISE_SYSTEM
@@ -39,7 +40,7 @@ TOLERANCE = 0.06
 
 def prompt_of(messages: Sequence[Message]) -> str:
     """What the simulator sees: the messages' contents joined by newlines."""
-    return "\n".join(m["content"] for m in messages)
+    return "\n".join(text_of(m) for m in messages)
 
 
 def pairs(n: int) -> list[tuple[Subject, Subject]]:
@@ -250,7 +251,7 @@ def test_the_simulator_compares_over_http() -> None:
             for name in LAYOUTS:
                 p = pairwise_protocol(name)
                 messages = p.render(pairs(2)[1][0], CRITERIA[:1])
-                r = await client.chat.completions.create(model="judge", messages=messages)  # type: ignore[arg-type]
+                r = await client.chat.completions.create(model="judge", messages=plain(messages))  # type: ignore[arg-type]
                 text = r.choices[0].message.content or ""
                 assert text == make_answer(prompt_of(messages), "judge", cfg)
                 out.append(text)

@@ -10,6 +10,7 @@ import pytest
 
 from flask_eval.app.report import score_table
 from flask_eval.core.errors import FailureReason, JudgeError
+from flask_eval.rubrics.messages import text_of
 from flask_eval.rubrics.protocol import requested_skills, scores_line
 from flask_eval.rubrics.skills import load_default
 from flask_eval.storage import queries
@@ -98,7 +99,7 @@ def test_retryable_errors_are_retried_then_recorded_with_their_reason(store: Sto
     attempts: dict[str, int] = {}
 
     def script(messages: Sequence[Message]) -> str:
-        key = messages[1]["content"]
+        key = text_of(messages[1])
         attempts[key] = attempts.get(key, 0) + 1
         if "question 0" in key:
             raise JudgeError(FailureReason.RATE_LIMITED, "429", retry_after=0.0)
@@ -135,7 +136,7 @@ def test_na_scores_are_done_not_failed(store: Store) -> None:
     run_id = create(store)
 
     def script(messages: Sequence[Message]) -> str:
-        skills = requested_skills("\n".join(m["content"] for m in messages)) or []
+        skills = requested_skills("\n".join(text_of(m) for m in messages)) or []
         return "ok\n" + scores_line({s: None for s in skills})
 
     MemoryJudge.script = staticmethod(script)  # type: ignore[assignment]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from flask_eval.rubrics.messages import text_of
 from flask_eval.storage import queries
 from flask_eval.storage.store import Store
 from flask_eval.workers.feed import RECHECK_SECONDS, Feed, batches_at_once
@@ -72,7 +73,7 @@ def test_a_waiting_batch_looks_again_without_a_poke() -> None:
 
 
 def _is_straggler(messages: Sequence[Message]) -> bool:
-    text = "\n".join(m["content"] for m in messages)
+    text = "\n".join(text_of(m) for m in messages)
     return hashlib.sha256(text.encode()).digest()[0] % 4 == 0
 
 

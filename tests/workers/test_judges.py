@@ -10,6 +10,7 @@ import pytest
 from flask_eval.core.errors import ConfigError, CredentialsError, FailureReason, JudgeError
 from flask_eval.core.redact import redact
 from flask_eval.core.types import JudgeSpec
+from flask_eval.rubrics.messages import text_of
 from flask_eval.workers.errors import retry_after
 from flask_eval.workers.judge import RetryDecision, create_judge, spec_of
 from flask_eval.workers.providers.openai_judge import MAX_FREE_TEXT, capped
@@ -953,7 +954,7 @@ def test_simulator_structured_answer_carries_its_deterministic_scores(na_rate: f
     criteria = [load_default().get("Readability"), strict]
     proto = FlaskEvalProtocol()
     subject = Subject("What is 2+2?", "4", "It is 4.")
-    prompt = "\n".join(m["content"] for m in proto.render_structured(subject, criteria))
+    prompt = "\n".join(text_of(m) for m in proto.render_structured(subject, criteria))
     config = SimConfig(na_rate=na_rate, seed=3)
     schema = proto.response_schema(criteria)
     assert schema is not None

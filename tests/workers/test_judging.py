@@ -22,6 +22,7 @@ import pytest
 from sqlalchemy import select
 
 from flask_eval.core.errors import FailureReason, Status
+from flask_eval.rubrics.messages import text_of
 from flask_eval.rubrics.protocol import requested_skills, scores_line
 from flask_eval.storage import queries
 from flask_eval.storage.models import JUDGMENT
@@ -65,7 +66,7 @@ def rows(store: Store, run_id: int) -> list[dict[str, object]]:
 
 
 def prompt(messages: Sequence[Message]) -> str:
-    return "\n".join(m["content"] for m in messages)
+    return "\n".join(text_of(m) for m in messages)
 
 
 def set_retry_budget(store: Store, run_id: int, tokens: int) -> None:

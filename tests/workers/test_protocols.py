@@ -14,6 +14,7 @@ import pytest
 from flask_eval.core.errors import Status
 from flask_eval.core.types import Instance, InstanceRubric, JudgeConfig, Response, ResponseSet
 from flask_eval.rubrics import codec
+from flask_eval.rubrics.messages import text_of
 from flask_eval.rubrics.skills import load_default
 from flask_eval.storage import queries
 from flask_eval.storage.store import Store
@@ -35,7 +36,7 @@ def capture(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         self: MemoryJudge, messages: Sequence[Message], config: GenerateConfig
     ) -> JudgeOutput:
         SEEN.append((self.spec.model, list(messages), config))
-        text = "\n".join(m["content"] for m in messages)
+        text = "\n".join(text_of(m) for m in messages)
         if "###Feedback:" in text:
             answer = "Feedback: fits the budget well. [RESULT] 4"
         else:
@@ -83,7 +84,7 @@ def execute(store: Store, run_id: int) -> None:
 
 def prompt_of(judge: str, instruction: str) -> str:
     for model, messages, _ in SEEN:
-        text = "\n".join(m["content"] for m in messages)
+        text = "\n".join(text_of(m) for m in messages)
         if model == judge and instruction in text:
             return text
     raise AssertionError(f"no prompt of {judge} about {instruction!r}")
@@ -123,7 +124,7 @@ def test_a_reference_free_run_never_shows_the_reference(database_url: str) -> No
     store.close()
     assert len(SEEN) == 4
     for _, messages, _ in SEEN:
-        text = "\n".join(m["content"] for m in messages)
+        text = "\n".join(text_of(m) for m in messages)
         assert "A plan within $500." not in text and "\n7\n" not in text
 
 

@@ -7,6 +7,11 @@ out and raises its error types, and the answer's body is read here, field by fie
 a body that is not a message is a ``provider_error`` that keeps the body (the typed
 ``messages.create`` handed back whatever JSON came and failed later, as ``internal``).
 
+Prompt caching: Anthropic caches a prompt only up to a content block marked
+``cache_control`` (:func:`request_of` marks where the protocol's shared prefix ends), and
+its usage reports the tokens read from the cache and written to it apart from
+``input_tokens`` (:func:`output_of` adds them back: ``prompt_tokens`` counts them all).
+
 Structured outputs (``GenerateConfig.schema``): the SDK's own option,
 ``output_config={"format": {"type": "json_schema", "schema": ...}}``, whose answer is a
 text block holding the JSON object, decoded under the schema. The schema goes through
@@ -25,6 +30,7 @@ from typing import Any
 
 from flask_eval.core.errors import ConfigError, CredentialsError, FailureReason, JudgeError
 from flask_eval.core.types import JudgeSpec
+from flask_eval.rubrics.messages import parts_of, prefix_end, text_of
 from flask_eval.workers.errors import RESET_HEADERS as STANDARD_RESETS
 from flask_eval.workers.errors import classify_common, describe, from_status, malformed, not_json
 from flask_eval.workers.judge import (
@@ -86,21 +92,7 @@ class AnthropicJudge(Judge):
 
     def request_body(self, messages: Sequence[Message], config: GenerateConfig) -> dict[str, Any]:
         """The Messages API body of a call (live, or one request of a message batch)."""
-        system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
-        chat = [
-            {"role": m["role"], "content": m["content"]} for m in messages if m["role"] != "system"
-        ]
-        request: dict[str, Any] = {
-            "model": self.spec.model,
-            "messages": chat,
-            "max_tokens": config.max_tokens,
-            # the current SDK takes no temperature: the model's default applies
-        }
-        if system:
-            request["system"] = system
-        if config.schema is not None:
-            request["output_config"] = output_config(config.schema)
-        return request
+        return request_of(self.spec.model, messages, config)
 
     async def generate(self, messages: Sequence[Message], config: GenerateConfig) -> JudgeOutput:
         request = self.request_body(messages, config)
@@ -135,6 +127,64 @@ class AnthropicJudge(Judge):
 
     async def aclose(self) -> None:
         await self._client.close()
+
+
+#: the mark of the last block of a cached prefix (Anthropic's only cache type)
+EPHEMERAL: Mapping[str, str] = {"type": "ephemeral"}
+
+
+def request_of(model: str, messages: Sequence[Message], config: GenerateConfig) -> dict[str, Any]:
+    """The Messages API body of a call (the batch API's ``params`` too): system messages
+    become ``system``, the others ``messages``. Where the protocol marks the end of its
+    shared prefix (``rubrics.messages``), the text up to it is a content block of its
+    own with ``cache_control`` (:data:`EPHEMERAL`), in ``system`` or in the message
+    that holds it, and the rest of that text a second block; every other content is a
+    plain string. The blocks' texts joined are the message's text."""
+    end = prefix_end(messages)
+    systems = [(i, m) for i, m in enumerate(messages) if m["role"] == "system"]
+    system_text = SYSTEM_SEPARATOR.join(text_of(m) for _, m in systems)
+    system: str | list[dict[str, Any]] = system_text
+    chat: list[dict[str, Any]] = []
+    for i, m in enumerate(messages):
+        if end is None or i != end[0]:
+            if m["role"] != "system":
+                chat.append({"role": m["role"], "content": text_of(m)})
+            continue
+        cut = sum(len(p.text) for p in parts_of(m)[: end[1] + 1])
+        if m["role"] == "system":  # the cut in the joined system text
+            before = [text_of(s) for j, s in systems if j < i]
+            cut += sum(len(t) + len(SYSTEM_SEPARATOR) for t in before)
+            system = cached_blocks(system_text, cut)
+        else:
+            chat.append({"role": m["role"], "content": cached_blocks(text_of(m), cut)})
+    request: dict[str, Any] = {
+        "model": model,
+        "messages": chat,
+        "max_tokens": config.max_tokens,
+        # the current SDK takes no temperature: the model's default applies
+    }
+    if system:
+        request["system"] = system
+    if config.schema is not None:
+        request["output_config"] = output_config(config.schema)
+    return request
+
+
+#: what joins the texts of several system messages in ``system``
+SYSTEM_SEPARATOR = "\n\n"
+
+
+def cached_blocks(text: str, cut: int) -> str | list[dict[str, Any]]:
+    """``text`` as text blocks, the first ``cut`` characters one that ends a cached
+    prefix (``cache_control``), the rest another; the API refuses an empty block, so an
+    empty prefix marks nothing (the plain text) and an empty rest is left out."""
+    head, tail = text[:cut], text[cut:]
+    if not head:
+        return text
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": head, "cache_control": EPHEMERAL}]
+    if tail:
+        blocks.append({"type": "text", "text": tail})
+    return blocks
 
 
 def output_config(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -175,9 +225,19 @@ def output_of(body: object, raw: bytes, max_tokens: int) -> JudgeOutput:
     if not all(isinstance(t, str) for t in texts):
         raise bad("a text block without text")
     usage = body.get("usage")
-    tokens = (usage_count(usage, "input_tokens"), usage_count(usage, "output_tokens"))
+    read, written = (usage_count(usage, k) for k in CACHE_USAGE)
+    # input_tokens counts only what follows the last cache breakpoint: every prompt
+    # token is the three together
+    prompt = usage_count(usage, "input_tokens") + read + written
+    tokens = (prompt, usage_count(usage, "output_tokens"))
+    cache = {"cached_tokens": read, "cache_write_tokens": written}
     text, said = "".join(t for t in texts if isinstance(t, str)), reason or ""
     finish = finish_of(reason, STOP_REASONS, tokens[1], max_tokens)
     if not texts and finish == FINISHED:  # a whole answer without a word: nothing to read
-        return JudgeOutput(text, *tokens, finish=REFUSAL, stop_reason=said)
-    return JudgeOutput(text, *tokens, finish=finish, stop_reason=said)
+        return JudgeOutput(text, *tokens, finish=REFUSAL, stop_reason=said, **cache)
+    return JudgeOutput(text, *tokens, finish=finish, stop_reason=said, **cache)
+
+
+#: the usage fields of the prompt tokens read from the cache and written to it
+#: (https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching)
+CACHE_USAGE = ("cache_read_input_tokens", "cache_creation_input_tokens")

@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 from flask_eval.core.errors import ConfigError, CredentialsError, FailureReason, JudgeError
 from flask_eval.core.text import clip
 from flask_eval.core.types import JudgeSpec
+from flask_eval.rubrics.messages import text_of
 from flask_eval.workers.errors import classify_common, describe, from_status, malformed, not_json
 from flask_eval.workers.judge import (
     CUT_OFF,
@@ -182,14 +183,15 @@ def request_of(
     messages: Sequence[Message], config: GenerateConfig
 ) -> tuple[list[types.Content], types.GenerateContentConfig]:
     """Our messages as generateContent's: system messages become the system instruction,
-    user and assistant turns the contents (roles ``user`` and ``model``)."""
+    user and assistant turns the contents (roles ``user`` and ``model``), each message's
+    parts joined (Gemini caches a repeated prefix by itself: nothing marks it)."""
     from google.genai import types
 
-    system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+    system = "\n\n".join(text_of(m) for m in messages if m["role"] == "system")
     contents = [
         types.Content(
             role="model" if m["role"] == "assistant" else "user",
-            parts=[types.Part(text=m["content"])],
+            parts=[types.Part(text=text_of(m))],
         )
         for m in messages
         if m["role"] != "system"
@@ -216,13 +218,16 @@ def output_of(
     """The first candidate's text (its thoughts left out) and why it stopped
     (:data:`STOP_REASONS`): a refusal's text keeps the reason and any partial text, as
     does a blocked prompt's. Thinking tokens are billed as output, so they count as
-    completion tokens. No candidate (nor a blocked prompt), or a whole candidate without
-    content, is JSON that is not an answer: a ``provider_error`` that keeps ``body()``."""
+    completion tokens; ``cachedContentTokenCount``, the prompt tokens served from the
+    cache (implicit caching), is part of ``promptTokenCount``. No candidate (nor a
+    blocked prompt), or a whole candidate without content, is JSON that is not an answer:
+    a ``provider_error`` that keeps ``body()``."""
     from google.genai import types
 
     usage = response.usage_metadata or types.GenerateContentResponseUsageMetadata()
-    prompt = usage.prompt_token_count or 0
+    prompt = usage.prompt_token_count or 0  # cached tokens included
     output = (usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0)
+    cached = min(usage.cached_content_token_count or 0, prompt)
     if not response.candidates:
         feedback = response.prompt_feedback
         if feedback is None or feedback.block_reason is None:
@@ -230,7 +235,7 @@ def output_of(
         why = f"the prompt was blocked: {_name(feedback.block_reason)}"
         if feedback.block_reason_message:
             why += f": {feedback.block_reason_message}"
-        return JudgeOutput(why, prompt, output, finish=REFUSAL)
+        return JudgeOutput(why, prompt, output, finish=REFUSAL, cached_tokens=cached)
     candidate = response.candidates[0]
     parts = (candidate.content.parts if candidate.content else None) or []
     text = "".join(p.text for p in parts if p.text and not p.thought)
@@ -241,7 +246,9 @@ def output_of(
     if finish == FINISHED and candidate.content is None:
         raise malformed("a whole candidate without content", body())
     if finish != REFUSAL:
-        return JudgeOutput(text, prompt, output, finish=finish, stop_reason=said)
+        return JudgeOutput(
+            text, prompt, output, finish=finish, stop_reason=said, cached_tokens=cached
+        )
     why = f"finishReason {reason}"
     blocked = [_name(r.category) for r in candidate.safety_ratings or () if r.blocked]
     if blocked:
@@ -249,7 +256,7 @@ def output_of(
     if candidate.finish_message:
         why += f": {candidate.finish_message}"
     text = f"{why}\n{text}" if text else why
-    return JudgeOutput(text, prompt, output, finish=REFUSAL, stop_reason=said)
+    return JudgeOutput(text, prompt, output, finish=REFUSAL, stop_reason=said, cached_tokens=cached)
 
 
 async def _remember(response: Any) -> None:

@@ -11,12 +11,13 @@ import asyncio
 import hashlib
 from collections.abc import Callable, Sequence
 
+from flask_eval.rubrics.messages import text_of
 from flask_eval.rubrics.protocol import requested_skills, scores_line
 from flask_eval.workers.judge import GenerateConfig, Judge, JudgeOutput, Message
 
 
 def default_answer(messages: Sequence[Message]) -> str:
-    prompt = "\n".join(m["content"] for m in messages)
+    prompt = "\n".join(text_of(m) for m in messages)
     skills = requested_skills(prompt) or []
     digest = hashlib.sha256(prompt.encode()).digest()
     scores: dict[str, int | None] = {
@@ -38,5 +39,5 @@ class MemoryJudge(Judge):
         answer = type(self).script(messages)
         if isinstance(answer, JudgeOutput):
             return answer
-        prompt_chars = sum(len(m["content"]) for m in messages)
+        prompt_chars = sum(len(text_of(m)) for m in messages)
         return JudgeOutput(answer, prompt_chars // 4, len(answer) // 4)

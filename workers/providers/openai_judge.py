@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 from flask_eval.core.errors import ConfigError, CredentialsError, FailureReason, JudgeError
 from flask_eval.core.types import JudgeSpec
+from flask_eval.rubrics.messages import plain
 from flask_eval.workers.errors import classify_common, describe, from_status, malformed, not_json
 from flask_eval.workers.judge import (
     CUT_OFF,
@@ -136,7 +137,7 @@ class OpenAIJudge(Judge):
         building the SDK's pydantic models."""
         request = {
             "model": self.spec.model,
-            "messages": list(messages),
+            "messages": plain(messages),  # parts joined: OpenAI caches a prefix by itself
             "max_tokens": config.max_tokens,
             **options,
         }
@@ -260,7 +261,9 @@ def output_of(body: object, raw: bytes, max_tokens: int) -> JudgeOutput:
     """The answer of a chat completion's JSON ``body``: its text (or refusal), token usage
     and why it stopped (:data:`STOP_REASONS`; ``finish_reason: null`` by the usage,
     ``workers.judge.finish_of``). JSON that is not a completion (a list, no choices, a
-    whole answer whose content is null) is a ``provider_error`` that keeps ``raw``."""
+    whole answer whose content is null) is a ``provider_error`` that keeps ``raw``.
+    ``usage.prompt_tokens_details.cached_tokens`` (the prompt tokens served from
+    OpenAI's prompt cache, counted in ``prompt_tokens`` too) is ``cached_tokens``."""
 
     def bad(what: str) -> JudgeError:
         return malformed(what, raw.decode("utf-8", "replace"))
@@ -272,17 +275,19 @@ def output_of(body: object, raw: bytes, max_tokens: int) -> JudgeOutput:
         raise bad("no choices with a message")
     usage = body.get("usage")
     tokens = (usage_count(usage, "prompt_tokens"), usage_count(usage, "completion_tokens"))
+    details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else None
+    cached = min(usage_count(details, "cached_tokens"), tokens[0])  # of prompt_tokens
     text, refusal = message.get("content"), message.get("refusal")
     reason = choice.get("finish_reason")
     if (text is not None and not isinstance(text, str)) or not isinstance(reason, str | None):
         raise bad("its content or finish_reason is not text")
     said = reason or ""
     if isinstance(refusal, str) and refusal and (text is None or reason == "content_filter"):
-        return JudgeOutput(refusal, *tokens, finish=REFUSAL, stop_reason=said)
+        return JudgeOutput(refusal, *tokens, finish=REFUSAL, stop_reason=said, cached_tokens=cached)
     finish = finish_of(reason, STOP_REASONS, tokens[1], max_tokens)
     if text is None and finish == FINISHED:
         raise bad("a whole answer whose content is null")
-    return JudgeOutput(text or "", *tokens, finish=finish, stop_reason=said)
+    return JudgeOutput(text or "", *tokens, finish=finish, stop_reason=said, cached_tokens=cached)
 
 
 def http_limits(n: int) -> Any:

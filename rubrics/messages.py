@@ -1,0 +1,115 @@
+"""Chat messages made of text parts, and where a prompt's shared prefix ends (pure).
+
+Providers discount a prompt prefix they have processed before (prompt caching): OpenAI
+and Gemini find a repeated prefix by themselves, Anthropic caches only up to a content
+block marked ``cache_control``. A judge prompt has a static part, the same for every
+call with the same criteria (system prompt, protocol instructions, criteria and rubrics),
+and a part of its own (instruction, reference, response). So a message's content is a
+sequence of text :class:`Part` s, and a part may end the shared prefix
+(``Part.ends_prefix``, a cache breakpoint): everything up to and including the last such
+part of a call's messages is what the protocol expects every call with the same
+criteria to share (docs/design/caching.md).
+
+A message's text is its parts joined with nothing between them (:func:`text_of`), so a
+provider that takes plain text (OpenAI, Gemini), the answer cache key, token estimates
+and the simulator see exactly the text the protocol rendered, parts or not. A content
+that is a plain string is one part that ends no prefix (a reminder turn, a test's
+message).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple, TypedDict
+
+
+class Part(NamedTuple):
+    """A piece of a message's text; ``ends_prefix``: the shared prefix ends after it."""
+
+    text: str
+    ends_prefix: bool = False
+
+
+#: a message's content: its parts in order, or a plain string (one part, nothing shared)
+Content = str | tuple[Part, ...]
+
+
+class Message(TypedDict):
+    """One chat message: ``role`` (system, user or assistant) and its ``content``."""
+
+    role: str
+    content: Content
+
+
+def message(role: str, shared: str, rest: str = "") -> Message:
+    """A message whose text ``shared`` ends the shared prefix and ``rest`` follows it
+    (left out when empty)."""
+    parts = (Part(shared, True), Part(rest)) if rest else (Part(shared, True),)
+    return {"role": role, "content": parts}
+
+
+def parts_of(message: Message) -> tuple[Part, ...]:
+    """The parts of ``message`` (a plain string is one part that ends no prefix)."""
+    content = message["content"]
+    return (Part(content),) if isinstance(content, str) else tuple(content)
+
+
+def text_of(message: Message) -> str:
+    """The plain text of ``message``: its parts joined with nothing between them."""
+    content = message["content"]
+    return content if isinstance(content, str) else "".join(p.text for p in content)
+
+
+def plain(messages: Sequence[Message]) -> list[dict[str, str]]:
+    """``messages`` as plain role/text pairs (what OpenAI's chat API and the answer
+    cache key take: the same text whether a protocol marks a prefix or not)."""
+    return [{"role": m["role"], "content": text_of(m)} for m in messages]
+
+
+def prefix_end(messages: Sequence[Message]) -> tuple[int, int] | None:
+    """Where the shared prefix of ``messages`` ends: (message index, part index) of the
+    last part that ends a prefix, or None when nothing is shared."""
+    end = None
+    for i, m in enumerate(messages):
+        for j, part in enumerate(parts_of(m)):
+            if part.ends_prefix:
+                end = (i, j)
+    return end
+
+
+#: what joins two messages' texts in :func:`split_prefix`
+MESSAGE_SEPARATOR = "\n\n"
+
+
+def split_prefix(messages: Sequence[Message]) -> tuple[str, str]:
+    """(the shared prefix's text, the rest's text) of a rendered call, for counting the
+    tokens of each (the cost benchmark): every message's text in order, separated by a
+    blank line, cut after the last part that ends a prefix. With nothing shared the
+    prefix is empty."""
+    end = prefix_end(messages)
+    shared: list[str] = []
+    rest: list[str] = []
+    for i, m in enumerate(messages):
+        parts = parts_of(m)
+        if end is None or i > end[0]:
+            rest.append(text_of(m))
+        elif i < end[0]:
+            shared.append(text_of(m))
+        else:
+            shared.append("".join(p.text for p in parts[: end[1] + 1]))
+            tail = "".join(p.text for p in parts[end[1] + 1 :])
+            if tail:
+                rest.append(tail)
+    return MESSAGE_SEPARATOR.join(shared), MESSAGE_SEPARATOR.join(rest)
+
+
+def shared_prefix(messages: Sequence[Message]) -> list[Message]:
+    """The messages up to the end of the shared prefix (the last of them cut after its
+    part that ends the prefix): what every call with the same criteria should repeat,
+    byte for byte. Empty when nothing is shared."""
+    end = prefix_end(messages)
+    if end is None:
+        return []
+    head = list(messages[: end[0]])
+    last = messages[end[0]]
+    return [*head, {"role": last["role"], "content": parts_of(last)[: end[1] + 1]}]
