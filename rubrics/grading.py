@@ -114,6 +114,14 @@ class Protocol(ABC):
         return COMPLETION_TOKENS_PER_CALL + COMPLETION_TOKENS_PER_SKILL * len(criteria)
 
 
+def canonical(criteria: Sequence[Criterion]) -> list[Criterion]:
+    """``criteria`` by name (case-folded): FLASK lists an instance's skills by relevance,
+    so the same three skills come in up to six orders, and each order would be a prompt
+    prefix of its own (344 orders against 117 sets on FLASK's first 1,000 instances). The
+    answer is read by name, so the order changes nothing else."""
+    return sorted(criteria, key=lambda c: (c.name.casefold(), c.name))
+
+
 class FlaskEvalProtocol(Protocol):
     """Ours: a rationale per skill, then a final ``[SCORES] {...}`` line (rubrics/prompt.py,
     rubrics/parse.py)."""
@@ -125,11 +133,13 @@ class FlaskEvalProtocol(Protocol):
     )
 
     def render(self, subject: Subject, criteria: Sequence[Criterion]) -> list[Message]:
+        """The criteria in one canonical order (:func:`canonical`), so that every call
+        on the same set shares its prefix whatever order its instance lists them in."""
         return render(
             instruction=subject.instruction,
             reference=subject.reference,
             response=subject.response,
-            skills=criteria,
+            skills=canonical(criteria),
             system_prompt=subject.system_prompt,
             scale=self.scale,
         )
@@ -141,14 +151,14 @@ class FlaskEvalProtocol(Protocol):
             instruction=subject.instruction,
             reference=subject.reference,
             response=subject.response,
-            skills=criteria,
+            skills=canonical(criteria),
             system_prompt=subject.system_prompt,
             scale=self.scale,
-            answer=instructions(criteria, self.scale),
+            answer=instructions(canonical(criteria), self.scale),
         )
 
     def response_schema(self, criteria: Sequence[Criterion]) -> dict[str, Any] | None:
-        return schema_for(criteria, self.scale)
+        return schema_for(canonical(criteria), self.scale)
 
     def read(self, text: str, criteria: Sequence[Criterion]) -> Reading:
         """An answer that opens with a JSON object is a structured judgment and nothing else

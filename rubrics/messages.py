@@ -24,10 +24,15 @@ from typing import NamedTuple, TypedDict
 
 
 class Part(NamedTuple):
-    """A piece of a message's text; ``ends_prefix``: the shared prefix ends after it."""
+    """A piece of a message's text; ``ends_prefix``: the shared prefix ends after it;
+    ``ends_instance``: a second, longer prefix ends after it, the one every call on the
+    same instance and criteria shares (the instruction and reference, before the
+    response: the calls judging each model's response to one instance). Both are cache
+    breakpoints; only the first is "the shared prefix" of :func:`prefix_end`."""
 
     text: str
     ends_prefix: bool = False
+    ends_instance: bool = False
 
 
 #: a message's content: its parts in order, or a plain string (one part, nothing shared)
@@ -41,11 +46,15 @@ class Message(TypedDict):
     content: Content
 
 
-def message(role: str, shared: str, rest: str = "") -> Message:
-    """A message whose text ``shared`` ends the shared prefix and ``rest`` follows it
-    (left out when empty)."""
-    parts = (Part(shared, True), Part(rest)) if rest else (Part(shared, True),)
-    return {"role": role, "content": parts}
+def message(role: str, shared: str, rest: str = "", *, instance: str = "") -> Message:
+    """A message whose text ``shared`` ends the shared prefix, ``instance`` (if any) the
+    instance's prefix after it, and ``rest`` follows (empty pieces left out)."""
+    parts = [Part(shared, True)]
+    if instance:
+        parts.append(Part(instance, ends_instance=True))
+    if rest:
+        parts.append(Part(rest))
+    return {"role": role, "content": tuple(parts)}
 
 
 def parts_of(message: Message) -> tuple[Part, ...]:

@@ -98,6 +98,10 @@ def response_focus(prompt: str) -> str:
     return prompt if block is None else block
 
 
+#: how our layouts' reference section starts when there is no reference
+NO_REFERENCE = "No reference answer was given"
+
+
 def reference_text(prompt: str) -> str | None:
     """The reference answer section of the prompt, if there is one."""
     layout = formats.parts(prompt)
@@ -108,9 +112,9 @@ def reference_text(prompt: str) -> str | None:
         return None
     end = prompt.find("\n## ", start + len(REFERENCE_HEADING))
     section = prompt[start + len(REFERENCE_HEADING) : end if end >= 0 else None].strip()
-    # The section opens with one paragraph about the reference; the reference follows.
-    _intro, _, reference = section.partition("\n\n")
-    return reference or None
+    # The section holds the reference, or a note that there is none (the note on how to
+    # read a reference is in the prompt's static part).
+    return None if not section or section.startswith(NO_REFERENCE) else section
 
 
 def _words(text: str) -> set[str]:

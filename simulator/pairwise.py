@@ -113,7 +113,10 @@ def parts(prompt: str) -> PairParts | None:
         a = _between(lines, RESPONSE_A_START, (RESPONSE_A_END,))
         b = _between(lines, RESPONSE_B_START, (RESPONSE_B_END,))
         # our reference section precedes the responses: read it from the text before them
-        reference = answer.reference_text(prompt.partition(RESPONSE_A_START)[0])
+        # (the line that opens response A: the static notes name the delimiter too)
+        stripped = [line.strip() for line in lines]
+        opens = stripped.index(RESPONSE_A_START) if RESPONSE_A_START in stripped else len(lines)
+        reference = answer.reference_text("\n".join(lines[:opens]))
         criteria = tuple(requested_criteria(prompt) or ())
     else:
         a = _between(lines, PROMETHEUS_RESPONSE_A, (PROMETHEUS_RESPONSE_B,))

@@ -116,7 +116,8 @@ def test_max_cost_refuses_a_judge_without_a_price_unless_one_is_known(
     monkeypatch.setattr(prices, "KNOWN_PRICES", {"memory/j": Price(100.0, 100.0)})
     dry = invoke(["run", *INPUTS, "--judge", "memory/j", "--max-cost", "1", "--dry-run"], db)
     assert dry.exit_code == 0, dry.output
-    assert float(dry.stdout.splitlines()[-1].split()[-1]) > 1  # the total, at the known price
+    total = next(line for line in dry.stdout.splitlines() if line.startswith("total"))
+    assert float(total.split()[-3]) > 1  # the total live cost, at the known price
     held = invoke(["run", *INPUTS, "--judge", "memory/j", "--max-cost", "0.5", "--quiet"], db)
     assert held.exit_code == 1 and "stay pending" in held.stderr, held.output
     assert 0 < memory_judge.calls < CALLS

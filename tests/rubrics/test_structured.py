@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from flask_eval.rubrics.grading import FlaskEvalProtocol, Subject
+from flask_eval.rubrics.grading import FlaskEvalProtocol, Subject, canonical
 from flask_eval.rubrics.messages import split_prefix, text_of
 from flask_eval.rubrics.protocol import (
     RESPONSE_END,
@@ -96,7 +96,9 @@ def test_schema_refuses_no_or_duplicate_criteria() -> None:
 
 
 def test_protocol_response_schema_is_the_schema() -> None:
-    assert FlaskEvalProtocol().response_schema([R, F]) == schema_for([R, F])
+    # the criteria in their canonical order (the prompt's), whatever order they come in
+    assert FlaskEvalProtocol().response_schema([R, F]) == schema_for(canonical([R, F]))
+    assert FlaskEvalProtocol().response_schema([F, R]) == schema_for(canonical([R, F]))
 
 
 # -- the strict reader ---------------------------------------------------------------------

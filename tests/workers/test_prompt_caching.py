@@ -47,25 +47,29 @@ def _ask(spec: str, *calls: list[Message]) -> list[JudgeOutput]:
     return asyncio.run(go())
 
 
-def _prefix_chars(messages: list[Message]) -> int:
-    """Where the shared prefix ends in the prompt the simulator reads (system, newline,
-    then the user message's text)."""
+def _prefix_chars(messages: list[Message], parts: int = 1) -> int:
+    """Where the shared prefix (``parts`` 2: the instance's prefix after it) ends in the
+    prompt the simulator reads (system, newline, then the user message's text)."""
     system, user = messages
-    shared = text_of({"role": "user", "content": user["content"][:1]})  # type: ignore[index]
+    shared = text_of({"role": "user", "content": user["content"][:parts]})  # type: ignore[index]
     return len(text_of(system)) + 1 + len(shared)
 
 
-def test_the_anthropic_request_marks_the_end_of_the_shared_prefix() -> None:
+def test_the_anthropic_request_marks_the_end_of_the_shared_prefix_and_the_instances() -> None:
     messages = _messages(FIRST)
     body = request_of("claude-sonnet-4-5", messages, GenerateConfig())
-    shared, rest = split_prefix(messages)
-    assert body["system"] == text_of(messages[0])  # one breakpoint only: the last
+    shared, _ = split_prefix(messages)
+    instance, rest = (p.text for p in messages[1]["content"][1:])  # type: ignore[union-attr]
+    assert body["system"] == text_of(messages[0])  # the system prompt alone: no mark
     (user,) = body["messages"]
-    head, tail = user["content"]
+    head, middle, tail = user["content"]
     assert head == {"type": "text", "text": shared.split("\n\n", 1)[1],
                     "cache_control": EPHEMERAL}  # fmt: skip
+    # the instruction and reference: the prefix of every model's call on this instance
+    assert middle == {"type": "text", "text": instance, "cache_control": EPHEMERAL}
+    assert "## Instruction" in instance and "RESPONSE" not in instance
     assert tail == {"type": "text", "text": rest} and "cache_control" not in tail
-    assert head["text"] + tail["text"] == text_of(messages[1])
+    assert head["text"] + middle["text"] + tail["text"] == text_of(messages[1])
 
 
 @pytest.mark.usefixtures("no_gemini_env")
@@ -82,11 +86,13 @@ def test_a_second_call_with_the_same_criteria_reports_cached_prompt_tokens(provi
     assert stats["prompt_tokens"] == first.prompt_tokens + second.prompt_tokens
     assert stats["cached_tokens"] == second.cached_tokens
     if provider == "anthropic":
-        # the simulator caches only at a cache_control breakpoint: what it wrote and read
-        # is exactly the prefix, so the request carried the mark at the prefix's end
-        assert (first.cache_write_tokens, second.cached_tokens) == (prefix, prefix)
-        assert second.cache_write_tokens == 0
-        assert stats["cache_write_tokens"] == prefix
+        # the simulator caches only at a cache_control breakpoint: each call wrote up to
+        # its instance's prefix, and the second read exactly the shared prefix (another
+        # instance), so the request carried both marks where they belong
+        ends = [tokens(_prefix_chars(m, parts=2)) for m in (one, two)]
+        assert (first.cache_write_tokens, second.cached_tokens) == (ends[0], prefix)
+        assert second.cache_write_tokens == ends[1] - prefix
+        assert stats["cache_write_tokens"] == ends[0] + ends[1] - prefix
     else:  # implicit caching: the longest 128-token step of the prefix
         assert second.cached_tokens == 1024 + (prefix - 1024) // STEP * STEP
         assert first.cache_write_tokens == second.cache_write_tokens == 0
@@ -103,3 +109,32 @@ def test_anthropic_prompt_tokens_count_the_cached_and_written_ones() -> None:
     assert written.cache_write_tokens > 0 and read.cached_tokens > 0
     assert written.prompt_tokens == read.prompt_tokens == plain.prompt_tokens
     assert plain.cached_tokens == plain.cache_write_tokens == 0
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_another_models_call_on_the_same_instance_reads_the_instances_prefix(
+    provider: str,
+) -> None:
+    """Two models' responses to one instance: the second call reads the static prefix and
+    the instruction and reference from the cache, and pays in full only for its response."""
+    reference = " ".join(f"Paris has been the capital since the year {n}." for n in range(60))
+    one = _messages(Subject(FIRST.instruction, reference, "Paris, of course."))
+    other = _messages(Subject(FIRST.instruction, reference, "Lyon, I believe."))
+    instance_end = tokens(_prefix_chars(one, parts=2))
+    with running_simulator(SimConfig()) as sim:
+        _, second = _ask(f"{provider}/judge@{_base(sim, provider)}", one, other)
+    if provider == "anthropic":
+        assert second.cached_tokens == instance_end and second.cache_write_tokens == 0
+    else:  # the longest 128-token step within the common prefix
+        assert instance_end - STEP < second.cached_tokens <= instance_end + STEP
+    assert second.cached_tokens > tokens(_prefix_chars(one))
+
+
+def test_the_same_criteria_in_another_order_share_the_prefix() -> None:
+    """FLASK lists an instance's skills by relevance: one set in another order is still
+    one prefix (rubrics.grading.canonical)."""
+    ours = protocol("flask-eval")
+    forward = ours.render(FIRST, CRITERIA)
+    backward = ours.render(SECOND, list(reversed(CRITERIA)))
+    assert split_prefix(forward)[0] == split_prefix(backward)[0]
+    assert ours.response_schema(CRITERIA) == ours.response_schema(list(reversed(CRITERIA)))

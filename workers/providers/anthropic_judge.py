@@ -30,7 +30,7 @@ from typing import Any
 
 from flask_eval.core.errors import ConfigError, CredentialsError, FailureReason, JudgeError
 from flask_eval.core.types import JudgeSpec
-from flask_eval.rubrics.messages import parts_of, prefix_end, text_of
+from flask_eval.rubrics.messages import parts_of, text_of
 from flask_eval.workers.errors import RESET_HEADERS as STANDARD_RESETS
 from flask_eval.workers.errors import classify_common, describe, from_status, malformed, not_json
 from flask_eval.workers.judge import (
@@ -135,36 +135,40 @@ EPHEMERAL: Mapping[str, str] = {"type": "ephemeral"}
 
 def request_of(model: str, messages: Sequence[Message], config: GenerateConfig) -> dict[str, Any]:
     """The Messages API body of a call (the batch API's ``params`` too): system messages
-    become ``system``, the others ``messages``. Where the protocol marks the end of its
-    shared prefix (``rubrics.messages``), the text up to it is a content block of its
-    own with ``cache_control`` (:data:`EPHEMERAL`), in ``system`` or in the message
-    that holds it, and the rest of that text a second block; every other content is a
-    plain string. The blocks' texts joined are the message's text."""
-    end = prefix_end(messages)
-    systems = [(i, m) for i, m in enumerate(messages) if m["role"] == "system"]
-    system_text = SYSTEM_SEPARATOR.join(text_of(m) for _, m in systems)
-    system: str | list[dict[str, Any]] = system_text
-    chat: list[dict[str, Any]] = []
-    for i, m in enumerate(messages):
-        if end is None or i != end[0]:
-            if m["role"] != "system":
-                chat.append({"role": m["role"], "content": text_of(m)})
-            continue
-        cut = sum(len(p.text) for p in parts_of(m)[: end[1] + 1])
-        if m["role"] == "system":  # the cut in the joined system text
-            before = [text_of(s) for j, s in systems if j < i]
-            cut += sum(len(t) + len(SYSTEM_SEPARATOR) for t in before)
-            system = cached_blocks(system_text, cut)
-        else:
-            chat.append({"role": m["role"], "content": cached_blocks(text_of(m), cut)})
+    become ``system``, the others ``messages``. Where the protocol's shared prefix ends
+    (the last part marked ``ends_prefix``, ``rubrics.messages``) a content block with
+    ``cache_control`` (:data:`EPHEMERAL`) ends, and so does one at the end of each
+    instance's prefix after it (``Part.ends_instance``); earlier marks add nothing (the
+    API looks for a cached prefix at the blocks before a breakpoint by itself). A message
+    without a breakpoint is a plain string; the blocks' texts joined are its text."""
+    marks = [_cuts(m) for m in messages]
+    last = max((i for i, cuts in enumerate(marks) for _, kind in cuts if kind == "prefix"),
+               default=-1)  # fmt: skip
+    kept: list[list[int]] = []
+    for i, cuts in enumerate(marks):
+        at_last = [c for c, kind in cuts if kind == "prefix"][-1:] if i == last else []
+        instance = [c for c, kind in cuts if kind == "instance" and i >= last]
+        kept.append(sorted({*at_last, *instance}))
+    systems = [i for i, m in enumerate(messages) if m["role"] == "system"]
+    system_text = SYSTEM_SEPARATOR.join(text_of(messages[i]) for i in systems)
+    system_cuts: list[int] = []
+    offset = 0
+    for i in systems:
+        system_cuts += [offset + cut for cut in kept[i]]
+        offset += len(text_of(messages[i])) + len(SYSTEM_SEPARATOR)
+    chat = [
+        {"role": m["role"], "content": cached_blocks(text_of(m), kept[i])}
+        for i, m in enumerate(messages)
+        if m["role"] != "system"
+    ]
     request: dict[str, Any] = {
         "model": model,
         "messages": chat,
         "max_tokens": config.max_tokens,
         # the current SDK takes no temperature: the model's default applies
     }
-    if system:
-        request["system"] = system
+    if system_text:
+        request["system"] = cached_blocks(system_text, system_cuts)
     if config.schema is not None:
         request["output_config"] = output_config(config.schema)
     return request
@@ -174,16 +178,34 @@ def request_of(model: str, messages: Sequence[Message], config: GenerateConfig) 
 SYSTEM_SEPARATOR = "\n\n"
 
 
-def cached_blocks(text: str, cut: int) -> str | list[dict[str, Any]]:
-    """``text`` as text blocks, the first ``cut`` characters one that ends a cached
-    prefix (``cache_control``), the rest another; the API refuses an empty block, so an
-    empty prefix marks nothing (the plain text) and an empty rest is left out."""
-    head, tail = text[:cut], text[cut:]
-    if not head:
+def _cuts(message: Message) -> list[tuple[int, str]]:
+    """Where the prefixes ``message`` marks end (character offsets in its text), each
+    with its kind: ``prefix`` (the protocol's shared prefix) or ``instance``."""
+    cuts, at = [], 0
+    for part in parts_of(message):
+        at += len(part.text)
+        if part.ends_prefix:
+            cuts.append((at, "prefix"))
+        elif part.ends_instance:
+            cuts.append((at, "instance"))
+    return cuts
+
+
+def cached_blocks(text: str, cuts: Sequence[int]) -> str | list[dict[str, Any]]:
+    """``text`` as text blocks, each of the ``cuts`` (character offsets) ending one that
+    ends a cached prefix (``cache_control``), the rest a last plain block; the API refuses
+    an empty block, so empty pieces are left out, and without a cut the text is a plain
+    string."""
+    blocks: list[dict[str, Any]] = []
+    start = 0
+    for cut in sorted(set(cuts)):
+        if cut > start:
+            blocks.append({"type": "text", "text": text[start:cut], "cache_control": EPHEMERAL})
+            start = cut
+    if not blocks:
         return text
-    blocks: list[dict[str, Any]] = [{"type": "text", "text": head, "cache_control": EPHEMERAL}]
-    if tail:
-        blocks.append({"type": "text", "text": tail})
+    if start < len(text):
+        blocks.append({"type": "text", "text": text[start:]})
     return blocks
 
 
