@@ -20,6 +20,7 @@ from dataclasses import asdict
 
 from aiohttp import web
 
+from . import batches_openai
 from .answer import REFUSAL_TEXT, cut_off, estimate_tokens, make_answer
 from .config import SimConfig
 from .limits import SlidingWindow
@@ -313,6 +314,7 @@ def make_app(config: SimConfig) -> web.Application:
     app.router.add_get("/stats", sim.get_stats)
     app.router.add_post("/stats/reset", sim.reset_stats)
     app.router.add_get("/health", sim.health)
+    batches_openai.add_routes(app, sim)
     return app
 
 
