@@ -67,8 +67,8 @@ MAX_TRIES = 3
 DEFAULT_MAX_WAIT = 60.0
 #: a parked call's judgments stay leased this long: longer than a batch may live (24 h)
 PARK_SECONDS = 2 * 86_400
-#: the lane's duty in ``lane_lease``, and how long a holder keeps it without renewing
-LEASE_NAME, LEASE_SECONDS = "batch-lane", 120.0
+#: the lane's duty in ``lane_lease`` (held for the workers' lease, at least three polls)
+LEASE_NAME = "batch-lane"
 #: reasons a refused submission surely left nothing at the provider
 DEFINITE = (FailureReason.AUTH, FailureReason.REFUSED, FailureReason.CONFIG)
 
@@ -110,12 +110,24 @@ class BatchLane:
 
     # -- the periodic pass ---------------------------------------------------------------
 
+    @property
+    def lease_seconds(self) -> float:
+        config = self.executor.config
+        return max(config.lease_seconds, 3 * config.batch_poll)
+
+    async def hold(self) -> bool:
+        """Take or renew the lane's lease: whether this process runs the lane now."""
+        return await asyncio.to_thread(self.ledger.take_lease, LEASE_NAME, self.holder,
+                                       self.lease_seconds)  # fmt: skip
+
     async def tick(self, *, flush: bool = False, run_id: int | None = None) -> None:
         """One pass over every open (run, judge) (``run_id``: that run's only); ``flush``
         submits planned calls without waiting for more."""
         for run, judge in await asyncio.to_thread(self.ledger.open_judges):
             if run_id is not None and run != run_id:
                 continue
+            if not await self.hold():  # lost it (stalled longer than the lease): stop
+                return
             try:
                 await self._judge_pass(run, judge, flush)
             except JudgeError as err:  # the provider is away: the next pass tries again
@@ -125,9 +137,7 @@ class BatchLane:
         """Pass until the run has no open batch call (an in-process run: no more calls
         will come, so planned ones are submitted at once)."""
         while not stop():
-            taken = await asyncio.to_thread(self.ledger.take_lease, LEASE_NAME, self.holder,
-                                            LEASE_SECONDS)  # fmt: skip
-            if taken:
+            if await self.hold():
                 await self.tick(flush=True, run_id=run_id)
             states = await asyncio.to_thread(self.ledger.call_states, run_id)
             if not states.get(PLANNED) and not states.get(SUBMITTED):
@@ -316,8 +326,7 @@ def start(settings: Settings, executor: Callable[[], Executor]) -> threading.Thr
             time.sleep(settings.batch_poll_seconds)
             try:
                 lane = lane or executor().batches
-                if lane.ledger.take_lease(LEASE_NAME, lane.holder, LEASE_SECONDS):
-                    run_sync(lane.tick())
+                run_sync(lane.tick())
             except Exception:  # never kill the worker; the next pass tries again
                 log.exception("batch lane pass failed")
 
