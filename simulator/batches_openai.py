@@ -6,7 +6,8 @@ platform.openai.com/docs/api-reference/batch and /files).
 ``limit`` and ``after``), ``GET /v1/batches/{id}``, ``POST /v1/batches/{id}/cancel``.
 Each request line is answered as the live endpoint answers it (``simulator.answer``,
 the same scores for the same prompt), when the batch completes: ``delay_s`` seconds
-after it was created.
+after it was created (as ``delay_s`` is set when it is looked at: a test can end open
+batches at once by setting it to 0).
 
 Faults, set with ``POST /sim/batches/config`` (JSON, the fields of
 :class:`BatchFaults`) and counted by ``GET /sim/batches/stats``:
@@ -74,7 +75,7 @@ class OpenAIBatches:
         self.contents: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
         self.order: list[str] = []  # batch ids, oldest first
-        self.ready_at: dict[str, float] = {}
+        self.created_at: dict[str, float] = {}  # monotonic: ends delay_s after (as set now)
         self.expiring: set[str] = set()
         self.submitted: collections.Counter[str] = collections.Counter()
         self.lost = 0
@@ -130,7 +131,7 @@ class OpenAIBatches:
             "metadata": body.get("metadata") or {},
         }  # fmt: skip
         self.order.append(batch_id)
-        self.ready_at[batch_id] = time.monotonic() + self.faults.delay_s
+        self.created_at[batch_id] = time.monotonic()
         if self.faults.fail_batches > 0:
             self.faults = replace(self.faults, fail_batches=self.faults.fail_batches - 1)
             self.batches[batch_id].update(
@@ -155,7 +156,8 @@ class OpenAIBatches:
     def _settle(self, batch_id: str) -> dict[str, Any]:
         """The batch as it is now: completed (or expired) once its delay is over."""
         batch = self.batches[batch_id]
-        if batch["status"] != "in_progress" or time.monotonic() < self.ready_at[batch_id]:
+        ready_at = self.created_at[batch_id] + self.faults.delay_s
+        if batch["status"] != "in_progress" or time.monotonic() < ready_at:
             return batch
         lines = [json.loads(x) for x in self.contents[batch["input_file_id"]].splitlines()
                  if x.strip()]  # fmt: skip

@@ -190,3 +190,62 @@ def test_expired_and_failed_requests_are_planned_again_alone(tmp_path: Path) -> 
     store = Store(env["FLASK_EVAL_DATABASE_URL"])
     assert len(paid(env)) == CALLS  # one paid answer per call: none paid twice
     assert next(b.state for b in BatchLedger(store).batches(1)) == "collected"
+
+
+@pytest.mark.e2e
+@pytest.mark.integration
+def test_kill_9_of_every_worker_and_the_producer_while_batches_are_open(
+    sqlite_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    """Real Redis and Celery worker processes: the producer waits and two workers have
+    submitted the batches (one's answer lost: accepted, found again by its tag) when all
+    three are killed with -9; one new worker completes the run, every call submitted
+    exactly once, and the report equals a live run's with the same seed."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+    from tests.helpers import kill_group, wait_until, workers
+
+    env = cli_env(sqlite_url, redis_url, FLASK_EVAL_LEASE_SECONDS="3",
+                  FLASK_EVAL_VISIBILITY_TIMEOUT="8", FLASK_EVAL_BATCH_POLL_SECONDS="0.3")  # fmt: skip
+    with running_simulator(SimConfig(seed=11)) as sim:
+        sim_post(sim, "/sim/batches/config", {"lose_responses": 1, "delay_s": 3600})
+        path = judges(tmp_path, sim, True, "  batch_max_wait: 0.5\n  batch_max_size: 20\n")
+        producer = subprocess.Popen(
+            [sys.executable, "-m", "flask_eval", "run", *INPUTS, "--judges", path,
+             "--run", "r", "--quiet"],
+            env=env, cwd=REPO, start_new_session=True,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            with workers(env, processes=2, in_flight=8, log=tmp_path / "w1.log") as proc:
+                wait_until(lambda: sim_batches(sim), lambda s: len(s["submitted"]) == CALLS,
+                           timeout=120, what="every call submitted in a batch")  # fmt: skip
+                kill_group(proc, signal.SIGKILL)
+                proc.wait()
+            os.killpg(producer.pid, signal.SIGKILL)
+            producer.wait()
+        finally:
+            if producer.poll() is None:
+                kill_group(producer, signal.SIGKILL)
+        store = Store(sqlite_url)
+        open_ = BatchLedger(store).open_batches()
+        assert len(open_) == 3  # 20 + 20 + 12 calls, none answered yet
+        sim_post(sim, "/sim/batches/config", {"delay_s": 0})  # the provider ends them now
+        with workers(env, processes=1, in_flight=8, log=tmp_path / "w2.log"):
+            st = wait_until(lambda: json.loads(flask_eval("status", "r", "--json",
+                                                          env=env).stdout),
+                            lambda s: s["done"] + s["failed"] == s["total"], timeout=180,
+                            what="the run to complete", interval=1)  # fmt: skip
+        seen = sim_batches(sim)
+    assert st["done"] == st["total"] == CALLS * 3
+    assert len(seen["submitted"]) == CALLS and set(seen["submitted"].values()) == {1}
+    assert seen["lost"] == 1
+    with running_simulator(SimConfig(seed=11)) as calm:
+        live = cli_env(f"sqlite:///{tmp_path / 'live.db'}")
+        flask_eval("run", *INPUTS, "--judges", judges(tmp_path, calm, False), "--run", "r",
+                   "--quiet", env=live)  # fmt: skip
+    assert report(env, "r") == report(live, "r")
