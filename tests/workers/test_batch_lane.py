@@ -209,8 +209,9 @@ def test_kill_9_of_every_worker_and_the_producer_while_batches_are_open(
     from tests.conftest import REPO
     from tests.helpers import kill_group, wait_until, workers
 
-    env = cli_env(sqlite_url, redis_url, FLASK_EVAL_LEASE_SECONDS="3",
-                  FLASK_EVAL_VISIBILITY_TIMEOUT="8", FLASK_EVAL_BATCH_POLL_SECONDS="0.3")  # fmt: skip
+    fast = {"FLASK_EVAL_LEASE_SECONDS": "3", "FLASK_EVAL_VISIBILITY_TIMEOUT": "8",
+            "FLASK_EVAL_BATCH_POLL_SECONDS": "0.3"}  # fmt: skip
+    env = cli_env(sqlite_url, redis_url, **fast)
     with running_simulator(SimConfig(seed=11)) as sim:
         sim_post(sim, "/sim/batches/config", {"lose_responses": 1, "delay_s": 3600})
         path = judges(tmp_path, sim, True, "  batch_max_wait: 0.5\n  batch_max_size: 20\n")
