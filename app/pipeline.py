@@ -44,6 +44,7 @@ from flask_eval.rubrics.skills import SkillSet, load_default
 from flask_eval.storage import queries
 from flask_eval.storage.records import Halt, PlannedCall, RunInfo
 from flask_eval.storage.store import Store
+from flask_eval.workers.batching import check_batch_spec
 from flask_eval.workers.celery_app import CeleryTransport
 from flask_eval.workers.inprocess import InProcessTransport
 from flask_eval.workers.judge import create_judge, judge_class, spec_of
@@ -204,7 +205,7 @@ def check_protocols(judges: Sequence[JudgeConfig], mode: str, pairwise: bool = F
 
 def load_judges(specs: Sequence[str], files: Sequence[str]) -> list[JudgeConfig]:
     """Judges from `--judge` flags and `--judges` files, each spec checked by its provider."""
-    return combine(specs, files, spec_of)
+    return combine(specs, files, spec_of, check_batch_spec)
 
 
 def check_judges_locally(judges: Sequence[JudgeConfig]) -> None:

@@ -24,6 +24,8 @@ variable                           default     accepted
 ``FLASK_EVAL_ADAPTIVE``            1           1: a judge's calls in flight fall on timeouts
                                                and 429s and climb back (workers/adaptive.py);
                                                0: always its max_in_flight
+``FLASK_EVAL_BATCH_POLL_SECONDS``  30          seconds between two looks at the open provider
+                                               batches, 0.05 .. 3,600 (docs/design/batches.md)
 ``FLASK_EVAL_SPOOL_DIR``           ~/.cache/   a directory for paid answers while the
                                    flask-eval/ database is away
                                    spool
@@ -84,6 +86,8 @@ class Settings:
     stall_seconds: float = 15.0
     #: the Redis holding the shared rpm/tpm budgets (None: the broker's, if Redis)
     limiter_url: str | None = None
+    #: seconds between two looks at the open provider batches (workers/batch_lane.py)
+    batch_poll_seconds: float = 30.0
 
 
 def _raw(name: str) -> str | None:
@@ -217,6 +221,7 @@ def load() -> Settings:
         spool_dir=Path(_raw("FLASK_EVAL_SPOOL_DIR") or default_spool_dir()),
         stall_seconds=_seconds("FLASK_EVAL_STALL_SECONDS", 15.0, 0.5, 3_600.0),
         limiter_url=_limiter_url(_raw("FLASK_EVAL_LIMITER_URL")),
+        batch_poll_seconds=_seconds("FLASK_EVAL_BATCH_POLL_SECONDS", 30.0, 0.05, 3_600.0),
     )
 
 

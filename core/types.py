@@ -301,6 +301,15 @@ class JudgeConfig:
     protocol: str | None = None
     #: ask for a JSON object that follows the protocol's schema (structured outputs)
     structured: bool = False
+    #: send this judge's calls through its provider's batch API (half the price, answers
+    #: within hours; docs/design/batches.md), not one by one
+    batch: bool = False
+    #: seconds a parked call waits for others before its batch is submitted (None: 60)
+    batch_max_wait: float | None = None
+    #: the most calls in one batch (None: the provider's limit)
+    batch_max_size: int | None = None
+    #: the most estimated prompt tokens in this judge's open batches (None: no limit)
+    batch_max_tokens: int | None = None
 
     def cost(
         self,

@@ -16,6 +16,10 @@ A judges file is a YAML list of mappings::
       protocol: prometheus             # optional grading protocol: flask-eval (ours, the
                                        # default), prometheus or flask
       structured: true                 # optional: answers follow a JSON schema
+      batch: true                      # optional: through the provider's batch API
+      batch_max_wait: 300              #   seconds to gather calls before a batch is sent
+      batch_max_size: 2000             #   calls per batch at most
+      batch_max_tokens: 5000000        #   prompt tokens in open batches at most
 
 Every problem is an InputError naming ``file:line`` (the line of the key at fault). The
 file is read by the strict YAML loader (:mod:`core.strict_yaml`: no aliases, tags or
@@ -67,8 +71,15 @@ KEYS = frozenset(
         "retry_max_tokens",
         "protocol",
         "structured",
+        "batch",
+        "batch_max_wait",
+        "batch_max_size",
+        "batch_max_tokens",
     }
 )
+BATCH_KEYS = ("batch_max_wait", "batch_max_size", "batch_max_tokens")
+#: OpenAI's and Anthropic's limit of requests per batch (the largest of the providers')
+MAX_BATCH_SIZE = 100_000
 #: A judge name (1..MAX_JUDGE_NAME characters): no '@', '=' or whitespace, so
 #: ``--judge NAME=SPEC`` is never ambiguous and a name is one word in file names.
 JUDGE_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._:/+-]*"
@@ -96,9 +107,18 @@ def check_judge_name(name: object, path: str | None = None, line: int | None = N
 #: the syntax; the application passes the workers' ``spec_of``, which also checks that the
 #: provider exists and accepts the spec (providers are code the producer does not know)
 SpecParser = Callable[[str], JudgeSpec]
+#: raises ConfigError if a spec's provider or server has no batch API (``batch: true``);
+#: the application passes the workers' ``batching.check_batch_spec``
+BatchCheck = Callable[[JudgeSpec], None]
 
 
-def load_judges_file(path: str, parse: SpecParser = JudgeSpec.parse) -> list[JudgeConfig]:
+def _no_batch_check(spec: JudgeSpec) -> None:
+    return None
+
+
+def load_judges_file(
+    path: str, parse: SpecParser = JudgeSpec.parse, check_batch: BatchCheck = _no_batch_check
+) -> list[JudgeConfig]:
     """The judges of one judges file, in file order; InputError naming file:line."""
     text = read_text(path, "a YAML judges file", MAX_FILE_BYTES)
     try:
@@ -112,7 +132,8 @@ def load_judges_file(path: str, parse: SpecParser = JudgeSpec.parse) -> list[Jud
             got += " (list the judges at the top level, each starting with `- spec:`)"
         line = 1 if root is None else root.start_mark.line + 1
         raise InputError(f"{_SHAPE}; got {got}", path, line)
-    judges = [_entry(item, node, path, parse) for item, node in zip(data, root.value, strict=True)]
+    judges = [_entry(item, node, path, parse, check_batch)
+              for item, node in zip(data, root.value, strict=True)]  # fmt: skip
     seen: dict[str, int] = {}
     for node, judge in zip(root.value, judges, strict=True):
         line = node.start_mark.line + 1
@@ -137,7 +158,9 @@ def _key_line(node: yaml.Node, key: str) -> int:
     return int(node.start_mark.line) + 1
 
 
-def _entry(data: Any, node: yaml.Node, path: str, parse: SpecParser) -> JudgeConfig:
+def _entry(
+    data: Any, node: yaml.Node, path: str, parse: SpecParser, check_batch: BatchCheck
+) -> JudgeConfig:
     line = node.start_mark.line + 1
     if not isinstance(data, dict):
         raise InputError(
@@ -173,6 +196,18 @@ def _entry(data: Any, node: yaml.Node, path: str, parse: SpecParser) -> JudgeCon
             path,
             at("retry_max_tokens"),
         )
+    batch = _flag(data, "batch", path, at("batch"))
+    for key in BATCH_KEYS:
+        if key in data and not batch:
+            raise InputError(f"`{key}` goes with `batch: true`", path, at(key))
+    batch_wait = _positive(data, "batch_max_wait", path, at("batch_max_wait"))
+    batch_size = _whole(data, "batch_max_size", path, at("batch_max_size"), MAX_BATCH_SIZE)
+    batch_tokens = _whole(data, "batch_max_tokens", path, at("batch_max_tokens"), None)
+    if batch:
+        try:
+            check_batch(spec)
+        except ConfigError as exc:
+            raise InputError(str(exc), path, at("batch")) from None
     return JudgeConfig(
         name=name,
         spec=spec.name,
@@ -185,6 +220,10 @@ def _entry(data: Any, node: yaml.Node, path: str, parse: SpecParser) -> JudgeCon
         retry_max_tokens=retry,
         protocol=_protocol(data, path, at("protocol")),
         structured=_flag(data, "structured", path, at("structured")),
+        batch=batch,
+        batch_max_wait=batch_wait,
+        batch_max_size=batch_size,
+        batch_max_tokens=batch_tokens,
     )
 
 
@@ -273,13 +312,18 @@ def parse_judge_arg(arg: str, parse: SpecParser = JudgeSpec.parse) -> JudgeConfi
 
 
 def combine(
-    specs: Sequence[str], files: Sequence[str], parse: SpecParser = JudgeSpec.parse
+    specs: Sequence[str],
+    files: Sequence[str],
+    parse: SpecParser = JudgeSpec.parse,
+    check_batch: BatchCheck = _no_batch_check,
 ) -> list[JudgeConfig]:
     """Judges from `--judge [NAME=]SPEC` flags and `--judges FILE` files, names unique
     (case-insensitively, as they become file names); each spec read by ``parse``."""
     judges = [(parse_judge_arg(s, parse), f"--judge {clip(s, 80)}") for s in specs]
     for f in files:
-        judges += [(j, f"{f} ({clip(j.spec, 80)})") for j in load_judges_file(f, parse)]
+        judges += [
+            (j, f"{f} ({clip(j.spec, 80)})") for j in load_judges_file(f, parse, check_batch)
+        ]
     seen: dict[str, str] = {}
     for judge, origin in judges:
         key = judge.name.casefold()

@@ -21,7 +21,7 @@ from dataclasses import asdict
 
 from aiohttp import web
 
-from . import batches_anthropic, batches_gemini
+from . import batches_anthropic, batches_gemini, batches_openai
 from .answer import estimate_tokens
 from .config import SimConfig
 from .limits import SlidingWindow
@@ -295,6 +295,7 @@ def make_app(config: SimConfig) -> web.Application:
     app.router.add_get("/stats", sim.get_stats)
     app.router.add_post("/stats/reset", sim.reset_stats)
     app.router.add_get("/health", sim.health)
+    batches_openai.add_routes(app, sim)
     return app
 
 

@@ -1,6 +1,7 @@
 """SQLModel tables: runs, their inputs, the judgment ledger and every paid judge call.
 
-Schema version 3 (``storage/migrations``): the ledger names what is judged generically
+Schema version 5 (``storage/migrations``; version 5 adds the provider batches:
+``batch``, ``batch_call``, ``lane_lease``): the ledger names what is judged generically
 (a ``criterion``, and ``model_b`` for the second response of a pairwise comparison, ``''``
 for absolute grading), and every answer a provider returned is its own ``call`` row,
 never overwritten; a judgment points at the answer it was read from (``call_uid``).
@@ -164,6 +165,78 @@ class DeletedRun(SQLModel, table=True):
     deleted_at: datetime = Field(default_factory=utcnow)
 
 
+class BatchRow(SQLModel, table=True):
+    """A provider batch of one judge of a run (docs/design/batches.md).
+
+    Written (state ``created``, with our ``uid``: the tag the provider keeps) *before* it
+    is submitted, so that a batch the provider accepted but whose id was never recorded
+    is found again by its tag instead of being submitted twice. ``state``: ``created`` ->
+    ``submitted`` (``provider_id`` recorded) -> ``collected`` (every result written), or
+    ``failed`` (the provider refused or lost it: its calls were planned again).
+    """
+
+    __tablename__ = "batch"
+    id: int | None = Field(default=None, primary_key=True)
+    uid: str = Field(unique=True, max_length=64)
+    run_id: int = Field(foreign_key="run.id", index=True)
+    judge: str = Field(max_length=MAX_JUDGE_NAME)
+    provider: str = Field(max_length=32)
+    provider_id: str | None = Field(default=None, max_length=200)
+    state: str = Field(default="created", max_length=16, index=True)
+    #: the provider's own word for its state (``in_progress``, ``ended``, ...)
+    provider_state: str = Field(default="", max_length=40)
+    size: int = 0  # requests in it
+    succeeded: int = 0
+    failed: int = 0
+    expires_at: datetime | None = None
+    #: JSON object of provider file ids (OpenAI: input, output, error)
+    files: str = Field(default="{}", sa_column=Column(Text, nullable=False, server_default="{}"))
+    detail: str | None = Field(default=None, sa_column=Column(Text))
+    created_at: datetime = Field(default_factory=utcnow)
+    submitted_at: datetime | None = None
+    ended_at: datetime | None = None
+
+
+class BatchCall(SQLModel, table=True):
+    """One judge call of a batch judge, from the moment it is parked to its collection.
+
+    ``uid`` is the request's ``custom_id`` (and the uid of the paid answer it becomes, so a
+    collection replayed after a crash writes it once). ``rows``: JSON list of the judgment
+    ids it covers (they stay ``running`` under a long lease while the call is open);
+    ``request``: JSON of its rendered messages and sampling settings. ``state``:
+    ``planned`` (waiting for a batch) -> ``submitted`` (in batch ``batch_uid``) ->
+    ``collected``, or back to ``planned`` after its batch failed or expired (``tries``
+    counts that), or ``failed`` for good.
+    """
+
+    __tablename__ = "batch_call"
+    __table_args__ = (Index("ix_batch_call_open", "state", "run_id", "judge"),)
+    id: int | None = Field(default=None, primary_key=True)
+    uid: str = Field(unique=True, max_length=64)
+    run_id: int = Field(foreign_key="run.id")
+    judge: str = Field(max_length=MAX_JUDGE_NAME)
+    state: str = Field(default="planned", max_length=16)
+    batch_uid: str | None = Field(default=None, max_length=64, index=True)
+    rows: str = Field(sa_column=Column(Text, nullable=False))
+    cache_key: str = Field(max_length=64)
+    request: str = Field(sa_column=Column(Text, nullable=False))
+    tokens: int = 0  # estimated prompt tokens (the batch-queue token limit)
+    tries: int = 0  # batches it was in that failed or expired before answering it
+    detail: str | None = Field(default=None, sa_column=Column(Text))
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class LaneLease(SQLModel, table=True):
+    """Who runs a periodic duty (the batch lane's sweep) until when: one worker at a time,
+    any worker once the holder's lease has run out."""
+
+    __tablename__ = "lane_lease"
+    name: str = Field(primary_key=True, max_length=64)
+    holder: str = Field(max_length=200)
+    until: datetime = Field(default_factory=utcnow)
+
+
 def _table(model: type[SQLModel]) -> Table:
     return cast(Table, model.__table__)  # type: ignore[attr-defined]
 
@@ -178,3 +251,6 @@ JUDGMENT = _table(Judgment)
 JUDGE_HALT = _table(JudgeHalt)
 WORKER = _table(WorkerBeat)
 DELETED_RUN = _table(DeletedRun)
+BATCH = _table(BatchRow)
+BATCH_CALL = _table(BatchCall)
+LANE_LEASE = _table(LaneLease)

@@ -29,6 +29,8 @@ from flask_eval.core.types import Instance, ResponseSet
 from flask_eval.storage.db import make_engine
 from flask_eval.storage.leasing import WorkerLedger
 from flask_eval.storage.models import (
+    BATCH,
+    BATCH_CALL,
     CALL,
     DELETED_RUN,
     INSTANCE,
@@ -234,7 +236,15 @@ class Store(WorkerLedger):
             conn.execute(delete(CALL).where(C.run_id == run_id, C.uid.not_in(used_elsewhere)))
             # answers other runs point at stay (their cost stays with the run that paid)
             conn.execute(update(CALL).where(C.run_id == run_id).values(run_id=None))
-            for table in (JUDGMENT, JUDGE_HALT, RESPONSE, INSTANCE_DOMAIN, INSTANCE):
+            for table in (
+                BATCH_CALL,
+                BATCH,
+                JUDGMENT,
+                JUDGE_HALT,
+                RESPONSE,
+                INSTANCE_DOMAIN,
+                INSTANCE,
+            ):
                 conn.execute(delete(table).where(table.c.run_id == run_id))
             conn.execute(delete(RUN).where(RN.id == run_id))
             # SQLite may give a deleted run's id to the next run: one tombstone per id

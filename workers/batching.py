@@ -23,7 +23,8 @@ from datetime import datetime
 from importlib import import_module
 from typing import Literal
 
-from flask_eval.core.errors import JudgeError
+from flask_eval.core.errors import ConfigError, JudgeError
+from flask_eval.core.types import JudgeSpec
 from flask_eval.rubrics.prompt import Message
 from flask_eval.workers.judge import GenerateConfig, Judge, JudgeOutput
 
@@ -107,15 +108,40 @@ class BatchAPI(ABC):
     async def cancel_batch(self, batch_id: str) -> None:  # noqa: B027  (optional)
         """Ask the provider to stop a batch (a deleted run's); its results stay readable."""
 
+    @classmethod
+    def check_endpoint(cls, spec: JudgeSpec) -> None:
+        """ConfigError if the server ``spec`` names has no batch API (a local
+        OpenAI-compatible server behind a provider that has one): asked once, when a
+        judges file says ``batch: true``, before anything is written. Only a definite
+        answer refuses (404 or 405 on the batches endpoint); a server that cannot be
+        reached now is judged when its calls are sent."""
+        return None
+
 
 def has_batch_api(provider: str) -> bool:
     """Whether ``provider`` (a code provider, not an OpenAI-compatible server) has one."""
     return provider in BATCH_APIS
 
 
+def batch_api_class(provider: str) -> type[BatchAPI]:
+    module, _, attr = BATCH_APIS[provider].partition(":")
+    cls: type[BatchAPI] = getattr(import_module(module), attr)
+    return cls
+
+
+def check_batch_spec(spec: JudgeSpec) -> None:
+    """ConfigError unless ``spec``'s provider, and the server it names, take batches: a
+    provider without a batch API (every OpenAI-compatible one: vLLM, Mistral, ...), or a
+    base URL whose server answers 404 on the batches endpoint (the judges file's
+    ``batch: true``, checked before anything is written)."""
+    if not has_batch_api(spec.provider):
+        with_batches = ", ".join(sorted(BATCH_APIS))
+        raise ConfigError(f"judge {spec.name}: batch: true, but provider {spec.provider} has "
+                          f"no batch API (providers with one: {with_batches})")  # fmt: skip
+    batch_api_class(spec.provider).check_endpoint(spec)
+
+
 def batch_api(judge: Judge) -> BatchAPI:
     """The batch API of ``judge``'s provider (KeyError: it has none: check
     :func:`has_batch_api` when a judges file is read)."""
-    module, _, attr = BATCH_APIS[judge.spec.provider].partition(":")
-    cls: type[BatchAPI] = getattr(import_module(module), attr)
-    return cls(judge)  # type: ignore[call-arg]
+    return batch_api_class(judge.spec.provider)(judge)  # type: ignore[call-arg]

@@ -49,6 +49,8 @@ class Call:
     key: str
     paid: list[CallRecord] = field(default_factory=list)
     begun: bool = False  # a first request was sent: later ones are urgent
+    #: its first answer, already paid (a provider batch's): read instead of asking
+    prepaid: Answer | None = None
     asks: dict[int, int] = field(default_factory=dict)  # row id -> answers asked
     requests: dict[int, int] = field(default_factory=dict)  # row id -> HTTP requests
 
@@ -66,6 +68,7 @@ class Answer:
     output: JudgeOutput | None  # None: replayed from the cache
     latency_ms: float = 0.0
     key: str = ""  # the prompt's cache key
+    batch: bool = False  # answered in a provider batch: costed at the batch price
 
 
 def paid_record(

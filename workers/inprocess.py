@@ -62,6 +62,10 @@ class InProcessTransport(Transport):
 
         try:
             await asyncio.gather(*(one(b) for b in batches))
+            # the calls parked for provider batches: submitted at once (no more will
+            # come), polled until collected; Ctrl-C leaves them to `resume` or a worker
+            await executor.batches.drain(run_id, self.config.batch_poll,
+                                         lambda: executor.leases.stopping)  # fmt: skip
         finally:
             await executor.aclose()
 

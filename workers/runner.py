@@ -43,6 +43,7 @@ from flask_eval.rubrics.prompt import Message
 from flask_eval.storage.records import CallRecord, JobContext, Outcome
 from flask_eval.storage.retry import is_transient
 from flask_eval.storage.store import Store
+from flask_eval.workers.batch_lane import BatchLane
 from flask_eval.workers.calls import (
     DETAIL_LIMIT,
     Answer,
@@ -66,6 +67,10 @@ from flask_eval.workers.writer import WriteBehind
 log = logging.getLogger("flask_eval.worker")
 
 
+#: a lease longer than this is the batch lane's (workers/batch_lane.py), not a worker's
+PARKED_LEASE = 86_400.0
+
+
 class RunNotFound(FlaskEvalError):
     """A message names a run this worker's database does not have."""
 
@@ -82,6 +87,8 @@ class ExecutorConfig:
     halt_after: int = 5
     #: where paid answers wait on disk while the database is away (None: memory only)
     spool_dir: Path | None = None
+    #: seconds between two looks at the open provider batches (workers/batch_lane.py)
+    batch_poll: float = 30.0
     #: each judge endpoint's calls in flight fall on timeouts and 429s and climb back as
     #: it answers (workers/adaptive.py); False: always its max_in_flight (or in_flight)
     adaptive: bool = True
@@ -97,6 +104,7 @@ def executor_config(settings: Settings, in_flight: int) -> ExecutorConfig:
         halt_after=settings.halt_after,
         adaptive=settings.adaptive,
         spool_dir=settings.spool_dir,
+        batch_poll=settings.batch_poll_seconds,
     )
 
 
@@ -120,6 +128,7 @@ class Executor:
             spool.replay(store)
         # a flush starts at once when every call in flight is waiting on it
         self.writer = WriteBehind(store, max_items=config.in_flight, spool=spool)
+        self.batches = BatchLane(self)
 
     def judge(self, config: JudgeConfig) -> Judge:
         return self.sender.judge(config)
@@ -190,11 +199,14 @@ class Executor:
             summary.leased, summary.lease_wait = await asyncio.to_thread(
                 self.store.leased, run_id, unclaimed
             )
+            if summary.lease_wait > PARKED_LEASE:  # the batch lane's rows: it ends them
+                summary.leased, summary.lease_wait = [], 0.0
         self._leases.hold(by_id)
         try:
             groups = await self._group(calls, by_id, context, summary)
             prepared = await self._prepare(groups, context, summary)
             cached = await asyncio.to_thread(self.store.cached_calls, [p.key for p in prepared])
+            prepared = await self._park(prepared, cached, by_id)
             ticket.arrived()  # queued from here on: the next batch may claim
             results = await asyncio.gather(
                 *(self._run_call(p, cached.get(p.key), summary) for p in prepared),
@@ -293,6 +305,23 @@ class Executor:
             await self._write_outcomes(summary, unjudged)
         return prepared
 
+    async def _park(
+        self, prepared: list[Call], cached: dict[str, CallRecord], by_id: dict[int, JobContext]
+    ) -> list[Call]:
+        """Hand the calls of batch judges that the cache cannot answer to the batch lane
+        (workers/batch_lane.py); the calls to judge here."""
+        parked = [p for p in prepared if p.config.batch and not (
+            p.key in cached and cached[p.key].parsed)]  # fmt: skip
+        if not parked:
+            return prepared
+        rows = [r.id for p in parked for r in p.rows]
+        self._leases.release(rows)  # the lane's long lease, not this worker's, from here
+        for i in rows:
+            by_id.pop(i, None)
+        await self.batches.park(parked)
+        gone = {id(p) for p in parked}
+        return [p for p in prepared if id(p) not in gone]
+
     # -- one call ----------------------------------------------------------------------
 
     async def _run_call(self, call: Call, cached: CallRecord | None, summary: BatchSummary) -> None:
@@ -338,7 +367,9 @@ class Executor:
         if output is None:
             return
         call.paid.append(
-            paid_record(call, answer, output, reading is not None and bool(reading.scores))
+            paid_record(
+                call, answer, output, reading is not None and bool(reading.scores), answer.batch
+            )
         )
 
     async def _whole_answer(
@@ -391,6 +422,11 @@ class Executor:
         summary: BatchSummary,
     ) -> Answer | JudgeError:
         """A cached answer that was read, or a new one from the judge."""
+        if call.prepaid is not None and key == call.key:  # a provider batch's answer
+            answer, call.prepaid = call.prepaid, None
+            call.begun = True
+            call.count(rows, 1)
+            return answer
         if cached is not None and cached.parsed:
             summary.cache_hits += 1
             call.count(rows, 0)

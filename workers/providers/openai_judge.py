@@ -150,6 +150,18 @@ class OpenAIJudge(Judge):
         content: bytes = raw.content
         return content
 
+    def request_body(self, messages: Sequence[Message], config: GenerateConfig) -> dict[str, Any]:
+        """The body of a chat completion request as :meth:`generate` first sends it: a
+        batch's request lines (workers/providers/openai_batch.py) are these."""
+        body: dict[str, Any] = {"model": self.spec.model, "messages": list(messages),
+                                "max_tokens": config.max_tokens}  # fmt: skip
+        if config.temperature is not None:
+            body["temperature"] = config.temperature
+        if config.schema is not None:
+            form = self.schema_forms.get(self._base_url, JSON_SCHEMA)
+            body["response_format"] = response_format(config.schema, form)
+        return body
+
     def _refuses_json_schema(self, exc: BaseException) -> bool:
         """Whether ``exc`` is a server other than OpenAI's refusing the json_schema
         dialect because it takes json_object (the module docstring)."""

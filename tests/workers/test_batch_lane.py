@@ -1,0 +1,252 @@
+"""The batch lane end to end in-process, with the real OpenAI SDK against the simulator's
+files and batches endpoints: the run ends done == total with the report of a live run;
+a batch accepted but whose answer was lost is found by its tag, never sent twice; an
+expired or partly failed batch plans only its unanswered calls again."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flask_eval.core.errors import FailureReason, JudgeError
+from flask_eval.simulator.config import SimConfig
+from flask_eval.simulator.testing import SimHandle, running_simulator
+from flask_eval.storage.batches import BatchLedger
+from flask_eval.storage.store import Store
+from flask_eval.workers.batching import BatchRequest, batch_api
+from flask_eval.workers.judge import GenerateConfig, JudgeOutput, create_judge
+from flask_eval.workers.providers.openai_batch import result_of
+from tests.conftest import EXAMPLES
+from tests.helpers import cli_env, flask_eval
+
+INPUTS = ["--instances", str(EXAMPLES / "instances.jsonl"),
+          "--responses", f"model_a={EXAMPLES / 'model_a.jsonl'}",
+          "--responses", f"model_b={EXAMPLES / 'model_b.jsonl'}"]  # fmt: skip
+CALLS = 27 + 25  # instance mode: one call per (model, instance)
+
+
+def sim_post(sim: SimHandle, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    req = urllib.request.Request(f"{sim.base_url}{path}", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})  # fmt: skip
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        data: dict[str, Any] = json.loads(resp.read())
+    return data
+
+
+def sim_batches(sim: SimHandle) -> dict[str, Any]:
+    with urllib.request.urlopen(f"{sim.base_url}/sim/batches/stats", timeout=10) as resp:
+        data: dict[str, Any] = json.loads(resp.read())
+    return data
+
+
+def judges(tmp_path: Path, sim: SimHandle, batch: bool, extra: str = "") -> str:
+    path = tmp_path / ("batch.yaml" if batch else "live.yaml")
+    text = f"- spec: openai/sim-gpt@{sim.openai_base_url}\n  name: j\n"
+    text += "  price: {input: 2.0, output: 8.0}\n"
+    if batch:
+        text += "  batch: true\n" + extra
+    path.write_text(text)
+    return str(path)
+
+
+def report(env: dict[str, str], run: str) -> Any:
+    return json.loads(flask_eval("report", run, "--format", "json", env=env).stdout)["rows"]
+
+
+def test_the_sdk_submits_finds_polls_and_reads_a_batch() -> None:
+    """OpenAIBatch through the real SDK: the tag is kept in the batch's metadata and finds
+    it; the results are read by the live reader."""
+    import asyncio
+
+    with running_simulator(SimConfig(seed=1)) as sim:
+
+        async def main() -> None:
+            judge = create_judge(f"openai/sim-gpt@{sim.openai_base_url}")
+            api = batch_api(judge)
+            requests = [BatchRequest(f"c{i}", [{"role": "user", "content": f"q {i}"}],
+                                     GenerateConfig(max_tokens=300)) for i in range(3)]  # fmt: skip
+            since = datetime.now(UTC)
+            status = await api.submit_batch("tag-1", requests)
+            assert status.total == 3 and status.files and "input" in status.files
+            assert (await api.find_batch("tag-1", since, 3)).batch_id == status.batch_id
+            missing = await api.find_batch("tag-2", since, 3)
+            assert missing.batch_id is None and missing.settled
+            polled = await api.poll_batch(status.batch_id)
+            assert (polled.phase, polled.succeeded) == ("ended", 3)
+            results = await api.batch_results(status.batch_id)
+            assert set(results) == {"c0", "c1", "c2"}
+            assert all(isinstance(r, JudgeOutput) and r.prompt_tokens for r in results.values())
+            await judge.aclose()
+
+        asyncio.run(main())
+
+
+def test_result_lines_map_to_answers_and_reasons() -> None:
+    ok = {"custom_id": "a", "response": {"status_code": 200, "body": {
+        "choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1}}}, "error": None}  # fmt: skip
+    expired = {"custom_id": "b", "response": None,
+               "error": {"code": "batch_expired", "message": "late"}}  # fmt: skip
+    server = {"custom_id": "c", "response": {"status_code": 500, "body": {
+        "error": {"message": "boom"}}}, "error": None}  # fmt: skip
+    answers = dict(result_of(json.dumps(x).encode()) for x in (ok, expired, server))
+    assert answers["a"] == JudgeOutput("hi", 3, 1, stop_reason="stop")
+    assert isinstance(answers["b"], JudgeError) and answers["b"].reason == FailureReason.TIMEOUT
+    assert isinstance(answers["c"], JudgeError)
+    assert answers["c"].reason == FailureReason.PROVIDER_ERROR
+
+
+@pytest.mark.e2e
+def test_a_batch_run_reports_as_a_live_run_at_half_the_price(tmp_path: Path) -> None:
+    """The same inputs and simulator seed, judged live and in provider batches (two
+    ledgers, so no answer comes from the other's cache): done == total, the same report,
+    every call submitted once, each paid answer a batch's."""
+    with running_simulator(SimConfig(seed=7)) as sim:
+        live = cli_env(f"sqlite:///{tmp_path / 'live.db'}")
+        flask_eval("run", *INPUTS, "--judges", judges(tmp_path, sim, False), "--run", "r",
+                   "--quiet", env=live)  # fmt: skip
+        batched = cli_env(f"sqlite:///{tmp_path / 'batch.db'}",
+                          FLASK_EVAL_BATCH_POLL_SECONDS="0.1")  # fmt: skip
+        flask_eval("run", *INPUTS, "--judges", judges(tmp_path, sim, True,
+                   "  batch_max_size: 20\n"), "--run", "r", "--quiet", env=batched)  # fmt: skip
+        seen = sim_batches(sim)
+    st = json.loads(flask_eval("status", "r", "--json", env=batched).stdout)
+    assert st["done"] == st["total"] == CALLS * 3
+    assert report(batched, "r") == report(live, "r")
+    assert seen["batches"] == 3 and len(seen["submitted"]) == CALLS  # 20 + 20 + 12
+    assert set(seen["submitted"].values()) == {1}
+    assert {c.uid for c in paid(batched)} == set(seen["submitted"])  # uid = custom_id
+
+
+def test_a_batch_answer_is_costed_at_the_judge_s_batch_price(tmp_path: Path) -> None:
+    """The executor keeps a prepaid batch answer as a paid call at ``cost(batch=True)``."""
+    from flask_eval.core.types import JudgeConfig, Price
+    from flask_eval.storage.records import JobContext
+    from flask_eval.workers.calls import Answer, Call
+    from flask_eval.workers.runner import Executor, ExecutorConfig
+
+    config = JudgeConfig("j", "memory/j", price=Price(2.0, 8.0, batch=0.5))
+    row = JobContext(1, 1, "m", "", "i", "c", "j", "q", "ref", "resp")
+    call = Call([row], config, None, None, [], [], GenerateConfig(), "k")  # type: ignore[arg-type]
+    output = JudgeOutput("text", 1_000_000, 1_000_000)
+    executor = Executor(Store(f"sqlite:///{tmp_path / 'x.db'}"), ExecutorConfig(spool_dir=None))
+    executor._keep(call, Answer("text", "stop", "u1", output, key="k", batch=True), None)
+    executor._keep(call, Answer("text", "stop", "u2", output, key="k"), None)
+    assert [c.cost for c in call.paid] == [5.0, 10.0]
+
+
+def paid(env: dict[str, str]) -> list[Any]:
+    from sqlalchemy import select
+
+    from flask_eval.storage.models import CALL
+
+    store = Store(env["FLASK_EVAL_DATABASE_URL"])
+    with store.engine.connect() as conn:
+        return list(conn.execute(select(CALL.c.uid, CALL.c.cost)))
+
+
+def test_an_accepted_batch_whose_answer_was_lost_is_found_not_sent_twice(
+    tmp_path: Path,
+) -> None:
+    """The simulator accepts the batch and drops its HTTP answer: the lane never learns
+    its id, finds it by its tag on the next pass, and collects it; each call was
+    submitted exactly once."""
+    with running_simulator(SimConfig(seed=7)) as sim:
+        sim_post(sim, "/sim/batches/config", {"lose_responses": 1, "delay_s": 0.3})
+        env = cli_env(f"sqlite:///{tmp_path / 'b.db'}", FLASK_EVAL_BATCH_POLL_SECONDS="0.1")
+        flask_eval("run", *INPUTS, "--judges", judges(tmp_path, sim, True), "--run", "r",
+                   "--quiet", env=env)  # fmt: skip
+        seen = sim_batches(sim)
+    st = json.loads(flask_eval("status", "r", "--json", env=env).stdout)
+    assert st["done"] == st["total"] == CALLS * 3
+    assert seen["lost"] == 1 and seen["batches"] == 1
+    assert len(seen["submitted"]) == CALLS and set(seen["submitted"].values()) == {1}
+    [batch] = BatchLedger(Store(env["FLASK_EVAL_DATABASE_URL"])).batches(1)
+    assert batch.state == "collected" and batch.provider_id is not None
+
+
+def test_expired_and_failed_requests_are_planned_again_alone(tmp_path: Path) -> None:
+    """One batch expires with half its calls answered, a share of the first submissions
+    fail with a 500 line: only those calls go into the next batches, and the run ends
+    done == total."""
+    with running_simulator(SimConfig(seed=7)) as sim:
+        sim_post(sim, "/sim/batches/config", {"expire_batches": 1, "fail_rate": 0.2})
+        env = cli_env(f"sqlite:///{tmp_path / 'b.db'}", FLASK_EVAL_BATCH_POLL_SECONDS="0.1")
+        flask_eval("run", *INPUTS, "--judges", judges(tmp_path, sim, True), "--run", "r",
+                   "--quiet", env=env)  # fmt: skip
+        seen = sim_batches(sim)
+    st = json.loads(flask_eval("status", "r", "--json", env=env).stdout)
+    assert st["done"] == st["total"] == CALLS * 3
+    counts = seen["submitted"]
+    retried = {k for k, n in counts.items() if n > 1}
+    assert seen["states"] == {"expired": 1, "completed": seen["batches"] - 1}
+    assert len(counts) == CALLS and CALLS // 2 <= len(retried) < CALLS
+    assert max(counts.values()) == 2
+    store = Store(env["FLASK_EVAL_DATABASE_URL"])
+    assert len(paid(env)) == CALLS  # one paid answer per call: none paid twice
+    assert next(b.state for b in BatchLedger(store).batches(1)) == "collected"
+
+
+@pytest.mark.e2e
+@pytest.mark.integration
+def test_kill_9_of_every_worker_and_the_producer_while_batches_are_open(
+    sqlite_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    """Real Redis and Celery worker processes: the producer waits and two workers have
+    submitted the batches (one's answer lost: accepted, found again by its tag) when all
+    three are killed with -9; one new worker completes the run, every call submitted
+    exactly once, and the report equals a live run's with the same seed."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+    from tests.helpers import kill_group, wait_until, workers
+
+    fast = {"FLASK_EVAL_LEASE_SECONDS": "3", "FLASK_EVAL_VISIBILITY_TIMEOUT": "8",
+            "FLASK_EVAL_BATCH_POLL_SECONDS": "0.3"}  # fmt: skip
+    env = cli_env(sqlite_url, redis_url, **fast)
+    with running_simulator(SimConfig(seed=11)) as sim:
+        sim_post(sim, "/sim/batches/config", {"lose_responses": 1, "delay_s": 3600})
+        path = judges(tmp_path, sim, True, "  batch_max_wait: 0.5\n  batch_max_size: 20\n")
+        producer = subprocess.Popen(
+            [sys.executable, "-m", "flask_eval", "run", *INPUTS, "--judges", path,
+             "--run", "r", "--quiet"],
+            env=env, cwd=REPO, start_new_session=True,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            with workers(env, processes=2, in_flight=8, log=tmp_path / "w1.log") as proc:
+                wait_until(lambda: sim_batches(sim), lambda s: len(s["submitted"]) == CALLS,
+                           timeout=120, what="every call submitted in a batch")  # fmt: skip
+                kill_group(proc, signal.SIGKILL)
+                proc.wait()
+            os.killpg(producer.pid, signal.SIGKILL)
+            producer.wait()
+        finally:
+            if producer.poll() is None:
+                kill_group(producer, signal.SIGKILL)
+        store = Store(sqlite_url)
+        open_ = BatchLedger(store).open_batches()
+        assert len(open_) == 3  # 20 + 20 + 12 calls, none answered yet
+        sim_post(sim, "/sim/batches/config", {"delay_s": 0})  # the provider ends them now
+        with workers(env, processes=1, in_flight=8, log=tmp_path / "w2.log"):
+            st = wait_until(lambda: json.loads(flask_eval("status", "r", "--json",
+                                                          env=env).stdout),
+                            lambda s: s["done"] + s["failed"] == s["total"], timeout=180,
+                            what="the run to complete", interval=1)  # fmt: skip
+        seen = sim_batches(sim)
+    assert st["done"] == st["total"] == CALLS * 3
+    assert len(seen["submitted"]) == CALLS and set(seen["submitted"].values()) == {1}
+    assert seen["lost"] == 1
+    with running_simulator(SimConfig(seed=11)) as calm:
+        live = cli_env(f"sqlite:///{tmp_path / 'live.db'}")
+        flask_eval("run", *INPUTS, "--judges", judges(tmp_path, calm, False), "--run", "r",
+                   "--quiet", env=live)  # fmt: skip
+    assert report(env, "r") == report(live, "r")

@@ -1,0 +1,335 @@
+"""The batch lane: the calls of a batch judge go through its provider's batch API.
+
+The executor renders a batch judge's calls as it renders live ones and looks them up in
+the answer cache; a call the cache cannot answer is *parked* here (a ``planned``
+``batch_call`` row; its judgments stay ``running`` under a lease that outlives any batch)
+instead of being sent, and its message is acknowledged. From then on the ledger carries
+the call, and any worker carries it on: a periodic :meth:`BatchLane.tick`, run by one
+worker at a time under a lease in the ledger (``lane_lease``), does for each (run, judge)
+
+1. *heal*: a batch written but whose provider id was never recorded (the process died
+   between "the provider accepted it" and "we recorded it", or the answer was lost) is
+   looked up by its tag (:meth:`BatchAPI.find_batch`) and recorded, never sent twice;
+   one the provider surely does not hold is closed and its calls planned again;
+2. *poll* every open batch; an ended one is *collected*: each answer goes through the
+   executor's own path (``Executor._run_call``: the readers, a live re-ask with a format
+   reminder or a larger token budget, the cache, the ledger writes, the halts) as a
+   prepaid answer costed at the judge's batch price; a call the provider failed or
+   expired is planned again, alone (after ``MAX_TRIES`` batches its rows fail);
+3. *submit* a judge's planned calls once ``batch_max_size`` of them wait, or the oldest
+   waited ``batch_max_wait`` seconds (at once when the caller knows no more will come:
+   an in-process run whose messages are all judged), within ``batch_max_tokens``. The
+   batch row is written with its tag first (docs/design/batches.md).
+
+Batch calls use no live rpm budget: only a live re-ask goes through the sender.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from flask_eval.core.errors import FailureReason, JudgeError
+from flask_eval.core.settings import Settings
+from flask_eval.core.types import JudgeConfig
+from flask_eval.storage.batches import (
+    COLLECTED_BATCH,
+    CREATED,
+    FAILED,
+    PLANNED,
+    SUBMITTED,
+    BatchInfo,
+    BatchLedger,
+    OpenCall,
+    Parked,
+)
+from flask_eval.storage.models import utcnow
+from flask_eval.workers.batching import BatchAPI, BatchRequest, BatchStatus, batch_api
+from flask_eval.workers.calls import Answer, BatchSummary, Call, failed
+from flask_eval.workers.judge import GenerateConfig, JudgeOutput
+
+if TYPE_CHECKING:
+    from flask_eval.workers.runner import Executor
+
+log = logging.getLogger("flask_eval.batches")
+
+#: batches a call may be in that fail or expire before its rows fail for good
+MAX_TRIES = 3
+#: seconds a parked call waits for others by default (the judge's ``batch_max_wait``)
+DEFAULT_MAX_WAIT = 60.0
+#: a parked call's judgments stay leased this long: longer than a batch may live (24 h)
+PARK_SECONDS = 2 * 86_400
+#: the lane's duty in ``lane_lease`` (held for the workers' lease, at least three polls)
+LEASE_NAME = "batch-lane"
+#: reasons a refused submission surely left nothing at the provider
+DEFINITE = (FailureReason.AUTH, FailureReason.REFUSED, FailureReason.CONFIG)
+
+
+def request_of(call: Call) -> dict[str, Any]:
+    """What a parked call keeps of its rendering: enough to send it in a batch."""
+    g = call.generate
+    schema = None if g.schema is None else dict(g.schema)
+    generate = {"max_tokens": g.max_tokens, "temperature": g.temperature,
+                "timeout": g.timeout, "schema": schema}  # fmt: skip
+    return {"messages": list(call.messages), "generate": generate}
+
+
+def tokens_of(call: Call) -> int:
+    """A parked call's prompt tokens, estimated (four characters a token)."""
+    return sum(len(m.get("content", "")) for m in call.messages) // 4 + 1
+
+
+class BatchLane:
+    """The batch calls of one executor (one process)."""
+
+    def __init__(self, executor: Executor) -> None:
+        self.executor = executor
+        self.ledger = BatchLedger(executor.store)
+        self.holder = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self._apis: dict[str, BatchAPI] = {}
+
+    # -- parking -------------------------------------------------------------------------
+
+    async def park(self, calls: Sequence[Call]) -> int:
+        """Hand ``calls`` to the batch lane (their rows stay running, under a long lease)."""
+        parked = [
+            Parked(uuid.uuid4().hex, c.rows[0].run_id, c.config.name, [r.id for r in c.rows],
+                   c.key, request_of(c), tokens_of(c))
+            for c in calls
+        ]  # fmt: skip
+        until = utcnow() + timedelta(seconds=PARK_SECONDS)
+        return await asyncio.to_thread(self.ledger.park, parked, until)
+
+    # -- the periodic pass ---------------------------------------------------------------
+
+    @property
+    def lease_seconds(self) -> float:
+        config = self.executor.config
+        return max(config.lease_seconds, 3 * config.batch_poll)
+
+    async def hold(self) -> bool:
+        """Take or renew the lane's lease: whether this process runs the lane now."""
+        return await asyncio.to_thread(self.ledger.take_lease, LEASE_NAME, self.holder,
+                                       self.lease_seconds)  # fmt: skip
+
+    async def tick(self, *, flush: bool = False, run_id: int | None = None) -> None:
+        """One pass over every open (run, judge) (``run_id``: that run's only); ``flush``
+        submits planned calls without waiting for more."""
+        for run, judge in await asyncio.to_thread(self.ledger.open_judges):
+            if run_id is not None and run != run_id:
+                continue
+            if not await self.hold():  # lost it (stalled longer than the lease): stop
+                return
+            try:
+                await self._judge_pass(run, judge, flush)
+            except JudgeError as err:  # the provider is away: the next pass tries again
+                log.warning("run %s judge %s: batch pass stopped: %s", run, judge, err)
+
+    async def drain(self, run_id: int, poll: float, stop: Callable[[], bool]) -> None:
+        """Pass until the run has no open batch call (an in-process run: no more calls
+        will come, so planned ones are submitted at once)."""
+        while not stop():
+            if await self.hold():
+                await self.tick(flush=True, run_id=run_id)
+            states = await asyncio.to_thread(self.ledger.call_states, run_id)
+            if not states.get(PLANNED) and not states.get(SUBMITTED):
+                return
+            await asyncio.sleep(poll)
+
+    async def _judge_pass(self, run_id: int, judge: str, flush: bool) -> None:
+        context = await self.executor.run_context(run_id)
+        if context is None or judge not in context.judges:
+            return
+        config = context.judges[judge]
+        api = self._api(config)
+        for batch in await asyncio.to_thread(self.ledger.open_batches, run_id):
+            if batch.judge != judge:
+                continue
+            if batch.state == CREATED:
+                await self._heal(api, batch)
+            elif batch.provider_id is not None:
+                await self._poll(api, batch)
+        await self._submit_due(api, config, run_id, flush)
+
+    def _api(self, config: JudgeConfig) -> BatchAPI:
+        api = self._apis.get(config.spec)
+        if api is None:
+            api = self._apis[config.spec] = batch_api(self.executor.judge(config))
+        return api
+
+    # -- submitting ----------------------------------------------------------------------
+
+    async def _submit_due(self, api: BatchAPI, config: JudgeConfig, run_id: int,
+                          flush: bool) -> None:  # fmt: skip
+        size = min(config.batch_max_size or api.max_batch_size, api.max_batch_size)
+        while True:
+            planned = await asyncio.to_thread(self.ledger.planned, run_id, config.name, size)
+            if not planned:
+                return
+            waited = (utcnow() - planned[0].created_at).total_seconds()
+            wait = config.batch_max_wait if config.batch_max_wait is not None else DEFAULT_MAX_WAIT
+            if not (flush or len(planned) >= size or waited >= wait):
+                return
+            chosen = planned
+            if config.batch_max_tokens:
+                queued = await asyncio.to_thread(self.ledger.queued_tokens, run_id, config.name)
+                chosen = _within(planned, config.batch_max_tokens - queued, queued == 0)
+                if not chosen:
+                    return  # the queue is full: wait for a batch to end
+            await self._submit(api, config, run_id, chosen)
+
+    async def _submit(self, api: BatchAPI, config: JudgeConfig, run_id: int,
+                      chosen: list[OpenCall]) -> None:  # fmt: skip
+        tag = uuid.uuid4().hex
+        provider = config.spec.partition("/")[0]
+        taken = set(await asyncio.to_thread(self.ledger.create_batch, tag, run_id, config.name,
+                                            provider, [c.id for c in chosen]))  # fmt: skip
+        requests = [BatchRequest(c.uid, c.request["messages"], _generate(c.request["generate"]))
+                    for c in chosen if c.id in taken]  # fmt: skip
+        if not requests:
+            return
+        try:
+            status = await api.submit_batch(tag, requests)
+        except JudgeError as err:
+            if err.reason in DEFINITE:  # refused: nothing is at the provider
+                await self._close_failed(tag, f"refused: {err.detail}")
+            else:  # maybe accepted: found again by its tag on a later pass
+                log.warning("batch %s: submitted, answer not known (%s)", tag, err)
+            return
+        await self._record(tag, status)
+        log.info("batch %s of judge %s: %d calls submitted as %s", tag, config.name,
+                 len(requests), status.batch_id)  # fmt: skip
+
+    async def _record(self, tag: str, status: BatchStatus) -> None:
+        await asyncio.to_thread(self.ledger.record, tag, status.batch_id, status.state,
+                                succeeded=status.succeeded, failed=status.failed,
+                                expires_at=status.expires_at, files=status.files)  # fmt: skip
+
+    # -- healing and polling -------------------------------------------------------------
+
+    async def _heal(self, api: BatchAPI, batch: BatchInfo) -> None:
+        found = await api.find_batch(batch.uid, batch.created_at, batch.size)
+        if found.batch_id is not None:
+            log.warning("batch %s: found at the provider as %s (its id had not been "
+                        "recorded)", batch.uid, found.batch_id)  # fmt: skip
+            await self._record(batch.uid, await api.poll_batch(found.batch_id))
+        elif found.settled:
+            await self._close_failed(batch.uid, "the provider never received it")
+
+    async def _poll(self, api: BatchAPI, batch: BatchInfo) -> None:
+        assert batch.provider_id is not None
+        status = await api.poll_batch(batch.provider_id)
+        await self._record(batch.uid, status)
+        if status.phase == "failed":
+            await self._close_failed(batch.uid, f"the provider failed it ({status.state})")
+        elif status.phase == "ended":
+            await self._collect(api, batch)
+
+    async def _close_failed(self, tag: str, detail: str) -> None:
+        calls = await asyncio.to_thread(self.ledger.calls_of, tag)
+        open_ = [c for c in calls if c.state == SUBMITTED]
+        await self._requeue(open_, detail)
+        await asyncio.to_thread(self.ledger.end_batch, tag, FAILED, detail)
+
+    async def _requeue(self, calls: Sequence[OpenCall], detail: str) -> None:
+        """Plan ``calls`` again; those out of tries fail their rows."""
+        gone = await asyncio.to_thread(self.ledger.requeue, [c.uid for c in calls], detail,
+                                       MAX_TRIES)  # fmt: skip
+        for call in gone:
+            rows = await asyncio.to_thread(self.ledger.retake, call.rows,
+                                           self.executor.config.lease_seconds)  # fmt: skip
+            err = JudgeError(FailureReason.PROVIDER_ERROR,
+                             f"no answer after {MAX_TRIES} provider batches: {detail}")  # fmt: skip
+            await self.executor.writer.write(outcomes=failed(rows, err))
+
+    # -- collecting ----------------------------------------------------------------------
+
+    async def _collect(self, api: BatchAPI, batch: BatchInfo) -> None:
+        assert batch.provider_id is not None
+        results = await api.batch_results(batch.provider_id)
+        calls = [c for c in await asyncio.to_thread(self.ledger.calls_of, batch.uid)
+                 if c.state == SUBMITTED]  # fmt: skip
+        answered = [c for c in calls if isinstance(results.get(c.uid), JudgeOutput)]
+        unanswered = [c for c in calls if not isinstance(results.get(c.uid), JudgeOutput)]
+        for call in unanswered:  # each with its own reason
+            got = results.get(call.uid)
+            why = got.detail if isinstance(got, JudgeError) else "missing from the results"
+            await self._requeue([call], why)
+        summary = BatchSummary()
+        await asyncio.gather(*(self._judge_answer(c, results[c.uid], summary)  # type: ignore[arg-type]
+                               for c in answered))  # fmt: skip
+        await asyncio.to_thread(self.ledger.mark_collected, [c.uid for c in answered])
+        await asyncio.to_thread(self.ledger.end_batch, batch.uid, COLLECTED_BATCH)
+        log.info("batch %s: %d answers collected, %d planned again", batch.uid, len(answered),
+                 len(unanswered))  # fmt: skip
+
+    async def _judge_answer(self, call: OpenCall, output: JudgeOutput,
+                            summary: BatchSummary) -> None:  # fmt: skip
+        """Judge a batch answer through the executor's own path, as a prepaid answer."""
+        ex = self.executor
+        context = await ex.run_context(call.run_id)
+        if context is None:
+            return
+        taken = await asyncio.to_thread(self.ledger.retake, call.rows, ex.config.lease_seconds)
+        by_id = {r.id: r for r in taken}
+        if not by_id:
+            return  # done since, or its run was deleted
+        ex.leases.hold(by_id)
+        try:
+            groups = await ex._group([list(by_id)], by_id, context, summary)
+            prepared = await ex._prepare(groups, context, summary)
+            for p in prepared:  # the parked call, rendered again the same way
+                if len(prepared) == 1 or p.messages == call.request["messages"]:
+                    p.prepaid = Answer(output.text, output.finish, call.uid, output, 0.0,
+                                       p.key, batch=True)  # fmt: skip
+                    break
+            await asyncio.gather(*(ex._run_call(p, None, summary) for p in prepared))
+        finally:
+            ex.leases.release(by_id)
+
+
+def _generate(data: dict[str, Any]) -> GenerateConfig:
+    return GenerateConfig(**data)
+
+
+def _within(calls: list[OpenCall], room: int, at_least_one: bool) -> list[OpenCall]:
+    """The first of ``calls`` whose tokens fit in ``room`` (one at least if ``at_least_one``:
+    a call larger than the whole limit still goes, alone)."""
+    chosen: list[OpenCall] = []
+    used = 0
+    for c in calls:
+        if used + c.tokens > room and (chosen or not at_least_one):
+            break
+        chosen.append(c)
+        used += c.tokens
+    return chosen
+
+
+def start(settings: Settings, executor: Callable[[], Executor]) -> threading.Thread:
+    """Run the lane's passes in a daemon thread of a worker process: every
+    ``settings.batch_poll_seconds`` seconds, if this process holds the lane's lease (any worker
+    takes it once its holder stopped renewing it), one :meth:`BatchLane.tick` on the
+    process's event loop."""
+    from flask_eval.workers.loop import run_sync
+
+    def loop() -> None:
+        lane: BatchLane | None = None
+        while True:
+            time.sleep(settings.batch_poll_seconds)
+            try:
+                lane = lane or executor().batches
+                run_sync(lane.tick())
+            except Exception:  # never kill the worker; the next pass tries again
+                log.exception("batch lane pass failed")
+
+    thread = threading.Thread(target=loop, name="flask-eval-batch-lane", daemon=True)
+    thread.start()
+    return thread
