@@ -19,8 +19,8 @@ message).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import NamedTuple, TypedDict
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple, TypedDict
 
 
 class Part(NamedTuple):
@@ -67,6 +67,42 @@ def text_of(message: Message) -> str:
     """The plain text of ``message``: its parts joined with nothing between them."""
     content = message["content"]
     return content if isinstance(content, str) else "".join(p.text for p in content)
+
+
+def to_data(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """``messages`` as JSON data that :func:`from_data` reads back exactly (a parked
+    batch call keeps its rendering in the ledger): a plain content stays a string, parts
+    become ``{"text", "prefix", "instance"}`` objects."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        content = m["content"]
+        data: Any = content if isinstance(content, str) else [
+            {"text": p.text, "prefix": p.ends_prefix, "instance": p.ends_instance}
+            for p in content
+        ]  # fmt: skip
+        out.append({"role": m["role"], "content": data})
+    return out
+
+
+def from_data(data: Sequence[Mapping[str, Any]]) -> list[Message]:
+    """The messages :func:`to_data` wrote (ValueError: not such data)."""
+    messages: list[Message] = []
+    for m in data:
+        role, content = m.get("role"), m.get("content")
+        if not isinstance(role, str):
+            raise ValueError("a message without a role")
+        if isinstance(content, str):
+            messages.append({"role": role, "content": content})
+            continue
+        if not isinstance(content, list) or not all(
+            isinstance(p, dict) and isinstance(p.get("text"), str) for p in content
+        ):
+            raise ValueError("a message whose content is neither text nor parts")
+        parts = tuple(
+            Part(p["text"], bool(p.get("prefix")), bool(p.get("instance"))) for p in content
+        )
+        messages.append({"role": role, "content": parts})
+    return messages
 
 
 def plain(messages: Sequence[Message]) -> list[dict[str, str]]:

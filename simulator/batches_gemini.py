@@ -174,11 +174,12 @@ class GeminiBatches:
 
 
 def add_routes(app: web.Application, sim: Simulator) -> None:
-    """Route Gemini's batch endpoints on ``app`` (``sim``'s answers), under both API
-    versions the SDK may ask."""
+    """Route Gemini's batch endpoints on ``app`` (``sim``'s answers) under ``/v1beta``,
+    the version our judge pins: ``/v1/batches`` is OpenAI's Batch API on the same server
+    (simulator/batches_openai.py), so Gemini's batches are not served under ``/v1``."""
     handlers = GeminiBatches(store_of(app, sim))
-    for version in ("v1beta", "v1"):
-        app.router.add_post(f"/{version}/models/{{model}}:batchGenerateContent", handlers.create)
-        app.router.add_get(f"/{version}/batches", handlers.list)
-        app.router.add_get(f"/{version}/batches/{{name:[^/:]+}}", handlers.get)
-        app.router.add_post(f"/{version}/batches/{{name:[^/:]+}}:cancel", handlers.cancel)
+    version = "v1beta"
+    app.router.add_post(f"/{version}/models/{{model}}:batchGenerateContent", handlers.create)
+    app.router.add_get(f"/{version}/batches", handlers.list)
+    app.router.add_get(f"/{version}/batches/{{name:[^/:]+}}", handlers.get)
+    app.router.add_post(f"/{version}/batches/{{name:[^/:]+}}:cancel", handlers.cancel)

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from flask_eval.core.errors import FailureReason, JudgeError
 from flask_eval.core.settings import Settings
 from flask_eval.core.types import JudgeConfig
+from flask_eval.rubrics.messages import from_data, text_of, to_data
 from flask_eval.storage.batches import (
     COLLECTED_BATCH,
     CREATED,
@@ -79,12 +80,12 @@ def request_of(call: Call) -> dict[str, Any]:
     schema = None if g.schema is None else dict(g.schema)
     generate = {"max_tokens": g.max_tokens, "temperature": g.temperature,
                 "timeout": g.timeout, "schema": schema}  # fmt: skip
-    return {"messages": list(call.messages), "generate": generate}
+    return {"messages": to_data(call.messages), "generate": generate}
 
 
 def tokens_of(call: Call) -> int:
     """A parked call's prompt tokens, estimated (four characters a token)."""
-    return sum(len(m.get("content", "")) for m in call.messages) // 4 + 1
+    return sum(len(text_of(m)) for m in call.messages) // 4 + 1
 
 
 class BatchLane:
@@ -192,8 +193,11 @@ class BatchLane:
         provider = config.spec.partition("/")[0]
         taken = set(await asyncio.to_thread(self.ledger.create_batch, tag, run_id, config.name,
                                             provider, [c.id for c in chosen]))  # fmt: skip
-        requests = [BatchRequest(c.uid, c.request["messages"], _generate(c.request["generate"]))
-                    for c in chosen if c.id in taken]  # fmt: skip
+        requests = [
+            BatchRequest(c.uid, from_data(c.request["messages"]), _generate(c.request["generate"]))
+            for c in chosen
+            if c.id in taken
+        ]
         if not requests:
             return
         try:
@@ -287,7 +291,7 @@ class BatchLane:
             groups = await ex._group([list(by_id)], by_id, context, summary)
             prepared = await ex._prepare(groups, context, summary)
             for p in prepared:  # the parked call, rendered again the same way
-                if len(prepared) == 1 or p.messages == call.request["messages"]:
+                if len(prepared) == 1 or to_data(p.messages) == call.request["messages"]:
                     p.prepaid = Answer(output.text, output.finish, call.uid, output, 0.0,
                                        p.key, batch=True)  # fmt: skip
                     break

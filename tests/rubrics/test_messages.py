@@ -115,3 +115,22 @@ def test_marking_the_prefix_leaves_a_trained_layouts_cache_key_as_it_was(name: s
     config = GenerateConfig()
     assert prefix_end(messages) is not None
     assert cache_key("j", messages, config) == cache_key("j", plain(messages), config)  # type: ignore[arg-type]
+
+
+def test_messages_survive_the_ledger_as_json() -> None:
+    """A parked batch call keeps its rendering as JSON: read back, it is the same call,
+    breakpoints included (an Anthropic batch marks the same prefixes as a live call)."""
+    import json
+
+    from flask_eval.rubrics.grading import Subject, protocol
+    from flask_eval.rubrics.messages import from_data, to_data
+    from flask_eval.rubrics.skills import load_default
+
+    skills = load_default()
+    rendered = protocol("flask-eval").render(
+        Subject("Say hi.", "Hi.", "Hello!"), [skills.get(n) for n in skills.names[:3]]
+    )
+    rendered.append({"role": "assistant", "content": "a plain turn"})
+    assert from_data(json.loads(json.dumps(to_data(rendered)))) == rendered
+    with pytest.raises(ValueError):
+        from_data([{"role": "user", "content": [["text", True]]}])

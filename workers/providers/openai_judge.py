@@ -99,33 +99,26 @@ class OpenAIJudge(Judge):
             )
 
     async def generate(self, messages: Sequence[Message], config: GenerateConfig) -> JudgeOutput:
-        options: dict[str, Any] = {}
-        if config.temperature is not None:
-            options["temperature"] = config.temperature
-        form = None
-        if config.schema is not None:
-            form = self.schema_forms.get(self._base_url, JSON_SCHEMA)
-            options["response_format"] = response_format(config.schema, form)
+        body = self.request_body(messages, config)
         try:
-            completion = await self._create(messages, config, options)
+            completion = await self._create(body, config)
         except Exception as exc:
-            if config.schema is None or form != JSON_SCHEMA or not self._refuses_json_schema(exc):
+            sent = body.get("response_format", {}).get("type")  # the form this request took
+            if config.schema is None or sent != JSON_SCHEMA or not self._refuses_json_schema(exc):
                 raise self.classify(exc) from exc
-            options["response_format"] = response_format(config.schema, JSON_OBJECT)
+            body["response_format"] = response_format(config.schema, JSON_OBJECT)
             try:
-                completion = await self._create(messages, config, options)
+                completion = await self._create(body, config)
             except Exception as again:
                 raise self.classify(again) from again
             self.schema_forms[self._base_url] = JSON_OBJECT
         try:
-            body = json.loads(completion)
+            answer = json.loads(completion)
         except ValueError:  # a body that was not JSON (a proxy's HTML page)
             raise not_json(completion.decode("utf-8", "replace")) from None
-        return output_of(body, completion, config.max_tokens)
+        return output_of(answer, completion, config.max_tokens)
 
-    async def _create(
-        self, messages: Sequence[Message], config: GenerateConfig, options: dict[str, Any]
-    ) -> bytes:
+    async def _create(self, request: dict[str, Any], config: GenerateConfig) -> bytes:
         """The answer's body as sent.
 
         The SDK sends, authenticates, times out and raises its errors, through the client's
@@ -135,12 +128,6 @@ class OpenAIJudge(Judge):
         text) to transform TypedDicts, a no-op for our plain JSON, and ``with_raw_response``
         still does that walk; we also read the few fields we need from the body instead of
         building the SDK's pydantic models."""
-        request = {
-            "model": self.spec.model,
-            "messages": plain(messages),  # parts joined: OpenAI caches a prefix by itself
-            "max_tokens": config.max_tokens,
-            **options,
-        }
         raw = await self._client.post(
             "/chat/completions",
             cast_to=self._response_type,
@@ -153,8 +140,11 @@ class OpenAIJudge(Judge):
     def request_body(self, messages: Sequence[Message], config: GenerateConfig) -> dict[str, Any]:
         """The body of a chat completion request as :meth:`generate` first sends it: a
         batch's request lines (workers/providers/openai_batch.py) are these."""
-        body: dict[str, Any] = {"model": self.spec.model, "messages": list(messages),
-                                "max_tokens": config.max_tokens}  # fmt: skip
+        body: dict[str, Any] = {
+            "model": self.spec.model,
+            "messages": plain(messages),  # parts joined: OpenAI caches a prefix by itself
+            "max_tokens": config.max_tokens,
+        }
         if config.temperature is not None:
             body["temperature"] = config.temperature
         if config.schema is not None:
