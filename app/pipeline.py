@@ -16,7 +16,7 @@ from tqdm import tqdm
 
 from flask_eval.app.budget import prices_after, set_max_cost, update_judges
 from flask_eval.app.cache import LedgerCache
-from flask_eval.app.waiting import FirstStep, StoppedWaiting, Watch, check_workers
+from flask_eval.app.waiting import BatchWatch, FirstStep, StoppedWaiting, Watch, check_workers
 from flask_eval.core.errors import ConfigError, FailureReason, InputError
 from flask_eval.core.redact import redact
 from flask_eval.core.settings import Settings
@@ -353,6 +353,9 @@ def wait(
     watch = Watch()
     last_change, last_open = time.monotonic(), counts.pending
     first = FirstStep(store, dispatcher, within=max(quiet_after, 30.0))
+    judges = run.config.get("judges") or []
+    batched = any(isinstance(j, dict) and j.get("batch") for j in judges)
+    batches = BatchWatch(store, run.id) if batched else None
     deadline = None if timeout is None else time.monotonic() + timeout
     open_ = counts.pending - leave_open
     queue = dispatcher.queue or ""
@@ -367,10 +370,14 @@ def wait(
             for judge in sorted(set(halts) - watch.halts):
                 tell(redact(halts[judge].detail))
                 watch.halts.add(judge)
+            if batches is not None:
+                batches.look(tell)
             label = first.label(started=open_ < counts.pending - leave_open)
             if progress and label is not None:
                 bar.set_postfix_str(label)
             if open_ <= 0:
+                if batches is not None:
+                    batches.look(tell, force=True)  # the batches as they ended
                 break
             if isinstance(dispatcher, InProcessTransport) and not dispatcher.alive():
                 dispatcher.join()  # re-raises an executor crash

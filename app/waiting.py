@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from flask_eval.core.errors import FlaskEvalError
 from flask_eval.core.redact import redact
 from flask_eval.producer.dispatch import Transport
+from flask_eval.storage.batches import BatchLedger
 from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
 
@@ -131,3 +132,34 @@ def check_workers(
             "`flask-eval worker` (Ctrl-C stops waiting; the run keeps its place)"
         )
         watch.hinted = True
+
+
+class BatchWatch:
+    """Says, while a run is waited for, each change of state of its provider batches
+    (created, submitted, collected, failed: docs/design/batches.md), one line each, looking
+    at most every :data:`LOOK_EVERY` / 2 seconds."""
+
+    def __init__(self, store: Store, run_id: int) -> None:
+        self.ledger = BatchLedger(store)
+        self.run_id = run_id
+        self.seen: dict[str, tuple[str, str]] = {}
+        self._looked = float("-inf")
+
+    def look(self, tell: Callable[[str], None], force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._looked < LOOK_EVERY / 2:
+            return
+        self._looked = now
+        for b in self.ledger.batches(self.run_id):
+            state = (b.state, b.provider_state)
+            if self.seen.get(b.uid) == state:
+                continue
+            self.seen[b.uid] = state
+            provider = f", provider says {b.provider_state}" if b.provider_state else ""
+            answered = (
+                f", {b.succeeded} answered, {b.failed} not" if b.succeeded or b.failed else ""
+            )
+            tell(
+                f"batch {b.uid[:12]} of judge {b.judge} ({b.provider}, {b.size} calls): "
+                f"{b.state}{provider}{answered}"
+            )

@@ -245,7 +245,10 @@ class Estimator:
             )  # fmt: skip
             for call, (messages, _, completion), hit in zip(chunk, rendered, hits, strict=True):
                 prompt = estimate_tokens(messages)
-                cost = 0.0 if hit else self.context.judges[call.judge].cost(prompt, completion)
+                judge = self.context.judges[call.judge]
+                # at the price the call will be paid: a batch judge's through its batch API
+                # (what --max-cost reserves when it dispatches the call)
+                cost = 0.0 if hit else judge.cost(prompt, completion, batch=judge.batch)
                 yield CallEstimate(call, prompt, completion, hit, cost, messages)
 
     def summarize(self, calls: Iterable[PlannedCall]) -> list[Estimate]:
@@ -264,8 +267,8 @@ class Estimator:
                 continue
             est.prompt_tokens += one.prompt_tokens
             est.completion_tokens += one.completion_tokens
-            est.cost += one.cost
             judge = self.context.judges[one.call.judge]
+            est.cost += judge.cost(one.prompt_tokens, one.completion_tokens)  # live
             est.batch_cost += judge.cost(one.prompt_tokens, one.completion_tokens, batch=True)
             rendered = _rendered(one.messages)
             key = (one.call.judge, tuple(one.call.criteria))

@@ -193,6 +193,21 @@ class BatchLedger:
             return [_batch(r) for r in conn.execute(stmt)]
 
     @transient_retry
+    def summary(self, run_id: int) -> dict[str, dict[str, dict[str, int]]]:
+        """A run's batch judges: judge -> {"batches": state -> count, "calls": state ->
+        count} (``status`` shows it; two grouped counts, whatever the run's size)."""
+        out: dict[str, dict[str, dict[str, int]]] = {}
+        with self.engine.connect() as conn:
+            for key, column, table in (("batches", B, BATCH), ("calls", BC, BATCH_CALL)):
+                stmt = (select(column.judge, column.state, func.count())
+                        .select_from(table).where(column.run_id == run_id)
+                        .group_by(column.judge, column.state))  # fmt: skip
+                for judge, state, n in conn.execute(stmt):
+                    entry = out.setdefault(str(judge), {"batches": {}, "calls": {}})
+                    entry[key][str(state)] = int(n)
+        return out
+
+    @transient_retry
     def calls_of(self, tag: str) -> list[OpenCall]:
         stmt = select(*_CALL_COLUMNS).where(BC.batch_uid == tag).order_by(BC.id)
         with self.engine.connect() as conn:

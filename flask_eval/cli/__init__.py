@@ -128,6 +128,18 @@ def worker(processes: int, in_flight: int, loglevel: str) -> None:
     sys.exit(worker_mod.run(processes, in_flight, loglevel.upper()))
 
 
+def batch_line(judge: str, states: dict[str, dict[str, int]]) -> str:
+    """One line of a batch judge's batches and calls by state."""
+
+    def by_state(counts: dict[str, int]) -> str:
+        return ", ".join(f"{n} {state}" for state, n in sorted(counts.items())) or "none"
+
+    return (
+        f"judge {judge} through its provider's batch API: batches {by_state(states['batches'])}"
+        f"; calls {by_state(states['calls'])}"
+    )
+
+
 @main.command()
 @click.argument("run_name", required=False)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object instead of text.")
@@ -136,12 +148,14 @@ def status(run_name: str | None, as_json: bool) -> None:
     """Counts of done, failed and pending judgments, paid calls and cost (latest run by
     default)."""
     from flask_eval.storage import queries
+    from flask_eval.storage.batches import BatchLedger
 
     store = open_store()
     info = find_run(store, run_name)
     counts = queries.status(store, info.id, info.name)
+    batches = BatchLedger(store).summary(info.id)
     if as_json:
-        click.echo(json.dumps(counts.as_dict()))
+        click.echo(json.dumps({**counts.as_dict(), "batches": batches}))
         return
     click.echo(
         f"run {counts.run}: {counts.done} done, {counts.failed} failed, "
@@ -161,6 +175,8 @@ def status(run_name: str | None, as_json: bool) -> None:
             f"caches and {counts.cache_write_tokens} written to them (at the judges' cache "
             f"prices); {counts.batch_calls} calls made through a batch API"
         )
+    for judge, states in batches.items():
+        click.echo(f"  {batch_line(judge, states)}")
     cached = queries.cache_answered(store, info.id)
     if cached:
         click.echo(f"  {cached} judge calls answered from the answer cache (free)")
@@ -241,6 +257,10 @@ def runs_delete(run_name: str, yes: bool) -> None:
             abort=True,
             err=True,
         )
+    from flask_eval.app.batches import cancel_open_batches
+
+    for line in cancel_open_batches(store, info):  # before the rows naming them go
+        click.echo(line, err=True)
     store.delete_run(info.id)
     click.echo(f"deleted run {info.name}", err=True)
 
