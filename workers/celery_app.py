@@ -92,6 +92,13 @@ def transport_options(visibility_timeout: float) -> dict[str, float]:
 _executor_lock = threading.Lock()
 
 
+def process_executor(in_flight: int) -> Executor:
+    """This process's one executor (created on first use, under the lock: the task
+    threads and the batch lane's thread share it)."""
+    with _executor_lock:
+        return _executor(os.getpid(), in_flight)
+
+
 @cache
 def _executor(pid: int, in_flight: int) -> Executor:
     settings = settings_mod.load()

@@ -35,12 +35,12 @@ def run_one(in_flight: int, loglevel: str = "INFO", index: int = 0) -> int:
     from celery.utils.log import mlevel
 
     from flask_eval.workers import batch_lane, sweeper
-    from flask_eval.workers.celery_app import _executor, make_app
+    from flask_eval.workers.celery_app import make_app, process_executor
     from flask_eval.workers.feed import batches_at_once
 
     app = make_app(settings, in_flight)
     sweeper.start(settings)
-    batch_lane.start(settings, lambda: _executor(os.getpid(), in_flight))
+    batch_lane.start(settings, lambda: process_executor(in_flight))
     name = f"flask-eval-{os.getpid()}-{index}@{socket.gethostname()}"
     heartbeat = start_heartbeat(settings, name)
     worker_ready.connect(tune_gc, weak=False)
