@@ -29,7 +29,10 @@ SLOW = SimConfig(latency_ms=300, latency_dist="lognormal", seed=5)
 
 
 def run_args(tmp_path: Path, base_url: str) -> list[str]:
-    instances, responses = write_inputs(tmp_path / "in", 30)
+    # 200 calls, 16 at a time, ~0.3 s each: ~4 s of judging, so that at the moment of the
+    # Ctrl-C (15 answered) the rest cannot all be sent before it is handled, however
+    # slowly a loaded machine handles it (with 60 calls a CI run finished first)
+    instances, responses = write_inputs(tmp_path / "in", 100)
     args = ["run", "--instances", str(instances), "--judge", f"openai/sim@{base_url}",
             "--run", "cut", "--quiet", "--in-flight", "16"]  # fmt: skip
     for r in responses:
