@@ -46,8 +46,8 @@ def main() -> None:
         status = json.loads(subprocess.run(
             [sys.executable, "-m", "flask_eval", "status", "b", "--json"], env=env,
             check=True, capture_output=True, text=True).stdout)  # fmt: skip
-        with urllib.request.urlopen(f"{sim.base_url}/sim/batches/stats") as resp:
-            seen = json.loads(resp.read())
+        with urllib.request.urlopen(f"{sim.base_url}/batches/submitted") as resp:
+            seen = json.loads(resp.read())["openai"]
     once = set(seen["submitted"].values()) == {1}
     print(f"judgments {status['total']}: done {status['done']}, failed {status['failed']}; "
           f"{seen['batches']} batches, {len(seen['submitted'])} calls, each submitted once: "

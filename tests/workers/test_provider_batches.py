@@ -46,8 +46,8 @@ def settings(sim: SimHandle, **values: float) -> None:
 
 def submitted(sim: SimHandle, provider: str) -> dict[str, int]:
     with urllib.request.urlopen(f"{sim.base_url}/batches/submitted", timeout=10) as resp:
-        counts: dict[str, dict[str, int]] = json.loads(resp.read())
-    return counts.get(provider, {})
+        counts: dict[str, int] = json.loads(resp.read())[provider]["submitted"]
+    return counts
 
 
 def judge_of(provider: str, sim: SimHandle, monkeypatch: pytest.MonkeyPatch) -> Judge:
