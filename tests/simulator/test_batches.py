@@ -90,9 +90,15 @@ def test_results_wait_for_the_end_and_answers_are_billed_when_it_comes() -> None
 
 def test_bad_batch_settings_are_refused() -> None:
     with running_simulator(SimConfig()) as sim:
-        for bad in ({"delay": 1}, {"error_rate": 2}, {"delay_s": -1}, {"delay_s": "1"}):
+        for bad in ({"delay": 1}, {"error_rate": 2}, {"delay_s": -1}, {"delay_s": "1"},
+                    {"fail_batches": 1.5}, {"delay_s": 5, "lose_responses": True}):  # fmt: skip
             req = urllib.request.Request(f"{sim.base_url}/batches/settings", method="POST",
                                          data=json.dumps(bad).encode())  # fmt: skip
             with pytest.raises(urllib.error.HTTPError) as refused:
                 urllib.request.urlopen(req, timeout=10)
             assert refused.value.code == 400
+        with urllib.request.urlopen(req.full_url.replace("settings", "submitted")) as resp:
+            assert json.loads(resp.read())  # still answering
+        check = urllib.request.Request(req.full_url, method="POST", data=b"{}")
+        with urllib.request.urlopen(check, timeout=10) as resp:
+            assert json.loads(resp.read())["delay_s"] == 0  # a refused update sets nothing
