@@ -166,7 +166,7 @@ class SimBatch:
         time has come; its requests are processed, and billed (``GET /stats``), then."""
         if self.ended is not None:
             return
-        if self.cancel_at is not None and now > self.cancel_at:
+        if self.cancel_at is not None and now >= self.cancel_at:
             self._end(self.cancel_at, 0, "canceled", sim)
             return
         ends, expires = self.ends, self.expires

@@ -9,6 +9,7 @@ import urllib.request
 from typing import Any
 
 import anthropic
+import openai
 import pytest
 from google import genai
 from google.genai import types
@@ -102,3 +103,39 @@ def test_bad_batch_settings_are_refused() -> None:
         check = urllib.request.Request(req.full_url, method="POST", data=b"{}")
         with urllib.request.urlopen(check, timeout=10) as resp:
             assert json.loads(resp.read())["delay_s"] == 0  # a refused update sets nothing
+
+
+def openai_batch(client: openai.OpenAI, n: int) -> str:
+    lines = [json.dumps({"custom_id": f"r{i}", "method": "POST", "url": "/v1/chat/completions",
+                         "body": {"model": "m", "max_tokens": 200,
+                                  "messages": [{"role": "user", "content": f"q {i}"}]}})
+             for i in range(n)]  # fmt: skip
+    uploaded = client.files.create(file=("in.jsonl", "\n".join(lines).encode()), purpose="batch")
+    return client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions",
+                                 completion_window="24h").id  # fmt: skip
+
+
+def test_openai_batches_expire_half_answered_and_cancel_on_the_shared_settings() -> None:
+    """OpenAI's batches obey the store's knobs: an expiring batch answers its first half
+    (the rest ``batch_expired`` in the error file), a cancelled one answers nothing."""
+    with running_simulator(SimConfig()) as sim:
+        settings = urllib.request.Request(f"{sim.base_url}/batches/settings", method="POST",
+                                          data=json.dumps({"expire_batches": 1}).encode())  # fmt: skip
+        urllib.request.urlopen(settings, timeout=10).close()
+        client = openai.OpenAI(api_key="k", base_url=sim.openai_base_url, max_retries=0)
+        expired = client.batches.retrieve(openai_batch(client, 4))
+        assert expired.status == "expired" and expired.request_counts is not None
+        assert (expired.request_counts.completed, expired.request_counts.failed) == (2, 2)
+        assert expired.output_file_id and expired.error_file_id
+        errors = client.files.content(expired.error_file_id).text.splitlines()
+        assert [json.loads(x)["error"]["code"] for x in errors] == ["batch_expired"] * 2
+        settings.data = json.dumps({"delay_s": 3600}).encode()
+        urllib.request.urlopen(settings, timeout=10).close()
+        open_id = openai_batch(client, 2)
+        assert client.batches.cancel(open_id).status == "cancelling"
+        cancelled = client.batches.retrieve(open_id)
+        assert cancelled.status == "cancelled" and cancelled.output_file_id is None
+        with urllib.request.urlopen(f"{sim.base_url}/batches/submitted", timeout=10) as resp:
+            seen = json.loads(resp.read())["openai"]
+        assert seen["states"] == {"expired": 1, "canceled": 1}
+        assert sim.stats()["served"] == 2  # only the answered half is billed
