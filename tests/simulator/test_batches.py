@@ -119,8 +119,8 @@ def test_openai_batches_expire_half_answered_and_cancel_on_the_shared_settings()
     """OpenAI's batches obey the store's knobs: an expiring batch answers its first half
     (the rest ``batch_expired`` in the error file), a cancelled one answers nothing."""
     with running_simulator(SimConfig()) as sim:
-        settings = urllib.request.Request(f"{sim.base_url}/batches/settings", method="POST",
-                                          data=json.dumps({"expire_batches": 1}).encode())  # fmt: skip
+        first = json.dumps({"expire_batches": 1}).encode()
+        settings = urllib.request.Request(f"{sim.base_url}/batches/settings", data=first)
         urllib.request.urlopen(settings, timeout=10).close()
         client = openai.OpenAI(api_key="k", base_url=sim.openai_base_url, max_retries=0)
         expired = client.batches.retrieve(openai_batch(client, 4))
