@@ -1,88 +1,126 @@
-"""The batches the simulator holds for Anthropic's Message Batches and Gemini's batch mode
-(pure state, no HTTP), the knobs that make them misbehave, and the test hooks that set
-those knobs and count submissions.
+"""The batches the simulator holds for all three batch APIs (OpenAI's Batch API,
+Anthropic's Message Batches, Gemini's batch mode): pure state, one set of knobs that make
+them misbehave, and the two test hooks. Each dialect's module (``batches_openai``,
+``batches_anthropic``, ``batches_gemini``) only translates its wire format to this store.
 
-A batch's answers are drawn and written when it is created (every random draw happens
-before any await, as for live calls) with :func:`simulator.reply.reply`, the function that
-builds a live answer: the same request gets the same answer, live or batched. They are
-shown once the batch has *ended*: ``delay_s`` after its creation, unless it expires first
-(``expires_after_s``: every request ``expired``, none answered) or is canceled (every
-request ``canceled``). A share ``error_rate`` of its requests fail (``errored``).
-``lose_responses``: the next N creations are accepted (the batch exists, its requests
-count as submitted) but their HTTP answer is dropped (the connection closed without a
-response), as when a process dies between the provider's accepting a batch and our
-recording its id.
+A batch's requests are answered when the provider *processes* them, that is when the batch
+ends: ``delay_s`` after its creation (read when the batch is looked at, so a test can end
+open batches at once by setting it to 0). Each answer is built by
+:func:`simulator.reply.reply`, the function that builds a live answer, after going through
+the simulator's prompt cache (:func:`simulator.prompt_cache.usage`, with the API key that
+created the batch), as providers cache batched requests too: the same request gets the
+same answer, live or batched, and reports cached tokens as a live one would. The random
+draws (garbage, refusal) happen at creation, before any await, as for live calls.
 
-Test hooks (one app, both dialects): ``POST /batches/settings`` (JSON of
-:class:`BatchSettings` fields; returns them all), ``GET /batches/submitted`` (how many
-times each ``custom_id`` was submitted, per dialect: the exactly-once check).
+Knobs (``POST /batches/settings``, the fields of :class:`BatchSettings`):
+
+- ``delay_s``: creation to end;
+- ``error_rate``: share of requests that fail (``errored``; OpenAI: a 500 result line),
+  drawn from a hash of the request (model and prompt) the first time that request is
+  submitted only: a request sent again is answered (a retry succeeds, as after a passing
+  provider fault);
+- ``expires_after_s``: creation to expiry (the APIs say 24 h); below ``delay_s``, the
+  batch expires with none of its requests processed;
+- ``expire_batches``: the next N batches expire when they end, with their first half
+  processed (OpenAI, Anthropic) and the rest ``expired``; Gemini's expired batch holds no
+  results at all (its API says so), so there none is processed;
+- ``fail_batches``: the next N batches fail as a whole at creation (OpenAI ``failed``,
+  Gemini ``BATCH_STATE_FAILED``; Anthropic has no such state: every request ``errored``);
+- ``lose_responses``: the next N creations are accepted (the batch exists, its requests
+  count as submitted) but their HTTP answer is dropped (the connection closed without a
+  response), as when a process dies between the provider's accepting a batch and our
+  recording its id.
+
+``GET /batches/submitted``: per dialect, how many times each ``custom_id`` was submitted
+(the exactly-once check), how many batches were created, how many creation answers were
+lost, and the batches by state.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 import uuid
 from collections import Counter
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from aiohttp import web
 
 from .answer import estimate_tokens
+from .prompt_cache import usage
 from .reply import Reply, reply
 from .wire import Dialect, ParsedRequest
 
 if TYPE_CHECKING:
     from .server import Simulator
 
-#: what became of one request of an ended batch (Anthropic's words; Gemini's follow)
+#: what became of one request of an ended batch (Anthropic's words; the others map them)
 Outcome = Literal["succeeded", "errored", "canceled", "expired"]
+#: a batch's state, in the store's words (each dialect has its own for them)
+State = Literal["in_progress", "canceling", "completed", "expired", "canceled", "failed"]
 DAY_S = 86_400.0
+#: the knobs that count batches (whole numbers)
+_COUNTS = ("expire_batches", "fail_batches", "lose_responses")
 
 
 @dataclass
 class BatchSettings:
     """How the simulator's batches behave (``POST /batches/settings``)."""
 
-    #: seconds from a batch's creation to the end of its processing
     delay_s: float = 0.0
-    #: share of a batch's requests that fail (``errored``), drawn per request
     error_rate: float = 0.0
-    #: seconds from creation to expiry (the APIs say 24 h); below ``delay_s``: expired
     expires_after_s: float = DAY_S
-    #: the next N batch creations are accepted but their HTTP answer is dropped
+    expire_batches: int = 0
+    fail_batches: int = 0
     lose_responses: int = 0
 
     def update(self, values: object) -> None:
-        """Set the fields named in ``values`` (a JSON object); ValueError on bad ones."""
+        """Set the fields named in ``values`` (a JSON object); ValueError on bad ones,
+        and then nothing is set."""
         if not isinstance(values, dict):
             raise ValueError("the settings must be a JSON object")
-        known = {f.name: f.type for f in fields(self)}
+        known = {f.name for f in fields(self)}
+        checked: dict[str, float] = {}
         for name, value in values.items():
             if name not in known:
                 raise ValueError(f"unknown batch setting {name!r}")
             if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
                 raise ValueError(f"batch setting {name!r} must be a number >= 0")
-            setattr(self, name, int(value) if name == "lose_responses" else float(value))
-        if self.error_rate > 1:
+            if name in _COUNTS and value != int(value):
+                raise ValueError(f"batch setting {name!r} must be a whole number")
+            checked[name] = value
+        if checked.get("error_rate", self.error_rate) > 1:
             raise ValueError("error_rate must be in [0, 1]")
+        for name, value in checked.items():
+            setattr(self, name, int(value) if name in _COUNTS else float(value))
+
+    def take(self, name: str) -> bool:
+        """Whether one of the counted knob ``name`` is left (and use it up)."""
+        left: int = getattr(self, name)
+        if left <= 0:
+            return False
+        setattr(self, name, left - 1)
+        return True
 
 
 @dataclass
 class Item:
-    """One request of a batch: its id, what it asked, and its answer if it gets one."""
+    """One request of a batch: its id, what it asked, its draws, and its answer once
+    processed."""
 
     custom_id: str
     parsed: ParsedRequest
-    answer: Reply | None  # None: the request fails (``errored``)
     prompt_tokens: int
+    fails: bool = False
     garbage: bool = False
     refusal: bool = False
-    outcome: Outcome | None = None  # set when the batch ends
     #: what the client sent beside the request and expects back (Gemini's metadata)
     echo: Any = None
+    outcome: Outcome | None = None  # set when the batch ends
+    answer: Reply | None = None  # set when processed and answered
 
 
 @dataclass
@@ -94,38 +132,77 @@ class SimBatch:
     model: str
     items: list[Item]
     created: float
-    ends: float
-    expires: float
+    settings: BatchSettings  # the store's, read when the batch is looked at
+    key: str = ""  # the API key that created it (the prompt cache's scope)
     display_name: str = ""
+    #: expire_batches: the batch expires when it ends, this many requests processed
+    processed_on_expiry: int | None = None
+    failed: bool = False
     cancel_at: float | None = None
     ended: float | None = None
+    #: what a dialect keeps of its own (OpenAI: metadata, file ids)
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ends(self) -> float:
+        return self.created + self.settings.delay_s
+
+    @property
+    def expires(self) -> float:
+        return self.created + self.settings.expires_after_s
+
+    @property
+    def state(self) -> State:
+        if self.failed:
+            return "failed"
+        if self.ended is None:
+            return "canceling" if self.cancel_at is not None else "in_progress"
+        if self.count("canceled"):
+            return "canceled"
+        return "expired" if self.count("expired") else "completed"
 
     def settle(self, now: float, sim: Simulator) -> None:
         """Move the batch on to ``now``: end it (canceled, expired or processed) once its
-        time has come; its answers are billed (``GET /stats``) when it ends."""
+        time has come; its requests are processed, and billed (``GET /stats``), then."""
         if self.ended is not None:
             return
-        if self.cancel_at is not None and now > self.cancel_at:
-            self._end(self.cancel_at, "canceled", sim)
-        elif now >= min(self.ends, self.expires):
-            self._end(min(self.ends, self.expires), None, sim)
+        if self.cancel_at is not None and now >= self.cancel_at:
+            self._end(self.cancel_at, 0, "canceled", sim)
+            return
+        ends, expires = self.ends, self.expires
+        if now < min(ends, expires):
+            return
+        if expires < ends:
+            processed = 0
+        elif self.processed_on_expiry is not None:
+            processed = self.processed_on_expiry
+        else:
+            processed = len(self.items)
+        self._end(min(ends, expires), processed, "expired", sim)
 
-    def _end(self, at: float, why: Outcome | None, sim: Simulator) -> None:
-        expired = why is None and self.expires < self.ends
-        stats = sim.stats
-        for item in self.items:
-            if why is not None or expired:
-                item.outcome = why or "expired"
-                continue
-            item.outcome = "succeeded" if item.answer is not None else "errored"
-            if item.answer is not None:
-                stats.served += 1
-                stats.refusals += item.refusal
-                stats.garbage += item.garbage
-                stats.prompt_tokens += item.prompt_tokens
-                stats.completion_tokens += item.answer.completion_tokens
+    def _end(self, at: float, processed: int, rest: Outcome, sim: Simulator) -> None:
+        for item in self.items[:processed]:
+            self._process(item, sim)
+        for item in self.items[processed:]:
+            item.outcome = rest
         self.ended = at
+
+    def _process(self, item: Item, sim: Simulator) -> None:
+        if item.fails:
+            item.outcome = "errored"
+            return
+        cache = usage(sim.prompt_cache, self.dialect, item.parsed, self.key)
+        item.answer = reply(self.dialect, item.parsed, sim.config, item.prompt_tokens,
+                            garbage=item.garbage, refusal=item.refusal, cache=cache)  # fmt: skip
+        item.outcome = "succeeded"
+        stats = sim.stats
+        stats.served += 1
+        stats.refusals += item.refusal
+        stats.garbage += item.garbage
+        stats.prompt_tokens += item.prompt_tokens
+        stats.completion_tokens += item.answer.completion_tokens
+        stats.cached_tokens += cache[0]
+        stats.cache_write_tokens += cache[1]
 
     def count(self, outcome: Outcome) -> int:
         return sum(item.outcome == outcome for item in self.items)
@@ -138,7 +215,9 @@ class BatchStore:
         self.sim = sim
         self.settings = BatchSettings()
         self.batches: dict[str, SimBatch] = {}
-        self.submitted: dict[str, Counter[str]] = {}
+        self.submitted: dict[Dialect, Counter[str]] = {d: Counter() for d in get_args(Dialect)}
+        self.lost: Counter[Dialect] = Counter()
+        self._seen: set[bytes] = set()  # requests submitted before (error_rate's rule)
 
     def create(
         self,
@@ -146,29 +225,40 @@ class BatchStore:
         model: str,
         requests: list[tuple[str, ParsedRequest, Any]],
         id_prefix: str,
+        key: str,
         display_name: str = "",
     ) -> SimBatch:
         """A new batch of ``requests`` (custom_id, parsed request, what to echo back),
-        each answered now (drawn in order from the app's random generator)."""
+        created with the API key ``key``; every draw is made now, in order."""
         cfg, rng, settings = self.sim.config, self.sim.rng, self.settings
-        counts = self.submitted.setdefault(dialect, Counter())
+        counts = self.submitted[dialect]
         items = []
         for custom_id, parsed, echo in requests:
             counts[custom_id] += 1
-            prompt_tokens = estimate_tokens(parsed.prompt)
-            failed = settings.error_rate > 0 and rng.random() < settings.error_rate
             garbage = cfg.garbage_rate > 0 and rng.random() < cfg.garbage_rate
             refusal = cfg.refusal_rate > 0 and rng.random() < cfg.refusal_rate
-            answer = None if failed else reply(
-                dialect, parsed, cfg, prompt_tokens, garbage=garbage, refusal=refusal)  # fmt: skip
-            items.append(Item(custom_id, parsed, answer, prompt_tokens, garbage, refusal,
-                              echo=echo))  # fmt: skip
-        now = time.time()
-        batch = SimBatch(f"{id_prefix}{uuid.uuid4().hex[:24]}", dialect, model, items, now,
-                         now + settings.delay_s, now + settings.expires_after_s,
-                         display_name)  # fmt: skip
+            items.append(Item(custom_id, parsed, estimate_tokens(parsed.prompt),
+                              self._fails(dialect, parsed), garbage, refusal, echo))  # fmt: skip
+        batch = SimBatch(f"{id_prefix}{uuid.uuid4().hex[:24]}", dialect, model, items,
+                         time.time(), settings, key, display_name)  # fmt: skip
+        if settings.take("fail_batches"):
+            batch.failed, batch.ended = True, batch.created
+            for item in items:
+                item.outcome = "errored"
+        elif settings.take("expire_batches"):
+            batch.processed_on_expiry = 0 if dialect == "gemini" else len(items) // 2
         self.batches[batch.id] = batch
         return batch
+
+    def _fails(self, dialect: Dialect, parsed: ParsedRequest) -> bool:
+        """Whether this request fails: drawn the first time it is submitted only."""
+        rate = self.settings.error_rate
+        seed = self.sim.config.seed
+        text = f"{seed}\x1f{dialect}\x1f{parsed.model}\x1f{parsed.prompt}"
+        digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+        first = digest not in self._seen
+        self._seen.add(digest)
+        return first and rate > 0 and int.from_bytes(digest, "big") / 2**64 < rate
 
     def get(self, batch_id: str, dialect: Dialect) -> SimBatch | None:
         """The batch, moved on to now (None: no such batch of this dialect)."""
@@ -185,11 +275,11 @@ class BatchStore:
             batch.settle(now, self.sim)
         return found
 
-    def lose_response(self) -> bool:
+    def lose_response(self, dialect: Dialect) -> bool:
         """Whether this creation's answer is to be dropped (one of ``lose_responses``)."""
-        if self.settings.lose_responses <= 0:
+        if not self.settings.take("lose_responses"):
             return False
-        self.settings.lose_responses -= 1
+        self.lost[dialect] += 1
         return True
 
     # -- test hooks ---------------------------------------------------------------
@@ -202,7 +292,19 @@ class BatchStore:
         return web.json_response(asdict(self.settings))
 
     async def get_submitted(self, request: web.Request) -> web.Response:
-        return web.json_response({d: dict(c) for d, c in self.submitted.items()})
+        now = time.time()
+        for batch in self.batches.values():
+            batch.settle(now, self.sim)
+        return web.json_response({
+            dialect: {
+                "submitted": dict(counts),
+                "batches": sum(b.dialect == dialect for b in self.batches.values()),
+                "lost": self.lost[dialect],
+                "states": dict(Counter(b.state for b in self.batches.values()
+                                       if b.dialect == dialect)),
+            }
+            for dialect, counts in self.submitted.items()
+        })  # fmt: skip
 
 
 STORE_KEY = web.AppKey("batch_store", BatchStore)
@@ -217,6 +319,18 @@ def store_of(app: web.Application, sim: Simulator) -> BatchStore:
     return app[STORE_KEY]
 
 
+def api_key(request: web.Request) -> str:
+    """The key of a request, as each SDK sends it (Gemini: ``x-goog-api-key``, or the
+    REST API's ``?key=``)."""
+    auth = request.headers.get("Authorization", "")
+    return (
+        auth.removeprefix("Bearer ").strip()
+        or request.headers.get("x-api-key", "")
+        or request.headers.get("x-goog-api-key", "")
+        or request.query.get("key", "")
+    )
+
+
 def drop_answer(request: web.Request) -> web.Response:
     """Close the connection without an answer: the client sees a transport error (and the
     batch it asked for exists)."""
@@ -226,7 +340,7 @@ def drop_answer(request: web.Request) -> web.Response:
 
 
 def rfc3339(at: float | None) -> str | None:
-    """Epoch seconds as RFC 3339 (``...Z``), as both APIs write times."""
+    """Epoch seconds as RFC 3339 (``...Z``), as Anthropic's and Gemini's APIs write times."""
     if at is None:
         return None
     return datetime.fromtimestamp(at, UTC).isoformat().replace("+00:00", "Z")

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from .batch_store import BatchStore, SimBatch, drop_answer, rfc3339, store_of
+from .batch_store import BatchStore, SimBatch, api_key, drop_answer, rfc3339, store_of
 from .wire import BadRequest, ErrorKind, ParsedRequest, error_body, parse_request
 
 if TYPE_CHECKING:
@@ -118,8 +118,8 @@ class AnthropicBatches:
         except (BadRequest, ValueError) as exc:
             return _error(400, "invalid_request", str(exc))
         model = requests[0][1].model
-        batch = self.store.create("anthropic", model, requests, "msgbatch_sim")
-        if self.store.lose_response():
+        batch = self.store.create("anthropic", model, requests, "msgbatch_sim", api_key(request))
+        if self.store.lose_response("anthropic"):
             return drop_answer(request)
         return web.json_response(batch_json(batch, self._root(request)))
 

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from .batch_store import BatchStore, SimBatch, drop_answer, rfc3339, store_of
+from .batch_store import BatchStore, SimBatch, api_key, drop_answer, rfc3339, store_of
 from .wire import BadRequest, ErrorKind, ParsedRequest, error_body, parse_request
 
 if TYPE_CHECKING:
@@ -36,8 +36,10 @@ if TYPE_CHECKING:
 
 BATCH_TYPE = "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatch"
 OUTPUT_TYPE = "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatchOutput"
-#: the batch's state once ended, by what became of its requests
-_ENDED = {"canceled": "BATCH_STATE_CANCELLED", "expired": "BATCH_STATE_EXPIRED"}
+#: the batch's state, by the store's
+_STATES = {"in_progress": "BATCH_STATE_RUNNING", "canceling": "BATCH_STATE_RUNNING",
+           "completed": "BATCH_STATE_SUCCEEDED", "expired": "BATCH_STATE_EXPIRED",
+           "canceled": "BATCH_STATE_CANCELLED", "failed": "BATCH_STATE_FAILED"}  # fmt: skip
 
 
 def _error(status: int, kind: ErrorKind, message: str) -> web.Response:
@@ -45,10 +47,7 @@ def _error(status: int, kind: ErrorKind, message: str) -> web.Response:
 
 
 def _state(batch: SimBatch) -> str:
-    if batch.ended is None:
-        return "BATCH_STATE_RUNNING" if batch.items else "BATCH_STATE_PENDING"
-    first = batch.items[0].outcome if batch.items else None
-    return _ENDED.get(first or "", "BATCH_STATE_SUCCEEDED")
+    return _STATES[batch.state]
 
 
 def _response(item: Any) -> dict[str, Any]:
@@ -140,8 +139,8 @@ class GeminiBatches:
             name, requests = parse_batch(json.loads(await request.read()), model)
         except (BadRequest, ValueError) as exc:
             return _error(400, "invalid_request", str(exc))
-        batch = self.store.create("gemini", model, requests, "sim", display_name=name)
-        if self.store.lose_response():
+        batch = self.store.create("gemini", model, requests, "sim", api_key(request), name)
+        if self.store.lose_response("gemini"):
             return drop_answer(request)
         return web.json_response(operation(batch))
 

@@ -1,289 +1,247 @@
-"""OpenAI's files and batches endpoints, simulated (the Batch API's wire format:
-platform.openai.com/docs/api-reference/batch and /files).
+"""OpenAI's files and batches endpoints, simulated over the app's batch store
+(``simulator/batch_store.py``: its knobs, answers and counts are shared by all three
+dialects). The Batch API's wire format: platform.openai.com/docs/api-reference/batch and
+/files.
 
-``POST /v1/files`` (multipart, purpose ``batch``), ``GET /v1/files/{id}``,
-``GET /v1/files/{id}/content``, ``POST /v1/batches``, ``GET /v1/batches`` (newest first,
-``limit`` and ``after``), ``GET /v1/batches/{id}``, ``POST /v1/batches/{id}/cancel``.
-Each request line is answered as the live endpoint answers it (``simulator.answer``,
-the same scores for the same prompt), when the batch completes: ``delay_s`` seconds
-after it was created (as ``delay_s`` is set when it is looked at: a test can end open
-batches at once by setting it to 0).
+- ``POST /v1/files`` (multipart, purpose ``batch``), ``GET /v1/files/{id}``,
+  ``GET /v1/files/{id}/content``;
+- ``POST /v1/batches`` ``{"input_file_id", "endpoint": "/v1/chat/completions",
+  "completion_window", "metadata"}``: each input line ``{"custom_id", "method": "POST",
+  "url", "body"}``, each ``custom_id`` unique, each ``body`` a chat completion request
+  (a bad line refuses the whole batch with a 400 naming it); a ``batch`` object back;
+- ``GET /v1/batches`` (newest first, ``limit`` and ``after``; each with its
+  ``metadata``, which is how a batch whose creation answer was lost is found again),
+  ``GET /v1/batches/{id}``, ``POST /v1/batches/{id}/cancel``.
 
-Faults, set with ``POST /sim/batches/config`` (JSON, the fields of
-:class:`BatchFaults`) and counted by ``GET /sim/batches/stats``:
-
-- ``fail_rate``: share of requests answered with a 500 line, drawn per ``custom_id`` the
-  first time it is submitted only (a retried request is answered);
-- ``expire_batches``: the next N batches expire, answering only their first half
-  (the rest ``batch_expired`` in the error file);
-- ``lose_responses``: the next N batch creations are accepted but their HTTP answer is
-  lost (the connection is closed: the client never learns the batch id);
-- ``fail_batches``: the next N batches fail as a whole (``status: failed``).
-
-``submitted`` counts, per ``custom_id``, the batches that carried it: the exactly-once
-check of the batch tests.
+Once a batch has ended its output file holds a line per request answered (``response``
+with ``status_code`` 200 and the chat completion, or 500 and an error for a request that
+failed) and its error file a line per request left unanswered (``error.code``
+``batch_expired`` or ``batch_cancelled``). A batch failed as a whole has neither file and
+its ``errors``. Every route is served under ``/v1`` and without it (base URLs of either
+form).
 """
 
 from __future__ import annotations
 
-import collections
-import hashlib
 import json
 import time
 import uuid
-from dataclasses import asdict, dataclass, fields, replace
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from .answer import REFUSAL_TEXT, cut_off, estimate_tokens, make_answer
-from .structured import structured_answer
-from .wire import BadRequest, as_served, parse_request, success_body
+from .batch_store import BatchStore, Item, SimBatch, api_key, drop_answer, store_of
+from .wire import BadRequest, ErrorKind, ParsedRequest, error_body, parse_request
 
 if TYPE_CHECKING:
     from .server import Simulator
 
-
-EXPIRED = "This request could not be executed before the completion window expired."
-
-
-@dataclass(frozen=True)
-class BatchFaults:
-    delay_s: float = 0.0
-    fail_rate: float = 0.0
-    expire_batches: int = 0
-    lose_responses: int = 0
-    fail_batches: int = 0
-
-
-def _json(payload: object, status: int = 200) -> web.Response:
-    return web.json_response(payload, status=status, dumps=lambda o: json.dumps(o))
+ENDPOINT = "/v1/chat/completions"
+MAX_REQUESTS = 50_000
+#: the batch's ``status``, by the store's state
+STATUS = {"in_progress": "in_progress", "canceling": "cancelling", "completed": "completed",
+          "expired": "expired", "canceled": "cancelled", "failed": "failed"}  # fmt: skip
+UNANSWERED = {
+    "expired": ("batch_expired",
+                "This request could not be executed before the completion window expired."),
+    "canceled": ("batch_cancelled", "This request was not executed: the batch was cancelled."),
+}  # fmt: skip
 
 
-def _error(status: int, message: str) -> web.Response:
-    return _json({"error": {"message": message, "type": "invalid_request_error",
-                            "param": None, "code": None}}, status)  # fmt: skip
+def _error(status: int, kind: ErrorKind, message: str) -> web.Response:
+    return web.json_response(error_body("openai", kind, message), status=status)
+
+
+def parse_lines(data: bytes) -> list[tuple[str, ParsedRequest, Any]]:
+    """The requests of an input file; BadRequest names the first line that is wrong."""
+    parsed: list[tuple[str, ParsedRequest, Any]] = []
+    seen: set[str] = set()
+    for n, text in enumerate(data.splitlines(), 1):
+        if not text.strip():
+            continue
+        try:
+            line = json.loads(text)
+        except ValueError:
+            raise BadRequest(f"input line {n}: not JSON") from None
+        custom_id = line.get("custom_id") if isinstance(line, dict) else None
+        if not isinstance(custom_id, str) or not custom_id or custom_id in seen:
+            raise BadRequest(f"input line {n}: custom_id must be a unique non-empty string")
+        if line.get("method") != "POST" or line.get("url") != ENDPOINT:
+            raise BadRequest(f"input line {n}: method must be POST and url {ENDPOINT}")
+        seen.add(custom_id)
+        try:
+            parsed.append((custom_id, parse_request("openai", line.get("body")), None))
+        except BadRequest as exc:
+            raise BadRequest(f"input line {n}: body: {exc}") from None
+    if not parsed:
+        raise BadRequest("the input file holds no request")
+    if len(parsed) > MAX_REQUESTS:
+        raise BadRequest(f"at most {MAX_REQUESTS} requests in one batch")
+    return parsed
+
+
+def _line(item: Item) -> dict[str, Any]:
+    """The output or error file line of one request of an ended batch."""
+    line: dict[str, Any] = {"id": f"batch_req_{uuid.uuid4().hex[:24]}",
+                            "custom_id": item.custom_id, "response": None,
+                            "error": None}  # fmt: skip
+    if item.outcome == "succeeded" and item.answer is not None:
+        line["response"] = {"status_code": 200, "request_id": uuid.uuid4().hex,
+                            "body": item.answer.body}  # fmt: skip
+    elif item.outcome == "errored":
+        message = "The server had an error while processing your request (simulated)"
+        line["response"] = {"status_code": 500, "request_id": uuid.uuid4().hex,
+                            "body": error_body("openai", "server_error", message)}  # fmt: skip
+    else:
+        code, message = UNANSWERED[item.outcome or "expired"]
+        line["error"] = {"code": code, "message": message}
+    return line
+
+
+def _jsonl(lines: Iterator[dict[str, Any]]) -> bytes:
+    return "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines).encode("utf-8")
 
 
 class OpenAIBatches:
-    """The files and batches of one simulator app."""
+    """The files of one simulator app, and its OpenAI batches (in the store)."""
 
-    def __init__(self, sim: Simulator) -> None:
-        self.sim = sim
-        self.faults = BatchFaults()
+    def __init__(self, store: BatchStore) -> None:
+        self.store = store
         self.files: dict[str, dict[str, Any]] = {}
         self.contents: dict[str, bytes] = {}
-        self.batches: dict[str, dict[str, Any]] = {}
-        self.order: list[str] = []  # batch ids, oldest first
-        self.created_at: dict[str, float] = {}  # monotonic: ends delay_s after (as set now)
-        self.expiring: set[str] = set()
-        self.submitted: collections.Counter[str] = collections.Counter()
-        self.lost = 0
 
     # -- files ---------------------------------------------------------------------------
 
-    def _file(self, data: bytes, name: str, purpose: str) -> dict[str, Any]:
+    def _file(self, data: bytes, name: str, purpose: str) -> str:
         file_id = f"file-{uuid.uuid4().hex[:24]}"
-        obj = {"id": file_id, "object": "file", "bytes": len(data), "created_at": int(time.time()),
-               "filename": name, "purpose": purpose, "status": "processed"}  # fmt: skip
-        self.files[file_id] = obj
+        self.files[file_id] = {"id": file_id, "object": "file", "bytes": len(data),
+                               "created_at": int(time.time()), "filename": name,
+                               "purpose": purpose, "status": "processed"}  # fmt: skip
         self.contents[file_id] = data
-        return obj
+        return file_id
 
     async def upload(self, request: web.Request) -> web.Response:
         form = await request.post()
         upload, purpose = form.get("file"), form.get("purpose")
         if not isinstance(upload, web.FileField) or purpose != "batch":
-            return _error(400, "expected a multipart file and purpose 'batch'")
-        return _json(self._file(upload.file.read(), upload.filename, "batch"))
+            return _error(400, "invalid_request", "expected a multipart file and purpose 'batch'")
+        file_id = self._file(upload.file.read(), upload.filename, "batch")
+        return web.json_response(self.files[file_id])
 
     async def get_file(self, request: web.Request) -> web.Response:
         obj = self.files.get(request.match_info["file_id"])
-        return _json(obj) if obj else _error(404, "No such File object")
+        return web.json_response(obj) if obj else _error(404, "not_found", "No such File object")
 
     async def content(self, request: web.Request) -> web.Response:
         data = self.contents.get(request.match_info["file_id"])
         if data is None:
-            return _error(404, "No such File object")
+            return _error(404, "not_found", "No such File object")
         return web.Response(body=data, content_type="application/octet-stream")
 
     # -- batches -------------------------------------------------------------------------
 
-    async def create(self, request: web.Request) -> web.Response:
-        body = await request.json()
-        data = self.contents.get(str(body.get("input_file_id")))
-        if data is None:
-            return _error(400, "input_file_id is not an uploaded file")
-        if body.get("endpoint") != "/v1/chat/completions":
-            return _error(400, "only /v1/chat/completions is simulated")
-        lines = [json.loads(x) for x in data.splitlines() if x.strip()]
-        for line in lines:
-            self.submitted[str(line.get("custom_id"))] += 1
-        now = int(time.time())
-        batch_id = f"batch_{uuid.uuid4().hex[:24]}"
-        self.batches[batch_id] = {
-            "id": batch_id, "object": "batch", "endpoint": body["endpoint"], "errors": None,
-            "input_file_id": body["input_file_id"], "completion_window": "24h",
-            "status": "in_progress", "output_file_id": None, "error_file_id": None,
-            "created_at": now, "in_progress_at": now, "expires_at": now + 86_400,
-            "completed_at": None, "failed_at": None, "expired_at": None,
-            "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
-            "metadata": body.get("metadata") or {},
+    def batch_json(self, batch: SimBatch) -> dict[str, Any]:
+        """A ``batch`` object; once ended (and not failed), its output and error files
+        (written at the first look after its end)."""
+        extra, ended = batch.extra, batch.ended is not None
+        if ended and not batch.failed and "output_file_id" not in extra:
+            out = [i for i in batch.items if i.outcome in ("succeeded", "errored")]
+            err = [i for i in batch.items if i.outcome not in ("succeeded", "errored")]
+            extra["output_file_id"] = self._file(_jsonl(_line(i) for i in out),
+                                                 f"{batch.id}_output.jsonl",
+                                                 "batch_output") if out else None  # fmt: skip
+            extra["error_file_id"] = self._file(_jsonl(_line(i) for i in err),
+                                                f"{batch.id}_error.jsonl",
+                                                "batch_output") if err else None  # fmt: skip
+        state = batch.state
+        created, at = int(batch.created), int(batch.ended) if batch.ended else None
+        errors = None
+        if batch.failed:
+            failure = {"code": "invalid_request", "line": None, "param": None,
+                       "message": "batch failed (simulated)"}  # fmt: skip
+            errors = {"object": "list", "data": [failure]}
+        return {
+            "id": batch.id, "object": "batch", "endpoint": ENDPOINT, "errors": errors,
+            "input_file_id": extra["input_file_id"], "completion_window": "24h",
+            "status": STATUS[state], "output_file_id": extra.get("output_file_id"),
+            "error_file_id": extra.get("error_file_id"), "created_at": created,
+            "in_progress_at": None if batch.failed else created,
+            "expires_at": int(batch.expires), "finalizing_at": None,
+            "completed_at": at if state == "completed" else None,
+            "failed_at": at if state == "failed" else None,
+            "expired_at": at if state == "expired" else None,
+            "cancelling_at": int(batch.cancel_at) if batch.cancel_at else None,
+            "cancelled_at": at if state == "canceled" else None,
+            "request_counts": {"total": len(batch.items),
+                               "completed": batch.count("succeeded"),
+                               "failed": 0 if batch.failed or not ended
+                               else len(batch.items) - batch.count("succeeded")},
+            "metadata": extra.get("metadata") or None,
         }  # fmt: skip
-        self.order.append(batch_id)
-        self.created_at[batch_id] = time.monotonic()
-        if self.faults.fail_batches > 0:
-            self.faults = replace(self.faults, fail_batches=self.faults.fail_batches - 1)
-            self.batches[batch_id].update(
-                status="failed",
-                failed_at=now,
-                errors={
-                    "object": "list",
-                    "data": [{"code": "invalid_request", "message": "simulated"}],
-                },
-            )
-        elif self.faults.expire_batches > 0:
-            self.faults = replace(self.faults, expire_batches=self.faults.expire_batches - 1)
-            self.expiring.add(batch_id)
-        if self.faults.lose_responses > 0:  # accepted, but the client never hears of it
-            self.faults = replace(self.faults, lose_responses=self.faults.lose_responses - 1)
-            self.lost += 1
-            if request.transport is not None:
-                request.transport.close()
-            raise web.HTTPServiceUnavailable()
-        return _json(self.batches[batch_id])
 
-    def _settle(self, batch_id: str) -> dict[str, Any]:
-        """The batch as it is now: completed (or expired) once its delay is over."""
-        batch = self.batches[batch_id]
-        ready_at = self.created_at[batch_id] + self.faults.delay_s
-        if batch["status"] != "in_progress" or time.monotonic() < ready_at:
-            return batch
-        lines = [json.loads(x) for x in self.contents[batch["input_file_id"]].splitlines()
-                 if x.strip()]  # fmt: skip
-        answered = lines[: len(lines) // 2] if batch_id in self.expiring else lines
-        out, err = [], []
-        for line in answered:
-            custom_id = str(line.get("custom_id"))
-            if self._fails(custom_id):
-                err.append({"id": f"batch_req_{uuid.uuid4().hex[:16]}", "custom_id": custom_id,
-                            "response": {"status_code": 500, "request_id": "", "body": {
-                                "error": {"message": "The server had an error (simulated)",
-                                          "type": "server_error"}}}, "error": None})  # fmt: skip
-                continue
-            out.append({"id": f"batch_req_{uuid.uuid4().hex[:16]}", "custom_id": custom_id,
-                        "response": {"status_code": 200, "request_id": uuid.uuid4().hex,
-                                     "body": self.answer(line.get("body"))},
-                        "error": None})  # fmt: skip
-        for line in lines[len(answered) :]:
-            err.append({"id": f"batch_req_{uuid.uuid4().hex[:16]}",
-                        "custom_id": str(line.get("custom_id")), "response": None,
-                        "error": {"code": "batch_expired", "message": EXPIRED}})  # fmt: skip
-        now = int(time.time())
-        expired = batch_id in self.expiring
-        batch.update(status="expired" if expired else "completed",
-                     **{"expired_at" if expired else "completed_at": now})  # fmt: skip
-        batch["request_counts"].update(completed=len(out), failed=len(err))
-        if out:
-            batch["output_file_id"] = self._file(_jsonl(out), f"{batch_id}_output.jsonl",
-                                                 "batch_output")["id"]  # fmt: skip
-        if err:
-            batch["error_file_id"] = self._file(_jsonl(err), f"{batch_id}_error.jsonl",
-                                                "batch_output")["id"]  # fmt: skip
-        return batch
-
-    def _fails(self, custom_id: str) -> bool:
-        rate = self.faults.fail_rate
-        if rate <= 0 or self.submitted[custom_id] > 1:
-            return False
-        digest = hashlib.blake2b(f"{self.sim.config.seed}\x1f{custom_id}".encode(), digest_size=8)
-        return int.from_bytes(digest.digest(), "big") / 2**64 < rate
-
-    def answer(self, body: object) -> Any:
-        """A request line's answer, as the live endpoint gives it (server._answer, without
-        latency or transport faults)."""
-        cfg, rng = self.sim.config, self.sim.rng
+    async def create(self, request: web.Request) -> web.Response:
         try:
-            parsed = parse_request("openai", body)
-        except BadRequest as exc:
-            return {"error": {"message": str(exc), "type": "invalid_request_error"}}
-        garbage = cfg.garbage_rate > 0 and rng.random() < cfg.garbage_rate
-        refusal = cfg.refusal_rate > 0 and rng.random() < cfg.refusal_rate
-        text = REFUSAL_TEXT if refusal else make_answer(
-            parsed.prompt, parsed.model, cfg, garbage=garbage)  # fmt: skip
-        if parsed.structured is not None and not (refusal or garbage):
-            text = structured_answer(parsed.prompt, parsed.model, parsed.structured.schema, cfg)
-        prompt_tokens, completion_tokens = estimate_tokens(parsed.prompt), estimate_tokens(text)
-        limit = parsed.max_tokens
-        truncated = limit is not None and completion_tokens > limit
-        if limit is not None and cfg.min_max_tokens is not None and limit < cfg.min_max_tokens:
-            truncated = True
-        if truncated and limit is not None and not refusal:
-            text = cut_off(text, parsed.prompt, limit)
-            completion_tokens = min(limit, estimate_tokens(text))
-        payload = success_body("openai", parsed.model, text, prompt_tokens, completion_tokens,
-                               truncated, refusal, parsed.tool)  # fmt: skip
-        return as_served("openai", payload, whole=not (truncated or refusal),
-                         stop_reason=cfg.stop_reason, malformed=cfg.malformed)  # fmt: skip
+            body = json.loads(await request.read())
+            if not isinstance(body, dict):
+                raise BadRequest("expected a JSON object")
+            file_id = str(body.get("input_file_id"))
+            data = self.contents.get(file_id)
+            if data is None:
+                raise BadRequest(f"input_file_id {file_id!r} is not an uploaded file")
+            if body.get("endpoint") != ENDPOINT:
+                raise BadRequest(f"endpoint: only {ENDPOINT} is simulated")
+            metadata = body.get("metadata")
+            if metadata is not None and not isinstance(metadata, dict):
+                raise BadRequest("metadata: an object of strings")
+            requests = parse_lines(data)
+        except (BadRequest, ValueError) as exc:
+            return _error(400, "invalid_request", str(exc))
+        batch = self.store.create("openai", requests[0][1].model, requests, "batch_",
+                                  api_key(request))  # fmt: skip
+        batch.extra.update(input_file_id=file_id, metadata=metadata)
+        if self.store.lose_response("openai"):
+            return drop_answer(request)
+        return web.json_response(self.batch_json(batch))
 
     async def retrieve(self, request: web.Request) -> web.Response:
-        batch_id = request.match_info["batch_id"]
-        if batch_id not in self.batches:
-            return _error(404, "No such Batch object")
-        return _json(self._settle(batch_id))
+        batch = self.store.get(request.match_info["batch_id"], "openai")
+        if batch is None:
+            return _error(404, "not_found", "No such Batch object")
+        return web.json_response(self.batch_json(batch))
 
     async def listing(self, request: web.Request) -> web.Response:
-        limit = max(1, min(100, int(request.query.get("limit", "20"))))
-        ids = list(reversed(self.order))
+        try:
+            limit = max(1, min(100, int(request.query.get("limit", "20"))))
+        except ValueError:
+            return _error(400, "invalid_request", "limit: an integer in 1..100")
+        batches = self.store.newest_first("openai")
+        ids = [b.id for b in batches]
         after = request.query.get("after")
-        if after in ids:
-            ids = ids[ids.index(after) + 1 :]
-        page = [self._settle(i) for i in ids[:limit]]
-        return _json({"object": "list", "data": page,
-                      "first_id": page[0]["id"] if page else None,
-                      "last_id": page[-1]["id"] if page else None,
-                      "has_more": len(ids) > limit})  # fmt: skip
+        start = ids.index(after) + 1 if after in ids else 0
+        page = [self.batch_json(b) for b in batches[start : start + limit]]
+        return web.json_response({"object": "list", "data": page,
+                                  "first_id": page[0]["id"] if page else None,
+                                  "last_id": page[-1]["id"] if page else None,
+                                  "has_more": start + limit < len(ids)})  # fmt: skip
 
     async def cancel(self, request: web.Request) -> web.Response:
-        batch = self.batches.get(request.match_info["batch_id"])
+        batch = self.store.get(request.match_info["batch_id"], "openai")
         if batch is None:
-            return _error(404, "No such Batch object")
-        if batch["status"] == "in_progress":
-            batch.update(status="cancelled", cancelled_at=int(time.time()))
-        return _json(batch)
-
-    # -- control -------------------------------------------------------------------------
-
-    async def configure(self, request: web.Request) -> web.Response:
-        body = await request.json()
-        known = {f.name for f in fields(BatchFaults)}
-        if not isinstance(body, dict) or set(body) - known:
-            return _error(400, f"expected a JSON object with keys among {sorted(known)}")
-        self.faults = replace(self.faults, **body)
-        return _json(asdict(self.faults))
-
-    async def stats(self, request: web.Request) -> web.Response:
-        return _json({"batches": len(self.batches), "lost": self.lost,
-                      "submitted": dict(self.submitted),
-                      "states": dict(collections.Counter(
-                          b["status"] for b in self.batches.values()))})  # fmt: skip
+            return _error(404, "not_found", "No such Batch object")
+        if batch.ended is None and batch.cancel_at is None:
+            batch.cancel_at = time.time()
+        return web.json_response(self.batch_json(batch))
 
 
-def _jsonl(items: list[dict[str, Any]]) -> bytes:
-    return ("\n".join(json.dumps(i) for i in items) + "\n").encode("utf-8")
-
-
-def add_routes(app: web.Application, sim: Simulator) -> OpenAIBatches:
+def add_routes(app: web.Application, sim: Simulator) -> None:
     """Serve OpenAI's files and batches endpoints on ``app`` (server.make_app)."""
-    batches = OpenAIBatches(sim)
+    handlers = OpenAIBatches(store_of(app, sim))
     for prefix in ("/v1", ""):
-        app.router.add_post(f"{prefix}/files", batches.upload)
-        app.router.add_get(f"{prefix}/files/{{file_id}}", batches.get_file)
-        app.router.add_get(f"{prefix}/files/{{file_id}}/content", batches.content)
-        app.router.add_post(f"{prefix}/batches", batches.create)
-        app.router.add_get(f"{prefix}/batches", batches.listing)
-        app.router.add_get(f"{prefix}/batches/{{batch_id}}", batches.retrieve)
-        app.router.add_post(f"{prefix}/batches/{{batch_id}}/cancel", batches.cancel)
-    app.router.add_post("/sim/batches/config", batches.configure)
-    app.router.add_get("/sim/batches/stats", batches.stats)
-    return batches
+        app.router.add_post(f"{prefix}/files", handlers.upload)
+        app.router.add_get(f"{prefix}/files/{{file_id}}", handlers.get_file)
+        app.router.add_get(f"{prefix}/files/{{file_id}}/content", handlers.content)
+        app.router.add_post(f"{prefix}/batches", handlers.create)
+        app.router.add_get(f"{prefix}/batches", handlers.listing)
+        app.router.add_get(f"{prefix}/batches/{{batch_id}}", handlers.retrieve)
+        app.router.add_post(f"{prefix}/batches/{{batch_id}}/cancel", handlers.cancel)

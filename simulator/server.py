@@ -3,7 +3,8 @@
 Routes: ``POST /v1/chat/completions`` (OpenAI), ``POST /v1/messages`` (Anthropic),
 ``POST /v1beta/models/{model}:generateContent`` (Gemini; ``/v1/...`` too),
 ``GET /stats``, ``POST /stats/reset``, ``GET /health``; the batch endpoints of each
-provider are routed by their own module (``batches_anthropic``, ``batches_gemini``).
+provider are routed by their own module (``batches_openai``, ``batches_anthropic``,
+``batches_gemini``) over one batch store (``batch_store``: its knobs and test hooks).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from aiohttp import web
 
 from . import batches_anthropic, batches_gemini, batches_openai
 from .answer import estimate_tokens
+from .batch_store import api_key
 from .config import SimConfig
 from .limits import SlidingWindow
 from .prompt_cache import PromptCache, usage
@@ -45,18 +47,6 @@ LISTEN_BACKLOG = 2048
 PROXY_PAGE = (
     "<html><head><title>502 Bad Gateway</title></head><body><h1>502 Bad Gateway</h1></body></html>"
 )
-
-
-def _api_key(request: web.Request) -> str:
-    """The key of a request, as each SDK sends it (Gemini: ``x-goog-api-key``, or the
-    REST API's ``?key=``)."""
-    auth = request.headers.get("Authorization", "")
-    return (
-        auth.removeprefix("Bearer ").strip()
-        or request.headers.get("x-api-key", "")
-        or request.headers.get("x-goog-api-key", "")
-        or request.query.get("key", "")
-    )
 
 
 def _json_response(
@@ -177,7 +167,7 @@ class Simulator:
         except (BadRequest, ValueError) as exc:
             return self._error(dialect, 400, "invalid_request", str(exc))
 
-        if cfg.require_key is not None and _api_key(request) != cfg.require_key:
+        if cfg.require_key is not None and api_key(request) != cfg.require_key:
             self.stats.unauthorized += 1
             if dialect == "gemini":  # the Gemini API answers a wrong key with a 400
                 message = "API key not valid. Please pass a valid API key. (simulated)"
@@ -245,7 +235,7 @@ class Simulator:
         echoed = None
         if cfg.echo_headers:  # a debugging proxy's echo: the key is among the headers
             echoed = "".join(f"{k}: {v}\n" for k, v in request.headers.items())
-        cache = usage(self.prompt_cache, dialect, parsed, _api_key(request))
+        cache = usage(self.prompt_cache, dialect, parsed, api_key(request))
         answer = reply(dialect, parsed, cfg, prompt_tokens, garbage=garbage, refusal=refusal,
                        echoed=echoed, cache=cache)  # fmt: skip
         stats = self.stats
@@ -290,11 +280,13 @@ def make_app(config: SimConfig) -> web.Application:
     # the google-genai SDK adds /v1beta (our judge pins it) or /v1 (the SDK's default)
     for version in ("v1beta", "v1"):
         app.router.add_post(f"/{version}/models/{{model}}:generateContent", sim.gemini_generate)
-    batches_anthropic.add_routes(app, sim)
-    batches_gemini.add_routes(app, sim)
     app.router.add_get("/stats", sim.get_stats)
     app.router.add_post("/stats/reset", sim.reset_stats)
     app.router.add_get("/health", sim.health)
+    # the store's hooks (/batches/settings, /batches/submitted) are routed first: OpenAI's
+    # batches are served without /v1 too, and /batches/{batch_id} would take them
+    batches_anthropic.add_routes(app, sim)
+    batches_gemini.add_routes(app, sim)
     batches_openai.add_routes(app, sim)
     return app
 

@@ -25,10 +25,14 @@ def write(tmp_path: Path, text: str) -> str:
     return str(path)
 
 
-def test_batch_keys_are_read(tmp_path: Path) -> None:
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
+def test_batch_keys_are_read(tmp_path: Path, provider: str) -> None:
+    """Each provider with a batch API is accepted with ``batch: true`` on the simulator
+    (its server serves that provider's batch endpoints)."""
     with running_simulator() as sim:
+        url = sim.openai_base_url if provider == "openai" else sim.base_url
         path = write(tmp_path,
-                     f"- spec: openai/gpt-4o@{sim.openai_base_url}\n  batch: true\n"
+                     f"- spec: {provider}/m@{url}\n  batch: true\n"
                      "  batch_max_wait: 2.5\n  batch_max_size: 100\n"
                      "  batch_max_tokens: 50000\n")  # fmt: skip
         [judge] = load_judges_file(path, spec_of, check_batch_spec)

@@ -9,6 +9,7 @@ import urllib.request
 from typing import Any
 
 import anthropic
+import openai
 import pytest
 from google import genai
 from google.genai import types
@@ -61,7 +62,8 @@ def test_a_batch_with_a_bad_custom_id_or_params_is_refused_whole() -> None:
             with pytest.raises(anthropic.BadRequestError):
                 client.messages.batches.create(requests=bad)  # type: ignore[arg-type]
         with urllib.request.urlopen(f"{sim.base_url}/batches/submitted", timeout=10) as resp:
-            assert json.loads(resp.read()) == {}  # nothing was accepted
+            seen = json.loads(resp.read())["anthropic"]
+        assert (seen["submitted"], seen["batches"]) == ({}, 0)  # nothing was accepted
 
 
 def test_results_wait_for_the_end_and_answers_are_billed_when_it_comes() -> None:
@@ -89,9 +91,51 @@ def test_results_wait_for_the_end_and_answers_are_billed_when_it_comes() -> None
 
 def test_bad_batch_settings_are_refused() -> None:
     with running_simulator(SimConfig()) as sim:
-        for bad in ({"delay": 1}, {"error_rate": 2}, {"delay_s": -1}, {"delay_s": "1"}):
+        for bad in ({"delay": 1}, {"error_rate": 2}, {"delay_s": -1}, {"delay_s": "1"},
+                    {"fail_batches": 1.5}, {"delay_s": 5, "lose_responses": True}):  # fmt: skip
             req = urllib.request.Request(f"{sim.base_url}/batches/settings", method="POST",
                                          data=json.dumps(bad).encode())  # fmt: skip
             with pytest.raises(urllib.error.HTTPError) as refused:
                 urllib.request.urlopen(req, timeout=10)
             assert refused.value.code == 400
+        with urllib.request.urlopen(req.full_url.replace("settings", "submitted")) as resp:
+            assert json.loads(resp.read())  # still answering
+        check = urllib.request.Request(req.full_url, method="POST", data=b"{}")
+        with urllib.request.urlopen(check, timeout=10) as resp:
+            assert json.loads(resp.read())["delay_s"] == 0  # a refused update sets nothing
+
+
+def openai_batch(client: openai.OpenAI, n: int) -> str:
+    lines = [json.dumps({"custom_id": f"r{i}", "method": "POST", "url": "/v1/chat/completions",
+                         "body": {"model": "m", "max_tokens": 200,
+                                  "messages": [{"role": "user", "content": f"q {i}"}]}})
+             for i in range(n)]  # fmt: skip
+    uploaded = client.files.create(file=("in.jsonl", "\n".join(lines).encode()), purpose="batch")
+    return client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions",
+                                 completion_window="24h").id  # fmt: skip
+
+
+def test_openai_batches_expire_half_answered_and_cancel_on_the_shared_settings() -> None:
+    """OpenAI's batches obey the store's knobs: an expiring batch answers its first half
+    (the rest ``batch_expired`` in the error file), a cancelled one answers nothing."""
+    with running_simulator(SimConfig()) as sim:
+        first = json.dumps({"expire_batches": 1}).encode()
+        settings = urllib.request.Request(f"{sim.base_url}/batches/settings", data=first)
+        urllib.request.urlopen(settings, timeout=10).close()
+        client = openai.OpenAI(api_key="k", base_url=sim.openai_base_url, max_retries=0)
+        expired = client.batches.retrieve(openai_batch(client, 4))
+        assert expired.status == "expired" and expired.request_counts is not None
+        assert (expired.request_counts.completed, expired.request_counts.failed) == (2, 2)
+        assert expired.output_file_id and expired.error_file_id
+        errors = client.files.content(expired.error_file_id).text.splitlines()
+        assert [json.loads(x)["error"]["code"] for x in errors] == ["batch_expired"] * 2
+        settings.data = json.dumps({"delay_s": 3600}).encode()
+        urllib.request.urlopen(settings, timeout=10).close()
+        open_id = openai_batch(client, 2)
+        assert client.batches.cancel(open_id).status == "cancelling"
+        cancelled = client.batches.retrieve(open_id)
+        assert cancelled.status == "cancelled" and cancelled.output_file_id is None
+        with urllib.request.urlopen(f"{sim.base_url}/batches/submitted", timeout=10) as resp:
+            seen = json.loads(resp.read())["openai"]
+        assert seen["states"] == {"expired": 1, "canceled": 1}
+        assert sim.stats()["served"] == 2  # only the answered half is billed

@@ -1,12 +1,14 @@
-"""The batch lane end to end in-process, with the real OpenAI SDK against the simulator's
-files and batches endpoints: the run ends done == total with the report of a live run;
-a batch accepted but whose answer was lost is found by its tag, never sent twice; an
-expired or partly failed batch plans only its unanswered calls again."""
+"""The batch lane end to end in-process, with each provider's real SDK (OpenAI, Anthropic,
+Gemini) against the simulator's batch endpoints: the run ends done == total with the
+report of a live run; a batch accepted but whose answer was lost is found by its tag,
+never sent twice; an expired, partly failed or wholly failed batch plans only its
+unanswered calls again."""
 
 from __future__ import annotations
 
 import json
 import urllib.request
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ from flask_eval.storage.batches import BatchLedger
 from flask_eval.storage.store import Store
 from flask_eval.workers.batching import BatchRequest, batch_api
 from flask_eval.workers.judge import GenerateConfig, JudgeOutput, create_judge
+from flask_eval.workers.providers.anthropic_batch import parse_wire_id
 from flask_eval.workers.providers.openai_batch import result_of
 from tests.conftest import EXAMPLES
 from tests.helpers import cli_env, flask_eval
@@ -28,6 +31,7 @@ INPUTS = ["--instances", str(EXAMPLES / "instances.jsonl"),
           "--responses", f"model_a={EXAMPLES / 'model_a.jsonl'}",
           "--responses", f"model_b={EXAMPLES / 'model_b.jsonl'}"]  # fmt: skip
 CALLS = 27 + 25  # instance mode: one call per (model, instance)
+PROVIDERS = ("openai", "anthropic", "gemini")
 
 
 def sim_post(sim: SimHandle, path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -38,15 +42,29 @@ def sim_post(sim: SimHandle, path: str, body: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def sim_batches(sim: SimHandle) -> dict[str, Any]:
-    with urllib.request.urlopen(f"{sim.base_url}/sim/batches/stats", timeout=10) as resp:
-        data: dict[str, Any] = json.loads(resp.read())
+def sim_batches(sim: SimHandle, provider: str = "openai") -> dict[str, Any]:
+    """The simulator's batch counts for ``provider``; ``calls``: how many times each of our
+    calls was submitted (Anthropic's custom_ids carry the tag: our id is their tail)."""
+    with urllib.request.urlopen(f"{sim.base_url}/batches/submitted", timeout=10) as resp:
+        data: dict[str, Any] = json.loads(resp.read())[provider]
+    calls: Counter[str] = Counter()
+    for sent, n in data["submitted"].items():
+        ours = parse_wire_id(sent) if provider == "anthropic" else None
+        calls[ours[2] if ours else sent] += n
+    data["calls"] = dict(calls)
     return data
 
 
-def judges(tmp_path: Path, sim: SimHandle, batch: bool, extra: str = "") -> str:
+def spec_of(provider: str, sim: SimHandle) -> str:
+    if provider == "openai":
+        return f"openai/sim-gpt@{sim.openai_base_url}"
+    return f"{provider}/sim-{provider}@{sim.base_url}"
+
+
+def judges(tmp_path: Path, sim: SimHandle, batch: bool, extra: str = "",
+           provider: str = "openai") -> str:  # fmt: skip
     path = tmp_path / ("batch.yaml" if batch else "live.yaml")
-    text = f"- spec: openai/sim-gpt@{sim.openai_base_url}\n  name: j\n"
+    text = f"- spec: {spec_of(provider, sim)}\n  name: j\n"
     text += "  price: {input: 2.0, output: 8.0}\n"
     if batch:
         text += "  batch: true\n" + extra
@@ -101,26 +119,27 @@ def test_result_lines_map_to_answers_and_reasons() -> None:
     assert answers["c"].reason == FailureReason.PROVIDER_ERROR
 
 
-@pytest.mark.e2e
-def test_a_batch_run_reports_as_a_live_run_at_half_the_price(tmp_path: Path) -> None:
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_batch_run_reports_as_a_live_run_at_half_the_price(tmp_path: Path, provider: str) -> None:
     """The same inputs and simulator seed, judged live and in provider batches (two
     ledgers, so no answer comes from the other's cache): done == total, the same report,
     every call submitted once, each paid answer a batch's."""
     with running_simulator(SimConfig(seed=7)) as sim:
         live = cli_env(f"sqlite:///{tmp_path / 'live.db'}")
-        flask_eval("run", *INPUTS, "--judges", judges(tmp_path, sim, False), "--run", "r",
-                   "--quiet", env=live)  # fmt: skip
+        flask_eval("run", *INPUTS, "--judges", judges(tmp_path, sim, False, provider=provider),
+                   "--run", "r", "--quiet", env=live)  # fmt: skip
         batched = cli_env(f"sqlite:///{tmp_path / 'batch.db'}",
                           FLASK_EVAL_BATCH_POLL_SECONDS="0.1")  # fmt: skip
         flask_eval("run", *INPUTS, "--judges", judges(tmp_path, sim, True,
-                   "  batch_max_size: 20\n"), "--run", "r", "--quiet", env=batched)  # fmt: skip
-        seen = sim_batches(sim)
+                   "  batch_max_size: 20\n", provider), "--run", "r", "--quiet",
+                   env=batched)  # fmt: skip
+        seen = sim_batches(sim, provider)
     st = json.loads(flask_eval("status", "r", "--json", env=batched).stdout)
     assert st["done"] == st["total"] == CALLS * 3
     assert report(batched, "r") == report(live, "r")
-    assert seen["batches"] == 3 and len(seen["submitted"]) == CALLS  # 20 + 20 + 12
-    assert set(seen["submitted"].values()) == {1}
-    assert {c.uid for c in paid(batched)} == set(seen["submitted"])  # uid = custom_id
+    assert seen["batches"] == 3 and len(seen["calls"]) == CALLS  # 20 + 20 + 12
+    assert set(seen["calls"].values()) == {1}
+    assert {c.uid for c in paid(batched)} == set(seen["calls"])  # uid = our custom_id
 
 
 def test_a_batch_answer_is_costed_at_the_judge_s_batch_price(tmp_path: Path) -> None:
@@ -150,46 +169,69 @@ def paid(env: dict[str, str]) -> list[Any]:
         return list(conn.execute(select(CALL.c.uid, CALL.c.cost)))
 
 
+@pytest.mark.parametrize("provider", PROVIDERS)
 def test_an_accepted_batch_whose_answer_was_lost_is_found_not_sent_twice(
-    tmp_path: Path,
+    tmp_path: Path, provider: str
 ) -> None:
     """The simulator accepts the batch and drops its HTTP answer: the lane never learns
-    its id, finds it by its tag on the next pass, and collects it; each call was
-    submitted exactly once."""
+    its id, finds it by its tag on a later pass (Anthropic's once it has ended: its
+    results confirm it), and collects it; each call was submitted exactly once."""
     with running_simulator(SimConfig(seed=7)) as sim:
-        sim_post(sim, "/sim/batches/config", {"lose_responses": 1, "delay_s": 0.3})
+        sim_post(sim, "/batches/settings", {"lose_responses": 1, "delay_s": 0.3})
         env = cli_env(f"sqlite:///{tmp_path / 'b.db'}", FLASK_EVAL_BATCH_POLL_SECONDS="0.1")
-        flask_eval("run", *INPUTS, "--judges", judges(tmp_path, sim, True), "--run", "r",
-                   "--quiet", env=env)  # fmt: skip
-        seen = sim_batches(sim)
+        flask_eval("run", *INPUTS, "--judges", judges(tmp_path, sim, True, provider=provider),
+                   "--run", "r", "--quiet", env=env)  # fmt: skip
+        seen = sim_batches(sim, provider)
     st = json.loads(flask_eval("status", "r", "--json", env=env).stdout)
     assert st["done"] == st["total"] == CALLS * 3
     assert seen["lost"] == 1 and seen["batches"] == 1
-    assert len(seen["submitted"]) == CALLS and set(seen["submitted"].values()) == {1}
+    assert len(seen["calls"]) == CALLS and set(seen["calls"].values()) == {1}
     [batch] = BatchLedger(Store(env["FLASK_EVAL_DATABASE_URL"])).batches(1)
     assert batch.state == "collected" and batch.provider_id is not None
 
 
-def test_expired_and_failed_requests_are_planned_again_alone(tmp_path: Path) -> None:
-    """One batch expires with half its calls answered, a share of the first submissions
-    fail with a 500 line: only those calls go into the next batches, and the run ends
-    done == total."""
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_expired_and_failed_requests_are_planned_again_alone(tmp_path: Path, provider: str) -> None:
+    """One batch expires (OpenAI's and Anthropic's with half its calls answered; Gemini's
+    expired batch holds no results), a share of the first submissions fail: only the
+    calls without an answer go into the next batches, and the run ends done == total."""
     with running_simulator(SimConfig(seed=7)) as sim:
-        sim_post(sim, "/sim/batches/config", {"expire_batches": 1, "fail_rate": 0.2})
+        sim_post(sim, "/batches/settings", {"expire_batches": 1, "error_rate": 0.2})
         env = cli_env(f"sqlite:///{tmp_path / 'b.db'}", FLASK_EVAL_BATCH_POLL_SECONDS="0.1")
-        flask_eval("run", *INPUTS, "--judges", judges(tmp_path, sim, True), "--run", "r",
-                   "--quiet", env=env)  # fmt: skip
-        seen = sim_batches(sim)
+        flask_eval("run", *INPUTS, "--judges", judges(tmp_path, sim, True, provider=provider),
+                   "--run", "r", "--quiet", env=env)  # fmt: skip
+        seen = sim_batches(sim, provider)
     st = json.loads(flask_eval("status", "r", "--json", env=env).stdout)
     assert st["done"] == st["total"] == CALLS * 3
-    counts = seen["submitted"]
+    counts = seen["calls"]
     retried = {k for k, n in counts.items() if n > 1}
     assert seen["states"] == {"expired": 1, "completed": seen["batches"] - 1}
-    assert len(counts) == CALLS and CALLS // 2 <= len(retried) < CALLS
-    assert max(counts.values()) == 2
+    assert len(counts) == CALLS and max(counts.values()) == 2
+    if provider == "gemini":
+        assert len(retried) == CALLS
+    else:  # the answered half stays answered, a share of it failed
+        assert CALLS // 2 < len(retried) < CALLS
     store = Store(env["FLASK_EVAL_DATABASE_URL"])
     assert len(paid(env)) == CALLS  # one paid answer per call: none paid twice
-    assert next(b.state for b in BatchLedger(store).batches(1)) == "collected"
+    first = "failed" if provider == "gemini" else "collected"  # Gemini's: nothing to collect
+    assert next(b.state for b in BatchLedger(store).batches(1)) == first
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_batch_failed_as_a_whole_is_planned_again(tmp_path: Path, provider: str) -> None:
+    """The provider fails the first batch as a whole (Anthropic, which has no such state:
+    every request errored): all its calls go into one new batch, none is paid twice."""
+    with running_simulator(SimConfig(seed=7)) as sim:
+        sim_post(sim, "/batches/settings", {"fail_batches": 1})
+        env = cli_env(f"sqlite:///{tmp_path / 'b.db'}", FLASK_EVAL_BATCH_POLL_SECONDS="0.1")
+        flask_eval("run", *INPUTS, "--judges", judges(tmp_path, sim, True, provider=provider),
+                   "--run", "r", "--quiet", env=env)  # fmt: skip
+        seen = sim_batches(sim, provider)
+    st = json.loads(flask_eval("status", "r", "--json", env=env).stdout)
+    assert st["done"] == st["total"] == CALLS * 3
+    assert seen["states"] == {"failed": 1, "completed": 1}
+    assert len(seen["calls"]) == CALLS and set(seen["calls"].values()) == {2}
+    assert len(paid(env)) == CALLS
 
 
 @pytest.mark.e2e
@@ -213,7 +255,7 @@ def test_kill_9_of_every_worker_and_the_producer_while_batches_are_open(
             "FLASK_EVAL_BATCH_POLL_SECONDS": "0.3"}  # fmt: skip
     env = cli_env(sqlite_url, redis_url, **fast)
     with running_simulator(SimConfig(seed=11)) as sim:
-        sim_post(sim, "/sim/batches/config", {"lose_responses": 1, "delay_s": 3600})
+        sim_post(sim, "/batches/settings", {"lose_responses": 1, "delay_s": 3600})
         path = judges(tmp_path, sim, True, "  batch_max_wait: 0.5\n  batch_max_size: 20\n")
         producer = subprocess.Popen(
             [sys.executable, "-m", "flask_eval", "run", *INPUTS, "--judges", path,
@@ -223,7 +265,7 @@ def test_kill_9_of_every_worker_and_the_producer_while_batches_are_open(
         )  # fmt: skip
         try:
             with workers(env, processes=2, in_flight=8, log=tmp_path / "w1.log") as proc:
-                wait_until(lambda: sim_batches(sim), lambda s: len(s["submitted"]) == CALLS,
+                wait_until(lambda: sim_batches(sim), lambda s: len(s["calls"]) == CALLS,
                            timeout=120, what="every call submitted in a batch")  # fmt: skip
                 kill_group(proc, signal.SIGKILL)
                 proc.wait()
@@ -235,7 +277,7 @@ def test_kill_9_of_every_worker_and_the_producer_while_batches_are_open(
         store = Store(sqlite_url)
         open_ = BatchLedger(store).open_batches()
         assert len(open_) == 3  # 20 + 20 + 12 calls, none answered yet
-        sim_post(sim, "/sim/batches/config", {"delay_s": 0})  # the provider ends them now
+        sim_post(sim, "/batches/settings", {"delay_s": 0})  # the provider ends them now
         with workers(env, processes=1, in_flight=8, log=tmp_path / "w2.log"):
             st = wait_until(lambda: json.loads(flask_eval("status", "r", "--json",
                                                           env=env).stdout),
@@ -243,7 +285,7 @@ def test_kill_9_of_every_worker_and_the_producer_while_batches_are_open(
                             what="the run to complete", interval=1)  # fmt: skip
         seen = sim_batches(sim)
     assert st["done"] == st["total"] == CALLS * 3
-    assert len(seen["submitted"]) == CALLS and set(seen["submitted"].values()) == {1}
+    assert len(seen["calls"]) == CALLS and set(seen["calls"].values()) == {1}
     assert seen["lost"] == 1
     with running_simulator(SimConfig(seed=11)) as calm:
         live = cli_env(f"sqlite:///{tmp_path / 'live.db'}")

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from flask_eval.core.errors import FailureReason, JudgeError
+from flask_eval.rubrics.messages import message
 from flask_eval.simulator.config import SimConfig
 from flask_eval.simulator.testing import SimHandle, running_simulator
 from flask_eval.workers.batching import BatchAPI, BatchRequest, batch_api
@@ -46,14 +47,16 @@ def settings(sim: SimHandle, **values: float) -> None:
 
 def submitted(sim: SimHandle, provider: str) -> dict[str, int]:
     with urllib.request.urlopen(f"{sim.base_url}/batches/submitted", timeout=10) as resp:
-        counts: dict[str, dict[str, int]] = json.loads(resp.read())
-    return counts.get(provider, {})
+        counts: dict[str, int] = json.loads(resp.read())[provider]["submitted"]
+    return counts
 
 
 def judge_of(provider: str, sim: SimHandle, monkeypatch: pytest.MonkeyPatch) -> Judge:
     for name in ("ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "ANTHROPIC_BASE_URL",
-                 "GOOGLE_GEMINI_BASE_URL"):  # fmt: skip
+                 "GOOGLE_GEMINI_BASE_URL", "OPENAI_BASE_URL"):  # fmt: skip
         monkeypatch.delenv(name, raising=False)
+    if provider == "openai":
+        return create_judge(f"openai/sim-gpt@{sim.openai_base_url}")
     return create_judge(f"{provider}/sim-{provider}@{sim.base_url}")
 
 
@@ -111,6 +114,36 @@ def test_a_batch_answers_each_request_as_a_live_call_would(
         assert (got.text, got.prompt_tokens, got.completion_tokens, got.finish) == (
             answer.text, answer.prompt_tokens, answer.completion_tokens, answer.finish)  # fmt: skip
         assert "[RESULT]" in got.text or "[SCORES]" in got.text
+
+
+@pytest.mark.parametrize("provider", ("openai", *PROVIDERS))
+def test_a_batched_request_reads_the_prompt_cache_as_a_live_one_would(
+    provider: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Providers cache batched requests too: after a live call, the same request batched
+    reports the cached (and cache-written) tokens a second live call reports."""
+    shared = "Rubric: score the response for correctness, 1 to 5. " * 200  # ~2,700 tokens
+    call = BatchRequest("again", [message("user", shared, "Judge answer 1.")],
+                        GenerateConfig(max_tokens=400, timeout=30))  # fmt: skip
+
+    def twice(batched: bool) -> JudgeOutput:
+        with running_simulator(SimConfig(seed=7)) as sim:
+            judge = judge_of(provider, sim, monkeypatch)
+
+            async def go(api: BatchAPI) -> Any:
+                await judge.generate(call.messages, call.config)  # writes the cache
+                if not batched:
+                    return await judge.generate(call.messages, call.config)
+                batch = await api.submit_batch(TAG, [call])
+                await ended(api, batch.batch_id)
+                return (await api.batch_results(batch.batch_id))["again"]
+
+            out: JudgeOutput = run(judge, go)
+            return out
+
+    live, batched = twice(False), twice(True)
+    assert isinstance(batched, JudgeOutput) and batched.cached_tokens > 0
+    assert batched == live
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
