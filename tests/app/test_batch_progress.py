@@ -60,3 +60,51 @@ def test_a_live_run_shows_no_batch_lines(tmp_path: Path) -> None:
     data = json.loads(flask_eval("status", "l", "--json", env=env).stdout)
     assert data["batches"] == {} and data["batch_calls"] == 0
     assert "batch API: batches" not in flask_eval("status", "l", env=env).stdout
+
+
+def test_runs_delete_cancels_the_open_batches_at_their_provider(tmp_path: Path) -> None:
+    """A deleted run's batch still processing at the provider is canceled there (it would
+    go on being billed for answers nobody reads); a batch whose provider id was never
+    recorded is named with its tag instead."""
+    import asyncio
+
+    from sqlalchemy import insert
+
+    from flask_eval.storage.models import BATCH
+    from flask_eval.storage.store import Store
+    from flask_eval.workers.batching import BatchRequest, batch_api
+    from flask_eval.workers.judge import GenerateConfig, create_judge
+    from tests.workers.test_batch_lane import sim_batches, sim_post
+
+    with running_simulator(SimConfig(seed=3)) as sim:
+        spec = f"openai/sim-gpt@{sim.openai_base_url}"
+        env = cli_env(f"sqlite:///{tmp_path / 'd.db'}")
+        flask_eval("run", *INPUTS, "--judge", f"j={spec}", "--run", "d", "--quiet", env=env)
+        sim_post(sim, "/batches/settings", {"delay_s": 3600})  # it stays in progress
+
+        async def submit() -> str:
+            judge = create_judge(spec)
+            try:
+                request = BatchRequest("c1", [{"role": "user", "content": "hi"}],
+                                       GenerateConfig())  # fmt: skip
+                return (await batch_api(judge).submit_batch("tag-open", [request])).batch_id
+            finally:
+                await judge.aclose()
+
+        provider_id = asyncio.run(submit())
+        store = Store(env["FLASK_EVAL_DATABASE_URL"])
+        run = store.find_run("d")
+        assert run is not None
+        with store.engine.begin() as conn:
+            for uid, pid in (("tag-open", provider_id), ("tag-unrecorded", None)):
+                conn.execute(insert(BATCH).values(
+                    uid=uid, run_id=run.id, judge="j", provider="openai", provider_id=pid,
+                    state="submitted" if pid else "created", provider_state="", size=1,
+                    succeeded=0, failed=0, files="{}"))  # fmt: skip
+        store.close()
+        assert sim_batches(sim)["states"] == {"in_progress": 1}
+        deleted = flask_eval("runs", "delete", "d", "--yes", env=env)
+        assert sim_batches(sim)["states"] in ({"canceling": 1}, {"canceled": 1})
+    assert f"canceled at the provider ({provider_id})" in deleted.stderr
+    assert "its tag: tag-unrecorded" in deleted.stderr
+    assert "deleted run d" in deleted.stderr
