@@ -239,10 +239,11 @@ def test_a_batch_failed_as_a_whole_is_planned_again(tmp_path: Path, provider: st
 def test_kill_9_of_every_worker_and_the_producer_while_batches_are_open(
     sqlite_url: str, redis_url: str, tmp_path: Path
 ) -> None:
-    """Real Redis and Celery worker processes: the producer waits and two workers have
-    submitted the batches (one's answer lost: accepted, found again by its tag) when all
-    three are killed with -9; one new worker completes the run, every call submitted
-    exactly once, and the report equals a live run's with the same seed."""
+    """Real Redis and Celery worker processes, one batch judge on each provider's batch
+    API (OpenAI, Anthropic, Gemini): the producer waits and two workers have submitted the
+    batches (one's answer lost: accepted, found again by its tag) when all three are
+    killed with -9; one new worker completes the run, every call submitted exactly once,
+    and the report equals a live run's with the same seed."""
     import os
     import signal
     import subprocess
@@ -256,7 +257,18 @@ def test_kill_9_of_every_worker_and_the_producer_while_batches_are_open(
     env = cli_env(sqlite_url, redis_url, **fast)
     with running_simulator(SimConfig(seed=11)) as sim:
         sim_post(sim, "/batches/settings", {"lose_responses": 1, "delay_s": 3600})
-        path = judges(tmp_path, sim, True, "  batch_max_wait: 0.5\n  batch_max_size: 20\n")
+
+        def three(batch: bool, on: SimHandle) -> str:
+            text = "".join(
+                f"- spec: {spec_of(p, on)}\n  name: j-{p}\n  price: {{input: 2.0, output: 8.0}}\n"
+                + ("  batch: true\n  batch_max_wait: 0.5\n  batch_max_size: 20\n" if batch else "")
+                for p in PROVIDERS
+            )
+            path = tmp_path / ("three-batch.yaml" if batch else "three-live.yaml")
+            path.write_text(text)
+            return str(path)
+
+        path = three(True, sim)
         producer = subprocess.Popen(
             [sys.executable, "-m", "flask_eval", "run", *INPUTS, "--judges", path,
              "--run", "r", "--quiet"],
@@ -265,7 +277,8 @@ def test_kill_9_of_every_worker_and_the_producer_while_batches_are_open(
         )  # fmt: skip
         try:
             with workers(env, processes=2, in_flight=8, log=tmp_path / "w1.log") as proc:
-                wait_until(lambda: sim_batches(sim), lambda s: len(s["calls"]) == CALLS,
+                wait_until(lambda: [sim_batches(sim, p) for p in PROVIDERS],
+                           lambda seen: all(len(s["calls"]) == CALLS for s in seen),
                            timeout=120, what="every call submitted in a batch")  # fmt: skip
                 kill_group(proc, signal.SIGKILL)
                 proc.wait()
@@ -276,19 +289,20 @@ def test_kill_9_of_every_worker_and_the_producer_while_batches_are_open(
                 kill_group(producer, signal.SIGKILL)
         store = Store(sqlite_url)
         open_ = BatchLedger(store).open_batches()
-        assert len(open_) == 3  # 20 + 20 + 12 calls, none answered yet
+        assert len(open_) == 3 * len(PROVIDERS)  # 20 + 20 + 12 calls each, none answered
         sim_post(sim, "/batches/settings", {"delay_s": 0})  # the provider ends them now
         with workers(env, processes=1, in_flight=8, log=tmp_path / "w2.log"):
             st = wait_until(lambda: json.loads(flask_eval("status", "r", "--json",
                                                           env=env).stdout),
                             lambda s: s["done"] + s["failed"] == s["total"], timeout=180,
                             what="the run to complete", interval=1)  # fmt: skip
-        seen = sim_batches(sim)
-    assert st["done"] == st["total"] == CALLS * 3
-    assert len(seen["calls"]) == CALLS and set(seen["calls"].values()) == {1}
-    assert seen["lost"] == 1
+        seen = {p: sim_batches(sim, p) for p in PROVIDERS}
+    assert st["done"] == st["total"] == CALLS * 3 * len(PROVIDERS)
+    for p in PROVIDERS:
+        assert len(seen[p]["calls"]) == CALLS and set(seen[p]["calls"].values()) == {1}, p
+    assert sum(s["lost"] for s in seen.values()) == 1
     with running_simulator(SimConfig(seed=11)) as calm:
         live = cli_env(f"sqlite:///{tmp_path / 'live.db'}")
-        flask_eval("run", *INPUTS, "--judges", judges(tmp_path, calm, False), "--run", "r",
+        flask_eval("run", *INPUTS, "--judges", three(False, calm), "--run", "r",
                    "--quiet", env=live)  # fmt: skip
     assert report(env, "r") == report(live, "r")
