@@ -4,13 +4,16 @@ half the live one in `status`'s cost."""
 
 from __future__ import annotations
 
+import itertools
 import json
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from flask_eval.simulator.config import SimConfig
 from flask_eval.simulator.testing import running_simulator
+from flask_eval.storage.store import Store
 from tests.conftest import EXAMPLES
 from tests.helpers import cli_env, flask_eval
 
@@ -71,7 +74,6 @@ def test_runs_delete_cancels_the_open_batches_at_their_provider(tmp_path: Path) 
     from sqlalchemy import insert
 
     from flask_eval.storage.models import BATCH
-    from flask_eval.storage.store import Store
     from flask_eval.workers.batching import BatchRequest, batch_api
     from flask_eval.workers.judge import GenerateConfig, create_judge
     from tests.workers.test_batch_lane import sim_batches, sim_post
@@ -108,3 +110,43 @@ def test_runs_delete_cancels_the_open_batches_at_their_provider(tmp_path: Path) 
     assert f"canceled at the provider ({provider_id})" in deleted.stderr
     assert "its tag: tag-unrecorded" in deleted.stderr
     assert "deleted run d" in deleted.stderr
+
+
+def test_the_batch_queue_token_limit_holds_what_open_batches_carry(tmp_path: Path) -> None:
+    """`batch_max_tokens`: the prompt tokens of a judge's open batches never pass the
+    limit (a provider's batch-queue limit), so calls go in several batches, one after
+    another; the run still ends done == total."""
+    from flask_eval.storage.batches import BatchLedger
+
+    limit = 15_000  # about ten of these calls' prompts
+    with running_simulator(SimConfig(seed=3)) as sim:
+        judges = tmp_path / "judges.yaml"
+        judges.write_text(
+            f"- spec: openai/sim-gpt@{sim.openai_base_url}\n  name: j\n  batch: true\n"
+            f"  batch_max_tokens: {limit}\n"
+        )
+        env = cli_env(f"sqlite:///{tmp_path / 'q.db'}", FLASK_EVAL_BATCH_POLL_SECONDS="0.05")
+        flask_eval("run", *INPUTS, "--judges", str(judges), "--run", "q", "--quiet", env=env)
+    store = Store(env["FLASK_EVAL_DATABASE_URL"])
+    ledger = BatchLedger(store)
+    batches = ledger.batches(1)
+    carried = [sum(c.tokens for c in ledger.calls_of(b.uid)) for b in batches]
+    assert len(batches) >= 4 and sum(b.size for b in batches) == CALLS
+    assert max(carried) <= limit, carried
+    # one open at a time: each was submitted after the one before it ended
+    times = store_times(store)
+    assert all(ended <= nxt for (_, ended), (nxt, _) in itertools.pairwise(times))
+    assert json.loads(flask_eval("status", "q", "--json", env=env).stdout)["done"] == CALLS * 3
+
+
+def store_times(store: Store) -> list[tuple[datetime, datetime]]:
+    """(created, ended) of each batch, in order."""
+    from sqlalchemy import select
+
+    from flask_eval.storage.models import BATCH
+
+    with store.engine.connect() as conn:
+        return [
+            (r.created_at, r.ended_at)
+            for r in conn.execute(select(BATCH.c.created_at, BATCH.c.ended_at).order_by(BATCH.c.id))
+        ]
