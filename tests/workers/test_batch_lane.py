@@ -65,7 +65,7 @@ def judges(tmp_path: Path, sim: SimHandle, batch: bool, extra: str = "",
            provider: str = "openai") -> str:  # fmt: skip
     path = tmp_path / ("batch.yaml" if batch else "live.yaml")
     text = f"- spec: {spec_of(provider, sim)}\n  name: j\n"
-    text += "  price: {input: 2.0, output: 8.0}\n"
+    text += "  price: {input: 2.0, output: 8.0, batch: 0.5}\n"  # no cache prices: cost = tokens
     if batch:
         text += "  batch: true\n" + extra
     path.write_text(text)
@@ -140,6 +140,10 @@ def test_a_batch_run_reports_as_a_live_run_at_half_the_price(tmp_path: Path, pro
     assert seen["batches"] == 3 and len(seen["calls"]) == CALLS  # 20 + 20 + 12
     assert set(seen["calls"].values()) == {1}
     assert {c.uid for c in paid(batched)} == set(seen["calls"])  # uid = our custom_id
+    # the same tokens, each answer metered at the batch price: half the live run's cost
+    live_cost = json.loads(flask_eval("status", "r", "--json", env=live).stdout)["cost"]
+    assert live_cost > 0 and st["cost"] == pytest.approx(live_cost / 2, rel=1e-9)
+    assert st["batch_calls"] == CALLS
 
 
 def test_a_batch_answer_is_costed_at_the_judge_s_batch_price(tmp_path: Path) -> None:
