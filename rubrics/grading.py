@@ -135,26 +135,24 @@ class FlaskEvalProtocol(Protocol):
     def render(self, subject: Subject, criteria: Sequence[Criterion]) -> list[Message]:
         """The criteria in one canonical order (:func:`canonical`), so that every call
         on the same set shares its prefix whatever order its instance lists them in."""
-        return render(
-            instruction=subject.instruction,
-            reference=subject.reference,
-            response=subject.response,
-            skills=canonical(criteria),
-            system_prompt=subject.system_prompt,
-            scale=self.scale,
-        )
+        return self._render(subject, canonical(criteria), structured=False)
 
     def render_structured(self, subject: Subject, criteria: Sequence[Criterion]) -> list[Message]:
         """:meth:`render`'s messages with the JSON object's instructions in the section
         "How to answer" (part of the shared prefix: the structured form shares it too)."""
+        return self._render(subject, canonical(criteria), structured=True)
+
+    def _render(
+        self, subject: Subject, criteria: Sequence[Criterion], structured: bool
+    ) -> list[Message]:
         return render(
             instruction=subject.instruction,
             reference=subject.reference,
             response=subject.response,
-            skills=canonical(criteria),
+            skills=criteria,
             system_prompt=subject.system_prompt,
             scale=self.scale,
-            answer=instructions(canonical(criteria), self.scale),
+            answer=instructions(criteria, self.scale) if structured else None,
         )
 
     def response_schema(self, criteria: Sequence[Criterion]) -> dict[str, Any] | None:
