@@ -353,9 +353,7 @@ def wait(
     watch = Watch()
     last_change, last_open = time.monotonic(), counts.pending
     first = FirstStep(store, dispatcher, within=max(quiet_after, 30.0))
-    judges = run.config.get("judges") or []
-    batched = any(isinstance(j, dict) and j.get("batch") for j in judges)
-    batches = BatchWatch(store, run.id) if batched else None
+    batches = BatchWatch.of(store, run)
     deadline = None if timeout is None else time.monotonic() + timeout
     open_ = counts.pending - leave_open
     queue = dispatcher.queue or ""

@@ -145,6 +145,13 @@ class BatchWatch:
         self.seen: dict[str, tuple[str, str]] = {}
         self._looked = float("-inf")
 
+    @classmethod
+    def of(cls, store: Store, run: RunInfo) -> BatchWatch | None:
+        """The watch of ``run``'s batches; None when no judge of it is a batch judge."""
+        judges = run.config.get("judges") or []
+        batched = any(isinstance(j, dict) and j.get("batch") for j in judges)
+        return cls(store, run.id) if batched else None
+
     def look(self, tell: Callable[[str], None], force: bool = False) -> None:
         now = time.monotonic()
         if not force and now - self._looked < LOOK_EVERY / 2:
