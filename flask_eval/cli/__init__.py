@@ -165,8 +165,14 @@ def status(run_name: str | None, as_json: bool) -> None:
         click.echo(f"  failed ({reason}): {n}")
     for halt in store.halts(info.id).values():
         click.echo(f"  {halt.detail}")
+    from flask_eval.core.types import JudgeConfig
+
+    unpriced = [j["name"] for j in info.config["judges"] if JudgeConfig.from_data(j).price is None]
+    cost = f"${counts.cost:.4f}" + (
+        f"; cost unknown for {', '.join(unpriced)}: no price" if unpriced else ""
+    )  # an unpriced judge's calls are metered at $0: never show that as their cost alone
     click.echo(
-        f"  {counts.calls} judge calls paid (${counts.cost:.4f}), {counts.prompt_tokens} prompt "
+        f"  {counts.calls} judge calls paid ({cost}), {counts.prompt_tokens} prompt "
         f"+ {counts.completion_tokens} completion tokens"
     )
     if counts.cached_tokens or counts.cache_write_tokens or counts.batch_calls:

@@ -39,7 +39,7 @@ def test_run_says_each_batch_state_and_status_counts_batches_and_calls(tmp_path:
     assert sum("(openai, " in line and ": collected" in line for line in said) == 2, said
     text = flask_eval("status", "b", env=env).stdout
     assert "judge j through its provider's batch API: batches 2 collected" in text
-    assert f"calls {CALLS} collected" in text
+    assert f"calls {CALLS} collected" in text and "cost unknown" not in text
     data = json.loads(flask_eval("status", "b", "--json", env=env).stdout)
     assert data["batches"] == {"j": {"batches": {"collected": 2}, "calls": {"collected": CALLS}}}
     assert data["done"] == data["total"] == CALLS * 3
@@ -54,7 +54,7 @@ def test_run_says_each_batch_state_and_status_counts_batches_and_calls(tmp_path:
     assert estimated == pytest.approx(live_usd / 2, abs=1e-4)  # as printed: 4 decimals
 
 
-def test_a_live_run_shows_no_batch_lines(tmp_path: Path) -> None:
+def test_a_live_run_shows_no_batch_lines_and_an_unpriced_cost_as_unknown(tmp_path: Path) -> None:
     with running_simulator(SimConfig(seed=3)) as sim:
         env = cli_env(f"sqlite:///{tmp_path / 'l.db'}")
         ran = flask_eval("run", *INPUTS, "--judge", f"openai/sim-gpt@{sim.openai_base_url}",
@@ -62,7 +62,10 @@ def test_a_live_run_shows_no_batch_lines(tmp_path: Path) -> None:
     assert not [line for line in ran.stderr.splitlines() if line.startswith("batch ")]
     data = json.loads(flask_eval("status", "l", "--json", env=env).stdout)
     assert data["batches"] == {} and data["batch_calls"] == 0
-    assert "batch API: batches" not in flask_eval("status", "l", env=env).stdout
+    text = flask_eval("status", "l", env=env).stdout
+    assert "batch API: batches" not in text
+    # a judge without a price: its calls' cost is unknown, not $0
+    assert "cost unknown for openai/sim-gpt: no price" in text
 
 
 def test_runs_delete_cancels_the_open_batches_at_their_provider(tmp_path: Path) -> None:
