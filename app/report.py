@@ -347,6 +347,7 @@ def pairwise_report(
         models=[m for m in models if m in seen],
         anchor=anchor,
         lengths=data.lengths,
+        texts=store.run_texts(run.id)[1],  # lengths and markdown of the controlled figures
         failed=data.failed,
         confidence=confidence,
         both_orders=bool(settings.get("swap", True)),

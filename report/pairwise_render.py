@@ -67,6 +67,27 @@ def _matrix_lines(pw: PairwiseReport, judge: str) -> list[str]:
     ]  # fmt: skip
 
 
+def _controlled_lines(pw: PairwiseReport, judge: str, width: int, level: int) -> list[str]:
+    """Length-controlled win rate (AlpacaEval 2) and style-controlled rating (Arena-Hard)
+    of each model, best style-controlled rating first."""
+    rows = [c for c in pw.controlled if c.judge == judge]
+    if not rows:
+        return []
+    rows.sort(key=lambda c: (c.style_rating is None, -(c.style_rating or 0.0)))
+    lines = [
+        f"Controlled for length and style | judge {judge} ({level}% CI; criteria pooled)",
+        f"  {'model':<{width}}  {'win vs anchor':>13}  {'LC win':>6}  {'interval':<14}  "
+        f"{'style rating':>12}  {'interval':<18}  {'style win':>9}",
+    ]
+    for c in rows:
+        lines.append(
+            f"  {c.model:<{width}}  {_f(c.raw_win, 3):>13}  {_f(c.lc_win, 3):>6}  "
+            f"{_ci(c.lc_ci, 3):<14}  {_f(c.style_rating, 1):>12}  {_ci(c.style_ci, 1):<18}  "
+            f"{_f(c.style_win, 3):>9}".rstrip()
+        )
+    return lines
+
+
 def text(pw: PairwiseReport, level: int = 95) -> str:
     """Leaderboard, win-rate matrix and position bias per judge, accuracy against the
     labels, the comparisons judged in one order only, as plain text."""
@@ -81,6 +102,7 @@ def text(pw: PairwiseReport, level: int = 95) -> str:
                 f"  {r.model:<{width}}  {_f(r.rating, 1):>7}  {_ci(r.ci, 1):<18}  "
                 f"{_f(r.win_rate, 3):>13}  {r.games:>6}"
             )
+        lines += _controlled_lines(pw, judge, width, level)
         lines += _matrix_lines(pw, judge)
     lines += ["", "Position bias (consistency: the verdict survives the swap; first: the share "
               "of non-tie", "verdicts that picked the response shown first)"]  # fmt: skip

@@ -21,6 +21,12 @@ judge, dimension, key, mean, n, n_na, n_failed, ci_low, ci_high) and add ``crite
 - ``length_bias``: key = a bin of ``len(A) - len(B)`` in characters (model ""): ``mean``
   = the score of the first-named model A (win + tie / 2) with its interval; ``win``,
   ``tie``, ``loss``; ``n`` comparisons;
+- ``length_controlled``: key = model = the model: ``mean`` = its AlpacaEval 2
+  length-controlled win rate against the ``anchor`` with its interval; ``win_rate`` = its
+  plain score against the anchor; ``n`` = its games against the anchor (criteria pooled);
+- ``style_controlled``: key = model: ``mean`` = its Arena-Hard style-controlled rating
+  (anchor at 1000) with its interval; ``win_rate`` = the predicted win rate against the
+  anchor with ``win_low`` / ``win_high``; ``n`` = games played (criteria pooled);
 - ``pairwise_one_order``: as ``pairwise``, for the comparisons of a run planned in both
   orders that were judged in one order only (the other failed or is unfinished). They
   are left out of every other row (win rates, ratings, length bias), as FastChat leaves
@@ -53,10 +59,14 @@ from flask_eval.report.pairwise import (
 )
 from flask_eval.report.pairwise_bias import LengthBin, Position, length_bias, position
 from flask_eval.report.pairwise_labels import JudgeAgreement, LabelAccuracy, judge_agreement
+from flask_eval.report.pairwise_style import NOTE as CONTROLLED_NOTE
+from flask_eval.report.pairwise_style import Controlled, controlled
 
 PAIRWISE, RATING, POSITION, LENGTH_BIAS = "pairwise", "rating", "position", "length_bias"
 ONE_ORDER = "pairwise_one_order"
-DIMENSIONS = (PAIRWISE, RATING, POSITION, LENGTH_BIAS, ONE_ORDER)
+LENGTH_CONTROLLED, STYLE_CONTROLLED = "length_controlled", "style_controlled"
+DIMENSIONS = (PAIRWISE, RATING, POSITION, LENGTH_BIAS, ONE_ORDER, LENGTH_CONTROLLED,
+              STYLE_CONTROLLED)  # fmt: skip
 PAIRWISE_FIELDS: tuple[str, ...] = (
     *FIELDS, "criterion", "model_b", "win", "win_low", "win_high", "tie", "tie_low",
     "tie_high", "loss", "loss_low", "loss_high", "n_swapped", "win_rate", "anchor",
@@ -99,6 +109,8 @@ class PairwiseReport:
     #: accuracy of each judge against an imported set's gold labels (Auto-J, HHH)
     label_accuracy: list[LabelAccuracy] = field(default_factory=list)
     failed: dict[tuple[str, str, str, str], int] = field(default_factory=dict)
+    #: length- and style-controlled figures per judge (when the responses' texts are known)
+    controlled: list[Controlled] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     def rows(self) -> list[dict[str, Any]]:
@@ -109,6 +121,7 @@ class PairwiseReport:
             *(_position_row(p, self.failed) for p in self.positions),
             *(_length_row(b) for b in self.length_bins),
             *(_pair_row(w, self.failed, ONE_ORDER) for w in self.one_order),
+            *(row for c in self.controlled for row in _controlled_rows(c)),
         ]
 
     def summary(self) -> dict[str, Any]:
@@ -198,6 +211,20 @@ def _length_row(b: LengthBin) -> dict[str, Any]:
     return row
 
 
+def _controlled_rows(c: Controlled) -> list[dict[str, Any]]:
+    lc, sc = _blank(), _blank()
+    lc.update(model=c.model, judge=c.judge, dimension=LENGTH_CONTROLLED, key=c.model,
+              criterion=ALL_CRITERIA, mean=c.lc_win, n=c.games_vs_anchor, win_rate=c.raw_win,
+              anchor=c.anchor)  # fmt: skip
+    lc["ci_low"], lc["ci_high"] = _ci(c.lc_ci)
+    sc.update(model=c.model, judge=c.judge, dimension=STYLE_CONTROLLED, key=c.model,
+              criterion=ALL_CRITERIA, mean=c.style_rating, n=c.games, win_rate=c.style_win,
+              anchor=c.anchor)  # fmt: skip
+    sc["ci_low"], sc["ci_high"] = _ci(c.style_ci)
+    sc["win_low"], sc["win_high"] = _ci(c.style_win_ci)
+    return [lc, sc]
+
+
 # -- building --------------------------------------------------------------------------
 
 
@@ -271,6 +298,7 @@ def build(
     models: Sequence[str] = (),
     anchor: str | None = None,
     lengths: Mapping[tuple[str, str], int] | None = None,
+    texts: Mapping[tuple[str, str], str] | None = None,
     failed: Mapping[tuple[str, str, str, str], int] | None = None,
     confidence: float = DEFAULT_CONFIDENCE,
     both_orders: bool = False,
@@ -279,7 +307,9 @@ def build(
     entry (:func:`report.pairwise.instances_of`); ``anchor`` defaults to the first
     model. ``failed`` maps (judge, first, second, criterion) to failed judgments.
     ``both_orders``: the run planned every comparison in both orders, so one judged in
-    one order only is set apart (``one_order``) instead of counted from that order."""
+    one order only is set apart (``one_order``) instead of counted from that order.
+    ``texts`` ((model, instance) -> response) adds the length- and style-controlled
+    figures (:mod:`report.pairwise_style`)."""
     order = model_order(records, models)
     every = combine(records, order)
     games = [g for g in every if g.swapped or not both_orders]
@@ -304,6 +334,11 @@ def build(
     report.one_order.sort(key=lambda w: rank[w.judge])  # stable: the judge's own order kept
     if order:
         report.ratings = fit_ratings(games, order, anchor, instances, weights, confidence)
+    if order and texts:
+        report.controlled = controlled(games, order, anchor, instances, weights, texts,
+                                       confidence)  # fmt: skip
+        if report.controlled:
+            report.notes.append(CONTROLLED_NOTE)
     if any(r.regularized for r in report.ratings):
         report.notes.append(
             "ratings: some group of models won (or lost) every game, so the maximum "

@@ -355,3 +355,37 @@ def test_a_pair_without_shared_responses_and_a_malformed_set_are_refused(tmp_pat
         assert proc.returncode == 2 and len(lines) == 1 and where in lines[0], proc.stderr
         assert "Traceback" not in proc.stderr
     assert not db.exists()
+
+
+@pytest.mark.e2e
+def test_the_leaderboard_shows_length_and_style_controlled_figures(tmp_path: Path) -> None:
+    """An in-process pairwise run against the simulator: the JSON report has, per model,
+    a length-controlled win rate (the anchor at 0.5) and a style-controlled rating (the
+    anchor at 1000, an interval for the others), and the text report a section for them
+    with a note saying what each controls for."""
+    from click.testing import CliRunner
+
+    from flask_eval.cli import main
+
+    env = {"FLASK_EVAL_DATABASE_URL": f"sqlite:///{tmp_path / 'lc.db'}",
+           "OPENAI_API_KEY": "sk-test-key", "FLASK_EVAL_BROKER_URL": None}  # fmt: skip
+    with running_simulator(SimConfig(seed=4)) as sim:
+        ran = CliRunner().invoke(main, [
+            "run", "--instances", str(EXAMPLES / "instances.jsonl"),
+            "--responses", f"model_a={EXAMPLES / 'model_a.jsonl'}",
+            "--responses", f"model_b={EXAMPLES / 'model_b.jsonl'}",
+            "--judge", f"openai/sim@{sim.openai_base_url}", "--pairwise", "all",
+            "--run", "lc", "--quiet"], env=env)  # fmt: skip
+    assert ran.exit_code == 0, ran.output
+    report = CliRunner().invoke(main, ["report", "lc", "--format", "json", "--quiet"], env=env)
+    doc = json.loads(report.stdout)
+    lc = {r["key"]: r for r in doc["rows"] if r["dimension"] == "length_controlled"}
+    sc = {r["key"]: r for r in doc["rows"] if r["dimension"] == "style_controlled"}
+    assert set(lc) == set(sc) == {"model_a", "model_b"}
+    assert lc["model_a"]["mean"] == 0.5 and sc["model_a"]["mean"] == 1000
+    assert lc["model_b"]["n"] > 0 and 0 <= lc["model_b"]["win_rate"] <= 1
+    assert sc["model_b"]["ci_low"] is not None and sc["model_b"]["win_rate"] is not None
+    assert any("length-controlled win rate (AlpacaEval 2)" in n for n in doc["pairwise"]["notes"])
+    text = CliRunner().invoke(main, ["report", "lc", "--quiet"], env=env).stdout
+    assert "Controlled for length and style | judge" in text
+    assert "LC win" in text and "style rating" in text
