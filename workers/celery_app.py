@@ -127,8 +127,7 @@ def judge_batch(task: Any, run_id: int, calls: list[list[int]]) -> dict[str, Any
     if not isinstance(run_id, int) or not _is_calls(calls):
         log.error("refused a malformed message (run %r): not (run id, [[row ids], ...])", run_id)
         return {"refused": True}
-    with _executor_lock:
-        executor = _executor(os.getpid(), int(task.app.conf.flask_eval_in_flight))
+    executor = process_executor(int(task.app.conf.flask_eval_in_flight))
     try:
         summary = run_sync(executor.run_batch(run_id, calls))
     except RunNotFound as exc:
