@@ -23,6 +23,10 @@ from flask_eval.workers.batching import batch_api
 from flask_eval.workers.judge import create_judge
 
 
+#: seconds a provider has to accept a cancellation (a delete does not wait on it longer)
+CANCEL_S = 30.0
+
+
 def cancel_open_batches(store: Store, run: RunInfo) -> list[str]:
     """Cancel ``run``'s open batches at their providers; one line per batch said."""
     open_ = BatchLedger(store).open_batches(run.id)
@@ -56,10 +60,11 @@ async def _cancel(batches: Sequence[BatchInfo], judges: dict[str, JudgeConfig]) 
             lines.append(f"{name}: not canceled ({redact(str(exc))})")
             continue
         try:
-            await batch_api(judge).cancel_batch(batch.provider_id)
+            await asyncio.wait_for(batch_api(judge).cancel_batch(batch.provider_id), CANCEL_S)
             lines.append(f"{name}: canceled at the provider ({batch.provider_id})")
-        except FlaskEvalError as exc:
-            lines.append(f"{name}: not canceled ({redact(str(exc))}); its answers are dropped")
+        except (FlaskEvalError, TimeoutError) as exc:
+            why = redact(str(exc)) or f"no answer within {CANCEL_S:g} s"
+            lines.append(f"{name}: not canceled ({why}); its answers are dropped")
         finally:
             await judge.aclose()
     return lines
