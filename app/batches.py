@@ -22,7 +22,6 @@ from flask_eval.storage.store import Store
 from flask_eval.workers.batching import batch_api
 from flask_eval.workers.judge import create_judge
 
-
 #: seconds a provider has to accept a cancellation (a delete does not wait on it longer)
 CANCEL_S = 30.0
 
