@@ -27,7 +27,7 @@ test-unit:
 
 test-integration:
 	.venv/bin/python -m pytest -q -m "integration and not serial" -n 3
-	.venv/bin/python -m pytest -q -m "integration and serial"
+	.venv/bin/python -m pytest -q -m "integration and serial" -n 2 --dist loadgroup
 
 ci:
 	bash .ci/run
