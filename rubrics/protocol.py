@@ -26,6 +26,8 @@ RESPONSE_START = "<<<RESPONSE"
 RESPONSE_END = "RESPONSE>>>"
 #: the heading of the reference answer's section of a prompt
 REFERENCE_HEADING = "## Reference answer"
+#: how that section starts when the instance has no reference answer
+NO_REFERENCE = "No reference answer was given for this instruction."
 #: the verdict marker of evaluator LMs trained on Prometheus's format
 RESULT_MARKER = "[RESULT]"
 SCORES_MARKER = "[SCORES]"

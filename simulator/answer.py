@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from flask_eval.rubrics.protocol import (
+    NO_REFERENCE,
     REFERENCE_HEADING,
     RESPONSE_END,
     RESPONSE_START,
@@ -96,10 +97,6 @@ def response_focus(prompt: str) -> str:
         return pair.response_b  # the last one shown: what a quoting judge ends with
     block = _block(prompt, RESPONSE_START, RESPONSE_END)
     return prompt if block is None else block
-
-
-#: how our layouts' reference section starts when there is no reference
-NO_REFERENCE = "No reference answer was given"
 
 
 def reference_text(prompt: str) -> str | None:
