@@ -23,6 +23,7 @@ from flask_eval.cli.common import (
     find_run,
     handle_errors,
     open_store,
+    unpriced_judges,
 )
 from flask_eval.core.errors import InputError
 from flask_eval.core.redact import install_log_redaction
@@ -165,9 +166,7 @@ def status(run_name: str | None, as_json: bool) -> None:
         click.echo(f"  failed ({reason}): {n}")
     for halt in store.halts(info.id).values():
         click.echo(f"  {halt.detail}")
-    from flask_eval.core.types import JudgeConfig
-
-    unpriced = [j["name"] for j in info.config["judges"] if JudgeConfig.from_data(j).price is None]
+    unpriced = unpriced_judges(info)
     cost = f"${counts.cost:.4f}" + (
         f"; cost unknown for {', '.join(unpriced)}: no price" if unpriced else ""
     )  # an unpriced judge's calls are metered at $0: never show that as their cost alone

@@ -21,6 +21,7 @@ from flask_eval.cli.common import (
     find_run,
     handle_errors,
     open_store,
+    unpriced_judges,
 )
 from flask_eval.cli.wait import check_waiting, quiet_option, timeout_option, wait_and_finish
 from flask_eval.core import settings as settings_mod
@@ -278,9 +279,7 @@ def _progress_line(quiet: bool) -> Callable[[str], None] | None:
 def _cost(info: RunInfo, sent: Dispatched) -> str:
     """What the dispatched calls cost: estimated, unknown (a judge without a price), or
     free (the answer cache)."""
-    from flask_eval.core.types import JudgeConfig
-
-    unpriced = [j["name"] for j in info.config["judges"] if JudgeConfig.from_data(j).price is None]
+    unpriced = unpriced_judges(info)
     parts = [f"{sent.cached} answered from the answer cache"] if sent.cached else []
     if unpriced:
         parts.append(f"cost unknown: no price for {', '.join(unpriced)}")
