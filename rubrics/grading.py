@@ -65,6 +65,13 @@ class Protocol(ABC):
 
     name: ClassVar[str]
     scale: ClassVar[Scale] = FIVE_POINT
+    #: the kind of work it does (docs/design/job-kinds.md): ``judgment`` (scores),
+    #: ``generation`` (a model's response) or ``annotation`` (an instance's metadata);
+    #: a kind other than judgment reads ``Reading.values``, not scores
+    kind: ClassVar[str] = "judgment"
+    #: whether an answer cut off by its token limit is read all the same (a generated
+    #: response is kept and marked as cut off; a judgment never reads a partial answer)
+    keeps_cut_off: ClassVar[bool] = False
     #: what the protocol's calls share, the prefix its messages mark as such
     #: (``rubrics.messages``): every call with the same criteria repeats it byte for byte,
     #: so a provider's prompt cache can serve it (docs/design/protocols.md lists each)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, TypeVar
 
@@ -67,12 +67,17 @@ class Reading:
     exactly once. ``rationales`` holds each read criterion's own rationale (its section of
     the answer when the judge marked one, else the whole text before the final line).
     ``extra`` lists keys of the final line that name no requested criterion (ignored).
+    ``values`` holds what a kind of work other than judgment reads from an answer, per
+    criterion it read (a generated response, an annotation's labels as JSON text): the
+    ledger keeps it beside the row (``judgment.value``); a judgment's readers leave it
+    empty. A criterion read with a value has score None.
     """
 
     scores: Mapping[str, int | None]
     problems: Mapping[str, str]
     rationales: Mapping[str, str]
     extra: tuple[str, ...] = ()
+    values: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
