@@ -39,6 +39,7 @@ from flask_eval.producer.select import select
 from flask_eval.producer.sources import Sources, load_sources
 from flask_eval.rubrics import codec
 from flask_eval.rubrics.grading import DEFAULT_PROTOCOL, protocol
+from flask_eval.rubrics.kinds import JUDGMENT
 from flask_eval.rubrics.pairwise import PAIRWISE_OVERALL, overall_criterion, pairwise_protocol
 from flask_eval.rubrics.skills import SkillSet, load_default
 from flask_eval.storage import queries
@@ -64,10 +65,14 @@ class Plan:
     #: a pairwise run: its plan (the run config's "pairwise") and ordered model pairs
     pairwise: dict[str, Any] | None = None
     pairs: tuple[tuple[str, str], ...] | None = None
+    #: the kind of work (rubrics/kinds.py) and its options (an annotation's label space)
+    kind: str = JUDGMENT
+    kind_options: dict[str, Any] = field(default_factory=dict)
 
     def context(self) -> RunContext:
         judges = {j.name: j for j in self.judges}
-        return RunContext(self.skillset, judges, self.mode, self.reference, bool(self.pairwise))
+        return RunContext(self.skillset, judges, self.mode, self.reference, bool(self.pairwise),
+                          self.kind, self.kind_options)  # fmt: skip
 
     def planned_calls(self) -> list[PlannedCall]:
         return planned_calls(self.inputs, self.context(), self.pairs)
@@ -269,6 +274,8 @@ def start(
             plan.instances_path,
             plan.reference,
             plan.pairwise,
+            plan.kind,
+            plan.kind_options,
         ),
         instances=plan.inputs.instances,
         response_sets=plan.inputs.response_sets,

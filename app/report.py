@@ -192,6 +192,11 @@ def build_report(
     ``replicates=0`` skips the bootstrap (no intervals). ``timings``, when given, receives
     the seconds spent in each phase.
     """
+    kind = run.config.get("kind")
+    if kind:  # a generation or annotation run scores nothing (rubrics/kinds.py)
+        what = "`generate --run`" if kind == "generation" else "`annotate --run`"
+        raise InputError(f"run {run.name} is a {kind} run: it has no scores to report; "
+                         f"{what} writes what it produced")  # fmt: skip
     skillset = codec.from_data(run.config["skills"])
     ability_of = {s.name: s.ability for s in skillset}
     clock = [time.perf_counter()]

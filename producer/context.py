@@ -10,8 +10,9 @@ from types import MappingProxyType
 from typing import Any
 
 from flask_eval.core.types import InstanceRubric, JudgeConfig
-from flask_eval.rubrics import codec
+from flask_eval.rubrics import codec, kinds
 from flask_eval.rubrics.grading import DEFAULT_PROTOCOL, Criterion, Protocol, Subject, protocol
+from flask_eval.rubrics.kinds import JUDGMENT
 from flask_eval.rubrics.pairwise import pairwise_protocol
 from flask_eval.rubrics.prompt import Message
 from flask_eval.rubrics.skills import Skill, SkillSet
@@ -36,6 +37,10 @@ class RunContext:
     reference: bool = True
     #: a pairwise run compares two responses per call (the run config's "pairwise")
     pairwise: bool = False
+    #: the kind of work (``rubrics.kinds``): judgment, generation or annotation, and the
+    #: kind's options as stored with the run (an annotation's label space)
+    kind: str = JUDGMENT
+    options: Mapping[str, Any] = field(default_factory=dict)
     _protocols: dict[str, Protocol] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -47,6 +52,8 @@ class RunContext:
             str(config.get("mode") or "instance"),
             bool(config.get("reference", True)),
             bool(config.get("pairwise")),
+            str(config.get("kind") or JUDGMENT),
+            dict(config.get("kind_options") or {}),
         )
 
     def protocol_for(self, judge: str) -> Protocol:
@@ -55,7 +62,11 @@ class RunContext:
         name, or one without a pairwise form in a pairwise run."""
         config = self.judges.get(judge)
         name = (config.protocol if config is not None else None) or DEFAULT_PROTOCOL
+        if self.kind != JUDGMENT:  # one protocol per kind, for every model of the run
+            name = f"kind:{self.kind}"
         known = self._protocols.get(name)
+        if known is None and self.kind != JUDGMENT:
+            known = self._protocols[name] = kinds.kind(self.kind).protocol(self.mode, self.options)
         if known is None:
             make = pairwise_protocol if self.pairwise else protocol
             known = self._protocols[name] = make(name, self.mode)

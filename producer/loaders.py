@@ -307,6 +307,7 @@ def load_instances(
     *,
     custom_criteria: bool = False,
     reference: bool = True,
+    metadata: bool = True,
 ) -> list[Instance]:
     """Load FLASK instances from a JSON Lines file, in file order.
 
@@ -316,6 +317,8 @@ def load_instances(
     instruction (``answer``, the domains and the difficulty are optional), and without
     ``reference`` (judges never see it) the answer is optional too. Raises InputError
     naming the file and line of the first problem (every missing field of that line).
+    Without ``metadata`` (instances to answer or to annotate, not to judge) the skills,
+    domains and difficulty are optional: what an instance carries is still checked.
     """
     if not known_skills:
         raise ValueError("known_skills is empty")
@@ -338,11 +341,14 @@ def load_instances(
                 path,
                 line,
             )
-        missing = _missing(record, this, custom=custom_criteria, reference=reference)
+        missing = _missing(
+            record, this, custom=custom_criteria or not metadata, reference=reference
+        )
         if missing:
             hint = (f"with --criteria an instance needs {this.id} and {this.instruction}; "
                     f"{this.answer}, {this.domains} and {this.difficulty} are optional"
-                    if custom_criteria else f"{this.name}: {this.fields()}")  # fmt: skip
+                    if custom_criteria else f"{this.name}: {this.fields()}" if metadata
+                    else f"an instance needs {this.id} and {this.instruction}")  # fmt: skip
             fields = ", ".join(repr(key) for key in missing)
             plural = "s" if len(missing) > 1 else ""
             raise InputError(f"missing field{plural} {fields} ({hint})", path, line)
@@ -365,6 +371,8 @@ def load_instances(
             skills = _skills(record["criteria"], "criteria", known, listing, path, line, noun)
         elif custom_criteria:
             skills = order
+        elif not metadata and this.skills not in record:
+            skills = ()
         else:
             skills = _skills(record[this.skills], this.skills, known, listing, path, line)
         system_prompt = _string(

@@ -11,6 +11,7 @@ from typing import Any
 from flask_eval.core.types import JudgeConfig
 from flask_eval.producer.context import RunContext
 from flask_eval.producer.inputs import Inputs
+from flask_eval.rubrics.kinds import JUDGMENT
 from flask_eval.storage.records import OpenRow, PlannedCall, RunInfo
 from flask_eval.storage.store import Store
 
@@ -28,6 +29,8 @@ def fingerprint(
     reference: bool = True,
     pairwise: Mapping[str, Any] | None = None,
     pairs: Sequence[tuple[str, str]] = (),
+    kind: str = JUDGMENT,
+    kind_options: Mapping[str, Any] | None = None,
 ) -> str:
     """A digest of everything that decides what is judged and how (what runs made before
     an input existed never had is left out while it is at its default, so their
@@ -43,6 +46,8 @@ def fingerprint(
         head["reference"] = False
     if pairwise:  # the pairs too: without the swap, their order decides who is shown first
         head["pairwise"] = {**pairwise, "pairs": [list(p) for p in pairs]}
+    if kind != JUDGMENT:
+        head["kind"] = {"name": kind, "options": dict(kind_options or {})}
     feed(head)
     for i in sorted(inputs.instances, key=lambda i: i.id):
         item: list[Any] = [i.id, i.instruction, i.answer, list(i.skills), list(i.domains),
@@ -73,9 +78,14 @@ def run_config(
     instances_path: str,
     reference: bool = True,
     pairwise: Mapping[str, Any] | None = None,
+    kind: str = JUDGMENT,
+    kind_options: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """What the store keeps about a run (never secrets: judge specs carry no keys)."""
-    extra = {"pairwise": dict(pairwise)} if pairwise else {}
+    """What the store keeps about a run (never secrets: judge specs carry no keys); a
+    run of another kind of work than judgment says which, with its options."""
+    extra: dict[str, Any] = {"pairwise": dict(pairwise)} if pairwise else {}
+    if kind != JUDGMENT:
+        extra |= {"kind": kind, "kind_options": dict(kind_options or {})}
     return {
         **extra,
         "judges": [j.to_data() for j in judges],

@@ -1,7 +1,8 @@
 """SQLModel tables: runs, their inputs, the judgment ledger and every paid judge call.
 
-Schema version 5 (``storage/migrations``; version 5 adds the provider batches:
-``batch``, ``batch_call``, ``lane_lease``): the ledger names what is judged generically
+Schema version 6 (``storage/migrations``; version 5 added the provider batches:
+``batch``, ``batch_call``, ``lane_lease``; version 6 ``judgment.value``, what a generation or
+an annotation read): the ledger names what is judged generically
 (a ``criterion``, and ``model_b`` for the second response of a pairwise comparison, ``''``
 for absolute grading), and every answer a provider returned is its own ``call`` row,
 never overwritten; a judgment points at the answer it was read from (``call_uid``).
@@ -126,6 +127,9 @@ class Judgment(SQLModel, table=True):
     reason: str | None = Field(default=None, max_length=32)
     detail: str | None = Field(default=None, sa_column=Column(Text))
     call_uid: str | None = Field(default=None, max_length=64)  # the answer: call.uid
+    #: what a kind of work other than judgment read (a response, labels as JSON); NULL
+    #: for a judgment (docs/design/job-kinds.md)
+    value: str | None = Field(default=None, sa_column=Column(Text))
     claims: int = 0  # times a worker took the row
     asks: int = 0  # answers asked of the judge for it (a format reminder is a second)
     requests: int = 0  # HTTP requests sent for it (retries included; 0: from the cache)

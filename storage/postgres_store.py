@@ -97,15 +97,15 @@ INSERT_CALLS = f"""
 FINISH = f"""
     UPDATE judgment AS j SET
         status = v.status, score = v.score, rationale = v.rationale, reason = v.reason,
-        detail = v.detail, call_uid = v.call_uid, asks = j.asks + v.asks,
+        detail = v.detail, call_uid = v.call_uid, value = v.value, asks = j.asks + v.asks,
         requests = j.requests + v.requests, lease_until = NULL,
         updated_at = CAST(%(now)b AS timestamptz)
     FROM unnest(
         CAST(%(id)b AS integer[]), CAST(%(status)b AS varchar[]), CAST(%(score)b AS integer[]),
         CAST(%(rationale)b AS text[]), CAST(%(reason)b AS varchar[]),
         CAST(%(detail)b AS text[]), CAST(%(call_uid)b AS varchar[]),
-        CAST(%(asks)b AS integer[]), CAST(%(requests)b AS integer[])
-    ) AS v(id, status, score, rationale, reason, detail, call_uid, asks, requests)
+        CAST(%(asks)b AS integer[]), CAST(%(requests)b AS integer[]), CAST(%(value)b AS text[])
+    ) AS v(id, status, score, rationale, reason, detail, call_uid, asks, requests, value)
     WHERE j.id = v.id AND j.status <> '{Status.DONE.value}'
 """
 
@@ -121,7 +121,9 @@ EXTEND = f"""
 #: fewer rows than this are inserted with one plain statement instead of COPY
 SMALL_INSERT = 64
 
-_OUTCOME_FIELDS = ("id", "score", "rationale", "reason", "detail", "call_uid", "asks", "requests")
+_OUTCOME_FIELDS = (
+    "id", "score", "rationale", "reason", "detail", "call_uid", "asks", "requests", "value"
+)  # fmt: skip
 
 
 def _merge_outcomes(outcomes: Sequence[Outcome]) -> list[Outcome]:

@@ -316,3 +316,39 @@ def cache_answered(store: Store, run_id: int) -> int:
     )
     with store.engine.connect() as conn:
         return int(conn.execute(stmt).scalar_one())
+
+
+@dataclass(frozen=True)
+class DoneValue:
+    """A done row of a generation or annotation run: what it read (``value``), its
+    rationale, and the paid answer it was read from (``finish``: why the provider stopped;
+    ``length`` marks a response cut off by its token limit; None when the answer is
+    gone)."""
+
+    instance_id: str
+    criterion: str
+    judge: str
+    value: str | None
+    rationale: str | None
+    finish: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float
+
+
+def done_values(store: Store, run_id: int) -> list[DoneValue]:
+    """Every done row of ``run_id`` with its value and answer, by instance and judge."""
+    stmt = (
+        select(J.instance_id, J.criterion, J.judge, J.value, J.rationale, C.finish,
+               C.prompt_tokens, C.completion_tokens, C.cost)
+        .select_from(JUDGMENT)
+        .outerjoin(CALL, C.uid == J.call_uid)
+        .where(J.run_id == run_id, J.status == Status.DONE.value)
+        .order_by(J.instance_id, J.judge, J.criterion)
+    )  # fmt: skip
+    with store.engine.connect() as conn:
+        return [
+            DoneValue(r[0], r[1], r[2], r[3], r[4], r[5], int(r[6] or 0), int(r[7] or 0),
+                      float(r[8] or 0.0))
+            for r in conn.execute(stmt)
+        ]  # fmt: skip

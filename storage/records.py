@@ -172,6 +172,8 @@ class Outcome:
     call_uid: str | None = None
     asks: int = 0
     requests: int = 0
+    #: what a kind other than judgment read (a response, labels as JSON): ``Reading.values``
+    value: str | None = None
 
 
 @dataclass(frozen=True)

@@ -82,6 +82,7 @@ FINISH = (
         reason=bindparam("o_reason"),
         detail=bindparam("o_detail"),
         call_uid=bindparam("o_call_uid"),
+        value=bindparam("o_value"),
         asks=J.asks + bindparam("o_asks"),
         requests=J.requests + bindparam("o_requests"),
         lease_until=None,
@@ -127,6 +128,7 @@ class SqliteStore(Store):
             {"o_id": o.id, "o_status": o.status.value, "o_score": o.score,
              "o_rationale": o.rationale, "o_reason": o.reason, "o_detail": o.detail,
              "o_call_uid": o.call_uid, "o_asks": o.asks, "o_requests": o.requests,
+             "o_value": o.value,
              "o_now": now}
             for o in outcomes
         ]  # fmt: skip

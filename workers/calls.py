@@ -113,7 +113,7 @@ class Failure(JudgeError):
 def done(rows: dict[str, JobContext], reading: Reading, uid: str) -> list[Outcome]:
     return [
         Outcome(rows[name].id, Status.DONE, score=score, rationale=reading.rationales.get(name),
-                call_uid=uid)
+                call_uid=uid, value=reading.values.get(name))
         for name, score in reading.scores.items()
     ]  # fmt: skip
 

@@ -384,7 +384,8 @@ class Executor:
         """A whole answer, or the error that ends these rows (a refusal, or
         ``workers.judge.not_read``). An answer cut off by max_tokens is asked once more
         with the judge's larger budget (``retry_max_tokens``) if it has one; an answer
-        that is not whole is never read."""
+        that is not whole is never read, but by a protocol that keeps cut-off answers (a
+        generation: the response is kept, its call row's ``finish`` says it was cut off)."""
         answer = await self._ask(call, rows, messages, key, call.generate, cached, summary)
         if isinstance(answer, JudgeError):
             return answer
@@ -402,8 +403,8 @@ class Executor:
             if isinstance(retried, JudgeError):
                 return retried
             answer = retried
-        if answer.finish == FINISHED:
-            return answer
+        if answer.finish == FINISHED or (answer.finish == CUT_OFF and call.protocol.keeps_cut_off):
+            return answer  # a cut-off response is kept: its call row's finish marks it
         self._keep(call, answer, None)
         if answer.finish == REFUSAL:
             what = f": {answer.text[:DETAIL_LIMIT]}" if answer.text else " (no text)"

@@ -45,6 +45,9 @@ class OneLineErrors(click.Group):
         "run": "flask_eval.cli.run",
         "resume": "flask_eval.cli.run",
         "wait": "flask_eval.cli.wait",
+        "generate": "flask_eval.cli.jobs",
+        "annotate": "flask_eval.cli.jobs",
+        "eval": "flask_eval.cli.jobs",
         "report": "flask_eval.cli.report",
         "agreement": "flask_eval.cli.report",
     }

@@ -74,6 +74,9 @@ SHORT_HELP = {
     "wait": "Wait for the judgments workers are judging.",
     "report": "Scores per model and judge, by every dimension.",
     "agreement": "Agreement between every pair of judges.",
+    "generate": "The models under test answer the instances.",
+    "annotate": "Label instances with FLASK's skills, domains, difficulty.",
+    "eval": "Generate, annotate, judge and report in one command.",
 }
 
 #: environment variables, by the commands that read them

@@ -1,0 +1,126 @@
+"""What an annotation run produced: each annotator's labels per instance, combined across
+annotators (report/annotation.py: a rank aggregation for skills, majority for domains and
+difficulty, every broken tie stated), written as FLASK's instance file, ready for `run`;
+and their agreement with given labels (`annotate --compare`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from flask_eval.report.annotation import Combined, Labels, combine
+from flask_eval.rubrics.annotation import LabelSpace
+
+from flask_eval.app.jobs import check_kind, done_values, labelled
+from flask_eval.core.types import DIFFICULTY_LABELS, Instance
+from flask_eval.producer.loaders import load_instances
+from flask_eval.rubrics import kinds
+from flask_eval.storage.records import RunInfo
+from flask_eval.storage.store import Store
+
+
+def annotations(store: Store, run: RunInfo) -> dict[str, dict[str, Labels]]:
+    """Instance id -> annotator -> the labels it gave (a facet it failed to give is
+    empty: ``skills``/``domains`` ``()``, ``difficulty`` None)."""
+    check_kind(run, kinds.ANNOTATION)
+    facets: dict[str, dict[str, dict[str, Any]]] = {}
+    for row in done_values(store, run):
+        if row.value is None:
+            continue
+        facets.setdefault(row.instance_id, {}).setdefault(row.judge, {})[row.criterion] = (
+            json.loads(row.value)
+        )
+    return {
+        iid: {
+            who: Labels(
+                skills=tuple(given.get("skills") or ()),
+                domains=tuple(given.get("domains") or ()),
+                difficulty=given.get("difficulty"),
+            )
+            for who, given in by_who.items()
+        }
+        for iid, by_who in facets.items()
+    }
+
+
+def label_space(run: RunInfo) -> LabelSpace:
+    """The label space the run's annotators chose from."""
+    return LabelSpace.from_data(run.config["kind_options"]["labels"])
+
+
+def combined(store: Store, run: RunInfo) -> dict[str, Combined]:
+    """Instance id -> its annotators' labels combined (ties stated)."""
+    space = label_space(run)
+    order = [name for name, _ in space.skills]
+    return {
+        iid: combine(by_who, order, top=space.top_skills, max_domains=space.max_domains)
+        for iid, by_who in annotations(store, run).items()
+    }
+
+
+def apply(instances: Sequence[Instance], labels: Mapping[str, Combined]) -> list[Instance]:
+    """``instances`` with the combined labels of those annotated; an instance whose
+    combined labels miss a facet keeps what it had for that facet."""
+    out = []
+    for i in instances:
+        c = labels.get(i.id)
+        if c is None:
+            out.append(i)
+            continue
+        got = c.labels
+        out.append(replace(
+            i,
+            skills=got.skills or i.skills,
+            domains=got.domains or i.domains,
+            difficulty=got.difficulty if got.difficulty is not None else i.difficulty,
+        ))  # fmt: skip
+    return out
+
+
+def write_instances(
+    instances: Iterable[Instance],
+    path: str,
+    labels: Mapping[str, Combined],
+    annotators: Sequence[str],
+    custom: bool = False,
+) -> int:
+    """``instances`` as FLASK's current instance schema (``idx``, ``instruction``,
+    ``answer``, ``skill``, ``domain``, ``difficulty`` as FLASK's level name), ready for
+    `run`; with ``custom`` criteria as the skill labels, the skills go in ``criteria``
+    (what `run --criteria` reads). An annotated instance also carries ``annotation``:
+    its annotators and the ties broken to combine them. Written whole or not at all;
+    returns the instances written that still lack a facet."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    part = target.with_name(target.name + ".part")
+    lacking = 0
+    with part.open("w", encoding="utf-8") as handle:
+        for i in instances:
+            lacking += not labelled(i)
+            record: dict[str, Any] = {
+                "idx": int(i.id) if i.id.isdigit() and len(i.id) < 16 else i.id,
+                "instruction": i.instruction,
+                "answer": i.answer,
+                "criteria" if custom else "skill": list(i.skills),
+                "domain": list(i.domains) or [-1],
+                "difficulty": DIFFICULTY_LABELS[i.difficulty - 1] if i.difficulty else -1,
+            }
+            if i.system_prompt:
+                record["system_prompt"] = i.system_prompt
+            c = labels.get(i.id)
+            if c is not None:
+                record["annotation"] = {"annotators": list(annotators), "ties": list(c.ties)}
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    os.replace(part, target)
+    return lacking
+
+
+def gold_labels(path: str, skill_names: Sequence[str]) -> dict[str, Labels]:
+    """The labels a FLASK instance file gives (``annotate --compare``), by instance id."""
+    loaded = load_instances(path, skill_names, metadata=False)
+    return {i.id: Labels(i.skills, i.domains, i.difficulty) for i in loaded}

@@ -1,0 +1,166 @@
+"""`eval`: from a list of models to a report in one resumable command.
+
+generate (the models under test answer the instances) -> annotate (the instances that
+lack FLASK's metadata) -> judge -> report, each step a run of its own kind through the
+same workers. Every input is validated before the first write. Each step's run is named
+after the evaluation and the step's fingerprint, so a second invocation with the same
+inputs finds every run done and pays for nothing, and one with a model more makes new
+runs whose other calls the answer cache answers: only the new model's calls are paid.
+
+What lands in ``out_dir``: ``responses/<model>.jsonl`` (FLASK's model outputs, with
+tokens, cost and cut-off marks), ``instances.jsonl`` (FLASK's schema, labels filled in)
+and ``report.txt``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from flask_eval.app import annotation, generation, jobs, pipeline, steps
+from flask_eval.app.report import build_report
+from flask_eval.app.steps import Say, StepResult
+from flask_eval.core.errors import FlaskEvalError, InputError
+from flask_eval.core.settings import Settings
+from flask_eval.core.types import JudgeConfig
+from flask_eval.producer.dispatch import Transport
+from flask_eval.producer.inputs import check_run_name
+from flask_eval.report import render
+from flask_eval.report.document import Report
+from flask_eval.storage.store import Store
+
+
+class StepIncomplete(FlaskEvalError):
+    """A step of `eval` ended with work failed or pending: the next one cannot start."""
+
+
+@dataclass(frozen=True)
+class EvalPlan:
+    """An evaluation, validated: the generation plan, the annotation plan (None when every
+    instance carries its metadata), the judges and where the outputs go."""
+
+    name: str
+    generation: pipeline.Plan
+    annotation: pipeline.Plan | None
+    instances: tuple  # type: ignore[type-arg]
+    judges: tuple[JudgeConfig, ...]
+    judges_specs: tuple[str, ...]
+    judges_files: tuple[str, ...]
+    criteria: str | None
+    out_dir: Path
+    mode: str
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    steps: tuple[StepResult, ...]
+    report: Report
+    report_path: Path
+
+
+def prepare_eval(
+    source: jobs.InstanceSource,
+    *,
+    models: Sequence[str] = (),
+    models_files: Sequence[str] = (),
+    judges: Sequence[str] = (),
+    judges_files: Sequence[str] = (),
+    annotators: Sequence[str] = (),
+    annotators_files: Sequence[str] = (),
+    criteria: str | None = None,
+    out_dir: str = "flask-eval-out",
+    name: str = "eval",
+    mode: str = "instance",
+    limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+) -> EvalPlan:
+    """Validate every input of an evaluation (writes nothing). The annotators default to
+    the judges."""
+    check_run_name(name)
+    if not source.instances:
+        raise InputError("eval takes --instances (FLASK's instance schema); for BiGGen Bench, "
+                         "MT-Bench or a pairwise set, `generate` the responses, then `run` "
+                         "them")  # fmt: skip
+    if not judges and not judges_files:
+        raise InputError("no judge given; add --judge provider/model or --judges FILE")
+    judge_configs = pipeline.load_judges(judges, judges_files)
+    pipeline.check_protocols(judge_configs, mode)
+    gen = jobs.prepare_generation(source, models=models, models_files=models_files,
+                                  limit=limit, sample=sample, seed=seed)  # fmt: skip
+    gen = replace(gen, name=f"{name}-generate-{gen.fingerprint[:10]}")
+    taken = {j.name.casefold() for j in gen.judges}
+    if not annotators and not annotators_files:
+        annotators, annotators_files = judges, judges_files
+    ann, instances = jobs.prepare_annotation(
+        source, annotators=annotators, annotators_files=annotators_files, criteria=criteria,
+        limit=limit, sample=sample, seed=seed,
+    )  # fmt: skip
+    if ann is not None:
+        ann = replace(ann, name=f"{name}-annotate-{ann.fingerprint[:10]}")
+    if len(taken) < len(gen.judges):
+        raise InputError("two models under test have the same name")
+    return EvalPlan(name, gen, ann, tuple(instances), tuple(judge_configs), tuple(judges),
+                    tuple(judges_files), criteria, Path(out_dir), mode)  # fmt: skip
+
+
+def evaluate(
+    plan: EvalPlan,
+    store: Store,
+    dispatcher: Transport,
+    settings: Settings,
+    *,
+    max_cost: float | None = None,
+    progress: bool = False,
+    timeout: float | None = None,
+    say: Say | None = None,
+) -> EvalResult:
+    """Run the evaluation's steps in order, each waiting for the last; StepIncomplete when
+    a step leaves work failed or open (rerun to resume: done work is not paid twice)."""
+    tell = say or (lambda _line: None)
+    done: list[StepResult] = []
+
+    def step(p: pipeline.Plan, verb: str) -> StepResult:
+        result = steps.execute(p, store, dispatcher, settings, verb=verb, max_cost=max_cost,
+                               progress=progress, timeout=timeout, say=say)  # fmt: skip
+        done.append(result)
+        problem = steps.incomplete(result, verb)
+        if problem is not None:
+            raise StepIncomplete(problem)
+        return result
+
+    gen = step(plan.generation, "generate")
+    responses = generation.generated(store, gen.run)
+    out = plan.out_dir
+    written = generation.write_model_outputs(responses, gen.run, str(out / "responses"))
+    for model, n in generation.cut_off_counts(responses).items():
+        tell(f"generate: {n} responses of {model} were cut off by its token limit (kept, "
+             "marked cut_off in its responses file, and judged as given)")  # fmt: skip
+    instances = list(plan.instances)
+    if plan.annotation is not None:
+        ann = step(plan.annotation, "annotate")
+        combined = annotation.combined(store, ann.run)
+        instances = annotation.apply(instances, combined)
+        annotators = [j.name for j in plan.annotation.judges]
+    else:
+        combined, annotators = {}, []
+    lacking = annotation.write_instances(instances, str(out / "instances.jsonl"), combined,
+                                         annotators, custom=plan.criteria is not None)  # fmt: skip
+    if lacking:
+        raise StepIncomplete(f"annotate: {lacking} instances still lack a facet of FLASK's "
+                             f"metadata; see {out / 'instances.jsonl'}")  # fmt: skip
+    judged = pipeline.prepare(
+        instances=str(out / "instances.jsonl"),
+        responses=[f"{model}={path}" for model, path in written.items()],
+        judges=plan.judges_specs,
+        judges_files=plan.judges_files,
+        criteria=plan.criteria,
+        mode=plan.mode,
+    )
+    judged = replace(judged, name=f"{plan.name}-judge-{judged.fingerprint[:10]}")
+    result = step(judged, "judge")
+    report = build_report(store, result.run, progress=False)
+    path = out / "report.txt"
+    path.write_text(render.to_table(report), encoding="utf-8")
+    return EvalResult(tuple(done), report, path)

@@ -1,0 +1,178 @@
+"""Use cases of the kinds of work other than judgment (rubrics/kinds.py): plan a
+generation run (the models under test answer the instances) or an annotation run
+(annotators label instances with FLASK's metadata), and read what such a run produced.
+
+A plan is the `run` pipeline's ``Plan`` with its kind: ``pipeline.start`` writes it,
+dispatches it within its budget and ``pipeline.wait`` waits for it, through the same
+workers, leases, answer cache, limits, halts and batches as judging. Validation is
+complete before the first write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from flask_eval.app.pipeline import Plan, load_judges
+from flask_eval.core.errors import InputError
+from flask_eval.core.types import Instance, JudgeConfig
+from flask_eval.producer.biggen import load_biggen
+from flask_eval.producer.inputs import check_run_name
+from flask_eval.producer.jobs import job_inputs
+from flask_eval.producer.loaders import load_instances
+from flask_eval.producer.pairwise_sets import load_pairwise_set
+from flask_eval.producer.plan import fingerprint
+from flask_eval.producer.prices import settle_prices
+from flask_eval.producer.prometheus_sets import load_prometheus_set
+from flask_eval.producer.select import select
+from flask_eval.rubrics import codec, kinds
+from flask_eval.rubrics.criteria import load_criteria
+from flask_eval.rubrics.skills import load_default
+from flask_eval.storage import queries
+from flask_eval.storage.records import RunInfo
+from flask_eval.storage.store import Store
+
+#: the mode of every generation and annotation run: one call per instance
+MODE = "instance"
+
+
+@dataclass(frozen=True)
+class InstanceSource:
+    """Where a run's instances come from: exactly one of the four sources `run` reads
+    (their responses, if any, are not used: the models under test answer anew)."""
+
+    instances: str | None = None
+    biggen: str | None = None
+    prometheus_set: str | None = None
+    pairwise_set: str | None = None
+
+    @property
+    def path(self) -> str:
+        given = [p for p in (self.instances, self.biggen, self.prometheus_set,
+                             self.pairwise_set) if p]  # fmt: skip
+        if len(given) != 1:
+            what = f"got {len(given)}" if given else "got none"
+            raise InputError("give exactly one of --instances, --biggen, --prometheus-set and "
+                             f"--pairwise-set ({what})")  # fmt: skip
+        return given[0]
+
+
+def load_instance_source(source: InstanceSource, criteria: str | None = None) -> list[Instance]:
+    """The instances of ``source``, validated, in file order; metadata optional (an
+    instance to answer or to label need not carry its skills, domains or difficulty;
+    what it carries is checked, against ``criteria``'s names when given)."""
+    path = source.path
+    if source.instances:
+        names = load_criteria(criteria).names if criteria else load_default().names
+        return load_instances(path, names, metadata=False, custom_criteria=bool(criteria))
+    if source.biggen:
+        return load_biggen(path)[0]
+    if source.prometheus_set:
+        return list(load_prometheus_set(path).instances)
+    return list(load_pairwise_set(path).instances)
+
+
+def _plan(
+    kind: str,
+    instances: Sequence[Instance],
+    workers: Sequence[JudgeConfig],
+    path: str,
+    run_name: str | None,
+    prefix: str,
+    options: dict[str, object] | None = None,
+) -> Plan:
+    criteria = kinds.kind(kind).criteria(options or {})
+    inputs = job_inputs(instances, criteria)
+    skills = codec.to_data(criteria)
+    identities = [f"{w.name}={w.spec}|{w.max_tokens}|{w.temperature}" for w in workers]
+    digest = fingerprint(inputs, identities, MODE, skills, kind=kind, kind_options=options)
+    name = run_name or f"{prefix}-{digest[:10]}"
+    return Plan(inputs, criteria, tuple(workers), MODE, name, digest, path, kind=kind,
+                kind_options=dict(options or {}))  # fmt: skip
+
+
+def prepare_generation(
+    source: InstanceSource,
+    *,
+    models: Sequence[str] = (),
+    models_files: Sequence[str] = (),
+    run_name: str | None = None,
+    limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+) -> Plan:
+    """The plan of a generation run: one response per (instance, model under test), the
+    models given as `--model` specs or `--models` files (the judges file's format:
+    spec, sampling settings, rpm/tpm, prices, batch). Writes nothing."""
+    if not models and not models_files:
+        raise InputError("no model given; add --model provider/model or --models FILE")
+    configs = settle_prices(load_judges(models, models_files))
+    if run_name is not None:
+        check_run_name(run_name)
+    instances = _selected(load_instance_source(source), limit, sample, seed)
+    return _plan(kinds.GENERATION, instances, configs, source.path, run_name, "gen")
+
+
+def prepare_annotation(
+    source: InstanceSource,
+    *,
+    annotators: Sequence[str] = (),
+    annotators_files: Sequence[str] = (),
+    criteria: str | None = None,
+    relabel: bool = False,
+    run_name: str | None = None,
+    limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+) -> tuple[Plan | None, list[Instance]]:
+    """The plan of an annotation run over the instances that lack metadata (all with
+    ``relabel``), and every instance of the source (those not annotated keep theirs); the
+    plan is None when none is to be labelled. ``criteria``: a criteria file whose
+    criteria are the skill labels instead of FLASK's 12 skills. Writes nothing."""
+    from flask_eval.rubrics.annotation import flask_label_space, label_space_of
+
+    if not annotators and not annotators_files:
+        raise InputError("no annotator given; add --annotator provider/model or --annotators FILE")
+    configs = settle_prices(load_judges(annotators, annotators_files))
+    if run_name is not None:
+        check_run_name(run_name)
+    instances = _selected(load_instance_source(source, criteria), limit, sample, seed)
+    space = label_space_of(load_criteria(criteria)) if criteria else flask_label_space()
+    todo = [i for i in instances if relabel or not labelled(i)]
+    if not todo:
+        return None, instances
+    plan = _plan(kinds.ANNOTATION, todo, configs, source.path, run_name, "ann",
+                 {"labels": space.to_data()})  # fmt: skip
+    return plan, instances
+
+
+def labelled(instance: Instance) -> bool:
+    """Whether ``instance`` carries all of FLASK's metadata (skills, a domain and a
+    difficulty): such an instance keeps it unless asked to be labelled again."""
+    return bool(instance.skills) and bool(instance.domains) and instance.difficulty is not None
+
+
+def _selected(
+    instances: list[Instance], limit: int | None, sample: int | None, seed: int
+) -> list[Instance]:
+    from flask_eval.producer.inputs import Inputs
+
+    return list(select(Inputs(tuple(instances), ()), limit, sample, seed).instances)
+
+
+def kind_of(run: RunInfo) -> str:
+    """The kind of work of a stored run (judgment for runs made before kinds existed)."""
+    return str(run.config.get("kind") or kinds.JUDGMENT)
+
+
+def check_kind(run: RunInfo, wanted: str) -> None:
+    """InputError unless ``run`` does ``wanted`` work (a report of a generation run, the
+    responses of a judging run, ...)."""
+    have = kind_of(run)
+    if have != wanted:
+        raise InputError(f"run {run.name} is a {have} run, not a {wanted} run")
+
+
+def done_values(store: Store, run: RunInfo) -> list[queries.DoneValue]:
+    """What a generation or annotation run read, row by row."""
+    return queries.done_values(store, run.id)

@@ -1,0 +1,78 @@
+"""One step of work, whatever its kind: write a plan's run (or find it again), dispatch
+what is open within its budget, wait for it. `generate`, `annotate`, `eval` and the
+Python API (flask_eval.api) go through here; `run` keeps its own command-line path
+(cli/run.py) over the same pipeline functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from flask_eval.app import pipeline
+from flask_eval.app.pipeline import Plan
+from flask_eval.core.settings import Settings
+from flask_eval.producer.dispatch import Transport
+from flask_eval.storage import queries
+from flask_eval.storage.records import Halt, RunInfo
+from flask_eval.storage.store import Store
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """How a step ended: its run, whether it was created now, the calls it dispatched
+    (``cached``: of those, answered by the answer cache, so not paid), its counts."""
+
+    run: RunInfo
+    created: bool
+    dispatched: int
+    cached: int
+    counts: queries.StatusCounts
+    halts: dict[str, Halt]
+
+    @property
+    def complete(self) -> bool:
+        return not self.counts.failed and not self.counts.pending
+
+
+def execute(
+    plan: Plan,
+    store: Store,
+    dispatcher: Transport,
+    settings: Settings,
+    *,
+    verb: str,
+    max_cost: float | None = None,
+    progress: bool = False,
+    timeout: float | None = None,
+    say: Say | None = None,
+) -> StepResult:
+    """Write ``plan``'s run, dispatch its open calls and wait until none is open (but
+    what ``max_cost`` holds back); ``verb`` names the work in what is said."""
+    tell = say or (lambda _line: None)
+    started = pipeline.start(plan, store, dispatcher, settings, max_cost=max_cost, say=tell)
+    run, sent = started.run, started.dispatched
+    state = "created" if started.created else "resumed"
+    free = f", {sent.cached} answered from the answer cache" if sent.cached else ""
+    tell(f"{verb}: run {run.name} {state}: {sent.sent} calls dispatched{free}")
+    halts = pipeline.wait(store, run, dispatcher, progress=progress, leave_open=sent.held_back_rows,
+                          quiet_after=settings.stall_seconds, timeout=timeout, say=say)  # fmt: skip
+    counts = queries.status(store, run.id, run.name)
+    return StepResult(run, started.created, sent.sent, sent.cached, counts, halts)
+
+
+def incomplete(step: StepResult, verb: str) -> str | None:
+    """One line saying what of a step is not done (None when all is), naming how to go on."""
+    counts = step.counts
+    if step.complete:
+        return None
+    parts = []
+    if counts.failed:
+        reasons = ", ".join(f"{r}: {n}" for r, n in counts.failed_by_reason.items())
+        parts.append(f"{counts.failed} of {counts.total} failed ({reasons})")
+    if counts.pending:
+        parts.append(f"{counts.pending} of {counts.total} pending")
+    return (f"{verb} run {step.run.name}: {'; '.join(parts)}; see `flask-eval export "
+            f"{step.run.name}`, then `flask-eval resume {step.run.name}`")  # fmt: skip

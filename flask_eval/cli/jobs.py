@@ -1,0 +1,364 @@
+"""`flask-eval generate`, `annotate` and `eval`: the ends of an evaluation, through the
+same workers as judging (app/jobs.py, app/evaluate.py).
+
+The use cases and the store are imported where a command runs (start-up: `--help`
+imports neither SQLAlchemy nor Celery).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from flask_eval.cli.common import (
+    ENV_RUN,
+    SHORT_HELP,
+    FiniteRange,
+    RunIncomplete,
+    epilog,
+    handle_errors,
+)
+from flask_eval.cli.wait import check_waiting, quiet_option, timeout_option
+from flask_eval.core import settings as settings_mod
+
+if TYPE_CHECKING:
+    from flask_eval.app.jobs import InstanceSource
+    from flask_eval.app.pipeline import Plan
+    from flask_eval.app.steps import StepResult
+    from flask_eval.core.settings import Settings
+
+F = Callable[..., Any]
+
+
+def _source_options(f: F) -> F:
+    for option in reversed((
+        click.option("--instances", default=None, metavar="FILE",
+                     help="FLASK instances (JSON Lines); metadata optional."),
+        click.option("--biggen", default=None, metavar="FILE",
+                     help="BiGGen Bench instances (their system prompts are sent)."),
+        click.option("--prometheus-set", default=None, metavar="FILE",
+                     help="MT-Bench or Vicuna Bench questions (Prometheus's files)."),
+        click.option("--pairwise-set", default=None, metavar="FILE",
+                     help="A pairwise set's instructions (Auto-J, HHH)."),
+        click.option("--limit", type=click.IntRange(min=1), default=None,
+                     help="Only the first N instances."),
+        click.option("--sample", type=click.IntRange(min=1), default=None,
+                     help="A random sample of N instances."),
+        click.option("--seed", type=int, default=0, show_default=True, help="Seed of --sample."),
+    )):  # fmt: skip
+        f = option(f)
+    return f
+
+
+def _work_options(f: F) -> F:
+    for option in reversed((
+        click.option("--in-flight", type=click.IntRange(min=1), default=64, show_default=True,
+                     help="Calls in flight (in-process)."),
+        click.option("--max-cost", type=FiniteRange(min=0), default=None, metavar="USD",
+                     help="Stop dispatching once this much is spent or reserved."),
+        timeout_option,
+        quiet_option,
+    )):  # fmt: skip
+        f = option(f)
+    return f
+
+
+def _source(kw: dict[str, Any]) -> InstanceSource:
+    from flask_eval.app.jobs import InstanceSource
+
+    return InstanceSource(kw.pop("instances"), kw.pop("biggen"), kw.pop("prometheus_set"),
+                          kw.pop("pairwise_set"))  # fmt: skip
+
+
+def _say(quiet: bool) -> Callable[[str], None]:
+    return (lambda _line: None) if quiet else (lambda line: click.echo(line, err=True))
+
+
+def _dry_run(plan: Plan, settings: Settings) -> None:
+    from flask_eval.app.cache import existing_cache
+    from flask_eval.producer.estimate import format_estimates
+
+    click.echo(f"dry run of {plan.name} ({plan.kind}): nothing is written or sent")
+    cache = existing_cache(settings)
+    try:
+        click.echo(format_estimates(plan.estimator(cache).summarize(plan.planned_calls())))
+    finally:
+        if cache is not None:
+            cache.store.close()
+
+
+def _execute(plan: Plan, settings: Settings, verb: str, kw: dict[str, Any]) -> StepResult:
+    from flask_eval.app import pipeline, steps
+    from flask_eval.app.budget import check_budget
+    from flask_eval.storage.store import Store
+
+    check_budget(plan.judges, plan.name, settings.database_url, kw["max_cost"])
+    if not settings.broker_url:
+        pipeline.check_judges_locally(plan.judges)
+    pipeline.preflight(settings)
+    store = Store(settings.database_url)
+    dispatcher = pipeline.make_dispatcher(settings, store, kw["in_flight"])
+    result = steps.execute(plan, store, dispatcher, settings, verb=verb,
+                           max_cost=kw["max_cost"], progress=not kw["quiet"],
+                           timeout=kw["timeout"], say=_say(kw["quiet"]))  # fmt: skip
+    problem = steps.incomplete(result, verb)
+    if problem is not None:
+        raise RunIncomplete(problem)
+    return result
+
+
+@click.command(epilog=epilog(ENV_RUN), short_help=SHORT_HELP["generate"])
+@_source_options
+@click.option(
+    "--model",
+    "models",
+    multiple=True,
+    metavar="[NAME=]SPEC",
+    help="A model under test, provider/model[@BASE_URL]; repeatable.",
+)
+@click.option("--models", "models_files", multiple=True, metavar="FILE",
+              help="Models file (the judges file's format: spec, max_tokens, temperature, "
+              "rpm/tpm, price, batch).")  # fmt: skip
+@click.option("--run", "run_name", default=None, help="Run name; the same name and inputs resume.")
+@click.option(
+    "--out",
+    "out_dir",
+    default="responses",
+    show_default=True,
+    metavar="DIR",
+    help="Where each model's responses go (FLASK's model-output JSON Lines).",
+)
+@click.option("--dry-run", is_flag=True, help="Estimate calls, tokens and cost; write nothing.")
+@_work_options
+@handle_errors
+def generate(**kw: Any) -> None:
+    """The models under test answer the instances: one response per instance and model,
+    with its sampling settings, tokens and cost, written as FLASK's model outputs (a
+    response cut off by its token limit is kept and marked `cut_off`)."""
+    from flask_eval.app import generation, jobs
+
+    settings = settings_mod.load()
+    check_waiting(settings, False, kw["timeout"])
+    plan = jobs.prepare_generation(
+        _source(kw), models=kw["models"], models_files=kw["models_files"],
+        run_name=kw["run_name"], limit=kw["limit"], sample=kw["sample"], seed=kw["seed"],
+    )  # fmt: skip
+    if kw["dry_run"]:
+        _dry_run(plan, settings)
+        return
+    result = _execute(plan, settings, "generate", kw)
+    from flask_eval.cli.common import open_store
+
+    store = open_store()
+    try:
+        responses = generation.generated(store, result.run)
+    finally:
+        store.close()
+    written = generation.write_model_outputs(responses, result.run, kw["out_dir"])
+    cut = generation.cut_off_counts(responses)
+    for model, path in written.items():
+        n = len(responses[model])
+        note = f" ({cut[model]} cut off by the token limit)" if model in cut else ""
+        click.echo(f"{model}: {n} responses{note} -> {path}")
+
+
+@click.command(epilog=epilog(ENV_RUN), short_help=SHORT_HELP["annotate"])
+@_source_options
+@click.option(
+    "--annotator",
+    "annotators",
+    multiple=True,
+    metavar="[NAME=]SPEC",
+    help="An annotator, provider/model[@BASE_URL]; repeatable.",
+)
+@click.option(
+    "--annotators",
+    "annotators_files",
+    multiple=True,
+    metavar="FILE",
+    help="Annotators file (the judges file's format).",
+)
+@click.option(
+    "--criteria",
+    default=None,
+    metavar="FILE",
+    help="Custom criteria (YAML) as the skill labels instead of FLASK's 12 skills.",
+)
+@click.option(
+    "--relabel",
+    is_flag=True,
+    help="Label every instance, also those that carry metadata (kept by default).",
+)
+@click.option(
+    "--compare",
+    "compare_path",
+    default=None,
+    metavar="LABELS",
+    help="Agreement of the labels with a FLASK instance file's (e.g. FLASK's own).",
+)
+@click.option("--run", "run_name", default=None, help="Run name; the same name and inputs resume.")
+@click.option(
+    "--out",
+    "out_path",
+    default="instances.jsonl",
+    show_default=True,
+    metavar="FILE",
+    help="The instances with their labels (FLASK's schema, ready for `run`).",
+)
+@click.option("--dry-run", is_flag=True, help="Estimate calls, tokens and cost; write nothing.")
+@_work_options
+@handle_errors
+def annotate(**kw: Any) -> None:
+    """Annotators label instances with FLASK's metadata: the 3 most relevant skills in
+    order, 1-2 domains and a difficulty 1-5, each with a rationale; several annotators
+    are combined (ties stated). Instances that carry metadata keep it (--relabel)."""
+    from flask_eval.app import annotation, jobs
+
+    settings = settings_mod.load()
+    check_waiting(settings, False, kw["timeout"])
+    source = _source(kw)
+    gold = None
+    plan, instances = jobs.prepare_annotation(
+        source, annotators=kw["annotators"], annotators_files=kw["annotators_files"],
+        criteria=kw["criteria"], relabel=kw["relabel"], run_name=kw["run_name"],
+        limit=kw["limit"], sample=kw["sample"], seed=kw["seed"],
+    )  # fmt: skip
+    if kw["compare_path"]:
+        gold = annotation.gold_labels(kw["compare_path"], _skill_names(kw["criteria"]))
+    if plan is None:
+        click.echo("every instance carries its metadata; nothing to label (--relabel labels "
+                   "them again)", err=True)  # fmt: skip
+        return
+    if kw["dry_run"]:
+        _dry_run(plan, settings)
+        return
+    result = _execute(plan, settings, "annotate", kw)
+    from flask_eval.cli.common import open_store
+
+    store = open_store()
+    try:
+        combined = annotation.combined(store, result.run)
+    finally:
+        store.close()
+    labelled = annotation.apply(instances, combined)
+    names = [j.name for j in plan.judges]
+    lacking = annotation.write_instances(labelled, kw["out_path"], combined, names,
+                                         custom=kw["criteria"] is not None)  # fmt: skip
+    ties = sum(bool(c.ties) for c in combined.values())
+    click.echo(f"{len(combined)} instances labelled by {len(names)} annotators ({ties} with "
+               f"a tie broken) -> {kw['out_path']}")  # fmt: skip
+    if lacking:
+        click.echo(f"warning: {lacking} instances still lack a facet", err=True)
+    if gold is not None:
+        from flask_eval.report.annotation import agreement_table, compare
+
+        predicted = {i.id: c.labels for i, c in ((i, combined.get(i.id)) for i in instances)
+                     if c is not None}  # fmt: skip
+        click.echo(agreement_table(compare(predicted, gold)), nl=False)
+
+
+def _skill_names(criteria: str | None) -> tuple[str, ...]:
+    from flask_eval.rubrics.criteria import load_criteria
+    from flask_eval.rubrics.skills import load_default
+
+    return load_criteria(criteria).names if criteria else load_default().names
+
+
+@click.command("eval", epilog=epilog(ENV_RUN), short_help=SHORT_HELP["eval"])
+@click.option(
+    "--instances",
+    required=True,
+    metavar="FILE",
+    help="FLASK instances (JSON Lines); metadata optional (annotated when missing).",
+)
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N.")
+@click.option("--sample", type=click.IntRange(min=1), default=None, help="A sample of N.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of --sample.")
+@click.option(
+    "--model",
+    "models",
+    multiple=True,
+    metavar="[NAME=]SPEC",
+    help="A model under test; repeatable.",
+)
+@click.option("--models", "models_files", multiple=True, metavar="FILE", help="Models file.")
+@click.option("--judge", "judges", multiple=True, metavar="[NAME=]SPEC", help="A judge.")
+@click.option("--judges", "judges_files", multiple=True, metavar="FILE", help="Judges file.")
+@click.option(
+    "--annotator",
+    "annotators",
+    multiple=True,
+    metavar="[NAME=]SPEC",
+    help="An annotator (default: the judges).",
+)
+@click.option(
+    "--annotators", "annotators_files", multiple=True, metavar="FILE", help="Annotators file."
+)
+@click.option("--criteria", default=None, metavar="FILE", help="Custom criteria (YAML).")
+@click.option(
+    "--mode",
+    type=click.Choice(["instance", "skill"]),
+    default="instance",
+    show_default=True,
+    help="One judge call per instance or per skill.",
+)
+@click.option(
+    "--name",
+    default="eval",
+    show_default=True,
+    help="The evaluation's name: its runs are NAME-generate-..., NAME-judge-...",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    default="flask-eval-out",
+    show_default=True,
+    metavar="DIR",
+    help="Responses, labelled instances and the report.",
+)
+@_work_options
+@handle_errors
+def evaluate(**kw: Any) -> None:
+    """Generate -> annotate (where metadata is missing) -> judge -> report, for a list of
+    models, in one resumable command: a rerun pays for nothing done, a model more
+    pays only for its own calls."""
+    from flask_eval.app import evaluate as use_case
+    from flask_eval.app import pipeline
+    from flask_eval.app.jobs import InstanceSource
+    from flask_eval.storage.store import Store
+
+    settings = settings_mod.load()
+    check_waiting(settings, False, kw["timeout"])
+    plan = use_case.prepare_eval(
+        InstanceSource(kw["instances"]), models=kw["models"], models_files=kw["models_files"],
+        judges=kw["judges"], judges_files=kw["judges_files"], annotators=kw["annotators"],
+        annotators_files=kw["annotators_files"], criteria=kw["criteria"], out_dir=kw["out_dir"],
+        name=kw["name"], mode=kw["mode"], limit=kw["limit"], sample=kw["sample"], seed=kw["seed"],
+    )  # fmt: skip
+    if not settings.broker_url:
+        everyone = (*plan.generation.judges, *plan.judges,
+                    *(plan.annotation.judges if plan.annotation else ()))  # fmt: skip
+        pipeline.check_judges_locally(everyone)
+    pipeline.preflight(settings)
+    store = Store(settings.database_url)
+    dispatcher = pipeline.make_dispatcher(settings, store, kw["in_flight"])
+    try:
+        result = use_case.evaluate(plan, store, dispatcher, settings, max_cost=kw["max_cost"],
+                                   progress=not kw["quiet"], timeout=kw["timeout"],
+                                   say=_say(kw["quiet"]))  # fmt: skip
+    except use_case.StepIncomplete as exc:
+        raise RunIncomplete(str(exc)) from None
+    sent = sum(s.dispatched for s in result.steps)
+    cached = sum(s.cached for s in result.steps)
+    click.echo(result.report_path.read_text(encoding="utf-8"), nl=False)
+    click.echo(f"eval {plan.name}: {len(result.steps)} steps done; {sent} calls dispatched "
+               f"({cached} answered from the answer cache); report -> {result.report_path}",
+               err=True)  # fmt: skip
+
+
+def register(main: click.Group) -> None:
+    main.add_command(generate)
+    main.add_command(annotate)
+    main.add_command(evaluate)

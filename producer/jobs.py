@@ -1,0 +1,33 @@
+"""The inputs of a run whose kind of work is not judgment (rubrics/kinds.py): generation
+(the models under test answer the instances) and annotation (models label the instances
+with FLASK's metadata).
+
+The ledger keys a row by (model, model_b, instance, criterion, judge) and joins the
+response it judges; a generation or an annotation row has no response to judge, so its
+subject is one *placeholder* model (:data:`NO_MODEL`, the empty name, as ``model_b`` is
+for absolute grading) whose responses are empty, and the "judge" of each row is the model
+that does the work: the model under test (generation) or the annotator. The planner, the
+estimates, dispatching, the executor and the answer cache then work unchanged. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from flask_eval.core.types import Instance, Response, ResponseSet
+from flask_eval.producer.inputs import Inputs
+from flask_eval.rubrics.skills import SkillSet
+
+#: the model of a generation or annotation row: none (its "judge" does the work)
+NO_MODEL = ""
+
+
+def job_inputs(instances: Sequence[Instance], criteria: SkillSet) -> Inputs:
+    """``instances`` as the rows of one job per instance and worker model: each instance
+    gets the kind's criteria (a generation's ``response``, an annotation's facets), and
+    the placeholder model an empty response to each."""
+    names = criteria.names
+    jobs = tuple(replace(i, skills=names, rubrics={}) for i in instances)
+    placeholder = ResponseSet(NO_MODEL, "", tuple(Response(NO_MODEL, i.id, "") for i in instances))
+    return Inputs(jobs, (placeholder,))
