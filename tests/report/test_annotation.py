@@ -210,6 +210,7 @@ GOLD = {
     "i3": Labels(("A", "B", "C"), ("History",), 3),
     "i4": Labels(("A", "B", "C"), ("Culture", "Language"), 4),
     "i5": Labels(),  # FLASK's -1 everywhere: left out of every facet, counted
+    "i7": Labels(),
     "i6": Labels(("A", "B", "C"), ("Math",), 2),  # nothing predicted: left out, counted
     "gold-only": Labels(("A", "B", "C"), ("Math",), 2),
 }
@@ -220,15 +221,16 @@ PREDICTED = {
     "i4": Labels(("D", "E", "F"), ("Math",), 1),
     "i5": Labels(("A", "B", "C"), ("Math",), 5),
     "i6": Labels(),
+    "i7": Labels(("A", "B", "C"), ("Math",), 2),
     "predicted-only": Labels(("A", "B", "C"), ("Math",), 2),
 }
 
 
 def test_compare_against_a_hand_count() -> None:
     a = compare(PREDICTED, GOLD)
-    assert (a.instances, a.predicted_only, a.gold_only) == (6, 1, 1)
-    for facet in a.facets:  # i1-i4 measured, i5 no gold, i6 no prediction
-        assert (facet.n, facet.gold_unknown, facet.predicted_unknown) == (4, 1, 1)
+    assert (a.instances, a.predicted_only, a.gold_only) == (7, 1, 1)
+    for facet in a.facets:  # i1-i4 measured, i5 and i7 no gold, i6 no prediction
+        assert (facet.n, facet.gold_unknown, facet.predicted_unknown) == (4, 2, 1)
     s = a.skills.values
     # exact: i1 only -> 1/4; same set: i1, i2 -> 2/4
     # overlap |P&G|/|G|: i1 3/3, i2 3/3, i3 {A, B} 2/3, i4 0/3 -> 8/12
@@ -267,18 +269,18 @@ def test_rows_and_table_say_each_statistic_its_value_and_its_count() -> None:
     by = {(r["facet"], r["statistic"]): r for r in rows}
     assert by[("skills", "overlap")] == {
         "facet": "skills", "statistic": "overlap", "value": pytest.approx(8 / 12), "n": 4,
-        "gold_unknown": 1, "predicted_unknown": 1}  # fmt: skip
+        "gold_unknown": 2, "predicted_unknown": 1}  # fmt: skip
     lines = agreement_table(a).splitlines()
     assert lines[0] == (
-        "Annotation agreement with the given labels: 6 instances in both "
+        "Annotation agreement with the given labels: 7 instances in both "
         "(1 only annotated, 1 only given)"
     )
     cells = {line.strip().rsplit(None, 4)[0]: line.split()[-4:] for line in lines
              if line.startswith("    ")}  # fmt: skip
-    assert cells["mean overlap |P&G|/|G|"] == ["0.667", "4", "1", "1"]
-    assert cells["exact match (same order)"] == ["0.250", "4", "1", "1"]
-    assert cells["kappa, linear weights"] == ["0.200", "4", "1", "1"]
-    assert cells["kappa, quadratic weights"] == ["0.000", "4", "1", "1"]
+    assert cells["mean overlap |P&G|/|G|"] == ["0.667", "4", "2", "1"]
+    assert cells["exact match (same order)"] == ["0.250", "4", "2", "1"]
+    assert cells["kappa, linear weights"] == ["0.200", "4", "2", "1"]
+    assert cells["kappa, quadratic weights"] == ["0.000", "4", "2", "1"]
     given = lines.index("Difficulty confusion (rows: given level, columns: annotated level)")
     assert lines[given + 1].split() == ["1", "2", "3", "4", "5"]
     assert lines[given + 3].split() == ["given", "2", "0", "0", "1", "0", "0"]
