@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from .config import CACHE_PREFIXES, LATENCY_DISTS, MALFORMED, SimConfig
+from .config import (
+    CACHE_PREFIXES,
+    GENERATION_TOKENS,
+    LATENCY_DISTS,
+    MALFORMED,
+    SimConfig,
+    parse_generators,
+)
 from .server import run
 
 
@@ -46,6 +53,19 @@ def build_parser() -> argparse.ArgumentParser:
         default=CACHE_PREFIXES,
         help="prompt prefixes the simulated prompt caches keep (0: no caching)",
     )
+    p.add_argument(
+        "--generator",
+        action="append",
+        default=[],
+        metavar="NAME=LEVEL",
+        help="a model under test answering at quality LEVEL (1-5, fractions allowed); repeatable",
+    )
+    p.add_argument(
+        "--generation-tokens",
+        type=int,
+        default=GENERATION_TOKENS,
+        help="about how long a generated answer is (tokens)",
+    )
     p.add_argument("--rpm", type=int, default=None)
     p.add_argument("--tpm", type=int, default=None)
     p.add_argument("--score", type=int, default=None, help="give every skill this score")
@@ -79,6 +99,8 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         malformed=args.malformed,
         slots=args.slots,
         cache_prefixes=args.cache_prefixes,
+        generators=parse_generators(args.generator),
+        generation_tokens=args.generation_tokens,
     )
 
 

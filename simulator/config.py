@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 
 LATENCY_DISTS = ("fixed", "lognormal")
 ANSWER_FORMATS = ("auto", "result")
@@ -13,6 +16,8 @@ NULL_REASON = "null"
 #: prefix hashes the prompt caches keep by default (16 bytes each, ~100 with the table's
 #: overhead: ~10 MB)
 CACHE_PREFIXES = 100_000
+#: the default length of a simulated model's generated answer, in tokens
+GENERATION_TOKENS = 120
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,10 @@ class SimConfig:
       request whose client gave up leaves the line (or frees its slot).
     - ``cache_prefixes``: prompt prefixes the simulated prompt caches remember (the most
       recently used; simulator/prompt_cache.py); 0 turns prompt caching off.
+    - ``generators``: the models under test, by name, with their quality level (1 to 5,
+      fractions allowed): every request to one of them is answered with a generated
+      response (simulator/generate.py) whose level the simulated judges read back.
+    - ``generation_tokens``: about how long a generated response is, in tokens.
     """
 
     latency_ms: float = 0
@@ -86,6 +95,8 @@ class SimConfig:
     malformed: str | None = None
     slots: int | None = None
     cache_prefixes: int = CACHE_PREFIXES
+    generators: Mapping[str, float] = field(default_factory=dict, hash=False)
+    generation_tokens: int = GENERATION_TOKENS
 
     def __post_init__(self) -> None:
         if self.latency_ms < 0:
@@ -125,3 +136,36 @@ class SimConfig:
                 raise ValueError(f"{name} must be >= 1 or None, got {value}")
         if self.score is not None and not 1 <= self.score <= 5:
             raise ValueError(f"score must be in 1..5 or None, got {self.score}")
+        if not 1 <= self.generation_tokens <= 100_000:
+            raise ValueError(
+                f"generation_tokens must be in 1..100000, got {self.generation_tokens}"
+            )
+        for name, level in self.generators.items():
+            if not isinstance(name, str) or not name.strip():
+                raise ValueError(f"a generator's name must be a non-empty string, got {name!r}")
+            if isinstance(level, bool) or not isinstance(level, int | float):
+                raise ValueError(f"generator {name!r}: level must be a number, got {level!r}")
+            if not (math.isfinite(level) and 1 <= level <= 5):
+                raise ValueError(f"generator {name!r}: level must be in [1, 5], got {level}")
+        # read-only, so that a config shared by the server's handlers cannot drift
+        object.__setattr__(self, "generators", MappingProxyType(dict(self.generators)))
+
+
+def parse_generators(specs: Iterable[str]) -> dict[str, float]:
+    """``NAME=LEVEL`` specifications (``--generator``) as ``SimConfig.generators``;
+    ValueError naming the first one that is not such (a name given twice included). The
+    name is everything before the last ``=``, so a name may hold one."""
+    generators: dict[str, float] = {}
+    for spec in specs:
+        name, sep, level = spec.rpartition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise ValueError(f"expected NAME=LEVEL, got {spec!r}")
+        try:
+            value = float(level)
+        except ValueError:
+            raise ValueError(f"{spec!r}: the level must be a number from 1 to 5") from None
+        if name in generators:
+            raise ValueError(f"generator {name!r} is given twice")
+        generators[name] = value
+    return generators

@@ -142,7 +142,10 @@ def config_to_argv(config: SimConfig) -> list[str]:
         "--answer-format", config.answer_format,
         "--seed", str(config.seed),
         "--cache-prefixes", str(config.cache_prefixes),
+        "--generation-tokens", str(config.generation_tokens),
     ]  # fmt: skip
+    for name, level in config.generators.items():
+        argv += ["--generator", f"{name}={float(level)!r}"]
     if config.quote_response:
         argv.append("--quote-response")
     if config.echo_headers:

@@ -1,0 +1,159 @@
+"""Simulated models under test: deterministic responses of a chosen quality (pure, no I/O).
+
+A model named in ``SimConfig.generators`` is a model under test: every request to it is
+answered by :func:`answer`, never by the judge (``simulator.answer.make_answer`` asks
+here first). The response is a function of the seed, the model and the prompt only, so
+a rerun generates the same texts, live or batched. It reuses words of the prompt (the
+instruction, and the system prompt when there is one) so that it reads as an answer to
+that instruction, and runs to about ``SimConfig.generation_tokens`` tokens (0.8 to 1.2
+times that, by a hash: responses differ in length, as real ones do).
+
+**The signature.** A generated response opens with :func:`signature`, the sentence
+``(simulated answer, level N of 5)``, N being its quality. The simulated judges read it
+(:func:`level_of`, in ``simulator.answer.quality_of``) and grade the response at that
+level instead of by reference recall: so a generation run followed by a judgment run
+against the simulator ranks the models under test as configured. A response cut off by
+its token limit keeps its opening, hence its level.
+
+**Quality per instance.** A model configured at level L (a float from 1 to 5) answers
+each instance at L's floor or ceiling (the ceiling with probability L's fractional part,
+so 4.5 is half 4s and half 5s), plus a jitter of -1, 0 or +1 (weights 1, 2, 1), clamped
+to 1..5; both are drawn from a hash of the seed, the model and the prompt. Models thus
+rank as configured on average over instances, not on every one of them: two models a
+level apart swap places on some instances, as real models do.
+
+The simulator's other behaviours apply to a model under test as to a judge (latency,
+errors, rate limits, refusals, ``max_tokens`` cut-offs) except ``garbage_rate``: a
+generated answer has no format to break, so it is generated whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Sequence
+
+from .config import SimConfig
+
+#: the opening sentence of a generated response, with its quality level
+SIGNATURE = "(simulated answer, level {level} of 5)"
+_SIGNATURE_RE = re.compile(r"\A\s*\(simulated answer, level ([1-5]) of 5\)")
+_WORD_RE = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+#: per-instance jitter of the level: -1, 0, +1 with these weights
+_JITTER_WEIGHTS = (1, 2, 1)
+#: the spread of a response's length around ``SimConfig.generation_tokens``
+_LENGTH_SPREAD = 0.2
+_FALLBACK_WORDS = ("question", "answer", "detail")
+_STOPWORDS = frozenset((
+    "about", "also", "been", "does", "each", "from", "have", "into", "just", "more", "most",
+    "much", "only", "other", "over", "some", "such", "than", "that", "their", "them", "then",
+    "there", "these", "they", "this", "those", "very", "what", "when", "where", "which",
+    "while", "with", "would", "your",
+))  # fmt: skip
+#: each level's tone: a response at a higher level commits more firmly
+_OPENINGS = {
+    1: "I am not sure about {topic}, but here is a guess.",
+    2: "On {topic}, a partial answer follows.",
+    3: "Here is an answer on {topic}.",
+    4: "Here is a careful answer on {topic}.",
+    5: "Here is a thorough, well-checked answer on {topic}.",
+}
+_SENTENCES = (
+    "The main point about {a} is how it relates to {b}.",
+    "Considering {a}, one should also weigh {b} and {c}.",
+    "In practice, {a} depends on {b}.",
+    "A concrete example of {a} shows why {b} matters.",
+    "It helps to separate {a} from {b} before comparing them with {c}.",
+    "A common mistake is to treat {a} as if it were {b}.",
+    "To sum up {a}: {b} and {c} go together.",
+)
+
+
+def _hash(*parts: str) -> int:
+    digest = hashlib.blake2b("\x1f".join(parts).encode("utf-8", "surrogatepass"), digest_size=8)
+    return int.from_bytes(digest.digest(), "big")
+
+
+def _unit(*parts: str) -> float:
+    """A deterministic number in [0, 1) drawn from ``parts``."""
+    return _hash(*parts) % 1_000_000 / 1_000_000
+
+
+def signature(level: int) -> str:
+    """The opening of a generated response of quality ``level`` (1..5)."""
+    if level not in range(1, 6):
+        raise ValueError(f"level must be 1..5, got {level}")
+    return SIGNATURE.format(level=level)
+
+
+def level_of(response: str) -> int | None:
+    """The quality level a response's :func:`signature` gives, None when it opens with
+    none (any response not generated here)."""
+    found = _SIGNATURE_RE.match(response)
+    return int(found.group(1)) if found else None
+
+
+def instance_level(prompt: str, model: str, config: SimConfig) -> int | None:
+    """The quality of ``model``'s response to ``prompt`` (the module docstring), None when
+    ``model`` is not a model under test."""
+    configured = config.generators.get(model)
+    if configured is None:
+        return None
+    seed = str(config.seed)
+    base = math.floor(configured)
+    if _unit("level", seed, model, prompt) < configured - base:
+        base += 1
+    x = _hash("jitter", seed, model, prompt) % sum(_JITTER_WEIGHTS)
+    jitter = -1 if x < _JITTER_WEIGHTS[0] else 0 if x < sum(_JITTER_WEIGHTS[:2]) else 1
+    return min(5, max(1, base + jitter))
+
+
+def _keywords(prompt: str) -> list[str]:
+    """The prompt's distinct content words, in order (lower case)."""
+    seen: dict[str, None] = {}
+    for word in _WORD_RE.findall(prompt):
+        low = word.lower()
+        if len(low) > 3 and low not in _STOPWORDS:
+            seen.setdefault(low)
+    return list(seen)
+
+
+def _pick(words: Sequence[str], *parts: str) -> tuple[str, str, str]:
+    """Three words of ``words`` drawn from ``parts``, distinct when there are three."""
+    h = _hash(*parts)
+    pool, picked = list(words), []
+    for _ in range(3):
+        word = pool[h % len(pool)]
+        h //= len(pool)
+        picked.append(word)
+        if len(pool) > 1:
+            pool.remove(word)
+    return picked[0], picked[1], picked[2]
+
+
+def answer(prompt: str, model: str, config: SimConfig) -> str | None:
+    """``model``'s generated response to ``prompt`` (the request's messages joined), or
+    None when ``model`` is not in ``config.generators`` (the judge answers)."""
+    level = instance_level(prompt, model, config)
+    if level is None:
+        return None
+    seed = str(config.seed)
+    words = _keywords(prompt) or list(_FALLBACK_WORDS)
+    spread = 1 + _LENGTH_SPREAD * (2 * _unit("length", seed, model, prompt) - 1)
+    target_chars = round(4 * config.generation_tokens * spread)  # ~4 characters a token
+    # the topic from the prompt's last line: the instruction's (a system prompt is first)
+    last = next((line for line in reversed(prompt.splitlines()) if line.strip()), "")
+    topic = " ".join((_keywords(last) or words)[:4])
+    pieces = [signature(level), " ", _OPENINGS[level].format(topic=topic)]
+    length = sum(map(len, pieces))
+    i = 0
+    while length < target_chars:
+        key = (seed, model, prompt, str(i))
+        template = _SENTENCES[_hash("sentence", *key) % len(_SENTENCES)]
+        a, b, c = _pick(words, "words", *key)
+        sentence = ("\n\n" if i % 4 == 3 else " ") + template.format(a=a, b=b, c=c)
+        pieces.append(sentence)
+        length += len(sentence)
+        i += 1
+    return "".join(pieces)
