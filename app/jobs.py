@@ -106,7 +106,7 @@ def prepare_generation(
     spec, sampling settings, rpm/tpm, prices, batch). Writes nothing."""
     if not models and not models_files:
         raise InputError("no model given; add --model provider/model or --models FILE")
-    configs = settle_prices(load_judges(models, models_files))
+    configs = _load_workers(models, models_files, "model")
     if run_name is not None:
         check_run_name(run_name)
     instances = _selected(load_instance_source(source), limit, sample, seed)
@@ -133,7 +133,7 @@ def prepare_annotation(
 
     if not annotators and not annotators_files:
         raise InputError("no annotator given; add --annotator provider/model or --annotators FILE")
-    configs = settle_prices(load_judges(annotators, annotators_files))
+    configs = _load_workers(annotators, annotators_files, "annotator")
     if run_name is not None:
         check_run_name(run_name)
     instances = _selected(load_instance_source(source, criteria), limit, sample, seed)
@@ -144,6 +144,18 @@ def prepare_annotation(
     plan = _plan(kinds.ANNOTATION, todo, configs, source.path, run_name, "ann",
                  {"labels": space.to_data()})  # fmt: skip
     return plan, instances
+
+
+def _load_workers(specs: Sequence[str], files: Sequence[str], noun: str) -> list[JudgeConfig]:
+    """The models doing a kind's work, from flags and files in the judges file's format;
+    what is said of a bad one names it as what it is here (a model, an annotator)."""
+    try:
+        return settle_prices(load_judges(specs, files))
+    except InputError as exc:
+        message = (exc.message.replace("judge name", f"{noun} name")
+                   .replace("--judge NAME=SPEC", f"--{noun} NAME=SPEC")
+                   .replace("the judges file", f"the {noun}s file"))  # fmt: skip
+        raise InputError(message, exc.path, exc.line) from None
 
 
 def labelled(instance: Instance) -> bool:

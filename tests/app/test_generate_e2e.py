@@ -1,0 +1,103 @@
+"""`flask-eval generate` end to end in-process: simulated models under test behind the
+real OpenAI SDK, the executor and the SQLite ledger; the responses judged by `run` rank
+the models as the simulator was configured; a cut-off response is kept and marked; a
+second generation pays for nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from flask_eval.simulator.config import SimConfig
+from flask_eval.simulator.testing import running_simulator
+from tests.conftest import EXAMPLES
+from tests.helpers import cli_env, flask_eval
+
+LEVELS = {"weak": 1.5, "middling": 3.0, "strong": 4.5}
+
+
+def models_file(tmp_path: Path, short: str | None = None) -> Path:
+    """The three simulated models; ``short`` gets a 20-token limit."""
+    lines = []
+    for name in LEVELS:
+        lines += [f"- name: {name}", f"  spec: openai/{name}", "  price: {input: 1, output: 2}"]
+        if name == short:
+            lines.append("  max_tokens: 20")
+    path = tmp_path / "models.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_generated_responses_are_judged_in_the_configured_order(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    instances = str(EXAMPLES / "instances.jsonl")
+    with running_simulator(SimConfig(generators=LEVELS, generation_tokens=80)) as sim:
+        env = cli_env(sqlite_url, OPENAI_BASE_URL=sim.openai_base_url)
+        out = tmp_path / "responses"
+        models = str(models_file(tmp_path))
+        first = flask_eval("generate", "--instances", instances, "--models", models,
+                           "--out", str(out), "--run", "gen", "--quiet", env=env)  # fmt: skip
+        asked = sim.stats()["requests"]
+        n_instances = len(read_jsonl(EXAMPLES / "instances.jsonl"))
+        assert asked == 3 * n_instances
+        for name in LEVELS:
+            records = read_jsonl(out / f"{name}.jsonl")
+            assert len(records) == n_instances and f"{name}: {n_instances} responses" in first.stdout
+            assert all(r["text"] and r["finish"] == "stop" and not r["cut_off"] for r in records)
+            assert all(r["usage"]["completion_tokens"] > 0 and r["usage"]["cost"] > 0
+                       for r in records)  # fmt: skip
+            assert records[0]["sampling"]["spec"] == f"openai/{name}"
+        # the same generation again: every response comes from the answer cache
+        flask_eval("generate", "--instances", instances, "--models", models,
+                   "--out", str(tmp_path / "again"), "--run", "gen2", "--quiet", env=env)  # fmt: skip
+        assert sim.stats()["requests"] == asked
+        assert read_jsonl(tmp_path / "again" / "weak.jsonl") == read_jsonl(out / "weak.jsonl")
+        # judged with a simulated judge: the means rank the models as configured
+        responses = [f"{name}={out / name}.jsonl" for name in LEVELS]
+        args = ["--responses", *responses[:1]]
+        for r in responses[1:]:
+            args += ["--responses", r]
+        flask_eval("run", "--instances", instances, *args, "--judge", "openai/judge",
+                   "--run", "judged", "--quiet", env=env)  # fmt: skip
+        rows = json.loads(flask_eval("report", "judged", "--format", "json", "--bootstrap",
+                                     "0", env=env).stdout)["rows"]  # fmt: skip
+    overall = {r["model"]: r["mean"] for r in rows if r["dimension"] == "overall"}
+    assert overall["weak"] < overall["middling"] < overall["strong"], overall
+
+
+def test_a_response_cut_off_by_its_limit_is_kept_and_marked(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    instances = str(EXAMPLES / "instances.jsonl")
+    with running_simulator(SimConfig(generators=LEVELS, generation_tokens=80)) as sim:
+        env = cli_env(sqlite_url, OPENAI_BASE_URL=sim.openai_base_url)
+        out = tmp_path / "responses"
+        result = flask_eval("generate", "--instances", instances, "--models",
+                            str(models_file(tmp_path, short="weak")), "--out", str(out),
+                            "--limit", "5", "--quiet", env=env)  # fmt: skip
+    short = read_jsonl(out / "weak.jsonl")
+    assert len(short) == 5 and all(r["cut_off"] and r["finish"] == "length" for r in short)
+    assert all(r["text"] and r["usage"]["completion_tokens"] == 20 for r in short)
+    assert "weak: 5 responses (5 cut off by the token limit)" in result.stdout
+    whole = read_jsonl(out / "strong.jsonl")
+    assert not any(r["cut_off"] for r in whole)
+
+
+def test_a_generation_run_has_no_report(tmp_path: Path, sqlite_url: str) -> None:
+    with running_simulator(SimConfig(generators=LEVELS)) as sim:
+        env = cli_env(sqlite_url, OPENAI_BASE_URL=sim.openai_base_url)
+        flask_eval("generate", "--instances", str(EXAMPLES / "instances.jsonl"), "--model",
+                   "weak=openai/weak", "--out", str(tmp_path / "o"), "--run", "g", "--limit",
+                   "2", "--quiet", env=env)  # fmt: skip
+        result = flask_eval("report", "g", env=env, check=False)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1].endswith(
+        "run g is a generation run: it has no scores to report; `generate --run` writes "
+        "what it produced"
+    )
