@@ -33,7 +33,7 @@ from flask_eval.rubrics.protocol import (
     scores_line,
 )
 
-from . import formats
+from . import annotate, formats
 from .config import SimConfig
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -210,6 +210,9 @@ def make_answer(prompt: str, model: str, config: SimConfig, *, garbage: bool = F
     ``garbage=True`` yields an answer with no valid final line (prose only, an
     out-of-range score, or truncated JSON — chosen deterministically per request).
     """
+    annotated = annotate.answer(prompt, model, config, garbage=garbage)
+    if annotated is not None:
+        return annotated
     layout = formats.parts(prompt)
     if layout is not None and config.answer_format == "auto":
         return _layout_answer(layout, prompt, model, config, garbage)
