@@ -35,7 +35,7 @@ from flask_eval.rubrics.protocol import (
     scores_line,
 )
 
-from . import formats, generate
+from . import annotate, formats, generate
 from .config import SimConfig
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -220,6 +220,9 @@ def make_answer(prompt: str, model: str, config: SimConfig, *, garbage: bool = F
     generated = generate.answer(prompt, model, config)
     if generated is not None:
         return generated
+    annotated = annotate.answer(prompt, model, config, garbage=garbage)
+    if annotated is not None:
+        return annotated
     layout = formats.parts(prompt)
     if layout is not None and config.answer_format == "auto":
         return _layout_answer(layout, prompt, model, config, garbage)
