@@ -13,18 +13,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from flask_eval.report.annotation import Combined, Labels, combine
-from flask_eval.rubrics.annotation import LabelSpace
-
 from flask_eval.app.jobs import check_kind, done_values, labelled
 from flask_eval.core.types import DIFFICULTY_LABELS, Instance
 from flask_eval.producer.loaders import load_instances
+from flask_eval.report.annotation import Combined, Labels, combine
 from flask_eval.rubrics import kinds
+from flask_eval.rubrics.annotation import LabelSpace
 from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
 
 
-def annotations(store: Store, run: RunInfo) -> dict[str, dict[str, Labels]]:
+def given_labels(store: Store, run: RunInfo) -> dict[str, dict[str, Labels]]:
     """Instance id -> annotator -> the labels it gave (a facet it failed to give is
     empty: ``skills``/``domains`` ``()``, ``difficulty`` None)."""
     check_kind(run, kinds.ANNOTATION)
@@ -59,7 +58,7 @@ def combined(store: Store, run: RunInfo) -> dict[str, Combined]:
     order = [name for name, _ in space.skills]
     return {
         iid: combine(by_who, order, top=space.top_skills, max_domains=space.max_domains)
-        for iid, by_who in annotations(store, run).items()
+        for iid, by_who in given_labels(store, run).items()
     }
 
 

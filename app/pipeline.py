@@ -51,6 +51,9 @@ from flask_eval.workers.inprocess import InProcessTransport
 from flask_eval.workers.judge import create_judge, judge_class, spec_of
 from flask_eval.workers.runner import executor_config
 
+#: what the progress bar says a run of each kind of work is doing
+_DOING = {"generation": "generating", "annotation": "annotating"}
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -350,7 +353,7 @@ def wait(
     bar = tqdm(
         total=counts.total,
         initial=counts.total - counts.pending,
-        desc=f"judging {run.name}",
+        desc=f"{_DOING.get(str(run.config.get('kind')), 'judging')} {run.name}",
         unit="judgment",
         disable=not progress,
         file=sys.stderr,
@@ -382,7 +385,7 @@ def wait(
                 bar.set_postfix_str(label)
             if open_ <= 0:
                 if batches is not None:
-                    batches.look(tell, force=True)  # the batches as they ended
+                    batches.settle(tell)  # the batches as they ended
                 break
             if isinstance(dispatcher, InProcessTransport) and not dispatcher.alive():
                 dispatcher.join()  # re-raises an executor crash

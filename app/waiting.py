@@ -134,6 +134,10 @@ def check_workers(
         watch.hinted = True
 
 
+#: the states of a batch whose calls are still the provider's (storage/batches.py)
+_OPEN = frozenset({"created", "submitted"})
+
+
 class BatchWatch:
     """Says, while a run is waited for, each change of state of its provider batches
     (created, submitted, collected, failed: docs/design/batches.md), one line each, looking
@@ -151,6 +155,17 @@ class BatchWatch:
         judges = run.config.get("judges") or []
         batched = any(isinstance(j, dict) and j.get("batch") for j in judges)
         return cls(store, run.id) if batched else None
+
+    def settle(self, tell: Callable[[str], None], within: float = 5.0) -> None:
+        """Once every row is done: the batches as they end. A batch's last rows are
+        written before the batch itself is marked collected (docs/design/batches.md), so
+        look until none is open any more, for at most ``within`` seconds."""
+        deadline = time.monotonic() + within
+        while True:
+            self.look(tell, force=True)
+            if all(s not in _OPEN for s, _ in self.seen.values()) or time.monotonic() > deadline:
+                return
+            time.sleep(0.05)
 
     def look(self, tell: Callable[[str], None], force: bool = False) -> None:
         now = time.monotonic()

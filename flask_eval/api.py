@@ -79,8 +79,10 @@ def generate(
 ) -> Records:
     """The models under test answer the FLASK instances of ``instances``: one record per
     response (model, instance_id, text, finish, cut_off, tokens, cost)."""
-    plan = jobs.prepare_generation(jobs.InstanceSource(instances), models=models,
-                                   models_files=models_files, limit=limit, run_name=run_name)  # fmt: skip
+    source = jobs.InstanceSource(instances)
+    plan = jobs.prepare_generation(
+        source, models=models, models_files=models_files, limit=limit, run_name=run_name
+    )
     with _session(database_url) as (settings, store):
         run = _run(plan, settings, store, "generate", in_flight)
         produced = generation.generated(store, run)

@@ -85,7 +85,7 @@ def test_eval_from_instructions_to_report_through_a_kill_9(
                 kill_group(proc, signal.SIGKILL)
                 proc.wait()
             with workers(env, processes=1, in_flight=32, log=tmp_path / "w2.log"):
-                stdout, stderr = producer.communicate(timeout=600)
+                _stdout, stderr = producer.communicate(timeout=600)
         finally:
             if producer.poll() is None:
                 kill_group(producer, signal.SIGKILL)

@@ -48,14 +48,17 @@ def test_generated_responses_are_judged_in_the_configured_order(
         assert asked == 3 * n_instances
         for name in LEVELS:
             records = read_jsonl(out / f"{name}.jsonl")
-            assert len(records) == n_instances and f"{name}: {n_instances} responses" in first.stdout
+            assert (
+                len(records) == n_instances and f"{name}: {n_instances} responses" in first.stdout
+            )
             assert all(r["text"] and r["finish"] == "stop" and not r["cut_off"] for r in records)
             assert all(r["usage"]["completion_tokens"] > 0 and r["usage"]["cost"] > 0
                        for r in records)  # fmt: skip
             assert records[0]["sampling"]["spec"] == f"openai/{name}"
         # the same generation again: every response comes from the answer cache
-        flask_eval("generate", "--instances", instances, "--models", models,
-                   "--out", str(tmp_path / "again"), "--run", "gen2", "--quiet", env=env)  # fmt: skip
+        again = str(tmp_path / "again")
+        flask_eval("generate", "--instances", instances, "--models", models, "--out", again,
+                   "--run", "gen2", "--quiet", env=env)  # fmt: skip
         assert sim.stats()["requests"] == asked
         assert read_jsonl(tmp_path / "again" / "weak.jsonl") == read_jsonl(out / "weak.jsonl")
         # judged with a simulated judge: the means rank the models as configured
@@ -97,7 +100,11 @@ def test_a_generation_run_has_no_report(tmp_path: Path, sqlite_url: str) -> None
                    "2", "--quiet", env=env)  # fmt: skip
         result = flask_eval("report", "g", env=env, check=False)
     assert result.returncode == 2
-    assert result.stderr.strip().splitlines()[-1].endswith(
-        "run g is a generation run: it has no scores to report; `generate --run` writes "
-        "what it produced"
+    assert (
+        result.stderr.strip()
+        .splitlines()[-1]
+        .endswith(
+            "run g is a generation run: it has no scores to report; `generate --run` writes "
+            "what it produced"
+        )
     )
