@@ -90,11 +90,16 @@ def test_eval_from_instructions_to_report_through_a_kill_9(
             if producer.poll() is None:
                 kill_group(producer, signal.SIGKILL)
         assert producer.returncode == 0, stderr[-3000:]
-        report = (out / "report.txt").read_text()
-        # the same evaluation, uninterrupted, in-process, in another store
+        # the same evaluation, uninterrupted, in-process, in another store: the same scores
+        # (the cost lines differ: the simulator's prompt cache has seen the prompts)
         calm = cli_env(f"sqlite:///{tmp_path / 'calm.db'}", OPENAI_BASE_URL=sim.openai_base_url)
         flask_eval(*eval_args(instances, tmp_path / "calm", three), env=calm)
-        assert (tmp_path / "calm" / "report.txt").read_text() == report
+        judged = _judge_run(sqlite_url)
+        assert _judge_run(str(calm["FLASK_EVAL_DATABASE_URL"])) == judged
+        rows = report_rows(env, judged)
+        assert rows == report_rows(calm, judged)
+        scores = (out / "report.txt").read_text().split("Cost (paid calls")[0]
+        assert (tmp_path / "calm" / "report.txt").read_text().split("Cost (paid calls")[0] == scores
         # a rerun: every step's run is found done, no call is made
         asked = sim.stats()["requests"]
         flask_eval(*eval_args(instances, tmp_path / "calm", three), env=calm)
@@ -104,10 +109,14 @@ def test_eval_from_instructions_to_report_through_a_kill_9(
         assert sim.stats()["requests"] - asked == 2 * INSTANCES
     labelled = [json.loads(x) for x in (out / "instances.jsonl").read_text().splitlines()]
     assert len(labelled) == INSTANCES and all(len(x["skill"]) == 3 for x in labelled)
-    rows = json.loads(flask_eval("report", "--format", "json", "--bootstrap", "0",
-                                 _judge_run(sqlite_url), env=env).stdout)["rows"]  # fmt: skip
     overall = {r["model"]: r["mean"] for r in rows if r["dimension"] == "overall"}
     assert overall["m1"] < overall["m2"] < overall["m3"], overall
+
+
+def report_rows(env: dict[str, str], run: str) -> list[dict[str, object]]:
+    result = flask_eval("report", run, "--format", "json", "--bootstrap", "0", env=env)
+    rows: list[dict[str, object]] = json.loads(result.stdout)["rows"]
+    return rows
 
 
 def _judge_run(database_url: str) -> str:

@@ -6,8 +6,11 @@ second generation pays for nothing."""
 from __future__ import annotations
 
 import json
+import urllib.request
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from flask_eval.simulator.config import SimConfig
 from flask_eval.simulator.testing import running_simulator
@@ -108,3 +111,63 @@ def test_a_generation_run_has_no_report(tmp_path: Path, sqlite_url: str) -> None
             "what it produced"
         )
     )
+
+
+def test_batch_generation_goes_through_the_providers_batch_api(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    """A model under test with `batch: true`: its calls are parked, submitted in one of the
+    simulator's OpenAI batches, collected, and its responses equal a live generation's,
+    at the batch price."""
+    instances = str(EXAMPLES / "instances.jsonl")
+    with running_simulator(SimConfig(generators=LEVELS, generation_tokens=40)) as sim:
+        env = cli_env(
+            sqlite_url, OPENAI_BASE_URL=sim.openai_base_url, FLASK_EVAL_BATCH_POLL_SECONDS="0.2"
+        )
+        # the live generation in a store of its own: no answer cache between the two
+        other = cli_env(f"sqlite:///{tmp_path / 'live.db'}", OPENAI_BASE_URL=sim.openai_base_url)
+        live, batch = tmp_path / "live.yaml", tmp_path / "batch.yaml"
+        entry = (
+            "- name: strong\n  spec: openai/strong\n  price: {input: 1, output: 2, batch: 0.5}\n"
+        )
+        live.write_text(entry)
+        batch.write_text(entry + "  temperature: 0.0\n  batch: true\n  batch_max_wait: 0.2\n")
+        flask_eval("generate", "--instances", instances, "--models", str(batch), "--out",
+                   str(tmp_path / "b"), "--run", "b", "--quiet", env=env)  # fmt: skip
+        with urllib.request.urlopen(f"{sim.base_url}/batches/submitted", timeout=10) as resp:
+            submitted = json.loads(resp.read())["openai"]["submitted"]
+        flask_eval("generate", "--instances", instances, "--models", str(live), "--out",
+                   str(tmp_path / "l"), "--run", "l", "--quiet", env=other)  # fmt: skip
+    n = len(read_jsonl(EXAMPLES / "instances.jsonl"))
+    assert len(submitted) == n and set(submitted.values()) == {1}
+    batched = read_jsonl(tmp_path / "b" / "strong.jsonl")
+    plain = read_jsonl(tmp_path / "l" / "strong.jsonl")
+    assert [r["text"] for r in batched] == [r["text"] for r in plain]
+    for b, p in zip(batched, plain, strict=True):
+        assert b["usage"]["cost"] == pytest.approx(p["usage"]["cost"] / 2)
+
+
+@pytest.mark.parametrize(
+    ("files", "args", "message"),
+    [
+        ({}, ["--model", "nosuch/model"], "provider 'nosuch' in 'nosuch/model'"),
+        (
+            {"models.yaml": "- name: a\n  spec: openai/x\n- name: A\n  spec: openai/y\n"},
+            ["--models", "{models.yaml}"],
+            "models.yaml:3: model name 'A' is used twice (first on line 1)",
+        ),
+    ],
+)
+def test_bad_models_are_one_line_exit_2_and_nothing_written(
+    tmp_path: Path, files: dict[str, str], args: list[str], message: str
+) -> None:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    db = tmp_path / "never.db"
+    env = cli_env(f"sqlite:///{db}")
+    filled = [str(tmp_path / a[1:-1]) if a.startswith("{") else a for a in args]
+    result = flask_eval("generate", "--instances", str(EXAMPLES / "instances.jsonl"), *filled,
+                        "--out", str(tmp_path / "out"), env=env, check=False)  # fmt: skip
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 1 and message in lines[0], result.stderr
+    assert not db.exists() and not (tmp_path / "out").exists()
