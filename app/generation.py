@@ -16,12 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flask_eval.rubrics.generation import RESPONSE
-
 from flask_eval.app.jobs import check_kind, done_values
 from flask_eval.core.errors import InputError
 from flask_eval.core.types import DEFAULT_MAX_TOKENS, JudgeConfig, Response, ResponseSet
 from flask_eval.rubrics import kinds
+from flask_eval.rubrics.generation import RESPONSE
 from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
 
