@@ -23,7 +23,7 @@ from flask_eval.app.report import build_report
 from flask_eval.app.steps import Say, StepResult
 from flask_eval.core.errors import FlaskEvalError, InputError
 from flask_eval.core.settings import Settings
-from flask_eval.core.types import JudgeConfig
+from flask_eval.core.types import Instance, JudgeConfig
 from flask_eval.producer.dispatch import Transport
 from flask_eval.producer.inputs import check_run_name
 from flask_eval.report import render
@@ -43,7 +43,7 @@ class EvalPlan:
     name: str
     generation: pipeline.Plan
     annotation: pipeline.Plan | None
-    instances: tuple  # type: ignore[type-arg]
+    instances: tuple[Instance, ...]
     judges: tuple[JudgeConfig, ...]
     judges_specs: tuple[str, ...]
     judges_files: tuple[str, ...]
@@ -90,7 +90,6 @@ def prepare_eval(
     gen = jobs.prepare_generation(source, models=models, models_files=models_files,
                                   limit=limit, sample=sample, seed=seed)  # fmt: skip
     gen = replace(gen, name=f"{name}-generate-{gen.fingerprint[:10]}")
-    taken = {j.name.casefold() for j in gen.judges}
     if not annotators and not annotators_files:
         annotators, annotators_files = judges, judges_files
     ann, instances = jobs.prepare_annotation(
@@ -99,8 +98,6 @@ def prepare_eval(
     )  # fmt: skip
     if ann is not None:
         ann = replace(ann, name=f"{name}-annotate-{ann.fingerprint[:10]}")
-    if len(taken) < len(gen.judges):
-        raise InputError("two models under test have the same name")
     return EvalPlan(name, gen, ann, tuple(instances), tuple(judge_configs), tuple(judges),
                     tuple(judges_files), criteria, Path(out_dir), mode)  # fmt: skip
 

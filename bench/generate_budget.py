@@ -34,8 +34,9 @@ def main() -> None:
         config = SimConfig(latency_ms=50, rpm=args.rpm, seed=1, generators={"m1": 3.0})
         with spawn_simulator(config) as sim:
             models = folder / "models.yaml"
+            price = "{input: 0.5, output: 1.5}"
             models.write_text(f"- name: m1\n  spec: openai/m1@{sim.openai_base_url}\n"
-                              f"  rpm: {args.rpm}\n  price: {{input: 0.5, output: 1.5}}\n")  # fmt: skip
+                              f"  rpm: {args.rpm}\n  price: {price}\n")  # fmt: skip
             env = env_for(f"sqlite:///{db}")
             workers = Workers(env, processes=2, in_flight=32, log=folder / "w.log")
             try:

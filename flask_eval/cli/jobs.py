@@ -326,6 +326,7 @@ def evaluate(**kw: Any) -> None:
     pays only for its own calls."""
     from flask_eval.app import evaluate as use_case
     from flask_eval.app import pipeline
+    from flask_eval.app.budget import check_budget
     from flask_eval.app.jobs import InstanceSource
     from flask_eval.storage.store import Store
 
@@ -337,9 +338,10 @@ def evaluate(**kw: Any) -> None:
         annotators_files=kw["annotators_files"], criteria=kw["criteria"], out_dir=kw["out_dir"],
         name=kw["name"], mode=kw["mode"], limit=kw["limit"], sample=kw["sample"], seed=kw["seed"],
     )  # fmt: skip
+    everyone = (*plan.generation.judges, *plan.judges,
+                *(plan.annotation.judges if plan.annotation else ()))  # fmt: skip
+    check_budget(everyone, plan.name, settings.database_url, kw["max_cost"])
     if not settings.broker_url:
-        everyone = (*plan.generation.judges, *plan.judges,
-                    *(plan.annotation.judges if plan.annotation else ()))  # fmt: skip
         pipeline.check_judges_locally(everyone)
     pipeline.preflight(settings)
     store = Store(settings.database_url)

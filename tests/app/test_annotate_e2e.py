@@ -1,5 +1,5 @@
 """`flask-eval annotate` end to end in-process: two simulated annotators label FLASK's
-instances behind the real OpenAI SDK (its first 400 here; all 1,740 in the closing note of
+instances behind the real OpenAI SDK (its first 200 here; all 1,740 in the closing note of
 issue 22); the labels combine into FLASK's instance
 file, which `run` reads as is; `--compare` prints the agreement with FLASK's own labels."""
 
@@ -17,7 +17,7 @@ from flask_eval.simulator.testing import running_simulator
 from tests.conftest import EXAMPLES
 from tests.helpers import cli_env, flask_eval
 
-N = 400
+N = 200
 
 
 @pytest.mark.e2e

@@ -1,0 +1,53 @@
+"""The Python API (flask_eval.api): each step of an evaluation as one function returning
+plain records, over the command line's use cases and store (a step the command line made
+is not paid again)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from flask_eval import api
+from flask_eval.core.errors import InputError
+from flask_eval.simulator.config import SimConfig
+from flask_eval.simulator.testing import running_simulator
+from tests.conftest import EXAMPLES
+from tests.helpers import _as_a_fresh_process, cli_env, flask_eval
+
+LEVELS = {"weak": 1.5, "strong": 4.5}
+
+
+def test_each_step_returns_records_and_shares_the_command_lines_runs(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    instances = str(EXAMPLES / "instances.jsonl")
+    n = len((EXAMPLES / "instances.jsonl").read_text().splitlines())
+    with running_simulator(SimConfig(generators=LEVELS, generation_tokens=40)) as sim:
+        env = cli_env(sqlite_url, OPENAI_BASE_URL=sim.openai_base_url)
+        with _as_a_fresh_process(env):
+            responses = api.generate(instances, models=["weak=openai/weak", "strong=openai/strong"])
+            asked = sim.stats()["requests"]
+            labels = api.annotate(instances, annotators=["openai/a"], relabel=True, limit=4)
+            out = tmp_path / "r"
+            out.mkdir()
+            for model in LEVELS:
+                texts = [r for r in responses if r["model"] == model]
+                (out / f"{model}.jsonl").write_text("".join(
+                    json.dumps({"question_id": r["instance_id"], "text": r["text"]}) + "\n"
+                    for r in texts))  # fmt: skip
+            rows = api.judge(instances, {m: str(out / f"{m}.jsonl") for m in LEVELS},
+                             judges=["openai/judge"], run_name="api-judged")  # fmt: skip
+            with pytest.raises(InputError, match="no model given"):
+                api.generate(instances)
+        # the same generation from the command line: answered by the API's answers
+        flask_eval("generate", "--instances", instances, "--model", "weak=openai/weak",
+                   "--model", "strong=openai/strong", "--out", str(tmp_path / "cli"),
+                   "--quiet", env=env)  # fmt: skip
+        assert sim.stats()["requests"] == asked + 4 + n * 2  # annotate + judge calls only
+    assert len(responses) == 2 * n and {r["model"] for r in responses} == set(LEVELS)
+    assert all(r["text"] and not r["cut_off"] and r["completion_tokens"] > 0 for r in responses)
+    assert len(labels) == 4 and all(len(x["skills"]) == 3 and x["difficulty"] for x in labels)
+    overall = {r["model"]: r["mean"] for r in rows if r["dimension"] == "overall"}
+    assert overall["weak"] < overall["strong"]
