@@ -65,6 +65,17 @@ def _work_options(f: F) -> F:
     return f
 
 
+def _plan_options(f: F) -> F:
+    for option in reversed((
+        click.option("--run", "run_name", default=None,
+                     help="Run name; the same name and inputs resume."),
+        click.option("--dry-run", is_flag=True,
+                     help="Estimate calls, tokens and cost; write nothing."),
+    )):  # fmt: skip
+        f = option(f)
+    return f
+
+
 def _source(kw: dict[str, Any]) -> InstanceSource:
     from flask_eval.app.jobs import InstanceSource
 
@@ -121,7 +132,6 @@ def _execute(plan: Plan, settings: Settings, verb: str, kw: dict[str, Any]) -> S
 @click.option("--models", "models_files", multiple=True, metavar="FILE",
               help="Models file (the judges file's format: spec, max_tokens, temperature, "
               "rpm/tpm, price, batch).")  # fmt: skip
-@click.option("--run", "run_name", default=None, help="Run name; the same name and inputs resume.")
 @click.option(
     "--out",
     "out_dir",
@@ -130,7 +140,7 @@ def _execute(plan: Plan, settings: Settings, verb: str, kw: dict[str, Any]) -> S
     metavar="DIR",
     help="Where each model's responses go (FLASK's model-output JSON Lines).",
 )
-@click.option("--dry-run", is_flag=True, help="Estimate calls, tokens and cost; write nothing.")
+@_plan_options
 @_work_options
 @handle_errors
 def generate(**kw: Any) -> None:
@@ -198,7 +208,6 @@ def generate(**kw: Any) -> None:
     metavar="LABELS",
     help="Agreement of the labels with a FLASK instance file's (e.g. FLASK's own).",
 )
-@click.option("--run", "run_name", default=None, help="Run name; the same name and inputs resume.")
 @click.option(
     "--out",
     "out_path",
@@ -207,7 +216,7 @@ def generate(**kw: Any) -> None:
     metavar="FILE",
     help="The instances with their labels (FLASK's schema, ready for `run`).",
 )
-@click.option("--dry-run", is_flag=True, help="Estimate calls, tokens and cost; write nothing.")
+@_plan_options
 @_work_options
 @handle_errors
 def annotate(**kw: Any) -> None:
