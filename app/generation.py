@@ -139,3 +139,28 @@ def write_model_outputs(
         os.replace(part, path)
         written[model] = path
     return written
+
+
+def write_biggen_responses(
+    responses: dict[str, list[Generated]], source: str, out_dir: str
+) -> dict[str, Path]:
+    """Each model's responses to BiGGen Bench instances as BiGGen's own responses file
+    (the ``source`` records, each with ``response`` and ``response_model_name``), so that
+    `run --biggen FILE` judges them on each instance's own rubric: ``<model>.biggen.json``
+    in ``out_dir``, with the instances the model answered."""
+    with open(source, encoding="utf-8") as handle:
+        records: dict[str, Any] = json.load(handle)
+    written: dict[str, Path] = {}
+    for model, items in responses.items():
+        answered = {
+            g.instance_id: {**records[g.instance_id], "response": g.text,
+                            "response_model_name": model}
+            for g in items
+            if g.instance_id in records
+        }  # fmt: skip
+        path = Path(out_dir) / f"{model.replace('/', '_')}.biggen.json"
+        part = path.with_name(path.name + ".part")
+        part.write_text(json.dumps(answered, ensure_ascii=False, indent=1), encoding="utf-8")
+        os.replace(part, path)
+        written[model] = path
+    return written

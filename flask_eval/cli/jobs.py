@@ -151,8 +151,9 @@ def generate(**kw: Any) -> None:
 
     settings = settings_mod.load()
     check_waiting(settings, False, kw["timeout"])
+    source = _source(kw)
     plan = jobs.prepare_generation(
-        _source(kw), models=kw["models"], models_files=kw["models_files"],
+        source, models=kw["models"], models_files=kw["models_files"],
         run_name=kw["run_name"], limit=kw["limit"], sample=kw["sample"], seed=kw["seed"],
     )  # fmt: skip
     if kw["dry_run"]:
@@ -172,6 +173,11 @@ def generate(**kw: Any) -> None:
         n = len(responses[model])
         note = f" ({cut[model]} cut off by the token limit)" if model in cut else ""
         click.echo(f"{model}: {n} responses{note} -> {path}")
+    if source.biggen:  # also as BiGGen's own file: `run --biggen` judges it on its rubrics
+        for model, path in generation.write_biggen_responses(
+            responses, source.biggen, kw["out_dir"]
+        ).items():
+            click.echo(f"{model}: BiGGen Bench responses -> {path} (`run --biggen {path}`)")
 
 
 @click.command(epilog=epilog(ENV_RUN), short_help=SHORT_HELP["annotate"])

@@ -171,3 +171,25 @@ def test_bad_models_are_one_line_exit_2_and_nothing_written(
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 2 and len(lines) == 1 and message in lines[0], result.stderr
     assert not db.exists() and not (tmp_path / "out").exists()
+
+
+def test_biggen_responses_are_written_in_biggens_own_format_and_judged_on_its_rubrics(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    """Generated answers to BiGGen Bench instances (their system prompts sent) land as
+    BiGGen's responses file too, which `run --biggen` judges on each instance's rubric."""
+    from tests.app.test_protocols_e2e import BIGGEN, need
+
+    source = need(BIGGEN)
+    with running_simulator(SimConfig(generators=LEVELS, generation_tokens=40)) as sim:
+        env = cli_env(sqlite_url, OPENAI_BASE_URL=sim.openai_base_url)
+        out = tmp_path / "o"
+        flask_eval("generate", "--biggen", str(source), "--model", "strong=openai/strong",
+                   "--limit", "6", "--out", str(out), "--quiet", env=env)  # fmt: skip
+        written = json.loads((out / "strong.biggen.json").read_text())
+        assert len(written) == 6
+        assert all(r["response_model_name"] == "strong" and r["response"] for r in written.values())
+        flask_eval("run", "--biggen", str(out / "strong.biggen.json"), "--judge", "openai/j",
+                   "--run", "bg", "--quiet", env=env)  # fmt: skip
+        st = json.loads(flask_eval("status", "bg", "--json", env=env).stdout)
+    assert st["done"] == st["total"] == 6
