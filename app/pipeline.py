@@ -35,6 +35,7 @@ from flask_eval.producer.pairs import (
 )
 from flask_eval.producer.plan import DEFAULT_MODE, MODES, default_run_name, fingerprint, run_config
 from flask_eval.producer.prices import check_budget_prices, settle_prices
+from flask_eval.producer.samples import sampled
 from flask_eval.producer.select import select
 from flask_eval.producer.sources import Sources, load_sources
 from flask_eval.rubrics import codec
@@ -71,6 +72,8 @@ class Plan:
     #: the kind of work (rubrics/kinds.py) and its options (an annotation's label space)
     kind: str = JUDGMENT
     kind_options: dict[str, Any] = field(default_factory=dict)
+    #: judgments per judge and item (``--samples``): the judges are its clones (``sampled``)
+    samples: int = 1
 
     def context(self) -> RunContext:
         judges = {j.name: j for j in self.judges}
@@ -112,7 +115,8 @@ def _judge_identity(j: JudgeConfig) -> str:
     (defaults are left out, so runs made before these settings existed keep their
     fingerprint)."""
     settings = (("max_tokens", j.max_tokens), ("temperature", j.temperature),
-                ("protocol", j.protocol), ("structured", j.structured or None))  # fmt: skip
+                ("protocol", j.protocol), ("structured", j.structured or None),
+                ("sample", j.sample if (j.sample or 1) > 1 else None))  # fmt: skip
     extra = "".join(f"|{k}={v}" for k, v in settings if v is not None)
     return f"{j.name}={j.spec}{extra}"
 
@@ -139,9 +143,11 @@ def prepare(
     pairwise_set: str | None = None,
     biggen_llm_judge: bool = False,
     models: Sequence[str] = (),
+    samples: int = 1,
 ) -> Plan:
     """Validate all inputs and flags; raises InputError/ConfigError; writes nothing.
-    ``models`` names the model(s) of a file that carries its responses (``--model``)."""
+    ``models`` names the model(s) of a file that carries its responses (``--model``);
+    ``samples`` asks each judge that many times per item (:func:`sampled`)."""
     if mode not in MODES:
         raise InputError(f"invalid --mode {mode!r}; choose one of: {', '.join(MODES)}")
     if not judges and not judges_files:
@@ -149,7 +155,7 @@ def prepare(
             "no judge given; add --judge provider/model (e.g. --judge openai/gpt-4o) "
             "or --judges FILE"
         )
-    configs = settle_prices(load_judges(judges, judges_files))
+    configs = sampled(settle_prices(load_judges(judges, judges_files)), samples)
     if run_name is not None:
         check_run_name(run_name)
     named = [parse_responses_arg(a) for a in responses]
@@ -179,6 +185,8 @@ def prepare(
                             inputs.response_sets)  # fmt: skip
     elif not swap or per_criterion:
         raise InputError("--no-swap and --per-criterion go with --pairwise")
+    if samples > 1 and pairwise is not None:
+        raise InputError("--samples goes with absolute grading, not with --pairwise")
     check_protocols(configs, mode, pairwise=plan_config is not None)
     skills = codec.to_data(skillset)
     identities = [_judge_identity(j) for j in configs]
@@ -188,7 +196,7 @@ def prepare(
         plan_config["labels"] = [[x.instance_id, x.first_model, x.second_model, x.label]
                                  for x in labels]  # fmt: skip
     return Plan(inputs, skillset, tuple(configs), mode, name, digest, sources.path, reference,
-                plan_config, pairs)  # fmt: skip
+                plan_config, pairs, samples=samples)  # fmt: skip
 
 
 def check_protocols(judges: Sequence[JudgeConfig], mode: str, pairwise: bool = False) -> None:
@@ -279,6 +287,7 @@ def start(
             plan.pairwise,
             plan.kind,
             plan.kind_options,
+            plan.samples,
         ),
         instances=plan.inputs.instances,
         response_sets=plan.inputs.response_sets,

@@ -12,7 +12,7 @@ from tqdm import tqdm
 
 from flask_eval.core.errors import InputError
 from flask_eval.core.redact import redact
-from flask_eval.core.types import DOMAINS
+from flask_eval.core.types import DOMAINS, sample_of
 from flask_eval.report import references
 from flask_eval.report.agreement import Agreement, agreement_rows
 from flask_eval.report.biggen import llm_judge_notes
@@ -23,6 +23,7 @@ from flask_eval.report.bootstrap import (
     instance_weights,
 )
 from flask_eval.report.breakdown import Aggregation, Breakdown, report_breakdown
+from flask_eval.report.consistency import SelfConsistency, consistency_rows, merge_samples
 from flask_eval.report.document import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_TEMPERATURE,
@@ -72,9 +73,47 @@ def config_judges(config: dict[str, Any]) -> list[str]:
     return names
 
 
+def run_samples(config: Mapping[str, Any]) -> int:
+    """Judgments per judge and item of a run (``run --samples``; 1 for runs before it)."""
+    value = config.get("samples")
+    return value if isinstance(value, int) and value > 1 else 1
+
+
+def judge_of(name: str, config: Mapping[str, Any]) -> str:
+    """The judge whose sample the ledger's judge ``name`` is, in a run of repeated
+    judgments; ``name`` itself otherwise."""
+    parsed = sample_of(name) if run_samples(config) > 1 else None
+    return name if parsed is None else parsed[0]
+
+
+def run_tables(store: Store, run: RunInfo) -> tuple[ScoreTable, list[SelfConsistency]]:
+    """The run's score table, judge columns in the order the run was given them, and,
+    for a run of repeated judgments, each judge's self-consistency: its samples merged
+    into one column scored by their mean (report/consistency.py)."""
+    p = analytics.pivot(store, run.id, config_judges(run.config))
+    judges, state, score, consistency = p.judges, p.state, p.score, []
+    if run_samples(run.config) > 1:
+        merged = merge_samples(p.judges, p.state, p.score)
+        judges, state, score = merged.judges, merged.state, merged.score
+        consistency = consistency_rows(merged, p.score, p.state)
+    table = build(p.cells, judges, state, score, p.difficulty, p.domains, DOMAINS,
+                  capability_of=p.capability, task_of=p.task)  # fmt: skip
+    return table, consistency
+
+
 def run_table(store: Store, run: RunInfo) -> ScoreTable:
-    """The run's score table, judge columns in the order the run was given them."""
-    return score_table(store, run.id, config_judges(run.config), domain_order=DOMAINS)
+    """The run's score table (:func:`run_tables`)."""
+    return run_tables(store, run)[0]
+
+
+def _judge_costs(store: Store, run: RunInfo) -> list[JudgeCost]:
+    """Each judge's paid calls, a judge's samples summed into it."""
+    costs: dict[str, JudgeCost] = {}
+    for c in queries.judge_costs(store, run.id):
+        judge = judge_of(str(c["judge"]), run.config)
+        had = costs.get(judge, JudgeCost(judge))
+        costs[judge] = JudgeCost(judge, *(getattr(had, k) + c[k] for k in list(c)[1:]))
+    return list(costs.values())
 
 
 def breakdown_for(table: ScoreTable, skillset: SkillSet) -> Breakdown:
@@ -154,8 +193,9 @@ def judge_settings(config: Mapping[str, Any]) -> list[JudgeSettings]:
     for entry in config.get("judges") or ():
         data = entry if isinstance(entry, Mapping) else {"name": entry}
         name = str(data.get("name") or data.get("spec") or "")
-        if not name:
+        if not name or data.get("sample"):  # a later sample: its judge is listed once
             continue
+        name = judge_of(name, config)
         spec = str(data.get("spec") or name)
         max_tokens = data.get("max_tokens")
         temperature = data.get("temperature")
@@ -216,7 +256,7 @@ def build_report(
         dynamic_ncols=True,
     )
     try:
-        base = run_table(store, run)
+        base, consistency = run_tables(store, run)
         bar.update(1)
         lap("query")
         try:
@@ -243,9 +283,16 @@ def build_report(
     coverage = queries.coverage(store, run.id)
     report_rows = with_intervals(rows, intervals)
     lap("rows")
-    found = patterns(analytics.call_scores(store, run.id), base.judges)
+    found = patterns(((judge_of(j, run.config), c, v) for j, c, v in
+                      analytics.call_scores(store, run.id)), base.judges)  # fmt: skip
     lap("patterns")
     notes += [p.note() for p in found if p.flagged]
+    if consistency:
+        notes.append(
+            f"each judge was asked {run_samples(run.config)} times per item (--samples): its "
+            "score is the mean of its samples, and the agreement between judges is computed "
+            "on those means; Self-consistency compares a judge's samples with each other"
+        )
     if table.capabilities:
         notes += llm_judge_notes(table.instances, judge_protocols(run.config))
     pairwise = (
@@ -286,7 +333,8 @@ def build_report(
         ],
         position_patterns=[p.as_dict() for p in found],
         scale=protocols_scale(judge_protocols(run.config).values()),
-        costs=[JudgeCost(**c) for c in queries.judge_costs(store, run.id)],
+        costs=_judge_costs(store, run),
+        self_consistency=consistency,
     )
 
 

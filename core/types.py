@@ -278,6 +278,26 @@ class Price:
         return usd * self.batch if batch else usd
 
 
+#: the most judgments of one item by one judge (``run --samples``)
+MAX_SAMPLES = 20
+#: between a judge's name and its sample index in the ledger (``J#2``): no judge name may
+#: hold it (producer/judges_file.py), so a sample never takes another judge's name
+SAMPLE_SEPARATOR = "#"
+
+
+def sample_name(judge: str, sample: int) -> str:
+    """The ledger name of ``judge``'s judgment number ``sample`` (1..K) of an item."""
+    return f"{judge}{SAMPLE_SEPARATOR}{sample}"
+
+
+def sample_of(name: str) -> tuple[str, int] | None:
+    """``(judge, sample)`` of a sample's ledger name, None for any other name."""
+    judge, sep, index = name.rpartition(SAMPLE_SEPARATOR)
+    if not sep or not judge or not index.isdigit() or not 1 <= int(index) <= MAX_SAMPLES:
+        return None
+    return judge, int(index)
+
+
 @dataclass(frozen=True)
 class JudgeConfig:
     """``name`` identifies the judge in the ledger and reports; ``spec`` says how to call it."""
@@ -310,6 +330,9 @@ class JudgeConfig:
     batch_max_size: int | None = None
     #: the most estimated prompt tokens in this judge's open batches (None: no limit)
     batch_max_tokens: int | None = None
+    #: which of a judge's repeated judgments this is (``run --samples K``: 2..K; None or
+    #: 1: the first, whose calls keep the cache key a single judgment always had)
+    sample: int | None = None
 
     def cost(
         self,
@@ -333,7 +356,12 @@ class JudgeConfig:
         )
 
     def to_data(self) -> dict[str, Any]:
-        return asdict(self)
+        """The stored form; ``sample`` only when a later sample, so that the configs of
+        runs without repeated judgments read exactly as before it existed."""
+        data = asdict(self)
+        if (self.sample or 1) <= 1:
+            del data["sample"]
+        return data
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> JudgeConfig:

@@ -80,10 +80,14 @@ def run_config(
     pairwise: Mapping[str, Any] | None = None,
     kind: str = JUDGMENT,
     kind_options: Mapping[str, Any] | None = None,
+    samples: int = 1,
 ) -> dict[str, Any]:
     """What the store keeps about a run (never secrets: judge specs carry no keys); a
-    run of another kind of work than judgment says which, with its options."""
+    run of another kind of work than judgment says which, with its options; a run of
+    repeated judgments (``--samples`` > 1) says how many, so the report merges them."""
     extra: dict[str, Any] = {"pairwise": dict(pairwise)} if pairwise else {}
+    if samples > 1:
+        extra["samples"] = samples
     if kind != JUDGMENT:
         extra |= {"kind": kind, "kind_options": dict(kind_options or {})}
     return {

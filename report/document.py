@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from flask_eval.core.types import DIFFICULTY_LABELS
 from flask_eval.report.agreement import Agreement
+from flask_eval.report.consistency import SelfConsistency
 from flask_eval.report.intervals import Comparison, Intervals
 from flask_eval.report.metrics import (
     BIGGEN_KEY,
@@ -174,9 +175,12 @@ class Report:
     scale: Scale = FIVE_POINT
     #: what each judge's paid calls cost (the ledger's ``call`` rows of the run)
     costs: list[JudgeCost] = field(default_factory=list)
+    #: how each judge's repeated judgments agree (``run --samples`` > 1; empty otherwise)
+    self_consistency: list[SelfConsistency] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        """The JSON document; ``definitions`` only when there are any (BiGGen runs)."""
+        """The JSON document; ``definitions`` only when there are any (BiGGen runs),
+        ``self_consistency`` only for a run of repeated judgments."""
         data: dict[str, Any] = {
             "run": self.run,
             "judges": [j.as_dict() for j in self.judge_settings],
@@ -192,6 +196,8 @@ class Report:
             data["reference_means"] = [vars(r) for r in self.reference_means]
         if self.definitions:
             data["definitions"] = list(self.definitions)
+        if self.self_consistency:
+            data["self_consistency"] = [c.as_dict() for c in self.self_consistency]
         if self.pairwise is not None:
             data["rows"] += self.pairwise.rows()
             data["pairwise"] = self.pairwise.summary()

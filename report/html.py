@@ -182,6 +182,18 @@ def _agreement(report: Report) -> str:
     return "".join(out)
 
 
+def _self_consistency(report: Report) -> str:
+    heads = ("judge", "samples", "items", "all equal", "mean sd", "ICC(1)")
+    cells = [f"<th{' class=key' if k < 1 else ''}>{_e(h)}</th>" for k, h in enumerate(heads)]
+    out = ["<table><tr>", *cells, "</tr>"]
+    for r in report.self_consistency:
+        stats = "".join(f"<td>{fmt(v, 3)}</td>" for v in (r.all_equal, r.mean_sd, r.icc))
+        out.append(f"<tr><td class='key'>{_e(r.judge)}</td><td>{r.samples}</td>"
+                   f"<td>{r.items}</td>{stats}</tr>")  # fmt: skip
+    out.append("</table>")
+    return "".join(out)
+
+
 def render(report: Report, plots: Sequence[Plot]) -> str:
     """The whole page as one string."""
     boot = report.bootstrap
@@ -239,6 +251,8 @@ def render(report: Report, plots: Sequence[Plot]) -> str:
         ("comparisons", "Paired model comparisons (overall)", _comparisons(report)),
         ("agreement", "Judge agreement", figures("agreement") + _agreement(report)),
     ]  # fmt: skip
+    if report.self_consistency:
+        sections.append(("self-consistency", "Self-consistency", _self_consistency(report)))
     if report.pairwise is not None:
         from flask_eval.report.pairwise_render import html_section
 

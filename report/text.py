@@ -12,6 +12,7 @@
   JSON, CSV and HTML reports, and in ``details``);
 - the paired comparisons as one matrix per judge (row minus column, ``*`` when the
   interval excludes 0);
+- each judge's self-consistency, for a run of repeated judgments (``run --samples``);
 - the pairwise part of a pairwise run (``report.pairwise_render``) and the notes;
 - with ``details``, one block per (model, judge) with every key's interval and counts,
   and its skill x difficulty matrix (``report.textblocks``).
@@ -53,6 +54,7 @@ from flask_eval.report.textblocks import (
     agreement_table,
     confidence_level,
     detail_blocks,
+    self_consistency_table,
 )
 from flask_eval.report.textgrid import (
     DEFAULT_WIDTH,
@@ -321,8 +323,8 @@ def comparison_matrix(report: Report) -> list[str]:
 def to_table(report: Report | Sequence[Row], details: bool = False) -> str:
     """The report as plain text (see the module docstring); "" for an empty report."""
     report = as_report(report)
-    parts = [header(report), leaderboard(report), judge_tables(report),
-             comparison_matrix(report)]  # fmt: skip
+    parts = [header(report), leaderboard(report), judge_tables(report), comparison_matrix(report),
+             self_consistency_table(report.self_consistency)]  # fmt: skip
     blocks = ["\n".join(p) for p in parts if p]
     if report.pairwise is not None:
         from flask_eval.report.pairwise_render import text as pairwise_text

@@ -8,6 +8,7 @@ import textwrap
 from collections.abc import Sequence
 
 from flask_eval.report.agreement import Agreement
+from flask_eval.report.consistency import SelfConsistency
 from flask_eval.report.document import Report, ReportRow, key_label, level_label, ranked_models
 from flask_eval.report.metrics import (
     ABILITY,
@@ -140,3 +141,22 @@ def agreement_table(rows: Sequence[Agreement]) -> str:
             f"{fmt(r.krippendorff_alpha, 3):>6}  {fmt(r.exact, 3):>6}  {fmt(r.within1, 3):>7}"
         )
     return "\n".join(lines) + "\n"
+
+
+def self_consistency_table(rows: Sequence[SelfConsistency]) -> list[str]:
+    """Each judge's agreement with itself over its repeated judgments (``run --samples``):
+    the items scored in every sample, the share of them scored alike every time, the mean
+    standard deviation of an item's scores and the intraclass correlation ICC(1)."""
+    if not rows:
+        return []
+    wj = min(max(5, *(len(r.judge) for r in rows)), 40)
+    head = (f"{'judge':<{wj}}  {'samples':>7}  {'items':>7}  {'all equal':>9}  "
+            f"{'mean sd':>7}  {'ICC(1)':>6}")  # fmt: skip
+    lines = ["Self-consistency (each judge's repeated judgments of the same item)", head,
+             "-" * len(head)]  # fmt: skip
+    for r in rows:
+        lines.append(
+            f"{clip(r.judge, wj):<{wj}}  {r.samples:>7}  {r.items:>7}  "
+            f"{fmt(r.all_equal, 3):>9}  {fmt(r.mean_sd, 3):>7}  {fmt(r.icc, 3):>6}"
+        )
+    return lines

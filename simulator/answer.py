@@ -147,11 +147,14 @@ def quality_of(response: str, reference: str | None, config: SimConfig) -> int:
 def judge_scores(
     prompt: str, model: str, skills: Sequence[str], config: SimConfig
 ) -> dict[str, int | None]:
-    """Deterministic scores (None = N/A) for ``skills``."""
+    """Deterministic scores (None = N/A) for ``skills``; a request's own seed varies the
+    nudges (not the response's level): a sampled judge is noisy around the same truth."""
     if config.score is not None:
         return {skill: config.score for skill in skills}
     level = quality(prompt, config)  # format-aware: it finds the response in any layout
     seed = str(config.seed)
+    if config.request_seed is not None:
+        seed = f"{seed}/{config.request_seed}"
     scores: dict[str, int | None] = {}
     for skill in skills:
         if config.na_rate > 0:

@@ -68,6 +68,10 @@ class SimConfig:
       fractions allowed): every request to one of them is answered with a generated
       response (simulator/generate.py) whose level the simulated judges read back.
     - ``generation_tokens``: about how long a generated response is, in tokens.
+    - ``request_seed``: not a server option but the seed one request carries (OpenAI's
+      ``seed``, Gemini's ``generationConfig.seed``; ``reply`` sets it per request): mixed
+      into the per-skill nudges and N/A draws, so a repeated judgment's later samples
+      (``run --samples``) may differ from the first while the response's level does not.
     """
 
     latency_ms: float = 0
@@ -97,6 +101,7 @@ class SimConfig:
     cache_prefixes: int = CACHE_PREFIXES
     generators: Mapping[str, float] = field(default_factory=dict, hash=False)
     generation_tokens: int = GENERATION_TOKENS
+    request_seed: int | None = None
 
     def __post_init__(self) -> None:
         if self.latency_ms < 0:

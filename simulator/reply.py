@@ -4,7 +4,7 @@ request gets the same answer, live or batched."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .answer import REFUSAL_TEXT, cut_off, estimate_tokens, make_answer
@@ -36,6 +36,8 @@ def reply(
     """The answer to ``parsed``: ``garbage`` and ``refusal`` are the caller's draws;
     ``echoed`` the request's headers a debugging proxy echoes (None: not echoed);
     ``cache`` the prompt tokens read from and written to the prompt cache."""
+    if parsed.seed is not None:
+        cfg = replace(cfg, request_seed=parsed.seed)
     text = REFUSAL_TEXT if refusal else make_answer(
         parsed.prompt, parsed.model, cfg, garbage=garbage)  # fmt: skip
     asked = parsed.structured

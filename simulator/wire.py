@@ -29,6 +29,8 @@ class ParsedRequest:
     structured: Wanted | None = None
     #: where Anthropic ``cache_control`` blocks end, as offsets in ``prompt``
     breakpoints: tuple[int, ...] = ()
+    #: the request's sampling seed (OpenAI ``seed``, Gemini ``generationConfig.seed``)
+    seed: int | None = None
 
     @property
     def tool(self) -> str | None:
@@ -151,7 +153,17 @@ def _parse_gemini(body: Mapping[str, Any], model: str | None) -> ParsedRequest:
     limit = _field(config, "maxOutputTokens", "max_output_tokens")
     max_tokens = _max_tokens({"maxOutputTokens": limit}, "maxOutputTokens")
     return ParsedRequest(model=model.removeprefix("models/"), prompt="\n".join(parts),
-                         max_tokens=max_tokens)  # fmt: skip
+                         max_tokens=max_tokens, seed=_seed(config))  # fmt: skip
+
+
+def _seed(body: Mapping[str, Any]) -> int | None:
+    """The request's ``seed``: an integer, as the real APIs take it, or absent."""
+    value = body.get("seed")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadRequest(f"seed must be an integer, not {type(value).__name__}")
+    return value
 
 
 def parse_request(dialect: Dialect, body: object, model: str | None = None) -> ParsedRequest:
@@ -173,7 +185,7 @@ def parse_request(dialect: Dialect, body: object, model: str | None = None) -> P
         return ParsedRequest(model, prompt, _max_tokens(body, "max_tokens"), asked, breakpoints)
     max_tokens = _max_tokens(body, "max_completion_tokens", "max_tokens")
     prompt = "\n".join(content_text(m.get("content")) for m in _messages(body))
-    return ParsedRequest(model, prompt, max_tokens, asked)
+    return ParsedRequest(model, prompt, max_tokens, asked, seed=_seed(body))
 
 
 def as_served(

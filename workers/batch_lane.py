@@ -79,7 +79,7 @@ def request_of(call: Call) -> dict[str, Any]:
     g = call.generate
     schema = None if g.schema is None else dict(g.schema)
     generate = {"max_tokens": g.max_tokens, "temperature": g.temperature,
-                "timeout": g.timeout, "schema": schema}  # fmt: skip
+                "timeout": g.timeout, "schema": schema, "seed": g.seed}  # fmt: skip
     return {"messages": to_data(call.messages), "generate": generate}
 
 

@@ -16,17 +16,22 @@ def generate_config(
     judge: JudgeConfig, timeout: float, schema: Mapping[str, Any] | None = None
 ) -> GenerateConfig:
     """A judge's sampling settings (its own, or the defaults) with the call timeout and,
-    for a structured judge, the JSON schema its answer must follow."""
+    for a structured judge, the JSON schema its answer must follow. A repeated judgment's
+    later sample (``JudgeConfig.sample`` > 1) is sent with its index as the seed, which
+    also makes it an answer of its own in the cache (:func:`cache_key`)."""
+    sample = judge.sample or 1
     return GenerateConfig(
         max_tokens=judge.max_tokens or DEFAULT_MAX_TOKENS,
         temperature=judge.temperature if judge.temperature is not None else DEFAULT_TEMPERATURE,
         timeout=timeout,
         schema=schema,
+        seed=sample if sample > 1 else None,
     )
 
 
 def cache_key(judge: str, messages: Sequence[Message], config: GenerateConfig) -> str:
-    """The identity of an answer: judge model, rendered prompt and sampling parameters.
+    """The identity of an answer: judge model, rendered prompt and sampling parameters
+    (a later sample's seed among them: each sample is an answer of its own).
     The prompt is its plain text (``rubrics.messages.plain``): where a protocol marks its
     shared prefix changes nothing the judge reads, so it does not change the key."""
     payload: dict[str, Any] = {
@@ -37,4 +42,6 @@ def cache_key(judge: str, messages: Sequence[Message], config: GenerateConfig) -
     }
     if config.schema is not None:  # absent otherwise: free-text answers keep their keys
         payload["schema"] = config.schema
+    if config.seed is not None:  # a later sample: absent for the first, whose key is as before
+        payload["seed"] = config.seed
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()

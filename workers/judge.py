@@ -55,6 +55,9 @@ class GenerateConfig:
     timeout: float = 120.0
     #: a JSON schema the answer must follow (structured outputs), or None for free text
     schema: Mapping[str, Any] | None = None
+    #: the request's sampling seed (a repeated judgment's sample index, 2..K; None: sent
+    #: without one), where the provider takes one (OpenAI, Gemini; Anthropic: resent)
+    seed: int | None = None
 
 
 #: why a provider stopped writing, as the executor reads it: it finished (``stop``); it hit

@@ -136,6 +136,15 @@ if TYPE_CHECKING:
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of --sample.")
 @click.option(
+    "--samples",
+    type=click.IntRange(1, 20),
+    default=1,
+    show_default=True,
+    help="Ask each judge K times per item (sample k>1 sent with seed k, a paid answer of "
+    "its own); the report scores a judge by the mean of its samples and shows their "
+    "self-consistency.",
+)
+@click.option(
     "--in-flight",
     type=click.IntRange(1, 100_000),
     default=64,
@@ -183,6 +192,7 @@ def run(
     limit: int | None,
     sample: int | None,
     seed: int,
+    samples: int,
     in_flight: int,
     retry_failed: bool,
     dry_run: bool,
@@ -223,6 +233,7 @@ def run(
         pairwise_set=pairwise_set,
         biggen_llm_judge=biggen_llm_judge,
         models=models,
+        samples=samples,
     )
     check_budget(plan.judges, plan.name, settings.database_url, max_cost)
     for model, (answered, total) in plan.inputs.coverage().items():

@@ -200,6 +200,7 @@ def request_of(
         system_instruction=system or None,
         max_output_tokens=config.max_tokens,
         temperature=config.temperature,  # None: left out, the model's default
+        seed=config.seed,  # a repeated judgment's later sample; None: left out
         http_options=types.HttpOptions(timeout=max(1, round(config.timeout * 1000))),  # ms
         automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
         automatic_continuation=False,

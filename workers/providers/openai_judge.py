@@ -147,6 +147,8 @@ class OpenAIJudge(Judge):
         }
         if config.temperature is not None:
             body["temperature"] = config.temperature
+        if config.seed is not None:  # a repeated judgment's later sample
+            body["seed"] = config.seed
         if config.schema is not None:
             form = self.schema_forms.get(self._base_url, JSON_SCHEMA)
             body["response_format"] = response_format(config.schema, form)
