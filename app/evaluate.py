@@ -114,12 +114,16 @@ def evaluate(
     say: Say | None = None,
 ) -> EvalResult:
     """Run the evaluation's steps in order, each waiting for the last; StepIncomplete when
-    a step leaves work failed or open (rerun to resume: done work is not paid twice)."""
+    a step leaves work failed or open (rerun to resume: done work is not paid twice).
+    ``max_cost`` bounds the whole evaluation: each step's run gets what the steps before it
+    left (their runs' spending, paid then or in an earlier invocation)."""
     tell = say or (lambda _line: None)
     done: list[StepResult] = []
 
     def step(p: pipeline.Plan, verb: str) -> StepResult:
-        result = steps.execute(p, store, dispatcher, settings, verb=verb, max_cost=max_cost,
+        spent = sum(s.counts.cost for s in done)
+        left = None if max_cost is None else max(0.0, max_cost - spent)
+        result = steps.execute(p, store, dispatcher, settings, verb=verb, max_cost=left,
                                progress=progress, timeout=timeout, say=say)  # fmt: skip
         done.append(result)
         problem = steps.incomplete(result, verb)
