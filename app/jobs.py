@@ -64,7 +64,8 @@ def load_instance_source(source: InstanceSource, criteria: str | None = None) ->
     path = source.path
     if source.instances:
         names = load_criteria(criteria).names if criteria else load_default().names
-        return load_instances(path, names, metadata=False, custom_criteria=bool(criteria))
+        # metadata optional: an instance without skills has none (not every criterion)
+        return load_instances(path, names, metadata=False)
     if source.biggen:
         return load_biggen(path)[0]
     if source.prometheus_set:
