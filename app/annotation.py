@@ -7,13 +7,13 @@ and their agreement with given labels (`annotate --compare`).
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
+from flask_eval.app.generation import flask_id
 from flask_eval.app.jobs import check_kind, done_values, labelled
+from flask_eval.core.files import replaced_whole
 from flask_eval.core.types import DIFFICULTY_LABELS, Instance
 from flask_eval.producer.loaders import load_instances
 from flask_eval.report.annotation import Combined, Labels, combine
@@ -94,15 +94,12 @@ def write_instances(
     (what `run --criteria` reads). An annotated instance also carries ``annotation``:
     its annotators and the ties broken to combine them. Written whole or not at all;
     returns the instances written that still lack a facet."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    part = target.with_name(target.name + ".part")
     lacking = 0
-    with part.open("w", encoding="utf-8") as handle:
+    with replaced_whole(path) as handle:
         for i in instances:
             lacking += not labelled(i)
             record: dict[str, Any] = {
-                "idx": int(i.id) if i.id.isdigit() and len(i.id) < 16 else i.id,
+                "idx": flask_id(i.id),
                 "instruction": i.instruction,
                 "answer": i.answer,
                 "criteria" if custom else "skill": list(i.skills),
@@ -115,7 +112,6 @@ def write_instances(
             if c is not None:
                 record["annotation"] = {"annotators": list(annotators), "ties": list(c.ties)}
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-    os.replace(part, target)
     return lacking
 
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from flask_eval.app import annotation, generation, jobs, pipeline, steps
 from flask_eval.app.report import build_report
-from flask_eval.app.steps import Say, StepResult
-from flask_eval.core.errors import FlaskEvalError, InputError
+from flask_eval.app.steps import Say, StepIncomplete, StepResult
+from flask_eval.core.errors import InputError
 from flask_eval.core.settings import Settings
 from flask_eval.core.types import Instance, JudgeConfig
 from flask_eval.producer.dispatch import Transport
@@ -29,10 +29,6 @@ from flask_eval.producer.inputs import check_run_name
 from flask_eval.report import render
 from flask_eval.report.document import Report
 from flask_eval.storage.store import Store
-
-
-class StepIncomplete(FlaskEvalError):
-    """A step of `eval` ended with work failed or pending: the next one cannot start."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +46,12 @@ class EvalPlan:
     criteria: str | None
     out_dir: Path
     mode: str
+
+    @property
+    def workers(self) -> tuple[JudgeConfig, ...]:
+        """Every model the evaluation calls: the models under test, annotators, judges."""
+        annotators = self.annotation.judges if self.annotation is not None else ()
+        return (*self.generation.judges, *annotators, *self.judges)
 
 
 @dataclass(frozen=True)
@@ -126,9 +128,6 @@ def evaluate(
         result = steps.execute(p, store, dispatcher, settings, verb=verb, max_cost=left,
                                progress=progress, timeout=timeout, say=say)  # fmt: skip
         done.append(result)
-        problem = steps.incomplete(result, verb)
-        if problem is not None:
-            raise StepIncomplete(problem)
         return result
 
     gen = step(plan.generation, "generate")

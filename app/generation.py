@@ -10,7 +10,6 @@ are judged, so a partial answer is never silently judged as a whole one.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 
 from flask_eval.app.jobs import check_kind, done_values
 from flask_eval.core.errors import InputError
+from flask_eval.core.files import replaced_whole
 from flask_eval.core.types import DEFAULT_MAX_TOKENS, JudgeConfig, Response, ResponseSet
 from flask_eval.rubrics import kinds
 from flask_eval.rubrics.generation import RESPONSE
@@ -98,8 +98,9 @@ def sampling(config: JudgeConfig) -> dict[str, Any]:
     }
 
 
-def _question_id(instance_id: str) -> int | str:
-    """FLASK's model outputs number their questions: an all-digit id is written as one."""
+def flask_id(instance_id: str) -> int | str:
+    """An instance id as FLASK's files write it: an all-digit id as a number (FLASK's
+    instances and model outputs number them), any other as it is."""
     return int(instance_id) if instance_id.isdigit() and len(instance_id) < 16 else instance_id
 
 
@@ -119,11 +120,10 @@ def write_model_outputs(
     for model, items in responses.items():
         settings = sampling(configs[model]) if model in configs else {}
         path = target / f"{model.replace('/', '_')}.jsonl"
-        part = path.with_name(path.name + ".part")
-        with part.open("w", encoding="utf-8") as handle:
+        with replaced_whole(path) as handle:
             for g in items:
                 record = {
-                    "question_id": _question_id(g.instance_id),
+                    "question_id": flask_id(g.instance_id),
                     "text": g.text,
                     "model": model,
                     "finish": g.finish,
@@ -136,7 +136,6 @@ def write_model_outputs(
                     "sampling": settings,
                 }
                 handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-        os.replace(part, path)
         written[model] = path
     return written
 
@@ -159,8 +158,7 @@ def write_biggen_responses(
             if g.instance_id in records
         }  # fmt: skip
         path = Path(out_dir) / f"{model.replace('/', '_')}.biggen.json"
-        part = path.with_name(path.name + ".part")
-        part.write_text(json.dumps(answered, ensure_ascii=False, indent=1), encoding="utf-8")
-        os.replace(part, path)
+        with replaced_whole(path) as handle:
+            json.dump(answered, handle, ensure_ascii=False, indent=1)
         written[model] = path
     return written

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from flask_eval.app.pipeline import Plan, load_judges
+from flask_eval.app.pipeline import Plan, judge_identity, load_judges
 from flask_eval.core.errors import InputError
 from flask_eval.core.types import Instance, JudgeConfig
 from flask_eval.producer.biggen import load_biggen
@@ -85,7 +85,7 @@ def _plan(
     criteria = kinds.kind(kind).criteria(options or {})
     inputs = job_inputs(instances, criteria)
     skills = codec.to_data(criteria)
-    identities = [f"{w.name}={w.spec}|{w.max_tokens}|{w.temperature}" for w in workers]
+    identities = [judge_identity(w) for w in workers]
     digest = fingerprint(inputs, identities, MODE, skills, kind=kind, kind_options=options)
     name = run_name or f"{prefix}-{digest[:10]}"
     return Plan(inputs, criteria, tuple(workers), MODE, name, digest, path, kind=kind,
@@ -105,8 +105,6 @@ def prepare_generation(
     """The plan of a generation run: one response per (instance, model under test), the
     models given as `--model` specs or `--models` files (the judges file's format:
     spec, sampling settings, rpm/tpm, prices, batch). Writes nothing."""
-    if not models and not models_files:
-        raise InputError("no model given; add --model provider/model or --models FILE")
     configs = _load_workers(models, models_files, "model")
     if run_name is not None:
         check_run_name(run_name)
@@ -132,8 +130,6 @@ def prepare_annotation(
     criteria are the skill labels instead of FLASK's 12 skills. Writes nothing."""
     from flask_eval.rubrics.annotation import flask_label_space, label_space_of
 
-    if not annotators and not annotators_files:
-        raise InputError("no annotator given; add --annotator provider/model or --annotators FILE")
     configs = _load_workers(annotators, annotators_files, "annotator")
     if run_name is not None:
         check_run_name(run_name)
@@ -150,6 +146,8 @@ def prepare_annotation(
 def _load_workers(specs: Sequence[str], files: Sequence[str], noun: str) -> list[JudgeConfig]:
     """The models doing a kind's work, from flags and files in the judges file's format;
     what is said of a bad one names it as what it is here (a model, an annotator)."""
+    if not specs and not files:
+        raise InputError(f"no {noun} given; add --{noun} provider/model or --{noun}s FILE")
     try:
         return settle_prices(load_judges(specs, files))
     except InputError as exc:

@@ -110,7 +110,7 @@ class Started:
         return self.dispatched.held_back
 
 
-def _judge_identity(j: JudgeConfig) -> str:
+def judge_identity(j: JudgeConfig) -> str:
     """What of a judge decides its answers: name, spec and non-default sampling settings
     (defaults are left out, so runs made before these settings existed keep their
     fingerprint)."""
@@ -189,7 +189,7 @@ def prepare(
         raise InputError("--samples goes with absolute grading, not with --pairwise")
     check_protocols(configs, mode, pairwise=plan_config is not None)
     skills = codec.to_data(skillset)
-    identities = [_judge_identity(j) for j in configs]
+    identities = [judge_identity(j) for j in configs]
     digest = fingerprint(inputs, identities, mode, skills, reference, plan_config, pairs or ())
     name = run_name or default_run_name(digest)
     if plan_config is not None and labels:

@@ -6,18 +6,36 @@ Python API (flask_eval.api) go through here; `run` keeps its own command-line pa
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from flask_eval.app import pipeline
 from flask_eval.app.pipeline import Plan
+from flask_eval.core.errors import FlaskEvalError
 from flask_eval.core.settings import Settings
+from flask_eval.core.types import JudgeConfig
 from flask_eval.producer.dispatch import Transport
 from flask_eval.storage import queries
 from flask_eval.storage.records import Halt, RunInfo
 from flask_eval.storage.store import Store
 
 Say = Callable[[str], None]
+
+
+class StepIncomplete(FlaskEvalError):
+    """A step ended with work failed or pending (exit code 1): the message says how to go
+    on; a step after it cannot start."""
+
+
+def dispatcher_for(
+    settings: Settings, store: Store, workers: Iterable[JudgeConfig], in_flight: int
+) -> Transport:
+    """Before anything is written: in-process, every model doing the work needs its key
+    here; with a broker, the broker must answer. Then the transport of the run's calls."""
+    if not settings.broker_url:
+        pipeline.check_judges_locally(list(workers))
+    pipeline.preflight(settings)
+    return pipeline.make_dispatcher(settings, store, in_flight)
 
 
 @dataclass(frozen=True)
@@ -50,7 +68,8 @@ def execute(
     say: Say | None = None,
 ) -> StepResult:
     """Write ``plan``'s run, dispatch its open calls and wait until none is open (but
-    what ``max_cost`` holds back); ``verb`` names the work in what is said."""
+    what ``max_cost`` holds back); ``verb`` names the work in what is said.
+    StepIncomplete when work is left failed or pending."""
     tell = say or (lambda _line: None)
     started = pipeline.start(plan, store, dispatcher, settings, max_cost=max_cost, say=tell)
     run, sent = started.run, started.dispatched
@@ -60,14 +79,15 @@ def execute(
     halts = pipeline.wait(store, run, dispatcher, progress=progress, leave_open=sent.held_back_rows,
                           quiet_after=settings.stall_seconds, timeout=timeout, say=say)  # fmt: skip
     counts = queries.status(store, run.id, run.name)
-    return StepResult(run, started.created, sent.sent, sent.cached, counts, halts)
+    result = StepResult(run, started.created, sent.sent, sent.cached, counts, halts)
+    if not result.complete:
+        raise StepIncomplete(_incomplete(result, verb))
+    return result
 
 
-def incomplete(step: StepResult, verb: str) -> str | None:
-    """One line saying what of a step is not done (None when all is), naming how to go on."""
+def _incomplete(step: StepResult, verb: str) -> str:
+    """One line saying what of a step is not done, naming how to go on."""
     counts = step.counts
-    if step.complete:
-        return None
     parts = []
     if counts.failed:
         reasons = ", ".join(f"{r}: {n}" for r, n in counts.failed_by_reason.items())

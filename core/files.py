@@ -18,7 +18,10 @@ from __future__ import annotations
 import codecs
 import os
 import stat
-from typing import BinaryIO
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import BinaryIO, TextIO
 
 from flask_eval.core.errors import InputError
 from flask_eval.core.text import clip
@@ -104,3 +107,19 @@ def read_text(path: str, what: str, max_bytes: int) -> str:
             line,
         ) from None
     return text.removeprefix(codecs.BOM_UTF8.decode("utf-8"))
+
+
+@contextmanager
+def replaced_whole(path: str | Path) -> Iterator[TextIO]:
+    """Write ``path`` whole or not at all: the text goes to ``<path>.part`` (its folder
+    made if need be), which replaces ``path`` only once the block ends without an error
+    (and is removed if it does not), so a reader never sees half a file."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    part = target.with_name(target.name + ".part")
+    try:
+        with part.open("w", encoding="utf-8") as handle:
+            yield handle
+        os.replace(part, target)
+    finally:
+        part.unlink(missing_ok=True)

@@ -29,7 +29,7 @@ from flask_eval.app import evaluate as evaluate_use_case
 from flask_eval.app.pipeline import Plan
 from flask_eval.app.report import report_rows
 from flask_eval.core import settings as settings_mod
-from flask_eval.core.errors import FlaskEvalError
+from flask_eval.core.errors import InputError
 from flask_eval.core.settings import Settings
 from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
@@ -39,8 +39,8 @@ Records = list[dict[str, Any]]
 __all__ = ["annotate", "evaluate", "generate", "judge", "report"]
 
 
-class Incomplete(FlaskEvalError):
-    """A step ended with work failed or pending (the message says how to go on)."""
+#: a step ended with work failed or pending (the message says how to go on)
+Incomplete = steps.StepIncomplete
 
 
 @contextmanager
@@ -56,15 +56,8 @@ def _session(database_url: str | None) -> Iterator[tuple[Settings, Store]]:
 
 
 def _run(plan: Plan, settings: Settings, store: Store, verb: str, in_flight: int) -> RunInfo:
-    if not settings.broker_url:
-        pipeline.check_judges_locally(plan.judges)
-    pipeline.preflight(settings)
-    dispatcher = pipeline.make_dispatcher(settings, store, in_flight)
-    result = steps.execute(plan, store, dispatcher, settings, verb=verb)
-    problem = steps.incomplete(result, verb)
-    if problem is not None:
-        raise Incomplete(problem)
-    return result.run
+    dispatcher = steps.dispatcher_for(settings, store, plan.judges, in_flight)
+    return steps.execute(plan, store, dispatcher, settings, verb=verb).run
 
 
 def generate(
@@ -144,7 +137,7 @@ def report(run_name: str, *, database_url: str | None = None) -> Records:
     with _session(database_url) as (_settings, store):
         run = store.find_run(run_name)
         if run is None:
-            raise FlaskEvalError(f"no run named {run_name}")
+            raise InputError(f"no run named {run_name}")
         return [asdict(row) for row in report_rows(store, run)]
 
 
@@ -170,16 +163,8 @@ def evaluate(
         name=name, limit=limit,
     )  # fmt: skip
     with _session(database_url) as (settings, store):
-        if not settings.broker_url:
-            workers = (*plan.generation.judges, *plan.judges,
-                       *(plan.annotation.judges if plan.annotation else ()))  # fmt: skip
-            pipeline.check_judges_locally(workers)
-        pipeline.preflight(settings)
-        dispatcher = pipeline.make_dispatcher(settings, store, in_flight)
-        try:
-            result = evaluate_use_case.evaluate(plan, store, dispatcher, settings)
-        except evaluate_use_case.StepIncomplete as exc:
-            raise Incomplete(str(exc)) from None
+        dispatcher = steps.dispatcher_for(settings, store, plan.workers, in_flight)
+        result = evaluate_use_case.evaluate(plan, store, dispatcher, settings)
         rows = [asdict(row) for row in report_rows(store, result.steps[-1].run)]
     return {
         "runs": [s.run.name for s in result.steps],

@@ -8,7 +8,7 @@ imports neither SQLAlchemy nor Celery).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -16,20 +16,23 @@ from flask_eval.cli.common import (
     ENV_RUN,
     SHORT_HELP,
     FiniteRange,
-    RunIncomplete,
     epilog,
     handle_errors,
 )
+from flask_eval.cli.run import print_dry_run
 from flask_eval.cli.wait import check_waiting, quiet_option, timeout_option
 from flask_eval.core import settings as settings_mod
 
 if TYPE_CHECKING:
+    from flask_eval.app.generation import Generated
     from flask_eval.app.jobs import InstanceSource
     from flask_eval.app.pipeline import Plan
-    from flask_eval.app.steps import StepResult
     from flask_eval.core.settings import Settings
+    from flask_eval.storage.records import RunInfo
+    from flask_eval.storage.store import Store
 
 F = Callable[..., Any]
+T = TypeVar("T")
 
 
 def _source_options(f: F) -> F:
@@ -87,37 +90,29 @@ def _say(quiet: bool) -> Callable[[str], None]:
     return (lambda _line: None) if quiet else (lambda line: click.echo(line, err=True))
 
 
-def _dry_run(plan: Plan, settings: Settings) -> None:
-    from flask_eval.app.cache import existing_cache
-    from flask_eval.producer.estimate import format_estimates
-
-    click.echo(f"dry run of {plan.name} ({plan.kind}): nothing is written or sent")
-    cache = existing_cache(settings)
-    try:
-        click.echo(format_estimates(plan.estimator(cache).summarize(plan.planned_calls())))
-    finally:
-        if cache is not None:
-            cache.store.close()
-
-
-def _execute(plan: Plan, settings: Settings, verb: str, kw: dict[str, Any]) -> StepResult:
-    from flask_eval.app import pipeline, steps
+def _execute(
+    plan: Plan,
+    settings: Settings,
+    verb: str,
+    kw: dict[str, Any],
+    read: Callable[[Store, RunInfo], T],
+) -> T:
+    """Do ``plan``'s work (StepIncomplete, exit code 1, when some is left), then ``read``
+    what its run produced, on the same store."""
+    from flask_eval.app import steps
     from flask_eval.app.budget import check_budget
     from flask_eval.storage.store import Store
 
     check_budget(plan.judges, plan.name, settings.database_url, kw["max_cost"])
-    if not settings.broker_url:
-        pipeline.check_judges_locally(plan.judges)
-    pipeline.preflight(settings)
     store = Store(settings.database_url)
-    dispatcher = pipeline.make_dispatcher(settings, store, kw["in_flight"])
-    result = steps.execute(plan, store, dispatcher, settings, verb=verb,
-                           max_cost=kw["max_cost"], progress=not kw["quiet"],
-                           timeout=kw["timeout"], say=_say(kw["quiet"]))  # fmt: skip
-    problem = steps.incomplete(result, verb)
-    if problem is not None:
-        raise RunIncomplete(problem)
-    return result
+    try:
+        dispatcher = steps.dispatcher_for(settings, store, plan.judges, kw["in_flight"])
+        result = steps.execute(plan, store, dispatcher, settings, verb=verb,
+                               max_cost=kw["max_cost"], progress=not kw["quiet"],
+                               timeout=kw["timeout"], say=_say(kw["quiet"]))  # fmt: skip
+        return read(store, result.run)
+    finally:
+        store.close()
 
 
 @click.command(epilog=epilog(ENV_RUN), short_help=SHORT_HELP["generate"])
@@ -157,17 +152,14 @@ def generate(**kw: Any) -> None:
         run_name=kw["run_name"], limit=kw["limit"], sample=kw["sample"], seed=kw["seed"],
     )  # fmt: skip
     if kw["dry_run"]:
-        _dry_run(plan, settings)
+        print_dry_run(plan, settings)
         return
-    result = _execute(plan, settings, "generate", kw)
-    from flask_eval.cli.common import open_store
 
-    store = open_store()
-    try:
-        responses = generation.generated(store, result.run)
-    finally:
-        store.close()
-    written = generation.write_model_outputs(responses, result.run, kw["out_dir"])
+    def read(store: Store, run: RunInfo) -> tuple[RunInfo, dict[str, list[Generated]]]:
+        return run, generation.generated(store, run)
+
+    run, responses = _execute(plan, settings, "generate", kw, read)
+    written = generation.write_model_outputs(responses, run, kw["out_dir"])
     cut = generation.cut_off_counts(responses)
     for model, path in written.items():
         n = len(responses[model])
@@ -247,16 +239,9 @@ def annotate(**kw: Any) -> None:
                    "them again)", err=True)  # fmt: skip
         return
     if kw["dry_run"]:
-        _dry_run(plan, settings)
+        print_dry_run(plan, settings)
         return
-    result = _execute(plan, settings, "annotate", kw)
-    from flask_eval.cli.common import open_store
-
-    store = open_store()
-    try:
-        combined = annotation.combined(store, result.run)
-    finally:
-        store.close()
+    combined = _execute(plan, settings, "annotate", kw, annotation.combined)
     labelled = annotation.apply(instances, combined)
     names = [j.name for j in plan.judges]
     lacking = annotation.write_instances(labelled, kw["out_path"], combined, names,
@@ -340,7 +325,7 @@ def evaluate(**kw: Any) -> None:
     models, in one resumable command: a rerun pays for nothing done, a model more
     pays only for its own calls."""
     from flask_eval.app import evaluate as use_case
-    from flask_eval.app import pipeline
+    from flask_eval.app import steps
     from flask_eval.app.budget import check_budget
     from flask_eval.app.jobs import InstanceSource
     from flask_eval.storage.store import Store
@@ -353,20 +338,15 @@ def evaluate(**kw: Any) -> None:
         annotators_files=kw["annotators_files"], criteria=kw["criteria"], out_dir=kw["out_dir"],
         name=kw["name"], mode=kw["mode"], limit=kw["limit"], sample=kw["sample"], seed=kw["seed"],
     )  # fmt: skip
-    everyone = (*plan.generation.judges, *plan.judges,
-                *(plan.annotation.judges if plan.annotation else ()))  # fmt: skip
-    check_budget(everyone, plan.name, settings.database_url, kw["max_cost"])
-    if not settings.broker_url:
-        pipeline.check_judges_locally(everyone)
-    pipeline.preflight(settings)
+    check_budget(plan.workers, plan.name, settings.database_url, kw["max_cost"])
     store = Store(settings.database_url)
-    dispatcher = pipeline.make_dispatcher(settings, store, kw["in_flight"])
     try:
+        dispatcher = steps.dispatcher_for(settings, store, plan.workers, kw["in_flight"])
         result = use_case.evaluate(plan, store, dispatcher, settings, max_cost=kw["max_cost"],
                                    progress=not kw["quiet"], timeout=kw["timeout"],
                                    say=_say(kw["quiet"]))  # fmt: skip
-    except use_case.StepIncomplete as exc:
-        raise RunIncomplete(str(exc)) from None
+    finally:
+        store.close()
     sent = sum(s.dispatched for s in result.steps)
     cached = sum(s.cached for s in result.steps)
     click.echo(result.report_path.read_text(encoding="utf-8"), nl=False)

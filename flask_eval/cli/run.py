@@ -239,7 +239,7 @@ def run(
     for model, (answered, total) in plan.inputs.coverage().items():
         click.echo(f"{model}: {answered}/{total} instances answered", err=True)
     if dry_run:
-        _dry_run(plan, settings)
+        print_dry_run(plan, settings)
         return
     if not settings.broker_url:
         pipeline.check_judges_locally(plan.judges)
@@ -260,15 +260,17 @@ def run(
     wait_and_finish(store, info, dispatcher, settings, sent.held_back_rows, quiet, timeout)
 
 
-def _dry_run(plan: Plan, settings: Settings) -> None:
+def print_dry_run(plan: Plan, settings: Settings) -> None:
     """The estimates of ``plan``: nothing is written or sent; the answer cache is read
     when the database exists already."""
     from flask_eval.app.cache import existing_cache
     from flask_eval.producer.estimate import format_estimates
     from flask_eval.producer.pairs import describe_plan
+    from flask_eval.rubrics.kinds import JUDGMENT
 
     calls = plan.planned_calls()
-    click.echo(f"dry run of {plan.name} ({plan.mode} mode): nothing is written or sent")
+    what = f"{plan.mode} mode" if plan.kind == JUDGMENT else plan.kind
+    click.echo(f"dry run of {plan.name} ({what}): nothing is written or sent")
     if plan.pairwise is not None and plan.pairs is not None:
         models = [rs.model for rs in plan.inputs.response_sets]
         click.echo(describe_plan(models, plan.pairwise, plan.pairs))
