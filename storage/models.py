@@ -241,6 +241,21 @@ class LaneLease(SQLModel, table=True):
     until: datetime = Field(default_factory=utcnow)
 
 
+class ReportSnapshot(SQLModel, table=True):
+    """A read side's cached view of a run (the viewer's run page), valid while the
+    ledger's fingerprint ``token`` is unchanged (docs/design/viewer.md; version 8).
+
+    ``run_id`` is no foreign key: a deleted run's snapshot stays unread (its token names
+    the run's creation time, which a new run reusing the id does not share)."""
+
+    __tablename__ = "report_snapshot"
+    run_id: int = Field(primary_key=True)
+    name: str = Field(primary_key=True, max_length=32)  # whose view: "viewer"
+    token: str = Field(max_length=64)
+    body: str = Field(sa_column=Column(Text, nullable=False))  # JSON, gzip+base64
+    created_at: datetime = Field(default_factory=utcnow)
+
+
 def _table(model: type[SQLModel]) -> Table:
     return cast(Table, model.__table__)  # type: ignore[attr-defined]
 
@@ -258,3 +273,4 @@ DELETED_RUN = _table(DeletedRun)
 BATCH = _table(BatchRow)
 BATCH_CALL = _table(BatchCall)
 LANE_LEASE = _table(LaneLease)
+REPORT_SNAPSHOT = _table(ReportSnapshot)

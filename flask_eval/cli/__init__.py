@@ -50,6 +50,7 @@ class OneLineErrors(click.Group):
         "eval": "flask_eval.cli.jobs",
         "report": "flask_eval.cli.report",
         "agreement": "flask_eval.cli.report",
+        "view": "flask_eval.cli.view",
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:

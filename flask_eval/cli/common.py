@@ -77,6 +77,7 @@ SHORT_HELP = {
     "generate": "The models under test answer the instances.",
     "annotate": "Label instances with FLASK's skills, domains, difficulty.",
     "eval": "Generate, annotate, judge and report in one command.",
+    "view": "Browse runs, scores and judgments in a web browser.",
 }
 
 #: environment variables, by the commands that read them

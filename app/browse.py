@@ -1,0 +1,281 @@
+"""The read side the viewer shows (docs/design/viewer.md): runs, a run's overview and its
+report (cached as a snapshot keyed by the ledger's fingerprint), pages of the judgments
+behind a cell, one judgment in full with the exact prompt its judge was sent, two models
+side by side on one instance. Plain data; every filter runs in SQL (storage/browse.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from flask_eval.app.report import build_report, config_judges, config_models, pairwise_config
+from flask_eval.core.errors import InputError
+from flask_eval.core.redact import redact
+from flask_eval.producer.context import RunContext
+from flask_eval.report.document import Report
+from flask_eval.rubrics import codec
+from flask_eval.rubrics.messages import plain
+from flask_eval.storage import browse
+from flask_eval.storage.browse import JudgmentLine, JudgmentQuery, RunLine
+from flask_eval.storage.records import RunInfo
+from flask_eval.storage.store import Store
+
+__all__ = ["JudgmentLine", "JudgmentQuery", "RunLine"]
+
+#: judgments per page
+PAGE = 50
+#: the snapshot's name in ``report_snapshot``
+SNAPSHOT = "viewer"
+
+
+class NotFound(InputError):
+    """A run, judgment or instance the store does not hold."""
+
+
+def list_runs(store: Store) -> list[RunLine]:
+    """The store's runs, newest first, with their judgments by status."""
+    return browse.runs(store)
+
+
+def find_run(store: Store, name: str) -> RunInfo:
+    run = store.find_run(name)
+    if run is None:
+        raise NotFound(f"no run named {name!r} in this store")
+    return run
+
+
+@dataclass(frozen=True)
+class Overview:
+    """What a run is, and how far its ledger is."""
+
+    name: str
+    id: int
+    created_at: str
+    kind: str  # judgment, generation or annotation
+    mode: str
+    pairwise: bool
+    judges: list[str]
+    models: list[str]
+    counts: dict[str, int]
+    last_call: int
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
+def overview(store: Store, run: RunInfo) -> Overview:
+    fp = browse.fingerprint(store, run.id)
+    return Overview(
+        name=run.name,
+        id=run.id,
+        created_at=fp.created_at.isoformat(timespec="seconds") if fp.created_at else "",
+        kind=str(run.config.get("kind") or "judgment"),
+        mode=run.mode,
+        pairwise=pairwise_config(run.config) is not None,
+        judges=[redact(j) for j in config_judges(run.config)],
+        models=config_models(run.config),
+        counts=fp.counts,
+        last_call=fp.last_call,
+    )
+
+
+def token(run: RunInfo, view: Overview, version: str) -> str:
+    """The ledger-state fingerprint a snapshot is valid for: the run's identity (a run
+    deleted and made again under the same id differs by its creation time), its
+    judgments by status, its newest paid answer and the viewer's version."""
+    key = [version, run.id, run.name, run.fingerprint, view.created_at,
+           sorted(view.counts.items()), view.last_call]  # fmt: skip
+    return hashlib.sha256(json.dumps(key).encode()).hexdigest()
+
+
+@dataclass
+class RunPage:
+    overview: Overview
+    body: dict[str, Any]  # what ``render`` made of the report (JSON data)
+    cached: bool  # served from the snapshot
+    stale: bool = False  # the ledger changed since: ``body`` is the older snapshot's
+
+
+def run_page(
+    store: Store,
+    run: RunInfo,
+    render: Callable[[Report], dict[str, Any]],
+    version: str,
+    *,
+    replicates: int = 1000,
+) -> RunPage:
+    """The run's report as ``render`` shows it, from the snapshot when the ledger has not
+    changed since it was made, else computed (the full report) and stored."""
+    view = overview(store, run)
+    if view.kind != "judgment":
+        return RunPage(view, {"kind": view.kind}, cached=False)
+    key = token(run, view, version)
+    found = browse.snapshot(store, run.id, SNAPSHOT)
+    if found is not None and found[0] == key:
+        return RunPage(view, found[1], cached=True)
+    report = build_report(store, run, replicates=replicates, progress=False)
+    body = render(report)
+    browse.put_snapshot(store, run.id, SNAPSHOT, key, body)
+    return RunPage(view, body, cached=False)
+
+
+def judgments(
+    store: Store, run: RunInfo, query: JudgmentQuery, after: int = 0, limit: int = PAGE
+) -> tuple[list[JudgmentLine], bool]:
+    """A page of the run's judgments matching ``query`` (keyset: ``id > after``) and
+    whether more follow."""
+    return browse.judgment_page(store, run.id, query, after, limit)
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """The messages a judge call was sent, as the executor renders them."""
+
+    messages: list[dict[str, str]]
+    criteria: list[str]  # the criteria of that call, in its order
+    schema: dict[str, Any] | None = None
+    note: str = ""
+
+
+@dataclass
+class JudgmentDetail:
+    row: dict[str, Any]
+    instance: dict[str, Any]
+    domains: list[str]
+    responses: list[tuple[str, str]]  # (model, text), in the order the judge saw them
+    prompt: Prompt | None
+    call: dict[str, Any] | None
+    siblings: list[tuple[int, str]] = field(default_factory=list)  # rows of the same call
+
+
+def call_group(record: browse.JudgmentRecord, context: RunContext) -> list[int]:
+    """The ledger rows judged by one call with this judgment: those read from its answer,
+    else (no answer) its subject's rows split as its protocol splits them."""
+    if record.call_rows:
+        return [i for i, _ in record.call_rows]
+    criteria = {c: i for i, c, _ in record.subject_rows}
+    protocol = context.protocol_for(str(record.row["judge"]))
+    for part in protocol.calls(list(criteria)):
+        if record.row["criterion"] in part:
+            return [criteria[c] for c in part]
+    return [int(record.row["id"])]
+
+
+def render_prompt(store: Store, run: RunInfo, record: browse.JudgmentRecord) -> Prompt:
+    """The exact prompt of the call that judged ``record``: rendered from the stored
+    inputs with the run's protocol, as ``workers.runner`` does (``RunContext.prompt``)."""
+    context = RunContext.from_config(run.config)
+    rows = browse.job_contexts(store, call_group(record, context))
+    first = rows[0]
+    criteria = [context.criterion(r.criterion, r.rubrics) for r in rows]
+    subject = context.subject(first.instruction, first.reference, first.response,
+                              first.system_prompt, first.response_b)  # fmt: skip
+    messages, schema = context.prompt(first.judge, subject, criteria)
+    asks = int(record.row.get("asks") or 0)
+    note = ("the judge was asked again with a format reminder after this prompt; the raw "
+            "output below is its last answer" if asks > 1 else "")  # fmt: skip
+    return Prompt(plain(messages), [r.criterion for r in rows], schema, note)
+
+
+def judgment_detail(store: Store, run: RunInfo, judgment_id: int) -> JudgmentDetail:
+    record = browse.judgment(store, run.id, judgment_id)
+    if record is None:
+        raise NotFound(f"run {run.name} has no judgment {judgment_id}")
+    row = record.row
+    order = [m for m in (row["model"], row["model_b"]) if m]
+    prompt = None
+    if run.config.get("judges"):
+        try:
+            prompt = render_prompt(store, run, record)
+        except (KeyError, IndexError, ValueError, TypeError, AttributeError) as exc:  # an old config
+            prompt = Prompt([], [], None, f"the prompt cannot be rendered: {redact(str(exc))}")
+    return JudgmentDetail(
+        row=row,
+        instance=record.instance,
+        domains=record.domains,
+        responses=[(m, record.responses.get(m, "")) for m in order],
+        prompt=prompt,
+        call=record.call,
+        siblings=[(i, c) for i, c in record.call_rows if i != judgment_id],
+    )
+
+
+@dataclass
+class Side:
+    model: str
+    response: str
+    #: criterion -> judge -> (score, status, rationale or failure, judgment id)
+    cells: dict[str, dict[str, tuple[int | None, str, str, int]]]
+
+
+@dataclass
+class InstanceComparison:
+    instance_id: str
+    instance: dict[str, Any]
+    domains: list[str]
+    criteria: list[str]
+    judges: list[str]
+    sides: list[Side]
+
+
+def compare(
+    store: Store, run: RunInfo, instance_id: str, models: Sequence[str]
+) -> InstanceComparison:
+    """Models side by side on one instance: each judge's score and rationale per
+    criterion."""
+    found = browse.instance_judgments(store, run.id, instance_id, models)
+    if found is None:
+        raise NotFound(f"run {run.name} has no instance {instance_id!r}")
+    criteria = list(dict.fromkeys(str(r["criterion"]) for r in found.rows))
+    judges = list(dict.fromkeys(str(r["judge"]) for r in found.rows))
+    sides = []
+    for m in models:
+        cells: dict[str, dict[str, tuple[int | None, str, str, int]]] = {}
+        for r in found.rows:
+            if r["model"] == m:
+                text = r["rationale"] or (f"failed: {r['reason']}" if r["reason"] else "")
+                cells.setdefault(str(r["criterion"]), {})[str(r["judge"])] = (
+                    r["score"], str(r["status"]), str(text or ""), int(r["id"]))
+        sides.append(Side(m, found.responses.get(m, ""), cells))
+    return InstanceComparison(instance_id, found.instance, found.domains, criteria, judges, sides)
+
+
+def run_models(store: Store, run: RunInfo) -> list[str]:
+    """The run's models: as its config lists them, else those with responses."""
+    return config_models(run.config) or browse.run_models(store, run.id)
+
+
+def first_instances(store: Store, run: RunInfo, limit: int = 20) -> list[str]:
+    return browse.run_instances(store, run.id, limit)
+
+
+def query_of(params: Mapping[str, str], run: RunInfo | None = None) -> JudgmentQuery:
+    """A judgments query from a shareable link's parameters (unknown ones ignored):
+    ``ability`` means its skills in ``run``; ``pair=either``, both orders of ``model`` and
+    ``model_b``. InputError for a difficulty that is not a number."""
+    def get(name: str) -> str | None:
+        value = params.get(name, "").strip()
+        return value or None
+
+    difficulty = get("difficulty")
+    if difficulty is not None and not difficulty.lstrip("-").isdigit():
+        raise InputError(f"difficulty must be a number, not {difficulty!r}")
+    return JudgmentQuery(
+        model=get("model"), model_b=get("model_b"), judge=get("judge"),
+        criterion=get("criterion"), domain=get("domain"),
+        difficulty=int(difficulty) if difficulty is not None else None,
+        capability=get("capability"), task=get("task"), instance_id=get("instance"),
+        status=get("status"), reason=get("reason"), search=get("q"),
+        criteria=_ability_skills(get("ability"), run), either_order=get("pair") == "either",
+    )  # fmt: skip
+
+
+def _ability_skills(ability: str | None, run: RunInfo | None) -> tuple[str, ...]:
+    if ability is None or run is None:
+        return ()
+    skills = tuple(s.name for s in codec.from_data(run.config["skills"]) if s.ability == ability)
+    return skills or ("",)  # an ability the run does not know: nothing matches

@@ -1,0 +1,90 @@
+"""`flask-eval view`: the browser viewer over a store (docs/design/viewer.md)."""
+
+from __future__ import annotations
+
+import errno
+import socket
+import threading
+from typing import TYPE_CHECKING
+
+import click
+
+from flask_eval.cli.common import SHORT_HELP, epilog, handle_errors
+from flask_eval.core import settings as settings_mod
+from flask_eval.core.errors import InputError
+
+if TYPE_CHECKING:
+    from flask_eval.storage.store import Store
+
+#: runs whose run page is computed ahead at start (newest first)
+WARM_RUNS = 5
+
+
+def open_existing_store(url: str) -> Store:
+    """The store at ``url``; InputError when there is none there (a SQLite path that does
+    not exist is an error, never a new file)."""
+    from flask_eval.storage.db import has_store, redact_url
+    from flask_eval.storage.store import Store
+
+    if not has_store(url):
+        raise InputError(f"no flask-eval store at {redact_url(url)} (FLASK_EVAL_DATABASE_URL); "
+                         "`flask-eval run` makes one")  # fmt: skip
+    return Store(url)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port``; InputError when it is taken or not ours."""
+    try:
+        return socket.create_server((host, port), reuse_port=False)
+    except OSError as exc:
+        why = "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be bound ({exc.strerror})"
+        raise InputError(f"--port {port}: {host}:{port} {why}") from None
+
+
+def warm(store: Store, names: list[str]) -> None:
+    """Compute the run pages of ``names`` (their snapshots) in the background."""
+    from flask_eval.app import browse
+    from flask_eval.viewer import body
+
+    for name in names:
+        try:
+            run = browse.find_run(store, name)
+            browse.run_page(store, run, body.render, body.VERSION)
+        except Exception:  # noqa: BLE001  a page that cannot be computed shows its error when asked
+            continue
+
+
+@click.command(epilog=epilog({"FLASK_EVAL_DATABASE_URL": "the store to browse"}),
+               short_help=SHORT_HELP["view"])  # fmt: skip
+@click.argument("run_name", required=False)
+@click.option("--port", type=click.IntRange(0, 65535), default=8686, show_default=True)
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on (another than 127.0.0.1 shows the store to others).")
+@click.option("--no-warm", is_flag=True, help="Do not compute the newest runs' pages at start.")
+@handle_errors
+def view(run_name: str | None, port: int, host: str, no_warm: bool) -> None:
+    """Browse the store's runs in a web browser: leaderboards with intervals, the report's
+    figures, the judgments behind any cell (prompt, rationale, raw output), two models side
+    by side. Read-only; serves until Ctrl-C."""
+    from aiohttp import web
+
+    from flask_eval.app import browse
+    from flask_eval.viewer.body import run_url
+    from flask_eval.viewer.server import make_app
+
+    store = open_existing_store(settings_mod.load().database_url)
+    path = "/"
+    if run_name is not None:
+        path = run_url(browse.find_run(store, run_name).name)
+    sock = bind(host, port)
+    if not no_warm:
+        names = [r.name for r in browse.list_runs(store)[:WARM_RUNS] if not r.config.get("kind")]
+        threading.Thread(target=warm, args=(store, names), name="warm", daemon=True).start()
+    shown = f"http://{host}:{sock.getsockname()[1]}{path}"
+    click.echo(f"flask-eval view: {shown} (Ctrl-C to stop)", err=True)
+    web.run_app(make_app(store), sock=sock, print=None, access_log=None)
+
+
+def register(main: click.Group) -> None:
+    """Add ``view`` to ``main``."""
+    main.add_command(view)

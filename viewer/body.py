@@ -1,0 +1,159 @@
+"""What the run page shows of a report, as JSON data (the snapshot's body): the
+leaderboard and breakdown tables with intervals per judge, the report's figures as SVG
+(``report.svg``) whose cells link to the judgments behind them, and for a pairwise run its
+win rates and ratings."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from flask_eval.report.document import Report, ranked_models
+from flask_eval.report.metrics import (
+    ABILITY,
+    CAPABILITY,
+    DIFFICULTY,
+    DOMAIN,
+    KEY_SEP,
+    OVERALL,
+    OVERALL_KEY,
+    SKILL,
+    SKILL_DIFFICULTY,
+    TASK,
+)
+from flask_eval.report.pairwise import ALL_CRITERIA
+
+#: bump when the body's shape or its links change: older snapshots are then recomputed
+VERSION = "viewer-1"
+#: the breakdowns the run page tabulates, in order
+TABLES = (SKILL, ABILITY, DOMAIN, DIFFICULTY, CAPABILITY)
+#: figure name -> report.svg function (absolute grading), drawn per judge
+FIGURES = ("radar", "ability_bars", "domain_heatmap", "capability_heatmap", "difficulty_curves")
+
+
+def run_url(run: str) -> str:
+    return "/runs/" + quote(run, safe="")
+
+
+def judgments_url(run: str, **params: Any) -> str:
+    shown = {k: str(v) for k, v in params.items() if v is not None and v != ""}
+    return f"{run_url(run)}/judgments" + (f"?{urlencode(shown)}" if shown else "")
+
+
+def cell_params(dimension: str, key: str) -> dict[str, str]:
+    """The judgments filter of a report cell's (dimension, key)."""
+    if dimension == SKILL:
+        return {"criterion": key}
+    if dimension == ABILITY:
+        return {"ability": key}
+    if dimension in (DOMAIN, DIFFICULTY, CAPABILITY, TASK):
+        return {dimension: key}
+    if dimension == SKILL_DIFFICULTY and KEY_SEP in key:
+        skill, level = key.rsplit(KEY_SEP, 1)
+        return {"criterion": skill, "difficulty": level}
+    return {}  # overall
+
+
+def cell_href(run: str) -> Callable[[Any], str | None]:
+    """The link of a figure's cell (``report.svg.Cell`` or ``PairCell``)."""
+
+    def href(cell: Any) -> str | None:
+        if hasattr(cell, "model_a"):  # a pair: both orders
+            criterion = None if cell.criterion == ALL_CRITERIA else cell.criterion
+            return judgments_url(run, model=cell.model_a, model_b=cell.model_b, pair="either",
+                                 judge=cell.judge, criterion=criterion)  # fmt: skip
+        return judgments_url(run, model=cell.model, judge=cell.judge,
+                             **cell_params(cell.dimension, str(cell.key)))  # fmt: skip
+
+    return href
+
+
+def _svg() -> Any:
+    """``flask_eval.report.svg``, or None while it is not there."""
+    try:
+        return importlib.import_module("flask_eval.report.svg")
+    except ImportError:
+        return None
+
+
+def _draw(svg: Any, name: str, *args: Any, href: Callable[[Any], str | None]) -> str | None:
+    fn = getattr(svg, name, None) if svg is not None else None
+    if fn is None:
+        return None
+    try:
+        out = fn(*args, href=href)
+    except (ValueError, KeyError, IndexError, ZeroDivisionError):
+        return None  # a figure the report's data does not support
+    return str(out) if out else None
+
+
+def _cell(row: Any) -> list[Any]:
+    return [row.mean, row.ci_low, row.ci_high, row.n, row.n_na, row.n_failed]
+
+
+def render(report: Report) -> dict[str, Any]:
+    """The run page's data (JSON) of ``report``."""
+    models = ranked_models(report.rows, report.models)
+    keys: dict[str, list[str]] = {d: [] for d in (OVERALL, *TABLES)}
+    cells: dict[str, dict[str, dict[str, dict[str, list[Any]]]]] = {}
+    for r in report.rows:
+        if r.dimension not in keys:
+            continue
+        if r.key not in keys[r.dimension]:
+            keys[r.dimension].append(r.key)
+        cells.setdefault(r.judge, {}).setdefault(r.dimension, {}).setdefault(r.model, {})[r.key] = _cell(r)
+    href = cell_href(report.run)
+    svg = _svg()
+    figures: dict[str, dict[str, str]] = {}
+    for judge in report.judges:
+        drawn = {name: _draw(svg, name, report, judge, href=href) for name in FIGURES}
+        figures[judge] = {k: v for k, v in drawn.items() if v}
+    body: dict[str, Any] = {
+        "run": report.run,
+        "models": models,
+        "judges": list(report.judges),
+        "keys": keys,
+        "cells": cells,
+        "figures": figures,
+        "notes": list(report.notes),
+        "costs": [c.as_dict() for c in report.costs],
+        "bootstrap": report.bootstrap,
+        "scale": [report.scale.low, report.scale.high] if hasattr(report.scale, "low") else None,
+        "pairwise": _pairwise(report, svg, href) if report.pairwise is not None else None,
+    }
+    return body
+
+
+def _interval(ci: Any) -> list[float] | None:
+    return [float(ci[0]), float(ci[1])] if ci is not None else None
+
+
+def _pairwise(report: Report, svg: Any, href: Callable[[Any], str | None]) -> dict[str, Any]:
+    pw = report.pairwise
+    assert pw is not None
+    criteria = list(dict.fromkeys(w.criterion for w in pw.win_rates))
+    wins: dict[str, dict[str, list[list[Any]]]] = {}
+    for w in pw.win_rates:
+        wins.setdefault(w.judge, {}).setdefault(w.criterion, []).append(
+            [w.model_a, w.model_b, w.score, w.win, w.tie, w.loss, w.n, _interval(w.score_ci)])
+    ratings: dict[str, dict[str, list[list[Any]]]] = {}
+    for r in pw.ratings:
+        ratings.setdefault(r.judge, {}).setdefault(r.criterion, []).append(
+            [r.model, r.rating, _interval(r.ci), r.win_rate, r.games])
+    figures: dict[str, dict[str, dict[str, str]]] = {}
+    for judge in pw.judges:
+        for criterion in criteria:
+            drawn = {name: _draw(svg, name, pw, judge, criterion, href=href)
+                     for name in ("win_matrix", "ratings_chart")}  # fmt: skip
+            figures.setdefault(judge, {})[criterion] = {k: v for k, v in drawn.items() if v}
+    return {"models": list(pw.models), "judges": list(pw.judges), "anchor": pw.anchor,
+            "criteria": criteria, "wins": wins, "ratings": ratings, "figures": figures,
+            "notes": list(pw.notes)}  # fmt: skip
+
+
+def leaderboard(body: Mapping[str, Any], judge: str) -> list[tuple[str, list[Any] | None]]:
+    """(model, overall cell) of ``judge``, models best first."""
+    of = body["cells"].get(judge, {}).get(OVERALL, {})
+    return [(m, of.get(m, {}).get(OVERALL_KEY)) for m in body["models"]]

@@ -1,0 +1,179 @@
+"""The viewer's web application (aiohttp + Jinja2, autoescaped; GET only).
+
+Every page is rendered on the server from the read side (``app.browse``); database calls
+run in threads so that one slow page does not hold the others. Static files (CSS, a
+little JavaScript) are served from ``viewer/static``: no CDN, no external URL."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import jinja2
+from aiohttp import web
+
+from flask_eval.app import browse
+from flask_eval.core.errors import InputError
+from flask_eval.core.redact import redact
+from flask_eval.storage.store import Store
+from flask_eval.viewer import body as body_mod
+from flask_eval.viewer.body import judgments_url, leaderboard, run_url
+
+HERE = Path(__file__).resolve().parent
+log = logging.getLogger(__name__)
+STORE: web.AppKey[Store] = web.AppKey("store", Store)
+JINJA: web.AppKey[jinja2.Environment] = web.AppKey("jinja", jinja2.Environment)
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _number(value: Any, digits: int = 2) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _interval(cell: Any) -> str:
+    if not cell or cell[1] is None:
+        return ""
+    return f"[{cell[1]:.2f}, {cell[2]:.2f}]"
+
+
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(HERE / "templates"),
+        autoescape=True,  # every value is escaped unless marked safe (our own SVG only)
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["num"] = _number
+    env.filters["interval"] = _interval
+    env.globals.update(run_url=run_url, judgments_url=judgments_url)
+    return env
+
+
+def page(request: web.Request, template: str, status: int = 200, **context: Any) -> web.Response:
+    text = request.app[JINJA].get_template(template).render(**context)
+    return web.Response(text=text, content_type="text/html", status=status,
+                        headers={"Content-Security-Policy": CSP})  # fmt: skip
+
+
+#: scripts and styles from this origin only; no inline script runs
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+       "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")  # fmt: skip
+
+
+async def _db(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    return await asyncio.to_thread(fn, *args, **kwargs)
+
+
+@web.middleware
+async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except browse.NotFound as exc:
+        return page(request, "error.html", 404, title="Not found", message=redact(str(exc)))
+    except InputError as exc:
+        return page(request, "error.html", 400, title="Bad request", message=redact(str(exc)))
+
+
+async def runs_page(request: web.Request) -> web.Response:
+    runs = await _db(browse.list_runs, request.app[STORE])
+    return page(request, "runs.html", title="Runs", runs=runs)
+
+
+async def _run(request: web.Request) -> Any:
+    return await _db(browse.find_run, request.app[STORE], request.match_info["run"])
+
+
+async def run_page(request: web.Request) -> web.Response:
+    store = request.app[STORE]
+    run = await _run(request)
+    result = await _db(browse.run_page, store, run, body_mod.render, body_mod.VERSION)
+    body = result.body
+    judges = body.get("judges") or []
+    judge = request.query.get("judge") or (judges[0] if judges else "")
+    if judges and judge not in judges:
+        raise InputError(f"run {run.name} has no judge {judge!r}")
+    pairwise = body.get("pairwise")
+    criterion = request.query.get("criterion") or (pairwise["criteria"][-1] if pairwise and pairwise["criteria"] else "")
+    instances = await _db(browse.first_instances, store, run, 1)
+    return page(request, "run.html", title=run.name, run=run, view=result.overview, body=body,
+                cached=result.cached, judge=judge, criterion=criterion,
+                board=leaderboard(body, judge) if judges else [], tables=body_mod.TABLES,
+                params=body_mod.cell_params, first_instance=instances[0] if instances else "")  # fmt: skip
+
+
+async def judgments_page(request: web.Request) -> web.Response:
+    store = request.app[STORE]
+    run = await _run(request)
+    query = browse.query_of(request.query, run)
+    after = request.query.get("after", "0")
+    if not after.isdigit():
+        raise InputError(f"after must be a judgment id, not {after!r}")
+    lines, more = await _db(browse.judgments, store, run, query, int(after))
+    kept = {k: v for k, v in request.query.items() if k != "after" and v}
+    next_url = (f"{run_url(run.name)}/judgments?{urlencode({**kept, 'after': lines[-1].id})}"
+                if more and lines else None)  # fmt: skip
+    first_url = f"{run_url(run.name)}/judgments?{urlencode(kept)}" if int(after) else None
+    return page(request, "judgments.html", title=f"{run.name}: judgments", run=run,
+                lines=lines, more=more, next_url=next_url, first_url=first_url, filters=kept,
+                models=await _db(browse.run_models, store, run))  # fmt: skip
+
+
+async def judgment_page(request: web.Request) -> web.Response:
+    store = request.app[STORE]
+    run = await _run(request)
+    raw = request.match_info["id"]
+    if not raw.isdigit():
+        raise browse.NotFound(f"run {run.name} has no judgment {raw!r}")
+    detail = await _db(browse.judgment_detail, store, run, int(raw))
+    return page(request, "judgment.html", title=f"{run.name}: judgment {raw}", run=run, d=detail)
+
+
+async def compare_page(request: web.Request) -> web.Response:
+    store = request.app[STORE]
+    run = await _run(request)
+    models = await _db(browse.run_models, store, run)
+    instance = request.query.get("instance", "")
+    a = request.query.get("a") or (models[0] if models else "")
+    b = request.query.get("b") or (models[1] if len(models) > 1 else a)
+    if not instance:
+        found = await _db(browse.first_instances, store, run, 1)
+        instance = found[0] if found else ""
+    for m in (a, b):
+        if m not in models:
+            raise InputError(f"run {run.name} has no model {m!r}")
+    comparison = await _db(browse.compare, store, run, instance, [a, b])
+    return page(request, "compare.html", title=f"{run.name}: {a} vs {b}", run=run, c=comparison,
+                models=models, a=a, b=b)  # fmt: skip
+
+
+async def fallback(request: web.Request) -> web.Response:
+    """Any other path: 404 to a read, 405 to anything else (the viewer writes nothing)."""
+    if request.method in ("GET", "HEAD"):
+        return page(request, "error.html", 404, title="Not found",
+                    message=f"no page at {request.path}")  # fmt: skip
+    raise web.HTTPMethodNotAllowed(request.method, ["GET", "HEAD"])
+
+
+def make_app(store: Store) -> web.Application:
+    """The viewer over ``store`` (read-only: GET and HEAD only)."""
+    app = web.Application(middlewares=[errors])
+    app[STORE] = store
+    app[JINJA] = environment()
+    app.router.add_get("/", runs_page)
+    app.router.add_get("/runs/{run}", run_page)
+    app.router.add_get("/runs/{run}/judgments", judgments_page)
+    app.router.add_get("/runs/{run}/judgments/{id}", judgment_page)
+    app.router.add_get("/runs/{run}/compare", compare_page)
+    app.router.add_static("/static/", HERE / "static")
+    app.router.add_route("*", "/{tail:.*}", fallback)
+    return app
