@@ -96,31 +96,48 @@ def token(run: RunInfo, view: Overview, version: str) -> str:
 class RunPage:
     overview: Overview
     body: dict[str, Any]  # what ``render`` made of the report (JSON data)
+    part: Any  # the part asked for (None: none, or no such part)
     cached: bool  # served from the snapshot
-    stale: bool = False  # the ledger changed since: ``body`` is the older snapshot's
+
+
+#: what a run page's renderer makes of a report: its body and its parts by key (each
+#: stored and read on its own: a page reads the body and the one part it shows)
+Render = Callable[[Report], tuple[dict[str, Any], dict[str, Any]]]
+
+
+def part_name(key: str) -> str:
+    """The snapshot name of a run page's part (``report_snapshot.name`` is short)."""
+    return f"{SNAPSHOT}:{hashlib.sha256(key.encode()).hexdigest()[:20]}"
 
 
 def run_page(
     store: Store,
     run: RunInfo,
-    render: Callable[[Report], dict[str, Any]],
+    render: Render,
     version: str,
+    part: Callable[[dict[str, Any]], str | None] | None = None,
     *,
     replicates: int = 1000,
 ) -> RunPage:
-    """The run's report as ``render`` shows it, from the snapshot when the ledger has not
-    changed since it was made, else computed (the full report) and stored."""
+    """The run's report as ``render`` shows it, with the part ``part(body)`` names, from
+    the snapshot when the ledger has not changed since it was made, else computed (the
+    full report) and stored."""
     view = overview(store, run)
     if view.kind != "judgment":
-        return RunPage(view, {"kind": view.kind}, cached=False)
+        return RunPage(view, {"kind": view.kind}, None, cached=False)
     key = token(run, view, version)
     found = browse.snapshot(store, run.id, SNAPSHOT)
     if found is not None and found[0] == key:
-        return RunPage(view, found[1], cached=True)
+        name = part(found[1]) if part is not None else None
+        got = browse.snapshot(store, run.id, part_name(name)) if name is not None else None
+        if name is None or (got is not None and got[0] == key):
+            return RunPage(view, found[1], got[1] if got else None, cached=True)
     report = build_report(store, run, replicates=replicates, progress=False)
-    body = render(report)
-    browse.put_snapshot(store, run.id, SNAPSHOT, key, body)
-    return RunPage(view, body, cached=False)
+    body, parts = render(report)
+    browse.put_snapshots(store, run.id, key,
+                         {SNAPSHOT: body, **{part_name(k): v for k, v in parts.items()}})  # fmt: skip
+    name = part(body) if part is not None else None
+    return RunPage(view, body, parts.get(name) if name is not None else None, cached=False)
 
 
 def judgments(

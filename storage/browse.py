@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -162,13 +162,17 @@ def snapshot(store: Store, run_id: int, name: str) -> tuple[str, Any] | None:
     return str(row[0]), body
 
 
-def put_snapshot(store: Store, run_id: int, name: str, token: str, body: Any) -> None:
-    """Replace the run's cached view ``name`` (one transaction: readers see one)."""
-    text = base64.b64encode(gzip.compress(json.dumps(body).encode(), 6)).decode()
+def put_snapshots(store: Store, run_id: int, token: str, parts: Mapping[str, Any]) -> None:
+    """Replace the run's cached views ``parts`` (name -> JSON data), all valid for
+    ``token``, in one transaction (readers see all of the old ones or all of the new)."""
+    rows = [{"run_id": run_id, "name": name, "token": token, "created_at": utcnow(),
+             "body": base64.b64encode(gzip.compress(json.dumps(body).encode(), 6)).decode()}
+            for name, body in parts.items()]  # fmt: skip
     with store.engine.begin() as conn:
-        conn.execute(delete(REPORT_SNAPSHOT).where(SNAP.run_id == run_id, SNAP.name == name))
-        conn.execute(REPORT_SNAPSHOT.insert().values(run_id=run_id, name=name, token=token,
-                                                     body=text, created_at=utcnow()))  # fmt: skip
+        conn.execute(delete(REPORT_SNAPSHOT).where(SNAP.run_id == run_id,
+                                                   SNAP.name.in_(list(parts))))  # fmt: skip
+        if rows:
+            conn.execute(REPORT_SNAPSHOT.insert(), rows)
 
 
 def _like(column: Any, term: str) -> ColumnElement[bool]:

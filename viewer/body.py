@@ -5,7 +5,6 @@ win rates and ratings."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -24,13 +23,31 @@ from flask_eval.report.metrics import (
     TASK,
 )
 from flask_eval.report.pairwise import ALL_CRITERIA
+from flask_eval.report.pairwise_report import PairwiseReport
+from flask_eval.report.svg import (
+    Cell,
+    PairCell,
+    ability_bars,
+    capability_heatmap,
+    difficulty_curves,
+    domain_heatmap,
+    radar,
+    ratings_chart,
+    win_matrix,
+)
 
 #: bump when the body's shape or its links change: older snapshots are then recomputed
-VERSION = "viewer-1"
+VERSION = "viewer-2"
 #: the breakdowns the run page tabulates, in order
 TABLES = (SKILL, ABILITY, DOMAIN, DIFFICULTY, CAPABILITY)
 #: figure name -> report.svg function (absolute grading), drawn per judge
-FIGURES = ("radar", "ability_bars", "domain_heatmap", "capability_heatmap", "difficulty_curves")
+FIGURES: dict[str, Callable[..., str]] = {
+    "radar": radar,
+    "ability_bars": ability_bars,
+    "domain_heatmap": domain_heatmap,
+    "capability_heatmap": capability_heatmap,
+    "difficulty_curves": difficulty_curves,
+}
 
 
 def run_url(run: str) -> str:
@@ -56,45 +73,42 @@ def cell_params(dimension: str, key: str) -> dict[str, str]:
     return {}  # overall
 
 
-def cell_href(run: str) -> Callable[[Any], str | None]:
-    """The link of a figure's cell (``report.svg.Cell`` or ``PairCell``)."""
+def cell_href(run: str) -> Callable[[Cell], str | None]:
+    """The link of a figure's cell: the judgments behind it."""
 
-    def href(cell: Any) -> str | None:
-        if hasattr(cell, "model_a"):  # a pair: both orders
-            criterion = None if cell.criterion == ALL_CRITERIA else cell.criterion
-            return judgments_url(run, model=cell.model_a, model_b=cell.model_b, pair="either",
-                                 judge=cell.judge, criterion=criterion)  # fmt: skip
+    def href(cell: Cell) -> str | None:
         return judgments_url(run, model=cell.model, judge=cell.judge,
                              **cell_params(cell.dimension, str(cell.key)))  # fmt: skip
 
     return href
 
 
-def _svg() -> Any:
-    """``flask_eval.report.svg``, or None while it is not there."""
-    try:
-        return importlib.import_module("flask_eval.report.svg")
-    except ImportError:
-        return None
+def pair_href(run: str) -> Callable[[PairCell], str | None]:
+    """The link of a win matrix's cell: the comparisons of the pair, in both orders."""
+
+    def href(cell: PairCell) -> str | None:
+        criterion = None if cell.criterion == ALL_CRITERIA else cell.criterion
+        return judgments_url(run, model=cell.model_a, model_b=cell.model_b, pair="either",
+                             judge=cell.judge, criterion=criterion)  # fmt: skip
+
+    return href
 
 
-def _draw(svg: Any, name: str, *args: Any, href: Callable[[Any], str | None]) -> str | None:
-    fn = getattr(svg, name, None) if svg is not None else None
-    if fn is None:
-        return None
+def _draw(fn: Callable[..., str], *args: Any, **kwargs: Any) -> str | None:
     try:
-        out = fn(*args, href=href)
+        out = fn(*args, **kwargs)
     except (ValueError, KeyError, IndexError, ZeroDivisionError):
         return None  # a figure the report's data does not support
-    return str(out) if out else None
+    return out or None
 
 
 def _cell(row: Any) -> list[Any]:
     return [row.mean, row.ci_low, row.ci_high, row.n, row.n_na, row.n_failed]
 
 
-def render(report: Report) -> dict[str, Any]:
-    """The run page's data (JSON) of ``report``."""
+def render(report: Report) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The run page's data (JSON) of ``report``, and its figures by judge (a part each:
+    :func:`figures_key`)."""
     models = ranked_models(report.rows, report.models)
     keys: dict[str, list[str]] = {d: [] for d in (OVERALL, *TABLES)}
     cells: dict[str, dict[str, dict[str, dict[str, list[Any]]]]] = {}
@@ -105,34 +119,35 @@ def render(report: Report) -> dict[str, Any]:
             keys[r.dimension].append(r.key)
         cells.setdefault(r.judge, {}).setdefault(r.dimension, {}).setdefault(r.model, {})[r.key] = _cell(r)
     href = cell_href(report.run)
-    svg = _svg()
-    figures: dict[str, dict[str, str]] = {}
+    parts: dict[str, Any] = {}
     for judge in report.judges:
-        drawn = {name: _draw(svg, name, report, judge, href=href) for name in FIGURES}
-        figures[judge] = {k: v for k, v in drawn.items() if v}
+        drawn = {name: _draw(fn, report, judge, href=href) for name, fn in FIGURES.items()}
+        parts[figures_key(judge)] = {k: v for k, v in drawn.items() if v}
     body: dict[str, Any] = {
         "run": report.run,
         "models": models,
         "judges": list(report.judges),
         "keys": keys,
         "cells": cells,
-        "figures": figures,
         "notes": list(report.notes),
         "costs": [c.as_dict() for c in report.costs],
         "bootstrap": report.bootstrap,
-        "scale": [report.scale.low, report.scale.high] if hasattr(report.scale, "low") else None,
-        "pairwise": _pairwise(report, svg, href) if report.pairwise is not None else None,
+        "scale": [report.scale.low, report.scale.high],
+        "pairwise": _pairwise(report.run, report.pairwise) if report.pairwise is not None else None,
     }
-    return body
+    return body, parts
+
+
+def figures_key(judge: str) -> str:
+    """The part of a run page holding ``judge``'s figures."""
+    return f"figures/{judge}"
 
 
 def _interval(ci: Any) -> list[float] | None:
     return [float(ci[0]), float(ci[1])] if ci is not None else None
 
 
-def _pairwise(report: Report, svg: Any, href: Callable[[Any], str | None]) -> dict[str, Any]:
-    pw = report.pairwise
-    assert pw is not None
+def _pairwise(run: str, pw: PairwiseReport) -> dict[str, Any]:
     criteria = list(dict.fromkeys(w.criterion for w in pw.win_rates))
     wins: dict[str, dict[str, list[list[Any]]]] = {}
     for w in pw.win_rates:
@@ -145,8 +160,8 @@ def _pairwise(report: Report, svg: Any, href: Callable[[Any], str | None]) -> di
     figures: dict[str, dict[str, dict[str, str]]] = {}
     for judge in pw.judges:
         for criterion in criteria:
-            drawn = {name: _draw(svg, name, pw, judge, criterion, href=href)
-                     for name in ("win_matrix", "ratings_chart")}  # fmt: skip
+            drawn = {"win_matrix": _draw(win_matrix, pw, judge, criterion, href=pair_href(run)),
+                     "ratings_chart": _draw(ratings_chart, pw, judge, criterion)}  # fmt: skip
             figures.setdefault(judge, {})[criterion] = {k: v for k, v in drawn.items() if v}
     return {"models": list(pw.models), "judges": list(pw.judges), "anchor": pw.anchor,
             "criteria": criteria, "wins": wins, "ratings": ratings, "figures": figures,

@@ -96,17 +96,23 @@ async def _run(request: web.Request) -> Any:
 async def run_page(request: web.Request) -> web.Response:
     store = request.app[STORE]
     run = await _run(request)
-    result = await _db(browse.run_page, store, run, body_mod.render, body_mod.VERSION)
+    asked = request.query.get("judge", "")
+
+    def shown(body: dict[str, Any]) -> str | None:  # the judge shown: asked, else the first
+        judges = body.get("judges") or []
+        return body_mod.figures_key(asked or judges[0]) if judges else None
+
+    result = await _db(browse.run_page, store, run, body_mod.render, body_mod.VERSION, shown)
     body = result.body
     judges = body.get("judges") or []
-    judge = request.query.get("judge") or (judges[0] if judges else "")
+    judge = asked or (judges[0] if judges else "")
     if judges and judge not in judges:
         raise InputError(f"run {run.name} has no judge {judge!r}")
     pairwise = body.get("pairwise")
     criterion = request.query.get("criterion") or (pairwise["criteria"][-1] if pairwise and pairwise["criteria"] else "")
     instances = await _db(browse.first_instances, store, run, 1)
     return page(request, "run.html", title=run.name, run=run, view=result.overview, body=body,
-                cached=result.cached, judge=judge, criterion=criterion,
+                cached=result.cached, judge=judge, figures=result.part or {}, criterion=criterion,
                 board=leaderboard(body, judge) if judges else [], tables=body_mod.TABLES,
                 params=body_mod.cell_params, first_instance=instances[0] if instances else "")  # fmt: skip
 
