@@ -313,6 +313,13 @@ def judgment(store: Store, run_id: int, judgment_id: int) -> JudgmentRecord | No
     )
 
 
+def answer_text(store: Store, cache_key: str) -> str | None:
+    """The text of the first answer stored for ``cache_key`` (``ix_call_cache_key``)."""
+    with store.engine.connect() as conn:
+        return conn.execute(select(C.raw).where(C.cache_key == cache_key)
+                            .order_by(C.id).limit(1)).scalar()  # fmt: skip
+
+
 def job_contexts(store: Store, ids: Sequence[int]) -> list[JobContext]:
     """What a worker reads to judge the rows ``ids`` (the claim's own columns), by id."""
     if not ids:
