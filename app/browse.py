@@ -21,12 +21,12 @@ from flask_eval.rubrics import codec
 from flask_eval.rubrics.grading import Criterion
 from flask_eval.rubrics.messages import Message, plain
 from flask_eval.storage import browse
-from flask_eval.storage.browse import JudgmentLine, JudgmentQuery, RunLine
+from flask_eval.storage.browse import JudgmentLine, JudgmentQuery, Page, RunLine
 from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
 from flask_eval.workers.context import cache_key, generate_config
 
-__all__ = ["JudgmentLine", "JudgmentQuery", "RunLine"]
+__all__ = ["JudgmentLine", "JudgmentQuery", "Page", "RunLine"]
 
 #: judgments per page
 PAGE = 50
@@ -145,9 +145,9 @@ def run_page(
 
 def judgments(
     store: Store, run: RunInfo, query: JudgmentQuery, after: int = 0, limit: int = PAGE
-) -> tuple[list[JudgmentLine], bool]:
+) -> Page:
     """A page of the run's judgments matching ``query`` (keyset: ``id > after``) and
-    whether more follow."""
+    where the next one starts."""
     return browse.judgment_page(store, run.id, query, after, limit)
 
 

@@ -41,6 +41,8 @@ J, C, INS, DOM, R, RN, SNAP = (JUDGMENT.c, CALL.c, INSTANCE.c, INSTANCE_DOMAIN.c
 NA = "na"
 #: characters of a rationale a list shows
 SNIPPET = 160
+#: judgments a text search outside a cell reads per page at most
+SCAN_WINDOW = 20_000
 
 
 @dataclass(frozen=True)
@@ -219,23 +221,51 @@ def _conditions(q: JudgmentQuery) -> list[ColumnElement[bool]]:
     return out
 
 
+@dataclass(frozen=True)
+class Page:
+    lines: list[JudgmentLine]
+    #: where the next page starts (``after``), None at the end
+    next_after: int | None
+    #: the page stopped at the end of its scan window, not at ``limit`` matches
+    scanned_to: int | None = None
+
+
+def _window(conn: Connection, run_id: int, after: int) -> int | None:
+    """The id of the run's ``SCAN_WINDOW``-th judgment after ``after`` (None: fewer)."""
+    ids = select(J.id).where(J.run_id == run_id, J.id > after).order_by(J.id).limit(SCAN_WINDOW)
+    sub = ids.subquery()
+    count, top = conn.execute(select(func.count(), func.max(sub.c.id))).one()
+    return int(top) if count == SCAN_WINDOW else None
+
+
 def judgment_page(
     store: Store, run_id: int, q: JudgmentQuery, after: int = 0, limit: int = 50
-) -> tuple[list[JudgmentLine], bool]:
-    """Up to ``limit`` judgments of the run matching ``q`` with ``id > after``, by id, and
-    whether there are more."""
-    stmt = (
-        select(J.id, J.model, J.model_b, J.instance_id, J.criterion, J.judge, J.status, J.score,
-               J.reason, func.substr(func.coalesce(J.rationale, J.detail, ""), 1, SNIPPET))
-        .where(J.run_id == run_id, J.id > after, *_conditions(q))
-        .order_by(J.id)
-        .limit(limit + 1)
-    )  # fmt: skip
+) -> Page:
+    """Up to ``limit`` judgments of the run matching ``q`` with ``id > after``, by id.
+
+    A text search outside a cell (no model, no judge) reads at most ``SCAN_WINDOW`` of the
+    run's judgments per page: a rare term would otherwise read the whole run for one
+    page. Such a page may show fewer matches than ``limit`` and still have a next page."""
+    bounded = bool(q.search) and not (q.model or q.judge)
     with store.engine.connect() as conn:
+        top = _window(conn, run_id, after) if bounded else None
+        stmt = (
+            select(J.id, J.model, J.model_b, J.instance_id, J.criterion, J.judge, J.status,
+                   J.score, J.reason,
+                   func.substr(func.coalesce(J.rationale, J.detail, ""), 1, SNIPPET))
+            .where(J.run_id == run_id, J.id > after, *_conditions(q),
+                   *((J.id <= top,) if top is not None else ()))
+            .order_by(J.id)
+            .limit(limit + 1)
+        )  # fmt: skip
         rows = conn.execute(stmt).all()
     lines = [JudgmentLine(int(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), str(r[5]),
                           str(r[6]), r[7], r[8], str(r[9] or "")) for r in rows[:limit]]  # fmt: skip
-    return lines, len(rows) > limit
+    if len(rows) > limit:
+        return Page(lines, lines[-1].id)
+    if top is not None:
+        return Page(lines, top, scanned_to=top)
+    return Page(lines, None)
 
 
 def page_statement(run_id: int, q: JudgmentQuery, after: int = 0, limit: int = 50) -> Any:

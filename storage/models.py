@@ -112,6 +112,8 @@ class Judgment(SQLModel, table=True):
             "run_id", "model", "model_b", "instance_id", "criterion", "judge", name="uq_judgment"
         ),
         Index("ix_judgment_run_status", "run_id", "status"),
+        # the viewer's pages of a cell (model x judge), in id order (docs/design/viewer.md)
+        Index("ix_judgment_cell", "run_id", "model", "judge", "id"),
     )
     id: int | None = Field(default=None, primary_key=True)
     run_id: int = Field(foreign_key="run.id")

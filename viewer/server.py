@@ -124,13 +124,14 @@ async def judgments_page(request: web.Request) -> web.Response:
     after = request.query.get("after", "0")
     if not after.isdigit():
         raise InputError(f"after must be a judgment id, not {after!r}")
-    lines, more = await _db(browse.judgments, store, run, query, int(after))
+    found = await _db(browse.judgments, store, run, query, int(after))
     kept = {k: v for k, v in request.query.items() if k != "after" and v}
-    next_url = (f"{run_url(run.name)}/judgments?{urlencode({**kept, 'after': lines[-1].id})}"
-                if more and lines else None)  # fmt: skip
+    next_url = (f"{run_url(run.name)}/judgments?{urlencode({**kept, 'after': found.next_after})}"
+                if found.next_after is not None else None)  # fmt: skip
     first_url = f"{run_url(run.name)}/judgments?{urlencode(kept)}" if int(after) else None
     return page(request, "judgments.html", title=f"{run.name}: judgments", run=run,
-                lines=lines, more=more, next_url=next_url, first_url=first_url, filters=kept,
+                lines=found.lines, scanned_to=found.scanned_to, next_url=next_url,
+                first_url=first_url, filters=kept,
                 models=await _db(browse.run_models, store, run))  # fmt: skip
 
 

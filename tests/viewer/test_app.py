@@ -18,6 +18,7 @@ from sqlalchemy import update
 
 from flask_eval.app import browse
 from flask_eval.core.errors import InputError
+from flask_eval.storage import browse as storage_browse
 from flask_eval.storage.models import CALL, JUDGMENT
 from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
@@ -135,25 +136,26 @@ def test_untrusted_text_is_escaped_everywhere(get: Any, ledger: tuple[Store, Run
     assert status == 200 and escaped in detail and SCRIPT not in detail
     _, compare = get("/runs/demo/compare?instance=1&a=a&b=b")
     assert escaped in compare and SCRIPT not in compare
-    failed = browse.judgments(store, run, browse.JudgmentQuery(status="failed"))[0][0]
+    failed = browse.judgments(store, run, browse.JudgmentQuery(status="failed")).lines[0]
     _, page = get(f"/runs/demo/judgments/{failed.id}")
     assert "I cannot score this &lt;b&gt;properly&lt;/b&gt;" in page and "parse" in page
 
 
 def test_filters_are_sql_and_links_are_shareable(get: Any, ledger: tuple[Store, RunInfo, str]) -> None:
     store, run, _ = ledger
-    failed, more = browse.judgments(store, run, browse.JudgmentQuery(status="failed"))
-    assert failed and not more and all(j.status == "failed" and j.judge == "j2" for j in failed)
+    page = browse.judgments(store, run, browse.JudgmentQuery(status="failed"))
+    failed = page.lines
+    assert failed and page.next_after is None and all(j.status == "failed" and j.judge == "j2" for j in failed)
     _, html = get("/runs/demo/judgments?status=failed")
     assert sorted(ids(html)) == [j.id for j in failed]
     crit = browse.judgments(store, run, browse.JudgmentQuery(model="b", judge="j1",
-                                                             criterion="Logical Correctness"))[0]  # fmt: skip
+                                                             criterion="Logical Correctness")).lines  # fmt: skip
     assert crit and {(j.model, j.judge, j.criterion) for j in crit} == {
         ("b", "j1", "Logical Correctness")}  # fmt: skip
-    found = browse.judgments(store, run, browse.JudgmentQuery(search="WINDOW.__pwned"))[0]
+    found = browse.judgments(store, run, browse.JudgmentQuery(search="WINDOW.__pwned")).lines
     assert found and {j.instance_id for j in found} == {"1"}  # response or rationale, any case
-    math = browse.judgments(store, run, browse.JudgmentQuery(domain="Math", model="a"))[0]
-    assert math and len(math) < len(browse.judgments(store, run, browse.JudgmentQuery(model="a"))[0])
+    math = browse.judgments(store, run, browse.JudgmentQuery(domain="Math", model="a")).lines
+    assert math and len(math) < len(browse.judgments(store, run, browse.JudgmentQuery(model="a")).lines)
     ability = browse.query_of({"ability": "Logical Thinking"}, run)
     assert set(ability.criteria) >= {"Logical Correctness", "Logical Robustness"}
     with pytest.raises(InputError):
@@ -177,6 +179,25 @@ def test_keyset_paging_walks_every_row_once(get: Any, ledger: tuple[Store, RunIn
         found = re.search(r'id="next" href="([^"]+)"', html)
         path = found.group(1).replace("&amp;", "&") if found else None
     assert len(seen) == len(set(seen)) == total
+
+
+def test_a_search_outside_a_cell_reads_a_window_per_page(
+    ledger: tuple[Store, RunInfo, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rare term is searched a window of judgments at a time, each page pointing at the
+    next window; walked to the end, the pages hold every match once."""
+    store, run, _ = ledger
+    query = browse.JudgmentQuery(search="__pwned")
+    everything = browse.judgments(store, run, query, limit=10_000).lines
+    monkeypatch.setattr(storage_browse, "SCAN_WINDOW", 7)
+    seen: list[int] = []
+    after: int | None = 0
+    pages = 0
+    while after is not None:
+        page = browse.judgments(store, run, query, after)
+        seen += [j.id for j in page.lines]
+        after, pages = page.next_after, pages + 1
+    assert seen == [j.id for j in everything] and pages > 3
 
 
 @pytest.mark.parametrize("path", ["/runs/nope", "/runs/nope/judgments", "/runs/demo/judgments/999999",

@@ -97,8 +97,9 @@ def test_the_prompt_shown_is_the_prompt_the_judge_received(runs: Runs) -> None:
     try:
         for name in ("abs", "pw"):
             run = browse.find_run(store, name)
-            lines, more = browse.judgments(store, run, browse.JudgmentQuery(), limit=1000)
-            assert lines and not more
+            page = browse.judgments(store, run, browse.JudgmentQuery(), limit=1000)
+            lines = page.lines
+            assert lines and page.next_after is None
             rendered = []
             for line in lines:
                 prompt = browse.judgment_detail(store, run, line.id).prompt
@@ -108,7 +109,7 @@ def test_the_prompt_shown_is_the_prompt_the_judge_received(runs: Runs) -> None:
                 assert prompt.verified or line.status == "failed", line
                 rendered.append(prompt.messages)
         failed = browse.judgments(store, browse.find_run(store, "abs"),
-                                  browse.JudgmentQuery(status="failed"))[0]  # fmt: skip
+                                  browse.JudgmentQuery(status="failed")).lines  # fmt: skip
         assert failed, "the flaky judge failed nothing: the browser test needs a failure"
     finally:
         store.close()

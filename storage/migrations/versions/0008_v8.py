@@ -2,7 +2,9 @@
 
 - ``report_snapshot``: (run, name) -> the ledger fingerprint it was computed at
   (``token``) and the view (``body``, JSON gzip+base64), which `flask-eval view`'s run
-  page serves while the fingerprint is unchanged.
+  page serves while the fingerprint is unchanged;
+- ``ix_judgment_cell`` (run_id, model, judge, id): a page of one cell's judgments reads
+  that cell's rows in id order and stops after a page, wherever the cell sits in the run.
 
 Stores of an older version get the table empty.
 
@@ -30,7 +32,9 @@ def upgrade() -> None:
         sa.Column("body", sa.Text(), nullable=False),
         sa.Column("created_at", sa.DateTime(), nullable=False),
     )
+    op.create_index("ix_judgment_cell", "judgment", ["run_id", "model", "judge", "id"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_judgment_cell", "judgment")
     op.drop_table("report_snapshot")

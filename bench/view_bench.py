@@ -1,0 +1,183 @@
+"""Benchmark: `flask-eval view`'s pages over the report benchmark's 1,000,000 judgments.
+
+Builds (or reuses) the store of bench/report_bench.py, serves the viewer's application
+in-process and times whole HTTP responses (queries, template, transfer over loopback):
+
+- the run page cold (no snapshot: the full report, its figures, the snapshot written) and
+  warm (the snapshot read: the ledger fingerprint, the body and one judge's figures);
+- pages of judgments under the filters a drill-down uses, first and next page;
+- one judgment in full, the comparison page, the runs list.
+
+    .venv/bin/python bench/view_bench.py [--sqlite-only] [--postgres URL]
+        [--sqlite-path FILE] [--postgres-db URL]   # reuse a store built before
+
+Writes bench/results/view_bench.json and prints a summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from aiohttp.test_utils import TestClient, TestServer  # noqa: E402
+
+from bench.report_bench import (  # noqa: E402
+    DEFAULT_POSTGRES,
+    RUN_NAME,
+    load,
+    machine,
+    make_data,
+    postgres_database,
+)
+from flask_eval.storage.models import REPORT_SNAPSHOT  # noqa: E402
+from flask_eval.storage.store import Store  # noqa: E402
+from flask_eval.viewer.server import make_app  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results" / "view_bench.json"
+RUN_PAGE_LIMIT = 1.0
+JUDGMENTS_LIMIT = 0.2
+REPEATS = 5
+RUN = f"/runs/{RUN_NAME}"
+
+#: the filters of a drill-down (a leaderboard cell, a figure's cell, failures, search)
+FILTERS: dict[str, dict[str, str]] = {
+    "all": {},
+    "leaderboard cell (model x judge)": {"model": "model-07", "judge": "openai/judge-11"},
+    "skill cell": {"model": "model-07", "judge": "openai/judge-11",
+                   "criterion": "Logical Correctness"},
+    "ability cell": {"model": "model-07", "judge": "openai/judge-11",
+                     "ability": "Problem Handling"},
+    "domain cell": {"model": "model-07", "judge": "openai/judge-11", "domain": "Coding"},
+    "skill x difficulty cell": {"model": "model-07", "judge": "openai/judge-11",
+                                "criterion": "Logical Correctness", "difficulty": "4"},
+    "failed": {"status": "failed"},
+    "failed of a cell": {"model": "model-07", "judge": "openai/judge-11", "status": "failed"},
+    "N/A of a judge": {"judge": "openai/judge-03", "status": "na"},
+    "search": {"q": "question 17"},
+    "search in a cell": {"q": "question 17", "model": "model-07", "judge": "openai/judge-11"},
+    "search, no match": {"q": "no such text", "model": "model-07", "judge": "openai/judge-11"},
+}  # fmt: skip
+
+
+async def _get(client: TestClient[Any, Any], path: str) -> tuple[float, str]:
+    started = time.perf_counter()
+    resp = await client.get(path)
+    text = await resp.text()
+    seconds = time.perf_counter() - started
+    if resp.status != 200:
+        raise RuntimeError(f"GET {path}: {resp.status} {text[:300]}")
+    return seconds, text
+
+
+async def _best(client: TestClient[Any, Any], path: str) -> dict[str, Any]:
+    times = [(await _get(client, path))[0] for _ in range(REPEATS)]
+    return {"best": round(min(times), 4), "median": round(statistics.median(times), 4),
+            "all": [round(t, 4) for t in times]}  # fmt: skip
+
+
+def _next(html: str) -> str | None:
+    marker = 'id="next" href="'
+    at = html.find(marker)
+    if at < 0:
+        return None
+    return html[at + len(marker): html.index('"', at + len(marker))].replace("&amp;", "&")
+
+
+async def measure(url: str) -> dict[str, Any]:
+    store = Store(url)
+    out: dict[str, Any] = {}
+    try:
+        async with TestClient(TestServer(make_app(store))) as client:
+            colds = []
+            for _ in range(2):
+                with store.engine.begin() as conn:
+                    conn.execute(REPORT_SNAPSHOT.delete())
+                colds.append((await _get(client, RUN))[0])
+            out["run_page_cold"] = {"best": round(min(colds), 3), "all": [round(c, 3) for c in colds]}
+            out["run_page_warm"] = await _best(client, RUN)
+            out["run_page_warm_other_judge"] = await _best(client, f"{RUN}?judge=openai/judge-09")
+            pages: dict[str, Any] = {}
+            for name, params in FILTERS.items():
+                path = f"{RUN}/judgments" + (f"?{urlencode(params)}" if params else "")
+                first = await _best(client, path)
+                _, html = await _get(client, path)
+                nxt = _next(html)
+                second = await _best(client, nxt) if nxt else None
+                pages[name] = {"first": first, "next": second, "rows": html.count("/judgments/")}
+            out["judgments_pages"] = pages
+            worst = max(max(p["first"]["best"], (p["next"] or {"best": 0})["best"])
+                        for p in pages.values())  # fmt: skip
+            out["judgments_page_worst"] = round(worst, 4)
+            out["judgment_detail"] = await _best(client, f"{RUN}/judgments/123457")
+            out["compare"] = await _best(client, f"{RUN}/compare?instance=17")
+            out["runs_list"] = await _best(client, "/")
+    finally:
+        store.close()
+    out["ok"] = (out["run_page_warm"]["best"] < RUN_PAGE_LIMIT
+                 and out["judgments_page_worst"] < JUDGMENTS_LIMIT)  # fmt: skip
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--postgres", default=DEFAULT_POSTGRES, help="admin URL of PostgreSQL")
+    parser.add_argument("--sqlite-only", action="store_true")
+    parser.add_argument("--postgres-only", action="store_true")
+    parser.add_argument("--sqlite-path", help="a SQLite store built before (kept)")
+    parser.add_argument("--postgres-db", help="a PostgreSQL store built before (kept)")
+    parser.add_argument("--out", default=str(RESULTS))
+    args = parser.parse_args(argv)
+    results: dict[str, Any] = {"limits": {"run_page_seconds": RUN_PAGE_LIMIT,
+                                          "judgments_page_seconds": JUDGMENTS_LIMIT},
+                               "machine": machine(), "backends": {}}  # fmt: skip
+    data: dict[str, Any] | None = None
+    with ExitStack() as stack:
+        urls: dict[str, str] = {}
+        if not args.postgres_only:
+            path = args.sqlite_path
+            if path is None:
+                path = f"{stack.enter_context(tempfile.TemporaryDirectory())}/bench.db"
+            urls["sqlite"] = f"sqlite:///{path}"
+            if not Path(path).exists():
+                data = data or make_data()
+                results["backends"]["sqlite"] = load(urls["sqlite"], data)
+        if not args.sqlite_only:
+            if args.postgres_db:
+                urls["postgresql"] = args.postgres_db
+            else:
+                urls["postgresql"] = stack.enter_context(postgres_database(args.postgres))
+                data = data or make_data()
+                results["backends"]["postgresql"] = load(urls["postgresql"], data)
+        data = None
+        for name, url in urls.items():
+            results["backends"].setdefault(name, {}).update(asyncio.run(measure(url)))
+    results["ok"] = all(b["ok"] for b in results["backends"].values())
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    for name, b in results["backends"].items():
+        print(f"{name}: run page cold {b['run_page_cold']['best']:.2f} s, warm "
+              f"{b['run_page_warm']['best'] * 1000:.0f} ms; judgments pages worst "
+              f"{b['judgments_page_worst'] * 1000:.0f} ms; judgment "
+              f"{b['judgment_detail']['best'] * 1000:.0f} ms; runs list "
+              f"{b['runs_list']['best'] * 1000:.0f} ms")  # fmt: skip
+    print(f"[limits: run page {RUN_PAGE_LIMIT:.0f} s, judgments page "
+          f"{JUDGMENTS_LIMIT * 1000:.0f} ms: {'ok' if results['ok'] else 'TOO SLOW'}] on "
+          f"{results['machine']['nproc']} x {results['machine']['cpu']}")
+    return 0 if results["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
