@@ -90,8 +90,15 @@ def token(run: RunInfo, view: Overview, version: str) -> str:
     """The ledger-state fingerprint a snapshot is valid for: the run's identity (a run
     deleted and made again under the same id differs by its creation time), its
     judgments by status, its newest paid answer and the viewer's version."""
-    key = [version, run.id, run.name, run.fingerprint, view.created_at,
-           sorted(view.counts.items()), view.last_call]  # fmt: skip
+    key = [
+        version,
+        run.id,
+        run.name,
+        run.fingerprint,
+        view.created_at,
+        sorted(view.counts.items()),
+        view.last_call,
+    ]
     return hashlib.sha256(json.dumps(key).encode()).hexdigest()
 
 
@@ -137,8 +144,9 @@ def run_page(
             return RunPage(view, found[1], got[1] if got else None, cached=True)
     report = build_report(store, run, replicates=replicates, progress=False)
     body, parts = render(report)
-    browse.put_snapshots(store, run.id, key,
-                         {SNAPSHOT: body, **{part_name(k): v for k, v in parts.items()}})  # fmt: skip
+    browse.put_snapshots(
+        store, run.id, key, {SNAPSHOT: body, **{part_name(k): v for k, v in parts.items()}}
+    )
     name = part(body) if part is not None else None
     return RunPage(view, body, parts.get(name) if name is not None else None, cached=False)
 
@@ -180,8 +188,11 @@ def _groups(record: browse.JudgmentRecord, context: RunContext) -> list[list[int
     from the same answer (a call of a resumed run, which asks only what was left)."""
     criteria = {c: i for i, c, _ in record.subject_rows}
     protocol = context.protocol_for(str(record.row["judge"]))
-    out = [[criteria[c] for c in part] for part in protocol.calls(list(criteria))
-           if record.row["criterion"] in part]  # fmt: skip
+    out = [
+        [criteria[c] for c in part]
+        for part in protocol.calls(list(criteria))
+        if record.row["criterion"] in part
+    ]
     read = [i for i, _ in record.call_rows]
     if read and read not in out:
         out.append(read)
@@ -201,16 +212,20 @@ def _render(store: Store, context: RunContext, ids: list[int]) -> _Call:
     rows = browse.job_contexts(store, ids)
     first = rows[0]
     criteria = [context.criterion(r.criterion, r.rubrics) for r in rows]
-    subject = context.subject(first.instruction, first.reference, first.response,
-                              first.system_prompt, first.response_b)  # fmt: skip
+    subject = context.subject(
+        first.instruction, first.reference, first.response, first.system_prompt, first.response_b
+    )
     messages, schema = context.prompt(first.judge, subject, criteria)
     return _Call(messages, schema, criteria, _key(context, first.judge, messages, schema))
 
 
-def _key(context: RunContext, judge: str, messages: list[Message],
-         schema: dict[str, Any] | None) -> str:  # fmt: skip
+def _key(
+    context: RunContext, judge: str, messages: list[Message], schema: dict[str, Any] | None
+) -> str:
     config = context.judges[judge]
-    return cache_key(JudgeSpec.parse(config.spec).name, messages, generate_config(config, 0, schema))
+    return cache_key(
+        JudgeSpec.parse(config.spec).name, messages, generate_config(config, 0, schema)
+    )
 
 
 def _reminded(store: Store, context: RunContext, judge: str, call: _Call) -> list[Message] | None:
@@ -225,8 +240,10 @@ def _reminded(store: Store, context: RunContext, judge: str, call: _Call) -> lis
     missing = [c for c in call.criteria if c.name in reading.problems]
     if not missing:
         return None
-    return [*call.messages, *protocol.reminder(first, missing, reading.problems,
-                                               read=list(reading.scores))]  # fmt: skip
+    return [
+        *call.messages,
+        *protocol.reminder(first, missing, reading.problems, read=list(reading.scores)),
+    ]
 
 
 def render_prompt(store: Store, run: RunInfo, record: browse.JudgmentRecord) -> Prompt:
@@ -242,14 +259,19 @@ def render_prompt(store: Store, run: RunInfo, record: browse.JudgmentRecord) -> 
     names = [c.name for c in rendered[0].criteria]
     for call in rendered:
         if call.key == stored:
-            return Prompt(plain(call.messages), [c.name for c in call.criteria], call.schema,
-                          verified=True)  # fmt: skip
+            return Prompt(
+                plain(call.messages), [c.name for c in call.criteria], call.schema, verified=True
+            )
     for call in rendered if stored else ():
         again = _reminded(store, context, judge, call)
         if again is not None and _key(context, judge, again, call.schema) == stored:
-            return Prompt(plain(again), [c.name for c in call.criteria], call.schema,
-                          "its last messages are the judge's first answer and a format "
-                          "reminder", verified=True)  # fmt: skip
+            return Prompt(
+                plain(again),
+                [c.name for c in call.criteria],
+                call.schema,
+                "its last messages are the judge's first answer and a format reminder",
+                verified=True,
+            )
     return Prompt(plain(rendered[0].messages), names, rendered[0].schema)
 
 
@@ -263,7 +285,13 @@ def judgment_detail(store: Store, run: RunInfo, judgment_id: int) -> JudgmentDet
     if run.config.get("judges"):
         try:
             prompt = render_prompt(store, run, record)
-        except (KeyError, IndexError, ValueError, TypeError, AttributeError) as exc:  # an old config
+        except (
+            KeyError,
+            IndexError,
+            ValueError,
+            TypeError,
+            AttributeError,
+        ) as exc:  # an old config
             prompt = Prompt([], [], None, f"the prompt cannot be rendered: {redact(str(exc))}")
     return JudgmentDetail(
         row=row,
@@ -311,7 +339,11 @@ def compare(
             if r["model"] == m:
                 text = r["rationale"] or (f"failed: {r['reason']}" if r["reason"] else "")
                 cells.setdefault(str(r["criterion"]), {})[str(r["judge"])] = (
-                    r["score"], str(r["status"]), str(text or ""), int(r["id"]))
+                    r["score"],
+                    str(r["status"]),
+                    str(text or ""),
+                    int(r["id"]),
+                )
         sides.append(Side(m, found.responses.get(m, ""), cells))
     return InstanceComparison(instance_id, found.instance, found.domains, criteria, judges, sides)
 
@@ -329,6 +361,7 @@ def query_of(params: Mapping[str, str], run: RunInfo | None = None) -> JudgmentQ
     """A judgments query from a shareable link's parameters (unknown ones ignored):
     ``ability`` means its skills in ``run``; ``pair=either``, both orders of ``model`` and
     ``model_b``. InputError for a difficulty that is not a number."""
+
     def get(name: str) -> str | None:
         value = params.get(name, "").strip()
         return value or None
@@ -337,13 +370,21 @@ def query_of(params: Mapping[str, str], run: RunInfo | None = None) -> JudgmentQ
     if difficulty is not None and not difficulty.lstrip("-").isdigit():
         raise InputError(f"difficulty must be a number, not {difficulty!r}")
     return JudgmentQuery(
-        model=get("model"), model_b=get("model_b"), judge=get("judge"),
-        criterion=get("criterion"), domain=get("domain"),
+        model=get("model"),
+        model_b=get("model_b"),
+        judge=get("judge"),
+        criterion=get("criterion"),
+        domain=get("domain"),
         difficulty=int(difficulty) if difficulty is not None else None,
-        capability=get("capability"), task=get("task"), instance_id=get("instance"),
-        status=get("status"), reason=get("reason"), search=get("q"),
-        criteria=_ability_skills(get("ability"), run), either_order=get("pair") == "either",
-    )  # fmt: skip
+        capability=get("capability"),
+        task=get("task"),
+        instance_id=get("instance"),
+        status=get("status"),
+        reason=get("reason"),
+        search=get("q"),
+        criteria=_ability_skills(get("ability"), run),
+        either_order=get("pair") == "either",
+    )
 
 
 def _ability_skills(ability: str | None, run: RunInfo | None) -> tuple[str, ...]:

@@ -34,8 +34,15 @@ from flask_eval.storage.records import JobContext
 from flask_eval.storage.sqlite_store import CONTEXTS
 from flask_eval.storage.store import Store
 
-J, C, INS, DOM, R, RN, SNAP = (JUDGMENT.c, CALL.c, INSTANCE.c, INSTANCE_DOMAIN.c, RESPONSE.c,
-                               RUN.c, REPORT_SNAPSHOT.c)  # fmt: skip
+J, C, INS, DOM, R, RN, SNAP = (
+    JUDGMENT.c,
+    CALL.c,
+    INSTANCE.c,
+    INSTANCE_DOMAIN.c,
+    RESPONSE.c,
+    RUN.c,
+    REPORT_SNAPSHOT.c,
+)
 
 #: the status filter's value for a done judgment without a score
 NA = "na"
@@ -109,8 +116,9 @@ def runs(store: Store, limit: int = 500) -> list[RunLine]:
                 .group_by(J.run_id, J.status)
             ):
                 counts[int(run_id)][str(st)] = int(n)
-    return [RunLine(int(r[0]), str(r[1]), str(r[2]), r[3], _json(r[4]), counts[int(r[0])])
-            for r in rows]  # fmt: skip
+    return [
+        RunLine(int(r[0]), str(r[1]), str(r[2]), r[3], _json(r[4]), counts[int(r[0])]) for r in rows
+    ]
 
 
 def _json(text: str | None) -> dict[str, Any]:
@@ -167,12 +175,20 @@ def snapshot(store: Store, run_id: int, name: str) -> tuple[str, Any] | None:
 def put_snapshots(store: Store, run_id: int, token: str, parts: Mapping[str, Any]) -> None:
     """Replace the run's cached views ``parts`` (name -> JSON data), all valid for
     ``token``, in one transaction (readers see all of the old ones or all of the new)."""
-    rows = [{"run_id": run_id, "name": name, "token": token, "created_at": utcnow(),
-             "body": base64.b64encode(gzip.compress(json.dumps(body).encode(), 6)).decode()}
-            for name, body in parts.items()]  # fmt: skip
+    rows = [
+        {
+            "run_id": run_id,
+            "name": name,
+            "token": token,
+            "created_at": utcnow(),
+            "body": base64.b64encode(gzip.compress(json.dumps(body).encode(), 6)).decode(),
+        }
+        for name, body in parts.items()
+    ]
     with store.engine.begin() as conn:
-        conn.execute(delete(REPORT_SNAPSHOT).where(SNAP.run_id == run_id,
-                                                   SNAP.name.in_(list(parts))))  # fmt: skip
+        conn.execute(
+            delete(REPORT_SNAPSHOT).where(SNAP.run_id == run_id, SNAP.name.in_(list(parts)))
+        )
         if rows:
             conn.execute(REPORT_SNAPSHOT.insert(), rows)
 
@@ -189,14 +205,22 @@ def _conditions(q: JudgmentQuery) -> list[ColumnElement[bool]]:
     out: list[ColumnElement[bool]] = []
     pair = q.either_order and q.model and q.model_b
     if pair:
-        out.append(or_((J.model == q.model) & (J.model_b == q.model_b),
-                       (J.model == q.model_b) & (J.model_b == q.model)))  # fmt: skip
+        out.append(
+            or_(
+                (J.model == q.model) & (J.model_b == q.model_b),
+                (J.model == q.model_b) & (J.model_b == q.model),
+            )
+        )
     if q.criteria:
         out.append(J.criterion.in_(list(q.criteria)))
-    for column, value in ((J.model, None if pair else q.model),
-                          (J.model_b, None if pair else q.model_b), (J.judge, q.judge),
-                          (J.criterion, q.criterion), (J.instance_id, q.instance_id),
-                          (J.reason, q.reason)):  # fmt: skip
+    for column, value in (
+        (J.model, None if pair else q.model),
+        (J.model_b, None if pair else q.model_b),
+        (J.judge, q.judge),
+        (J.criterion, q.criterion),
+        (J.instance_id, q.instance_id),
+        (J.reason, q.reason),
+    ):
         if value is not None and value != "":
             out.append(column == value)
     if q.status == NA:
@@ -204,8 +228,11 @@ def _conditions(q: JudgmentQuery) -> list[ColumnElement[bool]]:
     elif q.status:
         out.append(J.status == q.status)
     if q.domain:
-        out.append(exists().where(DOM.run_id == J.run_id, DOM.instance_id == J.instance_id,
-                                  DOM.domain == q.domain))  # fmt: skip
+        out.append(
+            exists().where(
+                DOM.run_id == J.run_id, DOM.instance_id == J.instance_id, DOM.domain == q.domain
+            )
+        )
     if q.difficulty is not None:
         out.append(_instance_has(INS.difficulty == q.difficulty))
     if q.capability:
@@ -213,11 +240,19 @@ def _conditions(q: JudgmentQuery) -> list[ColumnElement[bool]]:
     if q.task:
         out.append(_instance_has(INS.task == q.task))
     if q.search:
-        response = exists().where(R.run_id == J.run_id, R.instance_id == J.instance_id,
-                                  or_(R.model == J.model, R.model == J.model_b),
-                                  _like(R.text, q.search))  # fmt: skip
-        out.append(or_(_like(J.rationale, q.search), _instance_has(_like(INS.instruction, q.search)),
-                       response))  # fmt: skip
+        response = exists().where(
+            R.run_id == J.run_id,
+            R.instance_id == J.instance_id,
+            or_(R.model == J.model, R.model == J.model_b),
+            _like(R.text, q.search),
+        )
+        out.append(
+            or_(
+                _like(J.rationale, q.search),
+                _instance_has(_like(INS.instruction, q.search)),
+                response,
+            )
+        )
     return out
 
 
@@ -250,17 +285,43 @@ def judgment_page(
     with store.engine.connect() as conn:
         top = _window(conn, run_id, after) if bounded else None
         stmt = (
-            select(J.id, J.model, J.model_b, J.instance_id, J.criterion, J.judge, J.status,
-                   J.score, J.reason,
-                   func.substr(func.coalesce(J.rationale, J.detail, ""), 1, SNIPPET))
-            .where(J.run_id == run_id, J.id > after, *_conditions(q),
-                   *((J.id <= top,) if top is not None else ()))
+            select(
+                J.id,
+                J.model,
+                J.model_b,
+                J.instance_id,
+                J.criterion,
+                J.judge,
+                J.status,
+                J.score,
+                J.reason,
+                func.substr(func.coalesce(J.rationale, J.detail, ""), 1, SNIPPET),
+            )
+            .where(
+                J.run_id == run_id,
+                J.id > after,
+                *_conditions(q),
+                *((J.id <= top,) if top is not None else ()),
+            )
             .order_by(J.id)
             .limit(limit + 1)
-        )  # fmt: skip
+        )
         rows = conn.execute(stmt).all()
-    lines = [JudgmentLine(int(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), str(r[5]),
-                          str(r[6]), r[7], r[8], str(r[9] or "")) for r in rows[:limit]]  # fmt: skip
+    lines = [
+        JudgmentLine(
+            int(r[0]),
+            str(r[1]),
+            str(r[2]),
+            str(r[3]),
+            str(r[4]),
+            str(r[5]),
+            str(r[6]),
+            r[7],
+            r[8],
+            str(r[9] or ""),
+        )
+        for r in rows[:limit]
+    ]
     if len(rows) > limit:
         return Page(lines, lines[-1].id)
     if top is not None:
@@ -270,8 +331,12 @@ def judgment_page(
 
 def page_statement(run_id: int, q: JudgmentQuery, after: int = 0, limit: int = 50) -> Any:
     """The page's statement without its columns (for EXPLAIN in the benchmark)."""
-    return (select(J.id).where(J.run_id == run_id, J.id > after, *_conditions(q))
-            .order_by(J.id).limit(limit + 1))  # fmt: skip
+    return (
+        select(J.id)
+        .where(J.run_id == run_id, J.id > after, *_conditions(q))
+        .order_by(J.id)
+        .limit(limit + 1)
+    )
 
 
 @dataclass(frozen=True)
@@ -287,13 +352,52 @@ class JudgmentRecord:
     subject_rows: list[tuple[int, str, str | None]]  # (id, criterion, call_uid) of its subject
 
 
-_ROW = ("id", "run_id", "model", "model_b", "instance_id", "criterion", "judge", "status",
-        "score", "rationale", "reason", "detail", "call_uid", "value", "claims", "asks",
-        "requests", "created_at", "updated_at")  # fmt: skip
-_INSTANCE = ("instruction", "answer", "system_prompt", "difficulty", "capability", "task",
-             "rubrics", "skills")  # fmt: skip
-_CALL = ("id", "uid", "cache_key", "judge", "raw", "parsed", "finish", "prompt_tokens",
-         "completion_tokens", "cost", "latency_ms", "created_at", "batch")  # fmt: skip
+_ROW = (
+    "id",
+    "run_id",
+    "model",
+    "model_b",
+    "instance_id",
+    "criterion",
+    "judge",
+    "status",
+    "score",
+    "rationale",
+    "reason",
+    "detail",
+    "call_uid",
+    "value",
+    "claims",
+    "asks",
+    "requests",
+    "created_at",
+    "updated_at",
+)
+_INSTANCE = (
+    "instruction",
+    "answer",
+    "system_prompt",
+    "difficulty",
+    "capability",
+    "task",
+    "rubrics",
+    "skills",
+)
+_CALL = (
+    "id",
+    "uid",
+    "cache_key",
+    "judge",
+    "raw",
+    "parsed",
+    "finish",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost",
+    "latency_ms",
+    "created_at",
+    "batch",
+)
 
 
 def judgment(store: Store, run_id: int, judgment_id: int) -> JudgmentRecord | None:
@@ -307,30 +411,52 @@ def judgment(store: Store, run_id: int, judgment_id: int) -> JudgmentRecord | No
         data = dict(zip(_ROW, row, strict=True))
         inst = conn.execute(
             select(*(INS[f] for f in _INSTANCE)).where(
-                INS.run_id == run_id, INS.instance_id == data["instance_id"])
-        ).first()  # fmt: skip
+                INS.run_id == run_id, INS.instance_id == data["instance_id"]
+            )
+        ).first()
         domains = conn.execute(
             select(DOM.domain).where(DOM.run_id == run_id, DOM.instance_id == data["instance_id"])
         ).scalars()
         models = [m for m in (data["model"], data["model_b"]) if m]
-        texts = dict(conn.execute(
-            select(R.model, R.text).where(R.run_id == run_id, R.instance_id == data["instance_id"],
-                                          R.model.in_(models))).all())  # fmt: skip
+        texts = dict(
+            conn.execute(
+                select(R.model, R.text).where(
+                    R.run_id == run_id, R.instance_id == data["instance_id"], R.model.in_(models)
+                )
+            ).all()
+        )
         call = None
         call_rows: list[tuple[int, str]] = []
         if data["call_uid"]:
-            found = conn.execute(select(*(C[f] for f in _CALL)).where(C.uid == data["call_uid"])).first()
+            found = conn.execute(
+                select(*(C[f] for f in _CALL)).where(C.uid == data["call_uid"])
+            ).first()
             call = dict(zip(_CALL, found, strict=True)) if found is not None else None
-            call_rows = [(int(i), str(c)) for i, c in conn.execute(
-                select(J.id, J.criterion).where(J.run_id == run_id, J.call_uid == data["call_uid"],
-                                                J.model == data["model"], J.judge == data["judge"],
-                                                J.instance_id == data["instance_id"])
-                .order_by(J.id))]  # fmt: skip
+            call_rows = [
+                (int(i), str(c))
+                for i, c in conn.execute(
+                    select(J.id, J.criterion)
+                    .where(
+                        J.run_id == run_id,
+                        J.call_uid == data["call_uid"],
+                        J.model == data["model"],
+                        J.judge == data["judge"],
+                        J.instance_id == data["instance_id"],
+                    )
+                    .order_by(J.id)
+                )
+            ]
         subject = conn.execute(
-            select(J.id, J.criterion, J.call_uid).where(
-                J.run_id == run_id, J.model == data["model"], J.model_b == data["model_b"],
-                J.instance_id == data["instance_id"], J.judge == data["judge"]).order_by(J.id)
-        ).all()  # fmt: skip
+            select(J.id, J.criterion, J.call_uid)
+            .where(
+                J.run_id == run_id,
+                J.model == data["model"],
+                J.model_b == data["model_b"],
+                J.instance_id == data["instance_id"],
+                J.judge == data["judge"],
+            )
+            .order_by(J.id)
+        ).all()
         domain_list = [str(d) for d in domains]
     return JudgmentRecord(
         row=data,
@@ -346,8 +472,9 @@ def judgment(store: Store, run_id: int, judgment_id: int) -> JudgmentRecord | No
 def answer_text(store: Store, cache_key: str) -> str | None:
     """The text of the first answer stored for ``cache_key`` (``ix_call_cache_key``)."""
     with store.engine.connect() as conn:
-        return conn.execute(select(C.raw).where(C.cache_key == cache_key)
-                            .order_by(C.id).limit(1)).scalar()  # fmt: skip
+        return conn.execute(
+            select(C.raw).where(C.cache_key == cache_key).order_by(C.id).limit(1)
+        ).scalar()
 
 
 def job_contexts(store: Store, ids: Sequence[int]) -> list[JobContext]:
@@ -355,7 +482,9 @@ def job_contexts(store: Store, ids: Sequence[int]) -> list[JobContext]:
     if not ids:
         return []
     with store.engine.connect() as conn:
-        return [JobContext.of_row(r[:-1], r[-1]) for r in conn.execute(CONTEXTS, {"ids": list(ids)})]
+        return [
+            JobContext.of_row(r[:-1], r[-1]) for r in conn.execute(CONTEXTS, {"ids": list(ids)})
+        ]
 
 
 @dataclass(frozen=True)
@@ -373,23 +502,56 @@ def instance_judgments(
     them on it (``uq_judgment``: run, model, model_b, instance)."""
     with store.engine.connect() as conn:
         inst = conn.execute(
-            select(*(INS[f] for f in _INSTANCE)).where(INS.run_id == run_id,
-                                                       INS.instance_id == instance_id)
-        ).first()  # fmt: skip
+            select(*(INS[f] for f in _INSTANCE)).where(
+                INS.run_id == run_id, INS.instance_id == instance_id
+            )
+        ).first()
         if inst is None:
             return None
-        domains = [str(d) for d in conn.execute(select(DOM.domain).where(
-            DOM.run_id == run_id, DOM.instance_id == instance_id)).scalars()]  # fmt: skip
-        texts = dict(conn.execute(select(R.model, R.text).where(
-            R.run_id == run_id, R.instance_id == instance_id, R.model.in_(list(models)))).all())  # fmt: skip
+        domains = [
+            str(d)
+            for d in conn.execute(
+                select(DOM.domain).where(DOM.run_id == run_id, DOM.instance_id == instance_id)
+            ).scalars()
+        ]
+        texts = dict(
+            conn.execute(
+                select(R.model, R.text).where(
+                    R.run_id == run_id, R.instance_id == instance_id, R.model.in_(list(models))
+                )
+            ).all()
+        )
         rows = conn.execute(
-            select(J.id, J.model, J.model_b, J.criterion, J.judge, J.status, J.score,
-                   J.rationale, J.reason)
-            .where(J.run_id == run_id, J.instance_id == instance_id,
-                   J.model.in_(list(models)), J.model_b == "")
+            select(
+                J.id,
+                J.model,
+                J.model_b,
+                J.criterion,
+                J.judge,
+                J.status,
+                J.score,
+                J.rationale,
+                J.reason,
+            )
+            .where(
+                J.run_id == run_id,
+                J.instance_id == instance_id,
+                J.model.in_(list(models)),
+                J.model_b == "",
+            )
             .order_by(J.id)
-        ).all()  # fmt: skip
-    keys = ("id", "model", "model_b", "criterion", "judge", "status", "score", "rationale", "reason")
+        ).all()
+    keys = (
+        "id",
+        "model",
+        "model_b",
+        "criterion",
+        "judge",
+        "status",
+        "score",
+        "rationale",
+        "reason",
+    )
     return InstanceView(
         instance=dict(zip(_INSTANCE, inst, strict=True)),
         domains=domains,
@@ -401,12 +563,23 @@ def instance_judgments(
 def run_instances(store: Store, run_id: int, limit: int = 1) -> list[str]:
     """The first ``limit`` instance ids of the run (by id)."""
     with store.engine.connect() as conn:
-        return [str(i) for i in conn.execute(select(INS.instance_id).where(
-            INS.run_id == run_id).order_by(INS.instance_id).limit(limit)).scalars()]  # fmt: skip
+        return [
+            str(i)
+            for i in conn.execute(
+                select(INS.instance_id)
+                .where(INS.run_id == run_id)
+                .order_by(INS.instance_id)
+                .limit(limit)
+            ).scalars()
+        ]
 
 
 def run_models(store: Store, run_id: int) -> list[str]:
     """Models with responses in the run (the ``response`` table's primary key)."""
     with store.engine.connect() as conn:
-        return sorted(str(m) for m in conn.execute(
-            select(R.model).where(R.run_id == run_id).group_by(R.model)).scalars())  # fmt: skip
+        return sorted(
+            str(m)
+            for m in conn.execute(
+                select(R.model).where(R.run_id == run_id).group_by(R.model)
+            ).scalars()
+        )

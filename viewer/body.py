@@ -77,8 +77,9 @@ def cell_href(run: str) -> Callable[[Cell], str | None]:
     """The link of a figure's cell: the judgments behind it."""
 
     def href(cell: Cell) -> str | None:
-        return judgments_url(run, model=cell.model, judge=cell.judge,
-                             **cell_params(cell.dimension, str(cell.key)))  # fmt: skip
+        return judgments_url(
+            run, model=cell.model, judge=cell.judge, **cell_params(cell.dimension, str(cell.key))
+        )
 
     return href
 
@@ -88,8 +89,14 @@ def pair_href(run: str) -> Callable[[PairCell], str | None]:
 
     def href(cell: PairCell) -> str | None:
         criterion = None if cell.criterion == ALL_CRITERIA else cell.criterion
-        return judgments_url(run, model=cell.model_a, model_b=cell.model_b, pair="either",
-                             judge=cell.judge, criterion=criterion)  # fmt: skip
+        return judgments_url(
+            run,
+            model=cell.model_a,
+            model_b=cell.model_b,
+            pair="either",
+            judge=cell.judge,
+            criterion=criterion,
+        )
 
     return href
 
@@ -117,7 +124,9 @@ def render(report: Report) -> tuple[dict[str, Any], dict[str, Any]]:
             continue
         if r.key not in keys[r.dimension]:
             keys[r.dimension].append(r.key)
-        cells.setdefault(r.judge, {}).setdefault(r.dimension, {}).setdefault(r.model, {})[r.key] = _cell(r)
+        cells.setdefault(r.judge, {}).setdefault(r.dimension, {}).setdefault(r.model, {})[r.key] = (
+            _cell(r)
+        )
     href = cell_href(report.run)
     parts: dict[str, Any] = {}
     for judge in report.judges:
@@ -152,20 +161,31 @@ def _pairwise(run: str, pw: PairwiseReport) -> dict[str, Any]:
     wins: dict[str, dict[str, list[list[Any]]]] = {}
     for w in pw.win_rates:
         wins.setdefault(w.judge, {}).setdefault(w.criterion, []).append(
-            [w.model_a, w.model_b, w.score, w.win, w.tie, w.loss, w.n, _interval(w.score_ci)])
+            [w.model_a, w.model_b, w.score, w.win, w.tie, w.loss, w.n, _interval(w.score_ci)]
+        )
     ratings: dict[str, dict[str, list[list[Any]]]] = {}
     for r in pw.ratings:
         ratings.setdefault(r.judge, {}).setdefault(r.criterion, []).append(
-            [r.model, r.rating, _interval(r.ci), r.win_rate, r.games])
+            [r.model, r.rating, _interval(r.ci), r.win_rate, r.games]
+        )
     figures: dict[str, dict[str, dict[str, str]]] = {}
     for judge in pw.judges:
         for criterion in criteria:
-            drawn = {"win_matrix": _draw(win_matrix, pw, judge, criterion, href=pair_href(run)),
-                     "ratings_chart": _draw(ratings_chart, pw, judge, criterion)}  # fmt: skip
+            drawn = {
+                "win_matrix": _draw(win_matrix, pw, judge, criterion, href=pair_href(run)),
+                "ratings_chart": _draw(ratings_chart, pw, judge, criterion),
+            }
             figures.setdefault(judge, {})[criterion] = {k: v for k, v in drawn.items() if v}
-    return {"models": list(pw.models), "judges": list(pw.judges), "anchor": pw.anchor,
-            "criteria": criteria, "wins": wins, "ratings": ratings, "figures": figures,
-            "notes": list(pw.notes)}  # fmt: skip
+    return {
+        "models": list(pw.models),
+        "judges": list(pw.judges),
+        "anchor": pw.anchor,
+        "criteria": criteria,
+        "wins": wins,
+        "ratings": ratings,
+        "figures": figures,
+        "notes": list(pw.notes),
+    }
 
 
 def leaderboard(body: Mapping[str, Any], judge: str) -> list[tuple[str, list[Any] | None]]:

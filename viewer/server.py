@@ -61,13 +61,18 @@ def environment() -> jinja2.Environment:
 
 def page(request: web.Request, template: str, status: int = 200, **context: Any) -> web.Response:
     text = request.app[JINJA].get_template(template).render(**context)
-    return web.Response(text=text, content_type="text/html", status=status,
-                        headers={"Content-Security-Policy": CSP})  # fmt: skip
+    return web.Response(
+        text=text, content_type="text/html", status=status, headers={"Content-Security-Policy": CSP}
+    )
 
 
-#: scripts and styles from this origin only; no inline script runs
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
-       "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")  # fmt: skip
+#: scripts from this origin only (no inline script runs, whatever a page holds); styles
+#: from this origin and inline (the figures' SVG attributes); nothing from elsewhere
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; "
+    "frame-ancestors 'none'"
+)
 
 
 async def _db(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -109,12 +114,26 @@ async def run_page(request: web.Request) -> web.Response:
     if judges and judge not in judges:
         raise InputError(f"run {run.name} has no judge {judge!r}")
     pairwise = body.get("pairwise")
-    criterion = request.query.get("criterion") or (pairwise["criteria"][-1] if pairwise and pairwise["criteria"] else "")
+    criterion = request.query.get("criterion") or (
+        pairwise["criteria"][-1] if pairwise and pairwise["criteria"] else ""
+    )
     instances = await _db(browse.first_instances, store, run, 1)
-    return page(request, "run.html", title=run.name, run=run, view=result.overview, body=body,
-                cached=result.cached, judge=judge, figures=result.part or {}, criterion=criterion,
-                board=leaderboard(body, judge) if judges else [], tables=body_mod.TABLES,
-                params=body_mod.cell_params, first_instance=instances[0] if instances else "")  # fmt: skip
+    return page(
+        request,
+        "run.html",
+        title=run.name,
+        run=run,
+        view=result.overview,
+        body=body,
+        cached=result.cached,
+        judge=judge,
+        figures=result.part or {},
+        criterion=criterion,
+        board=leaderboard(body, judge) if judges else [],
+        tables=body_mod.TABLES,
+        params=body_mod.cell_params,
+        first_instance=instances[0] if instances else "",
+    )
 
 
 async def judgments_page(request: web.Request) -> web.Response:
@@ -126,13 +145,24 @@ async def judgments_page(request: web.Request) -> web.Response:
         raise InputError(f"after must be a judgment id, not {after!r}")
     found = await _db(browse.judgments, store, run, query, int(after))
     kept = {k: v for k, v in request.query.items() if k != "after" and v}
-    next_url = (f"{run_url(run.name)}/judgments?{urlencode({**kept, 'after': found.next_after})}"
-                if found.next_after is not None else None)  # fmt: skip
+    next_url = (
+        f"{run_url(run.name)}/judgments?{urlencode({**kept, 'after': found.next_after})}"
+        if found.next_after is not None
+        else None
+    )
     first_url = f"{run_url(run.name)}/judgments?{urlencode(kept)}" if int(after) else None
-    return page(request, "judgments.html", title=f"{run.name}: judgments", run=run,
-                lines=found.lines, scanned_to=found.scanned_to, next_url=next_url,
-                first_url=first_url, filters=kept,
-                models=await _db(browse.run_models, store, run))  # fmt: skip
+    return page(
+        request,
+        "judgments.html",
+        title=f"{run.name}: judgments",
+        run=run,
+        lines=found.lines,
+        scanned_to=found.scanned_to,
+        next_url=next_url,
+        first_url=first_url,
+        filters=kept,
+        models=await _db(browse.run_models, store, run),
+    )
 
 
 async def judgment_page(request: web.Request) -> web.Response:
@@ -159,15 +189,24 @@ async def compare_page(request: web.Request) -> web.Response:
         if m not in models:
             raise InputError(f"run {run.name} has no model {m!r}")
     comparison = await _db(browse.compare, store, run, instance, [a, b])
-    return page(request, "compare.html", title=f"{run.name}: {a} vs {b}", run=run, c=comparison,
-                models=models, a=a, b=b)  # fmt: skip
+    return page(
+        request,
+        "compare.html",
+        title=f"{run.name}: {a} vs {b}",
+        run=run,
+        c=comparison,
+        models=models,
+        a=a,
+        b=b,
+    )
 
 
 async def fallback(request: web.Request) -> web.Response:
     """Any other path: 404 to a read, 405 to anything else (the viewer writes nothing)."""
     if request.method in ("GET", "HEAD"):
-        return page(request, "error.html", 404, title="Not found",
-                    message=f"no page at {request.path}")  # fmt: skip
+        return page(
+            request, "error.html", 404, title="Not found", message=f"no page at {request.path}"
+        )
     raise web.HTTPMethodNotAllowed(request.method, ["GET", "HEAD"])
 
 

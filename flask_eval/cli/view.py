@@ -27,8 +27,10 @@ def open_existing_store(url: str) -> Store:
     from flask_eval.storage.store import Store
 
     if not has_store(url):
-        raise InputError(f"no flask-eval store at {redact_url(url)} (FLASK_EVAL_DATABASE_URL); "
-                         "`flask-eval run` makes one")  # fmt: skip
+        raise InputError(
+            f"no flask-eval store at {redact_url(url)} (FLASK_EVAL_DATABASE_URL); "
+            "`flask-eval run` makes one"
+        )
     return Store(url)
 
 
@@ -50,16 +52,21 @@ def warm(store: Store, names: list[str]) -> None:
         try:
             run = browse.find_run(store, name)
             browse.run_page(store, run, body.render, body.VERSION)
-        except Exception:  # noqa: BLE001  a page that cannot be computed shows its error when asked
+        except Exception:
             continue
 
 
-@click.command(epilog=epilog({"FLASK_EVAL_DATABASE_URL": "the store to browse"}),
-               short_help=SHORT_HELP["view"])  # fmt: skip
+@click.command(
+    epilog=epilog({"FLASK_EVAL_DATABASE_URL": "the store to browse"}), short_help=SHORT_HELP["view"]
+)
 @click.argument("run_name", required=False)
 @click.option("--port", type=click.IntRange(0, 65535), default=8686, show_default=True)
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address to listen on (another than 127.0.0.1 shows the store to others).")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on (another than 127.0.0.1 shows the store to others).",
+)
 @click.option("--no-warm", is_flag=True, help="Do not compute the newest runs' pages at start.")
 @handle_errors
 def view(run_name: str | None, port: int, host: str, no_warm: bool) -> None:

@@ -55,19 +55,34 @@ def ledger(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Store, Ru
     tmp = tmp_path_factory.mktemp("viewer")
     url = f"sqlite:///{tmp / 'store.db'}"
     store = Store(url)
-    run = planned_run(store, "demo", instances=str(EXAMPLES / "instances.jsonl"),
-                      responses=inputs(tmp), judges=ledger_judges("j1", "j2"), limit=10)  # fmt: skip
+    run = planned_run(
+        store,
+        "demo",
+        instances=str(EXAMPLES / "instances.jsonl"),
+        responses=inputs(tmp),
+        judges=ledger_judges("j1", "j2"),
+        limit=10,
+    )
     rows = finish(store, run, outcome)
     with store.engine.begin() as conn:
-        conn.execute(CALL.insert().values(uid="call-failed", cache_key="k", run_id=run.id,
-                                          judge="j2", raw=RAW, parsed=False))  # fmt: skip
+        conn.execute(
+            CALL.insert().values(
+                uid="call-failed", cache_key="k", run_id=run.id, judge="j2", raw=RAW, parsed=False
+            )
+        )
         for r in rows:
             if r.judge == "j1" and r.instance_id == "1":
-                conn.execute(update(JUDGMENT).where(JUDGMENT.c.id == r.id)
-                             .values(rationale=f"quoting: {SCRIPT}"))  # fmt: skip
+                conn.execute(
+                    update(JUDGMENT)
+                    .where(JUDGMENT.c.id == r.id)
+                    .values(rationale=f"quoting: {SCRIPT}")
+                )
             elif r.judge == "j2" and r.id % 7 == 0:
-                conn.execute(update(JUDGMENT).where(JUDGMENT.c.id == r.id)
-                             .values(reason="parse", detail="no [SCORES] line"))  # fmt: skip
+                conn.execute(
+                    update(JUDGMENT)
+                    .where(JUDGMENT.c.id == r.id)
+                    .values(reason="parse", detail="no [SCORES] line")
+                )
     yield store, run, url
     store.close()
 
@@ -141,21 +156,31 @@ def test_untrusted_text_is_escaped_everywhere(get: Any, ledger: tuple[Store, Run
     assert "I cannot score this &lt;b&gt;properly&lt;/b&gt;" in page and "parse" in page
 
 
-def test_filters_are_sql_and_links_are_shareable(get: Any, ledger: tuple[Store, RunInfo, str]) -> None:
+def test_filters_are_sql_and_links_are_shareable(
+    get: Any, ledger: tuple[Store, RunInfo, str]
+) -> None:
     store, run, _ = ledger
     page = browse.judgments(store, run, browse.JudgmentQuery(status="failed"))
     failed = page.lines
-    assert failed and page.next_after is None and all(j.status == "failed" and j.judge == "j2" for j in failed)
+    assert (
+        failed
+        and page.next_after is None
+        and all(j.status == "failed" and j.judge == "j2" for j in failed)
+    )
     _, html = get("/runs/demo/judgments?status=failed")
     assert sorted(ids(html)) == [j.id for j in failed]
-    crit = browse.judgments(store, run, browse.JudgmentQuery(model="b", judge="j1",
-                                                             criterion="Logical Correctness")).lines  # fmt: skip
+    crit = browse.judgments(
+        store, run, browse.JudgmentQuery(model="b", judge="j1", criterion="Logical Correctness")
+    ).lines
     assert crit and {(j.model, j.judge, j.criterion) for j in crit} == {
-        ("b", "j1", "Logical Correctness")}  # fmt: skip
+        ("b", "j1", "Logical Correctness")
+    }
     found = browse.judgments(store, run, browse.JudgmentQuery(search="WINDOW.__pwned")).lines
     assert found and {j.instance_id for j in found} == {"1"}  # response or rationale, any case
     math = browse.judgments(store, run, browse.JudgmentQuery(domain="Math", model="a")).lines
-    assert math and len(math) < len(browse.judgments(store, run, browse.JudgmentQuery(model="a")).lines)
+    assert math and len(math) < len(
+        browse.judgments(store, run, browse.JudgmentQuery(model="a")).lines
+    )
     ability = browse.query_of({"ability": "Logical Thinking"}, run)
     assert set(ability.criteria) >= {"Logical Correctness", "Logical Robustness"}
     with pytest.raises(InputError):
@@ -200,8 +225,16 @@ def test_a_search_outside_a_cell_reads_a_window_per_page(
     assert seen == [j.id for j in everything] and pages > 3
 
 
-@pytest.mark.parametrize("path", ["/runs/nope", "/runs/nope/judgments", "/runs/demo/judgments/999999",
-                                  "/runs/demo/judgments/abc", "/no/such/page"])  # fmt: skip
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/runs/nope",
+        "/runs/nope/judgments",
+        "/runs/demo/judgments/999999",
+        "/runs/demo/judgments/abc",
+        "/no/such/page",
+    ],
+)
 def test_unknown_things_are_404(get: Any, path: str) -> None:
     status, html = get(path)
     assert status == 404 and "Not found" in html

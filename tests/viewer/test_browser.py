@@ -77,16 +77,37 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
         good = stack.enter_context(running_simulator(SimConfig(seed=1)))
         flaky = stack.enter_context(running_simulator(SimConfig(seed=2, garbage_rate=0.7)))
         judges = tmp / "judges.yaml"
-        judges.write_text(f"- spec: openai/sim-gpt@{good.openai_base_url}\n  name: good\n"
-                          f"- spec: openai/sim-gpt@{flaky.openai_base_url}\n  name: flaky\n")  # fmt: skip
+        judges.write_text(
+            f"- spec: openai/sim-gpt@{good.openai_base_url}\n  name: good\n"
+            f"- spec: openai/sim-gpt@{flaky.openai_base_url}\n  name: flaky\n"
+        )
         env = cli_env(result.url, FLASK_EVAL_HALT_AFTER="1000")
-        responses = ["--responses", f"a={tmp / 'a.jsonl'}",
-                     "--responses", f"b={EXAMPLES / 'model_b.jsonl'}"]  # fmt: skip
-        common = ["--instances", str(EXAMPLES / "instances.jsonl"), *responses, "--limit", "6",
-                  "--quiet"]  # fmt: skip
+        responses = [
+            "--responses",
+            f"a={tmp / 'a.jsonl'}",
+            "--responses",
+            f"b={EXAMPLES / 'model_b.jsonl'}",
+        ]
+        common = [
+            "--instances",
+            str(EXAMPLES / "instances.jsonl"),
+            *responses,
+            "--limit",
+            "6",
+            "--quiet",
+        ]
         flask_eval("run", *common, "--judges", str(judges), "--run", "abs", env=env, check=False)
-        flask_eval("run", *common, "--judge", f"good=openai/sim-gpt@{good.openai_base_url}",
-                   "--pairwise", "all", "--run", "pw", env=env)  # fmt: skip
+        flask_eval(
+            "run",
+            *common,
+            "--judge",
+            f"good=openai/sim-gpt@{good.openai_base_url}",
+            "--pairwise",
+            "all",
+            "--run",
+            "pw",
+            env=env,
+        )
     yield result
 
 
@@ -108,8 +129,9 @@ def test_the_prompt_shown_is_the_prompt_the_judge_received(runs: Runs) -> None:
                 assert line.criterion in prompt.criteria
                 assert prompt.verified or line.status == "failed", line
                 rendered.append(prompt.messages)
-        failed = browse.judgments(store, browse.find_run(store, "abs"),
-                                  browse.JudgmentQuery(status="failed")).lines  # fmt: skip
+        failed = browse.judgments(
+            store, browse.find_run(store, "abs"), browse.JudgmentQuery(status="failed")
+        ).lines
         assert failed, "the flaky judge failed nothing: the browser test needs a failure"
     finally:
         store.close()
@@ -163,8 +185,14 @@ def browser(runs: Runs) -> Iterator[Browser]:
         chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
         page = chromium.new_page(viewport={"width": 1400, "height": 900})
         problems: list[str] = []
-        page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}")
-                if m.type in ("error", "warning") else None)  # fmt: skip
+        page.on(
+            "console",
+            lambda m: (
+                problems.append(f"console {m.type}: {m.text}")
+                if m.type in ("error", "warning")
+                else None
+            ),
+        )
         page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
         page.set_default_timeout(15_000)
         try:
@@ -217,8 +245,10 @@ def test_two_models_side_by_side_and_the_script_stays_text(browser: Browser) -> 
     assert page.evaluate("window.__pwned") is None
     browser.shot("comparison")
     page.goto(browser.base + "/runs/abs/judgments?q=__pwned")
-    assert SCRIPT in page.locator("#judgments").inner_text() or page.locator(
-        "#judgments tbody tr").count() >= 1  # fmt: skip
+    assert (
+        SCRIPT in page.locator("#judgments").inner_text()
+        or page.locator("#judgments tbody tr").count() >= 1
+    )
     page.click("#judgments tbody tr:first-child td:first-child a")
     page.wait_for_selector("pre.response")
     assert SCRIPT in page.locator("pre.response").first.inner_text()
