@@ -33,6 +33,7 @@ from flask_eval.report.metrics import (
 from flask_eval.report.svg_pairwise import (
     CHAR,
     MISSING,
+    RDYLGN,
     VIRIDIS,
     Cell,
     GridCell,
@@ -47,7 +48,9 @@ from flask_eval.report.svg_pairwise import (
     mark,
     note,
     num,
+    pair_colors,
     palette,
+    ramp,
     ratings_chart,
     short,
     svg,
@@ -55,9 +58,10 @@ from flask_eval.report.svg_pairwise import (
     win_matrix,
 )
 
-__all__ = ["Cell", "Href", "PairCell", "PairHref", "ability_bars", "capability_heatmap",
-           "colors", "difficulty_curves", "domain_heatmap", "radar", "ratings_chart",
-           "title", "win_matrix"]  # fmt: skip
+__all__ = ["RDYLGN", "VIRIDIS", "Cell", "Href", "PairCell", "PairHref", "ability_bars",
+           "capability_heatmap", "colors", "difficulty_curves", "domain_heatmap",
+           "pair_colors", "palette", "radar", "ramp", "ratings_chart", "title",
+           "win_matrix"]  # fmt: skip
 
 #: FLASK's difficulty levels (the x axis of the difficulty curves)
 LEVELS = (1, 2, 3, 4, 5)
