@@ -10,6 +10,7 @@ import pytest
 
 from flask_eval.core.types import VERDICT_FIRST, VERDICT_SECOND
 from flask_eval.report import svg
+from flask_eval.report.agreement import Agreement
 from flask_eval.report.bootstrap import instance_weights
 from flask_eval.report.breakdown import Aggregation, flask_breakdown
 from flask_eval.report.document import Report, ReportRow, ranked_models, with_intervals
@@ -289,3 +290,13 @@ def test_ratings_chart_best_first_with_intervals() -> None:
         assert f"rating {rating.rating:.0f}, interval {rating.ci[0]:.0f}" in title_of(dot)
     colours = svg.pair_colors(report)
     assert [d.get("fill") for d in dots] == [colours[r.model] for r in board]
+
+
+def test_agreement_matrix_has_a_cell_per_pair_of_raters() -> None:
+    rows = [Agreement("a", EVIL, None, 40, 0.5, 0.5, 0.4, 0.61234, 0.3, 0.8),
+            Agreement("a", EVIL, "Factuality", 9, 0.1, 0.1, 0.1, -0.9, 0.1, 0.2)]  # fmt: skip
+    root = parse(svg.agreement_matrix(rows, ["a", EVIL, "c"]))
+    tips = {(m.get("data-judge-a"), m.get("data-judge-b")): title_of(m) for m in marks(root)}
+    assert len(tips) == 5 and tips[(EVIL, "a")] == f"{EVIL} vs a: krippendorff alpha 0.612, n 40"
+    missing = marks(root, missing=True)  # c was never compared
+    assert len(missing) == 4 and all(title_of(m).endswith("no data") for m in missing)
