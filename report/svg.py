@@ -1,0 +1,404 @@
+"""The report's figures as SVG text for the browser viewer (pure: no I/O, no matplotlib).
+
+They show what :mod:`report.plots` draws (same models best first, one colour per model
+across every figure: matplotlib's tab10, tab20 past ten models; the score axis over the
+report's scale), and are interactive without any script: every data mark carries a
+``<title>`` tooltip (model, key, mean, n, interval) and, when the caller's ``href``
+gives a URL for its :class:`Cell`, sits in an ``<a href>``. Marks have ``class="cell"``
+(``"cell missing"`` for a cell without a mean, drawn grey and titled "no data") and
+``data-model``, ``data-judge``, ``data-dimension``, ``data-key`` attributes. Every text
+that comes from data is XML-escaped; URLs with a ``javascript:``, ``data:`` or
+``vbscript:`` scheme are dropped. The pairwise figures (:func:`win_matrix`,
+:func:`ratings_chart`) and the drawing all figures share live in
+:mod:`report.svg_pairwise`; this module is the interface of them all.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+from flask_eval.report.agreement import Agreement
+from flask_eval.report.document import Report, ReportRow, key_label, level_label, ranked_models
+from flask_eval.report.metrics import (
+    ABILITY,
+    BIGGEN_KEY,
+    CAPABILITY,
+    DOMAIN,
+    KEY_SEP,
+    OVERALL,
+    OVERALL_KEY,
+    SKILL,
+    SKILL_DIFFICULTY,
+)
+from flask_eval.report.svg_pairwise import (
+    CHAR,
+    MISSING,
+    RDBU,
+    RDYLGN,
+    VIRIDIS,
+    Cell,
+    GridCell,
+    Href,
+    PairCell,
+    PairHref,
+    cell_data,
+    esc,
+    grid,
+    heading,
+    legend,
+    mark,
+    note,
+    num,
+    pair_colors,
+    palette,
+    ramp,
+    ratings_chart,
+    short,
+    svg,
+    text,
+    win_matrix,
+)
+
+__all__ = ["RDYLGN", "VIRIDIS", "Cell", "Href", "PairCell", "PairHref", "ability_bars",
+           "agreement_matrix",
+           "capability_heatmap", "colors", "difficulty_curves", "domain_heatmap",
+           "pair_colors", "palette", "radar", "ramp", "ratings_chart", "title",
+           "win_matrix"]  # fmt: skip
+
+#: FLASK's difficulty levels (the x axis of the difficulty curves)
+LEVELS = (1, 2, 3, 4, 5)
+#: at most this many tick labels on a score axis
+SCORE_TICKS = 10
+RADAR_OVERLAY_MAX, RADAR_COLUMNS, RADAR_MAX_AXES = 4, 4, 24
+
+
+def colors(report: Report) -> dict[str, str]:
+    """The colour of each model of ``report`` in every figure (best first)."""
+    return palette(ranked_models(report.rows, report.models))
+
+
+def title(model: str, label: str, row: ReportRow | None) -> str:
+    """A mark's tooltip: model, key, mean, n and interval, or "no data"."""
+    if row is None or row.mean is None:
+        why = "" if row is None else f" ({row.n_na} N/A, {row.n_failed} failed)"
+        return f"{model} — {label}: no data{why}"
+    ci = "" if row.ci_low is None or row.ci_high is None else (
+        f", interval {row.ci_low:.2f}–{row.ci_high:.2f}")  # fmt: skip
+    return f"{model} — {label}: mean {row.mean:.2f}, n {row.n}{ci}"
+
+
+class _Figure:
+    """One judge's rows of one dimension of a report, and how to draw and link them."""
+
+    def __init__(self, report: Report, judge: str, dimension: str, href: Href | None) -> None:
+        self.report, self.judge, self.dimension, self.href = report, judge, dimension, href
+        self.cells = {(r.model, r.key): r for r in report.rows
+                      if r.judge == judge and r.dimension == dimension}  # fmt: skip
+        self.colour = colors(report)
+        self.lo, self.hi = float(report.scale.low), float(report.scale.high)
+        levels = list(report.scale.levels)
+        self.ticks = levels[:: max(1, math.ceil(len(levels) / SCORE_TICKS))]
+
+    def mean(self, model: str, key: str) -> float | None:
+        row = self.cells.get((model, key))
+        return None if row is None else row.mean
+
+    def select(self, order: Sequence[str]) -> tuple[list[str], list[str]]:
+        """The keys of ``order`` some model has a mean on, and those models, best first."""
+        models = self.report.models
+        keys = [k for k in dict.fromkeys(order) if any(self.mean(m, k) is not None for m in models)]
+        ranked = ranked_models(self.report.rows, models)
+        return keys, [m for m in ranked if any(self.mean(m, k) is not None for k in keys)]
+
+    def unit(self, value: float) -> float:
+        """``value``'s place on the score axis, 0 (lowest score) to 1 (highest)."""
+        return min(max((value - self.lo) / (self.hi - self.lo), 0.0), 1.0)
+
+    def mark(self, shape: str, attrs: str, model: str, key: str, label: str) -> str:
+        row, cell = self.cells.get((model, key)), Cell(model, self.judge, self.dimension, key)
+        url = self.href(cell) if self.href is not None and row is not None else None
+        missing = row is None or row.mean is None
+        return mark(shape, attrs, title(model, label, row), url, cell_data(cell), missing)
+
+    def score_axis(self, box: tuple[float, float, float, float],
+                   labels: bool = True) -> tuple[list[str], Callable[[float], float]]:  # fmt: skip
+        """Grid lines at the score ticks over ``box`` (x0, y0, x1, y1), their labels at
+        its left; and the map from a score to its y."""
+        x0, y0, x1, y1 = box
+
+        def y(v: float) -> float:
+            return y1 - (y1 - y0) * self.unit(v)
+
+        out = [f'<rect x="{num(x0)}" y="{num(y0)}" width="{num(x1 - x0)}" '
+               f'height="{num(y1 - y0)}" fill="none" stroke="#bbb"/>']  # fmt: skip
+        for t in self.ticks:
+            out.append(f'<line x1="{num(x0)}" x2="{num(x1)}" y1="{num(y(t))}" y2="{num(y(t))}" '
+                       'stroke="#000" stroke-opacity="0.1"/>')  # fmt: skip
+            if labels:
+                out.append(text(x0 - 4, y(t) + 3, str(t), "end", ' font-size="9" fill="#444"'))
+        return out, y
+
+
+# -- radar ------------------------------------------------------------------------------
+
+
+def _path(points: Sequence[tuple[float, float] | None], close: bool = False) -> str:
+    """A path through ``points``, lifting the pen over each None; ``close`` returns to the
+    first point when it and the last are drawn."""
+    seq = [*points, points[0]] if close and points else list(points)
+    parts, pen = [], False
+    for p in seq:
+        if p is not None:
+            parts.append(f"{'L' if pen else 'M'}{num(p[0])},{num(p[1])}")
+        pen = p is not None
+    return "".join(parts)
+
+
+def _radar_panel(fig: _Figure, skills: Sequence[str], models: Sequence[str],
+                 centre: tuple[float, float], radius: float, fill: float,
+                 reference: Sequence[float | None] = ()) -> list[str]:  # fmt: skip
+    cx, cy = centre
+    angles = [2 * math.pi * k / len(skills) for k in range(len(skills))]
+
+    def at(k: int, r: float) -> tuple[float, float]:
+        return cx + r * math.sin(angles[k]), cy - r * math.cos(angles[k])
+
+    out = ['<g class="axes" fill="none" stroke="#ccc" stroke-width="0.8">']
+    out += [f'<circle cx="{num(cx)}" cy="{num(cy)}" r="{num(radius * fig.unit(t))}"/>'
+            for t in fig.ticks]  # fmt: skip
+    out += [f'<line x1="{num(cx)}" y1="{num(cy)}" x2="{num(at(k, radius)[0])}" '
+            f'y2="{num(at(k, radius)[1])}"/>' for k in range(len(skills))]  # fmt: skip
+    out.append("</g>")
+    out += [text(cx + 3, cy - radius * fig.unit(t) - 2, str(t), "start",
+                 ' fill="#666" font-size="9"') for t in fig.ticks]  # fmt: skip
+    for k, skill in enumerate(skills):
+        (x, y), s = at(k, radius + 8), math.sin(angles[k])
+        anchor = "start" if s > 0.1 else "end" if s < -0.1 else "middle"
+        label, size = key_label(fig.dimension, skill), 10 if radius > 100 else 8
+        out.append(text(x, y + 4, short(label, 18 if radius > 100 else 13), anchor,
+                        f' font-size="{size}"', full=label))  # fmt: skip
+    if any(v is not None for v in reference):
+        line = [None if v is None else at(k, radius * fig.unit(v)) for k, v in enumerate(reference)]
+        out.append(f'<path class="reference" d="{_path(line, True)}" fill="none" stroke="#888" '
+                   'stroke-dasharray="4 3"/>')  # fmt: skip
+    for j, model in enumerate(models):
+        colour, values = fig.colour[model], [fig.mean(model, s) for s in skills]
+        floor = [at(k, radius * fig.unit(fig.lo if v is None else v)) for k, v in enumerate(values)]
+        poly = " ".join(f"{num(x)},{num(y)}" for x, y in floor)
+        line = [None if v is None else at(k, radius * fig.unit(v)) for k, v in enumerate(values)]
+        out.append(f'<g class="series" data-model="{esc(model)}" stroke="{colour}">'
+                   f'<polygon points="{poly}" fill="{colour}" fill-opacity="{fill}" stroke="none"/>'
+                   f'<path d="{_path(line, True)}" fill="none" stroke-width="1.8"/>')  # fmt: skip
+        for k, (skill, v) in enumerate(zip(skills, values, strict=True)):
+            x, y = at(k, 5 + 4 * j if v is None else radius * fig.unit(v))
+            style = 'fill="none" stroke="#999"' if v is None else f'fill="{colour}"'
+            out.append(fig.mark("circle", f'cx="{num(x)}" cy="{num(y)}" r="3.5" {style}', model,
+                                skill, key_label(fig.dimension, skill)))  # fmt: skip
+        out.append("</g>")
+    return out
+
+
+def radar(report: Report, judge: str, href: Href | None = None) -> str:
+    """Mean of each model on each skill (capability, when the instances carry them) on a
+    polar chart over the report's scale; past four models one small radar per model, best
+    first under this judge, with the mean over the models dashed (as ``report.plots``)."""
+    dimension, what, axes, overall_key = SKILL, "Skills", list(report.skills), OVERALL_KEY
+    if report.capabilities:
+        dimension, what, axes = CAPABILITY, "Capabilities", list(report.capabilities)
+        overall_key = BIGGEN_KEY
+    fig = _Figure(report, judge, dimension, href)
+    skills, models = fig.select([*axes, *(k for _, k in fig.cells)])
+    label = f"{what} — judge {judge}"
+    if not 3 <= len(skills) <= RADAR_MAX_AXES:
+        few = "few" if len(skills) < 3 else "many"
+        return note("radar", label, f"{label}: too {few} {what.lower()} ({len(skills)}) "
+                    "for a radar chart")  # fmt: skip
+    if len(models) <= RADAR_OVERLAY_MAX:
+        keys, height = legend(models, fig.colour, 20, 30, 600)
+        body = [heading(320, label), *keys]
+        body += _radar_panel(fig, skills, models, (320, 270 + height), 200, 0.05)
+        return svg("radar", 640, 500 + height, label, body)
+    mine = [r for r in report.rows if r.judge == judge]
+    models = ranked_models(mine, models)
+    overall = {r.model: r.mean for r in mine if r.dimension == OVERALL and r.key == overall_key}
+    reference: list[float | None] = []
+    for s in skills:
+        found = [v for v in (fig.mean(m, s) for m in models) if v is not None]
+        reference.append(sum(found) / len(found) if found else None)
+    size, rows = 270, math.ceil(len(models) / RADAR_COLUMNS)
+    body = [heading(RADAR_COLUMNS * size / 2, f"{label} (dashed: mean over the {len(models)} "
+                    "models)")]  # fmt: skip
+    for k, model in enumerate(models):
+        x0, y0 = (k % RADAR_COLUMNS) * size, 30 + (k // RADAR_COLUMNS) * size
+        mean = overall.get(model)
+        head = model if mean is None else f"{model} ({mean:.2f})"
+        body.append(text(x0 + size / 2, y0 + 14, short(head, 34), full=head))
+        centre = (x0 + size / 2, y0 + 10 + size / 2)
+        body += _radar_panel(fig, skills, [model], centre, 64, 0.2, reference)
+    return svg("radar", RADAR_COLUMNS * size, 40 + rows * size, label, body)
+
+
+# -- bars and heatmaps ------------------------------------------------------------------
+
+
+def ability_bars(report: Report, judge: str, href: Href | None = None) -> str:
+    """Mean per ability and model (best first), the bootstrap interval as whiskers."""
+    fig = _Figure(report, judge, ABILITY, href)
+    abilities, models = fig.select(report.abilities)
+    label = f"Abilities — judge {judge}"
+    if not abilities:
+        return note("abilities", label, f"{label}: no ability has a mean")
+    keys, top = legend(models, fig.colour, 50, 30, 660)
+    x0, x1, y0, y1 = 50.0, 710.0, top + 40, top + 300
+    axis, y = fig.score_axis((x0, y0, x1, y1))
+    middle = num((y0 + y1) / 2)
+    turn = f' transform="rotate(-90 14 {middle})"'
+    body = [heading(360, label), *keys, *axis, text(14, (y0 + y1) / 2, "mean score", extra=turn)]
+    group = (x1 - x0) / len(abilities)
+    width = 0.8 * group / len(models)
+    for i, ability in enumerate(abilities):
+        centre = x0 + group * (i + 0.5)
+        body.append(text(centre, y1 + 16, short(ability, int(group / CHAR)), full=ability))
+        for k, model in enumerate(models):
+            row, x = fig.cells.get((model, ability)), centre + (k - len(models) / 2) * width
+            if row is None or row.mean is None:
+                attrs = f'y="{num(y1 - 6)}" height="6" fill="{MISSING}" stroke="#999"'
+            else:
+                attrs = (f'y="{num(y(row.mean))}" height="{num(y1 - y(row.mean))}" '
+                         f'fill="{fig.colour[model]}"')  # fmt: skip
+            attrs = f'x="{num(x)}" width="{num(width)}" {attrs}'
+            body.append(fig.mark("rect", attrs, model, ability, ability))
+            if row is not None and row.ci_low is not None and row.ci_high is not None:
+                xm, a, b = x + width / 2, y(row.ci_low), y(row.ci_high)
+                body.append(f'<path class="whisker" d="M{num(xm)},{num(a)}V{num(b)}'
+                            f'M{num(xm - 2)},{num(a)}h4M{num(xm - 2)},{num(b)}h4" '
+                            'stroke="#333" stroke-width="0.8" fill="none"/>')  # fmt: skip
+    return svg("abilities", 720, y1 + 30, label, body)
+
+
+def _heatmap(fig: _Figure, order: Sequence[str], label: str, models_as_rows: bool) -> str:
+    keys, models = fig.select(order)
+    if not keys:
+        return ""
+
+    def at(model: str, key: str) -> GridCell:
+        row, cell = fig.cells.get((model, key)), Cell(model, fig.judge, fig.dimension, key)
+        url = fig.href(cell) if fig.href is not None and row is not None else None
+        tip = title(model, key_label(fig.dimension, key), row)
+        return GridCell(None if row is None else row.mean, tip, cell_data(cell), url)
+
+    span = (fig.lo, fig.hi)
+    if models_as_rows:
+        matrix = [[at(m, k) for k in keys] for m in models]
+        return grid(fig.dimension, label, models, keys, matrix, span, VIRIDIS, swatches=fig.colour)
+    matrix = [[at(m, k) for m in models] for k in keys]
+    return grid(fig.dimension, label, keys, models, matrix, span, VIRIDIS, swatches=fig.colour)
+
+
+def domain_heatmap(report: Report, judge: str, href: Href | None = None) -> str:
+    """Models as rows (best first), domains as columns, the mean in each cell."""
+    label = f"Domains — judge {judge}"
+    drawn = _heatmap(_Figure(report, judge, DOMAIN, href), report.domains, label, True)
+    return drawn or note("domain", label, f"{label}: no instance has a known domain")
+
+
+def capability_heatmap(report: Report, judge: str, href: Href | None = None) -> str:
+    """Capabilities as rows, models as columns (best first); ``""`` without capabilities."""
+    if not report.capabilities:
+        return ""
+    label = f"Capabilities — judge {judge}"
+    drawn = _heatmap(_Figure(report, judge, CAPABILITY, href), report.capabilities, label, False)
+    return drawn or note("capability", label, f"{label}: no instance has one")
+
+
+def agreement_matrix(rows: Sequence[Agreement], raters: Sequence[str],
+                     statistic: str = "krippendorff_alpha") -> str:  # fmt: skip
+    """``statistic`` (an :class:`report.agreement.Agreement` field, over all skills)
+    between every pair of raters, -1 to 1 (as ``report.plots`` draws it)."""
+    values: dict[tuple[str, str], tuple[float | None, int]] = {(r, r): (1.0, 0) for r in raters}
+    for row in rows:
+        if row.skill is None and {row.judge_a, row.judge_b} <= set(raters):
+            value = getattr(row, statistic)
+            values[(row.judge_a, row.judge_b)] = values[(row.judge_b, row.judge_a)] = (value, row.n)
+    name = statistic.replace("_", " ")
+
+    def at(a: str, b: str) -> GridCell:
+        value, n = values.get((a, b), (None, 0))
+        tip = f"{a} vs {b}: {name} " + ("no data" if value is None else f"{value:.3f}, n {n}")
+        return GridCell(value, tip, {"judge-a": a, "judge-b": b, "statistic": statistic})
+
+    cells = [[at(a, b) for b in raters] for a in raters]
+    label = f"Agreement ({name}, all skills)"
+    return grid("agreement", label, raters, raters, cells, (-1.0, 1.0), RDBU, digits=3)
+
+
+# -- difficulty -------------------------------------------------------------------------
+
+
+def difficulty_curves(report: Report, judge: str, href: Href | None = None) -> str:
+    """Mean per difficulty level, one panel per skill (four a row), a line per model (best
+    first) with its interval as a band; FLASK's level names in a footer."""
+    fig = _Figure(report, judge, SKILL_DIFFICULTY, href)
+    named = [*report.skills, *(k.rpartition(KEY_SEP)[0] for _, k in fig.cells)]
+    keys, models = fig.select([f"{s}{KEY_SEP}{lv}" for s in dict.fromkeys(named) for lv in LEVELS])
+    skills = list(dict.fromkeys(k.rpartition(KEY_SEP)[0] for k in keys))
+    label = f"Score vs difficulty (1-5) per skill — judge {judge}"
+    if not skills:
+        return note("difficulty", label, f"{label}: no skill has a mean per level")
+    legend_items, top = legend(models, fig.colour, 40, 30, 780)
+    top, pw, ph, cols = top + 54, 170.0, 120.0, 4
+    body = [heading(420, label), *legend_items]
+    for idx, skill in enumerate(skills):
+        x0, y0 = 40 + (idx % cols) * (pw + 30), top + (idx // cols) * (ph + 50)
+        body.append(text(x0 + pw / 2, y0 - 6, short(skill, 28), full=skill))
+        axis, y = fig.score_axis((x0, y0, x0 + pw, y0 + ph), labels=idx % cols == 0)
+        xs = {lv: x0 + pw * (lv - 0.5) / len(LEVELS) for lv in LEVELS}
+        body += axis
+        body += [text(xs[lv], y0 + ph + 12, str(lv), extra=' font-size="9"') for lv in LEVELS]
+        shown = [lv for lv in LEVELS if f"{skill}{KEY_SEP}{lv}" in keys]
+        for model in models:
+            rows = {lv: fig.cells.get((model, f"{skill}{KEY_SEP}{lv}")) for lv in LEVELS}
+            means = {lv: r.mean for lv, r in rows.items() if r is not None and r.mean is not None}
+            if not means:
+                continue
+            colour = fig.colour[model]
+            body.append(f'<g class="series" data-model="{esc(model)}" stroke="{colour}">')
+            band = [(r.ci_low, r.ci_high) if lv in means and r is not None
+                    and r.ci_low is not None and r.ci_high is not None else None
+                    for lv, r in rows.items()]  # fmt: skip
+            runs = "".join(_band(band, [xs[lv] for lv in LEVELS], y))
+            if runs:
+                body.append(f'<path class="band" d="{runs}" fill="{colour}" fill-opacity="0.12" '
+                            'stroke="none"/>')  # fmt: skip
+            line = [(xs[lv], y(means[lv])) if lv in means else None for lv in LEVELS]
+            body.append(f'<path d="{_path(line)}" fill="none" stroke-width="1.5"/>')
+            for lv in shown:
+                v = means.get(lv)
+                at = (f'cy="{num(y0 + ph - 4)}" fill="none" stroke="#999"' if v is None
+                      else f'cy="{num(y(v))}" fill="{colour}"')  # fmt: skip
+                body.append(fig.mark("circle", f'cx="{num(xs[lv])}" {at} r="3"', model,
+                                     f"{skill}{KEY_SEP}{lv}",
+                                     f"{skill}, level {level_label(str(lv))}"))  # fmt: skip
+            body.append("</g>")
+    bottom = top + math.ceil(len(skills) / cols) * (ph + 50) - 10
+    names = [level_label(str(lv)) for lv in LEVELS]
+    small = ' font-size="9" fill="#444"'
+    body += [text(420, bottom, "difficulty level", extra=' font-size="10"'),
+             text(420, bottom + 16, "Levels: " + "   ".join(names[:3]), extra=small),
+             text(420, bottom + 28, "   ".join(names[3:]), extra=small)]  # fmt: skip
+    return svg("difficulty", 840, bottom + 36, label, body)
+
+
+def _band(intervals: Sequence[tuple[float, float] | None], xs: Sequence[float],
+          y: Callable[[float], float]) -> list[str]:  # fmt: skip
+    """Closed subpaths, one per run of consecutive levels with an interval."""
+    out, run = [], []
+    for k, ci in enumerate([*intervals, None]):
+        if ci is not None:
+            run.append((xs[k], ci))
+        elif run:
+            edge = [(x, y(lo)) for x, (lo, _) in run] + [(x, y(hi)) for x, (_, hi) in run[::-1]]
+            out.append(_path(edge) + "Z")
+            run = []
+    return out
