@@ -34,7 +34,7 @@ from typing import Any, BinaryIO
 
 from flask_eval.core.errors import InputError
 from flask_eval.core.files import open_input, replaced_whole_bytes
-from flask_eval.core.redact import redact_known
+from flask_eval.core.redact import secret_values
 from flask_eval.producer.inputs import check_run_name
 from flask_eval.storage import bundle as rows_of
 from flask_eval.storage.db import HEAD
@@ -76,10 +76,19 @@ def _line(data: Any) -> bytes:
     return (json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
 
 
-def _clean(value: Any) -> Any:
-    """A value without the environment's secrets (a ledger from before redaction may hold
-    one in a stored answer)."""
-    return redact_known(value) if isinstance(value, str) else value
+def _cleaner(secrets: list[str]) -> Any:
+    """A function that removes the environment's ``secrets`` (core.redact.secret_values)
+    from a row's texts: a ledger from before redaction may hold one in a stored answer."""
+
+    def clean(values: list[Any]) -> list[Any]:
+        for i, value in enumerate(values):
+            if isinstance(value, str):
+                for secret in secrets:
+                    if secret in value:
+                        value = values[i] = value.replace(secret, "***")
+        return values
+
+    return clean
 
 
 def export_bundle(store: Store, run: RunInfo, path: str | Path) -> Written:
@@ -95,19 +104,22 @@ def export_bundle(store: Store, run: RunInfo, path: str | Path) -> Written:
     }
     counts = dict.fromkeys(rows_of.TABLES, 0)
     digest = hashlib.sha256()
-    with replaced_whole_bytes(path) as raw:
-        with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) as out:
-            buffer = bytearray(_line(header))
-            for table, values in rows_of.export_rows(store, run.id):
-                buffer += _line([table, *map(_clean, values)])
-                counts[table] += 1
-                if len(buffer) >= _FLUSH:
-                    digest.update(buffer)
-                    out.write(buffer)
-                    buffer.clear()
-            digest.update(buffer)
-            out.write(buffer)
-            out.write(_line({"end": FORMAT, "rows": counts, "sha256": digest.hexdigest()}))
+    clean = _cleaner(secret_values())
+    with (
+        replaced_whole_bytes(path) as raw,
+        gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) as out,
+    ):
+        buffer = bytearray(_line(header))
+        for table, values in rows_of.export_rows(store, run.id):
+            buffer += _line([table, *clean(values)])
+            counts[table] += 1
+            if len(buffer) >= _FLUSH:
+                digest.update(buffer)
+                out.write(buffer)
+                buffer.clear()
+        digest.update(buffer)
+        out.write(buffer)
+        out.write(_line({"end": FORMAT, "rows": counts, "sha256": digest.hexdigest()}))
     target = Path(path)
     return Written(target, counts, target.stat().st_size, time.perf_counter() - start)
 

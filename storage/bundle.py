@@ -73,10 +73,6 @@ def bundle_columns() -> dict[str, list[str]]:
     return columns
 
 
-def _json_value(value: Any) -> Any:
-    return value.isoformat() if isinstance(value, datetime) else value
-
-
 def export_rows(store: Store, run_id: int) -> Iterator[tuple[str, list[Any]]]:
     """``(table, values)`` for every row of the run, table by table in :data:`TABLES`
     order, streamed from one snapshot; the answers are those the run paid for and those
@@ -100,8 +96,12 @@ def export_rows(store: Store, run_id: int) -> Iterator[tuple[str, list[Any]]]:
                 else:
                     stmt = select(*cols).where(table.c.run_id == run_id)
                 stmt = stmt.order_by(*(table.c[c] for c in _ORDER.get(name, ())))
+                dates = [i for i, c in enumerate(cols) if _is_datetime(c.type)]
                 for row in conn.execution_options(yield_per=CHUNK).execute(stmt):
-                    values = [_json_value(v) for v in row]
+                    values = list(row)
+                    for i in dates:
+                        if values[i] is not None:
+                            values[i] = values[i].isoformat()
                     if name == "call":
                         values[-1] = bool(values[-1])
                     yield name, values

@@ -104,7 +104,7 @@ def test_a_bundle_reports_the_same_in_another_store_and_a_rerun_pays_nothing(
 def test_import_as_another_name_into_the_same_store(
     source: tuple[str, Path], tmp_path: Path
 ) -> None:
-    url, bundle = source
+    _, bundle = source
     store = f"sqlite:///{tmp_path / 'copy.db'}"
     flask_eval("import", str(bundle), env=cli_env(store))
     stderr = refused(store, "import", str(bundle))
@@ -126,7 +126,7 @@ def test_the_bundle_holds_no_secret_and_names_its_format(source: tuple[str, Path
     header, *rows, trailer = (json.loads(line) for line in raw.splitlines())
     assert (header["format"], header["version"], header["schema"]) == (FORMAT, 1, HEAD)
     assert trailer["rows"]["judgment"] == len([r for r in rows if r[0] == "judgment"]) > 0
-    assert [r[0] for r in rows][0] == "run" and "id" not in header["tables"]["judgment"]
+    assert rows[0][0] == "run" and "id" not in header["tables"]["judgment"]
 
 
 def test_a_changed_byte_is_refused_and_nothing_is_written(
