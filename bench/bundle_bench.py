@@ -38,8 +38,12 @@ def timed(args: list[str], url: str) -> dict[str, Any]:
     if proc.returncode != 0:
         raise SystemExit(f"flask-eval {' '.join(args)} exited {proc.returncode}")
     seconds = time.perf_counter() - started
-    return {"seconds": round(seconds, 1), "max_rss_mib": round(usage.ru_maxrss / 1024),
-            "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 1)}
+    return {
+        "seconds": round(seconds, 1),
+        "max_rss_mib": round(usage.ru_maxrss / 1024),
+        "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 1),
+    }
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
