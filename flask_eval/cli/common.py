@@ -77,6 +77,8 @@ SHORT_HELP = {
     "generate": "The models under test answer the instances.",
     "annotate": "Label instances with FLASK's skills, domains, difficulty.",
     "eval": "Generate, annotate, judge and report in one command.",
+    "export": "Judgments as JSON Lines or CSV, or the whole run as a bundle.",
+    "import": "Load a run's bundle (export --bundle) into this store.",
 }
 
 #: environment variables, by the commands that read them
