@@ -42,6 +42,12 @@ from flask_eval.simulator.testing import running_simulator
 FLASK = Path(os.environ.get("FLASK_EVAL_FLASK_DATA", REPO.parent / "shared" / "flask-data"))
 INSTANCES = 1_000
 MODELS = ("gpt4", "alpaca_13b")
+PROMETHEUS = Path(
+    os.environ.get("FLASK_EVAL_PROMETHEUS_DATA", REPO.parent / "shared" / "prometheus-data")
+)
+#: GPT-4's own feedback on one criterion each (MT-Bench and Vicuna Bench, 3 per record):
+#: a real judge's rationale length, the one measurement of it this machine can make
+FEEDBACK_SETS = ("mt_bench_eval.json", "vicuna_eval.json")
 #: provider -> (model of the price table, base-URL attribute of the simulator handle)
 JUDGES = {
     "openai": ("gpt-4.1", "openai_base_url"),
@@ -61,6 +67,20 @@ def price_line(price: Price) -> str:
     if price.cache_write is not None:
         fields["cache_write"] = price.cache_write
     return "{" + ", ".join(f"{k}: {v}" for k, v in fields.items()) + "}"
+
+
+def real_feedback_tokens() -> float | None:
+    """Mean length of GPT-4's feedback per criterion in the Prometheus evaluation sets, in
+    the planner's tokens (``rubrics.prompt.estimate_tokens``: 4 characters a token), or
+    None without the data."""
+    lengths = []
+    for name in FEEDBACK_SETS:
+        path = PROMETHEUS / "eval" / "benchmark" / "data" / name
+        if not path.exists():
+            return None
+        for record in json.loads(path.read_text()):
+            lengths += [(len(text) + 3) // 4 for text in record["gpt4_feedback"]]
+    return sum(lengths) / len(lengths)
 
 
 def ledger_sums(db: Path) -> dict[str, float]:
@@ -116,7 +136,19 @@ def measure(provider: str, tmp: Path) -> dict[str, Any]:
             )
             low, high = (mid, high) if ratio <= goal else (low, mid)
         out["goal_holds_up_to_tokens_per_skill"] = low
-    for label, completion in (("expected", expected), ("simulator", sums["completion"])):
+    variants = [("expected", expected), ("simulator", sums["completion"])]
+    feedback = real_feedback_tokens()
+    if feedback is not None:  # rationales as long as GPT-4's on one criterion
+        variants.append(
+            ("gpt4_length", sums["calls"] * COMPLETION_TOKENS_PER_CALL + skills * feedback)
+        )
+        out["gpt4_feedback_tokens_per_criterion"] = feedback
+    # the floor: every prompt token read from the cache, at the batch price; what is left
+    # is the completions' half price
+    out["floor_batch_all_cached"] = price.cost(
+        int(sums["prompt"]), int(expected), cached_tokens=int(sums["prompt"]), batch=True
+    ) / usd(expected, cache=False, batch=False)
+    for label, completion in variants:
         today = usd(completion, cache=False, batch=False)
         cached = usd(completion, cache=True, batch=False)
         both = usd(completion, cache=True, batch=True)
@@ -159,6 +191,10 @@ def main() -> None:
             f"{e['usd_per_skill']['live_cache_layout']:.6f} ({e['ratio_cache']:.3f}x), batch+cache "
             f"{e['usd_per_skill']['batch_cache']:.6f} ({e['ratio_batch_cache']:.3f}x){mark}; "
             f"with the simulator's short completions {r['simulator']['ratio_batch_cache']:.3f}x"
+            + (f"; with GPT-4's feedback length ({r['gpt4_feedback_tokens_per_criterion']:.0f} "
+               f"tokens per criterion) {r['gpt4_length']['ratio_batch_cache']:.3f}x"
+               if "gpt4_length" in r else "")
+            + f"; floor (every prompt token cached, batch) {r['floor_batch_all_cached']:.3f}x"
             + (f"; the goal holds up to {r['goal_holds_up_to_tokens_per_skill']:.0f} "
                "completion tokens per skill" if goal is not None else "")
         )  # fmt: skip

@@ -114,12 +114,26 @@ def replaced_whole(path: str | Path) -> Iterator[TextIO]:
     """Write ``path`` whole or not at all: the text goes to ``<path>.part`` (its folder
     made if need be), which replaces ``path`` only once the block ends without an error
     (and is removed if it does not), so a reader never sees half a file."""
+    with _part_of(path) as part, part.open("w", encoding="utf-8") as handle:
+        yield handle
+
+
+@contextmanager
+def replaced_whole_bytes(path: str | Path) -> Iterator[BinaryIO]:
+    """:func:`replaced_whole` for bytes (a compressed file)."""
+    with _part_of(path) as part, part.open("wb") as handle:
+        yield handle
+
+
+@contextmanager
+def _part_of(path: str | Path) -> Iterator[Path]:
+    """``<path>.part``, which replaces ``path`` once the block ends without an error (the
+    file written in it closed first) and is removed otherwise."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     part = target.with_name(target.name + ".part")
     try:
-        with part.open("w", encoding="utf-8") as handle:
-            yield handle
+        yield part
         os.replace(part, target)
     finally:
         part.unlink(missing_ok=True)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+from flask_eval.report.agreement import Agreement
 from flask_eval.report.document import Report, ReportRow, key_label, level_label, ranked_models
 from flask_eval.report.metrics import (
     ABILITY,
@@ -33,6 +34,8 @@ from flask_eval.report.metrics import (
 from flask_eval.report.svg_pairwise import (
     CHAR,
     MISSING,
+    RDBU,
+    RDYLGN,
     VIRIDIS,
     Cell,
     GridCell,
@@ -47,7 +50,9 @@ from flask_eval.report.svg_pairwise import (
     mark,
     note,
     num,
+    pair_colors,
     palette,
+    ramp,
     ratings_chart,
     short,
     svg,
@@ -55,9 +60,11 @@ from flask_eval.report.svg_pairwise import (
     win_matrix,
 )
 
-__all__ = ["Cell", "Href", "PairCell", "PairHref", "ability_bars", "capability_heatmap",
-           "colors", "difficulty_curves", "domain_heatmap", "radar", "ratings_chart",
-           "title", "win_matrix"]  # fmt: skip
+__all__ = ["RDYLGN", "VIRIDIS", "Cell", "Href", "PairCell", "PairHref", "ability_bars",
+           "agreement_matrix",
+           "capability_heatmap", "colors", "difficulty_curves", "domain_heatmap",
+           "pair_colors", "palette", "radar", "ramp", "ratings_chart", "title",
+           "win_matrix"]  # fmt: skip
 
 #: FLASK's difficulty levels (the x axis of the difficulty curves)
 LEVELS = (1, 2, 3, 4, 5)
@@ -303,6 +310,27 @@ def capability_heatmap(report: Report, judge: str, href: Href | None = None) -> 
     label = f"Capabilities — judge {judge}"
     drawn = _heatmap(_Figure(report, judge, CAPABILITY, href), report.capabilities, label, False)
     return drawn or note("capability", label, f"{label}: no instance has one")
+
+
+def agreement_matrix(rows: Sequence[Agreement], raters: Sequence[str],
+                     statistic: str = "krippendorff_alpha") -> str:  # fmt: skip
+    """``statistic`` (an :class:`report.agreement.Agreement` field, over all skills)
+    between every pair of raters, -1 to 1 (as ``report.plots`` draws it)."""
+    values: dict[tuple[str, str], tuple[float | None, int]] = {(r, r): (1.0, 0) for r in raters}
+    for row in rows:
+        if row.skill is None and {row.judge_a, row.judge_b} <= set(raters):
+            value = getattr(row, statistic)
+            values[(row.judge_a, row.judge_b)] = values[(row.judge_b, row.judge_a)] = (value, row.n)
+    name = statistic.replace("_", " ")
+
+    def at(a: str, b: str) -> GridCell:
+        value, n = values.get((a, b), (None, 0))
+        tip = f"{a} vs {b}: {name} " + ("no data" if value is None else f"{value:.3f}, n {n}")
+        return GridCell(value, tip, {"judge-a": a, "judge-b": b, "statistic": statistic})
+
+    cells = [[at(a, b) for b in raters] for a in raters]
+    label = f"Agreement ({name}, all skills)"
+    return grid("agreement", label, raters, raters, cells, (-1.0, 1.0), RDBU, digits=3)
 
 
 # -- difficulty -------------------------------------------------------------------------

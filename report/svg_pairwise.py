@@ -50,6 +50,8 @@ VIRIDIS = ("#440154", "#482475", "#414487", "#355f8d", "#2a788e", "#21918c", "#2
            "#44bf70", "#7ad151", "#bddf26", "#fde725")  # fmt: skip
 RDYLGN = ("#a50026", "#d62f27", "#f46d43", "#fdad60", "#fee08b", "#feffbe", "#d9ef8b", "#a5d86a",
           "#66bd63", "#199750", "#006837")  # fmt: skip
+RDBU = ("#67001f", "#b1182b", "#d6604d", "#f3a481", "#fddbc7", "#f6f7f7", "#d1e5f0", "#90c4dd",
+        "#4393c3", "#2065ab", "#053061")  # fmt: skip
 MISSING = "#e6e6e6"
 CHAR = 6.2  # the width of one character at the figures' 11px font, roughly
 _BAD_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")

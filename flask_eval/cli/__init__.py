@@ -50,6 +50,8 @@ class OneLineErrors(click.Group):
         "eval": "flask_eval.cli.jobs",
         "report": "flask_eval.cli.report",
         "agreement": "flask_eval.cli.report",
+        "export": "flask_eval.cli.bundle",
+        "import": "flask_eval.cli.bundle",
         "view": "flask_eval.cli.view",
     }
 
@@ -189,35 +191,6 @@ def status(run_name: str | None, as_json: bool) -> None:
     cached = queries.cache_answered(store, info.id)
     if cached:
         click.echo(f"  {cached} judge calls answered from the answer cache (free)")
-
-
-@main.command()
-@click.argument("run_name", required=False)
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["jsonl", "csv"]),
-    default="jsonl",
-    show_default=True,
-    help="Output format.",
-)
-@handle_errors
-def export(run_name: str | None, fmt: str) -> None:
-    """One row per judgment, with its rationale and the judge's raw output."""
-    from flask_eval.core.redact import redact_known
-    from flask_eval.report import render
-    from flask_eval.storage import queries
-
-    store = open_store()
-    info = find_run(store, run_name)
-    rows = (  # answers are stored without known secrets; a ledger from before may hold them
-        {k: redact_known(v) if isinstance(v, str) else v for k, v in row.items()}
-        for row in queries.export_rows(store, info.id, info.name)
-    )
-    if fmt == "csv":
-        render.write_csv(sys.stdout, queries.export_fields(store, info.id), rows)
-    else:
-        render.write_jsonl(sys.stdout, rows)
 
 
 @main.group(invoke_without_command=True)

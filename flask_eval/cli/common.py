@@ -77,6 +77,8 @@ SHORT_HELP = {
     "generate": "The models under test answer the instances.",
     "annotate": "Label instances with FLASK's skills, domains, difficulty.",
     "eval": "Generate, annotate, judge and report in one command.",
+    "export": "Judgments as JSON Lines or CSV, or the whole run as a bundle.",
+    "import": "Load a run's bundle (export --bundle) into this store.",
     "view": "Browse runs, scores and judgments in a web browser.",
 }
 

@@ -1,0 +1,265 @@
+"""Portable runs: one file holding a run's inputs, configuration, judgments and paid
+answers (`export --bundle`), loaded into another store by `import`
+(docs/design/bundles.md).
+
+A bundle is gzip-compressed JSON Lines:
+
+- line 1, the header: ``{"format": "flask-eval-bundle", "version": 1, "schema": ...,
+  "flask_eval": ..., "run": ..., "tables": {table: [column, ...]}}``;
+- then one line per row, ``[table, value, ...]`` in the header's column order
+  (``storage.bundle.TABLES`` order: the run, its inputs, the paid answers, the ledger);
+- last, the trailer: ``{"end": "flask-eval-bundle", "rows": {table: count}, "sha256": ...}``,
+  the SHA-256 of every byte (uncompressed) before it.
+
+Both ends stream: a run of a million judgments is written and read with bounded memory.
+Reading checks the whole file first (header, every row counted, checksum) before the store
+is even opened, then loads it in one transaction that checks the checksum again at its
+end, so a file changed in between writes nothing either.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import itertools
+import json
+import time
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from flask_eval.core.errors import InputError
+from flask_eval.core.files import open_input, replaced_whole_bytes
+from flask_eval.core.redact import secret_values
+from flask_eval.producer.inputs import check_run_name
+from flask_eval.storage import bundle as rows_of
+from flask_eval.storage.db import HEAD
+from flask_eval.storage.records import RunInfo
+from flask_eval.storage.store import Store
+
+FORMAT = "flask-eval-bundle"
+VERSION = 1
+WHAT = "a flask-eval bundle (`flask-eval export --bundle`)"
+_FLUSH = 1 << 18  # bytes handed to the compressor at once
+
+
+def _version() -> str:
+    try:
+        return metadata.version("flask-eval")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _revision_number(schema: str) -> int:
+    """``0006_v6`` -> 6: the store's revisions are numbered in order."""
+    head, _, _ = schema.partition("_")
+    if not head.isdigit():
+        raise ValueError(schema)
+    return int(head)
+
+
+@dataclass(frozen=True)
+class Written:
+    """What `export --bundle` wrote: rows per table, bytes on disk, seconds taken."""
+
+    path: Path
+    rows: dict[str, int]
+    size: int
+    seconds: float
+
+
+def _line(data: Any) -> bytes:
+    return (json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+
+
+def _cleaner(secrets: list[str]) -> Any:
+    """A function that removes the environment's ``secrets`` (core.redact.secret_values)
+    from a row's texts: a ledger from before redaction may hold one in a stored answer."""
+
+    def clean(values: list[Any]) -> list[Any]:
+        for i, value in enumerate(values):
+            if isinstance(value, str):
+                for secret in secrets:
+                    if secret in value:
+                        value = values[i] = value.replace(secret, "***")
+        return values
+
+    return clean
+
+
+def export_bundle(store: Store, run: RunInfo, path: str | Path) -> Written:
+    """Write ``run`` to ``path`` as a bundle, whole or not at all (``<path>.part`` first)."""
+    start = time.perf_counter()
+    header = {
+        "format": FORMAT,
+        "version": VERSION,
+        "schema": HEAD,
+        "flask_eval": _version(),
+        "run": run.name,
+        "tables": rows_of.bundle_columns(),
+    }
+    counts = dict.fromkeys(rows_of.TABLES, 0)
+    digest = hashlib.sha256()
+    clean = _cleaner(secret_values())
+    with (
+        replaced_whole_bytes(path) as raw,
+        gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) as out,
+    ):
+        buffer = bytearray(_line(header))
+        for table, values in rows_of.export_rows(store, run.id):
+            buffer += _line([table, *clean(values)])
+            counts[table] += 1
+            if len(buffer) >= _FLUSH:
+                digest.update(buffer)
+                out.write(buffer)
+                buffer.clear()
+        digest.update(buffer)
+        out.write(buffer)
+        out.write(_line({"end": FORMAT, "rows": counts, "sha256": digest.hexdigest()}))
+    target = Path(path)
+    return Written(target, counts, target.stat().st_size, time.perf_counter() - start)
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """A bundle checked whole: its header and its rows per table."""
+
+    path: str
+    header: dict[str, Any]
+    rows: dict[str, int]
+
+    @property
+    def run(self) -> str:
+        return str(self.header["run"])
+
+
+@contextmanager
+def _lines(path: str) -> Iterator[Iterator[bytes]]:
+    """The uncompressed lines of ``path``; a file that is not gzip, or damaged or cut
+    short, is an InputError."""
+    handle: BinaryIO = open_input(path, WHAT)
+    with handle, gzip.GzipFile(fileobj=handle, mode="rb") as unzipped:
+
+        def lines() -> Iterator[bytes]:
+            try:
+                yield from unzipped
+            except EOFError:
+                raise InputError("the bundle is cut short (truncated); export it again",
+                                 path) from None  # fmt: skip
+            except (gzip.BadGzipFile, zlib.error, OSError) as exc:
+                raise InputError(f"not {WHAT}, or a damaged one: {exc}", path) from None
+
+        yield lines()
+
+
+def _header(path: str, first: bytes | None) -> dict[str, Any]:
+    try:
+        header = json.loads(first or b"")
+    except ValueError:
+        header = None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise InputError(f"not {WHAT}", path)
+    if header.get("version") != VERSION:
+        raise InputError(f"bundle format version {header.get('version')!r} is not supported "
+                         f"(this flask-eval reads version {VERSION}); use the flask-eval "
+                         "that wrote it, or a newer one", path)  # fmt: skip
+    schema = str(header.get("schema"))
+    try:
+        newer = _revision_number(schema) > _revision_number(HEAD)
+    except ValueError:
+        raise InputError(f"the bundle names an unknown schema {schema!r}", path) from None
+    if newer:
+        raise InputError(f"the bundle comes from a newer store (schema {schema}; this "
+                         f"flask-eval's is {HEAD}): upgrade flask-eval to import it",
+                         path)  # fmt: skip
+    if not isinstance(header.get("run"), str) or not isinstance(header.get("tables"), dict):
+        raise InputError(f"not {WHAT}: its header names no run or tables", path)
+    return header
+
+
+def _trailer(path: str, last: bytes | None, digest: str, rows: dict[str, int]) -> None:
+    try:
+        trailer = json.loads(last or b"")
+    except ValueError:
+        trailer = None
+    if not isinstance(trailer, dict) or trailer.get("end") != FORMAT:
+        raise InputError("the bundle is cut short (no trailer line); export it again", path)
+    if trailer.get("sha256") != digest:
+        raise InputError("the bundle's checksum does not match its content: it was changed "
+                         "or damaged after it was written; export it again", path)  # fmt: skip
+    if trailer.get("rows") != {**dict.fromkeys(rows_of.TABLES, 0), **rows}:
+        raise InputError("the bundle's row counts do not match its rows", path)
+
+
+def _table_of(line: bytes) -> str:
+    """The table of a row line, ``["judgment",...``, without parsing the rest."""
+    end = line.find(b'"', 2)
+    return line[2:end].decode("utf-8", "replace") if line.startswith(b'["') and end > 2 else ""
+
+
+def check_bundle(path: str) -> Bundle:
+    """Read the whole bundle once: its header (format, version, schema), every row's
+    table and its trailer (checksum, counts). InputError, one line, if anything is off."""
+    digest = hashlib.sha256()
+    rows: dict[str, int] = {}
+    with _lines(path) as lines:
+        first = next(lines, None)
+        header = _header(path, first)
+        digest.update(first or b"")
+        last = None
+        for line in lines:
+            if last is not None:
+                digest.update(last)
+                table = _table_of(last)
+                rows[table] = rows.get(table, 0) + 1
+            last = line
+    _trailer(path, last, digest.hexdigest(), rows)
+    if rows.get("run") != 1:
+        raise InputError(f"not {WHAT}: it holds {rows.get('run', 0)} runs", path)
+    return Bundle(path, header, rows)
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """What `import` wrote."""
+
+    run: str
+    rows: dict[str, int]
+    answers_found: int
+    answers_copied: int
+    seconds: float
+
+
+def import_bundle(store: Store, bundle: Bundle, name: str | None = None) -> Loaded:
+    """Load a checked bundle into ``store`` as the run ``name`` (default: its own name),
+    in one transaction. InputError, nothing written, if a run of that name exists."""
+    start = time.perf_counter()
+    name = check_run_name(name) if name is not None else bundle.run
+    if rows_of.run_exists(store, name):
+        hint = "" if name != bundle.run else "; import it under another name with --as NAME"
+        raise InputError(f"a run named {name!r} exists in this store{hint}", bundle.path)
+    total = sum(bundle.rows.values())
+    digest = hashlib.sha256()
+
+    def rows() -> Iterator[tuple[str, list[Any]]]:
+        with _lines(bundle.path) as lines:
+            first = next(lines, b"")
+            digest.update(first)
+            for number, line in enumerate(itertools.islice(lines, total), start=2):
+                digest.update(line)
+                try:
+                    table, *values = json.loads(line)
+                except (ValueError, TypeError):
+                    raise InputError("not a bundle row", bundle.path, number) from None
+                yield str(table), values
+            _trailer(bundle.path, next(lines, None), digest.hexdigest(), bundle.rows)
+
+    sections = ((t, (v for _, v in group)) for t, group in
+                itertools.groupby(rows(), key=lambda row: row[0]))  # fmt: skip
+    done = rows_of.import_rows(store, name, bundle.header["tables"], sections)
+    return Loaded(name, done.rows, done.answers_found, done.answers_copied,
+                  time.perf_counter() - start)  # fmt: skip

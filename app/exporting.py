@@ -1,0 +1,32 @@
+"""The plain export's read (`flask-eval export`, JSON Lines or CSV): one row per judgment,
+with its rationale and the judge's raw output, secrets of the environment removed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from flask_eval.core.redact import redact_known
+from flask_eval.storage import queries
+from flask_eval.storage.records import RunInfo
+from flask_eval.storage.store import Store
+
+
+@dataclass(frozen=True)
+class ExportRows:
+    """The export of a run: its fields (the CSV header) and its rows, streamed."""
+
+    fields: tuple[str, ...]
+    rows: Iterator[dict[str, Any]]
+
+
+def export_rows(store: Store, run: RunInfo) -> ExportRows:
+    """``run``'s judgments as export rows (``storage.queries.export_rows``), in id order.
+    Answers are stored without known secrets; a ledger from before may hold them, so each
+    text is cleaned again here."""
+    rows = (
+        {k: redact_known(v) if isinstance(v, str) else v for k, v in row.items()}
+        for row in queries.export_rows(store, run.id, run.name)
+    )
+    return ExportRows(queries.export_fields(store, run.id), rows)
