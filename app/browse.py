@@ -105,9 +105,22 @@ def token(run: RunInfo, view: Overview, version: str) -> str:
 @dataclass
 class RunPage:
     overview: Overview
-    body: dict[str, Any]  # what ``render`` made of the report (JSON data)
+    #: what ``render`` made of the report (JSON data); None while a large run's first
+    #: snapshot is being computed (``refresh``)
+    body: dict[str, Any] | None
     part: Any  # the part asked for (None: none, or no such part)
     cached: bool  # served from the snapshot
+    #: the snapshot served is of an earlier state of the ledger (or there is none yet):
+    #: the caller should have ``refresh`` compute the current one
+    stale: bool = False
+    #: when the snapshot served was made (ISO, UTC), '' when none
+    made_at: str = ""
+
+
+#: a run of more judgments than this is never computed while a page waits: its page shows
+#: the last snapshot (or says it is being computed) and ``refresh`` runs beside it. The
+#: full report of 100,000 judgments takes ~0.2 s; of 1,000,000, ~2 s (docs/benchmarks.md)
+INLINE_LIMIT = 100_000
 
 
 #: what a run page's renderer makes of a report: its body and its parts by key (each
@@ -128,27 +141,64 @@ def run_page(
     part: Callable[[dict[str, Any]], str | None] | None = None,
     *,
     replicates: int = 1000,
+    inline_limit: int | None = None,
 ) -> RunPage:
-    """The run's report as ``render`` shows it, with the part ``part(body)`` names, from
-    the snapshot when the ledger has not changed since it was made, else computed (the
-    full report) and stored."""
+    """The run's report as ``render`` shows it, with the part ``part(body)`` names.
+
+    From the snapshot when the ledger has not changed since it was made. Else a run of at
+    most ``inline_limit`` judgments is computed (the full report) and stored now; a larger
+    one is served from its last snapshot, marked ``stale`` (body None when it has none
+    yet), for the caller to :func:`refresh` beside the page: no page waits seconds."""
     view = overview(store, run)
     if view.kind != "judgment":
         return RunPage(view, {"kind": view.kind}, None, cached=False)
     key = token(run, view, version)
     found = browse.snapshot(store, run.id, SNAPSHOT)
-    if found is not None and found[0] == key:
-        name = part(found[1]) if part is not None else None
+    large = view.total > (INLINE_LIMIT if inline_limit is None else inline_limit)
+    if found is not None and (found.token == key or large):
+        name = part(found.body) if part is not None else None
         got = browse.snapshot(store, run.id, part_name(name)) if name is not None else None
-        if name is None or (got is not None and got[0] == key):
-            return RunPage(view, found[1], got[1] if got else None, cached=True)
+        if name is None or (got is not None and got.token == found.token):
+            return RunPage(
+                view,
+                found.body,
+                got.body if got else None,
+                cached=True,
+                stale=found.token != key,
+                made_at=found.made_at,
+            )
+    if large:
+        return RunPage(view, None, None, cached=False, stale=True)
+    body, parts = _compute(store, run, render, key, replicates)
+    name = part(body) if part is not None else None
+    return RunPage(view, body, parts.get(name) if name is not None else None, cached=False)
+
+
+def refresh(
+    store: Store, run: RunInfo, render: Render, version: str, *, replicates: int = 1000
+) -> bool:
+    """Compute and store the run page's snapshot of the ledger as it is now, unless the
+    stored one already is; whether it computed one."""
+    view = overview(store, run)
+    if view.kind != "judgment":
+        return False
+    key = token(run, view, version)
+    found = browse.snapshot(store, run.id, SNAPSHOT)
+    if found is not None and found.token == key:
+        return False
+    _compute(store, run, render, key, replicates)
+    return True
+
+
+def _compute(
+    store: Store, run: RunInfo, render: Render, key: str, replicates: int
+) -> tuple[dict[str, Any], dict[str, Any]]:
     report = build_report(store, run, replicates=replicates, progress=False)
     body, parts = render(report)
     browse.put_snapshots(
         store, run.id, key, {SNAPSHOT: body, **{part_name(k): v for k, v in parts.items()}}
     )
-    name = part(body) if part is not None else None
-    return RunPage(view, body, parts.get(name) if name is not None else None, cached=False)
+    return body, parts
 
 
 def judgments(

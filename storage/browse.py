@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import ColumnElement, delete, exists, func, or_, select
 from sqlalchemy.engine import Connection
@@ -157,11 +157,21 @@ def fingerprint(store: Store, run_id: int) -> Fingerprint:
     return Fingerprint(created, counts, int(last or 0))
 
 
-def snapshot(store: Store, run_id: int, name: str) -> tuple[str, Any] | None:
-    """(token, body) of the run's cached view ``name``, or None."""
+class Snapshot(NamedTuple):
+    """A run's cached view: the ledger state it is of, its data and when it was made."""
+
+    token: str
+    body: Any
+    made_at: str  # ISO, UTC, to the second
+
+
+def snapshot(store: Store, run_id: int, name: str) -> Snapshot | None:
+    """The run's cached view ``name``, or None."""
     with store.engine.connect() as conn:
         row = conn.execute(
-            select(SNAP.token, SNAP.body).where(SNAP.run_id == run_id, SNAP.name == name)
+            select(SNAP.token, SNAP.body, SNAP.created_at).where(
+                SNAP.run_id == run_id, SNAP.name == name
+            )
         ).first()
     if row is None:
         return None
@@ -169,7 +179,8 @@ def snapshot(store: Store, run_id: int, name: str) -> tuple[str, Any] | None:
         body = json.loads(gzip.decompress(base64.b64decode(row[1])))
     except (ValueError, OSError):
         return None  # unreadable: recomputed and replaced
-    return str(row[0]), body
+    made = row[2].isoformat(timespec="seconds") if row[2] is not None else ""
+    return Snapshot(str(row[0]), body, made)
 
 
 def put_snapshots(store: Store, run_id: int, token: str, parts: Mapping[str, Any]) -> None:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -19,14 +21,57 @@ from aiohttp import web
 from flask_eval.app import browse
 from flask_eval.core.errors import InputError
 from flask_eval.core.redact import redact
+from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
 from flask_eval.viewer import body as body_mod
 from flask_eval.viewer.body import judgments_url, leaderboard, run_url
 
 HERE = Path(__file__).resolve().parent
 log = logging.getLogger(__name__)
+
+
+class Refresher:
+    """Computes run pages' snapshots beside the pages (``app.browse.refresh``), one at a
+    time (a report of a large run takes both cores' worth of seconds) and each run once
+    however many pages ask for it meanwhile."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._busy: set[int] = set()
+        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="flask-eval-view-refresh")
+
+    def ask(self, run: RunInfo) -> bool:
+        """Have ``run``'s snapshot computed; False if it already is being computed."""
+        with self._lock:
+            if run.id in self._busy:
+                return False
+            self._busy.add(run.id)
+        self._pool.submit(self._refresh, run)
+        return True
+
+    def busy(self, run: RunInfo) -> bool:
+        with self._lock:
+            return run.id in self._busy
+
+    def _refresh(self, run: RunInfo) -> None:
+        try:
+            browse.refresh(self.store, run, body_mod.render, body_mod.VERSION)
+        except Exception:  # the page keeps its last snapshot and asks again
+            log.exception("computing the page of run %s failed", run.name)
+        finally:
+            with self._lock:
+                self._busy.discard(run.id)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
 STORE: web.AppKey[Store] = web.AppKey("store", Store)
 JINJA: web.AppKey[jinja2.Environment] = web.AppKey("jinja", jinja2.Environment)
+REFRESHER: web.AppKey[Refresher] = web.AppKey("refresher", Refresher)
+#: seconds between two reloads of a run page whose snapshot is being computed
+RELOAD_SECONDS = 2
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -108,7 +153,9 @@ async def run_page(request: web.Request) -> web.Response:
         return body_mod.figures_key(asked or judges[0]) if judges else None
 
     result = await _db(browse.run_page, store, run, body_mod.render, body_mod.VERSION, shown)
-    body = result.body
+    if result.stale:  # a large run whose ledger moved on: shown as it was, computed beside
+        request.app[REFRESHER].ask(run)
+    body = result.body or {}
     judges = body.get("judges") or []
     judge = asked or (judges[0] if judges else "")
     if judges and judge not in judges:
@@ -126,6 +173,8 @@ async def run_page(request: web.Request) -> web.Response:
         view=result.overview,
         body=body,
         cached=result.cached,
+        result=result,
+        reload=RELOAD_SECONDS if result.body is None else None,
         judge=judge,
         figures=result.part or {},
         criterion=criterion,
@@ -210,10 +259,16 @@ async def fallback(request: web.Request) -> web.Response:
     raise web.HTTPMethodNotAllowed(request.method, ["GET", "HEAD"])
 
 
-def make_app(store: Store) -> web.Application:
+def make_app(store: Store, refresher: Refresher | None = None) -> web.Application:
     """The viewer over ``store`` (read-only: GET and HEAD only)."""
     app = web.Application(middlewares=[errors])
     app[STORE] = store
+    app[REFRESHER] = refresher or Refresher(store)
+
+    async def stop_refreshing(app: web.Application) -> None:
+        app[REFRESHER].close()
+
+    app.on_cleanup.append(stop_refreshing)
     app[JINJA] = environment()
     app.router.add_get("/", runs_page)
     app.router.add_get("/runs/{run}", run_page)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import errno
 import socket
-import threading
 from typing import TYPE_CHECKING
 
 import click
@@ -15,6 +14,7 @@ from flask_eval.core.errors import InputError
 
 if TYPE_CHECKING:
     from flask_eval.storage.store import Store
+    from flask_eval.viewer.server import Refresher
 
 #: runs whose run page is computed ahead at start (newest first)
 WARM_RUNS = 5
@@ -43,16 +43,14 @@ def bind(host: str, port: int) -> socket.socket:
         raise InputError(f"--port {port}: {host}:{port} {why}") from None
 
 
-def warm(store: Store, names: list[str]) -> None:
-    """Compute the run pages of ``names`` (their snapshots) in the background."""
+def warm(refresher: Refresher, store: Store, names: list[str]) -> None:
+    """Have the run pages of ``names`` (their snapshots) computed in the background."""
     from flask_eval.app import browse
-    from flask_eval.viewer import body
 
     for name in names:
         try:
-            run = browse.find_run(store, name)
-            browse.run_page(store, run, body.render, body.VERSION)
-        except Exception:
+            refresher.ask(browse.find_run(store, name))
+        except Exception:  # a run deleted since it was listed
             continue
 
 
@@ -77,19 +75,20 @@ def view(run_name: str | None, port: int, host: str, no_warm: bool) -> None:
 
     from flask_eval.app import browse
     from flask_eval.viewer.body import run_url
-    from flask_eval.viewer.server import make_app
+    from flask_eval.viewer.server import Refresher, make_app
 
     store = open_existing_store(settings_mod.load().database_url)
     path = "/"
     if run_name is not None:
         path = run_url(browse.find_run(store, run_name).name)
     sock = bind(host, port)
+    refresher = Refresher(store)
     if not no_warm:
         names = [r.name for r in browse.list_runs(store)[:WARM_RUNS] if not r.config.get("kind")]
-        threading.Thread(target=warm, args=(store, names), name="warm", daemon=True).start()
+        warm(refresher, store, names)
     shown = f"http://{host}:{sock.getsockname()[1]}{path}"
     click.echo(f"flask-eval view: {shown} (Ctrl-C to stop)", err=True)
-    web.run_app(make_app(store), sock=sock, print=None, access_log=None)
+    web.run_app(make_app(store, refresher), sock=sock, print=None, access_log=None)
 
 
 def register(main: click.Group) -> None:

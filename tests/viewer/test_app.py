@@ -19,7 +19,7 @@ from sqlalchemy import update
 from flask_eval.app import browse
 from flask_eval.core.errors import InputError
 from flask_eval.storage import browse as storage_browse
-from flask_eval.storage.models import CALL, JUDGMENT
+from flask_eval.storage.models import CALL, JUDGMENT, REPORT_SNAPSHOT
 from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
 from flask_eval.viewer import body as body_mod
@@ -264,3 +264,46 @@ def test_view_bad_input_is_one_line(tmp_path: Path, ledger: tuple[Store, RunInfo
         port = taken.getsockname()[1]
         out = flask_eval("view", "--port", str(port), "--no-warm", env=env, check=False)
     assert out.returncode == 2 and "in use" in out.stderr and len(out.stderr.splitlines()) == 1
+
+
+def test_a_large_run_is_never_computed_while_its_page_waits(
+    ledger: tuple[Store, RunInfo, str], get: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Above the inline limit, a page serves the last snapshot (marked as of when) or says
+    the report is being computed and reloads; the refresher computes it beside the page."""
+    import time
+
+    store, run, _ = ledger
+    version = "large-run-test"
+    with store.engine.begin() as conn:  # no snapshot yet
+        conn.execute(REPORT_SNAPSHOT.delete())
+    first = browse.run_page(store, run, body_mod.render, version, inline_limit=0)
+    assert first.body is None and first.stale and not first.cached
+    assert browse.refresh(store, run, body_mod.render, version)
+    assert not browse.refresh(store, run, body_mod.render, version)  # already current
+    fresh = browse.run_page(store, run, body_mod.render, version, inline_limit=0)
+    assert fresh.cached and not fresh.stale and fresh.body is not None
+    with store.engine.begin() as conn:  # the ledger moves on
+        row = conn.execute(JUDGMENT.select().where(JUDGMENT.c.status == "failed")).first()
+        assert row is not None
+        conn.execute(update(JUDGMENT).where(JUDGMENT.c.id == row.id).values(status="pending"))
+    try:
+        old = browse.run_page(store, run, body_mod.render, version, inline_limit=0)
+        assert old.stale and old.body == fresh.body and old.made_at
+    finally:
+        with store.engine.begin() as conn:
+            conn.execute(update(JUDGMENT).where(JUDGMENT.c.id == row.id).values(status="failed"))
+
+    # through the web page, with a version never computed: "being computed", then the board
+    monkeypatch.setattr(browse, "INLINE_LIMIT", 0)
+    monkeypatch.setattr(body_mod, "VERSION", "large-run-page-test")
+    with store.engine.begin() as conn:  # no snapshot at all
+        conn.execute(REPORT_SNAPSHOT.delete())
+    status, html = get("/runs/demo")
+    assert status == 200 and 'id="computing"' in html and 'http-equiv="refresh"' in html
+    deadline = time.monotonic() + 30
+    while 'id="leaderboard"' not in html:
+        assert time.monotonic() < deadline, "the refresher never computed the page"
+        time.sleep(0.05)
+        status, html = get("/runs/demo")
+    assert 'http-equiv="refresh"' not in html and "cached" in html
