@@ -94,14 +94,21 @@ class OneLineErrors(click.Group):
 
 @click.group(cls=OneLineErrors)
 @click.version_option(package_name="flask-eval")
-def main() -> None:
+@click.option(
+    "--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+    envvar="FLASK_EVAL_LOG_FORMAT",
+    help="Log lines on stderr as text, or one JSON object each (docs/operations.md).",
+)  # fmt: skip
+def main(log_format: str) -> None:
     """Fine-grained LLM evaluation (FLASK) with distributed judge workers.
 
     A judgment is one score of one response on one skill by one judge; a call is one
     request to a judge, which scores one response on all its skills (instance mode) or on
     one (skill mode); requests include retries and format reminders.
     """
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    from flask_eval.core.logs import configure
+
+    configure(log_format, logging.WARNING)
     install_log_redaction()
 
 
@@ -124,12 +131,31 @@ def main() -> None:
     show_default=True,
     help="Log level; per-request lines only at DEBUG.",
 )
+@click.option(
+    "--metrics-port", type=click.IntRange(1, 65535), default=None,
+    help="Serve Prometheus metrics on this port (process i of --processes: port + i). "
+    "Default: not served.",
+)  # fmt: skip
+@click.option(
+    "--metrics-host", default="127.0.0.1", show_default=True,
+    help="Address the metrics are served on.",
+)  # fmt: skip
+@click.pass_context
 @handle_errors
-def worker(processes: int, in_flight: int, loglevel: str) -> None:
+def worker(
+    ctx: click.Context,
+    processes: int,
+    in_flight: int,
+    loglevel: str,
+    metrics_port: int | None,
+    metrics_host: str,
+) -> None:
     """Start Celery workers on the configured broker."""
     from flask_eval.workers import worker as worker_mod
 
-    sys.exit(worker_mod.run(processes, in_flight, loglevel.upper()))
+    serving = worker_mod.Serving(metrics_host, metrics_port) if metrics_port else None
+    log_format = ctx.find_root().params.get("log_format", "text")
+    sys.exit(worker_mod.run(processes, in_flight, loglevel.upper(), serving, log_format))
 
 
 def batch_line(judge: str, states: dict[str, dict[str, int]]) -> str:
