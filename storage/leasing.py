@@ -200,9 +200,7 @@ class WorkerLedger:
             return {(str(s), r): int(n) for s, r, n in conn.execute(stmt)}
 
     @transient_retry
-    def beat(
-        self, name: str, queue: str, started_at: datetime, **said: str | int | None
-    ) -> None:
+    def beat(self, name: str, queue: str, started_at: datetime, **said: str | int | None) -> None:
         """A worker process says it is alive and uses this database; ``said``: what else
         it says (``host``, ``pid``, ``in_flight``, ``calls``, ``metrics_url``)."""
         now = utcnow()

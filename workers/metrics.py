@@ -119,6 +119,8 @@ def serve(host: str, port: int) -> Metrics:
     try:
         start_http_server(port, addr=host, registry=metrics.registry)
     except OSError as exc:
-        raise ConfigError(f"--metrics-port: cannot listen on {host}:{port}: {exc.strerror}") from None
+        raise ConfigError(
+            f"--metrics-port: cannot listen on {host}:{port}: {exc.strerror}"
+        ) from None
     events.subscribe(metrics)
     return metrics

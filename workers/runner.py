@@ -489,4 +489,3 @@ class Executor:
                 summary.failed += 1
         if events.OBSERVERS and outcomes:
             events.emit_written(outcomes, rows)
-

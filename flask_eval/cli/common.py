@@ -77,6 +77,8 @@ SHORT_HELP = {
     "generate": "The models under test answer the instances.",
     "annotate": "Label instances with FLASK's skills, domains, difficulty.",
     "eval": "Generate, annotate, judge and report in one command.",
+    "status": "Progress of a run; --watch: live, with the workers.",
+    "runs": "The runs in the database: progress and cost.",
 }
 
 #: environment variables, by the commands that read them

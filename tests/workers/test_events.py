@@ -169,5 +169,7 @@ def test_a_calls_log_lines_name_its_run_judge_and_prompt(store: Store) -> None:
     retries = [x for x in lines if x["message"].startswith("retrying")]
     assert retries, lines[:3]
     for x in retries:
-        assert x["run"] == run_id and x["judge"] in {"memory/j1", "memory/j2"} and len(x["call"]) == 16
+        assert (
+            x["run"] == run_id and x["judge"] in {"memory/j1", "memory/j2"} and len(x["call"]) == 16
+        )
         assert x["level"] == "DEBUG" and x["logger"] == "flask_eval.worker" and x["ts"]
