@@ -18,7 +18,7 @@ from flask_eval.simulator.config import SimConfig
 from flask_eval.simulator.testing import running_simulator
 from flask_eval.workers.processes import WorkerGroup
 from tests.conftest import EXAMPLES
-from tests.helpers import REPO, cli_env, flask_eval, flask_eval_process, live_workers, wait_until
+from tests.helpers import REPO, cli_env, flask_eval, flask_eval_process, wait_until
 from tests.workers.test_events import sample
 
 
@@ -112,8 +112,9 @@ def test_status_watch_shows_two_live_workers_and_rates_until_the_run_is_done(
     assert any(j["judgments_per_s"] > 0 for x in lines for j in x["runs"][0]["judges"])
     assert any(w["in_flight"] > 0 for x in lines for w in x["workers"])
     last = lines[-1]
-    assert last["finished"] and last["runs"][0]["done"] + last["runs"][0]["failed"] == (
-        last["runs"][0]["total"]
+    assert (
+        last["finished"]
+        and last["runs"][0]["done"] + last["runs"][0]["failed"] == (last["runs"][0]["total"])
     )
     assert last["runs"][0]["done"] == last["runs"][0]["total"]
 
