@@ -200,16 +200,19 @@ class WorkerLedger:
             return {(str(s), r): int(n) for s, r, n in conn.execute(stmt)}
 
     @transient_retry
-    def beat(self, name: str, queue: str, started_at: datetime) -> None:
-        """A worker process says it is alive and uses this database."""
+    def beat(self, name: str, queue: str, started_at: datetime, **said: str | int | None) -> None:
+        """A worker process says it is alive and uses this database; ``said``: what else
+        it says (``host``, ``pid``, ``in_flight``, ``calls``, ``metrics_url``)."""
         now = utcnow()
         with self.engine.begin() as conn:
             done = conn.execute(
-                update(WORKER).where(WORKER.c.name == name).values(seen_at=now, queue=queue)
-            ).rowcount
+                update(WORKER).where(WORKER.c.name == name)
+                .values(seen_at=now, queue=queue, **said)
+            ).rowcount  # fmt: skip
             if not done:
                 self._insert_ignore(conn, WORKER, [
-                    {"name": name, "queue": queue, "started_at": started_at, "seen_at": now}
+                    {"name": name, "queue": queue, "started_at": started_at, "seen_at": now,
+                     **said}
                 ])  # fmt: skip
 
     def forget_worker(self, name: str) -> None:

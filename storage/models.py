@@ -160,6 +160,12 @@ class WorkerBeat(SQLModel, table=True):
     queue: str = Field(max_length=200)
     started_at: datetime = Field(default_factory=utcnow)
     seen_at: datetime = Field(default_factory=utcnow)
+    #: where it runs, and what it said at its last beat (the live view reads them)
+    host: str = Field(default="", max_length=200, sa_column_kwargs={"server_default": ""})
+    pid: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    in_flight: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    calls: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    metrics_url: str | None = Field(default=None, max_length=300)
 
 
 class DeletedRun(SQLModel, table=True):

@@ -53,6 +53,7 @@ from flask_eval.storage.batches import (
     Parked,
 )
 from flask_eval.storage.models import utcnow
+from flask_eval.workers import events
 from flask_eval.workers.batching import BatchAPI, BatchRequest, BatchStatus, batch_api
 from flask_eval.workers.calls import Answer, BatchSummary, Call, failed
 from flask_eval.workers.judge import GenerateConfig, JudgeOutput
@@ -209,6 +210,7 @@ class BatchLane:
                 log.warning("batch %s: submitted, answer not known (%s)", tag, err)
             return
         await self._record(tag, status)
+        await self._tell(run_id, config.name, "submitted", len(requests))
         log.info("batch %s of judge %s: %d calls submitted as %s", tag, config.name,
                  len(requests), status.batch_id)  # fmt: skip
 
@@ -216,6 +218,16 @@ class BatchLane:
         await asyncio.to_thread(self.ledger.record, tag, status.batch_id, status.state,
                                 succeeded=status.succeeded, failed=status.failed,
                                 expires_at=status.expires_at, files=status.files)  # fmt: skip
+
+    async def _tell(self, run_id: int, judge: str, state: str, size: int) -> None:
+        """Tell the observers (workers/events.py) a batch of ``judge`` changed state, with
+        the run's batches of that judge by state as the ledger has them now."""
+        if not events.OBSERVERS:
+            return
+        summary = await asyncio.to_thread(self.ledger.summary, run_id)
+        counts = summary.get(judge, {}).get("batches", {})
+        events.emit(events.BatchStateChanged(run_id, judge, state, size,
+                                             tuple(sorted(counts.items()))))  # fmt: skip
 
     # -- healing and polling -------------------------------------------------------------
 
@@ -242,6 +254,8 @@ class BatchLane:
         open_ = [c for c in calls if c.state == SUBMITTED]
         await self._requeue(open_, detail)
         await asyncio.to_thread(self.ledger.end_batch, tag, FAILED, detail)
+        if calls:
+            await self._tell(calls[0].run_id, calls[0].judge, FAILED, len(calls))
 
     async def _requeue(self, calls: Sequence[OpenCall], detail: str) -> None:
         """Plan ``calls`` again; those out of tries fail their rows."""
@@ -252,7 +266,10 @@ class BatchLane:
                                            self.executor.config.lease_seconds)  # fmt: skip
             err = JudgeError(FailureReason.PROVIDER_ERROR,
                              f"no answer after {MAX_TRIES} provider batches: {detail}")  # fmt: skip
-            await self.executor.writer.write(outcomes=failed(rows, err))
+            outcomes = failed(rows, err)
+            await self.executor.writer.write(outcomes=outcomes)
+            if events.OBSERVERS:
+                events.emit_written(outcomes, rows)
 
     # -- collecting ----------------------------------------------------------------------
 
@@ -272,6 +289,7 @@ class BatchLane:
                                for c in answered))  # fmt: skip
         await asyncio.to_thread(self.ledger.mark_collected, [c.uid for c in answered])
         await asyncio.to_thread(self.ledger.end_batch, batch.uid, COLLECTED_BATCH)
+        await self._tell(batch.run_id, batch.judge, COLLECTED_BATCH, batch.size)
         log.info("batch %s: %d answers collected, %d planned again", batch.uid, len(answered),
                  len(unanswered))  # fmt: skip
 

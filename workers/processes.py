@@ -17,10 +17,12 @@ from types import TracebackType
 from typing import IO
 
 
-def command(processes: int, in_flight: int, loglevel: str = "INFO") -> list[str]:
+def command(
+    processes: int, in_flight: int, loglevel: str = "INFO", log_format: str = "text"
+) -> list[str]:
     """The command line of `flask-eval worker` with this interpreter."""
     return [
-        sys.executable, "-m", "flask_eval", "worker",
+        sys.executable, "-m", "flask_eval", "--log-format", log_format, "worker",
         "--processes", str(processes), "--in-flight", str(in_flight), "--loglevel", loglevel,
     ]  # fmt: skip
 

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from flask_eval.core import logs
 from flask_eval.core.errors import (
     ConfigError,
     CredentialsError,
@@ -43,6 +44,7 @@ from flask_eval.rubrics.prompt import Message
 from flask_eval.storage.records import CallRecord, JobContext, Outcome
 from flask_eval.storage.retry import is_transient
 from flask_eval.storage.store import Store
+from flask_eval.workers import events
 from flask_eval.workers.batch_lane import BatchLane
 from flask_eval.workers.calls import (
     DETAIL_LIMIT,
@@ -168,6 +170,7 @@ class Executor:
     async def run_batch(self, run_id: int, calls: Sequence[Sequence[int]]) -> BatchSummary:
         """Judge ``calls`` (lists of ledger ids, one list per judge call) of run ``run_id``."""
         summary = BatchSummary()
+        logs.set_context(run=run_id)  # this batch's task: its log lines name the run
         context = await self.run_context(run_id)
         wanted = list(dict.fromkeys(i for call in calls for i in call))
         if context is None:  # a deleted run: its queued messages are dropped
@@ -275,8 +278,10 @@ class Executor:
         prepared = []
         unjudged: list[Outcome] = []  # one write for the batch, not one per call (each alone
         # waits out the write-behind window: 0.1 s a call, minutes for a halted judge)
+        unjudged_rows: list[JobContext] = []
         for rows in groups:
             first = rows[0]
+            unjudged_rows += rows  # those judged are written by their call, not here
             halt = self.halts.halted(first.run_id, first.judge)
             if halt is not None:
                 unjudged += failed(rows, JudgeError(FailureReason.HALTED, halt.detail))
@@ -302,7 +307,7 @@ class Executor:
             key = cache_key(judge.name, messages, generate)
             prepared.append(Call(rows, config, judge, protocol, criteria, messages, generate, key))
         if unjudged:
-            await self._write_outcomes(summary, unjudged)
+            await self._write_outcomes(summary, unjudged, rows=unjudged_rows)
         return prepared
 
     async def _park(
@@ -325,6 +330,8 @@ class Executor:
     # -- one call ----------------------------------------------------------------------
 
     async def _run_call(self, call: Call, cached: CallRecord | None, summary: BatchSummary) -> None:
+        # each call is its own task: the lines it logs name its run, judge and prompt
+        logs.set_context(run=call.rows[0].run_id, judge=call.config.name, call=call.key[:16])
         rows = {r.criterion: r for r in call.rows}
         outcomes: list[Outcome] = []
         first = await self._whole_answer(call, call.rows, call.messages, call.key, cached, summary)
@@ -427,10 +434,15 @@ class Executor:
             answer, call.prepaid = call.prepaid, None
             call.begun = True
             call.count(rows, 1)
+            if events.OBSERVERS and answer.output is not None:
+                events.emit(events.answered(call.rows[0].run_id, call.config, answer.output,
+                                            "batch"))  # fmt: skip
             return answer
         if cached is not None and cached.parsed:
             summary.cache_hits += 1
             call.count(rows, 0)
+            if events.OBSERVERS:
+                events.emit(events.CallAnswered(call.rows[0].run_id, call.config.name, "cache"))
             return Answer(cached.raw, cached.finish, cached.uid, None)
         started = time.perf_counter()
         run_id = call.rows[0].run_id
@@ -455,17 +467,25 @@ class Executor:
         ]
         first = call.rows[0]
         trips = self.halts.observe(first.run_id, first.judge, outcomes)
-        await self._write_outcomes(summary, outcomes, call.paid)
+        await self._write_outcomes(summary, outcomes, call.paid, call.rows)
         call.paid = []
         if trips:
             await self.halts.decide(first.run_id, first.judge)
 
     async def _write_outcomes(
-        self, summary: BatchSummary, outcomes: list[Outcome], paid: Sequence[CallRecord] = ()
+        self,
+        summary: BatchSummary,
+        outcomes: list[Outcome],
+        paid: Sequence[CallRecord] = (),
+        rows: Sequence[JobContext] = (),
     ) -> None:
+        """Write ``outcomes`` (of ``rows``) with the ``paid`` answers, then tell the
+        observers (workers/events.py)."""
         await self.writer.write(calls=paid, outcomes=outcomes)
         for o in outcomes:
             if o.status == Status.DONE:
                 summary.done += 1
             else:
                 summary.failed += 1
+        if events.OBSERVERS and outcomes:
+            events.emit_written(outcomes, rows)

@@ -20,6 +20,7 @@ from flask_eval.core.errors import FailureReason, JudgeError
 from flask_eval.core.redact import redact_known
 from flask_eval.core.types import JudgeConfig
 from flask_eval.rubrics.prompt import Message, estimate_tokens
+from flask_eval.workers import events
 from flask_eval.workers.adaptive import InFlightLimit, Mark
 from flask_eval.workers.feed import Feed
 from flask_eval.workers.halts import HaltWatch
@@ -129,12 +130,19 @@ class Sender:
                 raise Halted(halt.detail)
             if guard is not None:
                 await guard()
-            await self.limiter.acquire(budget, estimate)  # the last wait before sending
+            if not events.OBSERVERS:
+                await self.limiter.acquire(budget, estimate)  # the last wait before sending
+            else:
+                waiting = time.monotonic()
+                await self.limiter.acquire(budget, estimate)
+                events.emit(events.LimiterWait(config.name, time.monotonic() - waiting))
             if guard is not None:
                 await guard()
             sent, started = limit.mark(), time.monotonic()
-            async with asyncio.timeout(generate.timeout + 5):  # SDK backstop
-                return await judge.generate(messages, generate)
+            if not events.OBSERVERS:
+                async with asyncio.timeout(generate.timeout + 5):  # SDK backstop
+                    return await judge.generate(messages, generate)
+            return await self._observed(judge, config, run_id, messages, generate, started)
 
         attempt = 0
         while True:
@@ -150,6 +158,8 @@ class Sender:
                 if sent is not None and err.reason in OVERLOADED:  # fewer at once from here
                     limit.overloaded(sent, err.reason)
                 if err.reason == FailureReason.RATE_LIMITED:  # slow the endpoint for everyone
+                    if events.OBSERVERS:
+                        events.emit(events.RateLimited(run_id, config.name))
                     await self.limiter.penalize(budget, err.retry_after or 1.0)
                 decision = judge.should_retry(err, attempt)
                 if not decision.retry:
@@ -165,6 +175,30 @@ class Sender:
                 if used:  # 0: the provider reported no usage; keep the estimate
                     await self.limiter.settle(budget, estimate, used)
                 return _without_secrets(output), attempt
+
+    @staticmethod
+    async def _observed(
+        judge: Judge,
+        config: JudgeConfig,
+        run_id: int,
+        messages: Sequence[Message],
+        generate: GenerateConfig,
+        started: float,
+    ) -> JudgeOutput:
+        """One request, told to the observers (workers/events.py): started, then answered
+        (latency, tokens, cost at the judge's price) or failed (its reason)."""
+        events.emit(events.CallStarted(run_id, config.name))
+        try:
+            async with asyncio.timeout(generate.timeout + 5):  # SDK backstop
+                output = await judge.generate(messages, generate)
+        except Exception as exc:
+            events.emit(events.CallFailed(run_id, config.name, str(judge.classify(exc).reason)))
+            raise
+        except BaseException:
+            events.emit(events.CallFailed(run_id, config.name, "cancelled"))
+            raise
+        events.emit(events.answered(run_id, config, output, "paid", time.monotonic() - started))
+        return output
 
     async def aclose(self) -> None:
         await self._lanes.aclose()

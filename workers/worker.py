@@ -17,15 +17,23 @@ import socket
 import subprocess
 import threading
 import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from flask_eval.core import settings as settings_mod
 from flask_eval.core.errors import ConfigError
 
+if TYPE_CHECKING:
+    from flask_eval.workers.events import WorkerStats
+
 log = logging.getLogger("flask_eval.worker")
 
 
-def run_one(in_flight: int, loglevel: str = "INFO", index: int = 0) -> int:
-    """Run one Celery worker in this process (blocks until it is stopped); its exit code."""
+def run_one(
+    in_flight: int, loglevel: str = "INFO", index: int = 0, metrics: Serving | None = None
+) -> int:
+    """Run one Celery worker in this process (blocks until it is stopped); its exit code.
+    ``metrics``: where to serve its Prometheus metrics (workers/metrics.py)."""
     settings = settings_mod.load()
     if not settings.broker_url:
         raise ConfigError(
@@ -34,15 +42,23 @@ def run_one(in_flight: int, loglevel: str = "INFO", index: int = 0) -> int:
     from celery.signals import worker_ready
     from celery.utils.log import mlevel
 
-    from flask_eval.workers import batch_lane, sweeper
+    from flask_eval.workers import batch_lane, events, sweeper
     from flask_eval.workers.celery_app import make_app, process_executor
     from flask_eval.workers.feed import batches_at_once
 
+    metrics_url = None
+    if metrics is not None:
+        from flask_eval.workers.metrics import serve
+
+        serve(metrics.host, metrics.port)
+        metrics_url = f"http://{socket.gethostname()}:{metrics.port}/metrics"
+    stats = events.WorkerStats()
+    events.subscribe(stats)
     app = make_app(settings, in_flight)
     sweeper.start(settings)
     batch_lane.start(settings, lambda: process_executor(in_flight))
     name = f"flask-eval-{os.getpid()}-{index}@{socket.gethostname()}"
-    heartbeat = start_heartbeat(settings, name)
+    heartbeat = start_heartbeat(settings, name, stats, metrics_url)
     worker_ready.connect(tune_gc, weak=False)
     quiet_per_request_logs(loglevel)
     # app.Worker, not app.worker_main: the same worker without Celery's command line,
@@ -83,10 +99,17 @@ class Heartbeat:
     withdraws the announcement, so that a producer sees at once that a worker which
     stopped cleanly is gone (one killed is seen when its last beat is 30 s old)."""
 
-    def __init__(self, settings: settings_mod.Settings, name: str) -> None:
+    def __init__(
+        self,
+        settings: settings_mod.Settings,
+        name: str,
+        stats: WorkerStats | None = None,
+        metrics_url: str | None = None,
+    ) -> None:
         from flask_eval.storage.models import utcnow
 
         self.settings, self.name, self.started = settings, name, utcnow()
+        self.stats, self.metrics_url = stats, metrics_url
         self._stopped = threading.Event()
         self._lock = threading.Lock()  # a beat and the withdrawal never interleave
         self.thread = threading.Thread(target=self._run, name="flask-eval-heartbeat", daemon=True)
@@ -101,10 +124,19 @@ class Heartbeat:
                     if self._stopped.is_set():
                         return
                     store = store or Store(self.settings.database_url)
-                    store.beat(self.name, self.settings.queue, self.started)
+                    store.beat(self.name, self.settings.queue, self.started, **self.said())
             except Exception:  # an outage: the next beat tries again
                 log.warning("worker heartbeat failed", exc_info=True)
             self._stopped.wait(HEARTBEAT_SECONDS)
+
+    def said(self) -> dict[str, str | int | None]:
+        """What a beat says besides "alive": where, and how busy (the live view)."""
+        stats = self.stats
+        return {
+            "host": socket.gethostname(), "pid": os.getpid(), "metrics_url": self.metrics_url,
+            "in_flight": max(stats.in_flight, 0) if stats else 0,
+            "calls": stats.calls if stats else 0,
+        }  # fmt: skip
 
     def stop(self) -> None:
         """No more beats, and this worker's announcement withdrawn (best effort: if the
@@ -123,9 +155,14 @@ class Heartbeat:
                 log.warning("could not withdraw the worker's announcement", exc_info=True)
 
 
-def start_heartbeat(settings: settings_mod.Settings, name: str) -> Heartbeat:
+def start_heartbeat(
+    settings: settings_mod.Settings,
+    name: str,
+    stats: WorkerStats | None = None,
+    metrics_url: str | None = None,
+) -> Heartbeat:
     """A started :class:`Heartbeat` of the worker ``name``."""
-    heartbeat = Heartbeat(settings, name)
+    heartbeat = Heartbeat(settings, name, stats, metrics_url)
     heartbeat.thread.start()
     return heartbeat
 
@@ -151,17 +188,42 @@ def tune_gc(**_signal: object) -> None:
     gc.set_threshold(GC_GEN0_THRESHOLD, gen1, gen2)
 
 
-def run(processes: int, in_flight: int, loglevel: str = "INFO") -> int:
-    """Run ``processes`` workers; returns an exit code."""
+@dataclass(frozen=True)
+class Serving:
+    """Where a worker process serves its metrics: ``http://host:port/metrics``."""
+
+    host: str
+    port: int
+
+
+def run(
+    processes: int,
+    in_flight: int,
+    loglevel: str = "INFO",
+    metrics: Serving | None = None,
+    log_format: str = "text",
+) -> int:
+    """Run ``processes`` workers; returns an exit code. ``metrics``: the first process
+    serves on its port, the next on port + 1, and so on (each checked first)."""
     if processes < 1 or in_flight < 1:
         raise ConfigError("--processes and --in-flight must be at least 1")
     settings_mod.load()  # fail fast on bad settings
+    if metrics is not None:
+        from flask_eval.workers.metrics import check_port
+
+        for i in range(processes):
+            check_port(metrics.host, metrics.port + i)
     if processes == 1:
-        return run_one(in_flight, loglevel)
+        return run_one(in_flight, loglevel, metrics=metrics)
     from flask_eval.workers.processes import command
 
-    cmd = command(1, in_flight, loglevel)
-    children = [subprocess.Popen(cmd) for _ in range(processes)]
+    def child(i: int) -> list[str]:
+        cmd = command(1, in_flight, loglevel, log_format)
+        if metrics is not None:
+            cmd += ["--metrics-host", metrics.host, "--metrics-port", str(metrics.port + i)]
+        return cmd
+
+    children = [subprocess.Popen(child(i)) for i in range(processes)]
 
     def forward(signum: int, _frame: object) -> None:
         for child in children:

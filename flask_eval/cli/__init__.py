@@ -8,7 +8,6 @@ finished with failures, a judge was halted, or judgments stay pending (``--max-c
 from __future__ import annotations
 
 import importlib
-import json
 import logging
 import sys
 from collections.abc import Mapping
@@ -20,10 +19,7 @@ from flask_eval.cli.common import (
     ENV_WORKER,
     SHORT_HELP,
     epilog,
-    find_run,
     handle_errors,
-    open_store,
-    unpriced_judges,
 )
 from flask_eval.core.errors import InputError
 from flask_eval.core.redact import install_log_redaction
@@ -53,6 +49,8 @@ class OneLineErrors(click.Group):
         "export": "flask_eval.cli.bundle",
         "import": "flask_eval.cli.bundle",
         "view": "flask_eval.cli.view",
+        "status": "flask_eval.cli.status",
+        "runs": "flask_eval.cli.status",
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -97,14 +95,21 @@ class OneLineErrors(click.Group):
 
 @click.group(cls=OneLineErrors)
 @click.version_option(package_name="flask-eval")
-def main() -> None:
+@click.option(
+    "--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+    envvar="FLASK_EVAL_LOG_FORMAT",
+    help="Log lines on stderr as text, or one JSON object each (docs/operations.md).",
+)  # fmt: skip
+def main(log_format: str) -> None:
     """Fine-grained LLM evaluation (FLASK) with distributed judge workers.
 
     A judgment is one score of one response on one skill by one judge; a call is one
     request to a judge, which scores one response on all its skills (instance mode) or on
     one (skill mode); requests include retries and format reminders.
     """
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    from flask_eval.core.logs import configure
+
+    configure(log_format, logging.WARNING)
     install_log_redaction()
 
 
@@ -127,124 +132,31 @@ def main() -> None:
     show_default=True,
     help="Log level; per-request lines only at DEBUG.",
 )
+@click.option(
+    "--metrics-port", type=click.IntRange(1, 65535), default=None,
+    help="Serve Prometheus metrics on this port (process i of --processes: port + i). "
+    "Default: not served.",
+)  # fmt: skip
+@click.option(
+    "--metrics-host", default="127.0.0.1", show_default=True,
+    help="Address the metrics are served on.",
+)  # fmt: skip
+@click.pass_context
 @handle_errors
-def worker(processes: int, in_flight: int, loglevel: str) -> None:
+def worker(
+    ctx: click.Context,
+    processes: int,
+    in_flight: int,
+    loglevel: str,
+    metrics_port: int | None,
+    metrics_host: str,
+) -> None:
     """Start Celery workers on the configured broker."""
     from flask_eval.workers import worker as worker_mod
 
-    sys.exit(worker_mod.run(processes, in_flight, loglevel.upper()))
-
-
-def batch_line(judge: str, states: dict[str, dict[str, int]]) -> str:
-    """One line of a batch judge's batches and calls by state."""
-
-    def by_state(counts: dict[str, int]) -> str:
-        return ", ".join(f"{n} {state}" for state, n in sorted(counts.items())) or "none"
-
-    return (
-        f"judge {judge} through its provider's batch API: batches {by_state(states['batches'])}"
-        f"; calls {by_state(states['calls'])}"
-    )
-
-
-@main.command()
-@click.argument("run_name", required=False)
-@click.option("--json", "as_json", is_flag=True, help="One JSON object instead of text.")
-@handle_errors
-def status(run_name: str | None, as_json: bool) -> None:
-    """Counts of done, failed and pending judgments, paid calls and cost (latest run by
-    default)."""
-    from flask_eval.storage import queries
-    from flask_eval.storage.batches import BatchLedger
-
-    store = open_store()
-    info = find_run(store, run_name)
-    counts = queries.status(store, info.id, info.name)
-    batches = BatchLedger(store).summary(info.id)
-    if as_json:
-        click.echo(json.dumps({**counts.as_dict(), "batches": batches}))
-        return
-    click.echo(
-        f"run {counts.run}: {counts.done} done, {counts.failed} failed, "
-        f"{counts.pending} pending of {counts.total}"
-    )
-    for reason, n in counts.failed_by_reason.items():
-        click.echo(f"  failed ({reason}): {n}")
-    for halt in store.halts(info.id).values():
-        click.echo(f"  {halt.detail}")
-    unpriced = unpriced_judges(info)
-    cost = f"${counts.cost:.4f}" + (
-        f"; cost unknown for {', '.join(unpriced)}: no price" if unpriced else ""
-    )  # an unpriced judge's calls are metered at $0: never show that as their cost alone
-    click.echo(
-        f"  {counts.calls} judge calls paid ({cost}), {counts.prompt_tokens} prompt "
-        f"+ {counts.completion_tokens} completion tokens"
-    )
-    if counts.cached_tokens or counts.cache_write_tokens or counts.batch_calls:
-        click.echo(
-            f"  of the prompt tokens, {counts.cached_tokens} read from the providers' prompt "
-            f"caches and {counts.cache_write_tokens} written to them (at the judges' cache "
-            f"prices); {counts.batch_calls} calls made through a batch API"
-        )
-    for judge, states in batches.items():
-        click.echo(f"  {batch_line(judge, states)}")
-    cached = queries.cache_answered(store, info.id)
-    if cached:
-        click.echo(f"  {cached} judge calls answered from the answer cache (free)")
-
-
-@main.group(invoke_without_command=True)
-@click.pass_context
-@handle_errors
-def runs(ctx: click.Context) -> None:
-    """The runs in the database: name, created, models, judges, progress and cost."""
-    if ctx.invoked_subcommand is not None:
-        return
-    from flask_eval.storage import queries
-
-    store = open_store()
-    rows = queries.runs_overview(store)
-    if not rows:
-        click.echo("no runs yet; start one with `flask-eval run`", err=True)
-        return
-    head = (
-        f"{'name':<28} {'created':<16} {'models':>6} {'judges':>6} "
-        f"{'done/failed/total':>22} {'cache read/write tok':>22} {'cost':>10}"
-    )
-    click.echo(head)
-    for r in rows:
-        progress = f"{r['done']}/{r['failed']}/{r['total']}"
-        cache = f"{r['cached_tokens']}/{r['cache_write_tokens']}"
-        click.echo(
-            f"{r['name'][:28]:<28} {r['created']:<16} {r['models']:>6} {r['judges']:>6} "
-            f"{progress:>22} {cache:>22} {r['cost']:>10.4f}"
-        )
-
-
-@runs.command("delete")
-@click.argument("run_name")
-@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
-@handle_errors
-def runs_delete(run_name: str, yes: bool) -> None:
-    """Delete a run: its inputs, ledger and the paid answers no other run uses. Its
-    messages still queued are dropped by the workers."""
-    from flask_eval.storage import queries
-
-    store = open_store()
-    info = find_run(store, run_name)
-    counts = queries.status(store, info.id, info.name)
-    if not yes:
-        click.confirm(
-            f"delete run {info.name} ({counts.total} judgments, {counts.calls} paid calls)?",
-            abort=True,
-            err=True,
-        )
-    from flask_eval.app.batches import cancel_open_batches
-
-    for line in cancel_open_batches(store, info):  # before the rows naming them go
-        click.echo(line, err=True)
-    store.delete_run(info.id)
-    click.echo(f"deleted run {info.name}", err=True)
+    serving = worker_mod.Serving(metrics_host, metrics_port) if metrics_port else None
+    log_format = ctx.find_root().params.get("log_format", "text")
+    sys.exit(worker_mod.run(processes, in_flight, loglevel.upper(), serving, log_format))
 
 
 @main.command()

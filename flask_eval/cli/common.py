@@ -80,6 +80,8 @@ SHORT_HELP = {
     "export": "Judgments as JSON Lines or CSV, or the whole run as a bundle.",
     "import": "Load a run's bundle (export --bundle) into this store.",
     "view": "Browse runs, scores and judgments in a web browser.",
+    "status": "Progress of a run; --watch: live, with the workers.",
+    "runs": "The runs in the database: progress and cost.",
 }
 
 #: environment variables, by the commands that read them

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0008_v8"
-down_revision = "0006_v6"
+down_revision = "0007_v7"
 branch_labels = None
 depends_on = None
 
