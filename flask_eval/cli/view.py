@@ -58,7 +58,13 @@ def warm(refresher: Refresher, store: Store, names: list[str]) -> None:
     epilog=epilog({"FLASK_EVAL_DATABASE_URL": "the store to browse"}), short_help=SHORT_HELP["view"]
 )
 @click.argument("run_name", required=False)
-@click.option("--port", type=click.IntRange(0, 65535), default=8686, show_default=True)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8686,
+    show_default=True,
+    help="Port to listen on (0: any free port).",
+)
 @click.option(
     "--host",
     default="127.0.0.1",
