@@ -37,6 +37,7 @@ from flask_eval.storage.models import (
     INSTANCE_DOMAIN,
     JUDGE_HALT,
     JUDGMENT,
+    REPORT_SNAPSHOT,
     RESPONSE,
     RUN,
     utcnow,
@@ -241,6 +242,7 @@ class Store(WorkerLedger):
                 BATCH,
                 JUDGMENT,
                 JUDGE_HALT,
+                REPORT_SNAPSHOT,  # the viewer's cache of its pages
                 RESPONSE,
                 INSTANCE_DOMAIN,
                 INSTANCE,

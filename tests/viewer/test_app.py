@@ -307,3 +307,24 @@ def test_a_large_run_is_never_computed_while_its_page_waits(
         time.sleep(0.05)
         status, html = get("/runs/demo")
     assert 'http-equiv="refresh"' not in html and "cached" in html
+
+
+def test_deleting_a_run_deletes_its_page_snapshots(tmp_path: Path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'store.db'}")
+    try:
+        run = planned_run(
+            store,
+            "gone",
+            instances=str(EXAMPLES / "instances.jsonl"),
+            responses=inputs(tmp_path),
+            judges=ledger_judges("j1"),
+            limit=3,
+        )
+        finish(store, run, outcome)
+        browse.run_page(store, run, body_mod.render, body_mod.VERSION)
+        assert storage_browse.snapshot(store, run.id, browse.SNAPSHOT) is not None
+        store.delete_run(run.id)
+        with store.engine.connect() as conn:
+            assert conn.execute(REPORT_SNAPSHOT.select()).first() is None
+    finally:
+        store.close()
