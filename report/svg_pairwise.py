@@ -72,10 +72,11 @@ def short(text: str, chars: int) -> str:
 
 
 def svg(kind: str, width: float, height: float, label: str, body: Iterable[str]) -> str:
-    """One ``<svg>`` element: ``class="fe-figure fe-{kind}"``, scaled to its container."""
+    """One ``<svg>`` element: ``class="fe-figure fe-{kind}"``, scaled to its container but
+    never past a quarter over its own size (a 2 x 2 heatmap stays small, its text legible)."""
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {num(width)} {num(height)}" '
-        f'width="100%" role="img" aria-label="{esc(label)}" class="fe-figure fe-{kind}" '
+        f'width="100%" style="max-width: {num(width * 1.25)}px" role="img" aria-label="{esc(label)}" class="fe-figure fe-{kind}" '
         f'font-family="sans-serif" font-size="11">{"".join(body)}</svg>'
     )
 
