@@ -3,8 +3,11 @@
 Builds (or reuses) the store of bench/report_bench.py, serves the viewer's application
 in-process and times whole HTTP responses (queries, template, transfer over loopback):
 
-- the run page cold (no snapshot: the full report, its figures, the snapshot written) and
-  warm (the snapshot read: the ledger fingerprint, the body and one judge's figures);
+- the run page on a first visit (no snapshot: the page says the report is being computed
+  and the viewer's refresher computes it beside; the time until the page shows the
+  leaderboard is measured too), warm (the snapshot read: the ledger fingerprint, the body
+  and one judge's figures) and stale (the ledger moved on: the last snapshot is served
+  while the current one is computed);
 - pages of judgments under the filters a drill-down uses, first and next page;
 - one judgment in full, the comparison page, the runs list.
 
@@ -135,23 +138,62 @@ def cold_phases(store: Store) -> dict[str, float]:
     }
 
 
+async def _stale(store: Store, client: TestClient[Any, Any]) -> dict[str, Any]:
+    """The run page after the ledger moved on (one judgment failed -> pending, then
+    back): the last snapshot is served, marked as of when it was made."""
+    from sqlalchemy import select, update
+
+    from flask_eval.storage.models import JUDGMENT
+
+    with store.engine.begin() as conn:
+        row = conn.execute(
+            select(JUDGMENT.c.id).where(JUDGMENT.c.status == "failed").limit(1)
+        ).scalar_one()
+        conn.execute(update(JUDGMENT).where(JUDGMENT.c.id == row).values(status="pending"))
+    try:
+        timed = await _best(client, RUN)
+        if 'id="stale"' not in (await _get(client, RUN))[1]:
+            raise RuntimeError("the page after a change of the ledger was not marked stale")
+        return timed
+    finally:
+        with store.engine.begin() as conn:
+            conn.execute(update(JUDGMENT).where(JUDGMENT.c.id == row).values(status="failed"))
+        # the ledger as it was: wait until the page is current again, so that no report
+        # is being computed beside the pages timed next
+        while 'id="stale"' in (await _get(client, RUN))[1]:
+            await asyncio.sleep(0.1)
+
+
 async def measure(url: str) -> dict[str, Any]:
     store = Store(url)
     out: dict[str, Any] = {}
     try:
         out["cold_phases"] = cold_phases(store)
         async with TestClient(TestServer(make_app(store))) as client:
-            colds = []
+            firsts, readies = [], []
             for _ in range(2):
                 with store.engine.begin() as conn:
                     conn.execute(REPORT_SNAPSHOT.delete())
-                colds.append((await _get(client, RUN))[0])
-            out["run_page_cold"] = {
-                "best": round(min(colds), 3),
-                "all": [round(c, 3) for c in colds],
+                started = time.perf_counter()
+                seconds, html = await _get(client, RUN)
+                if 'id="computing"' not in html:
+                    raise RuntimeError("a first visit did not say the report is being computed")
+                while 'id="leaderboard"' not in html:
+                    await asyncio.sleep(0.05)
+                    html = (await _get(client, RUN))[1]
+                firsts.append(seconds)
+                readies.append(time.perf_counter() - started)
+            out["run_page_first_visit"] = {
+                "best": round(min(firsts), 3),
+                "all": [round(c, 3) for c in firsts],
+            }
+            out["run_page_ready_after"] = {
+                "best": round(min(readies), 3),
+                "all": [round(c, 3) for c in readies],
             }
             out["run_page_warm"] = await _best(client, RUN)
             out["run_page_warm_other_judge"] = await _best(client, f"{RUN}?judge=openai/judge-09")
+            out["run_page_stale"] = await _stale(store, client)
             pages: dict[str, Any] = {}
             for name, params in FILTERS.items():
                 path = f"{RUN}/judgments" + (f"?{urlencode(params)}" if params else "")
@@ -172,6 +214,8 @@ async def measure(url: str) -> dict[str, Any]:
         store.close()
     out["ok"] = (
         out["run_page_warm"]["best"] < RUN_PAGE_LIMIT
+        and out["run_page_first_visit"]["best"] < RUN_PAGE_LIMIT
+        and out["run_page_stale"]["best"] < RUN_PAGE_LIMIT
         and out["judgments_page_worst"] < JUDGMENTS_LIMIT
     )
     return out
@@ -218,8 +262,10 @@ def main(argv: list[str] | None = None) -> int:
     out.write_text(json.dumps(results, indent=2) + "\n")
     for name, b in results["backends"].items():
         print(
-            f"{name}: run page cold {b['run_page_cold']['best']:.2f} s, warm "
-            f"{b['run_page_warm']['best'] * 1000:.0f} ms; judgments pages worst "
+            f"{name}: run page first visit {b['run_page_first_visit']['best'] * 1000:.0f} ms "
+            f"(its report ready after {b['run_page_ready_after']['best']:.2f} s), warm "
+            f"{b['run_page_warm']['best'] * 1000:.0f} ms, stale "
+            f"{b['run_page_stale']['best'] * 1000:.0f} ms; judgments pages worst "
             f"{b['judgments_page_worst'] * 1000:.0f} ms; judgment "
             f"{b['judgment_detail']['best'] * 1000:.0f} ms; runs list "
             f"{b['runs_list']['best'] * 1000:.0f} ms"
