@@ -1,7 +1,8 @@
 """The read side the viewer shows (docs/design/viewer.md): runs, a run's overview and its
 report (cached as a snapshot keyed by the ledger's fingerprint), pages of the judgments
-behind a cell, one judgment in full with the exact prompt its judge was sent, two models
-side by side on one instance. Plain data; every filter runs in SQL (storage/browse.py)."""
+behind a cell, one judgment in full with the exact prompt its judge was sent
+(app/prompts.py), two models side by side on one instance. Plain data; every filter runs
+in SQL (storage/browse.py, storage/judgment_pages.py, storage/snapshots.py)."""
 
 from __future__ import annotations
 
@@ -11,20 +12,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from flask_eval.app.prompts import Prompt, render_prompt
 from flask_eval.app.report import build_report, config_judges, config_models, pairwise_config
 from flask_eval.core.errors import InputError
 from flask_eval.core.redact import redact
-from flask_eval.core.types import JudgeSpec
-from flask_eval.producer.context import RunContext
 from flask_eval.report.document import Report
 from flask_eval.rubrics import codec
-from flask_eval.rubrics.grading import Criterion
-from flask_eval.rubrics.messages import Message, plain
-from flask_eval.storage import browse
-from flask_eval.storage.browse import JudgmentLine, JudgmentQuery, Page, RunLine
+from flask_eval.storage import browse, judgment_pages, snapshots
+from flask_eval.storage.browse import RunLine
+from flask_eval.storage.judgment_pages import JudgmentLine, JudgmentQuery, Page
 from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
-from flask_eval.workers.context import cache_key, generate_config
 
 __all__ = ["JudgmentLine", "JudgmentQuery", "Page", "RunLine"]
 
@@ -71,7 +69,7 @@ class Overview:
 
 
 def overview(store: Store, run: RunInfo) -> Overview:
-    fp = browse.fingerprint(store, run.id)
+    fp = snapshots.fingerprint(store, run.id)
     return Overview(
         name=run.name,
         id=run.id,
@@ -153,11 +151,11 @@ def run_page(
     if view.kind != "judgment":
         return RunPage(view, {"kind": view.kind}, None, cached=False)
     key = token(run, view, version)
-    found = browse.snapshot(store, run.id, SNAPSHOT)
+    found = snapshots.snapshot(store, run.id, SNAPSHOT)
     large = view.total > (INLINE_LIMIT if inline_limit is None else inline_limit)
     if found is not None and (found.token == key or large):
         name = part(found.body) if part is not None else None
-        got = browse.snapshot(store, run.id, part_name(name)) if name is not None else None
+        got = snapshots.snapshot(store, run.id, part_name(name)) if name is not None else None
         if name is None or (got is not None and got.token == found.token):
             return RunPage(
                 view,
@@ -183,7 +181,7 @@ def refresh(
     if view.kind != "judgment":
         return False
     key = token(run, view, version)
-    found = browse.snapshot(store, run.id, SNAPSHOT)
+    found = snapshots.snapshot(store, run.id, SNAPSHOT)
     if found is not None and found.token == key:
         return False
     _compute(store, run, render, key, replicates)
@@ -195,7 +193,7 @@ def _compute(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     report = build_report(store, run, replicates=replicates, progress=False)
     body, parts = render(report)
-    browse.put_snapshots(
+    snapshots.put_snapshots(
         store, run.id, key, {SNAPSHOT: body, **{part_name(k): v for k, v in parts.items()}}
     )
     return body, parts
@@ -206,19 +204,7 @@ def judgments(
 ) -> Page:
     """A page of the run's judgments matching ``query`` (keyset: ``id > after``) and
     where the next one starts."""
-    return browse.judgment_page(store, run.id, query, after, limit)
-
-
-@dataclass(frozen=True)
-class Prompt:
-    """The messages a judge call was sent, as the executor renders them."""
-
-    messages: list[dict[str, str]]
-    criteria: list[str]  # the criteria of that call, in its order
-    schema: dict[str, Any] | None = None
-    note: str = ""
-    #: the answer the judgment read was asked this very prompt (its cache key matches)
-    verified: bool = False
+    return judgment_pages.judgment_page(store, run.id, query, after, limit)
 
 
 @dataclass
@@ -230,99 +216,6 @@ class JudgmentDetail:
     prompt: Prompt | None
     call: dict[str, Any] | None
     siblings: list[tuple[int, str]] = field(default_factory=list)  # rows of the same call
-
-
-def _groups(record: browse.JudgmentRecord, context: RunContext) -> list[list[int]]:
-    """The rows one call may have judged with this judgment, likeliest first: its
-    subject's rows split as its protocol splits them (a run's first call), then those read
-    from the same answer (a call of a resumed run, which asks only what was left)."""
-    criteria = {c: i for i, c, _ in record.subject_rows}
-    protocol = context.protocol_for(str(record.row["judge"]))
-    out = [
-        [criteria[c] for c in part]
-        for part in protocol.calls(list(criteria))
-        if record.row["criterion"] in part
-    ]
-    read = [i for i, _ in record.call_rows]
-    if read and read not in out:
-        out.append(read)
-    return out or [[int(record.row["id"])]]
-
-
-@dataclass(frozen=True)
-class _Call:
-    messages: list[Message]
-    schema: dict[str, Any] | None
-    criteria: list[Criterion]
-    key: str  # the answer cache key of this prompt
-
-
-def _render(store: Store, context: RunContext, ids: list[int]) -> _Call:
-    """A call of the rows ``ids`` as ``workers.runner`` renders it."""
-    rows = browse.job_contexts(store, ids)
-    first = rows[0]
-    criteria = [context.criterion(r.criterion, r.rubrics) for r in rows]
-    subject = context.subject(
-        first.instruction, first.reference, first.response, first.system_prompt, first.response_b
-    )
-    messages, schema = context.prompt(first.judge, subject, criteria)
-    return _Call(messages, schema, criteria, _key(context, first.judge, messages, schema))
-
-
-def _key(
-    context: RunContext, judge: str, messages: list[Message], schema: dict[str, Any] | None
-) -> str:
-    config = context.judges[judge]
-    return cache_key(
-        JudgeSpec.parse(config.spec).name, messages, generate_config(config, 0, schema)
-    )
-
-
-def _reminded(store: Store, context: RunContext, judge: str, call: _Call) -> list[Message] | None:
-    """The prompt of the format reminder that followed ``call``'s answer (as
-    ``workers.runner`` asks it), or None when that answer is not stored or was read
-    whole."""
-    first = browse.answer_text(store, call.key)
-    if first is None:
-        return None
-    protocol = context.protocol_for(judge)
-    reading = protocol.read(first, call.criteria)
-    missing = [c for c in call.criteria if c.name in reading.problems]
-    if not missing:
-        return None
-    return [
-        *call.messages,
-        *protocol.reminder(first, missing, reading.problems, read=list(reading.scores)),
-    ]
-
-
-def render_prompt(store: Store, run: RunInfo, record: browse.JudgmentRecord) -> Prompt:
-    """The exact prompt of the call whose answer ``record`` read: rendered from the
-    stored inputs with the run's protocol, as ``workers.runner`` does
-    (``RunContext.prompt``; after a format reminder, the first prompt, the judge's first
-    answer and the reminder). ``verified`` when its answer cache key is the stored
-    answer's."""
-    context = RunContext.from_config(run.config)
-    judge = str(record.row["judge"])
-    stored = (record.call or {}).get("cache_key")
-    rendered = [_render(store, context, ids) for ids in _groups(record, context)]
-    names = [c.name for c in rendered[0].criteria]
-    for call in rendered:
-        if call.key == stored:
-            return Prompt(
-                plain(call.messages), [c.name for c in call.criteria], call.schema, verified=True
-            )
-    for call in rendered if stored else ():
-        again = _reminded(store, context, judge, call)
-        if again is not None and _key(context, judge, again, call.schema) == stored:
-            return Prompt(
-                plain(again),
-                [c.name for c in call.criteria],
-                call.schema,
-                "its last messages are the judge's first answer and a format reminder",
-                verified=True,
-            )
-    return Prompt(plain(rendered[0].messages), names, rendered[0].schema)
 
 
 def judgment_detail(store: Store, run: RunInfo, judgment_id: int) -> JudgmentDetail:

@@ -116,7 +116,7 @@ def cold_phases(store: Store) -> dict[str, float]:
     figures, writing the snapshot."""
     from flask_eval.app import browse
     from flask_eval.app.report import build_report
-    from flask_eval.storage import browse as storage_browse
+    from flask_eval.storage import snapshots
     from flask_eval.viewer import body
 
     run = browse.find_run(store, RUN_NAME)
@@ -125,7 +125,7 @@ def cold_phases(store: Store) -> dict[str, float]:
     t1 = time.perf_counter()
     page, parts = body.render(report)
     t2 = time.perf_counter()
-    storage_browse.put_snapshots(store, run.id, "bench", {"bench": page, **parts})
+    snapshots.put_snapshots(store, run.id, "bench", {"bench": page, **parts})
     t3 = time.perf_counter()
     size = len(json.dumps(page)) + sum(len(json.dumps(p)) for p in parts.values())
     with store.engine.begin() as conn:

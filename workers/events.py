@@ -2,13 +2,14 @@
 a 429, a wait for the shared budget, a provider batch changed state, judgments written
 (docs/design/events.md).
 
-The executor (workers/runner.py, sender.py, batch_lane.py) emits small frozen events to
-the observers registered in this process: the Prometheus metrics (workers/metrics.py) and
-the worker's heartbeat counters (:class:`WorkerStats`) are observers; the tests register
-a :class:`Recorder`. With no observer registered an emitting site costs one truth test of
-:data:`OBSERVERS` (``if events.OBSERVERS: events.emit(...)``): no event is built. An
-observer must be quick and must not block (it runs on the executor's event loop); one
-that raises is logged once and dropped, never raising into the executor.
+The executor (workers/runner.py, asking.py, sender.py, batch_lane.py) emits small frozen
+events to the observers registered in this process: the Prometheus metrics
+(workers/metrics.py) and the worker's heartbeat counters (:class:`WorkerStats`) are
+observers; the tests register a :class:`Recorder`. With no observer registered an emitting
+site costs one truth test of :data:`OBSERVERS`
+(``if events.OBSERVERS: events.emit(...)``): no event is built. An observer must be quick
+and must not block (it runs on the executor's event loop); one that raises is logged once
+and dropped, never raising into the executor.
 """
 
 from __future__ import annotations

@@ -1,18 +1,18 @@
 """The executor: turn a batch of ledger ids into judgments. Same code in-process and in
 Celery workers.
 
-Per batch: read the run's stored configuration (a worker trusts no message beyond what
-the ledger confirms), claim the rows of that run (so a duplicate delivery does not pay
-twice), check that the rows of each call share run, models, instance and judge (what does
-not match is refused, logged and given back, never judged), render every call's prompt
-through the run's grading protocol and look all of them up in the answer cache at once.
-Per call: reuse a cached answer or ask the judge (one retry loop, ours); an answer cut off
-by its token limit is never read (asked once more with a larger budget if the judge has
-one, else failed as ``truncated``); read it criterion by criterion, keep the valid
-scores, and ask once more, with a format reminder, only for the criteria it missed. Every
-paid answer is written as its own row, with the outcomes. Every row claimed ends done or
-failed with a reason, unless it stops being this worker's before its request is sent
-(workers/leases.py): then this worker writes nothing for it.
+Per batch: read the run's stored configuration (a worker trusts no message beyond what the
+ledger confirms), claim the rows of that run (so a duplicate delivery does not pay twice),
+check that the rows of each call share run, models, instance and judge (what does not
+match is refused, logged and given back, never judged), render every call's prompt through
+the run's grading protocol and look all of them up in the answer cache at once. Per call:
+reuse a cached answer or ask the judge (one retry loop, ours); an answer cut off by its
+token limit is never read (asked once more with a larger budget if the judge has one, else
+failed as ``truncated``): workers/asking.py; read it criterion by criterion, keep the
+valid scores, and ask once more, with a format reminder, only for the criteria it missed.
+Every paid answer is written as its own row, with the outcomes. Every row claimed ends
+done or failed with a reason, unless it stops being this worker's before its request is
+sent (workers/leases.py): then this worker writes nothing for it.
 """
 
 from __future__ import annotations
@@ -20,8 +20,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -39,27 +37,17 @@ from flask_eval.core.redact import redact
 from flask_eval.core.settings import Settings
 from flask_eval.core.types import JudgeConfig
 from flask_eval.producer.context import RunContext
-from flask_eval.rubrics.parse import Reading
-from flask_eval.rubrics.prompt import Message
 from flask_eval.storage.records import CallRecord, JobContext, Outcome
 from flask_eval.storage.retry import is_transient
 from flask_eval.storage.store import Store
 from flask_eval.workers import events
+from flask_eval.workers.asking import Asker, keep
 from flask_eval.workers.batch_lane import BatchLane
-from flask_eval.workers.calls import (
-    DETAIL_LIMIT,
-    Answer,
-    BatchSummary,
-    Call,
-    Failure,
-    done,
-    failed,
-    paid_record,
-)
+from flask_eval.workers.calls import BatchSummary, Call, done, failed
 from flask_eval.workers.context import cache_key, generate_config
 from flask_eval.workers.feed import Ticket
 from flask_eval.workers.halts import HaltWatch
-from flask_eval.workers.judge import CUT_OFF, FINISHED, REFUSAL, GenerateConfig, Judge, not_read
+from flask_eval.workers.judge import Judge
 from flask_eval.workers.leases import Leases
 from flask_eval.workers.limiter import Budget, Limiter, NullLimiter
 from flask_eval.workers.sender import Halted, Sender
@@ -131,6 +119,7 @@ class Executor:
         # a flush starts at once when every call in flight is waiting on it
         self.writer = WriteBehind(store, max_items=config.in_flight, spool=spool)
         self.batches = BatchLane(self)
+        self._asker = Asker(store, self.sender, self._leases)
 
     def judge(self, config: JudgeConfig) -> Judge:
         return self.sender.judge(config)
@@ -334,12 +323,12 @@ class Executor:
         logs.set_context(run=call.rows[0].run_id, judge=call.config.name, call=call.key[:16])
         rows = {r.criterion: r for r in call.rows}
         outcomes: list[Outcome] = []
-        first = await self._whole_answer(call, call.rows, call.messages, call.key, cached, summary)
+        first = await self._asker.whole(call, call.rows, call.messages, call.key, cached, summary)
         if isinstance(first, JudgeError):
             await self._finish(summary, call, failed(call.rows, first))
             return
         reading = call.protocol.read(first.text, call.criteria)
-        self._keep(call, first, reading)
+        keep(call, first, reading)
         outcomes += done(rows, reading, first.uid)
         missing = [c for c in call.criteria if c.name in reading.problems]
         if missing:
@@ -348,7 +337,7 @@ class Executor:
             key = cache_key(call.judge.name, again, call.generate)
             hit = (await asyncio.to_thread(self.store.cached_calls, [key])).get(key)
             left = [rows[c.name] for c in missing]
-            second = await self._whole_answer(call, left, again, key, hit, summary)
+            second = await self._asker.whole(call, left, again, key, hit, summary)
             if isinstance(second, Halted):  # no reminder: the answer's own failure stands
                 for c in missing:
                     detail = f"{reading.problems[c.name]}; no reminder sent: the judge was halted"
@@ -358,7 +347,7 @@ class Executor:
                 outcomes += failed(left, second, first.uid)
             else:
                 retry = call.protocol.read(second.text, missing)
-                self._keep(call, second, retry)
+                keep(call, second, retry)
                 outcomes += done(rows, retry, second.uid)
                 for c in missing:
                     if c.name in retry.problems:
@@ -367,96 +356,6 @@ class Executor:
                         err = JudgeError(FailureReason.UNPARSEABLE, detail)
                         outcomes += failed([rows[c.name]], err, second.uid)
         await self._finish(summary, call, outcomes)
-
-    def _keep(self, call: Call, answer: Answer, reading: Reading | None) -> None:
-        """A new paid answer becomes its own call row; read ones may be replayed."""
-        output = answer.output
-        if output is None:
-            return
-        call.paid.append(
-            paid_record(
-                call, answer, output, reading is not None and bool(reading.scores), answer.batch
-            )
-        )
-
-    async def _whole_answer(
-        self,
-        call: Call,
-        rows: Sequence[JobContext],
-        messages: list[Message],
-        key: str,
-        cached: CallRecord | None,
-        summary: BatchSummary,
-    ) -> Answer | JudgeError:
-        """A whole answer, or the error that ends these rows (a refusal, or
-        ``workers.judge.not_read``). An answer cut off by max_tokens is asked once more
-        with the judge's larger budget (``retry_max_tokens``) if it has one; an answer
-        that is not whole is never read, but by a protocol that keeps cut-off answers (a
-        generation: the response is kept, its call row's ``finish`` says it was cut off)."""
-        answer = await self._ask(call, rows, messages, key, call.generate, cached, summary)
-        if isinstance(answer, JudgeError):
-            return answer
-        bigger = call.config.retry_max_tokens
-        if answer.finish == CUT_OFF and bigger and bigger > call.generate.max_tokens:
-            self._keep(call, answer, None)
-            generate = replace(call.generate, max_tokens=bigger)
-            key = cache_key(call.judge.name, messages, generate)
-            hit = (await asyncio.to_thread(self.store.cached_calls, [key])).get(key)
-            retried = await self._ask(call, rows, messages, key, generate, hit, summary)
-            if isinstance(retried, Halted):  # not asked again: the cut-off answer's failure
-                return Failure(FailureReason.TRUNCATED, "the answer was cut off by its token "
-                               "limit (max_tokens) and was not read; not asked again with a "
-                               "larger budget: the judge was halted", answer.uid)  # fmt: skip
-            if isinstance(retried, JudgeError):
-                return retried
-            answer = retried
-        if answer.finish == FINISHED or (answer.finish == CUT_OFF and call.protocol.keeps_cut_off):
-            return answer  # a cut-off response is kept: its call row's finish marks it
-        self._keep(call, answer, None)
-        if answer.finish == REFUSAL:
-            what = f": {answer.text[:DETAIL_LIMIT]}" if answer.text else " (no text)"
-            return Failure(FailureReason.REFUSED, f"the judge refused{what}", answer.uid)
-        unread = not_read(answer.finish, answer.output.stop_reason if answer.output else "")
-        return Failure(unread.reason, unread.detail, answer.uid)
-
-    async def _ask(
-        self,
-        call: Call,
-        rows: Sequence[JobContext],
-        messages: list[Message],
-        key: str,
-        generate: GenerateConfig,
-        cached: CallRecord | None,
-        summary: BatchSummary,
-    ) -> Answer | JudgeError:
-        """A cached answer that was read, or a new one from the judge."""
-        if call.prepaid is not None and key == call.key:  # a provider batch's answer
-            answer, call.prepaid = call.prepaid, None
-            call.begun = True
-            call.count(rows, 1)
-            if events.OBSERVERS and answer.output is not None:
-                events.emit(events.answered(call.rows[0].run_id, call.config, answer.output,
-                                            "batch"))  # fmt: skip
-            return answer
-        if cached is not None and cached.parsed:
-            summary.cache_hits += 1
-            call.count(rows, 0)
-            if events.OBSERVERS:
-                events.emit(events.CallAnswered(call.rows[0].run_id, call.config.name, "cache"))
-            return Answer(cached.raw, cached.finish, cached.uid, None)
-        started = time.perf_counter()
-        run_id = call.rows[0].run_id
-        output, requests = await self.sender.generate(
-            call.config, run_id, messages, generate, urgent=call.begun,
-            guard=self._leases.guard(run_id, rows),
-        )  # fmt: skip
-        call.begun = True
-        call.count(rows, requests)
-        summary.calls += requests
-        if isinstance(output, JudgeError):
-            return output
-        latency = (time.perf_counter() - started) * 1000
-        return Answer(output.text, output.finish, uuid.uuid4().hex, output, latency, key)
 
     async def _finish(self, summary: BatchSummary, call: Call, outcomes: list[Outcome]) -> None:
         """Write the call's paid answers and its rows' ends together; then see whether its

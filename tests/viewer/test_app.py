@@ -18,7 +18,7 @@ from sqlalchemy import update
 
 from flask_eval.app import browse
 from flask_eval.core.errors import InputError
-from flask_eval.storage import browse as storage_browse
+from flask_eval.storage import judgment_pages
 from flask_eval.storage.models import CALL, JUDGMENT, REPORT_SNAPSHOT
 from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
@@ -214,7 +214,7 @@ def test_a_search_outside_a_cell_reads_a_window_per_page(
     store, run, _ = ledger
     query = browse.JudgmentQuery(search="__pwned")
     everything = browse.judgments(store, run, query, limit=10_000).lines
-    monkeypatch.setattr(storage_browse, "SCAN_WINDOW", 7)
+    monkeypatch.setattr(judgment_pages, "SCAN_WINDOW", 7)
     seen: list[int] = []
     after: int | None = 0
     pages = 0

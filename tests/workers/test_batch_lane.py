@@ -146,20 +146,19 @@ def test_a_batch_run_reports_as_a_live_run_at_half_the_price(tmp_path: Path, pro
     assert st["batch_calls"] == CALLS
 
 
-def test_a_batch_answer_is_costed_at_the_judge_s_batch_price(tmp_path: Path) -> None:
+def test_a_batch_answer_is_costed_at_the_judge_s_batch_price() -> None:
     """The executor keeps a prepaid batch answer as a paid call at ``cost(batch=True)``."""
     from flask_eval.core.types import JudgeConfig, Price
     from flask_eval.storage.records import JobContext
+    from flask_eval.workers.asking import keep
     from flask_eval.workers.calls import Answer, Call
-    from flask_eval.workers.runner import Executor, ExecutorConfig
 
     config = JudgeConfig("j", "memory/j", price=Price(2.0, 8.0, batch=0.5))
     row = JobContext(1, 1, "m", "", "i", "c", "j", "q", "ref", "resp")
     call = Call([row], config, None, None, [], [], GenerateConfig(), "k")  # type: ignore[arg-type]
     output = JudgeOutput("text", 1_000_000, 1_000_000)
-    executor = Executor(Store(f"sqlite:///{tmp_path / 'x.db'}"), ExecutorConfig(spool_dir=None))
-    executor._keep(call, Answer("text", "stop", "u1", output, key="k", batch=True), None)
-    executor._keep(call, Answer("text", "stop", "u2", output, key="k"), None)
+    keep(call, Answer("text", "stop", "u1", output, key="k", batch=True), None)
+    keep(call, Answer("text", "stop", "u2", output, key="k"), None)
     assert [c.cost for c in call.paid] == [5.0, 10.0]
 
 
