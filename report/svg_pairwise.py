@@ -76,7 +76,8 @@ def svg(kind: str, width: float, height: float, label: str, body: Iterable[str])
     never past a quarter over its own size (a 2 x 2 heatmap stays small, its text legible)."""
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {num(width)} {num(height)}" '
-        f'width="100%" style="max-width: {num(width * 1.25)}px" role="img" aria-label="{esc(label)}" class="fe-figure fe-{kind}" '
+        f'width="100%" style="max-width: {num(width * 1.25)}px" role="img" '
+        f'aria-label="{esc(label)}" class="fe-figure fe-{kind}" '
         f'font-family="sans-serif" font-size="11">{"".join(body)}</svg>'
     )
 

@@ -64,7 +64,9 @@ class Refresher:
                 self._busy.discard(run.id)
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        """Nothing more computed; the snapshot being computed, if any, is finished (it is
+        written in one transaction, so stopping it would only waste it)."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 STORE: web.AppKey[Store] = web.AppKey("store", Store)

@@ -18,7 +18,7 @@ from sqlalchemy import update
 
 from flask_eval.app import browse
 from flask_eval.core.errors import InputError
-from flask_eval.storage import judgment_pages
+from flask_eval.storage import judgment_pages, snapshots
 from flask_eval.storage.models import CALL, JUDGMENT, REPORT_SNAPSHOT
 from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
@@ -322,7 +322,7 @@ def test_deleting_a_run_deletes_its_page_snapshots(tmp_path: Path) -> None:
         )
         finish(store, run, outcome)
         browse.run_page(store, run, body_mod.render, body_mod.VERSION)
-        assert storage_browse.snapshot(store, run.id, browse.SNAPSHOT) is not None
+        assert snapshots.snapshot(store, run.id, browse.SNAPSHOT) is not None
         store.delete_run(run.id)
         with store.engine.connect() as conn:
             assert conn.execute(REPORT_SNAPSHOT.select()).first() is None
