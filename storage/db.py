@@ -77,6 +77,30 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
+def lacks_store(url: str) -> bool:
+    """Whether ``url`` is known to hold no flask-eval store: a SQLite file that does not
+    exist, or a database that answers and has no ledger. An unreachable database is not
+    known to lack one (opening it says why it cannot be reached). Creates nothing."""
+    url = normalize_url(url)
+    try:
+        parsed = make_url(url)
+    except Exception:
+        return False  # opening it says what is wrong with the URL
+    if parsed.get_backend_name() == "sqlite":
+        return not Path(parsed.database or "").is_file() or not has_store(url)
+    try:
+        engine = create_engine(url, connect_args={"connect_timeout": 5})
+    except Exception:
+        return False
+    try:
+        with engine.connect() as conn:
+            return "judgment" not in inspect(conn).get_table_names()
+    except Exception:  # unreachable: opening it says so
+        return False
+    finally:
+        engine.dispose()
+
+
 def has_store(url: str) -> bool:
     """Whether ``url`` already holds a flask-eval store, found without creating anything
     (no file, no table): what `run --dry-run` reads the answer cache from."""

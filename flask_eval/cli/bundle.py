@@ -76,7 +76,7 @@ def import_command(path: str, as_name: str | None) -> None:
     from flask_eval.app.bundle import check_bundle, import_bundle
 
     bundle = check_bundle(path)  # the whole file, before the store is opened
-    loaded = import_bundle(open_store(), bundle, as_name)
+    loaded = import_bundle(open_store(create=True), bundle, as_name)
     copied = f", {loaded.answers_copied} copied" if loaded.answers_copied else ""
     click.echo(
         f"imported run {loaded.run} from {path}: {loaded.rows.get('judgment', 0)} judgments, "

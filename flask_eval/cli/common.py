@@ -51,10 +51,19 @@ class RunIncomplete(FlaskEvalError):
     """A run ended with judgments failed or still pending (exit code 1)."""
 
 
-def open_store() -> Store:
+def open_store(*, create: bool = False) -> Store:
+    """The configured store. A command that only reads (``create=False``) refuses a store
+    that does not exist, with one line and exit 2, rather than create an empty one."""
+    from flask_eval.storage.db import lacks_store, redact_url
     from flask_eval.storage.store import Store
 
-    return Store(settings_mod.load().database_url)
+    url = settings_mod.load().database_url
+    if not create and lacks_store(url):
+        raise InputError(
+            f"no flask-eval store at {redact_url(url)} (FLASK_EVAL_DATABASE_URL); "
+            "`flask-eval run` makes one"
+        )
+    return Store(url)
 
 
 def find_run(store: Store, name: str | None) -> RunInfo:

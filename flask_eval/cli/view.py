@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from flask_eval.cli.common import SHORT_HELP, epilog, handle_errors
-from flask_eval.core import settings as settings_mod
+from flask_eval.cli.common import SHORT_HELP, epilog, handle_errors, open_store
 from flask_eval.core.errors import InputError
 
 if TYPE_CHECKING:
@@ -18,20 +17,6 @@ if TYPE_CHECKING:
 
 #: runs whose run page is computed ahead at start (newest first)
 WARM_RUNS = 5
-
-
-def open_existing_store(url: str) -> Store:
-    """The store at ``url``; InputError when there is none there (a SQLite path that does
-    not exist is an error, never a new file)."""
-    from flask_eval.storage.db import has_store, redact_url
-    from flask_eval.storage.store import Store
-
-    if not has_store(url):
-        raise InputError(
-            f"no flask-eval store at {redact_url(url)} (FLASK_EVAL_DATABASE_URL); "
-            "`flask-eval run` makes one"
-        )
-    return Store(url)
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -83,7 +68,7 @@ def view(run_name: str | None, port: int, host: str, no_warm: bool) -> None:
     from flask_eval.viewer.body import run_url
     from flask_eval.viewer.server import Refresher, make_app
 
-    store = open_existing_store(settings_mod.load().database_url)
+    store = open_store()
     path = "/"
     if run_name is not None:
         path = run_url(browse.find_run(store, run_name).name)

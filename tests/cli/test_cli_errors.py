@@ -364,3 +364,36 @@ def test_corpus_files_are_all_used() -> None:
     used |= {Path(arg).name for c in ALL_CASES for arg in c.args if arg.startswith(BAD)}
     files = {p.name for p in (REPO_ROOT / BAD).iterdir()}
     assert files <= used, f"corpus files without a case: {sorted(files - used)}"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("status",),
+        ("status", "--watch", "--json"),
+        ("runs",),
+        ("runs", "delete", "r", "--yes"),
+        ("export", "r"),
+        ("export", "r", "--bundle", "OUT"),
+        ("report",),
+        ("agreement",),
+        ("resume", "r"),
+        ("view", "--no-warm"),
+    ],
+)
+def test_a_command_that_reads_refuses_a_store_that_does_not_exist(
+    args: tuple[str, ...], tmp_path: Path
+) -> None:
+    """One line, exit 2, and no empty store made where a store was expected."""
+    from tests.helpers import cli_env, flask_eval
+
+    missing = tmp_path / "missing.db"
+    env = cli_env(f"sqlite:///{missing}")
+    args = tuple(str(tmp_path / "out.bundle") if a == "OUT" else a for a in args)
+    out = flask_eval(*args, env=env, check=False)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr == (
+        f"error: no flask-eval store at sqlite:///{missing} (FLASK_EVAL_DATABASE_URL); "
+        "`flask-eval run` makes one\n"
+    )
+    assert not missing.exists() and not (tmp_path / "out.bundle").exists()
