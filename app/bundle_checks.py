@@ -22,21 +22,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import re
 from collections.abc import Callable, Mapping
-from datetime import datetime
 from typing import Any
-
-from sqlalchemy import Boolean, DateTime, Float, Integer, String, Table
 
 from flask_eval.core.errors import FailureReason, Status
 from flask_eval.core.types import VERDICTS
 from flask_eval.rubrics import kinds
 from flask_eval.rubrics.grading import DEFAULT_PROTOCOL, PROTOCOLS
 from flask_eval.rubrics.scale import Scale
-from flask_eval.storage.bundle import TABLES
+from flask_eval.storage.bundle import TABLES, column_check
 from flask_eval.workers.judge import CONTEXT_FULL, CUT_OFF, FINISHED, INCOMPLETE, REFUSAL
 
 STATUSES = frozenset(s.value for s in Status)
@@ -60,39 +56,6 @@ _READ = {
 
 class BadRow(ValueError):
     """What is wrong with a row (one line)."""
-
-
-def _kind_check(column: Any) -> Callable[[Any], str | None]:
-    """A check of one value against the column's SQL type: the problem, or None."""
-    kind = column.type
-    kind = getattr(kind, "impl", kind) if not isinstance(kind, String | DateTime) else kind
-    nullable = bool(column.nullable) and not column.primary_key
-
-    def check(value: Any) -> str | None:
-        if value is None:
-            return None if nullable else "is empty (null)"
-        if isinstance(kind, Boolean):
-            return None if isinstance(value, bool) else "is not true or false"
-        if isinstance(kind, Integer):
-            ok = isinstance(value, int) and not isinstance(value, bool)
-            return None if ok and abs(value) < 1 << 63 else "is not an integer"
-        if isinstance(kind, Float):
-            ok = isinstance(value, int | float) and not isinstance(value, bool)
-            return None if ok and math.isfinite(value) else "is not a finite number"
-        if isinstance(kind, DateTime):
-            try:
-                datetime.fromisoformat(value)
-            except (TypeError, ValueError):
-                return "is not an ISO 8601 date and time"
-            return None
-        if isinstance(kind, String):  # Text and sqlmodel's AutoString too
-            if not isinstance(value, str):
-                return "is not text"
-            length = getattr(kind, "length", None)
-            return None if length is None or len(value) <= length else f"is longer than {length}"
-        return None
-
-    return check
 
 
 def _json(text: str, kind: type, what: str) -> Any:
@@ -122,7 +85,7 @@ class RowChecks:
                 raise BadRow(f"the header's table {name} has unknown, repeated or missing "
                              f"columns: {cols}")  # fmt: skip
             self.columns[name] = cols
-            self.checks[name] = [_column_check(table, c) for c in cols]
+            self.checks[name] = [column_check(table, c) for c in cols]
         self.order = list(TABLES)
         self.at = 0  # index in TABLES of the table being read
         self.kind = kinds.JUDGMENT
@@ -269,12 +232,6 @@ class RowChecks:
     def end(self) -> None:
         if not self.scales:
             raise BadRow("the bundle holds no run")
-
-
-def _column_check(table: Table, name: str) -> Callable[[Any], str | None]:
-    if name not in table.c:  # call.paid
-        return lambda value: None if isinstance(value, bool) else "is not true or false"
-    return _kind_check(table.c[name])
 
 
 def _show(value: Any) -> str:
