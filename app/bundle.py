@@ -32,6 +32,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from flask_eval.app.bundle_checks import BadRow, RowChecks
 from flask_eval.core.errors import InputError
 from flask_eval.core.files import open_input, replaced_whole_bytes
 from flask_eval.core.redact import secret_values
@@ -181,7 +182,8 @@ def _header(path: str, first: bytes | None) -> dict[str, Any]:
     return header
 
 
-def _trailer(path: str, last: bytes | None, digest: str, rows: dict[str, int]) -> None:
+def _trailer(path: str, last: bytes | None, digest: str, rows: dict[str, int],
+             counts: bool = True) -> None:  # fmt: skip
     try:
         trailer = json.loads(last or b"")
     except ValueError:
@@ -191,33 +193,46 @@ def _trailer(path: str, last: bytes | None, digest: str, rows: dict[str, int]) -
     if trailer.get("sha256") != digest:
         raise InputError("the bundle's checksum does not match its content: it was changed "
                          "or damaged after it was written; export it again", path)  # fmt: skip
-    if trailer.get("rows") != {**dict.fromkeys(rows_of.TABLES, 0), **rows}:
+    if counts and trailer.get("rows") != {**dict.fromkeys(rows_of.TABLES, 0), **rows}:
         raise InputError("the bundle's row counts do not match its rows", path)
 
 
-def _table_of(line: bytes) -> str:
-    """The table of a row line, ``["judgment",...``, without parsing the rest."""
-    end = line.find(b'"', 2)
-    return line[2:end].decode("utf-8", "replace") if line.startswith(b'["') and end > 2 else ""
+def _parsed(line: bytes) -> Any:
+    try:
+        return json.loads(line)
+    except ValueError:
+        raise BadRow("not a bundle row (not JSON)") from None
 
 
 def check_bundle(path: str) -> Bundle:
-    """Read the whole bundle once: its header (format, version, schema), every row's
-    table and its trailer (checksum, counts). InputError, one line, if anything is off."""
+    """Read the whole bundle once: its header (format, version, schema), every row (its
+    table, and the ledger's invariants: ``app.bundle_checks``) and its trailer (checksum,
+    counts). InputError, one line naming the line, if anything is off."""
     digest = hashlib.sha256()
     rows: dict[str, int] = {}
     with _lines(path) as lines:
         first = next(lines, None)
         header = _header(path, first)
         digest.update(first or b"")
+        try:
+            checks = RowChecks(header["tables"])
+        except BadRow as exc:
+            raise InputError(str(exc), path, 1) from None
+        wrong: InputError | None = None  # the first row found wrong (a checksum first)
         last = None
-        for line in lines:
+        for number, line in enumerate(lines, start=1):
             if last is not None:
                 digest.update(last)
-                table = _table_of(last)
-                rows[table] = rows.get(table, 0) + 1
+                if wrong is None:
+                    try:
+                        table = checks.row(_parsed(last))
+                        rows[table] = rows.get(table, 0) + 1
+                    except BadRow as exc:
+                        wrong = InputError(str(exc), path, number)
             last = line
-    _trailer(path, last, digest.hexdigest(), rows)
+    _trailer(path, last, digest.hexdigest(), rows, counts=wrong is None)
+    if wrong is not None:
+        raise wrong
     if rows.get("run") != 1:
         raise InputError(f"not {WHAT}: it holds {rows.get('run', 0)} runs", path)
     return Bundle(path, header, rows)

@@ -17,12 +17,13 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from collections.abc import Iterable, Iterator
+import math
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import DateTime, Table, insert, or_, select
+from sqlalchemy import Boolean, DateTime, Float, Integer, String, Table, insert, or_, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.types import TypeEngine
 
@@ -189,6 +190,47 @@ def import_rows(
             raise InputError("the bundle holds no run")
     store._after_bulk_load()
     return done
+
+
+def column_check(table: Table, name: str) -> Callable[[Any], str | None]:
+    """A check of a bundle value of ``table.name``: what is wrong with it, or None
+    (``app.bundle_checks`` checks every row with it before the store is opened)."""
+    if name not in table.c:  # call.paid
+        return lambda value: None if isinstance(value, bool) else "is not true or false"
+    return _type_check(table.c[name])
+
+
+def _type_check(column: Any) -> Callable[[Any], str | None]:
+    """A check of one value against the column's SQL type: the problem, or None."""
+    kind = column.type
+    kind = getattr(kind, "impl", kind) if not isinstance(kind, String | DateTime) else kind
+    nullable = bool(column.nullable) and not column.primary_key
+
+    def check(value: Any) -> str | None:
+        if value is None:
+            return None if nullable else "is empty (null)"
+        if isinstance(kind, Boolean):
+            return None if isinstance(value, bool) else "is not true or false"
+        if isinstance(kind, Integer):
+            ok = isinstance(value, int) and not isinstance(value, bool)
+            return None if ok and abs(value) < 1 << 63 else "is not an integer"
+        if isinstance(kind, Float):
+            ok = isinstance(value, int | float) and not isinstance(value, bool)
+            return None if ok and math.isfinite(value) else "is not a finite number"
+        if isinstance(kind, DateTime):
+            try:
+                datetime.fromisoformat(value)
+            except (TypeError, ValueError):
+                return "is not an ISO 8601 date and time"
+            return None
+        if isinstance(kind, String):  # Text and sqlmodel's AutoString too
+            if not isinstance(value, str):
+                return "is not text"
+            length = getattr(kind, "length", None)
+            return None if length is None or len(value) <= length else f"is longer than {length}"
+        return None
+
+    return check
 
 
 def _insert_run(conn: Connection, name: str, rows: Iterator[dict[str, Any]]) -> int:

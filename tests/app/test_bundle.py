@@ -6,15 +6,19 @@ with one line, and nothing is written (docs/design/bundles.md)."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from flask_eval.app.bundle import FORMAT
 from flask_eval.simulator.config import SimConfig
 from flask_eval.simulator.testing import SimHandle, running_simulator
+from flask_eval.storage.bundle import TABLES
 from flask_eval.storage.db import HEAD
 from tests.app.test_cost import INPUTS
 from tests.helpers import cli_env, flask_eval
@@ -237,3 +241,131 @@ def test_a_bundle_from_postgresql_reports_the_same_in_sqlite(
     export(sqlite, back, "r1")
     flask_eval("import", str(back), "--as", "r1-back", env=cli_env(postgres_url))
     assert {**report(postgres_url, "r1-back"), "run": "r1"} == report(postgres_url, "r1")
+
+
+def forge(bundle: Path, out: Path, table: str, change: Callable[[dict[str, Any]], object],
+          which: Callable[[dict[str, Any]], bool] = lambda row: True) -> int:  # fmt: skip
+    """Write ``out``: ``bundle`` with the first ``table`` row that ``which`` picks changed
+    by ``change`` (a dict of column -> value, changed in place; returning False drops the
+    row) and its trailer recomputed (counts, SHA-256), as whoever forges a bundle would.
+    The bundle's line number (1 = the header) of the row."""
+    header, *rows, _ = lines(bundle)
+    columns = json.loads(header)["tables"][table]
+    for at, line in enumerate(rows):  # noqa: B007  # the row found is rows[at]
+        name, *values = json.loads(line)
+        row = dict(zip(columns, values, strict=True)) if name == table else {}
+        if row and which(row):
+            break
+    else:
+        raise AssertionError(f"no {table} row to change")
+    if change(row) is False:
+        del rows[at]
+    else:
+        rows[at] = (json.dumps([table, *(row[c] for c in columns)]) + "\n").encode()
+    counts = Counter(json.loads(line)[0] for line in rows)
+    trailer = {"end": FORMAT, "rows": {t: counts[t] for t in TABLES},
+               "sha256": hashlib.sha256(header + b"".join(rows)).hexdigest()}  # fmt: skip
+    rewrite(out, [header, *rows, (json.dumps(trailer) + "\n").encode()])
+    return at + 2
+
+
+def _done(row: dict[str, Any]) -> bool:
+    return row["status"] == "done" and row["score"] is not None and row["call_uid"] is not None
+
+
+@pytest.mark.parametrize(
+    ("table", "change", "which", "message"),
+    [
+        ("judgment", lambda r: r.update(score=99), _done, "judgment.score 99 is off judge"),
+        (
+            "judgment",
+            lambda r: r.update(status="failed", reason="timeout"),
+            _done,
+            "on a failed row",
+        ),
+        ("judgment", lambda r: r.update(status="finished"), _done, "judgment.status is not one of"),
+        (
+            "judgment",
+            lambda r: r.update(status="failed", score=None, reason="bored"),
+            _done,
+            "judgment.reason of a failed row is not one of",
+        ),
+        (
+            "judgment",
+            lambda r: r.update(status="pending", score=None, reason="timeout"),
+            _done,
+            'judgment.reason "timeout" on a pending row',
+        ),
+        (
+            "judgment",
+            lambda r: r.update(call_uid="ab" * 16),
+            _done,
+            f'points at answer "{"ab" * 16}", which the bundle does not hold',
+        ),
+        (
+            "judgment",
+            lambda r: r.update(instance_id="nope"),
+            _done,
+            'instance "nope", which the bundle does not hold',
+        ),
+        ("judgment", lambda r: r.update(asks=-1), _done, "judgment.asks is negative: -1"),
+        ("call", lambda r: r.update(prompt_tokens=-5), None, "call.prompt_tokens is negative"),
+        ("call", lambda r: r.update(cost=-0.5), None, "call.cost is negative: -0.5"),
+        (
+            "call",
+            lambda r: r.update(cache_key="A" * 64),
+            None,
+            "call.cache_key is not 64 lowercase hex digits",
+        ),
+        ("call", lambda r: r.update(cost="free"), None, "call.cost is not a finite number"),
+        ("run", lambda r: r.update(config="[]"), None, "run.config is not a JSON object"),
+        ("run", lambda r: r.update(config='{"judges": []}'), None, "run.config names no judges"),
+        ("response", lambda r: False, None, "which the bundle does not hold"),
+    ],
+    ids=[
+        "score-off-scale",
+        "score-on-failed",
+        "status",
+        "reason",
+        "reason-on-pending",
+        "dangling-answer",
+        "unknown-instance",
+        "negative-asks",
+        "negative-tokens",
+        "negative-cost",
+        "cache-key",
+        "cost-type",
+        "config-not-object",
+        "no-judges",
+        "missing-response",
+    ],
+)
+def test_a_forged_row_is_refused_naming_its_line_and_nothing_is_written(
+    source: tuple[str, Path], tmp_path: Path, table: str,
+    change: Callable[[dict[str, Any]], object],
+    which: Callable[[dict[str, Any]], bool] | None, message: str,
+) -> None:  # fmt: skip
+    """The checksum matches (recomputed): only the checks of each row's invariants
+    (app.bundle_checks) refuse it, with one line naming the line, before the store is
+    opened."""
+    _, bundle = source
+    forged = tmp_path / "forged.bundle"
+    number = forge(bundle, forged, table, change, which or (lambda row: True))
+    if table == "response":  # the dropped response's first judgment is refused
+        header, *rows = (json.loads(line) for line in lines(forged)[:-1])
+        cols = ["table", *header["tables"]["judgment"]]
+        dropped = dict(zip(["table", *header["tables"]["response"]],
+                           next(json.loads(x) for x in lines(bundle) if x.startswith(b'["resp')),
+                           strict=True))  # fmt: skip
+        number = 2 + next(
+            at
+            for at, values in enumerate(rows)
+            if values[0] == "judgment"
+            and (row := dict(zip(cols, values, strict=True)))["instance_id"]
+            == dropped["instance_id"]
+            and dropped["model"] in (row["model"], row["model_b"])
+        )
+    target = tmp_path / "target.db"
+    stderr = refused(f"sqlite:///{target}", "import", str(forged))
+    assert stderr.startswith(f"error: {forged}:{number}: ") and message in stderr, stderr
+    assert not target.exists()

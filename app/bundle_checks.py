@@ -1,0 +1,240 @@
+"""The rows of a bundle checked against the ledger's invariants before anything is written
+(docs/design/bundles.md, "Trust").
+
+A bundle's checksum detects damage, not forgery: whoever edits a bundle can recompute it.
+:class:`RowChecks` makes sure that a bundle can only produce ledger states the executor
+could have made: every value of the type and length its column takes; statuses of
+``core.errors.Status`` and failure reasons of ``core.errors.FailureReason`` (the only
+reasons the workers write: each ``JudgeError`` carries one); a done judgment's score on
+its judge's scale (``rubrics.grading.PROTOCOLS``: the protocol its configuration names),
+a verdict of ``core.types.VERDICTS`` for a pairwise comparison, ``None`` (N/A) or nothing
+for a kind of work that scores nothing; no score nor reason on an open row, no score on a
+failed one; counts, tokens, costs and latencies not negative; answers with a lowercase hex
+``uid`` and a 64-hex ``cache_key``; a run configuration that is a JSON object naming its
+judges; and every instance, response and answer a row points at held by the bundle.
+
+Memory stays bounded: each row is checked alone, and only what rows point at is kept
+(instance ids, (model, instance) pairs of responses, and a keyed 8-byte hash per answer
+uid: a million answers take tens of MB, and no uid can be chosen to collide with another).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from flask_eval.core.errors import FailureReason, Status
+from flask_eval.core.types import VERDICTS
+from flask_eval.rubrics import kinds
+from flask_eval.rubrics.grading import DEFAULT_PROTOCOL, PROTOCOLS
+from flask_eval.rubrics.scale import Scale
+from flask_eval.storage.bundle import TABLES, column_check
+from flask_eval.workers.judge import CONTEXT_FULL, CUT_OFF, FINISHED, INCOMPLETE, REFUSAL
+
+STATUSES = frozenset(s.value for s in Status)
+REASONS = frozenset(r.value for r in FailureReason)
+FINISHES = frozenset({FINISHED, CUT_OFF, CONTEXT_FULL, REFUSAL, INCOMPLETE})
+MODES = frozenset({"instance", "skill"})
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_HEX = re.compile(r"[0-9a-f]+")
+_NOT_NEGATIVE = frozenset({
+    "prompt_tokens", "completion_tokens", "cached_tokens", "cache_write_tokens", "cost",
+    "latency_ms", "claims", "asks", "requests", "difficulty",
+})  # fmt: skip
+#: the columns the checks read: a header without one of them is refused
+_READ = {
+    "run": {"mode", "config"}, "instance": {"instance_id"}, "instance_domain": {"instance_id"},
+    "response": {"model", "instance_id"}, "call": {"uid", "cache_key"},
+    "judgment": {"model", "instance_id", "judge", "status", "score", "reason", "call_uid"},
+    "judge_halt": {"judge", "reason"},
+}  # fmt: skip
+
+
+class BadRow(ValueError):
+    """What is wrong with a row (one line)."""
+
+
+def _json(text: str, kind: type, what: str) -> Any:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if not isinstance(value, kind):
+        raise BadRow(f"{what} is not a JSON {'object' if kind is dict else 'list'}")
+    return value
+
+
+class RowChecks:
+    """Checks a bundle's rows one by one, in file order (:meth:`row` raises BadRow)."""
+
+    def __init__(self, columns: Mapping[str, Any]) -> None:
+        if set(columns) != set(TABLES):
+            raise BadRow(f"the header's tables are {sorted(columns)}, not {sorted(TABLES)}")
+        self.columns: dict[str, list[str]] = {}
+        self.checks: dict[str, list[Callable[[Any], str | None]]] = {}
+        for name, table in TABLES.items():
+            cols = columns[name]
+            if not isinstance(cols, list) or not all(isinstance(c, str) for c in cols):
+                raise BadRow(f"the header's columns of {name} are not a list of names")
+            unknown = [c for c in cols if c not in table.c and not (name == "call" and c == "paid")]
+            if unknown or len(set(cols)) != len(cols) or not _READ[name] <= set(cols):
+                raise BadRow(f"the header's table {name} has unknown, repeated or missing "
+                             f"columns: {cols}")  # fmt: skip
+            self.columns[name] = cols
+            self.checks[name] = [column_check(table, c) for c in cols]
+        self.order = list(TABLES)
+        self.at = 0  # index in TABLES of the table being read
+        self.kind = kinds.JUDGMENT
+        self.scales: dict[str, Scale | None] = {}  # judge -> its scale (None: unknown)
+        self.instances: set[str] = set()
+        self.responses: set[tuple[str, str]] = set()
+        self.answers: set[int] = set()
+        self._key = os.urandom(16)
+
+    def _uid(self, uid: str) -> int:
+        digest = hashlib.blake2b(uid.encode(), key=self._key, digest_size=8).digest()
+        return int.from_bytes(digest, "big")
+
+    def row(self, data: Any) -> str:
+        """Check one parsed row line; its table."""
+        if not isinstance(data, list) or not data or not isinstance(data[0], str):
+            raise BadRow("not a bundle row ([table, value, ...])")
+        table, values = data[0], data[1:]
+        if table not in TABLES:
+            raise BadRow(f"unknown table {table!r}")
+        at = self.order.index(table)
+        if at < self.at:
+            raise BadRow(f"a {table} row after the {self.order[self.at]} rows")
+        if at > 0 and not self.scales:
+            raise BadRow(f"a {table} row before the run's row")
+        self.at = at
+        cols = self.columns[table]
+        if len(values) != len(cols):
+            raise BadRow(f"a {table} row has {len(values)} values, expected {len(cols)}")
+        for col, check, value in zip(cols, self.checks[table], values, strict=True):
+            problem = check(value)
+            if problem:
+                raise BadRow(f"{table}.{col} {problem}: {_show(value)}")
+        row = dict(zip(cols, values, strict=True))
+        for col in _NOT_NEGATIVE.intersection(row):
+            if row[col] is not None and row[col] < 0:
+                raise BadRow(f"{table}.{col} is negative: {row[col]}")
+        getattr(self, f"_{table}")(row)
+        return table
+
+    def _run(self, row: dict[str, Any]) -> None:
+        if self.scales:
+            raise BadRow("a second run row: a bundle holds one run")
+        if row.get("mode") not in MODES:
+            raise BadRow(f"run.mode is not one of {sorted(MODES)}: {_show(row.get('mode'))}")
+        config = _json(row.get("config") or "", dict, "run.config")
+        self.kind = str(config.get("kind") or kinds.JUDGMENT)
+        if self.kind != kinds.JUDGMENT and self.kind not in kinds.KINDS:
+            raise BadRow(f"run.config names an unknown kind of work {_show(self.kind)}")
+        for entry in config.get("judges") or ():
+            if isinstance(entry, Mapping) and isinstance(entry.get("name"), str):
+                protocol = entry.get("protocol")
+                name = str(protocol or DEFAULT_PROTOCOL) if isinstance(protocol, str | None) else ""
+                self.scales[entry["name"]] = PROTOCOLS[name].scale if name in PROTOCOLS else None
+            elif isinstance(entry, str):
+                self.scales[entry] = PROTOCOLS[DEFAULT_PROTOCOL].scale
+            else:
+                raise BadRow(f"run.config names a judge that is not a name: {_show(entry)}")
+        if not self.scales:
+            raise BadRow("run.config names no judges")
+
+    def _instance(self, row: dict[str, Any]) -> None:
+        if "skills" in row:
+            _json(row["skills"], list, "instance.skills")
+        if "rubrics" in row:
+            _json(row["rubrics"], dict, "instance.rubrics")
+        self.instances.add(row["instance_id"])
+
+    def _instance_domain(self, row: dict[str, Any]) -> None:
+        self._known_instance("instance_domain", row["instance_id"])
+
+    def _response(self, row: dict[str, Any]) -> None:
+        self._known_instance("response", row["instance_id"])
+        self.responses.add((row["model"], row["instance_id"]))
+
+    def _call(self, row: dict[str, Any]) -> None:
+        uid = row["uid"]
+        if not _HEX.fullmatch(uid):
+            raise BadRow(f"call.uid is not lowercase hex: {_show(uid)}")
+        key = row["cache_key"]
+        if not _HEX64.fullmatch(key):
+            raise BadRow(f"call.cache_key is not 64 lowercase hex digits: {_show(key)}")
+        if "finish" in row and row["finish"] not in FINISHES:
+            raise BadRow(f"call.finish is not one of {sorted(FINISHES)}: {_show(row['finish'])}")
+        hashed = self._uid(uid)
+        if hashed in self.answers:
+            raise BadRow(f"a second answer with uid {uid}")
+        self.answers.add(hashed)
+
+    def _judgment(self, row: dict[str, Any]) -> None:
+        status, score, reason = row.get("status"), row.get("score"), row.get("reason")
+        if status not in STATUSES:
+            raise BadRow(f"judgment.status is not one of {sorted(STATUSES)}: {_show(status)}")
+        judge = row["judge"]
+        if judge not in self.scales:
+            raise BadRow(f"judgment of judge {_show(judge)}, which the run's config does not name")
+        instance, model, model_b = row["instance_id"], row["model"], row.get("model_b") or ""
+        self._known_instance("judgment", instance)
+        if self.kind == kinds.JUDGMENT:
+            for who in (model, model_b) if model_b else (model,):
+                if (who, instance) not in self.responses:
+                    raise BadRow(f"judgment of the response of {_show(who)} to instance "
+                                 f"{_show(instance)}, which the bundle does not hold")  # fmt: skip
+        if status == Status.FAILED.value:
+            if reason not in REASONS:
+                raise BadRow(f"judgment.reason of a failed row is not one of {sorted(REASONS)}: "
+                             f"{_show(reason)}")  # fmt: skip
+        elif reason is not None:
+            raise BadRow(f"judgment.reason {_show(reason)} on a {status} row")
+        if score is not None:
+            if status != Status.DONE.value:
+                raise BadRow(f"judgment.score {score} on a {status} row")
+            self._on_scale(judge, model_b, score)
+        call_uid = row.get("call_uid")
+        if call_uid is not None and self._uid(call_uid) not in self.answers:
+            raise BadRow(f"judgment points at answer {_show(call_uid)}, which the bundle "
+                         "does not hold")  # fmt: skip
+
+    def _on_scale(self, judge: str, model_b: str, score: int) -> None:
+        if self.kind != kinds.JUDGMENT:
+            raise BadRow(f"judgment.score {score} in a {self.kind} run, which scores nothing")
+        if model_b:
+            if score not in VERDICTS:
+                raise BadRow(f"judgment.score {score} of a pairwise comparison is not a "
+                             f"verdict {list(VERDICTS)}")  # fmt: skip
+            return
+        scale = self.scales[judge]
+        if scale is not None and score not in scale:
+            raise BadRow(f"judgment.score {score} is off judge {judge}'s scale {scale.text}")
+
+    def _judge_halt(self, row: dict[str, Any]) -> None:
+        if row["judge"] not in self.scales:
+            raise BadRow(f"judge_halt of judge {_show(row['judge'])}, which the run's config "
+                         "does not name")  # fmt: skip
+        if row.get("reason") not in REASONS:
+            raise BadRow(f"judge_halt.reason is not one of {sorted(REASONS)}: "
+                         f"{_show(row.get('reason'))}")  # fmt: skip
+
+    def _known_instance(self, table: str, instance: str) -> None:
+        if instance not in self.instances:
+            raise BadRow(f"{table} row of instance {_show(instance)}, which the bundle "
+                         "does not hold")  # fmt: skip
+
+    def end(self) -> None:
+        if not self.scales:
+            raise BadRow("the bundle holds no run")
+
+
+def _show(value: Any) -> str:
+    """A value as a message shows it: JSON, at most 60 characters."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."
