@@ -341,6 +341,9 @@ def test_reusing_a_run_name_with_other_inputs_is_refused(
 
 def test_unknown_run_and_missing_key_are_clear_errors(tmp_path: Path) -> None:
     env = {"FLASK_EVAL_DATABASE_URL": f"sqlite:///{tmp_path / 'y.db'}"}
+    from flask_eval.storage.store import Store
+
+    Store(env["FLASK_EVAL_DATABASE_URL"]).close()  # a store without that run
     result = CliRunner().invoke(main, ["report", "nope"], env=env)
     assert result.exit_code == 2 and "no run named 'nope'" in result.stderr
     args = [
