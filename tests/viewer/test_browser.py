@@ -32,6 +32,9 @@ from flask_eval.viewer.server import make_app
 from tests.conftest import EXAMPLES, REPO
 from tests.helpers import cli_env, flask_eval
 
+#: a Chromium process per module: the integration tier (the collection cannot see it)
+pytestmark = pytest.mark.integration
+
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(os.environ.get("FLASK_EVAL_ARTIFACTS") or REPO / ".artifacts" / "screenshots")
 SCRIPT = "<script>window.__pwned = 1</script>"
