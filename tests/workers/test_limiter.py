@@ -10,6 +10,7 @@ import multiprocessing
 import os
 import random
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -587,17 +588,21 @@ def test_without_a_budget_redis_is_not_asked_yet_shared_blocks_apply(limiter_red
     holds this one back, learnt from the blocks channel."""
     import redis
 
+    # a prefix of its own: a Redis channel is seen from every database, and other tests'
+    # limiters (and workers) subscribe to the default one, which would pass the wait below
+    # before this limiter is listening
+    prefix = f"test-{uuid.uuid4().hex[:8]}:rl:"
+    channel = f"{prefix}blocks"
+
     async def go() -> tuple[int, float]:
-        quiet = RedisLimiter(limiter_redis, {})
-        other = RedisLimiter(limiter_redis, {})
+        quiet = RedisLimiter(limiter_redis, {}, prefix)
+        other = RedisLimiter(limiter_redis, {}, prefix)
         try:
             for _ in range(200):
                 await quiet.acquire(KEY, 100)
             client = redis.Redis.from_url(limiter_redis)
             async with asyncio.timeout(30):  # until its blocks channel is subscribed
-                while not dict(client.pubsub_numsub("flask_eval:rl:blocks")).get(
-                    b"flask_eval:rl:blocks"
-                ):
+                while not dict(client.pubsub_numsub(channel)).get(channel.encode()):
                     await asyncio.sleep(0.05)
             client.close()
             await other.penalize(KEY, 2.0)  # a 429 seen by another process
