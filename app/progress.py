@@ -45,7 +45,7 @@ class RunStatus:
 
 
 def unpriced_judges(info: RunInfo) -> list[str]:
-    """The names of ``info``'s judges without a price."""
+    """The names of ``info``'s judges without a price (their cost is unknown, never $0)."""
     return unpriced([JudgeConfig.from_data(j) for j in info.config["judges"]])
 
 

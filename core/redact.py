@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 __all__ = [
     "RedactingFilter",
@@ -130,17 +130,18 @@ def _hide_param(match: re.Match[str]) -> str:
     return match.group()
 
 
-def redact_known(text: str) -> str:
+def redact_known(text: str, secrets: Sequence[str] | None = None) -> str:
     """``text`` with the values of the environment's secrets (:func:`secret_values`, the
     judges' API keys among them) replaced by ``***``, and nothing else changed.
 
     For what a judge wrote (an answer, a refusal): it is read for scores after this, so
     only exact secret values go; the shapes :func:`redact` also hides (``sk-...``,
-    ``?token=...``) may be quoted from a response and stay.
+    ``?token=...``) may be quoted from a response and stay. ``secrets``: those values,
+    when the caller took them once for many texts (:func:`secret_values`).
     """
     if not text:
         return text
-    for value in _CACHE.values():
+    for value in _CACHE.values() if secrets is None else secrets:
         if value in text:
             text = text.replace(value, "***")
     return text

@@ -50,10 +50,6 @@ class Refresher:
         self._pool.submit(self._refresh, run)
         return True
 
-    def busy(self, run: RunInfo) -> bool:
-        with self._lock:
-            return run.id in self._busy
-
     def _refresh(self, run: RunInfo) -> None:
         try:
             browse.refresh(self.store, run, body_mod.render, body_mod.VERSION)
@@ -174,7 +170,6 @@ async def run_page(request: web.Request) -> web.Response:
         run=run,
         view=result.overview,
         body=body,
-        cached=result.cached,
         result=result,
         reload=RELOAD_SECONDS if result.body is None else None,
         judge=judge,

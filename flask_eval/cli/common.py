@@ -123,14 +123,6 @@ ENV_WORKER = {
 }
 
 
-def unpriced_judges(info: RunInfo) -> list[str]:
-    """The names of ``info``'s judges without a price (their cost is unknown, never $0)."""
-    from flask_eval.core.types import JudgeConfig
-    from flask_eval.producer.prices import unpriced
-
-    return unpriced([JudgeConfig.from_data(j) for j in info.config["judges"]])
-
-
 def epilog(env: dict[str, str]) -> str:
     lines = ["\b", "Environment:"]
     lines += [f"  {name}: {meaning}" for name, meaning in env.items()]

@@ -21,7 +21,6 @@ from flask_eval.cli.common import (
     find_run,
     handle_errors,
     open_store,
-    unpriced_judges,
 )
 from flask_eval.cli.wait import check_waiting, quiet_option, timeout_option, wait_and_finish
 from flask_eval.core import settings as settings_mod
@@ -292,6 +291,8 @@ def _progress_line(quiet: bool) -> Callable[[str], None] | None:
 def _cost(info: RunInfo, sent: Dispatched) -> str:
     """What the dispatched calls cost: estimated, unknown (a judge without a price), or
     free (the answer cache)."""
+    from flask_eval.app.progress import unpriced_judges
+
     unpriced = unpriced_judges(info)
     parts = [f"{sent.cached} answered from the answer cache"] if sent.cached else []
     if unpriced:
