@@ -90,8 +90,8 @@ class Plan:
                 planned_pairwise_rows(self.inputs, self.pairs, [j.name for j in self.judges])
             )
         skills = {i.id: len(i.skills) for i in self.inputs.instances}
-        per_judge = sum(skills.get(r.instance_id, 0) for rs in self.inputs.response_sets
-                        for r in rs.responses)  # fmt: skip
+        per_judge = sum(skills.get(i, 0) for rs in self.inputs.response_sets
+                        for i in rs.instance_ids())  # fmt: skip
         return per_judge * len(self.judges)
 
     def estimator(self, cache: AnswerCache | None = None) -> Estimator:

@@ -118,7 +118,8 @@ class Case:
 def flask_cases(data: Path, count: int, model: str = "gpt4") -> tuple[list[Case], int]:
     """The first ``count`` FLASK instances (with ``model``'s responses) whose prompts fit
     the context window, and how many were passed over for not fitting."""
-    from flask_eval.producer.loaders import load_instances, load_responses
+    from flask_eval.producer.loaders import load_instances
+    from flask_eval.producer.responses import load_responses
 
     skills = load_default()
     path = data / "evaluation_set" / "flask_evaluation.jsonl"

@@ -8,7 +8,8 @@ to say (``workers.judge.check_spec``), since a provider is code.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from abc import abstractmethod
+from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -114,13 +115,29 @@ class Response:
     line: int = 0
 
 
+class ResponseSource(Collection[Response]):
+    """Responses read from elsewhere when iterated (a file's: ``producer.responses``),
+    whose instance ids are known without reading their texts."""
+
+    @abstractmethod
+    def instance_ids(self) -> tuple[str, ...]:
+        """The ids of the instances answered, in order."""
+
+
 @dataclass(frozen=True)
 class ResponseSet:
-    """All responses of one model, as loaded from one file."""
+    """All responses of one model, as loaded from one file: held, or (a file's, see
+    ``producer.responses.FileResponses``) read again from the file when iterated."""
 
     model: str
     path: str
-    responses: tuple[Response, ...] = field(default_factory=tuple)
+    responses: Collection[Response] = field(default_factory=tuple)
+
+    def instance_ids(self) -> tuple[str, ...]:
+        """The ids of the instances answered, in order, without reading any text."""
+        if isinstance(self.responses, ResponseSource):
+            return self.responses.instance_ids()
+        return tuple(r.instance_id for r in self.responses)
 
 
 _MODEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/+-]{0,199}$")

@@ -302,11 +302,11 @@ def planned_calls(
         return group_calls(planned_pairwise_rows(inputs, pairs, list(context.judges)), context)
     criteria_of = {i.id: i.skills for i in inputs.instances}
     rows = [
-        OpenRow(0, rs.model, "", r.instance_id, criterion, judge)
+        OpenRow(0, rs.model, "", instance_id, criterion, judge)
         for judge in context.judges
         for rs in inputs.response_sets
-        for r in rs.responses
-        for criterion in criteria_of[r.instance_id]
+        for instance_id in rs.instance_ids()
+        for criterion in criteria_of[instance_id]
     ]
     return group_calls(rows, context)
 

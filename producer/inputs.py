@@ -10,7 +10,8 @@ from flask_eval.core.errors import InputError
 from flask_eval.core.limits import MAX_MODEL_NAME, MAX_RUN_NAME
 from flask_eval.core.text import clip, control_problem
 from flask_eval.core.types import Instance, ResponseSet
-from flask_eval.producer.loaders import load_instances, load_responses
+from flask_eval.producer.loaders import load_instances
+from flask_eval.producer.responses import load_responses
 
 __all__ = [
     "MODEL_NAME_PATTERN",
@@ -79,16 +80,13 @@ class Inputs:
         """Model name -> (instances it answered, total instances)."""
         ids = {instance.id for instance in self.instances}
         total = len(self.instances)
-        return {
-            rs.model: (len({r.instance_id for r in rs.responses} & ids), total)
-            for rs in self.response_sets
-        }
+        return {rs.model: (len(set(rs.instance_ids()) & ids), total) for rs in self.response_sets}
 
     def missing(self) -> dict[str, tuple[str, ...]]:
         """Model name -> ids of the instances it has no response for, in file order."""
         result: dict[str, tuple[str, ...]] = {}
         for rs in self.response_sets:
-            answered = {r.instance_id for r in rs.responses}
+            answered = set(rs.instance_ids())
             result[rs.model] = tuple(i.id for i in self.instances if i.id not in answered)
         return result
 
@@ -128,6 +126,6 @@ def load_inputs(
     instances = tuple(
         load_instances(instances_path, known_skills, custom_criteria=custom, reference=reference)
     )
-    ids = frozenset(instance.id for instance in instances)
+    ids = {instance.id: instance.id for instance in instances}
     response_sets = tuple(load_responses(name, path, ids) for name, path in responses)
     return Inputs(instances=instances, response_sets=response_sets)

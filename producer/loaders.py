@@ -16,7 +16,8 @@ with the exact 1-based line of the first problem:
   instance's own rubric per skill (FLASK-Hard), in a form of
   :func:`producer.importing.parse_rubric` (``criteria`` ``""``: the skill's own).
   Any other field (``task``, ``domain_review``, ...) is ignored.
-* :func:`load_responses` reads one model's responses: ``question_id`` + ``text``.
+* :func:`producer.responses.load_responses` reads one model's responses: ``question_id``
+  + ``text`` (validated here, its texts read again when needed).
 
 Skill names are not hard-coded: callers pass the rubric set's skill names.
 
@@ -42,12 +43,10 @@ from flask_eval.core.types import (
     DOMAINS,
     Instance,
     InstanceRubric,
-    Response,
-    ResponseSet,
 )
 from flask_eval.producer.importing import RubricProblem, parse_rubric
 
-__all__ = ["MAX_LINE_BYTES", "load_instances", "load_responses", "read_json_lines"]
+__all__ = ["MAX_LINE_BYTES", "load_instances", "read_json_lines"]
 
 _UNKNOWN = "-1"
 _DOMAIN_SET = frozenset(DOMAINS)
@@ -397,39 +396,3 @@ def load_instances(
             )
         )
     return instances
-
-
-def load_responses(model: str, path: str, instance_ids: Collection[str]) -> ResponseSet:
-    """Load one model's responses (``question_id`` + ``text`` per line) from JSON Lines.
-
-    Every ``question_id`` must name one of ``instance_ids`` and appear at most once; the
-    text may be empty (empty responses are judged like any other). Extra fields are
-    ignored. Raises InputError naming the file and line of the first problem.
-    """
-    ids = instance_ids if isinstance(instance_ids, set | frozenset) else frozenset(instance_ids)
-    first_line: dict[str, int] = {}
-    responses: list[Response] = []
-    hint = "a response needs question_id and text"
-    for line, record in read_json_lines(path):
-        qid = _record_id(_field(record, "question_id", path, line, hint), "question_id", path, line)
-        text = _string(
-            _field(record, "text", path, line, hint), "text", path, line, allow_empty=True
-        )
-        previous = first_line.get(qid)
-        if previous is not None:
-            raise InputError(
-                f"duplicate response for instance {clip(qid)} (first on line {previous}); "
-                "keep one response per instance",
-                path,
-                line,
-            )
-        if qid not in ids:
-            raise InputError(
-                f"response for unknown instance {clip(qid)}; the instances file has no such id "
-                "(check that the responses match the instances file)",
-                path,
-                line,
-            )
-        first_line[qid] = line
-        responses.append(Response(model=model, instance_id=qid, text=text, line=line))
-    return ResponseSet(model=model, path=path, responses=tuple(responses))

@@ -109,7 +109,7 @@ def shared_instances(inputs: Inputs, pairs: Sequence[Pair]) -> dict[frozenset[st
     """For each compared pair of models (either order), the instances both answered."""
     answered: dict[str, set[str]] = {}
     for rs in inputs.response_sets:
-        answered.setdefault(rs.model, set()).update(r.instance_id for r in rs.responses)
+        answered.setdefault(rs.model, set()).update(rs.instance_ids())
     ids = {i.id for i in inputs.instances}
     return {
         frozenset(p): len(answered.get(p[0], set()) & answered.get(p[1], set()) & ids)

@@ -9,10 +9,10 @@ an error), then those for instances outside the selection are ignored.
 from __future__ import annotations
 
 import random
-from dataclasses import replace
 
 from flask_eval.core.errors import InputError
 from flask_eval.producer.inputs import Inputs
+from flask_eval.producer.responses import only
 
 
 def select(
@@ -32,8 +32,5 @@ def select(
                                                 min(n, len(inputs.instances))))  # fmt: skip
         kept = tuple(i for k, i in enumerate(inputs.instances) if k in chosen)
     ids = {i.id for i in kept}
-    response_sets = tuple(
-        replace(rs, responses=tuple(r for r in rs.responses if r.instance_id in ids))
-        for rs in inputs.response_sets
-    )
+    response_sets = tuple(only(rs, ids) for rs in inputs.response_sets)
     return Inputs(instances=tuple(kept), response_sets=response_sets)

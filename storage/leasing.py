@@ -59,6 +59,17 @@ class WorkerLedger:
         """``INSERT ... ON CONFLICT DO NOTHING`` of many rows."""
         raise NotImplementedError
 
+    def _bulk_load(
+        self,
+        conn: Connection,
+        table: Table,
+        columns: Sequence[str],
+        rows: Iterable[tuple[Any, ...]],
+    ) -> None:
+        """Insert many new rows (``columns`` of each tuple) that cannot conflict: a new
+        run's, streamed (COPY on PostgreSQL), in the caller's transaction."""
+        raise NotImplementedError
+
     def _extend(self, conn: Connection, held: Mapping[int, int], until: datetime) -> set[int]:
         """Lease the rows of ``held`` still under those claims until ``until``; their ids.
         Portable: a row-value ``IN`` list (PostgreSQL overrides it)."""

@@ -26,18 +26,15 @@ if TYPE_CHECKING:
 
     from flask_eval.storage.store import Store
 
-__all__ = ["Pair", "answered_pairs", "insert_run_rows", "ledger_rows"]
+__all__ = ["LEDGER_COLUMNS", "Pair", "answered_pairs", "insert_run_rows", "ledger_rows"]
 
 #: an ordered model pair: (the model shown first, the model shown second)
 Pair = tuple[str, str]
 
 
-def _pending(run_id: int, model: str, model_b: str, instance_id: str, criterion: str,
-             judge: str, now: datetime) -> dict[str, Any]:  # fmt: skip
-    return {"run_id": run_id, "model": model, "model_b": model_b, "instance_id": instance_id,
-            "criterion": criterion, "judge": judge, "status": Status.PENDING.value,
-            "claims": 0, "asks": 0, "requests": 0, "created_at": now,
-            "updated_at": now}  # fmt: skip
+#: the columns of a pending ``judgment`` row, as :func:`ledger_rows` yields them
+LEDGER_COLUMNS = ("run_id", "model", "model_b", "instance_id", "criterion", "judge", "status",
+                  "claims", "asks", "requests", "created_at", "updated_at")  # fmt: skip
 
 
 def answered_pairs(
@@ -47,7 +44,7 @@ def answered_pairs(
     instance (in order) that both models of the pair answered."""
     answered: dict[str, set[str]] = {}
     for rs in response_sets:
-        answered.setdefault(rs.model, set()).update(r.instance_id for r in rs.responses)
+        answered.setdefault(rs.model, set()).update(rs.instance_ids())
     for first, second in dict.fromkeys(pairs):
         if first == second:
             raise ValueError(f"a pair compares two different models, got {first!r} twice")
@@ -64,21 +61,31 @@ def ledger_rows(
     judges: Sequence[str],
     now: datetime,
     pairs: Sequence[Pair] | None = None,
-) -> Iterator[dict[str, Any]]:
-    """The pending ``judgment`` rows of a new run (see the module docstring); ``pairs``
-    None: absolute grading."""
+) -> Iterator[tuple[Any, ...]]:
+    """The pending ``judgment`` rows of a new run (:data:`LEDGER_COLUMNS`; see the module
+    docstring), a subject's criteria next to each other; ``pairs`` None: absolute
+    grading. Made from the instance ids each model answered: no response text is read."""
+    pending = Status.PENDING.value
     if pairs is None:
-        by_id = {inst.id: inst for inst in instances}
+        skills = {inst.id: inst.skills for inst in instances}
         for rs in response_sets:
-            for r in rs.responses:
+            model = rs.model
+            for instance_id in rs.instance_ids():
+                criteria = skills[instance_id]
                 for judge in judges:
-                    for criterion in by_id[r.instance_id].skills:
-                        yield _pending(run_id, r.model, "", r.instance_id, criterion, judge, now)
+                    for criterion in criteria:
+                        yield (run_id, model, "", instance_id, criterion, judge, pending,
+                               0, 0, 0, now, now)  # fmt: skip
         return
     for first, second, instance in answered_pairs(instances, response_sets, pairs):
         for judge in judges:
             for criterion in instance.skills:
-                yield _pending(run_id, first, second, instance.id, criterion, judge, now)
+                yield (run_id, first, second, instance.id, criterion, judge, pending,
+                       0, 0, 0, now, now)  # fmt: skip
+
+
+_INSTANCE_COLUMNS = ("run_id", "instance_id", "instruction", "answer", "skills", "difficulty",
+                     "system_prompt", "rubrics", "capability", "task")  # fmt: skip
 
 
 def insert_run_rows(
@@ -91,19 +98,18 @@ def insert_run_rows(
     now: datetime,
     pairs: Sequence[Pair] | None = None,
 ) -> None:
-    """Insert a new run's instances, domains, responses and pending ledger (through the
-    dialect's bulk insert: COPY on PostgreSQL), in the caller's transaction."""
-    store._insert_ignore(conn, INSTANCE, (instance_values(run_id, i) for i in instances))
-    store._insert_ignore(conn, INSTANCE_DOMAIN, (
-        {"run_id": run_id, "instance_id": i.id, "domain": d}
-        for i in instances
-        for d in dict.fromkeys(i.domains)
+    """Insert a new run's instances, domains, responses and pending ledger, streamed
+    through the dialect's bulk load (COPY on PostgreSQL) in the caller's transaction:
+    each response's text is read from its file once, here, and none is held."""
+    store._bulk_load(conn, INSTANCE, _INSTANCE_COLUMNS, (
+        tuple(values[c] for c in _INSTANCE_COLUMNS)
+        for values in (instance_values(run_id, i) for i in instances)
     ))  # fmt: skip
-    store._insert_ignore(conn, RESPONSE, (
-        {"run_id": run_id, "model": r.model, "instance_id": r.instance_id, "text": r.text}
-        for rs in response_sets
-        for r in rs.responses
+    store._bulk_load(conn, INSTANCE_DOMAIN, ("run_id", "instance_id", "domain"), (
+        (run_id, i.id, d) for i in instances for d in dict.fromkeys(i.domains)
     ))  # fmt: skip
-    store._insert_ignore(
-        conn, JUDGMENT, ledger_rows(run_id, instances, response_sets, judges, now, pairs)
-    )
+    store._bulk_load(conn, RESPONSE, ("run_id", "model", "instance_id", "text"), (
+        (run_id, r.model, r.instance_id, r.text) for rs in response_sets for r in rs.responses
+    ))  # fmt: skip
+    store._bulk_load(conn, JUDGMENT, LEDGER_COLUMNS,
+                     ledger_rows(run_id, instances, response_sets, judges, now, pairs))  # fmt: skip

@@ -7,6 +7,7 @@ a flush runs one statement per item through ``executemany``.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
@@ -133,6 +134,29 @@ class SqliteStore(Store):
             for o in outcomes
         ]  # fmt: skip
         return int(conn.execute(FINISH, params).rowcount)
+
+    def _bulk_load(
+        self,
+        conn: Connection,
+        table: Table,
+        columns: Sequence[str],
+        rows: Iterable[tuple[Any, ...]],
+    ) -> None:
+        names = ", ".join(f'"{c}"' for c in columns)
+        marks = ", ".join("?" for _ in columns)
+        # values as SQLAlchemy stores them (datetimes as its text form)
+        procs = [table.c[c].type.bind_processor(conn.dialect) for c in columns]
+        if any(procs):
+            rows = (tuple(v if p is None else p(v) for p, v in zip(procs, row, strict=True))
+                    for row in rows)  # fmt: skip
+        sql = f'INSERT INTO "{table.name}" ({names}) VALUES ({marks})'
+        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        try:
+            it = iter(rows)
+            while chunk := list(itertools.islice(it, INSERT_CHUNK)):
+                cursor.executemany(sql, chunk)
+        finally:
+            cursor.close()
 
     def _insert_ignore(
         self, conn: Connection, table: Table, rows: Iterable[dict[str, Any]]

@@ -17,7 +17,8 @@ from flask_eval.core.errors import InputError
 from flask_eval.core.limits import MAX_INSTANCE_ID
 from flask_eval.core.types import DIFFICULTY_LABELS, DOMAINS
 from flask_eval.producer.inputs import Inputs, load_inputs, parse_responses_arg
-from flask_eval.producer.loaders import MAX_LINE_BYTES, load_instances, load_responses
+from flask_eval.producer.loaders import MAX_LINE_BYTES, load_instances
+from flask_eval.producer.responses import load_responses
 from tests.bad_input_cases import BAD, CASES, CLI_CASES, FLASK_SKILLS, REPO_ROOT, BadCase
 
 EXAMPLES = REPO_ROOT / "flask_eval" / "examples"

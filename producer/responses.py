@@ -1,0 +1,141 @@
+"""A model's responses file, validated once and read again when its texts are needed.
+
+A run of millions of judgments is made of many responses, each written to the store once:
+holding their texts from validation to the write would make the producer's memory grow
+with the run (~1 KB per judgment, docs/design/scale.md). :func:`load_responses` checks a
+whole file line by line and keeps only the instance ids it answers (each the instance's
+own string: a pointer per response); :class:`FileResponses` reads the texts again, line by
+line, whenever they are iterated (to fingerprint the run, to write it), checking that the
+file still holds what was validated.
+
+A responses file is JSON Lines, one ``question_id`` + ``text`` per line (extra fields are
+ignored); every id must name an instance, at most once per file.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from flask_eval.core.errors import InputError
+from flask_eval.core.jsonl import read_json_lines
+from flask_eval.core.text import clip
+from flask_eval.core.types import Response, ResponseSet, ResponseSource
+from flask_eval.producer.loaders import _field, _record_id, _string
+
+__all__ = ["FileResponses", "load_responses", "only"]
+
+_HINT = "a response needs question_id and text"
+
+
+def _stamp(path: str) -> tuple[int, int]:
+    """What says a file was not changed since it was validated: its size and mtime."""
+    st = os.stat(path)
+    return st.st_size, st.st_mtime_ns
+
+
+def _read(record: dict[str, Any], path: str, line: int) -> tuple[str, str]:
+    """One line's (question id, text), checked; InputError naming the line."""
+    qid = _record_id(_field(record, "question_id", path, line, _HINT), "question_id", path, line)
+    text = _string(_field(record, "text", path, line, _HINT), "text", path, line, allow_empty=True)
+    return qid, text
+
+
+@dataclass(frozen=True, eq=False)
+class FileResponses(ResponseSource):
+    """The responses of one validated file, its texts read again on each iteration.
+
+    ``ids`` are the instance ids of the file's responses, in file order; ``keep`` (None:
+    all) the ids a selection kept (``--limit``, ``--sample``). Iterating yields the kept
+    responses in file order; a file changed since its validation raises InputError (the
+    caller's transaction then writes nothing).
+    """
+
+    model: str
+    path: str
+    ids: tuple[str, ...]
+    stamp: tuple[int, int]
+    keep: frozenset[str] | None = None
+
+    def __len__(self) -> int:
+        if self.keep is None:
+            return len(self.ids)
+        return sum(1 for i in self.ids if i in self.keep)
+
+    def __contains__(self, item: object) -> bool:
+        return isinstance(item, Response) and item in set(self)
+
+    def __iter__(self) -> Iterator[Response]:
+        changed = InputError("the file changed after it was validated; run again", self.path)
+        try:
+            if _stamp(self.path) != self.stamp:
+                raise changed
+        except OSError:
+            raise changed from None
+        expected = iter(self.ids)
+        keep = self.keep
+        for line, record in read_json_lines(self.path):
+            qid, text = _read(record, self.path, line)
+            if next(expected, None) != qid:
+                raise InputError("the file changed after it was validated; run again",
+                                 self.path, line)  # fmt: skip
+            if keep is None or qid in keep:
+                yield Response(self.model, qid, text, line)
+        if next(expected, None) is not None:
+            raise changed
+
+    def instance_ids(self) -> tuple[str, ...]:
+        keep = self.keep
+        return self.ids if keep is None else tuple(i for i in self.ids if i in keep)
+
+
+def only(rs: ResponseSet, ids: Collection[str]) -> ResponseSet:
+    """``rs`` with the responses to ``ids`` only (a file's texts stay unread)."""
+    responses = rs.responses
+    if isinstance(responses, FileResponses):
+        keep = frozenset(ids) if responses.keep is None else responses.keep & frozenset(ids)
+        kept = FileResponses(responses.model, responses.path, responses.ids, responses.stamp,
+                             keep)  # fmt: skip
+        return ResponseSet(rs.model, rs.path, kept)
+    return ResponseSet(rs.model, rs.path, tuple(r for r in responses if r.instance_id in ids))
+
+
+def load_responses(model: str, path: str, instance_ids: Collection[str]) -> ResponseSet:
+    """Validate one model's responses file; its texts are read again when iterated.
+
+    Every ``question_id`` must name one of ``instance_ids`` and appear at most once; the
+    text may be empty (empty responses are judged like any other). Raises InputError
+    naming the file and line of the first problem.
+    """
+    canonical: Mapping[str, str] = (
+        instance_ids if isinstance(instance_ids, dict) else {i: i for i in instance_ids}
+    )
+    first_line: dict[str, int] = {}
+    ids: list[str] = []
+    try:
+        stamp = _stamp(path)
+    except OSError:
+        stamp = (-1, -1)  # read_json_lines says why the file cannot be read
+    for line, record in read_json_lines(path):
+        qid, _text = _read(record, path, line)
+        previous = first_line.get(qid)
+        if previous is not None:
+            raise InputError(
+                f"duplicate response for instance {clip(qid)} (first on line {previous}); "
+                "keep one response per instance",
+                path,
+                line,
+            )
+        known = canonical.get(qid)
+        if known is None:
+            raise InputError(
+                f"response for unknown instance {clip(qid)}; the instances file has no such id "
+                "(check that the responses match the instances file)",
+                path,
+                line,
+            )
+        first_line[known] = line
+        ids.append(known)
+    return ResponseSet(model, path, FileResponses(model, path, tuple(ids), stamp))
