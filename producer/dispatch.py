@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import islice
 
 from flask_eval.core.types import JudgeConfig, Price
-from flask_eval.producer.estimate import Estimator
-from flask_eval.producer.plan import batches, open_calls
+from flask_eval.producer.estimate import CHUNK, Estimator
+from flask_eval.producer.plan import batches, open_call_stream
 from flask_eval.storage import queries
-from flask_eval.storage.records import RunInfo
+from flask_eval.storage.records import PlannedCall, RunInfo
 from flask_eval.storage.store import Store
 
 Batch = list[list[int]]
@@ -94,30 +95,53 @@ def dispatch_open(
     only when nothing was held back, so that the sweeper never sends what the budget
     kept back (workers/sweeper.py).
     """
-    calls = open_calls(store, run)
+    calls = open_call_stream(store, run)
     max_cost = run.config.get("max_cost")
     if not metered(run):
         # nothing to meter: skip rendering every prompt for an estimate of $0
-        if calls:
-            dispatcher.submit(run.id, batches([c.ids for c in calls], calls_per_message))
+        sent = _send(run.id, calls, dispatcher, calls_per_message)
         _mark(store, run, dispatcher, complete=True)
-        return Dispatched(len(calls))
+        return Dispatched(sent)
     estimator = estimator or Estimator.of_run(store, run)
     spent = queries.status(store, run.id, run.name).cost
-    chosen, estimated, cached = [], 0.0, 0
-    for one in estimator.each(calls):
-        if max_cost is not None and spent + estimated + one.cost > float(max_cost):
-            break
-        chosen.append(one.call)
-        estimated += one.cost
-        cached += one.cached
-    if chosen:
-        dispatcher.submit(run.id, batches([c.ids for c in chosen], calls_per_message))
-    held = calls[len(chosen) :]
+    estimated, cached = 0.0, 0
+    over: list[PlannedCall] = []  # the estimated calls past the budget
+
+    def within_budget() -> Iterator[PlannedCall]:
+        nonlocal estimated, cached
+        while chunk := list(islice(calls, CHUNK)):
+            for k, one in enumerate(estimator.each(chunk)):
+                if max_cost is not None and spent + estimated + one.cost > float(max_cost):
+                    over.extend(chunk[k:])
+                    return
+                estimated += one.cost
+                cached += one.cached
+                yield one.call
+
+    sent = _send(run.id, within_budget(), dispatcher, calls_per_message)
+    held, held_rows = len(over), sum(len(c.ids) for c in over)
+    for call in calls:  # what the budget holds back: counted, not kept (nor estimated)
+        held += 1
+        held_rows += len(call.ids)
     _mark(store, run, dispatcher, complete=not held)
-    return Dispatched(
-        len(chosen), len(held), sum(len(c.ids) for c in held), estimated, spent, cached
-    )
+    return Dispatched(sent, held, held_rows, estimated, spent, cached)
+
+
+#: messages handed to the transport at a time
+SUBMIT_MESSAGES = 256
+
+
+def _send(
+    run_id: int, calls: Iterable[PlannedCall], dispatcher: Transport, calls_per_message: int
+) -> int:
+    """Submit ``calls`` in messages of ``calls_per_message``, a few hundred messages at a
+    time; returns the calls sent."""
+    sent = 0
+    it = iter(calls)
+    while chunk := [c.ids for c in islice(it, calls_per_message * SUBMIT_MESSAGES)]:
+        dispatcher.submit(run_id, batches(chunk, calls_per_message))
+        sent += len(chunk)
+    return sent
 
 
 def _mark(store: Store, run: RunInfo, dispatcher: Transport, complete: bool) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from flask_eval.core.types import JudgeConfig
@@ -111,19 +111,58 @@ def group_calls(rows: Sequence[OpenRow], context: RunContext) -> list[PlannedCal
     for r in rows:
         subjects.setdefault((r.judge, r.model, r.model_b, r.instance_id), []).append(r)
     calls: list[PlannedCall] = []
+    parts: dict[tuple[str, tuple[str, ...]], list[list[str]]] = {}  # the protocol's split
     for (judge, model, model_b, instance_id), members in subjects.items():
         by_name = {r.criterion: r for r in members}
-        for part in context.protocol_for(judge).calls(list(by_name)):
+        key = (judge, tuple(by_name))
+        split = parts.get(key)
+        if split is None:
+            split = parts[key] = context.protocol_for(judge).calls(list(by_name))
+        for part in split:
             calls.append(
-                PlannedCall([by_name[c].id for c in part], model, instance_id, judge, part,
+                PlannedCall([by_name[c].id for c in part], model, instance_id, judge, list(part),
                             model_b)
             )  # fmt: skip
     return calls
 
 
+#: ledger rows read at a time when a run's open calls are planned
+OPEN_ROWS_PAGE = 50_000
+
+
+def open_call_stream(
+    store: Store, run: RunInfo, page: int = OPEN_ROWS_PAGE
+) -> Iterator[PlannedCall]:
+    """The judge calls still to make for ``run``, from its ledger, a page of rows at a
+    time (memory stays flat whatever the run's size). A subject's rows are grouped within
+    a page; the rows of a page's last subject wait for the next page, so a subject cut
+    by a page's end is still one call."""
+    context = RunContext.from_config(run.config)
+    after, carried = 0, list[OpenRow]()  # the rows of the last subject of the page before
+    while True:
+        rows = store.open_rows(run.id, after, page)
+        full = len(rows) == page
+        if rows:
+            after = rows[-1].id
+        rows = carried + rows
+        carried = []
+        if full:
+            last, cut = _subject(rows[-1]), len(rows)
+            while cut > 0 and _subject(rows[cut - 1]) == last:
+                cut -= 1
+            rows, carried = rows[:cut], rows[cut:]
+        yield from group_calls(rows, context)
+        if not full:
+            return
+
+
+def _subject(row: OpenRow) -> tuple[str, str, str, str]:
+    return row.judge, row.model, row.model_b, row.instance_id
+
+
 def open_calls(store: Store, run: RunInfo) -> list[PlannedCall]:
     """The judge calls still to make for ``run``, from its ledger."""
-    return group_calls(store.open_rows(run.id), RunContext.from_config(run.config))
+    return list(open_call_stream(store, run))
 
 
 def batches(calls: Sequence[list[int]], size: int) -> list[list[list[int]]]:

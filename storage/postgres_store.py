@@ -25,6 +25,7 @@ first ``done`` is kept), and the counters add up.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -118,6 +119,27 @@ EXTEND = f"""
     RETURNING j.id
 """
 
+#: characters of COPY text sent at a time (a bulk load's rows are formatted here: psycopg's
+#: write_row takes ~8 us a row, this ~2)
+COPY_BUFFER = 1 << 20
+#: COPY's text format: a backslash, tab, newline or carriage return in a value is escaped
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+_COPY_SPECIAL = re.compile(r"[\\\t\n\r]")
+
+
+def _copy_text(value: Any) -> str:
+    """One value in COPY's text format (NULL as \\N; a datetime with its offset)."""
+    if value is None:
+        return "\\N"
+    if isinstance(value, str):
+        return value.translate(_COPY_ESCAPES) if _COPY_SPECIAL.search(value) else value
+    if isinstance(value, bool):
+        return "t" if value else "f"
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return str(value)
+
+
 #: fewer rows than this are inserted with one plain statement instead of COPY
 SMALL_INSERT = 64
 
@@ -191,8 +213,17 @@ class PostgresStore(Store):
         cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
         try:
             with cursor.copy(f'COPY "{table.name}" ({names}) FROM STDIN') as copy:
+                lines: list[str] = []
+                size = 0
                 for row in rows:
-                    copy.write_row(row)
+                    line = "\t".join(map(_copy_text, row))
+                    lines.append(line)
+                    size += len(line)
+                    if size >= COPY_BUFFER:
+                        copy.write("\n".join(lines) + "\n")
+                        lines, size = [], 0
+                if lines:
+                    copy.write("\n".join(lines) + "\n")
         finally:
             cursor.close()
 

@@ -297,13 +297,15 @@ class Store(WorkerLedger):
     # -- planning ----------------------------------------------------------------------
 
     @transient_retry
-    def open_rows(self, run_id: int) -> list[OpenRow]:
-        """The rows still to judge, in a stable order: pending, plus running rows whose
-        lease has expired (their worker died)."""
+    def open_rows(self, run_id: int, after: int = 0, limit: int | None = None) -> list[OpenRow]:
+        """The rows still to judge, in id order (a subject's criteria are planned next to
+        each other): pending, plus running rows whose lease has expired (their worker
+        died); ``after`` and ``limit`` page through them (keyset on the primary key)."""
         stmt = (
             select(J.id, J.model, J.model_b, J.instance_id, J.criterion, J.judge)
-            .where(J.run_id == run_id, claimable(utcnow()))
-            .order_by(J.judge, J.model, J.model_b, J.instance_id, J.id)
+            .where(J.run_id == run_id, J.id > after, claimable(utcnow()))
+            .order_by(J.id)
+            .limit(limit)
         )
         with self.engine.connect() as conn:
             return [OpenRow(*row) for row in conn.execute(stmt)]

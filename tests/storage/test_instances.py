@@ -146,3 +146,24 @@ def test_a_bulk_load_keeps_instances_whole(database_url: str) -> None:
     )  # fmt: skip
     assert store.instances(run.id) == {i.id: i for i in given}
     store.close()
+
+
+def test_texts_that_copy_escapes_are_stored_exactly(database_url: str) -> None:
+    """A new run's rows reach PostgreSQL through COPY's text format: backslashes, tabs,
+    newlines, carriage returns, NULL-looking and non-ASCII text come back unchanged."""
+    tricky = "a\\b\tc\nd\re \\N \\\\t ✓ end"
+    given = [Instance(id="x\\y", instruction=tricky, answer="\\N", skills=("Correctness",))]
+    sets = [ResponseSet("m", "m.jsonl", (Response("m", "x\\y", tricky + "\r\n"),))]
+    config = {"judges": [JudgeConfig("memory/j", "memory/j").to_data()],
+              "skills": codec.to_data(load_default()), "mode": "instance"}  # fmt: skip
+    store = Store(database_url)
+    run, _ = store.create_run(
+        name="tricky", fingerprint="e" * 64, mode="instance", config=config, instances=given,
+        response_sets=sets, judges=["memory/j"],
+    )  # fmt: skip
+    texts, responses = store.run_texts(run.id)
+    assert texts == {"x\\y": (tricky, "\\N")}
+    assert responses == {("m", "x\\y"): tricky + "\r\n"}
+    assert [(r.instance_id, r.criterion) for r in store.open_rows(run.id)] == [
+        ("x\\y", "Correctness")
+    ]
