@@ -303,9 +303,10 @@ def _share(margin: float, value: float) -> str:
 
 def _sampled(e: Estimate) -> str:
     """The line of a sampled estimate: its figures with their 95% margins."""
+    margin = _share(e.prompt_margin, e.prompt_tokens)
     line = (
-        f"{e.judge}: ~{e.prompt_tokens:,} prompt tokens (+-{_share(e.prompt_margin, e.prompt_tokens)}"
-        f", 95%, from {e.rendered:,} of {e.calls:,} calls rendered)"
+        f"{e.judge}: ~{e.prompt_tokens:,} prompt tokens (+-{margin}, 95%, from "
+        f"{e.rendered:,} of {e.calls:,} calls rendered)"
     )
     if not e.unknown:
         line += f", ~{e.cost:.4f} USD live (+-{_share(e.cost_margin, e.cost)})"
@@ -337,7 +338,8 @@ def format_estimates(estimates: Sequence[Estimate]) -> str:
         cache_cost=sum(e.cache_cost for e in estimates),
         cache_read_tokens=sum(e.cache_read_tokens for e in estimates),
         rendered=sum(e.rendered if e.rendered is not None else e.calls for e in estimates)
-        if any(e.rendered is not None for e in estimates) else None,
+        if any(e.rendered is not None for e in estimates)
+        else None,
         prompt_margin=sum(e.prompt_margin**2 for e in estimates) ** 0.5,
         cost_margin=sum(e.cost_margin**2 for e in estimates) ** 0.5,
         cached_margin=sum(e.cached_margin**2 for e in estimates) ** 0.5,
