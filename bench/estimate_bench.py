@@ -71,7 +71,7 @@ def main() -> None:
     judgments = sum(len(c.criteria) for c in calls)
     print(f"{judgments:,} judgments, {len(calls):,} calls; prepare {t1 - t0:.1f} s, "
           f"planned_calls {t2 - t1:.1f} s", flush=True)  # fmt: skip
-    runs = []
+    runs: list[dict[str, Any]] = []
     for seed in range(args.seeds):
         t3 = time.perf_counter()
         texts = [estimator.texts(c) for c in calls]

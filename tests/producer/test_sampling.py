@@ -13,7 +13,7 @@ import pytest
 from flask_eval.core.types import Instance, InstanceRubric, JudgeConfig, Price
 from flask_eval.producer.context import RunContext
 from flask_eval.producer.estimate import Estimate, Estimator, format_estimates
-from flask_eval.producer.sampling import CallSampler, CallTexts, SampledEstimate
+from flask_eval.producer.sampling import CallSampler, SampledEstimate
 from flask_eval.rubrics.messages import text_of
 from flask_eval.rubrics.prompt import Message
 from flask_eval.rubrics.skills import load_default
