@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
+from math import floor, inf, log10
 from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol
 
@@ -296,9 +297,11 @@ def _usd(e: Estimate, value: float, total: bool) -> str:
 
 
 def _share(margin: float, value: float) -> str:
-    """``margin`` as a percentage of ``value``."""
+    """``margin`` as a percentage of ``value``, to two significant digits."""
     share = 100 * margin / value if value else 0.0
-    return f"{share:.2g}%" if share >= 0.001 or not share else "<0.001%"
+    if not share or share == inf:
+        return f"{share:.0f}%"
+    return f"{share:.{max(0, 1 - floor(log10(share)))}f}%"
 
 
 def _sampled(e: Estimate) -> str:
