@@ -28,99 +28,50 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any, Protocol
+from math import floor, inf, log10
+from types import MappingProxyType
+from typing import Any, NamedTuple, Protocol
 
-from flask_eval.core.types import Instance, JudgeConfig
+from flask_eval.core.types import Instance, InstanceRubric, JudgeConfig
 from flask_eval.producer.context import RunContext
 from flask_eval.producer.inputs import Inputs
-from flask_eval.rubrics.messages import text_of
+from flask_eval.producer.prefix import CACHE_STEP as CACHE_STEP
+from flask_eval.producer.prefix import MIN_CACHED_PREFIX as MIN_CACHED_PREFIX
+from flask_eval.producer.prefix import PrefixGroup, as_rendered
+from flask_eval.producer.prefix import shared_prefix_tokens as shared_prefix_tokens
 from flask_eval.rubrics.prompt import Message, estimate_tokens
 from flask_eval.storage.records import PlannedCall, RunInfo
 from flask_eval.storage.store import Store
 
 #: calls rendered and looked up in the cache at a time (bounds the memory held)
 CHUNK = 1000
-#: the shortest prompt prefix the providers cache (OpenAI: 1,024 tokens; Anthropic: 1,024
-#: for Sonnet and Opus, 2,048 for Haiku; Gemini 2.5's implicit cache: 1,024 for Flash,
-#: 2,048 for Pro): below it, an estimate counts no cached tokens
-MIN_CACHED_PREFIX = 1024
-#: OpenAI caches a prefix in steps of 128 tokens: an estimate rounds down to one
-CACHE_STEP = 128
-
-#: one rendered call: its messages as (role, content) pairs
-Rendered = tuple[tuple[str, str], ...]
+_NO_RUBRICS: Mapping[str, InstanceRubric] = MappingProxyType({})
 
 
-def _rendered(messages: Sequence[Message]) -> Rendered:
-    return tuple((m["role"], text_of(m)) for m in messages)
+def add_cache_cost(
+    est: Estimate, judge: JudgeConfig, prompt: int, completion: int, read: int, prefix: int
+) -> None:
+    """Add to ``est`` the batch + cache cost of calls of one prefix group: ``prompt`` and
+    ``completion`` tokens in all, ``read`` of them served by the prompt cache, their shared
+    ``prefix`` written to it once."""
+    est.cache_read_tokens += read
+    est.cache_cost += judge.cost(prompt, completion, cached_tokens=read,
+                                 cache_write_tokens=prefix, batch=True)  # fmt: skip
 
 
-def _common_tokens(low: Rendered, high: Rendered) -> int:
-    """The tokens of the common prefix of two rendered calls: whole messages while they
-    are equal, then the common start of the first that differs (same role only); one
-    token per 4 characters, rounded down, the messages' own overhead not counted."""
-    chars = 0
-    for (role_a, text_a), (role_b, text_b) in zip(low, high, strict=False):
-        if role_a != role_b:
-            break
-        if text_a != text_b:
-            n = 0
-            for x, y in zip(text_a, text_b, strict=False):
-                if x != y:
-                    break
-                n += 1
-            chars += n
-            break
-        chars += len(text_a)
-    return chars // 4
+class CallTexts(NamedTuple):
+    """What rendering one call needs of the inputs: the instance's instruction, reference
+    answer, system prompt and own rubrics, the response judged and, in a pairwise run, the
+    second one (:func:`render_texts`). Immutable; a named tuple rather than a frozen
+    dataclass, three times cheaper to make (one per planned call: 10 million on a big
+    plan)."""
 
-
-def _cacheable(tokens: int) -> int:
-    """The tokens of a prefix a provider would cache: 0 below :data:`MIN_CACHED_PREFIX`,
-    else rounded down to :data:`CACHE_STEP`."""
-    return 0 if tokens < MIN_CACHED_PREFIX else tokens - tokens % CACHE_STEP
-
-
-def shared_prefix_tokens(messages: Sequence[Sequence[Message]]) -> int:
-    """The estimated prompt tokens a provider's cache would serve to each of these calls
-    (``messages``: each call's rendered messages; pass the calls of one judge with one set
-    of criteria): the longest prefix of their rendered text that every one of them
-    shares, 0 for fewer than two calls.
-
-    Conservative, so that a cache estimate never promises more than the providers give:
-    the prefix is the one common to *every* call of the group (the longest common prefix
-    of a set is that of its least and greatest member in text order, which is how it is
-    computed); tokens are counted at 4 characters each, rounded down; a prefix shorter
-    than :data:`MIN_CACHED_PREFIX` counts 0 and a longer one is rounded down to
-    :data:`CACHE_STEP` tokens.
-    """
-    if len(messages) < 2:
-        return 0
-    rendered = [_rendered(m) for m in messages]
-    return _cacheable(_common_tokens(min(rendered), max(rendered)))
-
-
-@dataclass
-class _PrefixGroup:
-    """The calls of one judge with one set of criteria still to pay for, as far as the
-    cache estimate needs them: their count and tokens, and their least and greatest
-    rendering (their common prefix is those two's)."""
-
-    low: Rendered
-    high: Rendered
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-    def add(self, rendered: Rendered, prompt: int, completion: int) -> None:
-        self.low, self.high = min(self.low, rendered), max(self.high, rendered)
-        self.calls += 1
-        self.prompt_tokens += prompt
-        self.completion_tokens += completion
-
-    @property
-    def prefix_tokens(self) -> int:
-        return 0 if self.calls < 2 else _cacheable(_common_tokens(self.low, self.high))
+    instruction: str
+    reference: str
+    response: str
+    response_b: str | None = None
+    system_prompt: str = ""
+    rubrics: Mapping[str, InstanceRubric] = _NO_RUBRICS
 
 
 class AnswerCache(Protocol):
@@ -154,6 +105,13 @@ class Estimate:
     cache_cost: float = 0.0
     #: of ``prompt_tokens``: those the prompt cache would serve (the batch + cache case)
     cache_read_tokens: int = 0
+    #: None: every call rendered (exact); else the calls rendered for a sampled estimate
+    #: (``producer.sampling``), whose 95% half-widths follow: of ``prompt_tokens``, of
+    #: ``cost`` (the batch costs' in proportion) and of ``cached``
+    rendered: int | None = None
+    prompt_margin: float = 0.0
+    cost_margin: float = 0.0
+    cached_margin: float = 0.0
 
     @property
     def unknown(self) -> bool:
@@ -210,23 +168,23 @@ class Estimator:
         instances, responses = store.run_texts(run.id)
         return cls(instances, responses, RunContext.from_config(run.config), None, cache)
 
-    def render(self, call: PlannedCall) -> tuple[list[Message], Mapping[str, Any] | None, int]:
-        """The call's messages and JSON schema, as the workers send them, and the
-        expected completion tokens of its answer."""
+    def texts(self, call: PlannedCall) -> CallTexts:
+        """What rendering ``call`` needs of the inputs."""
         instruction, reference = self.instances[call.instance_id]
         own = self.own.get(call.instance_id)
-        rubrics = own.rubrics if own is not None else {}
-        criteria = [self.context.criterion(c, rubrics) for c in call.criteria]
-        second = self.responses.get((call.model_b, call.instance_id)) if call.model_b else None
-        subject = self.context.subject(
+        return CallTexts(
             instruction,
             reference,
             self.responses[(call.model, call.instance_id)],
+            self.responses.get((call.model_b, call.instance_id)) if call.model_b else None,
             own.system_prompt if own is not None else "",
-            second,
+            own.rubrics if own is not None else _NO_RUBRICS,
         )
-        messages, schema = self.context.prompt(call.judge, subject, criteria)
-        return messages, schema, self.context.protocol_for(call.judge).completion_tokens(criteria)
+
+    def render(self, call: PlannedCall) -> tuple[list[Message], Mapping[str, Any] | None, int]:
+        """The call's messages and JSON schema, as the workers send them, and the
+        expected completion tokens of its answer."""
+        return render_texts(self.context, call, self.texts(call))
 
     def tokens(self, call: PlannedCall) -> tuple[int, int]:
         messages, _, completion = self.render(call)
@@ -235,58 +193,78 @@ class Estimator:
     def each(self, calls: Iterable[PlannedCall]) -> Iterator[CallEstimate]:
         """Each call's estimate, lazily, rendered and looked up in the cache
         :data:`CHUNK` calls at a time."""
-        it = iter(calls)
-        while chunk := list(islice(it, CHUNK)):
-            rendered = [self.render(call) for call in chunk]
-            hits = (
-                self.cache.answered([(self.context.judges[c.judge], m, s)
-                                     for c, (m, s, _) in zip(chunk, rendered, strict=True)])
-                if self.cache is not None else [False] * len(chunk)
-            )  # fmt: skip
-            for call, (messages, _, completion), hit in zip(chunk, rendered, hits, strict=True):
-                prompt = estimate_tokens(messages)
-                judge = self.context.judges[call.judge]
-                # at the price the call will be paid: a batch judge's through its batch API
-                # (what --max-cost reserves when it dispatches the call)
-                cost = 0.0 if hit else judge.cost(prompt, completion, batch=judge.batch)
-                yield CallEstimate(call, prompt, completion, hit, cost, messages)
+        return estimate_each(self.context, self.cache, ((c, self.texts(c)) for c in calls))
 
     def summarize(self, calls: Iterable[PlannedCall]) -> list[Estimate]:
         """Per judge: its jobs, calls, tokens and cost live, batched, batched + cached."""
-        by_judge = {
-            name: Estimate(name, priced=judge.price is not None)
-            for name, judge in self.context.judges.items()
-        }
-        groups: dict[tuple[str, tuple[str, ...]], _PrefixGroup] = {}
-        for one in self.each(calls):
-            est = by_judge[one.call.judge]
-            est.jobs += len(one.call.criteria)
-            est.calls += 1
-            if one.cached:
-                est.cached += 1
-                continue
-            est.prompt_tokens += one.prompt_tokens
-            est.completion_tokens += one.completion_tokens
-            judge = self.context.judges[one.call.judge]
-            est.cost += judge.cost(one.prompt_tokens, one.completion_tokens)  # live
-            est.batch_cost += judge.cost(one.prompt_tokens, one.completion_tokens, batch=True)
-            rendered = _rendered(one.messages)
-            key = (one.call.judge, tuple(one.call.criteria))
-            group = groups.setdefault(key, _PrefixGroup(rendered, rendered))
-            group.add(rendered, one.prompt_tokens, one.completion_tokens)
-        for (name, _), group in groups.items():
-            prefix = group.prefix_tokens
-            read = (group.calls - 1) * prefix if prefix else 0
-            est = by_judge[name]
-            est.cache_read_tokens += read
-            est.cache_cost += self.context.judges[name].cost(
-                group.prompt_tokens,
-                group.completion_tokens,
-                cached_tokens=read,
-                cache_write_tokens=prefix,
-                batch=True,
-            )
-        return list(by_judge.values())
+        return summarize_estimates(self.context, self.each(calls))
+
+
+def render_texts(
+    context: RunContext, call: PlannedCall, texts: CallTexts
+) -> tuple[list[Message], Mapping[str, Any] | None, int]:
+    """``call``'s messages and JSON schema, as the workers send them, and the expected
+    completion tokens of its answer, from ``texts``."""
+    criteria = [context.criterion(c, texts.rubrics) for c in call.criteria]
+    subject = context.subject(texts.instruction, texts.reference, texts.response,
+                              texts.system_prompt, texts.response_b)  # fmt: skip
+    messages, schema = context.prompt(call.judge, subject, criteria)
+    return messages, schema, context.protocol_for(call.judge).completion_tokens(criteria)
+
+
+def estimate_each(
+    context: RunContext,
+    cache: AnswerCache | None,
+    calls: Iterable[tuple[PlannedCall, CallTexts]],
+) -> Iterator[CallEstimate]:
+    """Each call's estimate, lazily, rendered from its texts and looked up in ``cache``
+    :data:`CHUNK` calls at a time."""
+    it = iter(calls)
+    while chunk := list(islice(it, CHUNK)):
+        rendered = [render_texts(context, call, texts) for call, texts in chunk]
+        hits = (
+            cache.answered([(context.judges[c.judge], m, s)
+                            for (c, _), (m, s, _) in zip(chunk, rendered, strict=True)])
+            if cache is not None else [False] * len(chunk)
+        )  # fmt: skip
+        for (call, _), (messages, _, completion), hit in zip(chunk, rendered, hits, strict=True):
+            prompt = estimate_tokens(messages)
+            judge = context.judges[call.judge]
+            # at the price the call will be paid: a batch judge's through its batch API
+            # (what --max-cost reserves when it dispatches the call)
+            cost = 0.0 if hit else judge.cost(prompt, completion, batch=judge.batch)
+            yield CallEstimate(call, prompt, completion, hit, cost, messages)
+
+
+def summarize_estimates(context: RunContext, ones: Iterable[CallEstimate]) -> list[Estimate]:
+    """Per judge of ``context``: the jobs, calls, tokens and cost live, batched, batched +
+    cached of the calls estimated (``ones``)."""
+    by_judge = {
+        name: Estimate(name, priced=judge.price is not None)
+        for name, judge in context.judges.items()
+    }
+    groups: dict[tuple[str, tuple[str, ...]], PrefixGroup] = {}
+    for one in ones:
+        est = by_judge[one.call.judge]
+        est.jobs += len(one.call.criteria)
+        est.calls += 1
+        if one.cached:
+            est.cached += 1
+            continue
+        est.prompt_tokens += one.prompt_tokens
+        est.completion_tokens += one.completion_tokens
+        judge = context.judges[one.call.judge]
+        est.cost += judge.cost(one.prompt_tokens, one.completion_tokens)  # live
+        est.batch_cost += judge.cost(one.prompt_tokens, one.completion_tokens, batch=True)
+        rendered = as_rendered(one.messages)
+        key = (one.call.judge, tuple(one.call.criteria))
+        group = groups.setdefault(key, PrefixGroup(rendered, rendered))
+        group.add(rendered, one.prompt_tokens, one.completion_tokens)
+    for (name, _), group in groups.items():
+        prefix = group.prefix_tokens
+        add_cache_cost(by_judge[name], context.judges[name], group.prompt_tokens,
+                       group.completion_tokens, (group.calls - 1) * prefix, prefix)  # fmt: skip
+    return list(by_judge.values())
 
 
 def planned_calls(
@@ -318,6 +296,28 @@ def _usd(e: Estimate, value: float, total: bool) -> str:
     return f">={value:.4f}" if total and value else "unknown"
 
 
+def _share(margin: float, value: float) -> str:
+    """``margin`` as a percentage of ``value``, to two significant digits."""
+    share = 100 * margin / value if value else 0.0
+    if not share or share == inf:
+        return f"{share:.0f}%"
+    return f"{share:.{max(0, 1 - floor(log10(share)))}f}%"
+
+
+def _sampled(e: Estimate) -> str:
+    """The line of a sampled estimate: its figures with their 95% margins."""
+    margin = _share(e.prompt_margin, e.prompt_tokens)
+    line = (
+        f"{e.judge}: ~{e.prompt_tokens:,} prompt tokens (+-{margin}, 95%, from "
+        f"{e.rendered:,} of {e.calls:,} calls rendered)"
+    )
+    if not e.unknown:
+        line += f", ~{e.cost:.4f} USD live (+-{_share(e.cost_margin, e.cost)})"
+    if e.cached_margin:
+        line += f", ~{e.cached:,} calls from the answer cache (+-{e.cached_margin:,.0f})"
+    return line
+
+
 def format_estimates(estimates: Sequence[Estimate]) -> str:
     """The table `--dry-run` prints, one row per judge and a total: the cost of its calls
     made live, through the providers' batch APIs, and batched with their shared prompt
@@ -340,6 +340,12 @@ def format_estimates(estimates: Sequence[Estimate]) -> str:
         batch_cost=sum(e.batch_cost for e in estimates),
         cache_cost=sum(e.cache_cost for e in estimates),
         cache_read_tokens=sum(e.cache_read_tokens for e in estimates),
+        rendered=sum(e.rendered if e.rendered is not None else e.calls for e in estimates)
+        if any(e.rendered is not None for e in estimates)
+        else None,
+        prompt_margin=sum(e.prompt_margin**2 for e in estimates) ** 0.5,
+        cost_margin=sum(e.cost_margin**2 for e in estimates) ** 0.5,
+        cached_margin=sum(e.cached_margin**2 for e in estimates) ** 0.5,
     )
     lines = [header, "-" * len(header)]
     for e in [*estimates, total]:
@@ -349,6 +355,13 @@ def format_estimates(estimates: Sequence[Estimate]) -> str:
             f"{e.judge[:40]:<40} {e.jobs:>8} {e.calls:>8} {e.cached:>9} {e.prompt_tokens:>12} "
             f"{e.cache_read_tokens:>12} {e.completion_tokens:>11} {live:>10} {batch:>10} "
             f"{cached:>10}"
+        )
+    if total.rendered is not None:
+        lines += [_sampled(e) for e in [*estimates, total] if e.rendered is not None]
+        lines.append(
+            "~: estimated from a uniform sample of the calls of each judge and criteria "
+            "(docs/design/estimates.md), within +- the 95% margin; the +cache USD from the "
+            "prefix the sample shares"
         )
     unpriced = [e.judge for e in estimates if e.unknown]
     if unpriced:

@@ -30,8 +30,11 @@ def write_inputs(
     models: tuple[str, ...] = ("m1", "m2"),
     seed: int = 0,
     texts: dict[int, str] | None = None,
+    words: tuple[int, int] = (3, 12),
 ) -> tuple[Path, list[str]]:
-    """``n`` instances and one responses file per model; returns (instances, NAME=PATH args)."""
+    """``n`` instances and one responses file per model, each response (unless ``texts``
+    gives it) of ``words`` words, from the first to the second at random; returns
+    (instances, NAME=PATH args)."""
     rng = random.Random(seed)
     skills = load_default().names
     folder.mkdir(parents=True, exist_ok=True)
@@ -52,7 +55,7 @@ def write_inputs(
         path = folder / f"{m}.jsonl"
         with path.open("w") as f:
             for i in range(1, n + 1):
-                text = (texts or {}).get(i) or " ".join(rng.choices(WORDS, k=rng.randint(3, 12)))
+                text = (texts or {}).get(i) or " ".join(rng.choices(WORDS, k=rng.randint(*words)))
                 f.write(json.dumps({"question_id": i, "text": text}) + "\n")
         args.append(f"{m}={path}")
     return instances, args

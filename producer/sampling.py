@@ -1,0 +1,316 @@
+"""Token and cost estimates from a sample of rendered prompts (`--dry-run`, `--max-cost` on
+big plans): what ``producer.estimate.Estimator`` computes by rendering every call, from a
+fixed number of renders, with a stated 95% margin (docs/design/estimates.md).
+
+The calls are fed one by one, in plan order (:meth:`CallSampler.add`: no rendering, a few
+additions and a dictionary look-up per call, memory bounded by the samples kept). They
+fall into groups, one per judge and set of criteria: the calls rendered from one prompt
+template, whose prompt tokens are the template's plus about a quarter of the characters
+of the texts the call fills in. Per group the sampler keeps the exact count of calls and
+the exact total of those characters, and a uniform sample of the calls (a reservoir,
+Algorithm L, seeded). :meth:`CallSampler.summarize` renders the samples (at most
+``budget`` calls in all, ``size`` per group) and estimates each group's totals with the
+regression estimator on the characters (tokens ~ a + b * characters), whose variance
+gives the margin (the central limit theorem on the sample's mean residual, with the
+finite-population correction). A group of no more calls than its sample is rendered
+wholly: its figures are exact, :func:`estimate.summarize_estimates`'s own.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from math import exp, floor, fsum, inf, log
+
+from flask_eval.core.types import InstanceRubric
+from flask_eval.producer.context import RunContext
+from flask_eval.producer.estimate import (
+    AnswerCache,
+    CallEstimate,
+    CallTexts,
+    Estimate,
+    Estimator,
+    add_cache_cost,
+    estimate_each,
+    summarize_estimates,
+)
+from flask_eval.producer.prefix import PrefixGroup, as_rendered
+from flask_eval.storage.records import PlannedCall
+
+__all__ = ["CallSampler", "CallTexts", "SampledEstimate"]
+
+#: calls sampled per group (a judge and a set of criteria): a group of no more is exact
+DEFAULT_SIZE = 256
+#: calls rendered at most in all, whatever the number of groups (the per-group sample
+#: shrinks to fit, down to :data:`MIN_SIZE`)
+DEFAULT_BUDGET = 16_000
+MIN_SIZE = 32
+#: the normal distribution's 97.5% quantile: a 95% two-sided margin
+Z95 = 1.959963984540054
+
+#: a call as ``cost_of`` knows it: judge, model, second model, instance, criteria
+CallKey = tuple[str, str, str, str, tuple[str, ...]]
+
+
+def _key(call: PlannedCall) -> CallKey:
+    return (call.judge, call.model, call.model_b, call.instance_id, tuple(call.criteria))
+
+
+@dataclass
+class SampledEstimate(Estimate):
+    """A judge's :class:`Estimate`, sampled or exact (``rendered`` None: every call
+    rendered), with its groups (a judge and a set of criteria each), and how many were
+    sampled rather than rendered wholly."""
+
+    groups: int = 0
+    sampled_groups: int = 0
+
+
+@dataclass(slots=True)
+class _Order:
+    """The calls of one judge with criteria in one order (the exact estimates' prefix
+    group): how many."""
+
+    group: _Group
+    criteria: int
+    calls: int = 0
+
+
+@dataclass(slots=True)
+class _Group:
+    """The calls of one judge with one set of criteria (one template): exact counts and
+    character total, and a uniform sample (Algorithm L: a skip count drawn when the
+    reservoir fills and after each replacement, so a call not taken costs a comparison)."""
+
+    judge: str
+    size: int
+    rng: random.Random
+    orders: list[_Order] = field(default_factory=list)
+    items: list[tuple[PlannedCall, CallTexts, int]] = field(default_factory=list)
+    seen: int = 0
+    chars: int = 0
+    weight: float = 0.0
+    next: int = 0
+
+    def take(self, call: PlannedCall, texts: CallTexts, chars: int) -> None:
+        """Sample the call just seen (the reservoir is not full, or it was its turn)."""
+        if self.seen <= self.size:
+            self.items.append((call, texts, chars))
+            if self.seen == self.size:
+                self.weight = 1.0
+                self._skip()
+        else:
+            self.items[self.rng.randrange(self.size)] = (call, texts, chars)
+            self._skip()
+
+    def _skip(self) -> None:
+        rng = self.rng
+        self.weight *= exp(log(rng.random() or 1e-300) / self.size)
+        self.next = self.seen + floor(log(rng.random() or 1e-300) / log(1 - self.weight)) + 1
+
+
+def _rubric_chars(rubrics: Mapping[str, InstanceRubric], criteria: Sequence[str]) -> int:
+    own = [rubrics[c] for c in criteria if c in rubrics]
+    return sum(len(r.criteria) + sum(len(v) for v in r.scores.values()) for r in own)
+
+
+def regression(
+    ys: Sequence[float], xs: Sequence[float], population: int, x_total: float
+) -> tuple[float, float]:
+    """The regression estimate of the total of ``y`` over a population of ``population``
+    units whose ``x`` total is known, from a simple random sample (``ys``, ``xs``), and
+    its variance: ``N (ybar + b (X/N - xbar))`` with ``b`` the sample's least-squares
+    slope, variance ``N^2 (1 - n/N) s_e^2 / n`` (``s_e^2``: the residuals' variance, n - 2
+    degrees of freedom). A sample of the whole population: its total, variance 0."""
+    n = len(ys)
+    if n >= population:
+        return fsum(ys), 0.0
+    mx, my = fsum(xs) / n, fsum(ys) / n
+    sxx = fsum((x - mx) ** 2 for x in xs)
+    slope = fsum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx if sxx else 0.0
+    residual = fsum((y - my - slope * (x - mx)) ** 2 for x, y in zip(xs, ys, strict=True))
+    freedom = n - 2 if sxx else n - 1
+    if freedom <= 0:
+        return population * my, inf
+    variance = population**2 * (1 - n / population) * residual / freedom / n
+    return population * (my + slope * (x_total / population - mx)), variance
+
+
+class CallSampler:
+    """Estimates of every call fed to :meth:`add`, from a uniform sample of each group's
+    (a judge and a set of criteria) calls: ``size`` per group, ``budget`` in all."""
+
+    def __init__(
+        self,
+        context: RunContext,
+        size: int = DEFAULT_SIZE,
+        seed: int = 0,
+        budget: int = DEFAULT_BUDGET,
+    ) -> None:
+        if size < 1 or budget < 1:
+            raise ValueError("a sample takes at least one call")
+        self.context = context
+        self.size, self.seed, self.budget = size, seed, budget
+        self._groups: dict[tuple[str, tuple[str, ...]], _Group] = {}
+        self._orders: dict[tuple[str, ...], _Order] = {}
+        self._reference, self._pairwise = context.reference, context.pairwise
+        self._costs: dict[CallKey, float] = {}  # cost_of: the exactly rendered calls'
+        self._means: dict[int, float] = {}  # cost_of: id of a group -> its mean cost
+        self._summary: list[SampledEstimate] | None = None
+
+    @classmethod
+    def of_estimator(
+        cls, estimator: Estimator, calls: Iterable[PlannedCall], **options: int
+    ) -> CallSampler:
+        """A sampler fed ``calls`` with ``estimator``'s texts (its inputs, or a run's)."""
+        sampler = cls(estimator.context, **options)
+        for call in calls:
+            sampler.add(call, estimator.texts(call))
+        return sampler
+
+    def add(self, call: PlannedCall, texts: CallTexts) -> None:
+        """Count ``call`` (every planned call, in plan order), and maybe sample it."""
+        key = (call.judge, *call.criteria)
+        order = self._orders.get(key) or self._order(key, call)
+        order.calls += 1
+        group = order.group
+        chars = len(texts.instruction) + len(texts.response) + len(texts.system_prompt)
+        if self._reference:
+            chars += len(texts.reference)
+        if texts.response_b is not None and self._pairwise:
+            chars += len(texts.response_b)
+        if texts.rubrics:
+            chars += _rubric_chars(texts.rubrics, call.criteria)
+        group.chars += chars
+        seen = group.seen = group.seen + 1
+        if seen <= group.size or seen == group.next:
+            group.take(call, texts, chars)
+
+    def _order(self, key: tuple[str, ...], call: PlannedCall) -> _Order:
+        """The first call of a judge with criteria in this order: its group is that of
+        the judge and the set of criteria."""
+        template = (call.judge, tuple(sorted(call.criteria)))
+        group = self._groups.get(template)
+        if group is None:
+            rng = random.Random(f"{self.seed}:{template}")
+            group = self._groups[template] = _Group(call.judge, self.size, rng)
+        order = self._orders[key] = _Order(group, len(call.criteria))
+        group.orders.append(order)
+        return order
+
+    def sample_size(self) -> int:
+        """The sample per group: ``size``, or less so that at most ``budget`` calls are
+        rendered in all (never under :data:`MIN_SIZE`); a group of no more calls is
+        rendered wholly."""
+        seen = [g.seen for g in self._groups.values()]
+
+        def renders(k: int) -> int:
+            return sum(min(s, k) for s in seen)
+
+        low, high = MIN_SIZE, self.size
+        if renders(high) <= self.budget or low >= high:
+            return high
+        while low < high:  # the largest k within the budget
+            mid = (low + high + 1) // 2
+            low, high = (mid, high) if renders(mid) <= self.budget else (low, mid - 1)
+        return low
+
+    def summarize(self, cache: AnswerCache | None = None) -> list[SampledEstimate]:
+        """Per judge: jobs, calls, tokens and cost live, batched, batched + cached, like
+        :meth:`Estimator.summarize`, sampled groups with their 95% margins; the answer
+        cache is asked about the rendered calls only."""
+        k = self.sample_size()
+        self._costs.clear()
+        exact = [g for g in self._groups.values() if g.seen <= k]
+        sampled = [g for g in self._groups.values() if g.seen > k]
+        ones = self._record(estimate_each(self.context, cache, (
+            (call, texts) for g in exact for call, texts, _ in g.items)))  # fmt: skip
+        base = summarize_estimates(self.context, ones)
+        for g in exact:
+            self._means[id(g)] = fsum(self._costs[_key(c)] for c, _, _ in g.items) / g.seen
+        out = {
+            e.judge: SampledEstimate(**vars(e), groups=sum(g.judge == e.judge for g in exact))
+            for e in base
+        }
+        variances: dict[str, list[float]] = {name: [0.0, 0.0, 0.0] for name in out}
+        for index, g in enumerate(sampled):
+            items = random.Random(f"{self.seed}:{k}:{index}").sample(g.items, k)
+            est, var = out[g.judge], variances[g.judge]
+            for i, v in enumerate(self._add_sampled(est, g, items, cache)):
+                var[i] += v
+            est.rendered = (est.rendered or 0) + len(items)
+        for name, est in out.items():
+            if est.rendered is not None:
+                est.rendered += sum(g.seen for g in exact if g.judge == name)
+                est.prompt_margin, est.cost_margin, est.cached_margin = (
+                    Z95 * v**0.5 for v in variances[name])  # fmt: skip
+        self._summary = list(out.values())
+        return self._summary
+
+    def _record(self, ones: Iterable[CallEstimate]) -> Iterator[CallEstimate]:
+        for one in ones:
+            self._costs[_key(one.call)] = one.cost
+            yield one
+
+    def _add_sampled(
+        self,
+        est: SampledEstimate,
+        group: _Group,
+        items: list[tuple[PlannedCall, CallTexts, int]],
+        cache: AnswerCache | None,
+    ) -> tuple[float, float, float]:
+        """Add a sampled group's estimates to ``est``; the variances of its prompt
+        tokens, live cost and answer-cache hits."""
+        judge = self.context.judges[group.judge]
+        ones = list(estimate_each(self.context, cache, ((c, t) for c, t, _ in items)))
+        xs = [float(x) for _, _, x in items]
+        paid = [0.0 if o.cached else 1.0 for o in ones]  # 1: a call paid for
+
+        def total(ys: Iterable[float]) -> tuple[float, float]:
+            return regression(list(ys), xs, group.seen, group.chars)
+
+        prompt, prompt_var = total(o.prompt_tokens * p for o, p in zip(ones, paid, strict=True))
+        completion, _ = total(o.completion_tokens * p for o, p in zip(ones, paid, strict=True))
+        live, live_var = total(judge.cost(o.prompt_tokens, o.completion_tokens) * p
+                               for o, p in zip(ones, paid, strict=True))  # fmt: skip
+        batch, _ = total(judge.cost(o.prompt_tokens, o.completion_tokens, batch=True) * p
+                         for o, p in zip(ones, paid, strict=True))  # fmt: skip
+        calls, calls_var = total(paid)
+        self._means[id(group)] = total(o.cost for o in ones)[0] / group.seen
+        est.calls += group.seen
+        est.jobs += sum(o.calls * o.criteria for o in group.orders)
+        est.cached += round(group.seen - calls)
+        est.prompt_tokens += round(prompt)
+        est.completion_tokens += round(completion)
+        est.cost += live
+        est.batch_cost += batch
+        est.groups += 1
+        est.sampled_groups += 1
+        # the prefix the sample's paid calls share, read by every paid call of each
+        # ordered group but the one that writes it
+        renders = [as_rendered(o.messages) for o in ones if not o.cached]
+        prefix = PrefixGroup(renders[0], renders[0]) if renders else None
+        for rendered in renders:
+            assert prefix is not None
+            prefix.add(rendered, 0, 0)
+        shared = prefix.prefix_tokens if prefix is not None else 0
+        per_call = calls / group.seen
+        reading = [o.calls * per_call - 1 for o in group.orders if o.calls * per_call >= 2]
+        add_cache_cost(est, judge, round(prompt), round(completion),
+                       round(fsum(reading) * shared), shared * len(reading))  # fmt: skip
+        return prompt_var, live_var, calls_var
+
+    def cost_of(self, call: PlannedCall) -> float:
+        """The estimated cost of ``call`` at the price it will be paid (its judge's batch
+        price for a batch judge; 0 when the answer cache answers it), for ``--max-cost``
+        at dispatch: a wholly rendered group's calls exactly (as ``Estimator.each``), a
+        sampled group's at its estimated mean. The figures of the last :meth:`summarize`
+        (call it once every call is added; made now, without the answer cache, if there
+        was none); KeyError for a call never added."""
+        if self._summary is None:
+            self.summarize()
+        known = self._costs.get(_key(call))
+        if known is not None:
+            return known
+        return self._means[id(self._orders[(call.judge, *call.criteria)].group)]
