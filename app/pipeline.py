@@ -23,7 +23,7 @@ from flask_eval.core.settings import Settings
 from flask_eval.core.types import JudgeConfig
 from flask_eval.producer.context import RunContext
 from flask_eval.producer.dispatch import Dispatched, Transport, dispatch_open, metered
-from flask_eval.producer.estimate import AnswerCache, Estimator, planned_calls
+from flask_eval.producer.estimate import AnswerCache, CallTexts, Estimator, planned_calls
 from flask_eval.producer.inputs import Inputs, check_run_name, parse_responses_arg
 from flask_eval.producer.judges_file import combine
 from flask_eval.producer.pairs import (
@@ -36,6 +36,7 @@ from flask_eval.producer.pairs import (
 from flask_eval.producer.plan import DEFAULT_MODE, MODES, default_run_name, fingerprint, run_config
 from flask_eval.producer.prices import check_budget_prices, settle_prices
 from flask_eval.producer.samples import sampled
+from flask_eval.producer.sampling import CallSampler
 from flask_eval.producer.select import select
 from flask_eval.producer.sources import Sources, load_sources
 from flask_eval.rubrics import codec
@@ -96,6 +97,26 @@ class Plan:
 
     def estimator(self, cache: AnswerCache | None = None) -> Estimator:
         return Estimator.of_inputs(self.inputs, self.context(), cache)
+
+    def sampled(self) -> CallSampler:
+        """Every planned call counted, a sample of them rendered (``producer.sampling``):
+        an absolute run's responses are read once, in a stream, and none is held."""
+        context = self.context()
+        if self.pairs is not None or self.kind != JUDGMENT:  # two responses, or another
+            # kind's texts: held in memory
+            return CallSampler.of_estimator(self.estimator(), self.planned_calls())
+        sampler = CallSampler(context)
+        instances = {i.id: i for i in self.inputs.instances}
+        for judge in context.judges:
+            protocol = context.protocol_for(judge)
+            for rs in self.inputs.response_sets:
+                for r in rs.responses:
+                    i = instances[r.instance_id]
+                    texts = CallTexts(i.instruction, i.answer, r.text, None, i.system_prompt,
+                                      i.rubrics)  # fmt: skip
+                    for part in protocol.calls(list(i.skills)):
+                        sampler.add(PlannedCall([], r.model, i.id, judge, part), texts)
+        return sampler
 
 
 @dataclass(frozen=True)
@@ -299,10 +320,11 @@ def start(
         run, changed = update_judges(store, run, plan.judges)
         reopen(store, run, () if retry_failed else None)
     run = set_max_cost(store, run, max_cost)
+    estimator = None  # built only to meter: it holds the run's texts
     if metered(run):
         tell(f"run {plan.name}: estimating the cost of its open calls (the answer cache's "
              "are free)")  # fmt: skip
-    estimator = plan.estimator(LedgerCache(store, settings.judge_timeout))
+        estimator = plan.estimator(LedgerCache(store, settings.judge_timeout))
     result = dispatch_open(store, run, dispatcher, settings.calls_per_message, estimator)
     return Started(run, created, result, changed)
 

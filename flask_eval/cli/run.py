@@ -267,7 +267,6 @@ def print_dry_run(plan: Plan, settings: Settings) -> None:
     from flask_eval.producer.pairs import describe_plan
     from flask_eval.rubrics.kinds import JUDGMENT
 
-    calls = plan.planned_calls()
     what = f"{plan.mode} mode" if plan.kind == JUDGMENT else plan.kind
     click.echo(f"dry run of {plan.name} ({what}): nothing is written or sent")
     if plan.pairwise is not None and plan.pairs is not None:
@@ -275,7 +274,7 @@ def print_dry_run(plan: Plan, settings: Settings) -> None:
         click.echo(describe_plan(models, plan.pairwise, plan.pairs))
     cache = existing_cache(settings)
     try:
-        click.echo(format_estimates(plan.estimator(cache).summarize(calls)))
+        click.echo(format_estimates(plan.sampled().summarize(cache)))
     finally:
         if cache is not None:
             cache.store.close()
