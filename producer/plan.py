@@ -107,20 +107,24 @@ def run_config(
 def group_calls(rows: Sequence[OpenRow], context: RunContext) -> list[PlannedCall]:
     """The judge calls that cover ``rows``, as each judge's protocol groups a subject's
     criteria (one call per instance, or per criterion), in the rows' order."""
-    subjects: dict[tuple[str, str, str, str], list[OpenRow]] = {}
+    subjects: dict[tuple[str, str, str, str], dict[str, int]] = {}  # -> criterion: id
     for r in rows:
-        subjects.setdefault((r.judge, r.model, r.model_b, r.instance_id), []).append(r)
+        key = (r.judge, r.model, r.model_b, r.instance_id)
+        ids = subjects.get(key)
+        if ids is None:
+            subjects[key] = {r.criterion: r.id}
+        else:
+            ids[r.criterion] = r.id
     calls: list[PlannedCall] = []
     parts: dict[tuple[str, tuple[str, ...]], list[list[str]]] = {}  # the protocol's split
-    for (judge, model, model_b, instance_id), members in subjects.items():
-        by_name = {r.criterion: r for r in members}
-        key = (judge, tuple(by_name))
-        split = parts.get(key)
+    for (judge, model, model_b, instance_id), ids in subjects.items():
+        criteria = (judge, tuple(ids))
+        split = parts.get(criteria)
         if split is None:
-            split = parts[key] = context.protocol_for(judge).calls(list(by_name))
+            split = parts[criteria] = context.protocol_for(judge).calls(list(ids))
         for part in split:
             calls.append(
-                PlannedCall([by_name[c].id for c in part], model, instance_id, judge, list(part),
+                PlannedCall([ids[c] for c in part], model, instance_id, judge, list(part),
                             model_b)
             )  # fmt: skip
     return calls

@@ -8,7 +8,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 from flask_eval.core.errors import Status
 from flask_eval.core.types import Instance, InstanceRubric
@@ -176,9 +176,9 @@ class Outcome:
     value: str | None = None
 
 
-@dataclass(frozen=True)
-class OpenRow:
-    """A ledger row still to judge (pending, or running on an expired lease)."""
+class OpenRow(NamedTuple):
+    """A ledger row still to judge (pending, or running on an expired lease); a named
+    tuple: a large run's dispatch reads millions of them."""
 
     id: int
     model: str

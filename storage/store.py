@@ -308,7 +308,7 @@ class Store(WorkerLedger):
             .limit(limit)
         )
         with self.engine.connect() as conn:
-            return [OpenRow(*row) for row in conn.execute(stmt)]
+            return [OpenRow(*row) for row in conn.execute(stmt).all()]
 
     @transient_retry
     def reset_failed(self, run_id: int, reasons: Sequence[str] | None = None) -> int:
