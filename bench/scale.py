@@ -147,22 +147,8 @@ def efficiency(tmp: Path) -> None:
 
 def scaleout(tmp: Path) -> None:
     """(b) 1, 2, 4 and 8 worker processes at 64 in flight each, 2,000 ms latency, with
-    the CPU of every party per call (issue 24: bench/scaleout.py)."""
-    result = bench.scaleout.scaleout(tmp)
-    runs = result["runs"]
-    base = runs[min(runs)]["calls_per_second_steady"]
-    ratios = {p: round(r["calls_per_second_steady"] / base, 3) for p, r in runs.items()}
-    costs = {
-        p: (r["per_call"]["worker_cpu_ms"], r["per_call"]["postgres_cpu_ms"])
-        for p, r in runs.items()
-    }
-    write_result(
-        "scaleout",
-        {**result, "ratios": ratios, "ideal_per_process": 32.0},
-        f"throughput ratios vs 1 process: {ratios} (calls/s: "
-        f"{ {p: r['calls_per_second_steady'] for p, r in runs.items()} }); worker / PG CPU "
-        f"ms per call: {costs}",
-    )
+    the CPU of every party per call (issue 24): bench/scaleout.py."""
+    bench.scaleout.run(tmp)
 
 
 def scaleout_lognormal(tmp: Path) -> None:

@@ -6,10 +6,12 @@ to the last judgment written, reads:
 
 - the workers' CPU (every process of their session, /proc, boot left out), the producer's
   (wait4) and the simulator's (its own process, on the same 2 cores);
-- PostgreSQL's CPU: the postmaster and all its children, live and reaped (/proc), less
-  the rate an idle window before the run measured (the server is shared); and the CPU of
-  the backends connected to the run's database alone (sampled every 0.25 s);
-- pg_stat_database of the run's database (commits, rows inserted/updated), WAL bytes;
+- PostgreSQL's CPU: the backends connected to the run's database (sampled every 0.25 s
+  from /proc; what the figures use), and, as a cross-check only, the whole server (the
+  postmaster and all its children, live and reaped) less the rate of an idle window
+  before the run: on a server others load this is noise, even negative;
+- pg_stat_database of the run's database (commits, rows inserted/updated); the WAL its
+  relations' records take (pg_walinspect over the window) and the whole server's;
 - Redis: commands processed and CPU (INFO), less the idle window's rate.
 
 Knobs (env): SCALEOUT_PROCESSES (default "1,2,4,8"), SCALEOUT_CALLS (per process, 1024),
@@ -29,7 +31,15 @@ from typing import Any
 import psycopg
 import redis
 
-from bench.harness import POSTGRES_URL, REDIS_URL, Workers, env_for, fresh_postgres, run_cli
+from bench.harness import (
+    POSTGRES_URL,
+    REDIS_URL,
+    Workers,
+    env_for,
+    fresh_postgres,
+    run_cli,
+    write_result,
+)
 from flask_eval.producer.synthetic import write_inputs
 from flask_eval.simulator.config import SimConfig
 from flask_eval.simulator.testing import SimProcess, spawn_simulator
@@ -86,6 +96,7 @@ class Counters:
     t: float
     pg_cpu: float
     wal: int
+    lsn: str
     redis_cpu: float
     redis_commands: int
 
@@ -98,6 +109,7 @@ class Counters:
             time.perf_counter(),
             postgres_cpu(postmaster),
             _lsn(row[0]),
+            row[0],
             float(info["used_cpu_sys"]) + float(info["used_cpu_user"]),
             int(info["total_commands_processed"]),
         )
@@ -247,6 +259,8 @@ def one(
         i0 = Counters.read(admin, pm, r)
         time.sleep(idle)
         background = Counters.read(admin, pm, r).minus(i0)
+        with psycopg.connect(db, autocommit=True) as c:
+            c.execute("create extension pg_walinspect")
         workers = Workers(env, processes, in_flight)
         poller = BackendPoller(dbname)
         poller.start()
@@ -254,11 +268,15 @@ def one(
         w0, s0, d0 = session_cpu(workers.proc.pid), _sim_cpu(sim), _db_stats(admin, dbname)
         c0 = Counters.read(admin, pm, r)
         _, producer = run_cli(args, env)
+        # the simulator first (the ledger's count would add its own load on the run's
+        # database, which is measured), then the ledger for the last writes
+        while int(sim.stats()["requests"]) < calls_planned:
+            time.sleep(0.5)
         store = Store(db)
         run = store.find_run("bench")
         assert run is not None
         while store.count_open(run.id):
-            time.sleep(0.25)
+            time.sleep(0.1)
         c1 = Counters.read(admin, pm, r)
         w1, s1, d1 = session_cpu(workers.proc.pid), _sim_cpu(sim), _db_stats(admin, dbname)
         backends_cpu = poller.stop()
@@ -271,17 +289,19 @@ def one(
             (judgments,) = c.execute(
                 "select count(*) from judgment where status = 'done'"
             ).fetchone() or (0,)
+        wal_db = _wal_of(db, c0.lsn, c1.lsn)
         sizes = table_sizes(db) if processes == max(_processes()) else None
     window = c1.minus(c0)
     secs = window["seconds"]
     bg = {k: v / background["seconds"] for k, v in background.items() if k != "seconds"}
-    pg = window["pg_cpu"] - bg["pg_cpu"] * secs
+    pg_wide = window["pg_cpu"] - bg["pg_cpu"] * secs
     redis_cmds = window["redis_commands"] - bg["redis_commands"] * secs
     redis_cpu = window["redis_cpu"] - bg["redis_cpu"] * secs
-    wal = window["wal_bytes"] - bg["wal_bytes"] * secs
+    wal_wide = window["wal_bytes"] - bg["wal_bytes"] * secs
     worker, sim_cpu = w1 - w0, s1 - s0
     db_delta = {k: d1[k] - d0[k] for k in d0}
     ms = 1000 / max(calls, 1)
+    pg = backends_cpu
     total_cpu = worker + producer.total + sim_cpu + pg + redis_cpu
     return {
         "processes": processes,
@@ -298,8 +318,8 @@ def one(
             "workers": round(worker, 2),
             "producer": round(producer.total, 2),
             "simulator": round(sim_cpu, 2),
-            "postgres": round(pg, 2),
-            "postgres_run_db_backends": round(backends_cpu, 2),
+            "postgres_run_db_backends": round(pg, 2),
+            "postgres_server_wide_minus_idle": round(pg_wide, 2),
             "redis": round(redis_cpu, 2),
             "total": round(total_cpu, 2),
         },
@@ -309,16 +329,17 @@ def one(
             "worker_cpu_ms": round(worker * ms, 3),
             "producer_cpu_ms": round(producer.total * ms, 3),
             "simulator_cpu_ms": round(sim_cpu * ms, 3),
-            "postgres_cpu_ms": round(pg * ms, 3),
-            "postgres_run_db_backends_cpu_ms": round(backends_cpu * ms, 3),
+            "postgres_run_db_backends_cpu_ms": round(pg * ms, 3),
+            "postgres_server_wide_minus_idle_cpu_ms": round(pg_wide * ms, 3),
             "redis_cpu_ms": round(redis_cpu * ms, 4),
             "redis_commands": round(redis_cmds / max(calls, 1), 3),
-            "wal_bytes": round(wal / max(calls, 1)),
+            "wal_bytes_run_db": round(wal_db / max(calls, 1)),
+            "wal_bytes_server_wide_minus_idle": round(wal_wide / max(calls, 1)),
             "pg_commits": round(db_delta["xact_commit"] / max(calls, 1), 3),
         },
         "per_judgment": {
-            "postgres_cpu_ms": round(pg * 1000 / max(judgments, 1), 4),
-            "wal_bytes": round(wal / max(judgments, 1)),
+            "postgres_run_db_backends_cpu_ms": round(pg * 1000 / max(judgments, 1), 4),
+            "wal_bytes_run_db": round(wal_db / max(judgments, 1)),
             "rows_updated": round(db_delta["tup_updated"] / max(judgments, 1), 2),
         },
         "messages": math.ceil(calls / CALLS_PER_MESSAGE),
@@ -328,6 +349,19 @@ def one(
         "background_per_second": {k: round(v, 3) for k, v in bg.items()},
         **({"table_sizes": sizes} if sizes else {}),
     }
+
+
+def _wal_of(db: str, start: str, end: str) -> int:
+    """WAL bytes of the records touching this database's relations between two LSNs
+    (pg_walinspect; commit records, which name no relation, are left out)."""
+    with psycopg.connect(db, autocommit=True) as c:
+        row = c.execute(
+            "select coalesce(sum(record_length), 0) from pg_get_wal_records_info(%s, %s)"
+            " where block_ref like '%%/' || (select oid from pg_database"
+            " where datname = current_database()) || '/%%'",
+            (start, end),
+        ).fetchone()
+    return int(row[0]) if row else 0
 
 
 def _sim_cpu(sim: SimProcess) -> float:
@@ -362,3 +396,22 @@ def scaleout(tmp: Path) -> dict[str, Any]:
         "queued": queued,
         "runs": runs,
     }
+
+
+def run(tmp: Path) -> None:
+    """`python -m bench.scale scaleout`: bench/results/scaleout.json and one line."""
+    result = scaleout(tmp)
+    runs = result["runs"]
+    base = runs[min(runs)]["calls_per_second_steady"]
+    ratios = {p: round(r["calls_per_second_steady"] / base, 3) for p, r in runs.items()}
+    costs = {
+        p: (r["per_call"]["worker_cpu_ms"], r["per_call"]["postgres_run_db_backends_cpu_ms"])
+        for p, r in runs.items()
+    }
+    write_result(
+        "scaleout",
+        {**result, "ratios": ratios, "ideal_per_process": 32.0},
+        f"throughput ratios vs 1 process: {ratios} (calls/s: "
+        f"{ {p: r['calls_per_second_steady'] for p, r in runs.items()} }); worker / PG CPU "
+        f"ms per call: {costs}",
+    )
