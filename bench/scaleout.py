@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import math
 import os
-import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,134 +38,22 @@ from bench.harness import (
     run_cli,
     write_result,
 )
+from bench.scaleout_probes import (
+    BackendPoller,
+    Counters,
+    RedisMonitor,
+    WalWatcher,
+    _cpu,
+    _stat,
+    session_cpu,
+)
 from flask_eval.producer.synthetic import write_inputs
 from flask_eval.simulator.config import SimConfig
 from flask_eval.simulator.testing import SimProcess, spawn_simulator
 from flask_eval.storage.store import Store
 
-TICK = os.sysconf("SC_CLK_TCK")
 CALLS_PER_MESSAGE = 64  # core.settings' default, which these runs use
 JUDGE = "openai/sim-gpt@{openai}"
-
-
-def _stat(pid: int | str) -> list[str] | None:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return None
-
-
-def _cpu(f: list[str], children: bool = True) -> float:
-    """utime + stime (+ cutime + cstime: the children it reaped) in seconds."""
-    ticks = int(f[11]) + int(f[12]) + ((int(f[13]) + int(f[14])) if children else 0)
-    return ticks / TICK
-
-
-def _all_stats() -> list[list[str]]:
-    out = []
-    for name in os.listdir("/proc"):
-        if name.isdigit() and (f := _stat(name)) is not None:
-            out.append(f)
-    return out
-
-
-def session_cpu(sid: int) -> float:
-    """CPU of every process of session ``sid`` (and of the children they reaped)."""
-    return sum(_cpu(f) for f in _all_stats() if int(f[3]) == sid)
-
-
-def postgres_cpu(postmaster: int) -> float:
-    """The whole server: the postmaster (with the backends it reaped) + its live children."""
-    own = _stat(postmaster)
-    assert own is not None, "cannot read the postmaster's /proc entry"
-    live = sum(_cpu(f, children=False) for f in _all_stats() if int(f[1]) == postmaster)
-    return _cpu(own) + live
-
-
-def _lsn(text: str) -> int:
-    hi, lo = text.split("/")
-    return (int(hi, 16) << 32) | int(lo, 16)
-
-
-@dataclass
-class Counters:
-    """Server-wide counters at one instant (shared services: others' load included)."""
-
-    t: float
-    pg_cpu: float
-    wal: int
-    lsn: str
-    redis_cpu: float
-    redis_commands: int
-
-    @classmethod
-    def read(cls, admin: psycopg.Connection[Any], postmaster: int, r: redis.Redis) -> Counters:
-        row = admin.execute("select pg_current_wal_lsn()::text").fetchone()
-        assert row is not None
-        info = r.info("all")
-        return cls(
-            time.perf_counter(),
-            postgres_cpu(postmaster),
-            _lsn(row[0]),
-            row[0],
-            float(info["used_cpu_sys"]) + float(info["used_cpu_user"]),
-            int(info["total_commands_processed"]),
-        )
-
-    def minus(self, other: Counters) -> dict[str, float]:
-        return {
-            "seconds": self.t - other.t,
-            "pg_cpu": self.pg_cpu - other.pg_cpu,
-            "wal_bytes": self.wal - other.wal,
-            "redis_cpu": self.redis_cpu - other.redis_cpu,
-            "redis_commands": self.redis_commands - other.redis_commands,
-        }
-
-
-@dataclass
-class BackendPoller:
-    """Samples the backends of one database every 0.25 s: their CPU and how many there are."""
-
-    dbname: str
-    first: dict[int, float] = field(default_factory=dict)
-    last: dict[int, float] = field(default_factory=dict)
-    max_backends: int = 0
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
-    _conn: psycopg.Connection[Any] | None = None
-
-    def start(self) -> None:
-        self._sample(initial=True)
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-        self._thread.start()
-
-    def _sample(self, initial: bool = False) -> None:
-        if self._conn is None:
-            self._conn = psycopg.connect(POSTGRES_URL, autocommit=True)
-        rows = self._conn.execute(
-            "select pid from pg_stat_activity where datname = %s", (self.dbname,)
-        )
-        pids = [int(p) for (p,) in rows]
-        self.max_backends = max(self.max_backends, len(pids))
-        for pid in pids:
-            if (f := _stat(pid)) is not None:
-                cpu = _cpu(f, children=False)
-                self.last[pid] = cpu
-                self.first.setdefault(pid, cpu if initial else 0.0)
-
-    def _loop(self) -> None:
-        while not self._stop.wait(0.25):
-            self._sample()
-
-    def stop(self) -> float:
-        """The CPU the database's backends used since start()."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-        self._sample()
-        if self._conn is not None:
-            self._conn.close()
-        return sum(self.last[p] - self.first[p] for p in self.last)
 
 
 def _db_stats(admin: psycopg.Connection[Any], dbname: str) -> dict[str, int]:
@@ -259,14 +145,14 @@ def one(
         i0 = Counters.read(admin, pm, r)
         time.sleep(idle)
         background = Counters.read(admin, pm, r).minus(i0)
-        with psycopg.connect(db, autocommit=True) as c:
-            c.execute("create extension pg_walinspect")
         workers = Workers(env, processes, in_flight)
-        poller = BackendPoller(dbname)
-        poller.start()
+        monitor = RedisMonitor(REDIS_URL)
         sim.reset_stats()
-        w0, s0, d0 = session_cpu(workers.proc.pid), _sim_cpu(sim), _db_stats(admin, dbname)
         c0 = Counters.read(admin, pm, r)
+        wal = WalWatcher(db, c0.lsn)
+        poller = BackendPoller(dbname, exclude={wal.pid})
+        poller.start()
+        w0, s0, d0 = session_cpu(workers.proc.pid), _sim_cpu(sim), _db_stats(admin, dbname)
         _, producer = run_cli(args, env)
         # the simulator first (the ledger's count would add its own load on the run's
         # database, which is measured), then the ledger for the last writes
@@ -277,9 +163,11 @@ def one(
         assert run is not None
         while store.count_open(run.id):
             time.sleep(0.1)
-        c1 = Counters.read(admin, pm, r)
         w1, s1, d1 = session_cpu(workers.proc.pid), _sim_cpu(sim), _db_stats(admin, dbname)
         backends_cpu = poller.stop()
+        c1 = Counters.read(admin, pm, r)
+        redis_db = monitor.stop()
+        wal_db = wal.stop(c1.lsn)
         workers.stop()
         store.close()
         with psycopg.connect(db) as c:
@@ -289,13 +177,13 @@ def one(
             (judgments,) = c.execute(
                 "select count(*) from judgment where status = 'done'"
             ).fetchone() or (0,)
-        wal_db = _wal_of(db, c0.lsn, c1.lsn)
         sizes = table_sizes(db) if processes == max(_processes()) else None
     window = c1.minus(c0)
     secs = window["seconds"]
     bg = {k: v / background["seconds"] for k, v in background.items() if k != "seconds"}
     pg_wide = window["pg_cpu"] - bg["pg_cpu"] * secs
-    redis_cmds = window["redis_commands"] - bg["redis_commands"] * secs
+    redis_cmds = sum(redis_db.values())  # the run's Redis database only (MONITOR)
+    redis_wide = window["redis_commands"] - bg["redis_commands"] * secs
     redis_cpu = window["redis_cpu"] - bg["redis_cpu"] * secs
     wal_wide = window["wal_bytes"] - bg["wal_bytes"] * secs
     worker, sim_cpu = w1 - w0, s1 - s0
@@ -332,36 +220,25 @@ def one(
             "postgres_run_db_backends_cpu_ms": round(pg * ms, 3),
             "postgres_server_wide_minus_idle_cpu_ms": round(pg_wide * ms, 3),
             "redis_cpu_ms": round(redis_cpu * ms, 4),
-            "redis_commands": round(redis_cmds / max(calls, 1), 3),
-            "wal_bytes_run_db": round(wal_db / max(calls, 1)),
+            "redis_commands_run_db": round(redis_cmds / max(calls, 1), 3),
+            "redis_commands_server_wide_minus_idle": round(redis_wide / max(calls, 1), 3),
+            "wal_bytes_run_db": None if wal_db is None else round(wal_db / max(calls, 1)),
             "wal_bytes_server_wide_minus_idle": round(wal_wide / max(calls, 1)),
             "pg_commits": round(db_delta["xact_commit"] / max(calls, 1), 3),
         },
         "per_judgment": {
             "postgres_run_db_backends_cpu_ms": round(pg * 1000 / max(judgments, 1), 4),
-            "wal_bytes_run_db": round(wal_db / max(judgments, 1)),
+            "wal_bytes_run_db": None if wal_db is None else round(wal_db / max(judgments, 1)),
             "rows_updated": round(db_delta["tup_updated"] / max(judgments, 1), 2),
         },
         "messages": math.ceil(calls / CALLS_PER_MESSAGE),
         "redis_commands_per_message": round(redis_cmds / max(calls / CALLS_PER_MESSAGE, 1), 1),
+        "redis_commands_by_name": dict(redis_db.most_common()),
         "pg_stat_database_delta": db_delta,
         "max_backends_on_run_db": poller.max_backends,
         "background_per_second": {k: round(v, 3) for k, v in bg.items()},
         **({"table_sizes": sizes} if sizes else {}),
     }
-
-
-def _wal_of(db: str, start: str, end: str) -> int:
-    """WAL bytes of the records touching this database's relations between two LSNs
-    (pg_walinspect; commit records, which name no relation, are left out)."""
-    with psycopg.connect(db, autocommit=True) as c:
-        row = c.execute(
-            "select coalesce(sum(record_length), 0) from pg_get_wal_records_info(%s, %s)"
-            " where block_ref like '%%/' || (select oid from pg_database"
-            " where datname = current_database()) || '/%%'",
-            (start, end),
-        ).fetchone()
-    return int(row[0]) if row else 0
 
 
 def _sim_cpu(sim: SimProcess) -> float:
