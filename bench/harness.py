@@ -31,6 +31,8 @@ REDIS_URL = os.environ.get("FLASK_EVAL_BENCH_REDIS_URL", "redis://127.0.0.1:6379
 POSTGRES_URL = os.environ.get(
     "FLASK_EVAL_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
 )
+#: the prefix of the databases fresh_postgres() creates (a shared server: one per user)
+PG_PREFIX = os.environ.get("FLASK_EVAL_BENCH_PG_PREFIX", "flask_eval_bench_")
 
 
 def machine() -> dict[str, Any]:
@@ -57,7 +59,7 @@ def write_result(name: str, result: dict[str, Any], summary: str) -> None:
 
 @contextmanager
 def fresh_postgres() -> Iterator[str]:
-    name = f"flask_eval_bench_{uuid.uuid4().hex[:8]}"
+    name = f"{PG_PREFIX}{uuid.uuid4().hex[:8]}"
     with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
     try:
