@@ -7,7 +7,6 @@ a flush runs one statement per item through ``executemany``.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
@@ -27,6 +26,8 @@ RESPONSE_B = RESPONSE.alias("response_b")
 RB = RESPONSE_B.c
 
 INSERT_CHUNK = 5_000
+#: ... or rows of this many characters of text, whichever comes first (responses are long)
+INSERT_CHARS = 1 << 22
 
 CLAIM = (
     update(JUDGMENT)
@@ -152,8 +153,15 @@ class SqliteStore(Store):
         sql = f'INSERT INTO "{table.name}" ({names}) VALUES ({marks})'
         cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
         try:
-            it = iter(rows)
-            while chunk := list(itertools.islice(it, INSERT_CHUNK)):
+            chunk: list[tuple[Any, ...]] = []
+            size = 0
+            for row in rows:
+                chunk.append(row)
+                size += sum(len(v) for v in row if isinstance(v, str))
+                if len(chunk) >= INSERT_CHUNK or size >= INSERT_CHARS:
+                    cursor.executemany(sql, chunk)
+                    chunk, size = [], 0
+            if chunk:
                 cursor.executemany(sql, chunk)
         finally:
             cursor.close()

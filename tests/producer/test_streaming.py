@@ -1,0 +1,129 @@
+"""A run's responses are streamed: validated once, their texts never held, read again when
+written; a run's open calls are planned a page at a time (issue 24)."""
+
+from __future__ import annotations
+
+import json
+import os
+import tracemalloc
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from flask_eval.app import pipeline
+from flask_eval.core import settings as settings_mod
+from flask_eval.core.errors import InputError, Status
+from flask_eval.producer.context import RunContext
+from flask_eval.producer.dispatch import MemoryTransport
+from flask_eval.producer.plan import group_calls, open_call_stream
+from flask_eval.producer.responses import FileResponses, load_responses, only
+from flask_eval.producer.synthetic import write_inputs
+from flask_eval.storage.records import Outcome
+from flask_eval.storage.store import Store
+
+pytestmark = pytest.mark.unit
+
+TEXT = 10_000  # characters per response: 2,000 of them are ~20 MB of text
+
+
+def big_inputs(folder: Path, n: int = 1_000) -> tuple[Path, list[str]]:
+    texts = {i: f"{i} " + "x" * TEXT for i in range(1, n + 1)}
+    return write_inputs(folder, n, models=("m1", "m2"), texts=texts)
+
+
+def test_validating_responses_holds_no_text(tmp_path: Path) -> None:
+    instances, responses = big_inputs(tmp_path)
+    tracemalloc.start()
+    try:
+        plan = pipeline.prepare(instances=str(instances), responses=responses,
+                                judges=["memory/j"], run_name="big")  # fmt: skip
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    total = 2 * 1_000 * TEXT
+    # fingerprinting reads one file at a time (its responses sorted): at most one file's
+    # texts are held at once, and none after
+    assert peak < 0.75 * total
+    for rs in plan.inputs.response_sets:
+        assert isinstance(rs.responses, FileResponses)
+        assert len(rs.instance_ids()) == 1_000
+    texts = [r.text for r in plan.inputs.response_sets[0].responses]
+    assert texts[:2] == ["1 " + "x" * TEXT, "2 " + "x" * TEXT]
+
+
+def test_creating_a_run_streams_its_texts_to_the_store(tmp_path: Path) -> None:
+    instances, responses = big_inputs(tmp_path)
+    plan = pipeline.prepare(instances=str(instances), responses=responses,
+                            judges=["memory/j"], run_name="big")  # fmt: skip
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    settings = replace(settings_mod.load(), calls_per_message=50)
+    tracemalloc.start()
+    try:
+        started = pipeline.start(plan, store, MemoryTransport(), settings)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 0.25 * 2 * 1_000 * TEXT  # far less than the texts written
+    _, stored = store.run_texts(started.run.id)
+    assert len(stored) == 2_000
+    assert stored[("m2", "7")] == "7 " + "x" * TEXT
+
+
+def test_a_file_changed_after_validation_writes_nothing(tmp_path: Path) -> None:
+    instances, responses = write_inputs(tmp_path, 5)
+    plan = pipeline.prepare(instances=str(instances), responses=responses,
+                            judges=["memory/j"], run_name="changed")  # fmt: skip
+    path = Path(responses[1].split("=", 1)[1])
+    lines = path.read_text().splitlines()
+    lines[2] = json.dumps({"question_id": 3, "text": "a text never validated"})
+    path.write_text("\n".join(lines) + "\n")
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    with pytest.raises(InputError, match="changed after it was validated") as info:
+        pipeline.start(plan, store, MemoryTransport(), settings_mod.load())
+    assert str(path) in str(info.value)
+    assert store.find_run("changed") is None
+
+
+def test_a_file_replaced_with_other_ids_of_the_same_size_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    path.write_text('{"question_id": 1, "text": "a"}\n{"question_id": 2, "text": "b"}\n')
+    ids = {"1": "1", "2": "2", "3": "3"}
+    rs = load_responses("m", str(path), ids)
+    stamp = os.stat(path)
+    path.write_text('{"question_id": 1, "text": "a"}\n{"question_id": 3, "text": "b"}\n')
+    os.utime(path, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))  # size and mtime kept
+    with pytest.raises(InputError, match="changed after it was validated"):
+        list(rs.responses)
+
+
+def test_a_selection_keeps_its_responses_unread(tmp_path: Path) -> None:
+    _, responses = write_inputs(tmp_path, 6)
+    path = responses[0].split("=", 1)[1]
+    rs = load_responses("m1", path, {str(i): str(i) for i in range(1, 7)})
+    kept = only(only(rs, {"2", "4", "5"}), {"4", "5", "6"})
+    assert kept.instance_ids() == ("4", "5")
+    assert [r.instance_id for r in kept.responses] == ["4", "5"]
+    assert len(kept.responses) == 2
+
+
+@pytest.mark.parametrize("page", [1, 2, 3, 5, 7, 1000])
+def test_open_calls_in_pages_are_the_calls_of_all_rows(tmp_path: Path, page: int) -> None:
+    instances, responses = write_inputs(tmp_path, 4)
+    plan = pipeline.prepare(instances=str(instances), responses=responses,
+                            judges=["memory/a", "memory/b"], run_name="paged")  # fmt: skip
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    run = pipeline.start(plan, store, MemoryTransport(), settings_mod.load()).run
+    rows = store.open_rows(run.id)
+    done = [Outcome(r.id, Status.DONE, score=3) for r in rows[1::4]]  # holes in subjects
+    claimed = store.claim_contexts(run.id, [o.id for o in done], 60)
+    assert len(claimed) == len(done)
+    store.finish(done)
+    open_rows = store.open_rows(run.id)
+    expected = group_calls(open_rows, RunContext.from_config(run.config))
+    paged = list(open_call_stream(store, run, page=page))
+    key = [(c.judge, c.model, c.instance_id, tuple(c.criteria), tuple(c.ids)) for c in paged]
+    assert sorted(key) == sorted(
+        (c.judge, c.model, c.instance_id, tuple(c.criteria), tuple(c.ids)) for c in expected
+    )
+    assert len(paged) == len(expected)  # a subject cut by a page's end is still one call
