@@ -98,7 +98,8 @@ def run_once(args: list[str], env: dict[str, str]) -> dict[str, Any]:
     lines = proc.stderr.rstrip().splitlines()
     peak = float(lines[-1].split()[-1]) / 1024 if lines and lines[-1].startswith("peak-kib") else 0
     err = "\n".join(lines[:-1])
-    return {"rc": proc.returncode, "wall": wall, "peak_mb": peak, "stderr": err}
+    return {"rc": proc.returncode, "wall": wall, "peak_mb": peak, "stderr": err,
+            "stdout": proc.stdout}  # fmt: skip
 
 
 def measure(judgments: int, database_url: str) -> dict[str, Any]:
@@ -151,6 +152,26 @@ def bad_last_line(judgments: int, database_url: str) -> dict[str, Any]:
     }
 
 
+def dry_run(judgments: int, database_url: str) -> dict[str, Any]:
+    """`run --dry-run` of the same inputs with a priced judge: its time, peak memory and
+    the estimate's stated margin (bench.estimate_bench checks a margin against the exact
+    count at 1M)."""
+    instances, models = shape(judgments)
+    path, responses = write_inputs(instances, models)
+    env = env_for(database_url, broker=False)
+    args = ["run", "--instances", str(path), *responses, "--judge", "openai/gpt-4o",
+            "--run", "dry", "--dry-run"]  # fmt: skip
+    one = run_once(args, env)
+    if one["rc"] != 0:
+        raise RuntimeError(f"dry run exited {one['rc']}: {one['stderr'][-2000:]}")
+    return {
+        "judgments": instances * models * SKILLS_PER_INSTANCE,
+        "seconds": round(one["wall"], 2),
+        "peak_mb": round(one["peak_mb"], 1),
+        "estimate": [line for line in one["stdout"].splitlines() if "95%" in line][:1],
+    }
+
+
 def _rows(url: str) -> int:
     return _counts(url).get("judgment", 0)
 
@@ -170,12 +191,14 @@ def _counts(url: str) -> dict[str, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="10000,100000,1000000,10000000")
+    parser.add_argument("--sizes", default="10000,100000,1000000,10000000",
+                        help="sizes of the runs created ('' for none)")  # fmt: skip
     parser.add_argument("--sqlite", action="store_true")
     parser.add_argument("--bad", type=int, default=0, help="also the bad-last-line case")
+    parser.add_argument("--dry-run", default="", help="sizes to time `run --dry-run` at")
     ns = parser.parse_args()
     results: dict[str, Any] = {"backend": "sqlite" if ns.sqlite else "postgresql", "sizes": []}
-    for size in (int(s) for s in ns.sizes.split(",")):
+    for size in (int(s) for s in ns.sizes.split(",") if s):
         with _database(ns.sqlite) as url:
             one = measure(size, url)
         print(f"{size:>10,}: {json.dumps(one)}", flush=True)
@@ -184,6 +207,12 @@ def main() -> None:
         with _database(ns.sqlite) as url:
             results["bad_last_line"] = bad_last_line(ns.bad, url)
         print(f"bad last line: {json.dumps(results['bad_last_line'])}", flush=True)
+    for size in (int(s) for s in ns.dry_run.split(",") if s):
+        with _database(True) as url:
+            results.setdefault("dry_run", []).append(dry_run(size, url))
+        print(f"dry run {size:>10,}: {json.dumps(results['dry_run'][-1])}", flush=True)
+    if not results["sizes"]:
+        return
     top = results["sizes"][-1]
     write_result("create", results, f"{top['judgments']:,} judgments in {top['seconds']} s "
                  f"({top['judgments_per_second']:,}/s), peak {top['peak_mb']} MB")  # fmt: skip
