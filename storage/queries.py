@@ -10,10 +10,19 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 
 from flask_eval.core.errors import Status
-from flask_eval.storage.models import CALL, INSTANCE, INSTANCE_DOMAIN, JUDGMENT, RESPONSE, utcnow
+from flask_eval.storage import tally
+from flask_eval.storage.models import (
+    CALL,
+    INSTANCE,
+    INSTANCE_DOMAIN,
+    JUDGMENT,
+    REPLAYED,
+    RESPONSE,
+    utcnow,
+)
 from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store, claimable
 
@@ -57,30 +66,20 @@ class StatusCounts:
 
 
 def status(store: Store, run_id: int, run_name: str) -> StatusCounts:
+    """The run's judgments by status and failure reason and its paid calls summed: a few
+    dozen rows of the tallies on PostgreSQL (``storage.tally``), the ledger grouped on
+    SQLite."""
     with store.engine.connect() as conn:
-        counts: dict[str, int] = dict(
-            conn.execute(
-                select(J.status, func.count()).where(J.run_id == run_id).group_by(J.status)
-            ).all()
-        )
-        reasons: dict[str | None, int] = dict(
-            conn.execute(
-                select(J.reason, func.count())
-                .where(J.run_id == run_id, J.status == Status.FAILED.value)
-                .group_by(J.reason)
-            ).all()
-        )
-        calls, ptok, ctok, cost, cached, written, batched = conn.execute(
-            select(
-                func.count(C.id),
-                func.coalesce(func.sum(C.prompt_tokens), 0),
-                func.coalesce(func.sum(C.completion_tokens), 0),
-                func.coalesce(func.sum(C.cost), 0.0),
-                func.coalesce(func.sum(C.cached_tokens), 0),
-                func.coalesce(func.sum(C.cache_write_tokens), 0),
-                func.count(C.id).filter(C.batch.is_(True)),
-            ).where(C.run_id == run_id)
-        ).one()
+        counts: dict[str, int] = {}
+        reasons: dict[str | None, int] = {}
+        for _, status_, reason, n in tally.judgment_counts(conn, run_id):
+            counts[status_] = counts.get(status_, 0) + n
+            if status_ == Status.FAILED.value:
+                reasons[reason] = reasons.get(reason, 0) + n
+        sums = [0.0] * 7
+        for judge in tally.call_totals(conn, run_id).values():
+            sums = [a + b for a, b in zip(sums, judge.values(), strict=True)]
+        calls, batched, ptok, ctok, cached, written, cost = sums
     done = counts.get(Status.DONE.value, 0)
     failed = counts.get(Status.FAILED.value, 0)
     open_ = counts.get(Status.PENDING.value, 0) + counts.get(Status.RUNNING.value, 0)
@@ -312,7 +311,7 @@ def cache_answered(store: Store, run_id: int) -> int:
     """Judge calls of the run answered from the answer cache (an answer paid before,
     by this run or another): the distinct answers of its judgments that sent no request."""
     stmt = select(func.count(func.distinct(J.call_uid))).where(
-        J.run_id == run_id, J.requests == 0, J.call_uid.is_not(None)
+        J.run_id == run_id, text(REPLAYED)  # ix_judgment_replayed's rows
     )
     with store.engine.connect() as conn:
         return int(conn.execute(stmt).scalar_one())
