@@ -96,37 +96,53 @@ def build(store: Store, name: str, instances: int) -> int:
         ).scalar_one())  # fmt: skip
         p = {"run": run_id, "n": instances, "skills": list(skills), "domains": list(DOMAINS)}
         # each instance: 2 or 3 consecutive skills from a spread start, one or two domains
-        conn.exec_driver_sql("""
+        conn.exec_driver_sql(
+            """
             CREATE TEMP TABLE crit ON COMMIT DROP AS
             SELECT i::text AS iid, (%(skills)s::text[])[1 + (i * 7 + k) %% 12] AS skill
             FROM generate_series(1, %(n)s) AS i, generate_series(0, 2) AS k
-            WHERE k < 2 OR i %% 25 < 14""", p)
-        conn.exec_driver_sql("""
+            WHERE k < 2 OR i %% 25 < 14""",
+            p,
+        )
+        conn.exec_driver_sql(
+            """
             INSERT INTO instance (run_id, instance_id, instruction, answer, skills, difficulty,
                                   system_prompt, rubrics)
             SELECT %(run)s, iid, 'question ' || iid || ' ' || repeat('about a river ', 20),
                    'answer ' || iid, json_agg(skill)::text, 1 + iid::int %% 5, '', '{}'
-            FROM crit GROUP BY iid""", p)
-        conn.exec_driver_sql("""
+            FROM crit GROUP BY iid""",
+            p,
+        )
+        conn.exec_driver_sql(
+            """
             INSERT INTO instance_domain (run_id, instance_id, domain)
             SELECT DISTINCT %(run)s, i::text, (%(domains)s::text[])[1 + (i * 3 + k) %% 10]
             FROM generate_series(1, %(n)s) AS i, generate_series(0, 1) AS k
-            WHERE k = 0 OR i %% 5 < 2""", p)
-        conn.exec_driver_sql("""
+            WHERE k = 0 OR i %% 5 < 2""",
+            p,
+        )
+        conn.exec_driver_sql(
+            """
             INSERT INTO response (run_id, model, instance_id, text)
             SELECT %(run)s, 'model-' || lpad(m::text, 2, '0'), i::text,
                    'response ' || repeat('the stone falls ', 30)
-            FROM generate_series(0, 14) AS m, generate_series(1, %(n)s) AS i""", p)
-        conn.exec_driver_sql("""
+            FROM generate_series(0, 14) AS m, generate_series(1, %(n)s) AS i""",
+            p,
+        )
+        conn.exec_driver_sql(
+            """
             CREATE TEMP TABLE cell ON COMMIT DROP AS
             SELECT 'model-' || lpad(m::text, 2, '0') AS model, m, j, i::text AS iid,
                    'openai/judge-' || lpad(j::text, 2, '0') AS judge, random() AS u,
                    md5(%(run)s || '|' || m || '|' || i || '|' || j) AS uid
             FROM generate_series(0, 14) AS m, generate_series(0, 14) AS j,
-                 generate_series(1, %(n)s) AS i""", p)
+                 generate_series(1, %(n)s) AS i""",
+            p,
+        )
         for drop, _ in indexes:
             conn.exec_driver_sql(drop)
-        conn.exec_driver_sql(f"""
+        conn.exec_driver_sql(
+            f"""
             INSERT INTO judgment (run_id, model, model_b, instance_id, criterion, judge,
                 status, score, rationale, reason, detail, call_uid, claims, asks, requests,
                 lease_until, created_at, updated_at)
@@ -152,8 +168,11 @@ def build(store: Store, name: str, instances: int) -> int:
                 WHEN c.u < 0.008 THEN '{Status.PENDING.value}'
                 WHEN c.u < 0.01 THEN '{Status.RUNNING.value}'
                 WHEN c.u < 0.02 OR r.v >= 0.99 THEN '{Status.FAILED.value}'
-                ELSE '{Status.DONE.value}' END AS status) AS x""", p)
-        conn.exec_driver_sql("""
+                ELSE '{Status.DONE.value}' END AS status) AS x""",
+            p,
+        )
+        conn.exec_driver_sql(
+            """
             INSERT INTO call (uid, cache_key, run_id, judge, raw, parsed, finish,
                 prompt_tokens, completion_tokens, cost, latency_ms, created_at,
                 cached_tokens, cache_write_tokens, batch)
@@ -161,7 +180,9 @@ def build(store: Store, name: str, instances: int) -> int:
                    '{"scores": [' || repeat('{"score": 4, "why": "fine"}, ', 8) || ']}',
                    true, 'stop', 900 + (u * 400)::int, 200, 0.0011, 800,
                    now() - interval '1 hour' * u, 0, 0, false
-            FROM cell WHERE u >= 0.02""", p)
+            FROM cell WHERE u >= 0.02""",
+            p,
+        )
         for _, create in indexes:
             conn.exec_driver_sql(create)
     with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:

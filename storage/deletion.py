@@ -99,11 +99,16 @@ def _by_range(store: Store, table: Table, run_id: int, chunk: int, step: Callabl
         low += chunk
 
 
+def _deleting(table: Table, run_id: int) -> Callable[[Any, Any], Any]:
+    return lambda low, high: delete(table).where(
+        table.c.run_id == run_id, table.c.id >= low, table.c.id < high
+    )
+
+
 def remove_rows(store: Store, run_id: int, chunk: int, step: Callable[[], None]) -> None:
     """Steps 2 and 3."""
     for table in (JUDGMENT, BATCH_CALL, BATCH):
-        _by_range(store, table, run_id, chunk, step, lambda lo, hi, t=table: delete(t).where(
-            t.c.run_id == run_id, t.c.id >= lo, t.c.id < hi))  # fmt: skip
+        _by_range(store, table, run_id, chunk, step, _deleting(table, run_id))
     with store.engine.begin() as conn:  # a few rows
         for table in (JUDGE_HALT, REPORT_SNAPSHOT):
             conn.execute(delete(table).where(table.c.run_id == run_id))
@@ -122,15 +127,17 @@ def remove_rows(store: Store, run_id: int, chunk: int, step: Callable[[], None])
     mine = select(C2.uid).where(C2.run_id == run_id)
     used_elsewhere = select(J.call_uid).where(J.call_uid.in_(mine))  # its own rows are gone
     with store.engine.connect() as conn:  # a read: nothing waits for it
-        used = list(conn.execute(
-            select(C.id).where(C.run_id == run_id, C.uid.in_(used_elsewhere))).scalars())
+        used = list(
+            conn.execute(
+                select(C.id).where(C.run_id == run_id, C.uid.in_(used_elsewhere))
+            ).scalars()
+        )
     for start in range(0, len(used), chunk):
         with store.engine.begin() as conn:
             conn.execute(update(CALL).where(C.id.in_(used[start : start + chunk]))
                          .values(run_id=None))  # fmt: skip
         step()
-    _by_range(store, CALL, run_id, chunk, step, lambda lo, hi: delete(CALL).where(
-        C.run_id == run_id, C.id >= lo, C.id < hi))  # fmt: skip
+    _by_range(store, CALL, run_id, chunk, step, _deleting(CALL, run_id))
 
 
 def finish(store: Store, run_id: int) -> None:

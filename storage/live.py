@@ -2,8 +2,8 @@
 run's progress per judge, its recent rate, the live workers, the unfinished runs.
 
 Each is a few grouped counts (the tallies on PostgreSQL, ``storage.tally``, then the
-running rows and the last minute's on their indexes), whatever the run's size: the live view polls these once
-per refresh, never the ledger per judgment (docs/design/events.md).
+running rows and the last minute's on their indexes), whatever the run's size: the live
+view polls these once per refresh, never the ledger per judgment (docs/design/events.md).
 """
 
 from __future__ import annotations

@@ -29,7 +29,6 @@ from flask_eval.core.limits import (
     MAX_RUN_NAME,
 )
 
-
 #: the judgments answered from the answer cache (``ix_judgment_replayed``'s rows)
 REPLAYED = "requests = 0 AND call_uid IS NOT NULL"
 
@@ -122,8 +121,13 @@ class Judgment(SQLModel, table=True):
         # the live view's "finished in the last minute" (version 9)
         Index("ix_judgment_run_updated", "run_id", "updated_at"),
         # the judgments answered from the answer cache (version 9)
-        Index("ix_judgment_replayed", "run_id", "call_uid",
-              postgresql_where=text(REPLAYED), sqlite_where=text(REPLAYED)),
+        Index(
+            "ix_judgment_replayed",
+            "run_id",
+            "call_uid",
+            postgresql_where=text(REPLAYED),
+            sqlite_where=text(REPLAYED),
+        ),
     )
     id: int | None = Field(default=None, primary_key=True)
     run_id: int = Field(foreign_key="run.id")

@@ -71,8 +71,7 @@ CACHED = (
 #: kept attached to no run, like the answers of a deleted run that other runs use) ...
 INSERT_CALL = (
     sqlite.insert(CALL)
-    .values(run_id=select(RN.id).where(RN.id == bindparam("b_run_id"), visible())
-            .scalar_subquery())
+    .values(run_id=select(RN.id).where(RN.id == bindparam("b_run_id"), visible()).scalar_subquery())
     .on_conflict_do_nothing(index_elements=["uid"])
 )
 #: ... and end a judgment, never one already done

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, delete, func, insert, or_, select, update
+from sqlalchemy import and_, delete, or_, select, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.elements import ColumnElement
@@ -30,15 +30,11 @@ from flask_eval.storage import deletion, tally
 from flask_eval.storage.db import make_engine
 from flask_eval.storage.leasing import WorkerLedger
 from flask_eval.storage.models import (
-    BATCH,
-    BATCH_CALL,
     CALL,
     DELETED_RUN,
     INSTANCE,
     INSTANCE_DOMAIN,
-    JUDGE_HALT,
     JUDGMENT,
-    REPORT_SNAPSHOT,
     RESPONSE,
     RUN,
     utcnow,

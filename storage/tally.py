@@ -20,7 +20,6 @@ from typing import Any
 
 from sqlalchemy import event, func, select
 from sqlalchemy.engine import Connection
-
 from sqlmodel import SQLModel
 
 from flask_eval.core.errors import Status
@@ -106,7 +105,8 @@ def backfill_sql() -> list[str]:
         "DELETE FROM call_tally",
         f"INSERT INTO call_tally (run_id, judge, {', '.join(_C_SUMS)}) SELECT run_id, judge, "
         + ", ".join(f"sum({c})" for c in _C_SUMS)
-        + f" FROM (SELECT {_C_ROWS} FROM call WHERE run_id IS NOT NULL) AS x GROUP BY run_id, judge",
+        + f" FROM (SELECT {_C_ROWS} FROM call WHERE run_id IS NOT NULL) AS x"
+        " GROUP BY run_id, judge",
     ]
 
 
@@ -165,9 +165,7 @@ def call_totals(conn: Connection, run_id: int) -> dict[str, dict[str, float]]:
     """Judge -> its paid calls of the run summed (``calls``, ``batch_calls``, tokens,
     ``cost``), judges with a call only."""
     if conn.dialect.name == "postgresql":
-        stmt = select(CT.judge, *(CT[c] for c in _C_SUMS)).where(
-            CT.run_id == run_id, CT.calls != 0
-        )
+        stmt = select(CT.judge, *(CT[c] for c in _C_SUMS)).where(CT.run_id == run_id, CT.calls != 0)
     else:
         stmt = (
             select(C.judge, func.count(C.id), func.count(C.id).filter(C.batch.is_(True)),
@@ -186,3 +184,23 @@ def runs_with_open(conn: Connection) -> list[int]:
     else:
         stmt = select(J.run_id).where(J.status.in_(open_)).distinct()
     return [int(r[0]) for r in conn.execute(stmt)]
+
+
+def status_by_run(conn: Connection, run_ids: list[int]) -> dict[int, dict[str, int]]:
+    """Run -> its judgments by status, for ``run_ids``."""
+    out: dict[int, dict[str, int]] = {i: {} for i in run_ids}
+    if not run_ids:
+        return out
+    if conn.dialect.name == "postgresql":
+        stmt = (
+            select(T.run_id, T.status, func.sum(T.n))
+            .where(T.run_id.in_(run_ids), T.n != 0).group_by(T.run_id, T.status)
+        )  # fmt: skip
+    else:
+        stmt = (
+            select(J.run_id, J.status, func.count())
+            .where(J.run_id.in_(run_ids)).group_by(J.run_id, J.status)
+        )  # fmt: skip
+    for run_id, status, n in conn.execute(stmt):
+        out[int(run_id)][str(status)] = int(n)
+    return out
