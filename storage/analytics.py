@@ -42,8 +42,10 @@ JUDGES_PER_QUERY = 32
 #: Codes of the pivot (scores are >= 0).
 _NA, _FAILED, _OPEN = -1, -2, -3
 
-#: PostgreSQL: memory for the grouping, so a million rows group in memory, not on disk.
-POSTGRES_WORK_MEM = "128MB"
+#: PostgreSQL: memory for the grouping, so that ten million rows (670,000 cells) group in
+#: memory, hashed in parallel: at 128 MB the planner sorted them on disk instead (19.4 s
+#: for the pivot of 10M judgments instead of 7.0 s; docs/design/ledger-scale.md).
+POSTGRES_WORK_MEM = "512MB"
 
 
 def run_judges(store: Store, run_id: int) -> list[str]:
@@ -201,7 +203,7 @@ def position_counts(store: Store, run_id: int) -> list[tuple[str, int, float, in
     :func:`call_scores`, a criterion's position its rank by id among its call's finished
     rows). Counted in SQL: a run's rows never reach Python (10 s for 1M judgments
     through :func:`call_scores` and ``patterns``)."""
-    key: list[Any] = [J.judge, J.call_uid, J.model, J.instance_id]
+    key: list[Any] = [J.call_uid, J.judge, J.model, J.instance_id]  # the most distinct first
     if store.dialect == "postgresql":  # sort by bytes, not by the locale's rules
         key = [column.collate("C") for column in key]
     absolute = J.model_b == "" if store.dialect == "postgresql" else func.length(J.model_b) == 0
