@@ -42,7 +42,7 @@ from flask_eval.report.pairwise import Comparison, instances_of
 from flask_eval.report.pairwise_labels import Label, label_accuracy
 from flask_eval.report.pairwise_report import PairwiseReport
 from flask_eval.report.pairwise_report import build as build_pairwise
-from flask_eval.report.patterns import patterns
+from flask_eval.report.patterns import patterns_of_counts
 from flask_eval.report.scores import ScoreTable, build
 from flask_eval.rubrics import codec
 from flask_eval.rubrics.grading import protocols_scale
@@ -283,8 +283,8 @@ def build_report(
     coverage = queries.coverage(store, run.id)
     report_rows = with_intervals(rows, intervals)
     lap("rows")
-    found = patterns(((judge_of(j, run.config), c, v) for j, c, v in
-                      analytics.call_scores(store, run.id)), base.judges)  # fmt: skip
+    found = patterns_of_counts(((judge_of(j, run.config), p, s, n) for j, p, s, n in
+                                analytics.position_counts(store, run.id)), base.judges)  # fmt: skip
     lap("patterns")
     notes += [p.note() for p in found if p.flagged]
     if consistency:

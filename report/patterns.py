@@ -22,7 +22,7 @@ flagged when
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,6 +86,10 @@ def pattern(judge: str, judged: Iterable[tuple[int, float]]) -> PositionPattern:
     by_position: dict[int, Counter[float]] = {}
     for position, score in judged:
         by_position.setdefault(position, Counter())[score] += 1
+    return _pattern(judge, by_position)
+
+
+def _pattern(judge: str, by_position: Mapping[int, Counter[float]]) -> PositionPattern:
     positions = []
     for position in sorted(by_position):
         counts = by_position[position]
@@ -115,3 +119,16 @@ def patterns(
         if len(scores) > 1:
             mine += [(at, s) for at, s in enumerate(scores, start=1) if s is not None]
     return [pattern(judge, items) for judge, items in judged.items()]
+
+
+def patterns_of_counts(
+    counts: Iterable[tuple[str, int, float, int]], judges: Sequence[str] = ()
+) -> list[PositionPattern]:
+    """:func:`patterns` from judgments already counted (the ledger's SQL does it):
+    ``(judge, position, score, judgments)`` of the scored judgments read from calls that
+    asked for two or more criteria. Judges in the order of ``judges``, then of the rows."""
+    judged: dict[str, dict[int, Counter[float]]] = {j: {} for j in judges}
+    for judge, position, score, n in counts:
+        by_position = judged.setdefault(judge, {})
+        by_position.setdefault(position, Counter())[score] += n
+    return [_pattern(judge, by_position) for judge, by_position in judged.items()]

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 
+from flask_eval.storage import deletion, tally
 from flask_eval.storage.models import CALL, INSTANCE, INSTANCE_DOMAIN, JUDGMENT, RESPONSE, RUN
 from flask_eval.storage.records import JobContext
 from flask_eval.storage.sqlite_store import CONTEXTS
@@ -43,23 +44,17 @@ class RunLine:
 
 
 def runs(store: Store, limit: int = 500) -> list[RunLine]:
-    """The newest ``limit`` runs, newest first, each with its judgments by status (one
-    grouping of the ``ix_judgment_run_status`` index)."""
+    """The newest ``limit`` runs, newest first (not one being deleted), each with its
+    judgments by status (PostgreSQL: the tallies; SQLite: one grouping of the
+    ``ix_judgment_run_status`` index)."""
     with store.engine.connect() as conn:
         rows = conn.execute(
             select(RN.id, RN.name, RN.mode, RN.created_at, RN.config)
+            .where(deletion.visible())
             .order_by(RN.id.desc())
             .limit(limit)
         ).all()
-        ids = [int(r[0]) for r in rows]
-        counts: dict[int, dict[str, int]] = {i: {} for i in ids}
-        if ids:
-            for run_id, st, n in conn.execute(
-                select(J.run_id, J.status, func.count())
-                .where(J.run_id.in_(ids))
-                .group_by(J.run_id, J.status)
-            ):
-                counts[int(run_id)][str(st)] = int(n)
+        counts = tally.status_by_run(conn, [int(r[0]) for r in rows])
     return [
         RunLine(int(r[0]), str(r[1]), str(r[2]), r[3], _json(r[4]), counts[int(r[0])]) for r in rows
     ]

@@ -13,7 +13,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 from sqlmodel import SQLModel, create_engine
 
 from flask_eval.core.errors import ConfigError
-from flask_eval.storage import models  # noqa: F401  (registers the tables)
+from flask_eval.storage import models, tally  # noqa: F401  (registers the tables, triggers)
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -128,7 +128,7 @@ BASELINE = "0001_v1"
 #: the newest revision in storage/migrations/versions (tests/storage/test_migrations.py
 #: checks that it is alembic's head): a store already at it opens without importing
 #: alembic, which costs each process ~0.1 s of start-up
-HEAD = "0008_v8"
+HEAD = "0009_v9"
 #: PostgreSQL advisory lock held while the schema is created or migrated
 _SCHEMA_LOCK = 7_301_977_001
 

@@ -22,6 +22,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.elements import ColumnElement
 
 from flask_eval.core.errors import Status
+from flask_eval.storage.deletion import visible
 from flask_eval.storage.models import JUDGE_HALT, JUDGMENT, RUN, WORKER, utcnow
 from flask_eval.storage.records import Halt, JobContext
 from flask_eval.storage.retry import transient_retry
@@ -166,7 +167,8 @@ class WorkerLedger:
         if not wanted:
             return set()
         with self.engine.connect() as conn:
-            return {int(i) for i in conn.execute(select(RN.id).where(RN.id.in_(wanted))).scalars()}
+            stmt = select(RN.id).where(RN.id.in_(wanted), visible())  # not being deleted
+            return {int(i) for i in conn.execute(stmt).scalars()}
 
     # -- halts and workers -------------------------------------------------------------
 

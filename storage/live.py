@@ -1,8 +1,9 @@
 """Read-side queries of the live view (`flask-eval status --watch`, app/progress.py): a
 run's progress per judge, its recent rate, the live workers, the unfinished runs.
 
-Each is a few grouped counts, whatever the run's size: the live view polls these once
-per refresh, never the ledger per judgment (docs/design/events.md).
+Each is a few grouped counts (the tallies on PostgreSQL, ``storage.tally``, then the
+running rows and the last minute's on their indexes), whatever the run's size: the live
+view polls these once per refresh, never the ledger per judgment (docs/design/events.md).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, select
 
 from flask_eval.core.errors import Status
+from flask_eval.storage import tally
 from flask_eval.storage.models import CALL, JUDGMENT, RUN, WORKER, utcnow
 from flask_eval.storage.store import Store
 
@@ -50,43 +52,40 @@ def judge_counts(store: Store, run_id: int, window: float) -> dict[str, JudgeCou
         return out.setdefault(str(judge), JudgeCounts(str(judge)))
 
     with store.engine.connect() as conn:
-        rows = conn.execute(
-            select(J.judge, J.status, J.reason, func.count())
-            .where(J.run_id == run_id).group_by(J.judge, J.status, J.reason)
-        )  # fmt: skip
-        for judge, status, reason, n in rows:
+        for judge, status, reason, n in tally.judgment_counts(conn, run_id):
             c = of(judge)
-            c.total += int(n)
+            c.total += n
             if status == Status.DONE.value:
-                c.done += int(n)
+                c.done += n
             elif status == Status.FAILED.value:
-                c.failed += int(n)
-                c.failed_by_reason[str(reason)] = c.failed_by_reason.get(str(reason), 0) + int(n)
-        leased = conn.execute(
+                c.failed += n
+                c.failed_by_reason[str(reason)] = c.failed_by_reason.get(str(reason), 0) + n
+        leased = conn.execute(  # the running rows alone, on ix_judgment_run_status
             select(J.judge, func.count())
             .where(J.run_id == run_id, J.status == Status.RUNNING.value, J.lease_until > now)
             .group_by(J.judge)
         )  # fmt: skip
         for judge, n in leased:
             of(judge).leased = int(n)
-        recent = conn.execute(
+        recent = conn.execute(  # the last minute alone, on ix_judgment_run_updated
             select(J.judge, func.count())
-            .where(J.run_id == run_id, J.status.in_(FINISHED), J.updated_at >= since)
+            .where(J.run_id == run_id, J.updated_at >= since, J.status.in_(FINISHED))
             .group_by(J.judge)
         )  # fmt: skip
         for judge, n in recent:
             of(judge).finished_recently = int(n)
-        paid = conn.execute(
-            select(C.judge, func.count(C.id), func.count(C.id).filter(C.created_at >= since),
-                   func.coalesce(func.sum(C.prompt_tokens), 0),
-                   func.coalesce(func.sum(C.completion_tokens), 0),
-                   func.coalesce(func.sum(C.cost), 0.0))
-            .where(C.run_id == run_id).group_by(C.judge)
-        )  # fmt: skip
-        for judge, calls, recent_calls, ptok, ctok, cost in paid:
+        for judge, sums in tally.call_totals(conn, run_id).items():
             c = of(judge)
-            c.calls, c.calls_recently = int(calls), int(recent_calls)
-            c.prompt_tokens, c.completion_tokens, c.cost = int(ptok), int(ctok), float(cost)
+            c.calls = int(sums["calls"])
+            c.prompt_tokens, c.completion_tokens = int(sums["prompt_tokens"]), int(
+                sums["completion_tokens"])  # fmt: skip
+            c.cost = float(sums["cost"])
+        paid = conn.execute(  # the last minute alone, on ix_call_run_created
+            select(C.judge, func.count(C.id))
+            .where(C.run_id == run_id, C.created_at >= since).group_by(C.judge)
+        )  # fmt: skip
+        for judge, n in paid:
+            of(judge).calls_recently = int(n)
     return out
 
 
@@ -123,11 +122,7 @@ def workers(store: Store, within: float, queue: str | None = None) -> list[Worke
 
 def unfinished_runs(store: Store) -> list[str]:
     """The names of the runs with judgments pending or running, oldest first."""
-    open_ = (Status.PENDING.value, Status.RUNNING.value)
-    stmt = (
-        select(RUN.c.name).where(RUN.c.id.in_(
-            select(J.run_id).where(J.status.in_(open_)).distinct()
-        )).order_by(RUN.c.id)
-    )  # fmt: skip
     with store.engine.connect() as conn:
+        ids = tally.runs_with_open(conn)
+        stmt = select(RUN.c.name).where(RUN.c.id.in_(ids)).order_by(RUN.c.id)
         return [str(r[0]) for r in conn.execute(stmt)]

@@ -16,7 +16,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import cast
 
-from sqlalchemy import Column, Index, Table, Text, UniqueConstraint
+from sqlalchemy import Column, Index, Table, Text, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
 from flask_eval.core.errors import Status
@@ -28,6 +28,9 @@ from flask_eval.core.limits import (
     MAX_MODEL_NAME,
     MAX_RUN_NAME,
 )
+
+#: the judgments answered from the answer cache (``ix_judgment_replayed``'s rows)
+REPLAYED = "requests = 0 AND call_uid IS NOT NULL"
 
 
 def utcnow() -> datetime:
@@ -85,6 +88,7 @@ class Call(SQLModel, table=True):
     (``stop``, ``length``, ``refusal``).
     """
 
+    __table_args__ = (Index("ix_call_run_created", "run_id", "created_at"),)  # version 9
     id: int | None = Field(default=None, primary_key=True)
     uid: str = Field(unique=True, max_length=64)
     cache_key: str = Field(index=True, max_length=64)
@@ -114,6 +118,16 @@ class Judgment(SQLModel, table=True):
         Index("ix_judgment_run_status", "run_id", "status"),
         # the viewer's pages of a cell (model x judge), in id order (docs/design/viewer.md)
         Index("ix_judgment_cell", "run_id", "model", "judge", "id"),
+        # the live view's "finished in the last minute" (version 9)
+        Index("ix_judgment_run_updated", "run_id", "updated_at"),
+        # the judgments answered from the answer cache (version 9)
+        Index(
+            "ix_judgment_replayed",
+            "run_id",
+            "call_uid",
+            postgresql_where=text(REPLAYED),
+            sqlite_where=text(REPLAYED),
+        ),
     )
     id: int | None = Field(default=None, primary_key=True)
     run_id: int = Field(foreign_key="run.id")
@@ -264,6 +278,33 @@ class ReportSnapshot(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
 
 
+class JudgmentTally(SQLModel, table=True):
+    """PostgreSQL: a run's judgments counted per (judge, status, reason), kept by triggers
+    (``storage.tally``; version 9). ``reason`` is ``''`` for none."""
+
+    __tablename__ = "judgment_tally"
+    run_id: int = Field(primary_key=True)
+    judge: str = Field(primary_key=True, max_length=MAX_JUDGE_NAME)
+    status: str = Field(primary_key=True, max_length=16)
+    reason: str = Field(primary_key=True, max_length=32)
+    n: int = 0
+
+
+class CallTally(SQLModel, table=True):
+    """PostgreSQL: a run's paid calls per judge, summed, kept by triggers (version 9)."""
+
+    __tablename__ = "call_tally"
+    run_id: int = Field(primary_key=True)
+    judge: str = Field(primary_key=True, max_length=MAX_JUDGE_NAME)
+    calls: int = 0
+    batch_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost: float = 0.0
+
+
 def _table(model: type[SQLModel]) -> Table:
     return cast(Table, model.__table__)  # type: ignore[attr-defined]
 
@@ -282,3 +323,5 @@ BATCH = _table(BatchRow)
 BATCH_CALL = _table(BatchCall)
 LANE_LEASE = _table(LaneLease)
 REPORT_SNAPSHOT = _table(ReportSnapshot)
+JUDGMENT_TALLY = _table(JudgmentTally)
+CALL_TALLY = _table(CallTally)

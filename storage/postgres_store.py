@@ -69,17 +69,21 @@ _CALL_FIELDS = (
     "cache_write_tokens", "batch",
 )  # fmt: skip
 
+#: (not the answers of a run being deleted: its delete keeps only those other runs use)
 CACHED = f"""
     SELECT DISTINCT ON (cache_key) {", ".join(_CALL_FIELDS)}
     FROM call WHERE cache_key = ANY(CAST(%(keys)b AS varchar[])) AND parsed IS true
+      AND NOT EXISTS (SELECT 1 FROM deleted_run AS d WHERE d.run_id = call.run_id)
     ORDER BY cache_key, id
 """
 
-#: a paid answer of a run deleted meanwhile is kept, attached to no run (``run_id`` NULL),
-#: like the answers of a deleted run that other runs use
+#: a paid answer of a run deleted meanwhile (or being deleted: tombstoned) is kept, attached
+#: to no run (``run_id`` NULL), like the answers of a deleted run that other runs use
 INSERT_CALLS = f"""
     INSERT INTO call ({", ".join(_CALL_FIELDS)}, created_at)
-    SELECT v.uid, v.cache_key, (SELECT r.id FROM run AS r WHERE r.id = v.run_id), v.judge,
+    SELECT v.uid, v.cache_key,
+           (SELECT r.id FROM run AS r WHERE r.id = v.run_id
+            AND NOT EXISTS (SELECT 1 FROM deleted_run AS d WHERE d.run_id = r.id)), v.judge,
            v.raw, v.parsed, v.finish, v.prompt_tokens, v.completion_tokens, v.cost,
            v.latency_ms, v.cached_tokens, v.cache_write_tokens, v.batch,
            CAST(%(now)b AS timestamptz)

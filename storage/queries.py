@@ -10,10 +10,19 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 
 from flask_eval.core.errors import Status
-from flask_eval.storage.models import CALL, INSTANCE, INSTANCE_DOMAIN, JUDGMENT, RESPONSE, utcnow
+from flask_eval.storage import tally
+from flask_eval.storage.models import (
+    CALL,
+    INSTANCE,
+    INSTANCE_DOMAIN,
+    JUDGMENT,
+    REPLAYED,
+    RESPONSE,
+    utcnow,
+)
 from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store, claimable
 
@@ -57,30 +66,20 @@ class StatusCounts:
 
 
 def status(store: Store, run_id: int, run_name: str) -> StatusCounts:
+    """The run's judgments by status and failure reason and its paid calls summed: a few
+    dozen rows of the tallies on PostgreSQL (``storage.tally``), the ledger grouped on
+    SQLite."""
     with store.engine.connect() as conn:
-        counts: dict[str, int] = dict(
-            conn.execute(
-                select(J.status, func.count()).where(J.run_id == run_id).group_by(J.status)
-            ).all()
-        )
-        reasons: dict[str | None, int] = dict(
-            conn.execute(
-                select(J.reason, func.count())
-                .where(J.run_id == run_id, J.status == Status.FAILED.value)
-                .group_by(J.reason)
-            ).all()
-        )
-        calls, ptok, ctok, cost, cached, written, batched = conn.execute(
-            select(
-                func.count(C.id),
-                func.coalesce(func.sum(C.prompt_tokens), 0),
-                func.coalesce(func.sum(C.completion_tokens), 0),
-                func.coalesce(func.sum(C.cost), 0.0),
-                func.coalesce(func.sum(C.cached_tokens), 0),
-                func.coalesce(func.sum(C.cache_write_tokens), 0),
-                func.count(C.id).filter(C.batch.is_(True)),
-            ).where(C.run_id == run_id)
-        ).one()
+        counts: dict[str, int] = {}
+        reasons: dict[str | None, int] = {}
+        for _, status_, reason, n in tally.judgment_counts(conn, run_id):
+            counts[status_] = counts.get(status_, 0) + n
+            if status_ == Status.FAILED.value:
+                reasons[reason] = reasons.get(reason, 0) + n
+        sums = [0.0] * 7
+        for judge in tally.call_totals(conn, run_id).values():
+            sums = [a + b for a, b in zip(sums, judge.values(), strict=True)]
+        calls, batched, ptok, ctok, cached, written, cost = sums
     done = counts.get(Status.DONE.value, 0)
     failed = counts.get(Status.FAILED.value, 0)
     open_ = counts.get(Status.PENDING.value, 0) + counts.get(Status.RUNNING.value, 0)
@@ -233,33 +232,35 @@ def stale_open_runs(store: Store, older_than: float, queue: str) -> list[RunInfo
 
 def runs_overview(store: Store) -> list[dict[str, Any]]:
     """Every run, newest first: name, created, models, judges, done/failed/total, cost."""
-    from flask_eval.storage.models import RUN
+    from flask_eval.storage.deletion import visible
+    from flask_eval.storage.models import CALL_TALLY, JUDGMENT_TALLY, RUN
 
-    RN = RUN.c
+    RN, T, CT = RUN.c, JUDGMENT_TALLY.c, CALL_TALLY.c
     with store.engine.connect() as conn:
-        runs = conn.execute(select(RN.id, RN.name, RN.created_at).order_by(RN.id.desc())).all()
-        counts: dict[int, dict[str, int]] = {}
-        for run_id, status_, n in conn.execute(
-            select(J.run_id, J.status, func.count()).group_by(J.run_id, J.status)
-        ):
-            counts.setdefault(int(run_id), {})[str(status_)] = int(n)
+        runs = conn.execute(
+            select(RN.id, RN.name, RN.created_at).where(visible()).order_by(RN.id.desc())
+        ).all()
+        counts = tally.status_by_run(conn, [int(r[0]) for r in runs])
         # models: those with responses (a pairwise baseline may only appear as model_b)
         answered: dict[int, int] = dict(
             conn.execute(
                 select(R.run_id, func.count(func.distinct(R.model))).group_by(R.run_id)
             ).all()
         )
-        sizes = {
-            int(r[0]): (int(answered.get(r[0], 0)), int(r[1]))
-            for r in conn.execute(
-                select(J.run_id, func.count(func.distinct(J.judge))).group_by(J.run_id)
-            )
-        }
+        of_run = (  # PostgreSQL: the tally's judges (a run's rows are not read)
+            select(T.run_id, func.count(func.distinct(T.judge))).where(T.n != 0)
+            .group_by(T.run_id) if store.dialect == "postgresql"
+            else select(J.run_id, func.count(func.distinct(J.judge))).group_by(J.run_id)
+        )  # fmt: skip
+        sizes = {int(r[0]): (int(answered.get(r[0], 0)), int(r[1])) for r in conn.execute(of_run)}
         costs = {
             int(r[0]): (float(r[1] or 0.0), int(r[2] or 0), int(r[3] or 0))
             for r in conn.execute(
-                select(C.run_id, func.sum(C.cost), func.sum(C.cached_tokens),
-                       func.sum(C.cache_write_tokens))
+                select(CT.run_id, func.sum(CT.cost), func.sum(CT.cached_tokens),
+                       func.sum(CT.cache_write_tokens)).group_by(CT.run_id)
+                if store.dialect == "postgresql"  # the tally, not every paid call
+                else select(C.run_id, func.sum(C.cost), func.sum(C.cached_tokens),
+                            func.sum(C.cache_write_tokens))
                 .where(C.run_id.is_not(None))
                 .group_by(C.run_id)
             )
@@ -312,7 +313,8 @@ def cache_answered(store: Store, run_id: int) -> int:
     """Judge calls of the run answered from the answer cache (an answer paid before,
     by this run or another): the distinct answers of its judgments that sent no request."""
     stmt = select(func.count(func.distinct(J.call_uid))).where(
-        J.run_id == run_id, J.requests == 0, J.call_uid.is_not(None)
+        J.run_id == run_id,
+        text(REPLAYED),  # ix_judgment_replayed's rows
     )
     with store.engine.connect() as conn:
         return int(conn.execute(stmt).scalar_one())

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import delete, func, select
 from sqlalchemy.engine import Connection
 
+from flask_eval.storage import tally
 from flask_eval.storage.models import CALL, JUDGMENT, REPORT_SNAPSHOT, RUN, utcnow
 from flask_eval.storage.store import Store
 
@@ -21,11 +22,9 @@ J, C, RN, SNAP = JUDGMENT.c, CALL.c, RUN.c, REPORT_SNAPSHOT.c
 
 
 def status_counts(conn: Connection, run_id: int) -> dict[str, int]:
-    """The run's judgments by status (index-only on ``ix_judgment_run_status``)."""
-    rows = conn.execute(
-        select(J.status, func.count()).where(J.run_id == run_id).group_by(J.status)
-    ).all()
-    return {str(s): int(n) for s, n in rows}
+    """The run's judgments by status (PostgreSQL: its tally; SQLite: index-only on
+    ``ix_judgment_run_status``)."""
+    return tally.status_totals(conn, run_id)
 
 
 @dataclass(frozen=True)

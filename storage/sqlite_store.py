@@ -11,16 +11,17 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Table, and_, bindparam, select, update
+from sqlalchemy import Table, and_, bindparam, exists, select, update
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection
 
 from flask_eval.core.errors import Status
-from flask_eval.storage.models import CALL, INSTANCE, JUDGMENT, RESPONSE, RUN
+from flask_eval.storage.deletion import visible
+from flask_eval.storage.models import CALL, DELETED_RUN, INSTANCE, JUDGMENT, RESPONSE, RUN
 from flask_eval.storage.records import CallRecord, JobContext, Outcome
 from flask_eval.storage.store import Store, claimable
 
-J, C, INS, R, RN = JUDGMENT.c, CALL.c, INSTANCE.c, RESPONSE.c, RUN.c
+J, C, INS, R, RN, DR = JUDGMENT.c, CALL.c, INSTANCE.c, RESPONSE.c, RUN.c, DELETED_RUN.c
 #: the second response of a pairwise row (``model_b``; none for absolute grading)
 RESPONSE_B = RESPONSE.alias("response_b")
 RB = RESPONSE_B.c
@@ -64,13 +65,15 @@ _CALL_FIELDS = (
 CACHED = (
     select(*(C[f] for f in _CALL_FIELDS))
     .where(C.cache_key.in_(bindparam("keys", expanding=True)), C.parsed.is_(True))
+    # not the answers of a run being deleted (its delete keeps only those other runs use)
+    .where(~exists(select(DR.run_id).where(DR.run_id == C.run_id)))
     .order_by(C.id)
 )
 #: store a paid answer once per uid, never changing it (one of a run deleted meanwhile is
 #: kept attached to no run, like the answers of a deleted run that other runs use) ...
 INSERT_CALL = (
     sqlite.insert(CALL)
-    .values(run_id=select(RN.id).where(RN.id == bindparam("b_run_id")).scalar_subquery())
+    .values(run_id=select(RN.id).where(RN.id == bindparam("b_run_id"), visible()).scalar_subquery())
     .on_conflict_do_nothing(index_elements=["uid"])
 )
 #: ... and end a judgment, never one already done

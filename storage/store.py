@@ -19,25 +19,22 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, and_, delete, func, insert, or_, select, update
+from sqlalchemy import Select, and_, delete, or_, select, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.elements import ColumnElement
 
 from flask_eval.core.errors import RunConflictError, Status
 from flask_eval.core.types import Instance, ResponseSet
+from flask_eval.storage import deletion, tally
 from flask_eval.storage.db import make_engine
 from flask_eval.storage.leasing import WorkerLedger
 from flask_eval.storage.models import (
-    BATCH,
-    BATCH_CALL,
     CALL,
     DELETED_RUN,
     INSTANCE,
     INSTANCE_DOMAIN,
-    JUDGE_HALT,
     JUDGMENT,
-    REPORT_SNAPSHOT,
     RESPONSE,
     RUN,
     utcnow,
@@ -132,7 +129,7 @@ class Store(WorkerLedger):
     @transient_retry
     def find_run(self, name: str | None = None) -> RunInfo | None:
         """The run called ``name``, or the latest run when ``name`` is None."""
-        stmt = select(RUN)
+        stmt = select(RUN).where(deletion.visible())  # not one being deleted
         stmt = stmt.where(RN.name == name) if name is not None else stmt.order_by(RN.id.desc())
         with self.engine.connect() as conn:
             row = conn.execute(stmt.limit(1)).mappings().first()
@@ -148,8 +145,9 @@ class Store(WorkerLedger):
     def run_config_text(self, run_id: int) -> str | None:
         """The stored configuration of a run as text (None: no such run), so that a worker
         can tell cheaply whether it changed."""
+        stmt = select(RN.config).where(RN.id == run_id, deletion.visible())
         with self.engine.connect() as conn:
-            text = conn.execute(select(RN.config).where(RN.id == run_id)).scalar_one_or_none()
+            text = conn.execute(stmt).scalar_one_or_none()
         return None if text is None else str(text)
 
     @transient_retry
@@ -223,6 +221,7 @@ class Store(WorkerLedger):
                         config=json.dumps(config, sort_keys=True), created_at=now)
                 .returning(RN.id)
             ).scalar_one()  # fmt: skip
+            conn.execute(delete(DELETED_RUN).where(DELETED_RUN.c.run_id == run_id))
             insert_run_rows(self, conn, run_id, instances, response_sets, judges, now, pairs)
         self._after_bulk_load()
         return RunInfo(run_id, name, fingerprint, mode, config)
@@ -231,44 +230,28 @@ class Store(WorkerLedger):
         """Called after a run's rows were inserted."""
 
     @transient_retry
-    def delete_run(self, run_id: int) -> None:
+    def delete_run(
+        self, run_id: int, chunk: int = deletion.CHUNK, step: Callable[[], None] = lambda: None
+    ) -> None:
         """Remove a run, its inputs, its ledger and the paid answers no other run uses;
         leave a tombstone so that its queued messages are dropped by the workers.
 
-        The run's row is locked first (PostgreSQL), so a worker's answer for the run
-        written meanwhile waits for the delete and is then kept attached to no run (its
-        write retries, see :meth:`write`). The answers other runs use are found from this
-        run's answers (a join), never by a ``NOT IN`` over every other judgment: that one
-        is a nested loop once the other runs' answers no longer fit the planner's hash
-        (137 s for 13,968 judgments among 81,584 on PostgreSQL; docs/design/delivery.md).
+        In bounded chunks, each its own short transaction, after the tombstone has made
+        the run invisible (``storage.deletion``): other writers wait one chunk at most,
+        never the whole delete (``step`` is called after each chunk). A worker's answer
+        for the run written meanwhile is kept attached to no run (see :meth:`write`).
+        The answers other runs use are found from this run's answers (a join), never by a
+        ``NOT IN`` over every other judgment: that one is a nested loop once the other
+        runs' answers no longer fit the planner's hash (137 s for 13,968 judgments among
+        81,584 on PostgreSQL; docs/design/delivery.md). A delete interrupted midway is
+        finished by the next one.
         """
-        with self.engine.begin() as conn:
-            stmt = select(RN.name).where(RN.id == run_id)
-            if self.dialect == "postgresql":
-                stmt = stmt.with_for_update()
-            name = conn.execute(stmt).scalar_one()
-            mine = select(C.uid).where(C.run_id == run_id).scalar_subquery()
-            used_elsewhere = (
-                select(J.call_uid).where(J.call_uid.in_(mine), J.run_id != run_id).distinct()
-            )
-            conn.execute(delete(CALL).where(C.run_id == run_id, C.uid.not_in(used_elsewhere)))
-            # answers other runs point at stay (their cost stays with the run that paid)
-            conn.execute(update(CALL).where(C.run_id == run_id).values(run_id=None))
-            for table in (
-                BATCH_CALL,
-                BATCH,
-                JUDGMENT,
-                JUDGE_HALT,
-                REPORT_SNAPSHOT,  # the viewer's cache of its pages
-                RESPONSE,
-                INSTANCE_DOMAIN,
-                INSTANCE,
-            ):
-                conn.execute(delete(table).where(table.c.run_id == run_id))
-            conn.execute(delete(RUN).where(RN.id == run_id))
-            # SQLite may give a deleted run's id to the next run: one tombstone per id
-            conn.execute(delete(DELETED_RUN).where(DELETED_RUN.c.run_id == run_id))
-            conn.execute(insert(DELETED_RUN).values(run_id=run_id, name=name, deleted_at=utcnow()))
+        with self.engine.connect() as conn:
+            left = [i for i in deletion.unfinished(conn) if i != run_id]
+        deletion.tombstone(self, run_id)
+        for gone in (*left, run_id):
+            deletion.remove_rows(self, gone, chunk, step)
+            deletion.finish(self, gone)
 
     @transient_retry
     def run_texts(
@@ -341,11 +324,9 @@ class Store(WorkerLedger):
 
     @transient_retry
     def count_open(self, run_id: int) -> int:
-        stmt = select(func.count()).where(
-            J.run_id == run_id, J.status.in_([Status.PENDING.value, Status.RUNNING.value])
-        )
         with self.engine.connect() as conn:
-            return int(conn.execute(stmt).scalar_one())
+            counts = tally.status_totals(conn, run_id)
+        return counts.get(Status.PENDING.value, 0) + counts.get(Status.RUNNING.value, 0)
 
     # -- the worker side (claims and leases: storage/leasing.py) ------------------------
 
