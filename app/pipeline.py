@@ -23,7 +23,13 @@ from flask_eval.core.settings import Settings
 from flask_eval.core.types import JudgeConfig
 from flask_eval.producer.context import RunContext
 from flask_eval.producer.dispatch import Dispatched, Transport, dispatch_open, metered
-from flask_eval.producer.estimate import AnswerCache, CallTexts, Estimator, planned_calls
+from flask_eval.producer.estimate import (
+    AnswerCache,
+    CallCosts,
+    CallTexts,
+    Estimator,
+    planned_calls,
+)
 from flask_eval.producer.inputs import Inputs, check_run_name, parse_responses_arg
 from flask_eval.producer.judges_file import combine
 from flask_eval.producer.pairs import (
@@ -52,6 +58,10 @@ from flask_eval.workers.celery_app import CeleryTransport
 from flask_eval.workers.inprocess import InProcessTransport
 from flask_eval.workers.judge import create_judge, judge_class, spec_of
 from flask_eval.workers.runner import executor_config
+
+#: judgments up to which a metered run's calls are each rendered to meter them (exact, the
+#: run's texts held); a larger run's costs are sampled (producer.sampling)
+EXACT_METERING = 100_000
 
 #: what the progress bar says a run of each kind of work is doing
 _DOING = {"generation": "generating", "annotation": "annotating"}
@@ -320,11 +330,17 @@ def start(
         run, changed = update_judges(store, run, plan.judges)
         reopen(store, run, () if retry_failed else None)
     run = set_max_cost(store, run, max_cost)
-    estimator = None  # built only to meter: it holds the run's texts
+    estimator: CallCosts | None = None  # built only to meter
     if metered(run):
         tell(f"run {plan.name}: estimating the cost of its open calls (the answer cache's "
              "are free)")  # fmt: skip
-        estimator = plan.estimator(LedgerCache(store, settings.judge_timeout))
+        cache = LedgerCache(store, settings.judge_timeout)
+        if plan.size() <= EXACT_METERING:  # each call rendered, its texts held
+            estimator = plan.estimator(cache)
+        else:  # every call counted, a sample rendered: the budget at the groups' means
+            sampler = plan.sampled()
+            sampler.summarize(cache)
+            estimator = sampler
     result = dispatch_open(store, run, dispatcher, settings.calls_per_message, estimator)
     return Started(run, created, result, changed)
 

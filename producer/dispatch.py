@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from itertools import islice
 
 from flask_eval.core.types import JudgeConfig, Price
-from flask_eval.producer.estimate import CHUNK, Estimator
+from flask_eval.producer.estimate import CHUNK, CallCosts, Estimator
 from flask_eval.producer.plan import batches, open_call_stream
 from flask_eval.storage import queries
 from flask_eval.storage.records import PlannedCall, RunInfo
@@ -85,7 +85,7 @@ def dispatch_open(
     run: RunInfo,
     dispatcher: Transport,
     calls_per_message: int,
-    estimator: Estimator | None = None,
+    estimator: CallCosts | None = None,
 ) -> Dispatched:
     """Send every open call of ``run``, within the run's stored cost budget.
 

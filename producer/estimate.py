@@ -74,6 +74,13 @@ class CallTexts(NamedTuple):
     rubrics: Mapping[str, InstanceRubric] = _NO_RUBRICS
 
 
+class CallCosts(Protocol):
+    """What dispatch asks of an estimator: each call's cost, in the calls' order (the
+    exact :class:`Estimator`, or ``producer.sampling.CallSampler``'s group means)."""
+
+    def each(self, calls: Iterable[PlannedCall]) -> Iterator[CallEstimate]: ...
+
+
 class AnswerCache(Protocol):
     """Which rendered calls the answer cache already holds an answer for."""
 

@@ -301,6 +301,12 @@ class CallSampler:
                        round(fsum(reading) * shared), shared * len(reading))  # fmt: skip
         return prompt_var, live_var, calls_var
 
+    def each(self, calls: Iterable[PlannedCall]) -> Iterator[CallEstimate]:
+        """Each call's :meth:`cost_of`, as ``Estimator.each`` gives it (tokens and the
+        answer cache per call are not known: the cache is in the group's mean)."""
+        for call in calls:
+            yield CallEstimate(call, 0, 0, False, self.cost_of(call))
+
     def cost_of(self, call: PlannedCall) -> float:
         """The estimated cost of ``call`` at the price it will be paid (its judge's batch
         price for a batch judge; 0 when the answer cache answers it), for ``--max-cost``

@@ -157,3 +157,31 @@ def test_a_page_of_open_rows_walks_the_primary_key_without_a_sort(tmp_path: Path
         assert any("ix_judgment_run_status" in step for step in plan), plan
         assert not any("TEMP B-TREE" in step for step in plan), plan
     store.close()
+
+
+def test_a_large_metered_run_is_budgeted_from_sampled_costs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past EXACT_METERING judgments a priced run's calls are costed at their groups'
+    sampled means: the budget holds back about what the exact costs would."""
+    from flask_eval.core.types import Price
+
+    instances, responses = write_inputs(tmp_path, 300, models=("m1", "m2"))
+    base = pipeline.prepare(instances=str(instances), responses=responses,
+                            judges=["memory/j"], run_name="metered")  # fmt: skip
+    plan = replace(base, judges=tuple(replace(j, price=Price(1000.0, 1000.0))
+                                      for j in base.judges))  # fmt: skip
+    exact = plan.estimator().summarize(plan.planned_calls())[0].cost
+    budget = exact / 2
+    results = {}
+    for limit in (10**9, 0):  # exact, then sampled
+        monkeypatch.setattr(pipeline, "EXACT_METERING", limit)
+        store = Store(f"sqlite:///{tmp_path / f'{limit}.db'}")
+        sent = MemoryTransport()
+        started = pipeline.start(plan, store, sent, settings_mod.load(), max_cost=budget)
+        result = started.dispatched
+        assert result.sent + result.held_back == 600  # a call per response: all counted
+        assert result.estimated_cost <= budget
+        assert sum(len(b) for _, b in sent.sent) == result.sent
+        results[limit] = result.sent
+    assert abs(results[0] - results[10**9]) <= 0.05 * results[10**9]
