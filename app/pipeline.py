@@ -16,19 +16,16 @@ from tqdm import tqdm
 
 from flask_eval.app.budget import prices_after, set_max_cost, update_judges
 from flask_eval.app.cache import LedgerCache
+from flask_eval.app.plan import Plan as Plan  # re-exported: pipeline.Plan
 from flask_eval.app.waiting import BatchWatch, FirstStep, StoppedWaiting, Watch, check_workers
 from flask_eval.core.errors import ConfigError, FailureReason, InputError
 from flask_eval.core.redact import redact
 from flask_eval.core.settings import Settings
 from flask_eval.core.types import JudgeConfig
-from flask_eval.producer.context import RunContext
 from flask_eval.producer.dispatch import Dispatched, Transport, dispatch_open, metered
 from flask_eval.producer.estimate import (
-    AnswerCache,
     CallCosts,
-    CallTexts,
     Estimator,
-    planned_calls,
 )
 from flask_eval.producer.inputs import Inputs, check_run_name, parse_responses_arg
 from flask_eval.producer.judges_file import combine
@@ -37,21 +34,18 @@ from flask_eval.producer.pairs import (
     pairwise_config,
     parse_pairwise_arg,
     plan_pairs,
-    planned_pairwise_rows,
 )
 from flask_eval.producer.plan import DEFAULT_MODE, MODES, default_run_name, fingerprint, run_config
 from flask_eval.producer.prices import check_budget_prices, settle_prices
 from flask_eval.producer.samples import sampled
-from flask_eval.producer.sampling import CallSampler
 from flask_eval.producer.select import select
 from flask_eval.producer.sources import Sources, load_sources
 from flask_eval.rubrics import codec
 from flask_eval.rubrics.grading import DEFAULT_PROTOCOL, protocol
-from flask_eval.rubrics.kinds import JUDGMENT
 from flask_eval.rubrics.pairwise import PAIRWISE_OVERALL, overall_criterion, pairwise_protocol
 from flask_eval.rubrics.skills import SkillSet, load_default
 from flask_eval.storage import queries
-from flask_eval.storage.records import Halt, PlannedCall, RunInfo
+from flask_eval.storage.records import Halt, RunInfo
 from flask_eval.storage.store import Store
 from flask_eval.workers.batching import check_batch_spec
 from flask_eval.workers.celery_app import CeleryTransport
@@ -65,68 +59,6 @@ EXACT_METERING = 100_000
 
 #: what the progress bar says a run of each kind of work is doing
 _DOING = {"generation": "generating", "annotation": "annotating"}
-
-
-@dataclass(frozen=True)
-class Plan:
-    inputs: Inputs
-    skillset: SkillSet
-    judges: tuple[JudgeConfig, ...]
-    mode: str
-    name: str
-    fingerprint: str
-    instances_path: str
-    reference: bool = True
-    #: a pairwise run: its plan (the run config's "pairwise") and ordered model pairs
-    pairwise: dict[str, Any] | None = None
-    pairs: tuple[tuple[str, str], ...] | None = None
-    #: the kind of work (rubrics/kinds.py) and its options (an annotation's label space)
-    kind: str = JUDGMENT
-    kind_options: dict[str, Any] = field(default_factory=dict)
-    #: judgments per judge and item (``--samples``): the judges are its clones (``sampled``)
-    samples: int = 1
-
-    def context(self) -> RunContext:
-        judges = {j.name: j for j in self.judges}
-        return RunContext(self.skillset, judges, self.mode, self.reference, bool(self.pairwise),
-                          self.kind, self.kind_options)  # fmt: skip
-
-    def planned_calls(self) -> list[PlannedCall]:
-        return planned_calls(self.inputs, self.context(), self.pairs)
-
-    def size(self) -> int:
-        """The judgments of the plan (rows of the ledger)."""
-        if self.pairs is not None:
-            return len(
-                planned_pairwise_rows(self.inputs, self.pairs, [j.name for j in self.judges])
-            )
-        skills = {i.id: len(i.skills) for i in self.inputs.instances}
-        per_judge = sum(skills.get(i, 0) for rs in self.inputs.response_sets
-                        for i in rs.instance_ids())  # fmt: skip
-        return per_judge * len(self.judges)
-
-    def estimator(self, cache: AnswerCache | None = None) -> Estimator:
-        return Estimator.of_inputs(self.inputs, self.context(), cache)
-
-    def sampled(self) -> CallSampler:
-        """Every planned call counted, a sample of them rendered (``producer.sampling``):
-        an absolute run's responses are read once, in a stream, and none is held."""
-        context = self.context()
-        if self.pairs is not None or self.kind != JUDGMENT:  # two responses, or another
-            # kind's texts: held in memory
-            return CallSampler.of_estimator(self.estimator(), self.planned_calls())
-        sampler = CallSampler(context)
-        instances = {i.id: i for i in self.inputs.instances}
-        for judge in context.judges:
-            protocol = context.protocol_for(judge)
-            for rs in self.inputs.response_sets:
-                for r in rs.responses:
-                    i = instances[r.instance_id]
-                    texts = CallTexts(i.instruction, i.answer, r.text, None, i.system_prompt,
-                                      i.rubrics)  # fmt: skip
-                    for part in protocol.calls(list(i.skills)):
-                        sampler.add(PlannedCall([], r.model, i.id, judge, part), texts)
-        return sampler
 
 
 @dataclass(frozen=True)
