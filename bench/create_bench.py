@@ -95,7 +95,11 @@ def run_once(args: list[str], env: dict[str, str]) -> dict[str, Any]:
                            "flask_eval", *args], env=env, cwd=REPO, capture_output=True,
                           text=True)  # fmt: skip
     wall = time.perf_counter() - start
-    lines = proc.stderr.rstrip().splitlines()
+    lines = [
+        line
+        for line in proc.stderr.rstrip().splitlines()
+        if not line.startswith("Command exited with")
+    ]  # GNU time's own line
     peak = float(lines[-1].split()[-1]) / 1024 if lines and lines[-1].startswith("peak-kib") else 0
     err = "\n".join(lines[:-1])
     return {"rc": proc.returncode, "wall": wall, "peak_mb": peak, "stderr": err,
