@@ -69,13 +69,17 @@ class Plan:
             return CallSampler.of_estimator(self.estimator(), self.planned_calls())
         sampler = CallSampler(context)
         instances = {i.id: i for i in self.inputs.instances}
-        for judge in context.judges:
-            protocol = context.protocol_for(judge)
-            for rs in self.inputs.response_sets:
-                for r in rs.responses:
-                    i = instances[r.instance_id]
-                    texts = CallTexts(i.instruction, i.answer, r.text, None, i.system_prompt,
-                                      i.rubrics)  # fmt: skip
-                    for part in protocol.calls(list(i.skills)):
-                        sampler.add(PlannedCall([], r.model, i.id, judge, part), texts)
+        splits: dict[tuple[str, tuple[str, ...]], list[list[str]]] = {}
+        for rs in self.inputs.response_sets:  # each file read once, whatever the judges
+            for r in rs.responses:
+                i = instances[r.instance_id]
+                texts = CallTexts(i.instruction, i.answer, r.text, None, i.system_prompt,
+                                  i.rubrics)  # fmt: skip
+                for judge in context.judges:
+                    split = splits.get((judge, i.skills))
+                    if split is None:
+                        split = context.protocol_for(judge).calls(list(i.skills))
+                        splits[(judge, i.skills)] = split
+                    for part in split:
+                        sampler.add(PlannedCall([], r.model, i.id, judge, list(part)), texts)
         return sampler

@@ -185,3 +185,24 @@ def test_a_large_metered_run_is_budgeted_from_sampled_costs(
         assert sum(len(b) for _, b in sent.sent) == result.sent
         results[limit] = result.sent
     assert abs(results[0] - results[10**9]) <= 0.05 * results[10**9]
+
+
+def test_a_small_plans_streamed_sample_is_its_exact_estimate(tmp_path: Path) -> None:
+    """Every group of a small plan is rendered whole: the streamed dry run (each file
+    read once for all judges) says what the exact estimator says, judge by judge."""
+    from flask_eval.core.types import Price
+
+    instances, responses = write_inputs(tmp_path, 12, models=("m1", "m2"))
+    base = pipeline.prepare(instances=str(instances), responses=responses,
+                            judges=["memory/a", "memory/b"], run_name="small")  # fmt: skip
+    plan = replace(base, judges=tuple(replace(j, price=Price(3.0, 15.0)) for j in base.judges))
+    exact = plan.estimator().summarize(plan.planned_calls())
+    streamed = plan.sampled().summarize()
+    fields = ("judge", "jobs", "calls", "prompt_tokens", "completion_tokens", "cache_read_tokens")
+    assert [[getattr(e, f) for f in fields] for e in streamed] == [
+        [getattr(e, f) for f in fields] for e in exact
+    ]
+    for one, other in zip(streamed, exact, strict=True):
+        assert one.cost == pytest.approx(other.cost)
+        assert one.cache_cost == pytest.approx(other.cache_cost)
+        assert one.rendered is None  # exact: no margin printed
