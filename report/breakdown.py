@@ -188,10 +188,10 @@ def per_instance(table: ScoreTable, cells: IntArray) -> tuple[IntArray, FloatArr
     # overhead; the flat index of (instance x model, judge)
     index = (flat[:, None] * n_judges + np.arange(n_judges)).ravel()
     size = len(inst) * n_models * n_judges
-    out = np.stack([
+    out = np.asarray(np.stack([
         np.bincount(index, np.where(scored, table.score[cells], 0.0).ravel(), size),
         np.bincount(index, scored.astype(np.float64).ravel(), size),
-    ])  # fmt: skip
+    ]), dtype=np.float64)  # fmt: skip
     out = out.reshape(2, len(inst), width).transpose(1, 0, 2)
     return inst, out.reshape(len(inst), 2 * width)
 

@@ -93,7 +93,7 @@ def pivot_select(
     call (0 otherwise): what the position check needs (:func:`positions_of_pivot`), read
     in the same pass over the run."""
     code = _code()
-    columns = [func.max(case((J.judge == j, code), else_=None)) for j in judges]
+    columns: list[Any] = [func.max(case((J.judge == j, code), else_=None)) for j in judges]
     if calls:  # (id << 32) + 2^31 + code (exact: id and code are 4-byte integers)
         called = J.call_uid.is_not(None) & J.status.in_((Status.DONE.value, Status.FAILED.value))
         packed = J.id * literal(2**32) + code + literal(2**31)
