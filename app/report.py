@@ -90,7 +90,16 @@ def run_tables(store: Store, run: RunInfo) -> tuple[ScoreTable, list[SelfConsist
     """The run's score table, judge columns in the order the run was given them, and,
     for a run of repeated judgments, each judge's self-consistency: its samples merged
     into one column scored by their mean (report/consistency.py)."""
-    p = analytics.pivot(store, run.id, config_judges(run.config))
+    table, consistency, _ = _run_tables(store, run)
+    return table, consistency
+
+
+def _run_tables(
+    store: Store, run: RunInfo, calls: bool = False
+) -> tuple[ScoreTable, list[SelfConsistency], analytics.Pivot]:
+    """:func:`run_tables` and the pivot they come from (read ``calls`` too: the
+    position check's, on PostgreSQL)."""
+    p = analytics.pivot(store, run.id, config_judges(run.config), calls=calls)
     judges, state, score, consistency = p.judges, p.state, p.score, []
     if run_samples(run.config) > 1:
         merged = merge_samples(p.judges, p.state, p.score)
@@ -98,7 +107,7 @@ def run_tables(store: Store, run: RunInfo) -> tuple[ScoreTable, list[SelfConsist
         consistency = consistency_rows(merged, p.score, p.state)
     table = build(p.cells, judges, state, score, p.difficulty, p.domains, DOMAINS,
                   capability_of=p.capability, task_of=p.task)  # fmt: skip
-    return table, consistency
+    return table, consistency, p
 
 
 def run_table(store: Store, run: RunInfo) -> ScoreTable:
@@ -256,9 +265,12 @@ def build_report(
         dynamic_ncols=True,
     )
     try:
-        base, consistency = run_tables(store, run)
+        base, consistency, read = _run_tables(store, run, calls=True)
         bar.update(1)
         lap("query")
+        counted = analytics.positions_of_pivot(read)  # the position check's counts
+        del read  # the pivot's arrays: not held through the statistics
+        lap("positions")
         try:
             table = add_ensembles(base, ensembles, ensemble_judges)
         except ValueError as exc:
@@ -283,8 +295,10 @@ def build_report(
     coverage = queries.coverage(store, run.id)
     report_rows = with_intervals(rows, intervals)
     lap("rows")
-    found = patterns_of_counts(((judge_of(j, run.config), p, s, n) for j, p, s, n in
-                                analytics.position_counts(store, run.id)), base.judges)  # fmt: skip
+    if counted is None:  # SQLite: counted by the ledger
+        counted = analytics.position_counts(store, run.id)
+    found = patterns_of_counts(((judge_of(j, run.config), p, s, n) for j, p, s, n in counted),
+                               base.judges)  # fmt: skip
     lap("patterns")
     notes += [p.note() for p in found if p.flagged]
     if consistency:

@@ -184,9 +184,14 @@ def per_instance(table: ScoreTable, cells: IntArray) -> tuple[IntArray, FloatArr
     width = n_models * n_judges
     scored = table.state[cells] == SCORED
     flat = local.reshape(-1) * n_models + table.model[cells]
-    out = np.zeros((2, len(inst) * n_models, n_judges))
-    np.add.at(out[0], flat, np.where(scored, table.score[cells], 0.0))
-    np.add.at(out[1], flat, scored.astype(np.float64))
+    # bincount adds in input order, as np.add.at did (the same sums), without its per-item
+    # overhead; the flat index of (instance x model, judge)
+    index = (flat[:, None] * n_judges + np.arange(n_judges)).ravel()
+    size = len(inst) * n_models * n_judges
+    out = np.asarray(np.stack([
+        np.bincount(index, np.where(scored, table.score[cells], 0.0).ravel(), size),
+        np.bincount(index, scored.astype(np.float64).ravel(), size),
+    ]), dtype=np.float64)  # fmt: skip
     out = out.reshape(2, len(inst), width).transpose(1, 0, 2)
     return inst, out.reshape(len(inst), 2 * width)
 

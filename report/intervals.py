@@ -116,7 +116,8 @@ def comparisons(
     answered[table.model, table.instance] = True
     n_judges, width = len(table.judges), sums.shape[1] // 2
     cache: dict[bytes, FloatArray] = {}
-    result: list[Comparison] = []
+    found: list[tuple[str, str, str, int, float | None, float | None, float | None]] = []
+    diffs: list[FloatArray] = []  # each pair's replicate differences, one interval call
     for a_pos, a_name in enumerate(models):
         for b_name in models[a_pos + 1 :]:
             a, b = table.models.index(a_name), table.models.index(b_name)
@@ -132,15 +133,24 @@ def comparisons(
                 mean_a = _ratio(point[ca], point[width + ca])
                 mean_b = _ratio(point[cb], point[width + cb])
                 diff = None if mean_a is None or mean_b is None else mean_a - mean_b
-                low = high = None
                 if diff is not None and reps is not None:
                     with np.errstate(invalid="ignore", divide="ignore"):
                         d = reps[ca] / reps[width + ca] - reps[cb] / reps[width + cb]
                     d[~np.isfinite(d)] = np.nan
-                    lo, hi = percentile_interval(d[None, :], confidence)
-                    if np.isfinite(lo[0]):
-                        low, high = float(lo[0]), float(hi[0])
-                result.append(
-                    Comparison(judge, a_name, b_name, len(rows), mean_a, mean_b, diff, low, high)
-                )
+                else:
+                    d = np.full(max(weights.shape[1], 1), np.nan)
+                diffs.append(d)
+                found.append((judge, a_name, b_name, len(rows), mean_a, mean_b, diff))
+    if not found:
+        return []
+    # row-wise, so one call for every pair gives each pair's interval as before
+    lo, hi = percentile_interval(np.stack(diffs), confidence)
+    result: list[Comparison] = []
+    for (judge, a_name, b_name, n, mean_a, mean_b, diff), low, high in zip(
+        found, lo.tolist(), hi.tolist(), strict=True
+    ):
+        finite = diff is not None and np.isfinite(low)
+        result.append(Comparison(judge, a_name, b_name, n, mean_a, mean_b, diff,
+                                 float(low) if finite else None,
+                                 float(high) if finite else None))  # fmt: skip
     return result

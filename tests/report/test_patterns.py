@@ -72,3 +72,40 @@ def test_the_report_flags_the_judge_in_its_notes_and_json(tmp_path: Path) -> Non
     assert by_judge["tiny"]["flagged"] and by_judge["tiny"]["share"] == 1.0
     assert not by_judge["real"]["flagged"] and by_judge["real"]["share"] < 0.9
     assert "judge tiny: " in to_table(report)
+
+
+def test_the_pivots_position_counts_equal_the_ledgers(postgres_url: str) -> None:
+    """PostgreSQL's report counts positions from the pivot's one pass (ids and call
+    hashes): the same counts as the ledger's window functions, with calls split in two
+    for one response and judge, interleaved by id, failed rows with and without an
+    answer, N/A, single-criterion calls and unfinished rows."""
+    from flask_eval.storage import analytics
+
+    store = Store(postgres_url)
+    run = planned_run(store, "positions", instances=str(EXAMPLES / "instances.jsonl"),
+                      responses=[f"a={EXAMPLES / 'model_a.jsonl'}",
+                                 f"b={EXAMPLES / 'model_b.jsonl'}"],
+                      judges=judges("tiny", "split", "real"))  # fmt: skip
+
+    def score(row: Row) -> Outcome:
+        base = f"{row.judge}-{row.model}-{row.instance_id}"
+        k = row.id % 7
+        if k == 0:
+            return None  # pending
+        if k == 1:
+            return "failed", None, None if row.id % 2 else base  # with and without an answer
+        if k == 2:
+            return "done", None, base  # N/A
+        if row.judge == "split":  # two calls for one response, interleaved by id
+            return "done", 1 + row.id % 3, f"{base}-{row.id % 2}"
+        if row.judge == "tiny":
+            return "done", 1 + row.id % 5, base
+        return "done", 1 + len(row.criterion) % 5, base if row.id % 5 else f"{base}-{row.id}"
+
+    finish(store, run, score)
+    read = analytics.pivot(store, run.id, calls=True)
+    counted = analytics.positions_of_pivot(read)
+    expected = sorted(analytics.position_counts(store, run.id))
+    store.close()
+    assert counted is not None and counted == expected
+    assert {p for _, p, _, _ in counted} >= {1, 2}
