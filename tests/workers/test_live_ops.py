@@ -92,7 +92,9 @@ def test_status_watch_shows_two_live_workers_and_rates_until_the_run_is_done(
 ) -> None:
     env = cli_env(sqlite_url, redis_url)
     lines: list[dict[str, Any]] = []
-    with running_simulator(SimConfig(latency_ms=150, seed=4)) as sim:
+    # 104 calls over 2 x 4 lanes at 600 ms: ~8 s, longer than a heartbeat (5 s), so a
+    # heartbeat falls while calls are in flight
+    with running_simulator(SimConfig(latency_ms=600, seed=4)) as sim:
         start_run(env, sim, "watched")
         watch = subprocess.Popen(
             [sys.executable, "-m", "flask_eval", "status", "watched", "--watch", "--json",
