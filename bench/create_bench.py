@@ -29,22 +29,10 @@ import redis
 
 from bench.harness import REDIS_URL, REPO, env_for, fresh_postgres, write_result
 from flask_eval.core.types import DIFFICULTY_LABELS, DOMAINS
+from flask_eval.producer.synthetic import WORDS
 from flask_eval.rubrics.skills import load_default
 
 INPUTS = Path(os.environ.get("FLASK_EVAL_BENCH_INPUTS", "/tmp/flask-eval-create-inputs"))
-WORDS = [
-    "river",
-    "stone",
-    "apple",
-    "number",
-    "graph",
-    "orbit",
-    "market",
-    "theorem",
-    "poem",
-    "vaccine",
-    "ledger",
-]
 SKILLS_PER_INSTANCE = 3
 MAX_INSTANCES = 10_000
 
