@@ -86,6 +86,7 @@ def dispatch_open(
     dispatcher: Transport,
     calls_per_message: int,
     estimator: CallCosts | None = None,
+    meter: bool = True,
 ) -> Dispatched:
     """Send every open call of ``run``, within the run's stored cost budget.
 
@@ -93,11 +94,12 @@ def dispatch_open(
     only while the cost already metered for the run plus the estimated cost of the calls
     sent stays within it. On a broker, the run is marked fully dispatched to the queue
     only when nothing was held back, so that the sweeper never sends what the budget
-    kept back (workers/sweeper.py).
+    kept back (workers/sweeper.py). ``meter`` False sends without estimating: for calls
+    sent before, whose cost the budget counted then (the sweeper's).
     """
     calls = open_call_stream(store, run)
     max_cost = run.config.get("max_cost")
-    if not metered(run):
+    if not meter or not metered(run):
         # nothing to meter: skip rendering every prompt for an estimate of $0
         sent = _send(run.id, calls, dispatcher, calls_per_message)
         _mark(store, run, dispatcher, complete=True)

@@ -80,7 +80,11 @@ class FileResponses(ResponseSource):
         keep = self.keep
         # validated already, and unchanged since (its size and mtime): read plainly, each
         # line's id checked against the one validated there
-        with open(self.path, "rb") as handle:
+        try:
+            handle = open(self.path, "rb")  # noqa: SIM115  (closed below)
+        except OSError:
+            raise changed from None
+        with handle:
             for line, raw in enumerate(handle, start=1):
                 if not raw.strip():
                     continue

@@ -57,7 +57,9 @@ def sweep(store: Store, client: Any, settings: Settings, grace: float) -> int:
     dispatcher = CeleryTransport(settings)
     sent = 0
     for run in queries.stale_open_runs(store, grace, settings.queue):
-        result = dispatch_open(store, run, dispatcher, settings.calls_per_message)
+        # calls sent before, within the budget then: not estimated again (a metered
+        # estimate would read every text of the run into this worker)
+        result = dispatch_open(store, run, dispatcher, settings.calls_per_message, meter=False)
         if result.sent:
             log.warning(
                 "run %s: sent %d calls again; their messages were lost by the broker",

@@ -54,3 +54,23 @@ def test_max_cost_holds_back_the_calls_past_the_budget(tmp_path: Path) -> None:
     result = started.dispatched
     assert 1 <= result.sent <= 4 and result.held_back == 27 + 25 - result.sent
     assert result.estimated_cost <= one_call * 3.5
+
+
+def test_calls_sent_again_are_not_estimated_again(tmp_path: Path) -> None:
+    """The sweeper re-sends calls whose messages the broker lost: they were counted in
+    the budget when first sent, so they go without an estimate (which would read every
+    text of the run into the worker)."""
+    from flask_eval.producer.dispatch import dispatch_open
+
+    base = plan(("memory/j1",))
+    priced = replace(
+        base, judges=tuple(replace(j, price=Price(1000.0, 1000.0)) for j in base.judges)
+    )
+    store = Store(f"sqlite:///{tmp_path / 'c.db'}")
+    started = pipeline.start(priced, store, MemoryTransport(), settings_mod.load(),
+                             max_cost=1e9)  # fmt: skip
+    assert started.dispatched.estimated_cost > 0
+    again = MemoryTransport()
+    result = dispatch_open(store, started.run, again, 5, meter=False)
+    assert result.sent == 27 + 25 and result.held_back == 0 and result.estimated_cost == 0
+    assert sum(len(b) for _, b in again.sent) == 27 + 25
