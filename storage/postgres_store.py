@@ -144,6 +144,24 @@ def _copy_text(value: Any) -> str:
     return str(value)
 
 
+def _copy(cursor: Any, table: str, columns: Sequence[str], rows: Iterable[tuple[Any, ...]]) -> None:
+    """COPY ``rows`` into ``table``, their text formatted here and sent a buffer at a time
+    (PostgreSQL ingests while this process makes the next rows)."""
+    names = ", ".join(f'"{c}"' for c in columns)
+    with cursor.copy(f'COPY "{table}" ({names}) FROM STDIN') as copy:
+        lines: list[str] = []
+        size = 0
+        for row in rows:
+            line = "\t".join(map(_copy_text, row))
+            lines.append(line)
+            size += len(line)
+            if size >= COPY_BUFFER:
+                copy.write("\n".join(lines) + "\n")
+                lines, size = [], 0
+        if lines:
+            copy.write("\n".join(lines) + "\n")
+
+
 #: fewer rows than this are inserted with one plain statement instead of COPY
 SMALL_INSERT = 64
 
@@ -213,21 +231,9 @@ class PostgresStore(Store):
     ) -> None:
         """Straight into the table through COPY: PostgreSQL ingests while this process
         makes the next rows (a new run's rows cannot conflict)."""
-        names = ", ".join(f'"{c}"' for c in columns)
         cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
         try:
-            with cursor.copy(f'COPY "{table.name}" ({names}) FROM STDIN') as copy:
-                lines: list[str] = []
-                size = 0
-                for row in rows:
-                    line = "\t".join(map(_copy_text, row))
-                    lines.append(line)
-                    size += len(line)
-                    if size >= COPY_BUFFER:
-                        copy.write("\n".join(lines) + "\n")
-                        lines, size = [], 0
-                if lines:
-                    copy.write("\n".join(lines) + "\n")
+            _copy(cursor, table.name, columns, rows)
         finally:
             cursor.close()
 
@@ -256,10 +262,8 @@ class PostgresStore(Store):
                 + ", ".join(f'"{c}" {t}' for c, t in zip(columns, types, strict=True))
                 + ") ON COMMIT DROP"
             )
-            with cursor.copy(f'COPY "{temp}" ({names}) FROM STDIN') as copy:
-                copy.write_row([first[c] for c in columns])
-                for row in it:
-                    copy.write_row([row[c] for c in columns])
+            _copy(cursor, temp, columns, (tuple(row[c] for c in columns)
+                                          for row in itertools.chain([first], it)))  # fmt: skip
             cursor.execute(
                 f'INSERT INTO "{table.name}" ({names}) SELECT {names} FROM "{temp}" '
                 "ON CONFLICT DO NOTHING"
