@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from tqdm import tqdm
@@ -153,8 +154,15 @@ def prepare(
     check_protocols(configs, mode, pairwise=plan_config is not None)
     skills = codec.to_data(skillset)
     identities = [judge_identity(j) for j in configs]
-    digest = fingerprint(inputs, identities, mode, skills, reference, plan_config, pairs or ())
-    name = run_name or default_run_name(digest)
+    # the fingerprint reads every response again: computed when asked (a dry run named
+    # with --run never asks), of the configuration as it is now
+    later = partial(fingerprint, inputs, identities, mode, skills, reference,
+                    None if plan_config is None else dict(plan_config), pairs or ())  # fmt: skip
+    digest: str | Callable[[], str] = later
+    name = run_name
+    if name is None:
+        digest = later()
+        name = default_run_name(digest)
     if plan_config is not None and labels:
         plan_config["labels"] = [[x.instance_id, x.first_model, x.second_model, x.label]
                                  for x in labels]  # fmt: skip

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import codecs
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from flask_eval.core.errors import InputError
@@ -52,6 +52,11 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
                 raise DuplicateKey(key)
             seen.add(key)
     return record
+
+
+#: the C scanner of ``json.loads(text, object_pairs_hook=unique_keys)``: the same decoder
+_DECODER = json.JSONDecoder(object_pairs_hook=unique_keys)
+_SCAN: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
 
 
 def read_json_lines(
@@ -99,9 +104,9 @@ def read_json_lines(
                     path,
                     lineno,
                 ) from None
-            if not text.strip():
+            if not text or text.isspace():  # not text.strip(), without copying the line
                 continue
-            yield lineno, parse_object(text, path, lineno)
+            yield lineno, _parse_fast(text, path, lineno)
             records += 1
     if records == 0 and not allow_empty:
         raise InputError(EMPTY_MESSAGE, path, None)
@@ -129,6 +134,26 @@ def parse_object(text: str, path: str, line: int) -> dict[str, Any]:
     except ValueError as exc:
         detail = "a number has more than 4300 digits" if "digits" in str(exc) else str(exc)[:80]
         raise InputError(f"invalid JSON: {detail}", path, line) from None
+    return _checked(value, text, path, line)
+
+
+def _parse_fast(text: str, path: str, line: int) -> dict[str, Any]:
+    """:func:`parse_object` of a well-formed line at about half its cost: the C scanner
+    is called directly (``json.loads`` goes through three Python calls and two regular
+    expressions a line). Whatever it does not take as is (leading whitespace, anything
+    after the object, a scanner error, a key twice) goes to :func:`parse_object`, which
+    returns the same value or raises the line's error."""
+    try:
+        value, end = _SCAN(text, 0)
+    except Exception:
+        return parse_object(text, path, line)
+    if end != len(text) and text[end:].strip(" \t\n\r"):  # json.loads's whitespace
+        return parse_object(text, path, line)
+    return _checked(value, text, path, line)
+
+
+def _checked(value: object, text: str, path: str, line: int) -> dict[str, Any]:
+    """``value`` parsed from ``text``, if it is an object whose strings can be stored."""
     if not isinstance(value, dict):
         raise InputError(
             f"expected a JSON object, got {json_type(value)}; put one object per line",
@@ -137,7 +162,7 @@ def parse_object(text: str, path: str, line: int) -> dict[str, Any]:
         )
     # NUL and lone surrogates only come from \u escapes: strict UTF-8 decoding refuses
     # encoded surrogates and JSON refuses a raw NUL, so lines without "\u" are clean.
-    if "\\u" in text:
+    if "\\" in text and "\\u" in text:  # a backslash's look-up is ten times faster
         found = walk_strings(value)
         if found is not None:
             where, problem = found

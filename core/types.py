@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from abc import abstractmethod
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -123,6 +123,15 @@ class ResponseSource(Collection[Response]):
     def instance_ids(self) -> tuple[str, ...]:
         """The ids of the instances answered, in order."""
 
+    @abstractmethod
+    def sizes(self) -> Iterator[tuple[str, int]]:
+        """Each response's (instance id, length of its text in characters), in order,
+        without reading the texts."""
+
+    @abstractmethod
+    def texts(self, wanted: Collection[str]) -> dict[str, str]:
+        """The texts of the responses to ``wanted`` (instance ids), by instance id."""
+
 
 @dataclass(frozen=True)
 class ResponseSet:
@@ -138,6 +147,20 @@ class ResponseSet:
         if isinstance(self.responses, ResponseSource):
             return self.responses.instance_ids()
         return tuple(r.instance_id for r in self.responses)
+
+    def sizes(self) -> Iterator[tuple[str, int]]:
+        """Each response's (instance id, length of its text), in order, without reading
+        a file's texts (:meth:`ResponseSource.sizes`)."""
+        if isinstance(self.responses, ResponseSource):
+            return self.responses.sizes()
+        return ((r.instance_id, len(r.text)) for r in self.responses)
+
+    def texts(self, wanted: Collection[str]) -> dict[str, str]:
+        """The texts of the responses to ``wanted``, by instance id (a file's read again
+        for them only)."""
+        if isinstance(self.responses, ResponseSource):
+            return self.responses.texts(wanted)
+        return {r.instance_id: r.text for r in self.responses if r.instance_id in wanted}
 
 
 _MODEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/+-]{0,199}$")

@@ -7,11 +7,12 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from flask_eval.core.errors import InputError
+from flask_eval.core.gcpause import paused_gc
 from flask_eval.core.limits import MAX_MODEL_NAME, MAX_RUN_NAME
 from flask_eval.core.text import clip, control_problem
 from flask_eval.core.types import Instance, ResponseSet
 from flask_eval.producer.loaders import load_instances
-from flask_eval.producer.responses import load_responses
+from flask_eval.producer.parallel import load_all_responses
 
 __all__ = [
     "MODEL_NAME_PATTERN",
@@ -127,5 +128,6 @@ def load_inputs(
         load_instances(instances_path, known_skills, custom_criteria=custom, reference=reference)
     )
     ids = {instance.id: instance.id for instance in instances}
-    response_sets = tuple(load_responses(name, path, ids) for name, path in responses)
+    with paused_gc():  # millions of lines, no cycles (core.gcpause)
+        response_sets = load_all_responses(responses, ids)
     return Inputs(instances=instances, response_sets=response_sets)

@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from flask_eval.core.gcpause import paused_gc
 from flask_eval.core.types import JudgeConfig
 from flask_eval.producer.context import RunContext
 from flask_eval.producer.inputs import Inputs
@@ -60,9 +61,10 @@ def fingerprint(
         }
         item += [{k: v for k, v in extra.items() if v}] if any(extra.values()) else []
         feed(item)
-    for rs in sorted(inputs.response_sets, key=lambda rs: rs.model):
-        for r in sorted(rs.responses, key=lambda r: r.instance_id):
-            feed([rs.model, r.instance_id, r.text])
+    with paused_gc():  # every response read again, no cycles (core.gcpause)
+        for rs in sorted(inputs.response_sets, key=lambda rs: rs.model):
+            for r in sorted(rs.responses, key=lambda r: r.instance_id):
+                feed([rs.model, r.instance_id, r.text])
     return h.hexdigest()
 
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Collection, Iterator, Mapping
-from dataclasses import dataclass
+from array import array
+from collections.abc import Callable, Collection, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from flask_eval.core.errors import InputError
@@ -30,6 +31,8 @@ __all__ = ["FileResponses", "load_responses", "only"]
 
 _HINT = "a response needs question_id and text"
 _CHANGED = "the file changed after it was validated; run again"
+#: a validated line's parser (json.loads's C scanner without its Python wrapping)
+_SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
 def _stamp(path: str) -> tuple[int, int]:
@@ -60,6 +63,9 @@ class FileResponses(ResponseSource):
     ids: tuple[str, ...]
     stamp: tuple[int, int]
     keep: frozenset[str] | None = None
+    #: each response's length in characters, in file order (``ids``'): what a sampled
+    #: estimate counts without reading the texts again
+    lengths: array[int] = field(default_factory=lambda: array("I"))
 
     def __len__(self) -> int:
         if self.keep is None:
@@ -70,6 +76,26 @@ class FileResponses(ResponseSource):
         return isinstance(item, Response) and item in set(self)
 
     def __iter__(self) -> Iterator[Response]:
+        for line, qid, text in self._records(None):
+            yield Response(self.model, qid, text, line)
+
+    def sizes(self) -> Iterator[tuple[str, int]]:
+        """The kept responses' (instance id, length in characters), in file order, from
+        their validation (no read)."""
+        keep = self.keep
+        if len(self.lengths) != len(self.ids):
+            raise ValueError("a FileResponses made without its lengths")
+        pairs = zip(self.ids, self.lengths, strict=True)
+        return pairs if keep is None else ((q, n) for q, n in pairs if q in keep)
+
+    def texts(self, wanted: Collection[str]) -> dict[str, str]:
+        """The texts of the kept responses to ``wanted`` (instance ids), read again with
+        the checks of iteration; the other lines are not parsed."""
+        return {qid: text for _, qid, text in self._records(set(wanted))}
+
+    def _records(self, wanted: set[str] | None) -> Iterator[tuple[int, str, str]]:
+        """(line, instance id, text) of the kept responses (and of ``wanted`` only, unless
+        None), in file order; InputError when the file changed since its validation."""
         changed = InputError(_CHANGED, self.path)
         try:
             if _stamp(self.path) != self.stamp:
@@ -79,7 +105,7 @@ class FileResponses(ResponseSource):
         expected = iter(self.ids)
         keep = self.keep
         # validated already, and unchanged since (its size and mtime): read plainly, each
-        # line's id checked against the one validated there
+        # line read checked against the id validated there
         try:
             handle = open(self.path, "rb")  # noqa: SIM115  (closed below)
         except OSError:
@@ -88,16 +114,22 @@ class FileResponses(ResponseSource):
             for line, raw in enumerate(handle, start=1):
                 if not raw.strip():
                     continue
+                want = next(expected, None)
+                if want is None:
+                    raise InputError(_CHANGED, self.path, line)
+                if keep is not None and want not in keep:
+                    continue
+                if wanted is not None and want not in wanted:
+                    continue
                 try:
-                    record = json.loads(raw.removeprefix(b"\xef\xbb\xbf") if line == 1 else raw)
+                    record, _ = _SCAN(raw.decode().removeprefix("\ufeff"), 0)
                     question, text = record["question_id"], record["text"]
-                except (ValueError, KeyError, TypeError):
+                except (ValueError, KeyError, TypeError, StopIteration):
                     raise InputError(_CHANGED, self.path, line) from None
                 qid = question if isinstance(question, str) else str(question)
-                if next(expected, None) != qid or not isinstance(text, str):
+                if want != qid or not isinstance(text, str):
                     raise InputError(_CHANGED, self.path, line)
-                if keep is None or qid in keep:
-                    yield Response(self.model, qid, text, line)
+                yield line, qid, text
         if next(expected, None) is not None:
             raise changed
 
@@ -112,7 +144,7 @@ def only(rs: ResponseSet, ids: Collection[str]) -> ResponseSet:
     if isinstance(responses, FileResponses):
         keep = frozenset(ids) if responses.keep is None else responses.keep & frozenset(ids)
         kept = FileResponses(responses.model, responses.path, responses.ids, responses.stamp,
-                             keep)  # fmt: skip
+                             keep, responses.lengths)  # fmt: skip
         return ResponseSet(rs.model, rs.path, kept)
     return ResponseSet(rs.model, rs.path, tuple(r for r in responses if r.instance_id in ids))
 
@@ -133,8 +165,18 @@ def load_responses(model: str, path: str, instance_ids: Collection[str]) -> Resp
         stamp = _stamp(path)
     except OSError:
         stamp = (-1, -1)  # read_json_lines says why the file cannot be read
+    lengths = array("I")
     for line, record in read_json_lines(path):
-        qid, _text = _read(record, path, line)
+        qid, text = record.get("question_id"), record.get("text")
+        if type(text) is str and (type(qid) is str or type(qid) is int):
+            # the usual line: an instance's id (checked with the instances), once
+            known = canonical.get(qid if type(qid) is str else str(qid))
+            if known is not None and known not in first_line:
+                first_line[known] = line
+                ids.append(known)
+                lengths.append(len(text))
+                continue
+        qid, text = _read(record, path, line)
         previous = first_line.get(qid)
         if previous is not None:
             raise InputError(
@@ -153,4 +195,5 @@ def load_responses(model: str, path: str, instance_ids: Collection[str]) -> Resp
             )
         first_line[known] = line
         ids.append(known)
-    return ResponseSet(model, path, FileResponses(model, path, tuple(ids), stamp))
+        lengths.append(len(text))
+    return ResponseSet(model, path, FileResponses(model, path, tuple(ids), stamp, lengths=lengths))

@@ -19,7 +19,7 @@ wholly: its figures are exact, :func:`estimate.summarize_estimates`'s own.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from math import exp, floor, fsum, inf, log
 
@@ -75,6 +75,14 @@ class _Order:
     group: _Group
     criteria: int
     calls: int = 0
+
+    def count(self, chars: int) -> bool:
+        """:meth:`CallSampler.count` of a call of this order."""
+        self.calls += 1
+        group = self.group
+        group.chars += chars
+        seen = group.seen = group.seen + 1
+        return seen <= group.size or seen == group.next
 
 
 @dataclass(slots=True)
@@ -172,30 +180,57 @@ class CallSampler:
     def add(self, call: PlannedCall, texts: CallTexts) -> None:
         """Count ``call`` (every planned call, in plan order), and maybe sample it."""
         key = (call.judge, *call.criteria)
-        order = self._orders.get(key) or self._order(key, call)
-        order.calls += 1
-        group = order.group
+        chars = self.chars(texts, call.criteria)
+        if self.count(key, chars):
+            self.take(key, call, texts, chars)
+
+    def chars(self, texts: CallTexts, criteria: Sequence[str]) -> int:
+        """The characters of ``texts`` a call with ``criteria`` fills into its prompt."""
         chars = len(texts.instruction) + len(texts.response) + len(texts.system_prompt)
         if self._reference:
             chars += len(texts.reference)
         if texts.response_b is not None and self._pairwise:
             chars += len(texts.response_b)
         if texts.rubrics:
-            chars += _rubric_chars(texts.rubrics, call.criteria)
-        group.chars += chars
-        seen = group.seen = group.seen + 1
-        if seen <= group.size or seen == group.next:
-            group.take(call, texts, chars)
+            chars += _rubric_chars(texts.rubrics, criteria)
+        return chars
 
-    def _order(self, key: tuple[str, ...], call: PlannedCall) -> _Order:
-        """The first call of a judge with criteria in this order: its group is that of
-        the judge and the set of criteria."""
-        template = (call.judge, tuple(sorted(call.criteria)))
+    def count(self, key: tuple[str, ...], chars: int) -> bool:
+        """Count a call of ``key`` (its judge, then its criteria in order) whose texts
+        have ``chars`` characters: :meth:`add` without the call. True when the sample
+        takes it: then :meth:`take` it, before the next call is counted."""
+        return (self._orders.get(key) or self._order(key)).count(chars)
+
+    def counter(self, key: tuple[str, ...]) -> Callable[[int], bool]:
+        """:meth:`count` for the calls of ``key``, without looking the key up each time."""
+        return (self._orders.get(key) or self._order(key)).count
+
+    def take(self, key: tuple[str, ...], call: PlannedCall, texts: CallTexts, chars: int) -> None:
+        """Sample the call just counted (:meth:`count` said so)."""
+        self._orders[key].group.take(call, texts, chars)
+
+    def sampled_calls(self) -> Iterator[PlannedCall]:
+        """The calls the samples hold (to :meth:`fill` their texts)."""
+        for group in self._groups.values():
+            for call, _, _ in group.items:
+                yield call
+
+    def fill(self, texts_of: Callable[[PlannedCall, CallTexts], CallTexts]) -> None:
+        """Replace each sampled call's texts by ``texts_of(call, texts)``: calls counted
+        from the lengths of their texts (:meth:`count`), their texts read afterwards."""
+        for group in self._groups.values():
+            group.items = [(c, texts_of(c, t), x) for c, t, x in group.items]
+
+    def _order(self, key: tuple[str, ...]) -> _Order:
+        """The first call of a judge with criteria in this order (``key``): its group is
+        that of the judge and the set of criteria."""
+        judge, criteria = key[0], key[1:]
+        template = (judge, tuple(sorted(criteria)))
         group = self._groups.get(template)
         if group is None:
             rng = random.Random(f"{self.seed}:{template}")
-            group = self._groups[template] = _Group(call.judge, self.size, rng)
-        order = self._orders[key] = _Order(group, len(call.criteria))
+            group = self._groups[template] = _Group(judge, self.size, rng)
+        order = self._orders[key] = _Order(group, len(criteria))
         group.orders.append(order)
         return order
 

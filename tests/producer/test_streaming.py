@@ -40,13 +40,17 @@ def test_validating_responses_holds_no_text(tmp_path: Path) -> None:
     try:
         plan = pipeline.prepare(instances=str(instances), responses=responses,
                                 judges=["memory/j"], run_name="big")  # fmt: skip
-        _, peak = tracemalloc.get_traced_memory()
+        _, validated = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        assert len(plan.fingerprint) == 64  # computed when first asked (--run named it)
+        _, fingerprinted = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     total = 2 * 1_000 * TEXT
+    assert validated < 0.1 * total  # the ids and lengths of the responses, no text
     # fingerprinting reads one file at a time (its responses sorted): at most one file's
     # texts are held at once, and none after
-    assert peak < 0.75 * total
+    assert fingerprinted < 0.75 * total
     for rs in plan.inputs.response_sets:
         assert isinstance(rs.responses, FileResponses)
         assert len(rs.instance_ids()) == 1_000
@@ -60,6 +64,7 @@ def test_creating_a_run_streams_its_texts_to_the_store(tmp_path: Path) -> None:
                             judges=["memory/j"], run_name="big")  # fmt: skip
     store = Store(f"sqlite:///{tmp_path / 's.db'}")
     settings = replace(settings_mod.load(), calls_per_message=50)
+    assert plan.fingerprint  # its own measure: test_validating_responses_holds_no_text
     tracemalloc.start()
     try:
         started = pipeline.start(plan, store, MemoryTransport(), settings)

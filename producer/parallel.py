@@ -1,0 +1,93 @@
+"""Validating many responses files at once, one process per core.
+
+A 10M-judgment plan is hundreds of responses files; each line costs a few microseconds of
+JSON parsing and checks, all of it CPU (docs/design/producer-scale.md). With more than
+:data:`MIN_FILES` files and more than one core, the files are validated in forked
+processes, in order: each child runs :func:`responses.load_responses` on whole files and
+sends back the positions of the instances answered (4 bytes a response) and the texts'
+lengths, which the parent turns back into the instances' own id strings (so memory is
+what one process validating them would hold). The first bad file in the arguments' order
+raises its InputError, exactly as one process would; nothing is written either way.
+
+Forking is only done where it is safe: a platform with ``fork``, a process that is not a
+daemon (a worker's child) and has no other thread. Otherwise files are validated one
+after another, in this process.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+from array import array
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+from flask_eval.core.errors import InputError
+from flask_eval.core.types import ResponseSet
+from flask_eval.producer.responses import FileResponses, load_responses
+
+__all__ = ["MIN_FILES", "load_all_responses"]
+
+#: fewer files than this are validated in this process (a fork costs more than they do)
+MIN_FILES = 8
+
+
+class _Answer(NamedTuple):
+    """A child's answer for one file: the positions of the instances answered, the
+    texts' lengths and the file's stamp, or the (message, path, line) of its error."""
+
+    positions: array[int]
+    lengths: array[int]
+    stamp: tuple[int, int]
+    error: tuple[str, str | None, int | None] | None = None
+
+
+# what the children inherit through fork: the instances' ids and their positions
+_IDS: Mapping[str, str] = {}
+_POSITIONS: dict[str, int] = {}
+
+
+def load_all_responses(
+    responses: Sequence[tuple[str, str]], ids: Mapping[str, str]
+) -> tuple[ResponseSet, ...]:
+    """Every ``(model, path)`` responses file validated against ``ids`` (instance id ->
+    the instance's own id string), in parallel where it pays and is safe."""
+    workers = min(len(os.sched_getaffinity(0)), len(responses))
+    if workers < 2 or len(responses) < MIN_FILES or not _can_fork():
+        return tuple(load_responses(name, path, ids) for name, path in responses)
+    global _IDS, _POSITIONS
+    own = list(ids.values())
+    _IDS, _POSITIONS = ids, {key: n for n, key in enumerate(own)}
+    try:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            out = []
+            for (name, path), got in zip(responses, pool.imap(_validate, responses), strict=True):
+                if got.error is not None:
+                    raise InputError(*got.error)
+                kept = tuple(own[n] for n in got.positions)
+                source = FileResponses(name, path, kept, got.stamp, lengths=got.lengths)
+                out.append(ResponseSet(name, path, source))
+            return tuple(out)
+    finally:
+        _IDS, _POSITIONS = {}, {}
+
+
+def _can_fork() -> bool:
+    return (
+        "fork" in multiprocessing.get_all_start_methods()
+        and not multiprocessing.current_process().daemon
+        and threading.active_count() == 1
+    )
+
+
+def _validate(job: tuple[str, str]) -> _Answer:
+    """In a child: one file validated; its positions, lengths and stamp, or its error."""
+    name, path = job
+    try:
+        loaded = load_responses(name, path, _IDS).responses
+    except InputError as exc:
+        return _Answer(array("I"), array("I"), (0, 0), (exc.message, exc.path, exc.line))
+    assert isinstance(loaded, FileResponses)
+    positions = array("I", (_POSITIONS[i] for i in loaded.ids))
+    return _Answer(positions, loaded.lengths, loaded.stamp)
