@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from flask_eval.core.gcpause import paused_gc
 from flask_eval.core.types import JudgeConfig
@@ -20,9 +23,6 @@ from flask_eval.rubrics.skills import SkillSet
 from flask_eval.storage.records import PlannedCall
 
 __all__ = ["Plan"]
-
-#: an instance's call as :meth:`Plan.sampled` counts it
-_Call = tuple[tuple[str, ...], Callable[[int], bool], str, tuple[str, ...], int, CallTexts]
 
 
 @dataclass(frozen=True)
@@ -90,34 +90,67 @@ class Plan:
 
 def _count_calls(sampler: CallSampler, inputs: Inputs, context: RunContext) -> None:
     """Count every call of an absolute run (instances x responses x judges) from the
-    lengths of the responses (their validation's): no file is read."""
-    instances = {i.id: i for i in inputs.instances}
-    # per instance, its calls for every judge: (key, its counter, judge, criteria, the
-    # characters of its texts but the response, its texts with an empty response)
-    calls_of: dict[str, list[_Call]] = {}
+    lengths of the responses (their validation's): no file is read. A file's calls are
+    counted as one block (:meth:`CallSampler.count_block`), from a table of every
+    instance's calls: its judges' parts, each with the characters of its texts but the
+    response."""
+    instances = inputs.instances
+    index = {i.id: n for n, i in enumerate(instances)}
+    keys: list[tuple[str, ...]] = []
+    slot: dict[tuple[str, ...], int] = {}
+    table: list[_Row] = []  # every instance's calls, one after another
+    first, many = np.zeros(len(instances), np.intp), np.zeros(len(instances), np.intp)
     splits: dict[tuple[str, tuple[str, ...]], list[list[str]]] = {}
+    for n, i in enumerate(instances):
+        first[n] = len(table)
+        texts = CallTexts(i.instruction, i.answer, "", None, i.system_prompt, i.rubrics)
+        for judge in context.judges:
+            split = splits.get((judge, i.skills))
+            if split is None:
+                split = splits[(judge, i.skills)] = context.protocol_for(judge).calls(
+                    list(i.skills)
+                )
+            for part in split:
+                criteria = tuple(part)
+                key = (judge, *criteria)
+                k = slot.setdefault(key, len(keys))
+                if k == len(keys):
+                    keys.append(key)
+                table.append((k, sampler.chars(texts, criteria), judge, criteria, texts))
+        many[n] = len(table) - first[n]
+    key_of_call = np.array([t[0] for t in table], dtype=np.intp)
+    base = np.array([t[1] for t in table], dtype=np.int64)
     for rs in inputs.response_sets:
-        model = rs.model
-        for iid, length in rs.sizes():
-            calls = calls_of.get(iid)
-            if calls is None:
-                calls = calls_of[iid] = []
-                i = instances[iid]
-                texts = CallTexts(i.instruction, i.answer, "", None, i.system_prompt, i.rubrics)
-                for judge in context.judges:
-                    split = splits.get((judge, i.skills))
-                    if split is None:
-                        split = context.protocol_for(judge).calls(list(i.skills))
-                        splits[(judge, i.skills)] = split
-                    for part in split:
-                        criteria = tuple(part)
-                        key = (judge, *criteria)
-                        calls.append((key, sampler.counter(key), judge, criteria,
-                                      sampler.chars(texts, criteria), texts))  # fmt: skip
-            for key, count, judge, criteria, chars, texts in calls:
-                if count(chars + length):
-                    sampler.take(key, PlannedCall([], model, iid, judge, list(criteria)), texts,
-                                 chars + length)  # fmt: skip
+        answered = list(rs.sizes())
+        where = np.fromiter((index[q] for q, _ in answered), np.intp, len(answered))
+        lengths = np.fromiter((n for _, n in answered), np.int64, len(answered))
+        counts = many[where]  # calls per response
+        response = np.repeat(np.arange(len(answered)), counts)
+        # each call's row of the table: its response's instance's first, then the next
+        flat = np.repeat(first[where] - np.cumsum(counts) + counts, counts) + np.arange(
+            len(response)
+        )
+
+        make = partial(_call, table, rs.model, answered, response, flat)
+        sampler.count_block(keys, key_of_call[flat], base[flat] + lengths[response], make)
+
+
+#: a row of the table of calls: (key's slot, characters but the response's, judge,
+#: criteria, the instance's texts with an empty response)
+_Row = tuple[int, int, str, tuple[str, ...], CallTexts]
+
+
+def _call(
+    table: list[_Row],
+    model: str,
+    answered: list[tuple[str, int]],
+    response: npt.NDArray[np.intp],
+    flat: npt.NDArray[np.intp],
+    j: int,
+) -> tuple[PlannedCall, CallTexts]:
+    """The ``j``-th call of a block (the sample took it), with its instance's texts."""
+    _, _, judge, criteria, texts = table[int(flat[j])]
+    return PlannedCall([], model, answered[int(response[j])][0], judge, list(criteria)), texts
 
 
 def _fill_texts(sampler: CallSampler, inputs: Inputs) -> None:

@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pytest
 
 from flask_eval.core.types import Instance, InstanceRubric, JudgeConfig, Price
@@ -188,3 +189,37 @@ def test_cost_of_a_call_is_exact_in_a_whole_group_and_the_mean_in_a_sampled_one(
     # the calls of a group at their mean: the group's total, as sampled
     assert len({round(x, 12) for x in costs}) <= 4
     assert sum(costs) == pytest.approx(sum(exact.values()), rel=0.05)
+
+
+def test_counting_in_blocks_keeps_the_counts_and_the_sample_of_one_by_one() -> None:
+    """count_block (a file's calls at once, issue 24) against count/take per call: the
+    same groups in the same order, counts, characters and reservoir, whatever the blocks'
+    boundaries (inside a group's reservoir filling, between its turns)."""
+    rng = random.Random(5)
+    keys = [("j", "a"), ("j", "b", "c"), ("j", "c", "b"), ("k", "a")]
+    calls = [(rng.randrange(len(keys)), rng.randrange(50, 5000)) for _ in range(3_000)]
+    texts = Estimator.texts  # any object: the sampler keeps what it is given
+    one, blocks = CallSampler(context(), size=7), CallSampler(context(), size=7)
+    for n, (k, chars) in enumerate(calls):
+        if one.count(keys[k], chars):
+            one.take(keys[k], PlannedCall([], "m", str(n), keys[k][0], list(keys[k][1:])),
+                     texts, chars)  # type: ignore[arg-type]  # fmt: skip
+    start = 0
+    while start < len(calls):
+        block = calls[start : start + rng.randrange(1, 400)]
+        key_of = np.array([k for k, _ in block], dtype=np.intp)
+        chars_of = np.array([c for _, c in block], dtype=np.int64)
+
+        def make(j: int, offset: int = start) -> tuple[PlannedCall, Any]:
+            k = calls[offset + j][0]
+            return PlannedCall([], "m", str(offset + j), keys[k][0], list(keys[k][1:])), texts
+
+        blocks.count_block(keys, key_of, chars_of, make)
+        start += len(block)
+
+    def state(s: CallSampler) -> list[Any]:
+        return [(template, g.seen, g.chars, [(c.instance_id, x) for c, _, x in g.items],
+                 [o.calls for o in g.orders]) for template, g in s._groups.items()]  # fmt: skip
+
+    assert state(blocks) == state(one)
+    assert sum(g.seen for g in one._groups.values()) == len(calls)
