@@ -5,12 +5,15 @@ the check, before anything is written, that every judge of a budgeted run has a 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from flask_eval.app.cache import LedgerCache
 from flask_eval.core.types import JudgeConfig, Price
+from flask_eval.producer.estimate import CallCosts
 from flask_eval.producer.prices import check_budget_prices, unpriced
+from flask_eval.producer.sampling import CallSampler
 from flask_eval.storage.db import has_store
 from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
@@ -18,6 +21,10 @@ from flask_eval.storage.store import Store
 #: judge settings a later `run` may change: budgets, concurrency and prices (stored with
 #: the run and used by the workers); names, specs and sampling settings may not
 MUTABLE_JUDGE_FIELDS = ("rpm", "tpm", "max_in_flight", "price", "retry_max_tokens")
+
+#: judgments up to which a metered run's calls are each rendered to meter them (exact, the
+#: run's texts held); a larger run's costs are sampled (producer.sampling)
+EXACT_METERING = 100_000
 
 
 def update_judges(
@@ -78,3 +85,19 @@ def prices_after(judges: Sequence[JudgeConfig], run: RunInfo | None) -> list[Jud
         else replace(j, price=Price(**stored[j.name]))
         for j in judges
     ]  # fmt: skip
+
+
+def meter(
+    judgments: int,
+    exact: Callable[[], CallCosts],
+    sample: Callable[[], CallSampler],
+    cache: LedgerCache,
+) -> CallCosts:
+    """What meters a run's calls: up to :data:`EXACT_METERING` judgments each call
+    rendered (its texts held); past it every call counted and a sample rendered, the
+    budget kept at the groups' means (docs/design/estimates.md)."""
+    if judgments <= EXACT_METERING:
+        return exact()
+    sampler = sample()
+    sampler.summarize(cache)
+    return sampler

@@ -15,7 +15,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from flask_eval.app.budget import prices_after, set_max_cost, update_judges
+from flask_eval.app.budget import meter, prices_after, set_max_cost, update_judges
 from flask_eval.app.cache import LedgerCache
 from flask_eval.app.plan import Plan as Plan  # re-exported: pipeline.Plan
 from flask_eval.app.waiting import BatchWatch, FirstStep, StoppedWaiting, Watch, check_workers
@@ -30,6 +30,7 @@ from flask_eval.producer.estimate import (
 )
 from flask_eval.producer.inputs import Inputs, check_run_name, parse_responses_arg
 from flask_eval.producer.judges_file import combine
+from flask_eval.producer.open_sample import sample_open_calls
 from flask_eval.producer.pairs import (
     check_pairs_answered,
     pairwise_config,
@@ -53,10 +54,6 @@ from flask_eval.workers.celery_app import CeleryTransport
 from flask_eval.workers.inprocess import InProcessTransport
 from flask_eval.workers.judge import create_judge, judge_class, spec_of
 from flask_eval.workers.runner import executor_config
-
-#: judgments up to which a metered run's calls are each rendered to meter them (exact, the
-#: run's texts held); a larger run's costs are sampled (producer.sampling)
-EXACT_METERING = 100_000
 
 #: what the progress bar says a run of each kind of work is doing
 _DOING = {"generation": "generating", "annotation": "annotating"}
@@ -275,12 +272,7 @@ def start(
         tell(f"run {plan.name}: estimating the cost of its open calls (the answer cache's "
              "are free)")  # fmt: skip
         cache = LedgerCache(store, settings.judge_timeout)
-        if plan.size() <= EXACT_METERING:  # each call rendered, its texts held
-            estimator = plan.estimator(cache)
-        else:  # every call counted, a sample rendered: the budget at the groups' means
-            sampler = plan.sampled()
-            sampler.summarize(cache)
-            estimator = sampler
+        estimator = meter(plan.size(), lambda: plan.estimator(cache), plan.sampled, cache)
     result = dispatch_open(store, run, dispatcher, settings.calls_per_message, estimator)
     return Started(run, created, result, changed)
 
@@ -309,7 +301,12 @@ def resume(
         run, changed = update_judges(store, run, judges)
     run = set_max_cost(store, run, max_cost)
     reset = reopen(store, run, reasons)
-    estimator = Estimator.of_run(store, run, LedgerCache(store, settings.judge_timeout))
+    estimator: CallCosts | None = None  # built only to meter
+    if metered(run):
+        cache = LedgerCache(store, settings.judge_timeout)
+        estimator = meter(queries.status(store, run.id, run.name).pending,
+                           lambda: Estimator.of_run(store, run, cache),
+                           lambda: sample_open_calls(store, run), cache)  # fmt: skip
     sent = dispatch_open(store, run, dispatcher, settings.calls_per_message, estimator)
     return reset, sent, changed
 

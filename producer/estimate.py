@@ -173,7 +173,8 @@ class Estimator:
     def of_run(cls, store: Store, run: RunInfo, cache: AnswerCache | None = None) -> Estimator:
         """From the texts stored with the run (for `resume` and later runs)."""
         instances, responses = store.run_texts(run.id)
-        return cls(instances, responses, RunContext.from_config(run.config), None, cache)
+        own = {i.id: i for i in store.instances(run.id).values() if i.rubrics or i.system_prompt}
+        return cls(instances, responses, RunContext.from_config(run.config), own, cache)
 
     def texts(self, call: PlannedCall) -> CallTexts:
         """What rendering ``call`` needs of the inputs."""

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select, update
 
+from flask_eval.app import budget as budgeting
 from flask_eval.app import pipeline
 from flask_eval.core import settings as settings_mod
 from flask_eval.core.errors import InputError, Status
@@ -180,7 +181,7 @@ def test_a_large_metered_run_is_budgeted_from_sampled_costs(
     budget = exact / 2
     results = {}
     for limit in (10**9, 0):  # exact, then sampled
-        monkeypatch.setattr(pipeline, "EXACT_METERING", limit)
+        monkeypatch.setattr(budgeting, "EXACT_METERING", limit)
         store = Store(f"sqlite:///{tmp_path / f'{limit}.db'}")
         sent = MemoryTransport()
         started = pipeline.start(plan, store, sent, settings_mod.load(), max_cost=budget)
@@ -190,6 +191,49 @@ def test_a_large_metered_run_is_budgeted_from_sampled_costs(
         assert sum(len(b) for _, b in sent.sent) == result.sent
         results[limit] = result.sent
     assert abs(results[0] - results[10**9]) <= 0.05 * results[10**9]
+
+
+def test_resuming_a_large_metered_run_samples_its_open_calls_without_its_texts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`resume` of a metered run past EXACT_METERING counts its open calls from the
+    stored responses' lengths and reads only the sampled texts (never every text of the
+    run): the same sample and figures as feeding each open call with its texts."""
+    from flask_eval.core.types import Price
+    from flask_eval.producer.open_sample import sample_open_calls
+    from flask_eval.producer.sampling import CallSampler
+
+    instances, responses = write_inputs(tmp_path, 300, models=("m1", "m2"), words=(3, 90))
+    base = pipeline.prepare(instances=str(instances), responses=responses,
+                            judges=["memory/j", "memory/k"], run_name="resumed")  # fmt: skip
+    plan = replace(base, judges=tuple(replace(j, price=Price(1000.0, 1000.0))
+                                      for j in base.judges))  # fmt: skip
+    exact = sum(e.cost for e in plan.estimator().summarize(plan.planned_calls()))
+    monkeypatch.setattr(budgeting, "EXACT_METERING", 0)
+    store = Store(f"sqlite:///{tmp_path / 'r.db'}")
+    first = pipeline.start(plan, store, MemoryTransport(), settings_mod.load(),
+                           max_cost=exact / 4).dispatched  # fmt: skip
+    assert first.held_back > 0
+    run = store.find_run("resumed")
+    assert run is not None
+    estimator = plan.estimator()
+    fed = CallSampler(plan.context(), size=8)
+    for call in open_call_stream(store, run):
+        fed.add(call, estimator.texts(call))
+    sampled = sample_open_calls(store, run, size=8)
+    assert [vars(e) for e in sampled.summarize()] == [vars(e) for e in fed.summarize()]
+
+    def held(*_: object) -> None:
+        raise AssertionError("resume read every text of the run")
+
+    monkeypatch.setattr(Store, "run_texts", held)
+    sent = MemoryTransport()
+    _, again, _ = pipeline.resume(store, run, sent, settings_mod.load(), max_cost=exact / 2)
+    # nothing was judged (a memory transport): every call is open again, and the budget
+    # of twice the first lets about twice as many through
+    assert again.sent + again.held_back == first.sent + first.held_back
+    assert again.estimated_cost <= exact / 2 and 1.8 * first.sent <= again.sent <= 2.2 * first.sent
+    store.close()
 
 
 def test_a_small_plans_streamed_sample_is_its_exact_estimate(tmp_path: Path) -> None:

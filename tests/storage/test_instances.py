@@ -167,3 +167,27 @@ def test_texts_that_copy_escapes_are_stored_exactly(database_url: str) -> None:
     assert [(r.instance_id, r.criterion) for r in store.open_rows(run.id)] == [
         ("x\\y", "Correctness")
     ]
+
+
+def test_response_lengths_count_characters_as_python_does(database_url: str) -> None:
+    """What a large run's resume estimate reads instead of every text (issue 24): the
+    length of chosen responses in characters (astral and combining ones included, as
+    ``len`` counts them) and their texts, for exactly the keys asked."""
+    from flask_eval.storage.response_texts import response_lengths, response_texts
+
+    texts = {"1": "plain", "2": "émoji 😀 and ✓ a\u0301", "3": "", "4": "x" * 5000}
+    given = [Instance(id=i, instruction="q", answer="a", skills=("Correctness",)) for i in texts]
+    sets = [ResponseSet(m, f"{m}.jsonl", tuple(Response(m, i, t + m) for i, t in texts.items()))
+            for m in ("m", "n")]  # fmt: skip
+    config = {"judges": [JudgeConfig("memory/j", "memory/j").to_data()],
+              "skills": codec.to_data(load_default()), "mode": "instance"}  # fmt: skip
+    store = Store(database_url)
+    run, _ = store.create_run(
+        name="lengths", fingerprint="f" * 64, mode="instance", config=config, instances=given,
+        response_sets=sets, judges=["memory/j"],
+    )  # fmt: skip
+    keys = {("m", "2"), ("n", "2"), ("n", "3"), ("m", "4"), ("m", "9"), ("z", "1")}
+    known = {k for k in keys if k[0] in "mn" and k[1] in texts}
+    assert response_lengths(store, run.id, keys) == {k: len(texts[k[1]] + k[0]) for k in known}
+    assert response_texts(store, run.id, keys) == {k: texts[k[1]] + k[0] for k in known}
+    store.close()
