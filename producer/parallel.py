@@ -10,8 +10,8 @@ what one process validating them would hold). The first bad file in the argument
 raises its InputError, exactly as one process would; nothing is written either way.
 
 Forking is only done where it is safe: a platform with ``fork``, a process that is not a
-daemon (a worker's child) and has no other thread. Otherwise files are validated one
-after another, in this process.
+daemon (a worker's child) and has no other thread. Otherwise, or if a child dies (its
+pool broken), files are validated one after another, in this process.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import os
 import threading
 from array import array
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import NamedTuple
 
 from flask_eval.core.errors import InputError
@@ -53,24 +55,41 @@ def load_all_responses(
 ) -> tuple[ResponseSet, ...]:
     """Every ``(model, path)`` responses file validated against ``ids`` (instance id ->
     the instance's own id string), in parallel where it pays and is safe."""
-    workers = min(len(os.sched_getaffinity(0)), len(responses))
-    if workers < 2 or len(responses) < MIN_FILES or not _can_fork():
-        return tuple(load_responses(name, path, ids) for name, path in responses)
+    workers = min(_cores(), len(responses))
+    if workers >= 2 and len(responses) >= MIN_FILES and _can_fork():
+        try:
+            return _in_children(responses, ids, workers)
+        except BrokenProcessPool:  # a child was killed (memory?): one process, in here
+            pass
+    return tuple(load_responses(name, path, ids) for name, path in responses)
+
+
+def _in_children(
+    responses: Sequence[tuple[str, str]], ids: Mapping[str, str], workers: int
+) -> tuple[ResponseSet, ...]:
     global _IDS, _POSITIONS
     own = list(ids.values())
     _IDS, _POSITIONS = ids, {key: n for n, key in enumerate(own)}
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
     try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            out = []
-            for (name, path), got in zip(responses, pool.imap(_validate, responses), strict=True):
-                if got.error is not None:
-                    raise InputError(*got.error)
-                kept = tuple(own[n] for n in got.positions)
-                source = FileResponses(name, path, kept, got.stamp, lengths=got.lengths)
-                out.append(ResponseSet(name, path, source))
-            return tuple(out)
+        out = []
+        for (name, path), got in zip(responses, pool.map(_validate, responses), strict=True):
+            if got.error is not None:
+                raise InputError(*got.error)
+            kept = tuple(own[n] for n in got.positions)
+            source = FileResponses(name, path, kept, got.stamp, lengths=got.lengths)
+            out.append(ResponseSet(name, path, source))
+        return tuple(out)
     finally:
+        # a bad file stops here: the files not started are dropped, not validated
+        pool.shutdown(wait=False, cancel_futures=True)
         _IDS, _POSITIONS = {}, {}
+
+
+def _cores() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def _can_fork() -> bool:

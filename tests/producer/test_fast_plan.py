@@ -43,6 +43,16 @@ from flask_eval.producer import parallel
 from flask_eval.producer.responses import load_responses
 files, ids = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 ids = {k: k for k in ids}
+if sys.argv[3:] == ["kill"]:  # a child dies on the third file (the kernel's OOM killer)
+    import os
+    validate = parallel._validate
+
+    def dies(job):
+        if job[1] == files[2][1]:
+            os._exit(9)
+        return validate(job)
+
+    parallel._validate = dies
 assert parallel._can_fork() and len(files) >= parallel.MIN_FILES
 try:
     together = parallel.load_all_responses([tuple(f) for f in files], ids)
@@ -65,8 +75,8 @@ print(json.dumps({"same": same}))
 """
 
 
-def in_parallel(files: list[tuple[str, str]], ids: list[str]) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, "-c", CHECK, json.dumps(files), json.dumps(ids)],
+def in_parallel(files: list[tuple[str, str]], ids: list[str], *how: str) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, "-c", CHECK, json.dumps(files), json.dumps(ids), *how],
                           capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
     return json.loads(done.stdout)  # type: ignore[no-any-return]
 
@@ -74,6 +84,12 @@ def in_parallel(files: list[tuple[str, str]], ids: list[str]) -> dict[str, Any]:
 def test_files_validated_in_parallel_are_what_one_process_makes(tmp_path: Path) -> None:
     _, responses = write_inputs(tmp_path, 40, models=MODELS, words=(1, 30))
     got = in_parallel(named(responses), [str(i) for i in range(1, 41)])
+    assert got == {"same": [True] * 2 * len(MODELS)}
+
+
+def test_a_child_killed_leaves_the_files_to_this_process(tmp_path: Path) -> None:
+    _, responses = write_inputs(tmp_path, 30, models=MODELS)
+    got = in_parallel(named(responses), [str(i) for i in range(1, 31)], "kill")
     assert got == {"same": [True] * 2 * len(MODELS)}
 
 
