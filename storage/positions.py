@@ -106,15 +106,17 @@ def positions_of_pivot(p: Pivot) -> list[tuple[str, int, float, int]] | None:
     h = np.zeros(shape, dtype=np.int64)
     s = np.full(shape, np.nan)
     i[block, slot], h[block, slot], s[block, slot] = ids, hashes, p.score
-    # same[r, a, b, j]: rows a and b of response r are of one call of judge j
-    same = h[:, :, None, :] == h[:, None, :, :]
-    same &= (i[:, :, None, :] >= 0) & (i[:, None, :, :] >= 0)
-    asked = same.sum(axis=2)
-    same &= i[:, None, :, :] < i[:, :, None, :]
-    position = same.sum(axis=2) + 1
+    asked = np.zeros(shape, dtype=np.int16)  # rows of the call (of slot a's row)
+    position = np.ones(shape, dtype=np.int16)  # 1 + its rows with a smaller id
+    for b in range(width):
+        called = i[:, b] >= 0
+        for a in range(width):
+            same = (h[:, a] == h[:, b]) & called
+            asked[:, a] += same
+            position[:, a] += same & (i[:, b] < i[:, a])
     keep = (i >= 0) & (asked > 1) & ~np.isnan(s)
     judge = np.broadcast_to(np.arange(n_judges), shape)
-    return _counted(p, judge[keep], position[keep], s[keep])
+    return _counted(p, judge[keep], position[keep].astype(np.int64), s[keep])
 
 
 def _blocks(response: np.ndarray) -> tuple[np.ndarray, np.ndarray, int] | None:
