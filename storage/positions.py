@@ -108,13 +108,17 @@ def positions_of_pivot(p: Pivot) -> list[tuple[str, int, float, int]] | None:
     i[block, slot], h[block, slot], s[block, slot] = ids, hashes, p.score
     asked = np.zeros(shape, dtype=np.int16)  # rows of the call (of slot a's row)
     position = np.ones(shape, dtype=np.int16)  # 1 + its rows with a smaller id
-    for b in range(width):
-        called = i[:, b] >= 0
-        for a in range(width):
-            same = (h[:, a] == h[:, b]) & called
+    called = i >= 0
+    asked += called
+    for a in range(width):  # each pair of slots once: the same call for both, or not
+        for b in range(a + 1, width):
+            same = (h[:, a] == h[:, b]) & called[:, a] & called[:, b]
+            earlier = i[:, b] < i[:, a]
             asked[:, a] += same
-            position[:, a] += same & (i[:, b] < i[:, a])
-    keep = (i >= 0) & (asked > 1) & ~np.isnan(s)
+            asked[:, b] += same
+            position[:, a] += same & earlier
+            position[:, b] += same & ~earlier
+    keep = called & (asked > 1) & ~np.isnan(s)
     judge = np.broadcast_to(np.arange(n_judges), shape)
     return _counted(p, judge[keep], position[keep].astype(np.int64), s[keep])
 
