@@ -100,27 +100,47 @@ def positions_of_pivot(p: Pivot) -> list[tuple[str, int, float, int]] | None:
         return _positions_sorted(p, response)
     block, slot, width = blocks
     ids, hashes = p.calls
-    n_judges = len(p.judges)
-    shape = (int(block.max(initial=-1)) + 1, width, n_judges)
+    shape = (width, int(block.max(initial=-1)) + 1, len(p.judges))  # slot, response, judge
     i = np.full(shape, -1, dtype=np.int64)
     h = np.zeros(shape, dtype=np.int64)
-    s = np.full(shape, np.nan)
-    i[block, slot], h[block, slot], s[block, slot] = ids, hashes, p.score
-    asked = np.zeros(shape, dtype=np.int16)  # rows of the call (of slot a's row)
-    position = np.ones(shape, dtype=np.int16)  # 1 + its rows with a smaller id
+    i[slot, block], h[slot, block] = ids, hashes
     called = i >= 0
-    asked += called
+    asked = called.astype(np.int8)  # rows of the row's call (at most BLOCK_CRITERIA)
+    position = np.ones(shape, dtype=np.int8)  # 1 + the call's rows with a smaller id
     for a in range(width):  # each pair of slots once: the same call for both, or not
         for b in range(a + 1, width):
-            same = (h[:, a] == h[:, b]) & called[:, a] & called[:, b]
-            earlier = i[:, b] < i[:, a]
-            asked[:, a] += same
-            asked[:, b] += same
-            position[:, a] += same & earlier
-            position[:, b] += same & ~earlier
-    keep = called & (asked > 1) & ~np.isnan(s)
-    judge = np.broadcast_to(np.arange(n_judges), shape)
-    return _counted(p, judge[keep], position[keep].astype(np.int64), s[keep])
+            same = (h[a] == h[b]) & called[a] & called[b]
+            earlier = i[b] < i[a]
+            asked[a] += same
+            asked[b] += same
+            position[a] += same & earlier
+            position[b] += same & ~earlier
+    # back to the pivot's cells: the rows counted are scored, of calls of 2+ criteria
+    asked_of, at = asked[slot, block], position[slot, block]
+    keep = (ids >= 0) & (asked_of > 1) & ~np.isnan(p.score)
+    return _counted_by_judge(p, keep, at)
+
+
+def _counted_by_judge(
+    p: Pivot, keep: np.ndarray, at: np.ndarray
+) -> list[tuple[str, int, float, int]]:
+    """:func:`_counted` of the cells ``keep`` marks, at positions ``at`` (both (cells,
+    judges)), judge by judge: no array of all the judgments (10M: ~1 s of page faults)."""
+    parts = []
+    for j in range(len(p.judges)):
+        rows = keep[:, j]
+        parts.append((p.score[rows, j].astype(np.int64), at[rows, j].astype(np.int64)))
+    if not any(len(s) for s, _ in parts):
+        return []
+    low = min(int(s.min()) for s, _ in parts if len(s))
+    span = max(int(s.max()) for s, _ in parts if len(s)) - low + 1
+    out = []
+    for j, (s, a) in enumerate(parts):
+        values, counts = np.unique(a * span + (s - low), return_counts=True)
+        for v, n in zip(values.tolist(), counts.tolist(), strict=True):
+            pos, offset = divmod(v, span)
+            out.append((p.judges[j], pos, float(offset + low), n))
+    return sorted(out)
 
 
 def _blocks(response: np.ndarray) -> tuple[np.ndarray, np.ndarray, int] | None:
