@@ -90,24 +90,22 @@ def pivot_select(
     judges: Sequence[str],
     dialect: str = "sqlite",
     calls: bool = False,
-    packed: bool = False,
 ) -> Select[Any]:
     """The pivot's statement: (model, instance, criterion, rows, one code per judge) and,
     with ``calls`` (PostgreSQL), per judge its row's id and code packed in one integer
     (``id * 2^32 + 2^31 + code``; 0: no row), then per judge the hash of the row's call
     (``call_uid``'s 64-bit hash, made odd) when the row is finished and was read from a
     call (0 otherwise): what the position check needs (:func:`positions_of_pivot`), read
-    in the same pass over the run. ``packed`` alone: the packed columns, no hashes."""
+    in the same pass over the run."""
     code = _code()
     columns: list[Any] = [func.max(case((J.judge == j, code), else_=None)) for j in judges]
-    if calls or packed:  # (id << 32) + 2^31 + code (exact: id and code are 4-byte integers)
+    if calls:  # (id << 32) + 2^31 + code (exact: id and code are 4-byte integers)
         called = J.call_uid.is_not(None) & J.status.in_((Status.DONE.value, Status.FAILED.value))
         packing = J.id * literal(2**32) + code + literal(2**31)
         hashed = func.hashtextextended(J.call_uid, 0).op("|")(1)  # odd: 0 is "no call"
         columns = [func.coalesce(func.max(packing).filter(J.judge == j), 0) for j in judges]
-        if calls:
-            columns += [func.coalesce(func.max(hashed).filter((J.judge == j) & called), 0)
-                        for j in judges]  # fmt: skip
+        columns += [func.coalesce(func.max(hashed).filter((J.judge == j) & called), 0)
+                    for j in judges]  # fmt: skip
     # absolute grading (pairwise rows have a second model). SQLite: not ``model_b == ''``,
     # which its planner would fold into the grouping and then sort instead of walking the
     # uq_judgment index in order. PostgreSQL: ``model_b = ''``, whose selectivity it knows
