@@ -43,7 +43,7 @@ from flask_eval.report.pairwise_labels import Label, label_accuracy
 from flask_eval.report.pairwise_report import PairwiseReport
 from flask_eval.report.pairwise_report import build as build_pairwise
 from flask_eval.report.patterns import patterns_of_counts
-from flask_eval.report.scores import ScoreTable, build
+from flask_eval.report.scores import ScoreTable, build_coded
 from flask_eval.rubrics import codec
 from flask_eval.rubrics.grading import protocols_scale
 from flask_eval.rubrics.skills import SkillSet
@@ -59,8 +59,20 @@ def score_table(
     """Every judgment of a run as the report's score table (judge columns in the order
     given, then any other judge of the run)."""
     p = analytics.pivot(store, run_id, judges)
-    return build(p.cells, p.judges, p.state, p.score, p.difficulty, p.domains, domain_order,
-                 capability_of=p.capability, task_of=p.task)  # fmt: skip
+    return _table(p, p.judges, p.state, p.score, domain_order)
+
+
+def _table(
+    p: analytics.Pivot,
+    judges: Sequence[str],
+    state: Any,
+    score: Any,
+    domain_order: Sequence[str],
+) -> ScoreTable:
+    k = p.keys
+    return build_coded((k.models, k.instances, k.criteria), (k.model, k.instance, k.criterion),
+                       judges, state, score, p.difficulty, p.domains, domain_order,
+                       capability_of=p.capability, task_of=p.task)  # fmt: skip
 
 
 def config_judges(config: dict[str, Any]) -> list[str]:
@@ -105,8 +117,7 @@ def _run_tables(
         merged = merge_samples(p.judges, p.state, p.score)
         judges, state, score = merged.judges, merged.state, merged.score
         consistency = consistency_rows(merged, p.score, p.state)
-    table = build(p.cells, judges, state, score, p.difficulty, p.domains, DOMAINS,
-                  capability_of=p.capability, task_of=p.task)  # fmt: skip
+    table = _table(p, judges, state, score, DOMAINS)
     return table, consistency, p
 
 

@@ -236,11 +236,16 @@ def agreement_rows(
     skills = sorted(range(n_skills), key=lambda s: (rank.get(table.skills[s], len(rank)), s))
     codes = np.zeros(scores.shape, dtype=np.int64)
     codes[scored] = np.searchsorted(values, scores[scored])
+    # each judge's column of codes, k where it gave no score: a pair's contingency tables
+    # (per skill) are one bincount over all cells, the extra row and column dropped
+    kk = k + 1
+    coded = np.where(scored, codes, k).T.copy()
     rows: list[Agreement] = []
     for x in range(len(names)):
+        base = (table.skill * kk + coded[x]) * kk
         for y in range(x + 1, len(names)):
-            both = scored[:, x] & scored[:, y]
             if k > MAX_CATEGORIES:  # many distinct values: no contingency table
+                both = scored[:, x] & scored[:, y]
                 a, b, skill_of = scores[both, x], scores[both, y], table.skill[both]
                 rows.append(_row(names[x], names[y], None, pair_statistics(a, b)))
                 for s in skills:
@@ -249,8 +254,8 @@ def agreement_rows(
                         st = pair_statistics(a[sel], b[sel])
                         rows.append(_row(names[x], names[y], table.skills[s], st))
                 continue
-            flat = (table.skill[both] * k + codes[both, x]) * k + codes[both, y]
-            per_skill = np.bincount(flat, minlength=n_skills * k * k).reshape(n_skills, k, k)
+            counts = np.bincount(base + coded[y], minlength=n_skills * kk * kk)
+            per_skill = counts.reshape(n_skills, kk, kk)[:, :k, :k]
             rows.append(
                 _row(names[x], names[y], None, from_contingency(values, per_skill.sum(axis=0)))
             )

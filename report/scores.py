@@ -151,6 +151,39 @@ def build(
         models, m = _codes(c[0] for c in cells)
         instances, i = _codes(c[1] for c in cells)
         skills, s = _codes(c[2] for c in cells)
+    return build_coded((models, instances, skills), (m, i, s), judges, state, score,
+                       difficulty, domains_of, domain_order, capability_of, task_of)  # fmt: skip
+
+
+def _sorted_used(labels: Sequence[str], codes: IntArray) -> tuple[tuple[str, ...], IntArray]:
+    """``labels`` sorted and only those ``codes`` use, ``codes`` renumbered to match."""
+    codes = np.asarray(codes, dtype=np.int64).reshape(-1)
+    used = np.bincount(codes, minlength=len(labels)) > 0 if len(codes) else np.zeros(0, bool)
+    keep = sorted((k for k in range(len(labels)) if used[k]), key=lambda k: labels[k])
+    if len(keep) == len(labels) and keep == list(range(len(labels))):
+        return tuple(labels), codes
+    renumber = np.full(len(labels), -1, dtype=np.int64)
+    renumber[keep] = np.arange(len(keep))
+    return tuple(labels[k] for k in keep), renumber[codes]
+
+
+def build_coded(
+    labels: tuple[Sequence[str], Sequence[str], Sequence[str]],
+    codes: tuple[IntArray, IntArray, IntArray],
+    judges: Sequence[str],
+    state: StateArray,
+    score: FloatArray,
+    difficulty: Mapping[str, int | None],
+    domains_of: Mapping[str, Sequence[str]],
+    domain_order: Sequence[str] = (),
+    capability_of: Mapping[str, str | None] | None = None,
+    task_of: Mapping[str, str | None] | None = None,
+) -> ScoreTable:
+    """:func:`build` from cells given as codes: ``codes`` (model, instance, skill) index
+    ``labels`` (distinct names; the table keeps those used, sorted, as :func:`build`)."""
+    (models, m), (instances, i), (skills, s) = (
+        _sorted_used(names, values) for names, values in zip(labels, codes, strict=True)
+    )
     order = np.lexsort((s, i, m))
     seen = dict.fromkeys(domain_order)
     for iid in instances:
