@@ -66,7 +66,7 @@ def main() -> None:
         t1 = time.perf_counter()
         calls = plan.planned_calls()
         t2 = time.perf_counter()
-    estimator = plan.estimator()
+        estimator = plan.estimator()  # reads the responses: before their folder goes
     gc.freeze()  # the plan is long-lived: no collection walks it again
     judgments = sum(len(c.criteria) for c in calls)
     print(f"{judgments:,} judgments, {len(calls):,} calls; prepare {t1 - t0:.1f} s, "

@@ -9,7 +9,7 @@ from flask_eval.core.types import Instance, InstanceRubric, JudgeConfig, Respons
 from flask_eval.rubrics import codec
 from flask_eval.rubrics.skills import load_default
 from flask_eval.storage import analytics
-from flask_eval.storage.records import Outcome, rubrics_of, rubrics_text
+from flask_eval.storage.records import Outcome, RunInfo, rubrics_of, rubrics_text
 from flask_eval.storage.store import Store
 from tests.storage.test_migrations import make_v1_store
 
@@ -148,19 +148,27 @@ def test_a_bulk_load_keeps_instances_whole(database_url: str) -> None:
     store.close()
 
 
+def one_judge_run(
+    store: Store, name: str, given: list[Instance], sets: list[ResponseSet]
+) -> RunInfo:
+    """A run of ``given`` and ``sets`` with one judge (memory/j), in instance mode."""
+    config = {"judges": [JudgeConfig("memory/j", "memory/j").to_data()],
+              "skills": codec.to_data(load_default()), "mode": "instance"}  # fmt: skip
+    run, _ = store.create_run(
+        name=name, fingerprint="e" * 64, mode="instance", config=config, instances=given,
+        response_sets=sets, judges=["memory/j"],
+    )  # fmt: skip
+    return run
+
+
 def test_texts_that_copy_escapes_are_stored_exactly(database_url: str) -> None:
     """A new run's rows reach PostgreSQL through COPY's text format: backslashes, tabs,
     newlines, carriage returns, NULL-looking and non-ASCII text come back unchanged."""
     tricky = "a\\b\tc\nd\re \\N \\\\t ✓ end"
     given = [Instance(id="x\\y", instruction=tricky, answer="\\N", skills=("Correctness",))]
     sets = [ResponseSet("m", "m.jsonl", (Response("m", "x\\y", tricky + "\r\n"),))]
-    config = {"judges": [JudgeConfig("memory/j", "memory/j").to_data()],
-              "skills": codec.to_data(load_default()), "mode": "instance"}  # fmt: skip
     store = Store(database_url)
-    run, _ = store.create_run(
-        name="tricky", fingerprint="e" * 64, mode="instance", config=config, instances=given,
-        response_sets=sets, judges=["memory/j"],
-    )  # fmt: skip
+    run = one_judge_run(store, "tricky", given, sets)
     texts, responses = store.run_texts(run.id)
     assert texts == {"x\\y": (tricky, "\\N")}
     assert responses == {("m", "x\\y"): tricky + "\r\n"}
@@ -179,13 +187,8 @@ def test_response_lengths_count_characters_as_python_does(database_url: str) -> 
     given = [Instance(id=i, instruction="q", answer="a", skills=("Correctness",)) for i in texts]
     sets = [ResponseSet(m, f"{m}.jsonl", tuple(Response(m, i, t + m) for i, t in texts.items()))
             for m in ("m", "n")]  # fmt: skip
-    config = {"judges": [JudgeConfig("memory/j", "memory/j").to_data()],
-              "skills": codec.to_data(load_default()), "mode": "instance"}  # fmt: skip
     store = Store(database_url)
-    run, _ = store.create_run(
-        name="lengths", fingerprint="f" * 64, mode="instance", config=config, instances=given,
-        response_sets=sets, judges=["memory/j"],
-    )  # fmt: skip
+    run = one_judge_run(store, "lengths", given, sets)
     keys = {("m", "2"), ("n", "2"), ("n", "3"), ("m", "4"), ("m", "9"), ("z", "1")}
     known = {k for k in keys if k[0] in "mn" and k[1] in texts}
     assert response_lengths(store, run.id, keys) == {k: len(texts[k[1]] + k[0]) for k in known}
