@@ -11,7 +11,7 @@ from flask_eval.report.patterns import MIN_JUDGMENTS, pattern, patterns
 from flask_eval.report.render import to_json, to_table
 from flask_eval.storage.store import Store
 from tests.conftest import EXAMPLES
-from tests.report.ledger import Outcome, Row, finish, judges, planned_run
+from tests.report.ledger import Outcome, Row, every_ending, finish, judges, planned_run
 
 
 def test_a_score_that_is_the_position_is_flagged_with_its_share() -> None:
@@ -87,22 +87,12 @@ def test_the_pivots_position_counts_equal_the_ledgers(postgres_url: str) -> None
                                  f"b={EXAMPLES / 'model_b.jsonl'}"],
                       judges=judges("tiny", "split", "real"))  # fmt: skip
 
-    def score(row: Row) -> Outcome:
-        base = f"{row.judge}-{row.model}-{row.instance_id}"
-        k = row.id % 7
-        if k == 0:
-            return None  # pending
-        if k == 1:
-            return "failed", None, None if row.id % 2 else base  # with and without an answer
-        if k == 2:
-            return "done", None, base  # N/A
-        if row.judge == "split":  # two calls for one response, interleaved by id
-            return "done", 1 + row.id % 3, f"{base}-{row.id % 2}"
+    def scored(row: Row, base: str) -> Outcome:
         if row.judge == "tiny":
             return "done", 1 + row.id % 5, base
         return "done", 1 + len(row.criterion) % 5, base if row.id % 5 else f"{base}-{row.id}"
 
-    finish(store, run, score)
+    finish(store, run, lambda row: every_ending(row, scored))
     read = analytics.pivot(store, run.id, calls=True)
     counted = analytics.positions_of_pivot(read)
     expected = sorted(analytics.position_counts(store, run.id))

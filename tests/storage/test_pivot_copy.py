@@ -12,7 +12,7 @@ from flask_eval.report.scores import build, build_coded
 from flask_eval.storage import analytics, positions
 from flask_eval.storage.store import Store
 from tests.conftest import EXAMPLES
-from tests.report.ledger import Outcome, Row, finish, judges, planned_run
+from tests.report.ledger import Outcome, Row, every_ending, finish, judges, planned_run
 
 
 def _ledger(store: Store) -> int:
@@ -21,20 +21,10 @@ def _ledger(store: Store) -> int:
                                  f"a={EXAMPLES / 'model_a.jsonl'}"],
                       judges=judges("zeta", "split", "Alpha", "a.b"))  # fmt: skip
 
-    def score(row: Row) -> Outcome:
-        base = f"{row.judge}-{row.model}-{row.instance_id}"
-        k = row.id % 7
-        if k == 0:
-            return None  # pending
-        if k == 1:
-            return "failed", None, None if row.id % 2 else base
-        if k == 2:
-            return "done", None, base  # N/A
-        if row.judge == "split":  # two calls for one response, interleaved by id
-            return "done", 1 + row.id % 3, f"{base}-{row.id % 2}"
+    def scored(row: Row, base: str) -> Outcome:
         return "done", 1 + (row.id * 7) % 5, base
 
-    finish(store, run, score)
+    finish(store, run, lambda row: every_ending(row, scored))
     return run.id
 
 
