@@ -243,7 +243,7 @@ def start(
         tell(f"run {plan.name}: writing {plan.size():,} judgments to the ledger")
     run, created = store.create_run(
         name=plan.name,
-        fingerprint=plan.fingerprint,
+        fingerprint=plan.fingerprint_soon(),
         mode=plan.mode,
         config=run_config(
             plan.inputs,
@@ -266,6 +266,8 @@ def start(
     if not created:
         run, changed = update_judges(store, run, plan.judges)
         reopen(store, run, () if retry_failed else None)
+    # a ledger just written in one unbroken range of ids: its calls come from the plan
+    fresh = plan.new_calls(run.ledger) if created and run.ledger is not None else None
     run = set_max_cost(store, run, max_cost)
     estimator: CallCosts | None = None  # built only to meter
     if metered(run):
@@ -273,7 +275,8 @@ def start(
              "are free)")  # fmt: skip
         cache = LedgerCache(store, settings.judge_timeout)
         estimator = meter(plan.size(), lambda: plan.estimator(cache), plan.sampled, cache)
-    result = dispatch_open(store, run, dispatcher, settings.calls_per_message, estimator)
+    result = dispatch_open(store, run, dispatcher, settings.calls_per_message, estimator,
+                           calls=fresh)  # fmt: skip
     return Started(run, created, result, changed)
 
 

@@ -3,7 +3,9 @@ calls, and its estimates (exact, or counted and sampled)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 from typing import Any
@@ -17,9 +19,11 @@ from flask_eval.producer.context import RunContext
 from flask_eval.producer.estimate import AnswerCache, CallTexts, Estimator, planned_calls
 from flask_eval.producer.inputs import Inputs
 from flask_eval.producer.pairs import planned_pairwise_rows
+from flask_eval.producer.plan import new_calls
 from flask_eval.producer.sampling import CallSampler
 from flask_eval.rubrics.kinds import JUDGMENT
 from flask_eval.rubrics.skills import SkillSet
+from flask_eval.storage.planning import ledger_subjects
 from flask_eval.storage.records import PlannedCall
 
 __all__ = ["Plan"]
@@ -50,6 +54,25 @@ class Plan:
         """A digest of everything that decides what is judged (``producer.plan``)."""
         return self.digest if isinstance(self.digest, str) else self.digest()
 
+    def fingerprint_soon(self) -> str | Callable[[], str]:
+        """The fingerprint, or a function that returns it from a thread computing it from
+        now on (a named run's, not asked yet): it reads every response again while the
+        ledger loads, which is PostgreSQL's work more than this process's (3 s of a
+        million-judgment run's 20 s; docs/design/producer-scale.md)."""
+        if isinstance(self.digest, str) or "fingerprint" in self.__dict__:
+            return self.fingerprint
+        done: Future[str] = Future()
+
+        def compute() -> None:
+            try:
+                done.set_result(self.fingerprint)
+            except BaseException as exc:  # raised where the result is asked for
+                done.set_exception(exc)
+
+        # a daemon: a write that fails (or Ctrl-C) does not wait for it to finish
+        threading.Thread(target=compute, name="fingerprint", daemon=True).start()
+        return done.result
+
     def context(self) -> RunContext:
         judges = {j.name: j for j in self.judges}
         return RunContext(self.skillset, judges, self.mode, self.reference, bool(self.pairwise),
@@ -57,6 +80,14 @@ class Plan:
 
     def planned_calls(self) -> list[PlannedCall]:
         return planned_calls(self.inputs, self.context(), self.pairs)
+
+    def new_calls(self, ledger: range) -> Iterator[PlannedCall]:
+        """The calls of the ledger just written for this plan, whose rows took the ids
+        ``ledger`` (``RunInfo.ledger``)."""
+        judges = [j.name for j in self.judges]
+        subjects = ledger_subjects(self.inputs.instances, self.inputs.response_sets, judges,
+                                   self.pairs)  # fmt: skip
+        return new_calls(subjects, ledger, self.context())
 
     def size(self) -> int:
         """The judgments of the plan (rows of the ledger)."""

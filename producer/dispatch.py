@@ -87,6 +87,7 @@ def dispatch_open(
     calls_per_message: int,
     estimator: CallCosts | None = None,
     meter: bool = True,
+    calls: Iterable[PlannedCall] | None = None,
 ) -> Dispatched:
     """Send every open call of ``run``, within the run's stored cost budget.
 
@@ -95,9 +96,10 @@ def dispatch_open(
     sent stays within it. On a broker, the run is marked fully dispatched to the queue
     only when nothing was held back, so that the sweeper never sends what the budget
     kept back (workers/sweeper.py). ``meter`` False sends without estimating: for calls
-    sent before, whose cost the budget counted then (the sweeper's).
+    sent before, whose cost the budget counted then (the sweeper's). ``calls``: the open
+    calls when the caller knows them (a ledger it has just written), else read from it.
     """
-    calls = open_call_stream(store, run)
+    calls = iter(calls) if calls is not None else open_call_stream(store, run)
     max_cost = run.config.get("max_cost")
     if not meter or not metered(run):
         # nothing to meter: skip rendering every prompt for an estimate of $0

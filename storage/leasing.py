@@ -71,6 +71,12 @@ class WorkerLedger:
         run's, streamed (COPY on PostgreSQL), in the caller's transaction."""
         raise NotImplementedError
 
+    def _ledger_id(self, conn: Connection, before: bool) -> int:
+        """Around a new run's ledger load, in its transaction: the last ledger id handed
+        out, taken ``before`` the rows and after them. When the two differ by the rows'
+        count, the rows took the ids in between, in the order they were loaded."""
+        raise NotImplementedError
+
     def _extend(self, conn: Connection, held: Mapping[int, int], until: datetime) -> set[int]:
         """Lease the rows of ``held`` still under those claims until ``until``; their ids.
         Portable: a row-value ``IN`` list (PostgreSQL overrides it)."""

@@ -130,7 +130,9 @@ class Judgment(SQLModel, table=True):
         ),
     )
     id: int | None = Field(default=None, primary_key=True)
-    run_id: int = Field(foreign_key="run.id")
+    #: no foreign key (schema version 10): one per ledger row cost PostgreSQL a query
+    #: per inserted row; the ledger is written with its run and deleted before it
+    run_id: int
     model: str = Field(max_length=MAX_MODEL_NAME)
     #: the second response's model in a pairwise comparison; '' for absolute grading
     model_b: str = Field(default="", max_length=MAX_MODEL_NAME)

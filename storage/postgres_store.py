@@ -260,6 +260,14 @@ class PostgresStore(Store):
         finally:
             cursor.close()
 
+    def _ledger_id(self, conn: Connection, before: bool) -> int:
+        """The ledger's sequence: a value taken before the rows (one id is never used),
+        this session's last one after them; a COPY takes its rows' ids in row order, so
+        no other writer came in between when the two are the rows' count apart."""
+        call = "nextval" if before else "currval"
+        sql = f"SELECT {call}(pg_get_serial_sequence('judgment', 'id'))"
+        return int(conn.exec_driver_sql(sql).scalar_one())
+
     def _insert_ignore(
         self, conn: Connection, table: Table, rows: Iterable[dict[str, Any]]
     ) -> None:

@@ -75,6 +75,9 @@ class RunInfo:
     fingerprint: str
     mode: str
     config: dict[str, Any]
+    #: the ids of the ledger rows this process has just written for the run, in the
+    #: order of ``storage.planning.ledger_subjects`` (None: a run found, or ids not known)
+    ledger: range | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -169,6 +169,11 @@ class SqliteStore(Store):
         finally:
             cursor.close()
 
+    def _ledger_id(self, conn: Connection, before: bool) -> int:
+        """The largest ledger id: a new row takes the next one, and the run's transaction
+        holds SQLite's only write lock meanwhile."""
+        return int(conn.exec_driver_sql("SELECT coalesce(max(id), 0) FROM judgment").scalar_one())
+
     def _insert_ignore(
         self, conn: Connection, table: Table, rows: Iterable[dict[str, Any]]
     ) -> None:

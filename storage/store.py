@@ -178,7 +178,7 @@ class Store(WorkerLedger):
         self,
         *,
         name: str,
-        fingerprint: str,
+        fingerprint: str | Callable[[], str],
         mode: str,
         config: dict[str, Any],
         instances: Sequence[Instance],
@@ -192,7 +192,8 @@ class Store(WorkerLedger):
         an absolute one (``storage.planning``). Returns (run, created). Reusing a name with
         a different fingerprint raises RunConflictError and writes nothing. Two producers
         creating the same run at once: one creates it, the other finds it (and resumes it,
-        or conflicts).
+        or conflicts). ``fingerprint`` may be a function that returns it: called only once
+        the new run's rows are loaded (it may be computing meanwhile, in a thread).
         """
         existing = self.find_run(name)
         if existing is None:
@@ -203,28 +204,34 @@ class Store(WorkerLedger):
                 existing = self.find_run(name)  # created by someone else meanwhile
                 if existing is None:
                     raise
-        if existing.fingerprint != fingerprint:
+        if existing.fingerprint != (fingerprint if isinstance(fingerprint, str) else fingerprint()):
             raise RunConflictError(
                 f"run {name!r} exists with different inputs, judges or mode; "
                 "pick another --run name to start a new run"
             )
         return existing, False
 
-    def _create(self, name: str, fingerprint: str, mode: str, config: dict[str, Any],
-                instances: Sequence[Instance], response_sets: Sequence[ResponseSet],
-                judges: Sequence[str], pairs: Sequence[Pair] | None) -> RunInfo:  # fmt: skip
+    def _create(self, name: str, fingerprint: str | Callable[[], str], mode: str,
+                config: dict[str, Any], instances: Sequence[Instance],
+                response_sets: Sequence[ResponseSet], judges: Sequence[str],
+                pairs: Sequence[Pair] | None) -> RunInfo:  # fmt: skip
         now = utcnow()
+        known = fingerprint if isinstance(fingerprint, str) else ""  # else set after the rows
         with self.engine.begin() as conn:
             run_id = conn.execute(
                 RUN.insert()
-                .values(name=name, fingerprint=fingerprint, mode=mode,
+                .values(name=name, fingerprint=known, mode=mode,
                         config=json.dumps(config, sort_keys=True), created_at=now)
                 .returning(RN.id)
             ).scalar_one()  # fmt: skip
             conn.execute(delete(DELETED_RUN).where(DELETED_RUN.c.run_id == run_id))
-            insert_run_rows(self, conn, run_id, instances, response_sets, judges, now, pairs)
+            ledger = insert_run_rows(self, conn, run_id, instances, response_sets, judges, now,
+                                     pairs)  # fmt: skip
+            if not isinstance(fingerprint, str):  # in the rows' transaction
+                fingerprint = fingerprint()
+                conn.execute(RUN.update().where(RN.id == run_id).values(fingerprint=fingerprint))
         self._after_bulk_load()
-        return RunInfo(run_id, name, fingerprint, mode, config)
+        return RunInfo(run_id, name, fingerprint, mode, config, ledger)
 
     def _after_bulk_load(self) -> None:
         """Called after a run's rows were inserted."""

@@ -150,7 +150,12 @@ def test_a_version_1_store_is_migrated_with_nothing_lost(database_url: str) -> N
             .order_by(JUDGMENT.c.id)
         ).all()  # fmt: skip
         calls = conn.execute(select(CALL.c.uid, CALL.c.cache_key, CALL.c.finish)).all()
+        ledger_keys = inspect(conn).get_foreign_keys("judgment")
+        response_keys = inspect(conn).get_foreign_keys("response")
     assert version == head_revision()
+    # version 10: the ledger has no foreign key to its run; the run's inputs keep theirs
+    assert ledger_keys == []
+    assert [k["referred_table"] for k in response_keys] == ["run"]
     assert {"criterion", "model_b", "claims", "asks", "requests", "call_uid"} <= columns
     assert "skill" not in columns and "call_key" not in columns
     assert [r.criterion for r in rows] == list(SKILLS) * 2
@@ -191,7 +196,9 @@ def test_a_new_store_is_created_at_the_newest_version(database_url: str) -> None
     store = Store(database_url)
     with store.engine.connect() as conn:
         version = conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar_one()
+        ledger_keys = inspect(conn).get_foreign_keys("judgment")
     assert version == head_revision()
+    assert ledger_keys == []  # as a migrated store's (version 10)
 
 
 def test_the_head_the_store_checks_without_alembic_is_alembic_s_head() -> None:
