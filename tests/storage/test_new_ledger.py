@@ -44,9 +44,12 @@ def test_a_new_run_sends_the_calls_its_ledger_reads_back(
     sent = MemoryTransport()
     started = pipeline.start(plan, store, sent, settings_mod.load())
     assert started.created and started.run.ledger is not None  # the ids were known
-    read_back = [c.ids for c in open_calls(store, started.run)]
+    calls = open_calls(store, started.run)
+    read_back = [c.ids for c in calls]
     assert [call for _, batch in sent.sent for call in batch] == read_back
     assert len(started.run.ledger) == sum(len(ids) for ids in read_back)
+    # what an estimate reads of a call too: its model(s), instance, judge and criteria
+    assert list(plan.new_calls(started.run.ledger)) == calls
     with store.engine.connect() as conn:
         rows = conn.execute(
             select(JUDGMENT.c.model, JUDGMENT.c.instance_id).order_by(JUDGMENT.c.id)
