@@ -107,6 +107,28 @@ def run_config(
     }
 
 
+class _Calls:
+    """A subject's judge calls, as its judge's protocol groups its criteria (one call per
+    instance, or per criterion): the protocol's split computed once per (judge, criteria),
+    each part as the positions of its criteria."""
+
+    def __init__(self, context: RunContext) -> None:
+        self.context = context
+        self.parts: dict[tuple[str, tuple[str, ...]], list[tuple[list[str], list[int]]]] = {}
+
+    def of(self, judge: str, model: str, model_b: str, instance_id: str,
+           criteria: tuple[str, ...], rows: Sequence[int]) -> list[PlannedCall]:  # fmt: skip
+        """The calls of one subject: its ``criteria`` in order, ``rows`` their row ids."""
+        split = self.parts.get((judge, criteria))
+        if split is None:
+            split = self.parts[(judge, criteria)] = [
+                (part, [criteria.index(c) for c in part])
+                for part in self.context.protocol_for(judge).calls(list(criteria))
+            ]
+        return [PlannedCall([rows[k] for k in at], model, instance_id, judge, list(part),
+                            model_b) for part, at in split]  # fmt: skip
+
+
 def group_calls(rows: Sequence[OpenRow], context: RunContext) -> list[PlannedCall]:
     """The judge calls that cover ``rows``, as each judge's protocol groups a subject's
     criteria (one call per instance, or per criterion), in the rows' order."""
@@ -118,19 +140,10 @@ def group_calls(rows: Sequence[OpenRow], context: RunContext) -> list[PlannedCal
             subjects[key] = {r.criterion: r.id}
         else:
             ids[r.criterion] = r.id
-    calls: list[PlannedCall] = []
-    parts: dict[tuple[str, tuple[str, ...]], list[list[str]]] = {}  # the protocol's split
-    for (judge, model, model_b, instance_id), ids in subjects.items():
-        criteria = (judge, tuple(ids))
-        split = parts.get(criteria)
-        if split is None:
-            split = parts[criteria] = context.protocol_for(judge).calls(list(ids))
-        for part in split:
-            calls.append(
-                PlannedCall([ids[c] for c in part], model, instance_id, judge, list(part),
-                            model_b)
-            )  # fmt: skip
-    return calls
+    calls = _Calls(context)
+    return [call for (judge, model, model_b, instance_id), ids in subjects.items()
+            for call in calls.of(judge, model, model_b, instance_id, tuple(ids),
+                                 list(ids.values()))]  # fmt: skip
 
 
 def new_calls(
@@ -139,18 +152,11 @@ def new_calls(
     """The judge calls of a ledger just written, from its subjects and the ids its rows
     took (``RunInfo.ledger``, in the same order): what :func:`group_calls` makes of the
     rows read back, without reading them (1M judgments: 8 s less)."""
-    parts: dict[tuple[str, tuple[str, ...]], list[tuple[list[str], list[int]]]] = {}
+    calls = _Calls(context)
     at = ids.start
     for model, model_b, instance_id, judge, criteria in subjects:
-        split = parts.get((judge, criteria))
-        if split is None:
-            split = parts[(judge, criteria)] = [
-                (part, [criteria.index(c) for c in part])
-                for part in context.protocol_for(judge).calls(list(criteria))
-            ]
-        for part, offsets in split:
-            yield PlannedCall([at + k for k in offsets], model, instance_id, judge, list(part),
-                              model_b)  # fmt: skip
+        rows = range(at, at + len(criteria))
+        yield from calls.of(judge, model, model_b, instance_id, criteria, rows)
         at += len(criteria)
     if at != ids.stop:
         raise RuntimeError(f"the ledger's {len(ids)} ids do not match its {at - ids.start} rows")
