@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from tqdm import tqdm
 
@@ -36,6 +37,7 @@ from flask_eval.report.document import (
     with_intervals,
 )
 from flask_eval.report.ensemble import EnsembleSpec, add_ensembles
+from flask_eval.report.instance_sums import Replicates
 from flask_eval.report.intervals import cell_intervals, comparisons
 from flask_eval.report.metrics import BIGGEN_CAPABILITIES, Row
 from flask_eval.report.pairwise import Comparison, instances_of
@@ -51,6 +53,8 @@ from flask_eval.storage import analytics, queries
 from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
 from flask_eval.workers.judge import PROVIDERS, judge_class
+
+_T = TypeVar("_T")
 
 
 def score_table(
@@ -279,31 +283,46 @@ def build_report(
         base, consistency, read = _run_tables(store, run, calls=True)
         bar.update(1)
         lap("query")
-        counted = analytics.positions_of_pivot(read)  # the position check's counts
-        del read  # the pivot's arrays: not held through the statistics
-        lap("positions")
+        # beside the breakdowns, in one thread: what releases the GIL (the position
+        # check's whole-array numpy, the bootstrap's draws, the run's coverage and costs
+        # read from the store); the breakdowns, intervals, comparisons and agreement here
+        # (their bincounts and Python loops hold it). Each part is pure of the others.
+        aside = ThreadPoolExecutor(max_workers=1, thread_name_prefix="report")
+        checked = aside.submit(_timed, timings, "positions (aside)",
+                               analytics.positions_of_pivot, read)  # fmt: skip
+        del read  # the pivot's arrays: not held through the statistics once checked
+        n_instances = len(base.instances)  # ensembles add judges, not instances
+        weighing = aside.submit(_weights, n_instances, replicates, seed)
+        reads = aside.submit(lambda: (queries.coverage(store, run.id), _judge_costs(store, run)))
         try:
-            table = add_ensembles(base, ensembles, ensemble_judges)
-        except ValueError as exc:
-            raise InputError(f"--ensemble: {exc}") from None
-        aggregation = Aggregation(table, breakdown_for(table, skillset))
-        bar.total = 1 + aggregation.steps + 2
-        rows = aggregation.rows()
-        lap("means")
-        weights = instance_weights(len(table.instances), replicates, seed)
-        intervals = cell_intervals(aggregation, weights, confidence, progress=bar.update)
-        lap("intervals")
-        ranking = ranked_models(rows, table.models)
-        pairs = comparisons(table, weights, confidence, model_order=ranking)
-        bar.update(1)
-        lap("comparisons")
-        rated, notes = _with_references(base, refs)
-        agreement = agreement_rows(rated, skill_order=skillset.names)
-        bar.update(1)
-        lap("agreement")
+            try:
+                table = add_ensembles(base, ensembles, ensemble_judges)
+            except ValueError as exc:
+                raise InputError(f"--ensemble: {exc}") from None
+            aggregation = Aggregation(table, breakdown_for(table, skillset))
+            bar.total = 1 + aggregation.steps + 2
+            rows = aggregation.rows()
+            lap("means")
+            weights = weighing.result()
+            if len(table.instances) != n_instances:
+                weights = _weights(len(table.instances), replicates, seed)
+            intervals = cell_intervals(aggregation, weights, confidence, progress=bar.update)
+            lap("intervals")
+            ranking = ranked_models(rows, table.models)
+            pairs = comparisons(table, weights, confidence, model_order=ranking)
+            bar.update(1)
+            lap("comparisons")
+            rated, notes = _with_references(base, refs)
+            agreement = agreement_rows(rated, skill_order=skillset.names)
+            bar.update(1)
+            lap("agreement")
+            counted = checked.result()
+            coverage, costs = reads.result()
+            lap("aside")  # waited for what ran beside
+        finally:
+            aside.shutdown(wait=False, cancel_futures=True)
     finally:
         bar.close()
-    coverage = queries.coverage(store, run.id)
     report_rows = with_intervals(rows, intervals)
     lap("rows")
     if counted is None:  # SQLite: counted by the ledger
@@ -358,9 +377,23 @@ def build_report(
         ],
         position_patterns=[p.as_dict() for p in found],
         scale=protocols_scale(judge_protocols(run.config).values()),
-        costs=_judge_costs(store, run),
+        costs=costs,
         self_consistency=consistency,
     )
+
+
+def _weights(instances: int, replicates: int, seed: int) -> Replicates:
+    """The bootstrap's weights, ready for the intervals' and comparisons' products."""
+    return Replicates.of(instance_weights(instances, replicates, seed))
+
+
+def _timed(timings: dict[str, float] | None, name: str, fn: Callable[..., _T], *args: Any) -> _T:
+    """``fn(*args)``, its seconds into ``timings[name]`` when given."""
+    started = time.perf_counter()
+    out = fn(*args)
+    if timings is not None:
+        timings[name] = round(time.perf_counter() - started, 4)
+    return out
 
 
 def judge_protocols(config: Mapping[str, Any]) -> dict[str, str | None]:

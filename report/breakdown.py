@@ -43,6 +43,7 @@ from flask_eval.report.dimensions import (
     flask_breakdown,
     report_breakdown,
 )
+from flask_eval.report.instance_sums import Replicates, per_instance
 from flask_eval.report.metrics import KEY_SEP, Row
 from flask_eval.report.scores import FAILED, NA, SCORED, FloatArray, IntArray, ScoreTable
 
@@ -175,27 +176,6 @@ def _atoms(groupings: Sequence[Grouping], n: int) -> tuple[IntArray, IntArray]:
     return atom.reshape(-1).astype(np.int64), codes.astype(np.int64)
 
 
-def per_instance(table: ScoreTable, cells: IntArray) -> tuple[IntArray, FloatArray]:
-    """(instances, per-instance sums) of ``cells``: an ``(instances, 2 * models * judges)``
-    matrix, scores in the first half of the columns and counts in the second (column
-    ``model * judges + judge`` in each half)."""
-    inst, local = np.unique(table.instance[cells], return_inverse=True)
-    n_models, n_judges = len(table.models), len(table.judges)
-    width = n_models * n_judges
-    scored = table.state[cells] == SCORED
-    flat = local.reshape(-1) * n_models + table.model[cells]
-    # bincount adds in input order, as np.add.at did (the same sums), without its per-item
-    # overhead; the flat index of (instance x model, judge)
-    index = (flat[:, None] * n_judges + np.arange(n_judges)).ravel()
-    size = len(inst) * n_models * n_judges
-    out = np.asarray(np.stack([
-        np.bincount(index, np.where(scored, table.score[cells], 0.0).ravel(), size),
-        np.bincount(index, scored.astype(np.float64).ravel(), size),
-    ]), dtype=np.float64)  # fmt: skip
-    out = out.reshape(2, len(inst), width).transpose(1, 0, 2)
-    return inst, out.reshape(len(inst), 2 * width)
-
-
 def _macro(total: FloatArray, n: FloatArray) -> FloatArray:
     """Mean over axis 0 of the key means ``total / n`` that exist (NaN if none does)."""
     defined = n > 0
@@ -227,11 +207,19 @@ class Aggregation:
         score = t.score if cells is None else t.score[cells]
         model = t.model if cells is None else t.model[cells]
         scored = state == SCORED
-        parts = (np.where(scored, score, 0.0), scored, state == NA, state == FAILED)
-        flat = (group * n_models + model)[:, None] * n_judges + np.arange(n_judges)
+        flat = ((group * n_models + model) * n_judges)[:, None] + np.arange(n_judges)
+        flat = flat.reshape(-1)
         length = size * n_models * n_judges
-        out = [np.bincount(flat.ravel(), np.ravel(p).astype(np.float64), length) for p in parts]
-        return np.stack(out).astype(np.float64).reshape(4, size, n_models, n_judges)
+        total = np.bincount(flat, np.where(scored, score, 0.0).reshape(-1), length)
+        # the three counts in one pass without weights: each judgment's bin and kind
+        # (0 open, 1 scored, 2 N/A, 3 failed); ~3x less memory than one pass per count
+        kind = scored.view(np.int8) + (state == NA).view(np.int8) * np.int8(2)
+        kind += (state == FAILED).view(np.int8) * np.int8(3)
+        flat *= 4
+        flat += kind.reshape(-1)
+        counts = np.bincount(flat, minlength=4 * length).reshape(length, 4)
+        out = np.stack([total, *(counts[:, k] for k in (1, 2, 3))]).astype(np.float64)
+        return out.reshape(4, size, n_models, n_judges)
 
     def sums(self) -> dict[str, FloatArray]:
         """Point sums of each dimension: ``(4, keys, models, judges)`` (total, n, N/A,
@@ -292,13 +280,13 @@ class Aggregation:
         multi = sum(len(g.keys) for g in self.groupings if g.cells is not None)
         return len(self.atom_codes) + multi
 
-    def _reps(self, cells: IntArray, weights: FloatArray) -> FloatArray:
+    def _reps(self, cells: IntArray, weights: Replicates) -> FloatArray:
         """``(2 * models * judges, B)`` replicate sums of ``cells``."""
         inst, block = per_instance(self.table, cells)
-        return np.asarray(block.T @ weights[inst], dtype=np.float64)
+        return weights.sums(block, inst)
 
     def replicates(
-        self, weights: FloatArray, progress: Progress | None = None
+        self, weights: FloatArray | Replicates, progress: Progress | None = None
     ) -> Iterator[tuple[str, str, FloatArray]]:
         """``(dimension, key, means)`` for every key: ``means`` is ``(models * judges, B)``
         (column ``model * judges + judge``), NaN where a replicate drew no scored cell.
@@ -324,6 +312,7 @@ class Aggregation:
                 c += finite
             return shown[dimension], key, means
 
+        w = Replicates.of(weights)
         order = np.argsort(self.atom, kind="stable")
         bounds = np.searchsorted(self.atom[order], np.arange(len(self.atom_codes) + 1))
         left = [np.bincount(c[c >= 0], minlength=len(g.keys)) for g, c in
@@ -332,7 +321,7 @@ class Aggregation:
         for a in range(len(self.atom_codes)):
             cells = order[bounds[a] : bounds[a + 1]]
             if len(cells) and (self.atom_codes[a] >= 0).any():
-                reps = self._reps(cells, weights)
+                reps = self._reps(cells, w)
                 for p, g in enumerate(self.partitions):
                     k = int(self.atom_codes[a, p])
                     if k < 0:
@@ -357,7 +346,7 @@ class Aggregation:
             for k, key in enumerate(g.keys):
                 cells = g.cells[by_key[edges[k] : edges[k + 1]]]
                 if len(cells):
-                    yield done(g.dimension.name, key, self._reps(cells, weights))
+                    yield done(g.dimension.name, key, self._reps(cells, w))
                 if progress:
                     progress(1)
         for g in self.groupings:

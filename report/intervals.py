@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from flask_eval.report.bootstrap import DEFAULT_CONFIDENCE, FloatArray, percentile_interval
-from flask_eval.report.breakdown import Aggregation, per_instance
+from flask_eval.report.breakdown import Aggregation
+from flask_eval.report.instance_sums import Replicates, per_instance
 from flask_eval.report.metrics import OVERALL, OVERALL_KEY
 from flask_eval.report.scores import ScoreTable
 
@@ -27,7 +28,7 @@ Progress = Callable[[int], object]
 
 def cell_intervals(
     aggregation: Aggregation,
-    weights: FloatArray,
+    weights: FloatArray | Replicates,
     confidence: float = DEFAULT_CONFIDENCE,
     progress: Progress | None = None,
 ) -> Intervals:
@@ -39,10 +40,11 @@ def cell_intervals(
     ``progress(1)`` is called :attr:`Aggregation.steps` times.
     """
     table = aggregation.table
-    if weights.shape[0] != len(table.instances):
+    weights = Replicates.of(weights)
+    if weights.weights.shape[0] != len(table.instances):
         raise ValueError("weights need one row per instance of the table")
     out: Intervals = {}
-    if table.n_cells == 0 or weights.shape[1] == 0:
+    if table.n_cells == 0 or weights.weights.shape[1] == 0:
         return out
     n_judges = len(table.judges)
     for dimension, key, means in aggregation.replicates(weights, progress):
@@ -92,9 +94,20 @@ def _ratio(num: float, den: float) -> float | None:
     return float(num / den) if den > 0 else None
 
 
+def _common_sums(
+    full: FloatArray, weights: Replicates, common: np.ndarray
+) -> tuple[int, FloatArray, FloatArray | None]:
+    """(instances, point sums, replicate sums or None without replicates) of the rows of
+    ``full`` that ``common`` marks; all rows are read in place, not copied."""
+    rows = None if common.all() else np.flatnonzero(common)
+    block = full if rows is None else full[rows]
+    reps = weights.sums(block, rows) if weights.weights.shape[1] else None
+    return int(common.sum()), block.sum(axis=0), reps
+
+
 def comparisons(
     table: ScoreTable,
-    weights: FloatArray,
+    weights: FloatArray | Replicates,
     confidence: float = DEFAULT_CONFIDENCE,
     model_order: Sequence[str] = (),
 ) -> list[Comparison]:
@@ -115,19 +128,21 @@ def comparisons(
     answered = np.zeros((len(table.models), len(table.instances)), dtype=bool)
     answered[table.model, table.instance] = True
     n_judges, width = len(table.judges), sums.shape[1] // 2
-    cache: dict[bytes, FloatArray] = {}
+    # (instances, point sums, replicate sums) per set of common instances: models that
+    # answered the same instances share them (one product and one sum for all their pairs)
+    cache: dict[bytes, tuple[int, FloatArray, FloatArray | None]] = {}
+    replicated = Replicates.of(weights)
+    n_replicates = replicated.weights.shape[1]
     found: list[tuple[str, str, str, int, float | None, float | None, float | None]] = []
     diffs: list[FloatArray] = []  # each pair's replicate differences, one interval call
     for a_pos, a_name in enumerate(models):
         for b_name in models[a_pos + 1 :]:
             a, b = table.models.index(a_name), table.models.index(b_name)
             common = answered[a] & answered[b]
-            rows = np.flatnonzero(common)
             key = common.tobytes()
-            if key not in cache and weights.shape[1]:
-                cache[key] = full[rows].T @ weights[rows]
-            reps = cache.get(key)
-            point = full[rows].sum(axis=0)
+            if key not in cache:
+                cache[key] = _common_sums(full, replicated, common)
+            n_rows, point, reps = cache[key]
             for j, judge in enumerate(table.judges):
                 ca, cb = a * n_judges + j, b * n_judges + j
                 mean_a = _ratio(point[ca], point[width + ca])
@@ -138,9 +153,9 @@ def comparisons(
                         d = reps[ca] / reps[width + ca] - reps[cb] / reps[width + cb]
                     d[~np.isfinite(d)] = np.nan
                 else:
-                    d = np.full(max(weights.shape[1], 1), np.nan)
+                    d = np.full(max(n_replicates, 1), np.nan)
                 diffs.append(d)
-                found.append((judge, a_name, b_name, len(rows), mean_a, mean_b, diff))
+                found.append((judge, a_name, b_name, n_rows, mean_a, mean_b, diff))
     if not found:
         return []
     # row-wise, so one call for every pair gives each pair's interval as before

@@ -184,7 +184,12 @@ def build_coded(
     (models, m), (instances, i), (skills, s) = (
         _sorted_used(names, values) for names, values in zip(labels, codes, strict=True)
     )
-    order = np.lexsort((s, i, m))
+    # by model, instance, skill: as np.lexsort((s, i, m)), in one key when it fits
+    n_i, n_s = max(len(instances), 1), max(len(skills), 1)
+    if float(max(len(models), 1)) * n_i * n_s < 2.0**62:
+        order = np.argsort((m * n_i + i) * n_s + s, kind="stable")
+    else:
+        order = np.lexsort((s, i, m))
     seen = dict.fromkeys(domain_order)
     for iid in instances:
         seen.update(dict.fromkeys(domains_of.get(iid, ())))
@@ -197,7 +202,11 @@ def build_coded(
     levels = np.array(
         [difficulty.get(iid) or UNKNOWN_LEVEL for iid in instances], dtype=np.int64
     ).reshape(-1)
-    score = np.where(state == SCORED, score, np.nan).astype(np.float64)
+    # the cells in order, then NaN where not scored, in place (one copy of each array)
+    ordered_state = np.asarray(state)[order].astype(np.int8, copy=False)
+    ordered_state = ordered_state.reshape(len(order), len(judges))
+    ordered_score = np.asarray(score, dtype=np.float64)[order].reshape(len(order), len(judges))
+    ordered_score[ordered_state != SCORED] = np.nan
     capabilities, capability = _groups(instances, capability_of or {})
     tasks, task = _groups(instances, task_of or {})
     return ScoreTable(
@@ -208,8 +217,8 @@ def build_coded(
         model=m[order],
         instance=i[order],
         skill=s[order],
-        state=state[order].astype(np.int8).reshape(len(order), len(judges)),
-        score=score[order].reshape(len(order), len(judges)),
+        state=ordered_state,
+        score=ordered_score,
         difficulty=levels,
         domains=domains,
         domain_member=member,

@@ -21,18 +21,22 @@ Instance difficulty, capability, task and domains come from two small queries.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from sqlalchemy import Select, case, func, literal, select
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from flask_eval.core.errors import Status
 from flask_eval.core.types import STATE_FAILED, STATE_NA, STATE_NONE, STATE_SCORED
 from flask_eval.storage.models import INSTANCE, INSTANCE_DOMAIN, JUDGMENT, RESPONSE
-from flask_eval.storage.pivot_copy import CellKeys, read_coded
+from flask_eval.storage.pivot_copy import CellKeys, read_coded_parts
 from flask_eval.storage.positions import call_scores, position_counts, positions_of_pivot
 from flask_eval.storage.store import Store
 
@@ -45,6 +49,14 @@ JUDGES_PER_QUERY = 32
 
 #: Codes of the pivot (scores are >= 0).
 _NA, _FAILED, _OPEN = -1, -2, -3
+
+#: PostgreSQL: parts of the report's pivot read at once, each by one backend, cut by model
+#: (a run of fewer models is read in one). Two: this machine's cores. PostgreSQL's own
+#: parallel grouping hashes every cell twice (in a worker, then in the leader, which
+#: alone also codes and sends the cells); parts by model share no cell: each part is
+#: grouped once and sent by its own backend, beside the others (10M judgments: ~0.5 s
+#: less in psql; docs/design/ledger-scale.md).
+POSTGRES_PARTS = 2
 
 #: PostgreSQL: memory for the grouping, so that ten million rows (670,000 cells) group in
 #: memory, hashed in parallel: at 128 MB the planner sorted them on disk instead (19.4 s
@@ -181,12 +193,11 @@ def pivot(store: Store, run_id: int, judges: Sequence[str] = (), calls: bool = F
     """
     names = list(dict.fromkeys(judges)) or run_judges(store, run_id)
     calls = calls and store.dialect == "postgresql"
-    with store.engine.begin() as conn:
+    with ExitStack() as stack:
+        conn = stack.enter_context(_read_transaction(store))
         read = None
-        if store.dialect == "postgresql":
-            conn.exec_driver_sql(f"SET LOCAL work_mem = '{POSTGRES_WORK_MEM}'")
-            if 0 < len(names) <= JUDGES_PER_QUERY:
-                read = _read_coded(conn, run_id, names, calls)
+        if store.dialect == "postgresql" and 0 < len(names) <= JUDGES_PER_QUERY:
+            read = _read_coded(stack, store, conn, run_id, names, calls)
         keys, codes, total, call_keys = read or _read_rows(conn, run_id, names, calls)
         facts = conn.execute(
             select(INS.instance_id, INS.difficulty, INS.capability, INS.task).where(
@@ -210,14 +221,68 @@ def pivot(store: Store, run_id: int, judges: Sequence[str] = (), calls: bool = F
     return Pivot(keys, names, state, score, difficulty, domains, capability, task, call_keys)
 
 
-def _read_coded(conn: Connection, run_id: int, names: list[str], calls: bool) -> _Read | None:
-    """PostgreSQL: the pivot by binary COPY, cells as codes (``storage.pivot_copy``)."""
-    got = read_coded(conn, run_id, names, _code())
+@contextmanager
+def _read_transaction(store: Store, snapshot: str | None = None) -> Iterator[Connection]:
+    """A transaction to read in: on PostgreSQL one snapshot for all its statements
+    (repeatable read; ``snapshot``: another transaction's, exported), memory to group
+    ten million rows in; SQLite's transactions already read one snapshot."""
+    if store.dialect != "postgresql":
+        with store.engine.begin() as conn:
+            yield conn
+        return
+    repeatable = store.engine.connect().execution_options(isolation_level="REPEATABLE READ")
+    with repeatable as conn, conn.begin():
+        if snapshot is not None:  # first in the transaction, or PostgreSQL refuses it
+            if not re.fullmatch(r"[0-9A-Fa-f-]+", snapshot):  # a literal: SET takes no $1
+                raise ValueError(f"not a snapshot id: {snapshot!r}")
+            conn.exec_driver_sql(f"SET TRANSACTION SNAPSHOT '{snapshot}'")
+        conn.exec_driver_sql(f"SET LOCAL work_mem = '{POSTGRES_WORK_MEM}'")
+        yield conn
+
+
+def _model_bounds(conn: Connection, run_id: int, parts: int) -> list[str]:
+    """Models where a run's pivot is cut into ``parts`` of about as many models (byte
+    order), from the run's responses (any cut reads every row: only the balance
+    depends on it); none when it has fewer models than parts."""
+    models = sorted(str(m) for (m,) in conn.execute(
+        select(RESPONSE.c.model).where(RESPONSE.c.run_id == run_id).group_by(RESPONSE.c.model)
+    ))  # fmt: skip
+    if len(models) < parts:
+        return []
+    return [models[len(models) * k // parts] for k in range(1, parts)]
+
+
+def _read_coded(
+    stack: ExitStack, store: Store, conn: Connection, run_id: int, names: list[str], calls: bool
+) -> _Read | None:
+    """PostgreSQL: the pivot by binary COPY, cells as codes (``storage.pivot_copy``), in
+    :data:`POSTGRES_PARTS` parts by model read at once, each on its own connection in
+    ``conn``'s snapshot (transactions entered on ``stack``)."""
+    bounds = _model_bounds(conn, run_id, POSTGRES_PARTS)
+    conns = [conn]
+    if bounds:
+        snapshot = str(conn.exec_driver_sql("SELECT pg_export_snapshot()").scalar_one())
+        try:
+            conns += [stack.enter_context(_read_transaction(store, snapshot)) for _ in bounds]
+        except (OperationalError, PoolTimeout):  # no connection to spare: in one part
+            conns, bounds = [conn], []
+        if len(conns) > 1:  # each part one backend: the parts are the parallelism
+            for c in conns:
+                c.exec_driver_sql("SET LOCAL max_parallel_workers_per_gather = 0")
+    got = read_coded_parts(conns, run_id, names, _code(), bounds)
     if got is None:
         return None
     keys, counts, packed, hashes = got
-    codes = np.where(packed > 0, (packed & 0xFFFFFFFF) - 2**31, np.nan)
-    call_keys = (np.where(hashes != 0, packed >> 32, -1), hashes) if calls else None
+    low = packed & 0xFFFFFFFF  # in place from here: ten million judgments are 80 MB a copy
+    low -= 2**31
+    codes = low.astype(np.float64)
+    del low
+    codes[packed <= 0] = np.nan
+    call_keys = None
+    if calls:
+        ids = packed >> 32
+        ids[hashes == 0] = -1
+        call_keys = (ids, hashes)
     return keys, codes, int(counts.sum()), call_keys
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from flask_eval.app.report import build_report
 from flask_eval.report.patterns import MIN_JUDGMENTS, pattern, patterns
 from flask_eval.report.render import to_json, to_table
@@ -72,6 +74,31 @@ def test_the_report_flags_the_judge_in_its_notes_and_json(tmp_path: Path) -> Non
     assert by_judge["tiny"]["flagged"] and by_judge["tiny"]["share"] == 1.0
     assert not by_judge["real"]["flagged"] and by_judge["real"]["share"] < 0.9
     assert "judge tiny: " in to_table(report)
+
+
+def test_what_runs_beside_the_breakdowns_is_timed_and_its_failure_reaches_the_caller(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The position check runs in a thread beside the breakdowns: its time is reported
+    apart, and an error in it is raised by ``build_report`` (not lost with the thread)."""
+    from flask_eval.storage import analytics
+
+    store = Store(f"sqlite:///{tmp_path / 'aside.db'}")
+    run = planned_run(store, "aside", instances=str(EXAMPLES / "instances.jsonl"),
+                      responses=[f"a={EXAMPLES / 'model_a.jsonl'}"],
+                      judges=judges("one"))  # fmt: skip
+    finish(store, run, lambda row: ("done", 1 + row.id % 5, f"call-{row.id}"))
+    timings: dict[str, float] = {}
+    build_report(store, run, replicates=20, progress=False, timings=timings)
+    assert {"query", "means", "intervals", "positions (aside)", "aside"} <= set(timings)
+
+    def broken(read: object) -> None:
+        raise RuntimeError("the position check broke")
+
+    monkeypatch.setattr(analytics, "positions_of_pivot", broken)
+    with pytest.raises(RuntimeError, match="the position check broke"):
+        build_report(store, run, replicates=20, progress=False)
+    store.close()
 
 
 def test_the_pivots_position_counts_equal_the_ledgers(postgres_url: str) -> None:
