@@ -16,6 +16,10 @@ stream is read by ``numpy.frombuffer`` as one array (no Python object per cell);
 thousand dictionary rows after them are read one by one. A stream that does not have
 that shape (a dictionary row before a cell) is refused (None) and the caller reads the
 pivot as rows instead.
+
+The statement may be cut by model into parts, each sent on its own connection and read as
+its rows come (:func:`read_coded_parts`): each PostgreSQL backend then groups and sends
+its own cells, beside the others, and their dictionaries are joined here.
 """
 
 from __future__ import annotations
@@ -153,13 +157,6 @@ def coded_select(grouped: Select[Any]) -> Select[Any]:
 Coded = tuple[CellKeys, np.ndarray, np.ndarray, np.ndarray]
 
 
-def read_coded(conn: Connection, run_id: int, judges: Sequence[str], code: Any) -> Coded | None:
-    """(cell keys, each cell's row count, its packed columns, its hash columns: each
-    (cells, judges) int64) of the pivot (:func:`grouped_select`), or None when the stream
-    is not as expected."""
-    return read_coded_parts([conn], run_id, judges, code, [])
-
-
 def read_coded_parts(
     conns: Sequence[Connection],
     run_id: int,
@@ -167,7 +164,9 @@ def read_coded_parts(
     code: Any,
     bounds: Sequence[str],
 ) -> Coded | None:
-    """:func:`read_coded` in ``len(conns)`` parts read at once, one per connection (in one
+    """(cell keys, each cell's row count, its packed columns, its hash columns: each
+    (cells, judges) int64) of the pivot (:func:`grouped_select`), or None when a stream
+    is not as expected; read in ``len(conns)`` parts at once, one per connection (in one
     snapshot: the caller's): part k the models from ``bounds[k - 1]`` (included) to
     ``bounds[k]`` (excluded) in byte order, the first and last open-ended. Each part is
     one PostgreSQL backend grouping its models (scanning the run, keeping its rows),
