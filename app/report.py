@@ -291,8 +291,8 @@ def build_report(
         checked = aside.submit(_timed, timings, "positions (aside)",
                                analytics.positions_of_pivot, read)  # fmt: skip
         del read  # the pivot's arrays: not held through the statistics once checked
-        n_instances = len(base.instances)  # ensembles add judges, not instances
-        weighing = aside.submit(_weights, n_instances, replicates, seed)
+        # the base table's instances: ensembles add judge columns, never instances
+        weighing = aside.submit(_weights, len(base.instances), replicates, seed)
         reads = aside.submit(lambda: (queries.coverage(store, run.id), _judge_costs(store, run)))
         try:
             try:
@@ -304,8 +304,6 @@ def build_report(
             rows = aggregation.rows()
             lap("means")
             weights = weighing.result()
-            if len(table.instances) != n_instances:
-                weights = _weights(len(table.instances), replicates, seed)
             intervals = cell_intervals(aggregation, weights, confidence, progress=bar.update)
             lap("intervals")
             ranking = ranked_models(rows, table.models)
