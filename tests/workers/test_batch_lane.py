@@ -292,7 +292,12 @@ def test_kill_9_of_every_worker_and_the_producer_while_batches_are_open(
                 kill_group(producer, signal.SIGKILL)
         store = Store(sqlite_url)
         open_ = BatchLedger(store).open_batches()
-        assert len(open_) == 3 * len(PROVIDERS)  # 20 + 20 + 12 calls each, none answered
+        # every call is in one open batch of at most 20, none answered; how the calls were
+        # cut into batches (3 or more each) depends on how fast they came, not on the code
+        for p in PROVIDERS:
+            mine = [b for b in open_ if b.judge == f"j-{p}"]
+            assert sum(b.size for b in mine) == CALLS and len(mine) >= 3, p
+            assert all(b.size <= 20 and b.succeeded == b.failed == 0 for b in mine), p
         sim_post(sim, "/batches/settings", {"delay_s": 0})  # the provider ends them now
         with workers(env, processes=1, in_flight=8, log=tmp_path / "w2.log"):
             st = wait_until(lambda: json.loads(flask_eval("status", "r", "--json",
