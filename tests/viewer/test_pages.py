@@ -1,0 +1,137 @@
+"""The viewer's pages as a user reads them, over runs written straight into a ledger (no
+judge): a pairwise run's controlled figures, position consistency and ratings best
+first; the runs list's models, judges, cost, duration and an evaluation's runs grouped;
+the judgments' judge and failure-reason filters; the comparison's neighbours and the
+instances where the judges disagree most; pages of an unfinished run that refresh."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+from sqlalchemy import update
+
+from flask_eval.core.types import VERDICT_FIRST, VERDICT_SECOND, VERDICT_TIE
+from flask_eval.storage.models import CALL, JUDGMENT
+from flask_eval.storage.store import Store
+from flask_eval.viewer.server import make_app
+from tests.conftest import EXAMPLES
+from tests.report.ledger import Outcome, Row, finish, planned_run
+from tests.report.ledger import judges as ledger_judges
+
+Get = Callable[[str], tuple[int, str]]
+
+
+def _unit(*parts: object) -> float:
+    digest = hashlib.sha256("|".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+QUALITY = {"a": 2, "b": 1, "c": 3}  # listed a, b, c; best first: c, a, b
+
+
+def _verdict(row: Row) -> Outcome:
+    """The better model wins 3 times in 4 (ties aside); the judge ``j1`` picks the
+    response shown first half the time."""
+    u = _unit(row.model, row.model_b, row.instance_id, row.judge)
+    if row.judge == "j1" and u < 0.5:
+        return "done", VERDICT_FIRST
+    if _unit("tie", row.model, row.model_b, row.instance_id) < 0.1:
+        return "done", VERDICT_TIE
+    first_better = QUALITY[row.model] > QUALITY[row.model_b]
+    upset = _unit("upset", row.model, row.model_b, row.instance_id, row.judge) < 0.25
+    return "done", VERDICT_FIRST if first_better != upset else VERDICT_SECOND
+
+
+def _absolute(row: Row) -> Outcome:
+    """Scores where the judges disagree on instance 3 by 4 points, elsewhere by at most 1;
+    j2 fails some rows, each for its own reason."""
+    if row.judge == "j2" and row.id % 5 == 0:
+        return "failed", None
+    if row.instance_id == "3":
+        return "done", 1 if row.judge == "j1" else 5
+    return "done", 3 + (row.id % 2 if row.judge == "j2" else 0)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    tmp = tmp_path_factory.mktemp("pages")
+    store = Store(f"sqlite:///{tmp / 'store.db'}")
+    responses = [f"a={EXAMPLES / 'model_a.jsonl'}", f"b={EXAMPLES / 'model_b.jsonl'}"]
+    common: dict[str, Any] = dict(instances=str(EXAMPLES / "instances.jsonl"),
+                                  responses=responses, limit=10)  # fmt: skip
+    c = tmp / "c.jsonl"  # a third model: b's answers, some with markdown
+    answers = [json.loads(x) for x in (EXAMPLES / "model_b.jsonl").read_text().splitlines()]
+    c.write_text("".join(json.dumps({**x, "text": "**Answer.** " * (k % 2) + x["text"]}) + "\n"
+                         for k, x in enumerate(answers)))  # fmt: skip
+    pw = planned_run(store, "pw", judges=ledger_judges("j1", "j2"), pairwise="all",
+                     **{**common, "responses": [*responses, f"c={c}"], "limit": 20})  # fmt: skip
+    finish(store, pw, _verdict)
+    absolute = planned_run(store, "abs", judges=ledger_judges("j1", "j2"), **common)
+    rows = finish(store, absolute, _absolute)
+    with store.engine.begin() as conn:
+        for r in rows:
+            if r.judge == "j2" and r.id % 5 == 0:
+                reason = "parse" if r.id % 2 else "refused"
+                conn.execute(update(JUDGMENT).where(JUDGMENT.c.id == r.id).values(reason=reason))
+        conn.execute(CALL.insert().values(uid="c1", cache_key="k1", run_id=absolute.id,
+                                          judge="j1", raw="x", parsed=True, cost=0.25))  # fmt: skip
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def get(store: Store) -> Iterator[Get]:
+    loop = asyncio.new_event_loop()
+    client = TestClient(TestServer(make_app(store)), loop=loop)
+    loop.run_until_complete(client.start_server())
+
+    def fetch(path: str) -> tuple[int, str]:
+        async def go() -> tuple[int, str]:
+            resp = await client.get(path)
+            return resp.status, await resp.text()
+
+        return loop.run_until_complete(go())
+
+    yield fetch
+    loop.run_until_complete(client.close())
+    loop.close()
+
+
+def _table(html: str, table_id: str) -> list[list[str]]:
+    """The body rows of the table ``table_id`` as cell texts (tags stripped)."""
+    found = re.search(rf'<table[^>]*id="{table_id}".*?<tbody>(.*?)</tbody>', html, re.S)
+    assert found, f"no table #{table_id}"
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", found.group(1), re.S)
+    return [[re.sub(r"<[^>]+>", "", c).strip()
+             for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", r, re.S)] for r in rows]  # fmt: skip
+
+
+def test_the_pairwise_page_shows_the_controlled_figures_position_and_ratings_best_first(
+    get: Get,
+) -> None:
+    status, html = get("/runs/pw?judge=j2")
+    assert status == 200
+    ratings = _table(html, "ratings")
+    assert [r[0] for r in ratings] == ["c", "a", "b"]  # best first, not as listed
+    values = [float(r[1]) for r in ratings]
+    assert values == sorted(values, reverse=True)
+    controlled = _table(html, "controlled")
+    assert sorted(r[0] for r in controlled) == ["a", "b", "c"]
+    styled = [float(r[4]) for r in controlled]
+    assert styled == sorted(styled, reverse=True)  # best style-controlled rating first
+    anchor = next(r for r in controlled if r[0] == "a")
+    assert anchor[2] == "0.500" and anchor[4] == "1000"  # a is the anchor
+    assert all(re.fullmatch(r"0\.\d{3}", r[2]) for r in controlled)  # an LC win rate each
+    assert "length-controlled win rate (AlpacaEval 2)" in html  # the note, with its figures
+    position = _table(html, "position")
+    assert [p[0] for p in position] == ["all"]
+    assert 0.0 <= float(position[0][1]) <= 1.0 and position[0][3] == "60"  # 3 pairs x 20
+    _, first = get("/runs/pw?judge=j1")
+    assert float(_table(first, "position")[0][1]) < float(position[0][1])  # j1 is biased
