@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from flask_eval.storage import deletion, tally
 from flask_eval.storage.models import CALL, INSTANCE, INSTANCE_DOMAIN, JUDGMENT, RESPONSE, RUN
@@ -41,22 +41,26 @@ class RunLine:
     created_at: datetime
     config: dict[str, Any]
     counts: dict[str, int]
+    #: when a judgment of the run last changed (None: none has)
+    last_update: datetime | None = None
 
 
 def runs(store: Store, limit: int = 500) -> list[RunLine]:
     """The newest ``limit`` runs, newest first (not one being deleted), each with its
     judgments by status (PostgreSQL: the tallies; SQLite: one grouping of the
-    ``ix_judgment_run_status`` index)."""
+    ``ix_judgment_run_status`` index) and its last change (``ix_judgment_run_updated``)."""
+    last = select(func.max(J.updated_at)).where(J.run_id == RN.id).scalar_subquery()
     with store.engine.connect() as conn:
         rows = conn.execute(
-            select(RN.id, RN.name, RN.mode, RN.created_at, RN.config)
+            select(RN.id, RN.name, RN.mode, RN.created_at, RN.config, last)
             .where(deletion.visible())
             .order_by(RN.id.desc())
             .limit(limit)
         ).all()
         counts = tally.status_by_run(conn, [int(r[0]) for r in rows])
     return [
-        RunLine(int(r[0]), str(r[1]), str(r[2]), r[3], _json(r[4]), counts[int(r[0])]) for r in rows
+        RunLine(int(r[0]), str(r[1]), str(r[2]), r[3], _json(r[4]), counts[int(r[0])], r[5])
+        for r in rows
     ]
 
 

@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 import jinja2
 from aiohttp import web
 
-from flask_eval.app import browse
+from flask_eval.app import browse, runs_list
 from flask_eval.core.errors import InputError
 from flask_eval.core.redact import redact
 from flask_eval.storage.records import RunInfo
@@ -70,8 +70,20 @@ JINJA: web.AppKey[jinja2.Environment] = web.AppKey("jinja", jinja2.Environment)
 REFRESHER: web.AppKey[Refresher] = web.AppKey("refresher", Refresher)
 #: seconds between two reloads of a run page whose snapshot is being computed
 RELOAD_SECONDS = 2
+#: seconds between two reloads of a page showing a run still being judged
+LIVE_SECONDS = 5
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "–"
+    minutes, sec = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return (
+        f"{hours}h {minutes:02d}m" if hours else f"{minutes}m {sec:02d}s" if minutes else f"{sec}s"
+    )
 
 
 def _number(value: Any, digits: int = 2) -> str:
@@ -98,6 +110,7 @@ def environment() -> jinja2.Environment:
     )
     env.filters["num"] = _number
     env.filters["interval"] = _interval
+    env.filters["duration"] = _duration
     env.globals.update(run_url=run_url, judgments_url=judgments_url)
     return env
 
@@ -133,8 +146,11 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
 
 
 async def runs_page(request: web.Request) -> web.Response:
-    runs = await _db(browse.list_runs, request.app[STORE])
-    return page(request, "runs.html", title="Runs", runs=runs)
+    groups = await _db(runs_list.runs, request.app[STORE])
+    live = any(g.open for g in groups)
+    return page(
+        request, "runs.html", title="Runs", groups=groups, live=LIVE_SECONDS if live else None
+    )
 
 
 async def _run(request: web.Request) -> Any:

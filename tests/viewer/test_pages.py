@@ -11,18 +11,24 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Iterator
+from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
-from sqlalchemy import update
+from sqlalchemy import select, update
 
 from flask_eval.core.types import VERDICT_FIRST, VERDICT_SECOND, VERDICT_TIE
-from flask_eval.storage.models import CALL, JUDGMENT
+from flask_eval.simulator.config import SimConfig
+from flask_eval.simulator.testing import running_simulator
+from flask_eval.storage.models import CALL, JUDGMENT, RUN
+from flask_eval.storage.records import OpenRow as Row
 from flask_eval.storage.store import Store
 from flask_eval.viewer.server import make_app
 from tests.conftest import EXAMPLES
-from tests.report.ledger import Outcome, Row, finish, planned_run
+from tests.helpers import cli_env, flask_eval
+from tests.report.ledger import Outcome, finish, planned_run
 from tests.report.ledger import judges as ledger_judges
 
 Get = Callable[[str], tuple[int, str]]
@@ -62,7 +68,8 @@ def _absolute(row: Row) -> Outcome:
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
     tmp = tmp_path_factory.mktemp("pages")
-    store = Store(f"sqlite:///{tmp / 'store.db'}")
+    url = f"sqlite:///{tmp / 'store.db'}"
+    store = Store(url)
     responses = [f"a={EXAMPLES / 'model_a.jsonl'}", f"b={EXAMPLES / 'model_b.jsonl'}"]
     common: dict[str, Any] = dict(instances=str(EXAMPLES / "instances.jsonl"),
                                   responses=responses, limit=10)  # fmt: skip
@@ -73,7 +80,10 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
     pw = planned_run(store, "pw", judges=ledger_judges("j1", "j2"), pairwise="all",
                      **{**common, "responses": [*responses, f"c={c}"], "limit": 20})  # fmt: skip
     finish(store, pw, _verdict)
-    absolute = planned_run(store, "abs", judges=ledger_judges("j1", "j2"), **common)
+    priced = tmp / "judges.yaml"
+    priced.write_text("".join(f"- spec: openai/{j}\n  name: {j}\n  price: {{input: 1, output: 2}}\n"
+                              for j in ("j1", "j2")))  # fmt: skip
+    absolute = planned_run(store, "abs", judges_files=[str(priced)], **common)
     rows = finish(store, absolute, _absolute)
     with store.engine.begin() as conn:
         for r in rows:
@@ -82,8 +92,26 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
                 conn.execute(update(JUDGMENT).where(JUDGMENT.c.id == r.id).values(reason=reason))
         conn.execute(CALL.insert().values(uid="c1", cache_key="k1", run_id=absolute.id,
                                           judge="j1", raw="x", parsed=True, cost=0.25))  # fmt: skip
+        created = conn.execute(select(RUN.c.created_at).where(RUN.c.id == absolute.id)).scalar_one()
+        conn.execute(update(JUDGMENT).where(JUDGMENT.c.run_id == absolute.id)  # 90 s long
+                     .values(updated_at=created + timedelta(seconds=90)))  # fmt: skip
+    _evaluate(tmp, url)
     yield store
     store.close()
+
+
+def _evaluate(tmp: Path, url: str) -> None:
+    """`flask-eval eval` of two simulated models on 3 instances without FLASK's metadata:
+    its generate, annotate and judge runs (the simulated judge has no price)."""
+    bare = tmp / "bare.jsonl"
+    lines = (EXAMPLES / "instances.jsonl").read_text().splitlines()[:3]
+    bare.write_text("".join(json.dumps({k: json.loads(x)[k] for k in ("idx", "instruction",
+                    "answer")}) + "\n" for x in lines))  # fmt: skip
+    with running_simulator(SimConfig(seed=3, generators={"m1": 2.0, "m2": 4.0})) as sim:
+        env = cli_env(url, OPENAI_BASE_URL=sim.openai_base_url)
+        flask_eval("eval", "--instances", str(bare), "--judge", "judge=openai/judge",
+                   "--model", "m1=openai/m1", "--model", "m2=openai/m2", "--name", "ev",
+                   "--out", str(tmp / "out"), "--quiet", env=env)  # fmt: skip
 
 
 @pytest.fixture
@@ -135,3 +163,32 @@ def test_the_pairwise_page_shows_the_controlled_figures_position_and_ratings_bes
     assert 0.0 <= float(position[0][1]) <= 1.0 and position[0][3] == "60"  # 3 pairs x 20
     _, first = get("/runs/pw?judge=j1")
     assert float(_table(first, "position")[0][1]) < float(position[0][1])  # j1 is biased
+
+
+def test_the_runs_list_shows_models_judges_cost_duration_and_an_evaluation_grouped(
+    get: Get,
+) -> None:
+    status, html = get("/")
+    assert status == 200
+    head = re.search(r'<table[^>]*id="runs".*?<thead>(.*?)</thead>', html, re.S)
+    assert head and all(h in head.group(1) for h in ("Models", "Judges", "Cost", "Duration"))
+    rows = {r[0]: r for r in _rows(html, r'data-run="[^"]+"')}
+    assert rows["abs"][3:5] == ["a, b", "j1, j2"] and rows["pw"][3] == "a, b, c"
+    assert rows["abs"][9] == "$0.2500" and rows["abs"][10] == "1m 30s"
+    assert rows["pw"][9] == "unknown"  # its judges have no price: not $0
+    group = re.search(r'<tbody class="eval" data-eval="ev">(.*?)</tbody>', html, re.S)
+    assert group, "the evaluation's runs are not grouped"
+    steps = re.findall(r'data-run="ev-(generate|annotate|judge)-[0-9a-f]{10}"', group.group(1))
+    assert steps == ["generate", "annotate", "judge"]
+    ev = {r[2]: r for r in _rows(group.group(1), r'data-run="ev-')}
+    assert ev["generate"][3] == "m1, m2" and ev["judge"][3:5] == ["m1, m2", "judge"]
+    assert ev["annotate"][4] == "judge"  # the annotator
+    assert all(r[9] == "unknown" for r in ev.values())  # the simulated judge has no price
+    assert 'http-equiv="refresh"' not in html  # every run is finished: no reload
+
+
+def _rows(html: str, marker: str) -> list[list[str]]:
+    """The cells' texts of the rows whose <tr> matches ``marker``."""
+    rows = re.findall(rf"<tr {marker}[^>]*>(.*?)</tr>", html, re.S)
+    return [[re.sub(r"<[^>]+>", "", c).strip()
+             for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", r, re.S)] for r in rows]  # fmt: skip
