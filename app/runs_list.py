@@ -10,6 +10,7 @@ from datetime import datetime
 from flask_eval.app.evaluate import eval_step
 from flask_eval.app.progress import runs_overview
 from flask_eval.app.report import config_judges, config_models
+from flask_eval.core.errors import Status
 from flask_eval.core.redact import redact
 from flask_eval.core.types import JudgeConfig
 from flask_eval.producer.prices import unpriced
@@ -17,8 +18,8 @@ from flask_eval.storage import browse
 from flask_eval.storage.browse import RunLine
 from flask_eval.storage.store import Store
 
-#: statuses of a finished judgment
-FINISHED = ("done", "na", "failed")
+#: statuses of a judgment still to be judged
+OPEN = (Status.PENDING.value, Status.RUNNING.value)
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ class RunRow:
 
     @property
     def open(self) -> int:
-        return self.total - sum(self.count(s) for s in FINISHED)
+        return sum(self.count(s) for s in OPEN)
 
 
 @dataclass(frozen=True)

@@ -170,6 +170,7 @@ async def run_page(request: web.Request) -> web.Response:
     if result.stale:  # a large run whose ledger moved on: shown as it was, computed beside
         request.app[REFRESHER].ask(run)
     body = result.body or {}
+    unfinished = any(result.overview.counts.get(s) for s in runs_list.OPEN)
     judges = body.get("judges") or []
     judge = asked or (judges[0] if judges else "")
     if judges and judge not in judges:
@@ -187,7 +188,7 @@ async def run_page(request: web.Request) -> web.Response:
         view=result.overview,
         body=body,
         result=result,
-        reload=RELOAD_SECONDS if result.body is None else None,
+        reload=RELOAD_SECONDS if result.body is None else LIVE_SECONDS if unfinished else None,
         judge=judge,
         figures=result.part or {},
         criterion=criterion,
@@ -224,6 +225,7 @@ async def judgments_page(request: web.Request) -> web.Response:
         first_url=first_url,
         filters=kept,
         models=await _db(browse.run_models, store, run),
+        facets=await _db(browse.facets, store, run),
     )
 
 
@@ -251,6 +253,8 @@ async def compare_page(request: web.Request) -> web.Response:
         if m not in models:
             raise InputError(f"run {run.name} has no model {m!r}")
     comparison = await _db(browse.compare, store, run, instance, [a, b])
+    before, after = await _db(browse.neighbours, store, run, instance)
+    apart = await _db(browse.disagreements, store, run, [a, b])
     return page(
         request,
         "compare.html",
@@ -260,6 +264,9 @@ async def compare_page(request: web.Request) -> web.Response:
         models=models,
         a=a,
         b=b,
+        before=before,
+        after=after,
+        apart=apart,
     )
 
 

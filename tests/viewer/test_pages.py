@@ -11,6 +11,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -114,8 +115,9 @@ def _evaluate(tmp: Path, url: str) -> None:
                    "--out", str(tmp / "out"), "--quiet", env=env)  # fmt: skip
 
 
-@pytest.fixture
-def get(store: Store) -> Iterator[Get]:
+@contextmanager
+def serving(store: Store) -> Iterator[Get]:
+    """GET on the viewer of ``store``, in this thread's event loop."""
     loop = asyncio.new_event_loop()
     client = TestClient(TestServer(make_app(store)), loop=loop)
     loop.run_until_complete(client.start_server())
@@ -127,9 +129,17 @@ def get(store: Store) -> Iterator[Get]:
 
         return loop.run_until_complete(go())
 
-    yield fetch
-    loop.run_until_complete(client.close())
-    loop.close()
+    try:
+        yield fetch
+    finally:
+        loop.run_until_complete(client.close())
+        loop.close()
+
+
+@pytest.fixture
+def get(store: Store) -> Iterator[Get]:
+    with serving(store) as fetch:
+        yield fetch
 
 
 def _table(html: str, table_id: str) -> list[list[str]]:
@@ -192,3 +202,54 @@ def _rows(html: str, marker: str) -> list[list[str]]:
     rows = re.findall(rf"<tr {marker}[^>]*>(.*?)</tr>", html, re.S)
     return [[re.sub(r"<[^>]+>", "", c).strip()
              for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", r, re.S)] for r in rows]  # fmt: skip
+
+
+def test_judgments_filter_by_judge_and_failure_reason(get: Get) -> None:
+    status, html = get("/runs/abs/judgments")
+    assert status == 200
+    judges = re.search(r'<select name="judge">(.*?)</select>', html, re.S)
+    reasons = re.search(r'<select name="reason">(.*?)</select>', html, re.S)
+    assert judges and re.findall(r"<option>(\w+)</option>", judges.group(1)) == ["j1", "j2"]
+    assert reasons and re.findall(r'<option value="(\w+)"', reasons.group(1)) == [
+        "parse",
+        "refused",
+    ]
+    _, html = get("/runs/abs/judgments?judge=j2&reason=parse")
+    lines = _rows(html, r'class="status-\w+"')
+    assert lines and all(r[4] == "j2" and r[5] == "failed parse" for r in lines)
+    assert "<option selected>j2</option>" in html  # the filter shown as chosen
+
+
+def test_compare_walks_the_instances_and_lists_where_the_judges_disagree_most(get: Get) -> None:
+    status, html = get("/runs/abs/compare?instance=2&a=a&b=b")
+    assert status == 200
+    assert 'id="previous" href="/runs/abs/compare?instance=10&amp;a=a&amp;b=b"' in html
+    assert 'id="next" href="/runs/abs/compare?instance=3&amp;a=a&amp;b=b"' in html
+    apart = _table(html, "disagreements")
+    assert apart[0][:2] == ["3", "4"]  # j1 gave 1 and j2 gave 5 on instance 3
+    assert all(float(r[1]) <= 1 for r in apart[1:])
+    largest = [float(r[1]) for r in apart]
+    assert largest == sorted(largest, reverse=True)
+    _, first = get("/runs/abs/compare?instance=1&a=a&b=b")
+    assert 'id="previous"' not in first and 'id="next"' in first
+    _, pairwise = get("/runs/pw/compare?instance=1&a=a&b=b")
+    assert 'id="disagreements"' not in pairwise  # no absolute scores to compare
+
+
+def test_pages_of_a_run_being_judged_reload_until_it_is_done(tmp_path: Path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'live.db'}")
+    try:
+        run = planned_run(store, "live", instances=str(EXAMPLES / "instances.jsonl"),
+                          responses=[f"a={EXAMPLES / 'model_a.jsonl'}"],
+                          judges=ledger_judges("j1"), limit=4)  # fmt: skip
+        finish(store, run, lambda row: ("done", 3) if row.id % 2 else None)
+        refresh = re.compile(r'<meta http-equiv="refresh" content="(\d+)">')
+        with serving(store) as get:
+            for path in ("/", "/runs/live"):
+                found = refresh.search(get(path)[1])
+                assert found and 0 < int(found.group(1)) <= 10, path
+            finish(store, run, lambda row: ("done", 3))
+            for path in ("/", "/runs/live"):
+                assert not refresh.search(get(path)[1]), path
+    finally:
+        store.close()
