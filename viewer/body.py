@@ -144,6 +144,7 @@ def render(report: Report) -> tuple[dict[str, Any], dict[str, Any]]:
         "bootstrap": report.bootstrap,
         "scale": [report.scale.low, report.scale.high],
         "pairwise": _pairwise(report.run, report.pairwise) if report.pairwise is not None else None,
+        "self_consistency": [c.as_dict() for c in report.self_consistency],
     }
     return body, parts
 

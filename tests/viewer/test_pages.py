@@ -253,3 +253,25 @@ def test_pages_of_a_run_being_judged_reload_until_it_is_done(tmp_path: Path) -> 
                 assert not refresh.search(get(path)[1]), path
     finally:
         store.close()
+
+
+def test_a_run_of_repeated_judgments_shows_each_judges_self_consistency(tmp_path: Path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'samples.db'}")
+    try:
+        run = planned_run(store, "twice", instances=str(EXAMPLES / "instances.jsonl"),
+                          responses=[f"a={EXAMPLES / 'model_a.jsonl'}"],
+                          judges=ledger_judges("j1"), samples=2, limit=6)  # fmt: skip
+        # sample 2 agrees with sample 1 on the even instances only
+        finish(store, run, lambda row: ("done", 3 if row.judge.endswith("#1")
+                                        or int(row.instance_id) % 2 == 0 else 4))  # fmt: skip
+        with store.engine.begin() as conn:  # as `run --samples 2` records it
+            conn.execute(update(RUN).where(RUN.c.id == run.id)
+                         .values(config=json.dumps({**run.config, "samples": 2})))  # fmt: skip
+        with serving(store) as get:
+            status, html = get("/runs/twice")
+        assert status == 200
+        [row] = _table(html, "self-consistency")
+        assert row[:3] == ["j1", "2", str(3 * 6)]  # 3 criteria of 6 instances, both samples
+        assert row[3] == "0.500"  # half the items scored alike
+    finally:
+        store.close()
