@@ -19,12 +19,12 @@ from flask_eval.core.redact import redact
 from flask_eval.report.document import Report
 from flask_eval.rubrics import codec
 from flask_eval.storage import browse, judgment_pages, snapshots
-from flask_eval.storage.browse import RunLine
+from flask_eval.storage.browse import Disagreement, RunLine
 from flask_eval.storage.judgment_pages import JudgmentLine, JudgmentQuery, Page
 from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
 
-__all__ = ["JudgmentLine", "JudgmentQuery", "Page", "RunLine"]
+__all__ = ["Disagreement", "JudgmentLine", "JudgmentQuery", "Page", "RunLine"]
 
 #: judgments per page
 PAGE = 50
@@ -289,6 +289,30 @@ def compare(
                 )
         sides.append(Side(m, found.responses.get(m, ""), cells))
     return InstanceComparison(instance_id, found.instance, found.domains, criteria, judges, sides)
+
+
+@dataclass(frozen=True)
+class Facets:
+    """What a run's judgments can be filtered by besides models and statuses."""
+
+    judges: list[str]
+    reasons: dict[str, int]  # failure reason -> judgments
+
+
+def facets(store: Store, run: RunInfo) -> Facets:
+    judges, reasons = browse.judgment_facets(store, run.id)
+    order = {j: k for k, j in enumerate(config_judges(run.config))}
+    return Facets(sorted(judges, key=lambda j: (order.get(j, len(order)), j)), reasons)
+
+
+def neighbours(store: Store, run: RunInfo, instance_id: str) -> tuple[str | None, str | None]:
+    """The run's instances before and after ``instance_id`` (None at either end)."""
+    return browse.neighbour_instances(store, run.id, instance_id)
+
+
+def disagreements(store: Store, run: RunInfo, models: Sequence[str]) -> list[Disagreement]:
+    """The instances where the run's judges disagree most on ``models``' responses."""
+    return browse.disagreements(store, run.id, models)
 
 
 def run_models(store: Store, run: RunInfo) -> list[str]:
