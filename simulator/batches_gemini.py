@@ -71,11 +71,13 @@ def _response(item: Item, answer: Reply | None) -> dict[str, Any]:
 
 
 def responses(batch: SimBatch) -> list[tuple[Item, dict[str, Any]]]:
-    """The batch's responses (a request answered twice twice), shuffled (the same order
-    at every look: the batch's id seeds it)."""
-    listed = [(item, _response(item, answer)) for item, answer in batch.listed()]
-    random.Random(batch.id).shuffle(listed)
-    return listed
+    """The batch's responses in shuffled request order (the same at every look: the
+    batch's id seeds it); a request answered twice has its second answer listed later."""
+    items = list(batch.items)
+    random.Random(batch.id).shuffle(items)
+    rank = {id(item): n for n, item in enumerate(items)}
+    listed = sorted(batch.listed(), key=lambda pair: rank[id(pair[0])])  # stable: first first
+    return [(item, _response(item, answer)) for item, answer in listed]
 
 
 def operation(batch: SimBatch) -> dict[str, Any]:
@@ -207,7 +209,8 @@ class GeminiBatches:
             lines = (json.dumps({"key": item.custom_id, **out}, ensure_ascii=False) + "\n"
                      for item, out in responses(batch))  # fmt: skip
             batch.extra["responses_file"] = self.files.add(
-                "".join(lines).encode("utf-8"), f"batch-{batch.id}", "application/jsonl", root)
+                "".join(lines).encode("utf-8"), f"batch-{batch.id}", "application/jsonl", root
+            )
         return batch
 
     async def create(self, request: web.Request) -> web.Response:

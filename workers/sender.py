@@ -204,4 +204,3 @@ class Sender:
             await judge.aclose()
         self._judges.clear()
         await self.limiter.aclose()
-

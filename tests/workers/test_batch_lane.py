@@ -146,7 +146,6 @@ def test_a_batch_run_reports_as_a_live_run_at_half_the_price(tmp_path: Path, pro
     assert report(batched, "r") == report(live, "r")
     assert seen["batches"] == 3 and len(seen["calls"]) == CALLS  # 20 + 20 + 12
     assert set(seen["calls"].values()) == {1}  # each call submitted exactly once
-    assert set(seen["calls"].values()) == {1}
     assert {c.uid for c in paid(batched)} == set(seen["calls"])  # uid = our custom_id
     # the same tokens, each answer metered at the batch price: half the live run's cost
     live_cost = json.loads(flask_eval("status", "r", "--json", env=live).stdout)["cost"]

@@ -134,7 +134,8 @@ def results_of(data: bytes) -> BatchResults:
             line = json.loads(chunk)
             ours = parse_key(line.get("key"))
             parsed = types.InlinedResponse._from_response(
-                response=batches._InlinedResponse_from_mldev(line), kwargs={})
+                response=batches._InlinedResponse_from_mldev(line), kwargs={}
+            )
         except (ValueError, AttributeError, TypeError):
             raise malformed("a batch results line that is not a keyed response", raw) from None
         if ours is not None:
