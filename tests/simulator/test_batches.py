@@ -178,8 +178,10 @@ def test_a_gemini_input_file_batch_answers_every_key_in_a_results_file() -> None
     each with its response, shuffled; each request submitted once."""
     with running_simulator(SimConfig()) as sim:
         client = gemini_client(sim)
-        lines = [{"key": f"k{i}", "request": {"contents": gemini_request(i)["contents"]}}
-                 for i in range(12)]  # fmt: skip
+        lines: list[dict[str, Any]] = [
+            {"key": f"k{i}", "request": {"contents": gemini_request(i)["contents"]}}
+            for i in range(12)
+        ]
         data = "".join(json.dumps(x) + "\n" for x in lines).encode()
         named: Any = {"mime_type": "jsonl", "display_name": "in"}
         uploaded = client.files.upload(file=io.BytesIO(data), config=named)
