@@ -71,8 +71,8 @@ def phase_of(state: str, answered: bool) -> BatchPhase:
 
 
 def status_of(job: Any) -> BatchStatus:
-    """A ``BatchJob`` as a BatchStatus (the Developer API gives no counts before its
-    results file is read: :meth:`GeminiBatch.batch_results` counts them)."""
+    """A ``BatchJob`` as a BatchStatus, without counts (the SDK does not read the
+    Developer API's ``batchStats``); ``answered``: it names a results file."""
     state = _name(job.state)
     answered = job.dest is not None and bool(job.dest.file_name or job.dest.inlined_responses)
     return BatchStatus(job.name or "", phase_of(state, answered), state)
