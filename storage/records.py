@@ -6,11 +6,12 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from flask_eval.core.errors import Status
+from flask_eval.core.redact import redact_known, secret_values
 from flask_eval.core.types import Instance, InstanceRubric
 
 
@@ -177,6 +178,34 @@ class Outcome:
     requests: int = 0
     #: what a kind other than judgment read (a response, labels as JSON): ``Reading.values``
     value: str | None = None
+
+
+def without_secrets(
+    calls: Sequence[CallRecord], outcomes: Sequence[Outcome]
+) -> tuple[list[CallRecord], list[Outcome]]:
+    """``calls`` and ``outcomes`` with the environment's secret values
+    (``core.redact.redact_known``: a judge's API key among them) hidden in every text a
+    provider's answer reaches: an answer, a rationale, a failure's detail, a read value.
+
+    The one redaction of what enters the ledger (``Store.write`` applies it): a proxy or a
+    provider that echoes the request's key puts it in the answer, whichever way the answer
+    came (a live call, a provider batch, the worker's spool, a duplicate batch result).
+    """
+    secrets = secret_values()
+    if not secrets:
+        return list(calls), list(outcomes)
+
+    def clean(text: str | None) -> str | None:
+        return text if text is None else redact_known(text, secrets)
+
+    kept = [c if (raw := redact_known(c.raw, secrets)) == c.raw else replace(c, raw=raw)
+            for c in calls]  # fmt: skip
+    ended = []
+    for o in outcomes:
+        rationale, detail, value = clean(o.rationale), clean(o.detail), clean(o.value)
+        same = (rationale, detail, value) == (o.rationale, o.detail, o.value)
+        ended.append(o if same else replace(o, rationale=rationale, detail=detail, value=value))
+    return kept, ended
 
 
 class OpenRow(NamedTuple):
