@@ -28,6 +28,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.types import TypeEngine
 
 from flask_eval.core.errors import InputError, Status
+from flask_eval.core.text import text_problem
 from flask_eval.storage.models import (
     CALL,
     INSTANCE,
@@ -226,6 +227,9 @@ def _type_check(column: Any) -> Callable[[Any], str | None]:
         if isinstance(kind, String):  # Text and sqlmodel's AutoString too
             if not isinstance(value, str):
                 return "is not text"
+            problem = text_problem(value)  # NUL: PostgreSQL cannot store it
+            if problem is not None:
+                return problem
             length = getattr(kind, "length", None)
             return None if length is None or len(value) <= length else f"is longer than {length}"
         return None
