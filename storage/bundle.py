@@ -28,6 +28,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.types import TypeEngine
 
 from flask_eval.core.errors import InputError, Status
+from flask_eval.core.limits import MAX_INTEGER
 from flask_eval.core.text import text_problem
 from flask_eval.storage.models import (
     CALL,
@@ -214,7 +215,9 @@ def _type_check(column: Any) -> Callable[[Any], str | None]:
             return None if isinstance(value, bool) else "is not true or false"
         if isinstance(kind, Integer):
             ok = isinstance(value, int) and not isinstance(value, bool)
-            return None if ok and abs(value) < 1 << 63 else "is not an integer"
+            if not ok:
+                return "is not an integer"
+            return None if -MAX_INTEGER <= value <= MAX_INTEGER else "is out of range"
         if isinstance(kind, Float):
             ok = isinstance(value, int | float) and not isinstance(value, bool)
             return None if ok and math.isfinite(value) else "is not a finite number"
