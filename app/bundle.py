@@ -162,7 +162,7 @@ def _lines(path: str) -> Iterator[Iterator[bytes]]:
 def _header(path: str, first: bytes | None) -> dict[str, Any]:
     try:
         header = json.loads(first or b"")
-    except ValueError:
+    except (ValueError, RecursionError):
         header = None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise InputError(f"not {WHAT}", path)
@@ -192,7 +192,7 @@ def _trailer(path: str, last: bytes | None, digest: str, rows: dict[str, int],
              counts: bool = True) -> None:  # fmt: skip
     try:
         trailer = json.loads(last or b"")
-    except ValueError:
+    except (ValueError, RecursionError):
         trailer = None
     if not isinstance(trailer, dict) or trailer.get("end") != FORMAT:
         raise InputError("the bundle is cut short (no trailer line); export it again", path)
@@ -206,7 +206,7 @@ def _trailer(path: str, last: bytes | None, digest: str, rows: dict[str, int],
 def _parsed(line: bytes) -> Any:
     try:
         return json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise BadRow("not a bundle row (not JSON)") from None
 
 
@@ -277,7 +277,7 @@ def import_bundle(store: Store, bundle: Bundle, name: str | None = None) -> Load
                 digest.update(line)
                 try:
                     table, *values = json.loads(line)
-                except (ValueError, TypeError):
+                except (ValueError, TypeError, RecursionError):
                     raise InputError("not a bundle row", bundle.path, number) from None
                 yield str(table), values
             _trailer(bundle.path, next(lines, None), digest.hexdigest(), bundle.rows)

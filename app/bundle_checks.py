@@ -66,7 +66,7 @@ class BadRow(ValueError):
 def _json(text: str, kind: type, what: str) -> Any:
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         value = None
     if not isinstance(value, kind):
         raise BadRow(f"{what} is not a JSON {'object' if kind is dict else 'list'}")

@@ -6,6 +6,7 @@ bundles of every protocol and kind of work the workers run import as they are.""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import resource
 import subprocess
@@ -107,6 +108,31 @@ def test_a_nul_in_a_bundle_text_is_refused_on_every_store(
     stderr = refused(database_url, "import", str(forged))
     assert stderr.startswith(f"error: {forged}:{number}: {table}.{column} contains a NUL")
     assert "r1" not in flask_eval("runs", env=cli_env(database_url), check=False).stdout
+
+
+def test_json_nested_too_deeply_is_refused_in_one_line(
+    source: tuple[str, Path],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """A row, or a JSON text in a row, nested beyond the parser's depth: one line."""
+    _, bundle = source
+    target = tmp_path / "target.db"
+    deep_config = tmp_path / "config.bundle"
+    number = forge(bundle, deep_config, "run", lambda r: r.update(config="[" * 100_000))
+    stderr = refused(f"sqlite:///{target}", "import", str(deep_config))
+    assert stderr.startswith(f"error: {deep_config}:{number}: run.config is not a JSON object")
+    header, *rows, _ = lines(bundle)
+    rows.insert(1, b"[" * 100_000 + b"\n")
+    trailer = {
+        "end": FORMAT,
+        "rows": {},
+        "sha256": hashlib.sha256(header + b"".join(rows)).hexdigest(),
+    }
+    deep_row = tmp_path / "row.bundle"
+    deep_row.write_bytes(gzip.compress(b"".join([header, *rows, json.dumps(trailer).encode()])))
+    stderr = refused(f"sqlite:///{target}", "import", str(deep_row))
+    assert stderr.startswith(f"error: {deep_row}:3: not a bundle row")
+    assert not target.exists()
 
 
 def test_a_header_naming_an_unstorable_run_is_refused(tmp_path: Path) -> None:
