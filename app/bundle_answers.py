@@ -94,7 +94,8 @@ class Rereading:
         return self._context
 
     def check(self, row: Mapping[str, Any], answer: Answer, own_rubrics: frozenset[str]) -> None:
-        """BadAnswer unless the done ``row`` is what reading ``answer`` gives."""
+        """BadAnswer unless the done ``row`` is what reading ``answer`` gives: its score (or
+        N/A), and the value a kind of work other than judgment reads (a response, labels)."""
         if row.get("status") != Status.DONE.value:
             return
         context = self._run()
@@ -119,6 +120,10 @@ class Rereading:
                             f"for {name!r}: {str(exc)[:80]}") from None  # fmt: skip
         score = row.get("score")
         if name in reading.scores and reading.scores[name] == score:
+            if "value" in row and row["value"] != reading.values.get(name):
+                raise BadAnswer(f"judgment.value of {name!r} is not what the answer it "
+                                f"cites ({uid}) reads as judge {judge}'s protocol "
+                                f"{protocol.name}")  # fmt: skip
             return
         found = (
             f"reads {_score(reading.scores[name])}"

@@ -238,3 +238,15 @@ def test_the_bundles_of_every_protocol_and_kind_import_as_they_are(
                "--run", "ann", "--quiet", env=env)  # fmt: skip
     for run in ("abs", "pw", "gen", "ann"):
         round_trip(url, run, tmp_path)
+    # and a changed verdict, or a changed response of a generation, is refused
+    target = f"sqlite:///{tmp_path / 'forged.db'}"
+    verdict = tmp_path / "verdict.bundle"
+    forge(tmp_path / "pw.bundle", verdict, "judgment",
+          lambda r: r.update(score={1: 2, 2: 1}.get(r["score"], 1)), _judged)  # fmt: skip
+    assert "does not follow from the answer it cites" in refused(target, "import", str(verdict))
+    response = tmp_path / "response.bundle"
+    forge(tmp_path / "gen.bundle", response, "judgment", lambda r: r.update(value="forged"),
+          lambda r: r["status"] == "done")  # fmt: skip
+    assert "judgment.value of 'response' is not what the answer" in refused(
+        target, "import", str(response)
+    )
