@@ -19,7 +19,7 @@ answer (``app.bundle_answers``): a score the answer does not give is refused.
 Memory stays bounded: each row is checked alone, and only what rows point at is kept
 (instance ids and the names of their own rubrics, (model, instance) pairs of responses,
 and a keyed 8-byte hash per answer uid with the place of its text in a temporary file: a
-million answers take tens of MB, and no uid can be chosen to collide with another).
+million answers take about 120 MB, and no uid can be chosen to collide with another).
 """
 
 from __future__ import annotations
