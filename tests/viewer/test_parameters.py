@@ -75,6 +75,13 @@ def test_numbers_beyond_the_stores_integers_are_400_or_404(
     assert fetch(f"/runs/demo/judgments?difficulty={HUGE}") == 400
     assert fetch(f"/runs/demo/judgments?difficulty=-{HUGE}") == 400
     assert fetch("/runs/demo/judgments?difficulty=-3") == 200
+    # the huge number in every other parameter and path of every route: never a 500
+    paths = [f"/runs/demo/judgments?{name}={HUGE}" for name in FILTERS]
+    paths += [page.format(run=HUGE) for page in RUN_PAGES]
+    paths += [f"/runs/demo/compare?{name}={HUGE}" for name in ("instance", "a", "b")]
+    paths += [f"/runs/demo?{name}={HUGE}" for name in ("judge", "criterion")]
+    statuses = {path: fetch(path) for path in paths}
+    assert {p: s for p, s in statuses.items() if s not in (200, 400, 404)} == {}
     _no_traceback(caplog)
 
 
