@@ -15,7 +15,9 @@ from typing import Any
 from flask_eval.app.prompts import Prompt, render_prompt
 from flask_eval.app.report import build_report, config_judges, config_models, pairwise_config
 from flask_eval.core.errors import InputError
+from flask_eval.core.limits import MAX_INTEGER
 from flask_eval.core.redact import redact
+from flask_eval.core.text import clip, text_problem
 from flask_eval.report.document import Report
 from flask_eval.rubrics import codec
 from flask_eval.storage import browse, judgment_pages, snapshots
@@ -324,6 +326,26 @@ def first_instances(store: Store, run: RunInfo, limit: int = 20) -> list[str]:
     return browse.run_instances(store, run.id, limit)
 
 
+def number_of(text: str, what: str, signed: bool = False) -> int:
+    """A parameter's whole number (ASCII digits, a sign if ``signed``) that the ledger's
+    integer columns can hold (``core.limits.MAX_INTEGER``); InputError (a 400 page)
+    otherwise."""
+    digits = text.removeprefix("-") if signed else text
+    if not (digits.isascii() and digits.isdigit()):
+        raise InputError(f"{what} must be a whole number, not {clip(text, 40)}")
+    value = int(text)
+    if abs(value) > MAX_INTEGER:
+        raise InputError(f"{what} is out of range: {clip(text, 40)}")
+    return value
+
+
+def parameter_problem(name: str, value: str) -> str | None:
+    """Why a page parameter (a query's or a path's) cannot be used, or None: text that no
+    store can hold or compare (NUL, which PostgreSQL refuses; a lone surrogate)."""
+    problem = text_problem(name) or text_problem(value)
+    return None if problem is None else f"parameter {clip(name, 40)} {problem}"
+
+
 def query_of(params: Mapping[str, str], run: RunInfo | None = None) -> JudgmentQuery:
     """A judgments query from a shareable link's parameters (unknown ones ignored):
     ``ability`` means its skills in ``run``; ``pair=either``, both orders of ``model`` and
@@ -334,15 +356,13 @@ def query_of(params: Mapping[str, str], run: RunInfo | None = None) -> JudgmentQ
         return value or None
 
     difficulty = get("difficulty")
-    if difficulty is not None and not difficulty.lstrip("-").isdigit():
-        raise InputError(f"difficulty must be a number, not {difficulty!r}")
     return JudgmentQuery(
         model=get("model"),
         model_b=get("model_b"),
         judge=get("judge"),
         criterion=get("criterion"),
         domain=get("domain"),
-        difficulty=int(difficulty) if difficulty is not None else None,
+        difficulty=number_of(difficulty, "difficulty", signed=True) if difficulty else None,
         capability=get("capability"),
         task=get("task"),
         instance_id=get("instance"),

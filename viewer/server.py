@@ -137,7 +137,13 @@ async def _db(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 @web.middleware
 async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Bad parameters are a 400 page and things not found a 404, never a 500: every
+    parameter of every route (query and path) is checked here before a handler reads it."""
     try:
+        for name, value in (*request.match_info.items(), *request.query.items()):
+            problem = browse.parameter_problem(name, value)
+            if problem is not None:
+                raise InputError(problem)
         return await handler(request)
     except browse.NotFound as exc:
         return page(request, "error.html", 404, title="Not found", message=redact(str(exc)))
@@ -203,17 +209,15 @@ async def judgments_page(request: web.Request) -> web.Response:
     store = request.app[STORE]
     run = await _run(request)
     query = browse.query_of(request.query, run)
-    after = request.query.get("after", "0")
-    if not after.isdigit():
-        raise InputError(f"after must be a judgment id, not {after!r}")
-    found = await _db(browse.judgments, store, run, query, int(after))
+    after = browse.number_of(request.query.get("after") or "0", "after (a judgment id)")
+    found = await _db(browse.judgments, store, run, query, after)
     kept = {k: v for k, v in request.query.items() if k != "after" and v}
     next_url = (
         f"{run_url(run.name)}/judgments?{urlencode({**kept, 'after': found.next_after})}"
         if found.next_after is not None
         else None
     )
-    first_url = f"{run_url(run.name)}/judgments?{urlencode(kept)}" if int(after) else None
+    first_url = f"{run_url(run.name)}/judgments?{urlencode(kept)}" if after else None
     return page(
         request,
         "judgments.html",
@@ -233,9 +237,11 @@ async def judgment_page(request: web.Request) -> web.Response:
     store = request.app[STORE]
     run = await _run(request)
     raw = request.match_info["id"]
-    if not raw.isdigit():
-        raise browse.NotFound(f"run {run.name} has no judgment {raw!r}")
-    detail = await _db(browse.judgment_detail, store, run, int(raw))
+    try:
+        judgment = browse.number_of(raw, "a judgment id")
+    except InputError:  # no judgment has that id
+        raise browse.NotFound(f"run {run.name} has no judgment {raw!r}") from None
+    detail = await _db(browse.judgment_detail, store, run, judgment)
     return page(request, "judgment.html", title=f"{run.name}: judgment {raw}", run=run, d=detail)
 
 
