@@ -14,7 +14,7 @@ It hides:
   such a parameter in a judge's base URL.
 
 What a judge writes goes through :func:`redact_known` instead, on its way into the ledger
-(``storage.records.without_secrets``, applied by every write of the store, whichever way
+(``storage.records.as_stored``, applied by every write of the store, whichever way
 the answer came: a live call, a provider batch, the worker's spool): only the exact
 values of the environment's secrets (a proxy that echoes the request's ``Authorization``
 header puts the key in a paid answer), never the shapes, which a judge may quote from the

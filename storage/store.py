@@ -45,8 +45,8 @@ from flask_eval.storage.records import (
     OpenRow,
     Outcome,
     RunInfo,
+    as_stored,
     instance_of,
-    without_secrets,
 )
 from flask_eval.storage.retry import transient_retry
 
@@ -354,11 +354,11 @@ class Store(WorkerLedger):
         for as long as the database is away (workers/writer.py). A paid answer of a run
         deleted meanwhile is kept attached to no run; if the run's delete commits while
         this write waits for it (PostgreSQL checks the answer's run then), the write is
-        made again, and then sees the run gone. No secret value of the environment is
-        written (``records.without_secrets``: every way an answer reaches the ledger ends
-        here).
+        made again, and then sees the run gone. No secret value of the environment, NUL
+        or lone surrogate is written (``records.as_stored``: every way an answer reaches
+        the ledger ends here).
         """
-        calls, outcomes = without_secrets(calls, outcomes)
+        calls, outcomes = as_stored(calls, outcomes)
         try:
             return self._write_once(calls, outcomes)
         except IntegrityError:
