@@ -24,10 +24,13 @@ __all__ = [
     "MAX_COMPLETION_TOKENS",
     "MAX_OUTPUT_TOKENS",
     "MAX_TOKENS",
+    "RETIRING_SOON_DAYS",
     "ModelInfo",
     "Table",
     "model_info",
+    "retirement",
     "table",
+    "today",
 ]
 
 #: the request fields of a completion budget (``token_limit``)
@@ -36,6 +39,8 @@ MAX_TOKENS, MAX_COMPLETION_TOKENS, MAX_OUTPUT_TOKENS = (
 )  # fmt: skip
 #: the shortest cached prefix of a model the table does not know (the providers' usual)
 CACHE_MIN_TOKENS = 1024
+#: a judge whose model retires within this many days is warned before its run
+RETIRING_SOON_DAYS = 30
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,9 @@ class ModelInfo:
 
     id: str
     known: bool = False  # a row of its own (False: a family's capabilities only)
+    #: the ``[families]`` entry its capabilities come from (None: the table knows nothing
+    #: of it, and these are neutral defaults)
+    family: str | None = None
     price: Price | None = None
     price_as_of: str | None = None
     token_limit: str = MAX_TOKENS
@@ -57,6 +65,7 @@ class ModelInfo:
     context: int | None = None
     max_output: int | None = None
     retires: date | None = None
+    successor: str | None = None
 
     @property
     def takes_temperature(self) -> bool:
@@ -102,11 +111,13 @@ def _price(data: Any) -> Price | None:
 
 def _info(key: str, data: Mapping[str, Any], base: Mapping[str, Any], known: bool) -> ModelInfo:
     merged = {**base, **data}
+    family = merged.get("family", None if known else key)
     temps = merged.get("temperature", [0.0, 2.0])
     default_t = merged.get("default_temperature")
     return ModelInfo(
         id=key,
         known=known,
+        family=family,
         price=_price(merged.get("price")) if known else None,
         price_as_of=merged.get("price_as_of") if known else None,
         token_limit=str(merged.get("token_limit", MAX_TOKENS)),
@@ -119,6 +130,7 @@ def _info(key: str, data: Mapping[str, Any], base: Mapping[str, Any], known: boo
         context=merged.get("context"),
         max_output=merged.get("max_output"),
         retires=merged.get("retires") if known else None,
+        successor=merged.get("successor") if known else None,
     )
 
 
@@ -156,3 +168,29 @@ def model_info(name: str) -> ModelInfo:
     if family is None:
         return ModelInfo(id=name)
     return ModelInfo(**{**t.families[family].__dict__, "id": name})
+
+
+def today() -> date:
+    """The day retirements are checked against (the local date; tests move it)."""
+    return date.today()
+
+
+def retirement(name: str, on: date | None = None) -> tuple[bool, str] | None:
+    """Whether the hosted model ``name`` (``provider/model``, an alias resolved) has
+    retired by ``on`` (default :func:`today`), with a line saying so and what replaces
+    it: ``(True, line)`` retired (its requests fail), ``(False, line)`` retiring within
+    :data:`RETIRING_SOON_DAYS` days, None otherwise (or not a row of the table)."""
+    t = table()
+    row = t.models.get(t.aliases.get(name, name))
+    if row is None or row.retires is None:
+        return None
+    day = today() if on is None else on
+    instead = f"; use a current model instead, e.g. {row.successor}" if row.successor else ""
+    when = row.retires.isoformat()
+    if row.retires <= day:
+        return True, f"the model was retired on {when} (its provider refuses it){instead}"
+    left = (row.retires - day).days
+    if left <= RETIRING_SOON_DAYS:
+        days = "1 day" if left == 1 else f"{left} days"
+        return False, f"the model retires on {when} (in {days}){instead}"
+    return None

@@ -2,8 +2,8 @@
 
 A judges file is a YAML list of mappings::
 
-    - spec: openai/gpt-4o              # provider/model[@BASE_URL], required
-      name: gpt4o                      # optional; default provider/model
+    - spec: openai/gpt-5.4             # provider/model[@BASE_URL], required
+      name: gpt                        # optional; default provider/model
       rpm: 500                         # optional budgets and concurrency
       tpm: 200000
       max_in_flight: 64
@@ -91,7 +91,7 @@ _NAME_THEM = "name them apart with --judge NAME=SPEC or `name:` in the judges fi
 MAX_FILE_BYTES = MIB
 MAX_TOKENS_LIMIT = 1_000_000
 MAX_TEMPERATURE = 2.0
-_SHAPE = "expected a non-empty YAML list of judges, e.g. `- spec: openai/gpt-4o`"
+_SHAPE = "expected a non-empty YAML list of judges, e.g. `- spec: openai/gpt-5.4`"
 
 
 def check_judge_name(name: object, path: str | None = None, line: int | None = None) -> str:
