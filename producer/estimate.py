@@ -37,7 +37,7 @@ from flask_eval.producer.context import RunContext
 from flask_eval.producer.inputs import Inputs
 from flask_eval.producer.prefix import CACHE_STEP as CACHE_STEP
 from flask_eval.producer.prefix import MIN_CACHED_PREFIX as MIN_CACHED_PREFIX
-from flask_eval.producer.prefix import PrefixGroup, as_rendered
+from flask_eval.producer.prefix import PrefixGroup, as_rendered, below_minimum, cache_minimum
 from flask_eval.producer.prefix import shared_prefix_tokens as shared_prefix_tokens
 from flask_eval.rubrics.prompt import Message, estimate_tokens
 from flask_eval.storage.records import PlannedCall, RunInfo
@@ -112,6 +112,10 @@ class Estimate:
     cache_cost: float = 0.0
     #: of ``prompt_tokens``: those the prompt cache would serve (the batch + cache case)
     cache_read_tokens: int = 0
+    #: the longest prefix calls of this judge share that its model does not cache (under
+    #: its minimum, ``producer.prefix.cache_minimum``), and that minimum; 0: none
+    short_prefix: int = 0
+    cache_minimum: int = 0
     #: None: every call rendered (exact); else the calls rendered for a sampled estimate
     #: (``producer.sampling``), whose 95% half-widths follow: of ``prompt_tokens``, of
     #: ``cost`` (the batch costs' in proportion) and of ``cached``
@@ -266,13 +270,21 @@ def summarize_estimates(context: RunContext, ones: Iterable[CallEstimate]) -> li
         est.batch_cost += judge.cost(one.prompt_tokens, one.completion_tokens, batch=True)
         rendered = as_rendered(one.messages)
         key = (one.call.judge, tuple(one.call.criteria))
-        group = groups.setdefault(key, PrefixGroup(rendered, rendered))
+        minimum = cache_minimum(judge.spec)
+        group = groups.setdefault(key, PrefixGroup(rendered, rendered, minimum=minimum))
         group.add(rendered, one.prompt_tokens, one.completion_tokens)
     for (name, _), group in groups.items():
+        note_short_prefix(by_judge[name], group)
         prefix = group.prefix_tokens
         add_cache_cost(by_judge[name], context.judges[name], group.prompt_tokens,
                        group.completion_tokens, (group.calls - 1) * prefix, prefix)  # fmt: skip
     return list(by_judge.values())
+
+
+def note_short_prefix(est: Estimate, group: PrefixGroup) -> None:
+    """Remember on ``est`` a prefix ``group``'s calls share that the model won't cache."""
+    if group.short_prefix > est.short_prefix:
+        est.short_prefix, est.cache_minimum = group.short_prefix, group.minimum
 
 
 def planned_calls(
@@ -389,6 +401,9 @@ def format_estimates(estimates: Sequence[Estimate]) -> str:
             "live: each call on its own, at full price; batch: through the providers' batch "
             "APIs (each judge's batch price); +cache: batched, the prompt prefix the calls of "
             "a judge and criteria share written to the provider's cache once and read by the "
-            f"others (cache rd tok; a prefix under {MIN_CACHED_PREFIX:,} tokens is not cached)"
+            "others (cache rd tok; a prefix under the model's minimum, 1,024 tokens for "
+            "most, is not cached)"
         )
+    lines += [below_minimum(e.judge, e.short_prefix, e.cache_minimum)
+              for e in estimates if e.short_prefix]  # fmt: skip
     return "\n".join(lines)
