@@ -170,11 +170,10 @@ def prepare(
 
 def check_protocols(judges: Sequence[JudgeConfig], mode: str, pairwise: bool = False) -> None:
     """ConfigError for a judge asked in a protocol that does not exist, or has no pairwise
-    form in a pairwise run, or with settings its model refuses (before anything is
-    written)."""
+    form in a pairwise run, or structured where its model has no structured outputs
+    (before anything is written)."""
     make = pairwise_protocol if pairwise else protocol
     for judge in judges:
-        check_model_settings(judge)
         try:
             asked = make(judge.protocol or DEFAULT_PROTOCOL, mode)
         except KeyError as exc:
@@ -192,27 +191,6 @@ def check_protocols(judges: Sequence[JudgeConfig], mode: str, pairwise: bool = F
         if asked.response_schema(list(load_default())[:1]) is None:
             raise ConfigError(f"judge {judge.name}: structured: true, but protocol {asked.name} "
                               "has no structured form")  # fmt: skip
-
-
-def check_model_settings(judge: JudgeConfig) -> None:
-    """ConfigError for a ``temperature`` or ``max_tokens`` the judge's model refuses, by
-    the model table (``core.models``; a model it does not describe is not checked)."""
-    model = model_info(judge.spec.partition("@")[0])
-    if model.family is None:
-        return
-    t = judge.temperature
-    if t is not None and model.temperature is None:
-        raise ConfigError(f"judge {judge.name}: model {model.id} takes no temperature (only "
-                          "its own default); remove `temperature`")  # fmt: skip
-    if t is not None and model.temperature is not None:
-        low, high = model.temperature
-        if not low <= t <= high:
-            raise ConfigError(f"judge {judge.name}: model {model.id} takes a temperature "
-                              f"from {low:g} to {high:g}, not {t:g}")  # fmt: skip
-    budget = max(judge.max_tokens or 0, judge.retry_max_tokens or 0)
-    if model.max_output is not None and budget > model.max_output:
-        raise ConfigError(f"judge {judge.name}: max_tokens {budget:,} is more than model "
-                          f"{model.id} writes ({model.max_output:,} tokens at most)")  # fmt: skip
 
 
 def load_judges(specs: Sequence[str], files: Sequence[str]) -> list[JudgeConfig]:

@@ -44,6 +44,7 @@ from flask_eval.core import strict_yaml
 from flask_eval.core.errors import ConfigError, InputError
 from flask_eval.core.files import MIB, read_text
 from flask_eval.core.limits import MAX_JUDGE_NAME
+from flask_eval.core.models import model_info
 from flask_eval.core.text import clip
 from flask_eval.core.types import DEFAULT_MAX_TOKENS, JudgeConfig, JudgeSpec, Price
 from flask_eval.producer.prices import PriceError, price_of
@@ -208,6 +209,8 @@ def _entry(
             check_batch(spec)
         except ConfigError as exc:
             raise InputError(str(exc), path, at("batch")) from None
+    temperature = _temperature(data, path, at("temperature"))
+    _check_model(spec, temperature, max(max_tokens or 0, retry or 0), path, at)
     return JudgeConfig(
         name=name,
         spec=spec.name,
@@ -216,7 +219,7 @@ def _entry(
         max_in_flight=_whole(data, "max_in_flight", path, at("max_in_flight"), None),
         price=_price(data.get("price"), spec.name, node, path),
         max_tokens=max_tokens,
-        temperature=_temperature(data, path, at("temperature")),
+        temperature=temperature,
         retry_max_tokens=retry,
         protocol=_protocol(data, path, at("protocol")),
         structured=_flag(data, "structured", path, at("structured")),
@@ -225,6 +228,31 @@ def _entry(
         batch_max_size=batch_size,
         batch_max_tokens=batch_tokens,
     )
+
+
+def _check_model(
+    spec: JudgeSpec, temperature: float | None, budget: int, path: str, at: Callable[[str], int]
+) -> None:
+    """InputError for a temperature or completion budget the judge's model refuses, by the
+    model table (``core.models``; a model it does not describe is not checked)."""
+    model = model_info(spec.default_name)
+    if model.family is None:
+        return
+    if temperature is not None and model.temperature is None:
+        raise InputError(f"model {model.id} takes no temperature (only its own default); "
+                         "remove `temperature`", path, at("temperature"))  # fmt: skip
+    if temperature is not None and model.temperature is not None:
+        low, high = model.temperature
+        if not low <= temperature <= high:
+            raise InputError(f"model {model.id} takes a temperature from {low:g} to "
+                             f"{high:g}, not {temperature:g}", path, at("temperature"))  # fmt: skip
+    if model.max_output is not None and budget > model.max_output:
+        raise InputError(
+            f"a budget of {budget:,} tokens is more than model {model.id} writes "
+            f"({model.max_output:,} at most)",
+            path,
+            at("max_tokens"),
+        )
 
 
 def _protocol(data: dict[str, Any], path: str, line: int) -> str | None:

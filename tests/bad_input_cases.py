@@ -341,24 +341,6 @@ CLI_CASES: list[BadCase] = [
         ("--judges", f"{BAD}/judges_structured_unsupported.yaml"),
         (("ANTHROPIC_API_KEY", "sk-ant-test"),),
     ),
-    BadCase(
-        "temperature-of-a-reasoning-model",
-        GOOD_INSTANCES,
-        [GOOD_A],
-        "",
-        "judge mini: model openai/gpt-5.4-mini takes no temperature (only its own default)",
-        ("--judges", f"{BAD}/judges_temperature_reasoning_model.yaml"),
-    ),
-    BadCase(
-        "max-tokens-over-the-models-limit",
-        GOOD_INSTANCES,
-        [GOOD_A],
-        "",
-        "judge sonnet: max_tokens 100,000 is more than model anthropic/claude-sonnet-4-5 writes "
-        "(64,000 tokens at most)",
-        ("--judges", f"{BAD}/judges_max_tokens_over_model_limit.yaml"),
-        (("ANTHROPIC_API_KEY", "sk-ant-test"),),
-    ),
     _flag("short-name-with-space", "invalid judge name 'my judge'", "--judge", f"my judge={JUDGE}"),
     _flag("short-name-empty", "invalid judge name ''", "--judge", f"={JUDGE}"),
     _flag("short-name-too-long", "invalid judge name 'nnnn", "--judge", "n" * 301 + f"={JUDGE}"),
@@ -438,6 +420,17 @@ CLI_CASES: list[BadCase] = [
         *("--judge", JUDGE, "--timeout", "60"),
     ),
     # --- judges files: the strict YAML loader (no aliases, tags or duplicate keys)
+    _judges(
+        "judges_temperature_reasoning_model",
+        3,
+        "model openai/gpt-5.4-mini takes no temperature (only its own default)",
+    ),
+    _judges(
+        "judges_max_tokens_over_model_limit",
+        3,
+        "a budget of 100,000 tokens is more than model anthropic/claude-sonnet-4-5 writes "
+        "(64,000 at most)",
+    ),
     _judges(
         "judges_retired_model",
         3,

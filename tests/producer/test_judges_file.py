@@ -50,7 +50,7 @@ def test_a_judges_file_with_every_key(tmp_path: Path) -> None:
     path = tmp_path / "judges.yaml"
     path.write_text(
         "# two judges\n"
-        "- spec: openai/gpt-5.4@http://127.0.0.1:8000/v1/\n"
+        "- spec: openai/local-judge@http://127.0.0.1:8000/v1/\n"
         "  name: gpt4o\n"
         "  rpm: 500\n"
         "  tpm: 200000\n"
@@ -66,7 +66,7 @@ def test_a_judges_file_with_every_key(tmp_path: Path) -> None:
     first, second = load_judges_file(str(path))
     assert first == JudgeConfig(
         name="gpt4o",
-        spec="openai/gpt-5.4@http://127.0.0.1:8000/v1",
+        spec="openai/local-judge@http://127.0.0.1:8000/v1",
         rpm=500.0,
         tpm=200_000.0,
         max_in_flight=64,
