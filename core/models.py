@@ -5,12 +5,13 @@ sampling) and the day it retires. Pure: the table is read once, from the package
 
 :func:`model_info` answers for a ``provider/model`` (a dated snapshot id the table names
 resolves to its model); an id the table does not name gets its family's capabilities
-(the longest ``[families]`` prefix that matches), never a price or a retirement date.
+(the ``[families]`` pattern with the longest match), never a price or a retirement date.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -159,14 +160,16 @@ def table() -> Table:
 @functools.lru_cache(maxsize=4096)
 def model_info(name: str) -> ModelInfo:
     """What the table says of ``name`` (``provider/model``, no base URL): its row (an
-    alias resolved), else its family's capabilities, else the provider-neutral defaults."""
+    alias resolved), else its family's capabilities (the ``[families]`` pattern with the
+    longest match at its start), else the provider-neutral defaults."""
     t = table()
     row = t.models.get(t.aliases.get(name, name))
     if row is not None:
         return row
-    family = max((k for k in t.families if name.startswith(k)), key=len, default=None)
-    if family is None:
+    matches = [(m.end(), k) for k in t.families if (m := re.match(k, name)) is not None]
+    if not matches:
         return ModelInfo(id=name)
+    family = max(matches)[1]
     return ModelInfo(**{**t.families[family].__dict__, "id": name})
 
 

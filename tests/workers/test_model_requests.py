@@ -81,3 +81,18 @@ def test_the_simulator_refuses_a_reasoning_model_what_openai_refuses() -> None:
     with pytest.raises(BadRequest, match="structured outputs"):
         parse_request("anthropic", claude)
     parse_request("anthropic", {**claude, "model": "claude-sonnet-4-5"})
+
+
+def test_a_family_is_matched_by_its_pattern_not_by_any_common_prefix() -> None:
+    from flask_eval.core.models import model_info
+
+    assert model_info("openai/o4-mini-2099-01-01").reasoning  # an o-series id not listed
+    assert model_info("openai/gpt-5.6-sol").reasoning and model_info("openai/gpt-6").reasoning
+    for local in ("openai/olmo-2", "openai/opt-125m", "openai/gpt-50", "openai/gpt-4o"):
+        assert not model_info(local).reasoning, local
+        assert model_info(local).temperature == (0.0, 2.0), local
+    assert model_info("gemini/gemini-3.1-pro").default_temperature == 1.0
+    assert model_info("gemini/gemini-30").default_temperature is None
+    assert not model_info("anthropic/claude-3-7-sonnet").structured
+    assert model_info("anthropic/claude-opus-5").structured
+    assert model_info("vllm/gpt-5.4").family is None  # a compatible server's own model
