@@ -46,7 +46,7 @@ from flask_eval.core.files import MIB, read_text
 from flask_eval.core.limits import MAX_JUDGE_NAME
 from flask_eval.core.models import model_info
 from flask_eval.core.text import clip
-from flask_eval.core.types import DEFAULT_MAX_TOKENS, JudgeConfig, JudgeSpec, Price
+from flask_eval.core.types import JudgeConfig, JudgeSpec, Price
 from flask_eval.producer.prices import PriceError, price_of
 from flask_eval.rubrics.grading import DEFAULT_PROTOCOL, PROTOCOLS
 
@@ -189,7 +189,7 @@ def _entry(
     name = check_judge_name(data.get("name", spec.default_name), path, at("name"))
     max_tokens = _whole(data, "max_tokens", path, at("max_tokens"), MAX_TOKENS_LIMIT)
     retry = _whole(data, "retry_max_tokens", path, at("retry_max_tokens"), MAX_TOKENS_LIMIT)
-    floor = DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens
+    floor = model_info(spec.default_name).budget(max_tokens)  # the model's default budget
     if retry is not None and retry <= floor:
         what = "`max_tokens`" if max_tokens is not None else "the default max_tokens"
         raise InputError(

@@ -5,6 +5,7 @@ model's (room to think, Gemini 3's temperature 1.0)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -96,3 +97,16 @@ def test_a_family_is_matched_by_its_pattern_not_by_any_common_prefix() -> None:
     assert not model_info("anthropic/claude-3-7-sonnet").structured
     assert model_info("anthropic/claude-opus-5").structured
     assert model_info("vllm/gpt-5.4").family is None  # a compatible server's own model
+
+
+def test_a_retry_budget_must_exceed_the_models_own_default(tmp_path: Path) -> None:
+    from flask_eval.core.errors import InputError
+    from flask_eval.producer.judges_file import load_judges_file
+
+    path = tmp_path / "judges.yaml"
+    path.write_text("- spec: openai/gpt-5.4-mini\n  retry_max_tokens: 4096\n")
+    with pytest.raises(InputError, match=r"larger than the default max_tokens \(8192\)"):
+        load_judges_file(str(path))
+    path.write_text("- spec: openai/gpt-4o@http://127.0.0.1:9/v1\n  retry_max_tokens: 4096\n")
+    (judge,) = load_judges_file(str(path))
+    assert judge.retry_max_tokens == 4096

@@ -165,10 +165,10 @@ class OpenAIJudge(Judge):
         other models of an OpenAI-compatible server (which may not know the newer field)."""
         if not self.openai_models:
             return MAX_TOKENS
+        model = model_info(self.spec.default_name)
         own_api = self._base_url == DEFAULT_BASE_URL
-        needs = model_info(self.spec.default_name).token_limit == MAX_COMPLETION_TOKENS
-        reasoning = model_info(self.spec.default_name).reasoning
-        return MAX_COMPLETION_TOKENS if needs and (own_api or reasoning) else MAX_TOKENS
+        needs = model.token_limit == MAX_COMPLETION_TOKENS
+        return MAX_COMPLETION_TOKENS if needs and (own_api or model.reasoning) else MAX_TOKENS
 
     def takes_temperature_now(self) -> bool:
         """Whether this judge's model takes a temperature (OpenAI's reasoning models take
