@@ -29,6 +29,10 @@ def test_current_openai_reasoning_models_judge_a_whole_run(sqlite_url: str) -> N
     st = json.loads(flask_eval("status", "reasoning", "--json", env=env).stdout)
     assert st["total"] > 0 and st["done"] == st["total"], st
     assert stats["requests"] == stats["served"] == st["calls"]  # not one refused
+    # the report says how they were asked: the model's own budget and temperature
+    report = flask_eval("report", "reasoning", env=env).stdout
+    assert ("openai/gpt-5.5: openai/gpt-5.5, max_tokens 8192, temperature provider "
+            "default") in report  # fmt: skip
 
 
 def test_a_budget_the_thinking_uses_up_is_truncated_and_its_thinking_is_paid(
