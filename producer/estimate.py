@@ -32,6 +32,7 @@ from math import floor, inf, log10
 from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol
 
+from flask_eval.core.models import model_info
 from flask_eval.core.types import Instance, InstanceRubric, JudgeConfig
 from flask_eval.producer.context import RunContext
 from flask_eval.producer.inputs import Inputs
@@ -116,6 +117,9 @@ class Estimate:
     #: its minimum, ``producer.prefix.cache_minimum``), and that minimum; 0: none
     short_prefix: int = 0
     cache_minimum: int = 0
+    #: a reasoning model's completion budget per call (0: not one): its thinking, billed
+    #: as completion tokens, is not in ``completion_tokens`` (it cannot be known before)
+    thinking_budget: int = 0
     #: None: every call rendered (exact); else the calls rendered for a sampled estimate
     #: (``producer.sampling``), whose 95% half-widths follow: of ``prompt_tokens``, of
     #: ``cost`` (the batch costs' in proportion) and of ``cached``
@@ -252,7 +256,7 @@ def summarize_estimates(context: RunContext, ones: Iterable[CallEstimate]) -> li
     """Per judge of ``context``: the jobs, calls, tokens and cost live, batched, batched +
     cached of the calls estimated (``ones``)."""
     by_judge = {
-        name: Estimate(name, priced=judge.price is not None)
+        name: Estimate(name, priced=judge.price is not None, thinking_budget=thinking(judge))
         for name, judge in context.judges.items()
     }
     groups: dict[tuple[str, tuple[str, ...]], PrefixGroup] = {}
@@ -279,6 +283,12 @@ def summarize_estimates(context: RunContext, ones: Iterable[CallEstimate]) -> li
         add_cache_cost(by_judge[name], context.judges[name], group.prompt_tokens,
                        group.completion_tokens, (group.calls - 1) * prefix, prefix)  # fmt: skip
     return list(by_judge.values())
+
+
+def thinking(judge: JudgeConfig) -> int:
+    """The completion budget of a reasoning judge's calls, 0 for another judge."""
+    model = model_info(judge.spec.partition("@")[0])
+    return model.budget(judge.max_tokens) if model.reasoning else 0
 
 
 def note_short_prefix(est: Estimate, group: PrefixGroup) -> None:
@@ -406,4 +416,8 @@ def format_estimates(estimates: Sequence[Estimate]) -> str:
         )
     lines += [below_minimum(e.judge, e.short_prefix, e.cache_minimum)
               for e in estimates if e.short_prefix]  # fmt: skip
+    lines += [f"{e.judge}: a reasoning model also thinks before it answers, billed as "
+              f"completion tokens (answer and thinking up to {e.thinking_budget:,} a call): "
+              "compl. tok and USD count the answers only" for e in estimates
+              if e.thinking_budget and e.calls > e.cached]  # fmt: skip
     return "\n".join(lines)

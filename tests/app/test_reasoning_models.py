@@ -51,3 +51,11 @@ def test_a_budget_the_thinking_uses_up_is_truncated_and_its_thinking_is_paid(
     # every call spent its whole budget thinking, and the ledger counts (and prices) it
     assert stats["completion_tokens"] == 40 * stats["served"]
     assert st["completion_tokens"] == stats["completion_tokens"] and st["cost"] > 0
+
+
+def test_the_estimate_says_a_reasoning_models_thinking_is_not_counted(sqlite_url: str) -> None:
+    judges = ["--judge", "openai/gpt-5.4-mini", "--judge", "anthropic/claude-sonnet-4-5"]
+    out = flask_eval("run", *INPUTS, *judges, "--dry-run", env=cli_env(sqlite_url)).stdout
+    assert ("openai/gpt-5.4-mini: a reasoning model also thinks before it answers, billed as "
+            "completion tokens (answer and thinking up to 8,192 a call)") in out  # fmt: skip
+    assert "claude-sonnet-4-5: a reasoning model" not in out
