@@ -266,9 +266,8 @@ def test_budget_lookup() -> None:
     }
     limiter = MemoryLimiter(budgets)
     # a judge name covers every API key of that judge, each key with its own state
-    assert (
-        limiter.budget_for(endpoint_key("openai", "gpt-5.4", None, "k1")) == budgets["openai/gpt-5.4"]
-    )
+    budget = limiter.budget_for(endpoint_key("openai", "gpt-5.4", None, "k1"))
+    assert budget == budgets["openai/gpt-5.4"]
     url_key = endpoint_key("openai", "m", "http://h:8000/v1/", "k1")
     assert limiter.budget_for(url_key) == budgets["openai/m@http://h:8000/v1"]
     assert limiter.budget_for("anthropic/claude#abc") == Budget(rpm=10)  # "*"
