@@ -1,6 +1,11 @@
 """OpenAI and any OpenAI-compatible server (vLLM, llama.cpp, Ollama, ...) through the
 official SDK: the call, its error mapping, its key and its base URL.
 
+What a call may carry is its model's (the model table, ``core.models``): OpenAI's API is
+sent ``max_completion_tokens`` (which every OpenAI model takes, and its reasoning models
+require: they refuse ``max_tokens``, and any temperature but their own, so none is
+sent); an OpenAI-compatible server's own models keep ``max_tokens``.
+
 Structured outputs (``GenerateConfig.schema``) come in two ``response_format`` dialects:
 
 - ``{"type": "json_schema", "json_schema": {"name", "schema", "strict"}}``: OpenAI, vLLM
