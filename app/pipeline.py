@@ -20,6 +20,7 @@ from flask_eval.app.cache import LedgerCache
 from flask_eval.app.plan import Plan as Plan  # re-exported: pipeline.Plan
 from flask_eval.app.waiting import BatchWatch, FirstStep, StoppedWaiting, Watch, check_workers
 from flask_eval.core.errors import ConfigError, FailureReason, InputError
+from flask_eval.core.models import model_info
 from flask_eval.core.redact import redact
 from flask_eval.core.settings import Settings
 from flask_eval.core.types import JudgeConfig
@@ -113,7 +114,7 @@ def prepare(
         raise InputError(f"invalid --mode {mode!r}; choose one of: {', '.join(MODES)}")
     if not judges and not judges_files:
         raise InputError(
-            "no judge given; add --judge provider/model (e.g. --judge openai/gpt-4o) "
+            "no judge given; add --judge provider/model (e.g. --judge openai/gpt-5.4-mini) "
             "or --judges FILE"
         )
     configs = sampled(settle_prices(load_judges(judges, judges_files)), samples)
@@ -169,7 +170,8 @@ def prepare(
 
 def check_protocols(judges: Sequence[JudgeConfig], mode: str, pairwise: bool = False) -> None:
     """ConfigError for a judge asked in a protocol that does not exist, or has no pairwise
-    form in a pairwise run (before anything is written)."""
+    form in a pairwise run, or structured where its model has no structured outputs
+    (before anything is written)."""
     make = pairwise_protocol if pairwise else protocol
     for judge in judges:
         try:
@@ -182,6 +184,10 @@ def check_protocols(judges: Sequence[JudgeConfig], mode: str, pairwise: bool = F
         if not judge_class(provider).takes_schema:
             raise ConfigError(f"judge {judge.name}: structured: true, but provider {provider} "
                               "cannot hold an answer to a JSON schema")  # fmt: skip
+        model = model_info(judge.spec.partition("@")[0])
+        if model.family is not None and not model.structured:  # the table says no
+            raise ConfigError(f"judge {judge.name}: structured: true, but model {model.id} "
+                              "has no structured outputs (its API refuses a schema)")  # fmt: skip
         if asked.response_schema(list(load_default())[:1]) is None:
             raise ConfigError(f"judge {judge.name}: structured: true, but protocol {asked.name} "
                               "has no structured form")  # fmt: skip

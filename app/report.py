@@ -13,6 +13,7 @@ from tqdm import tqdm
 
 from flask_eval.app.batches import duplicate_notes
 from flask_eval.core.errors import InputError
+from flask_eval.core.models import model_info
 from flask_eval.core.redact import redact
 from flask_eval.core.types import DOMAINS, sample_of
 from flask_eval.report import references
@@ -27,8 +28,6 @@ from flask_eval.report.bootstrap import (
 from flask_eval.report.breakdown import Aggregation, Breakdown, report_breakdown
 from flask_eval.report.consistency import SelfConsistency, consistency_rows, merge_samples
 from flask_eval.report.document import (
-    DEFAULT_MAX_TOKENS,
-    DEFAULT_TEMPERATURE,
     JudgeCost,
     JudgeSettings,
     ReferenceMean,
@@ -222,18 +221,19 @@ def judge_settings(config: Mapping[str, Any]) -> list[JudgeSettings]:
             continue
         name = judge_of(name, config)
         spec = str(data.get("spec") or name)
-        max_tokens = data.get("max_tokens")
-        temperature = data.get("temperature")
+        max_tokens, temperature = data.get("max_tokens"), data.get("temperature")
+        model = model_info(spec.partition("@")[0])  # the defaults its calls were sent
         if not _takes_temperature(spec):
             temperature = None  # the provider's default applies
-        elif temperature is None:
-            temperature = DEFAULT_TEMPERATURE
+        else:
+            given = None if temperature is None else float(temperature)
+            temperature = model.sampling_temperature(given)  # None: the model's own
         settings.append(
             JudgeSettings(
                 name=redact(name),
                 spec=redact(spec),
-                max_tokens=int(max_tokens) if max_tokens is not None else DEFAULT_MAX_TOKENS,
-                temperature=None if temperature is None else float(temperature),
+                max_tokens=model.budget(None if max_tokens is None else int(max_tokens)),
+                temperature=temperature,
             )
         )
     return settings

@@ -209,7 +209,7 @@ class JudgeSpec:
         if not slash or not provider or not model:
             raise ConfigError(
                 f"invalid judge {clip(spec)}: expected provider/model[@BASE_URL], "
-                "e.g. openai/gpt-4o or openai/my-model@http://127.0.0.1:8000/v1"
+                "e.g. openai/gpt-5.4 or openai/my-model@http://127.0.0.1:8000/v1"
             )
         if _PROVIDER_RE.fullmatch(provider) is None:
             raise ConfigError(f"invalid provider name {clip(provider)} in judge {clip(spec)}")

@@ -8,9 +8,9 @@ as the command line (``flask_eval.app``): the same runs, answer cache and budget
 step run here and then from the command line is not paid twice.
 
     from flask_eval import api
-    responses = api.generate("instances.jsonl", models=["m1=openai/gpt-4o-mini"])
-    labels = api.annotate("instances.jsonl", annotators=["openai/gpt-4o"])
-    rows = api.judge("instances.jsonl", {"m1": "responses/m1.jsonl"}, judges=["openai/gpt-4o"])
+    responses = api.generate("instances.jsonl", models=["m1=openai/gpt-5.4-mini"])
+    labels = api.annotate("instances.jsonl", annotators=["openai/gpt-5.4"])
+    rows = api.judge("instances.jsonl", {"m1": "responses/m1.jsonl"}, judges=["openai/gpt-5.4"])
     result = api.evaluate("instances.jsonl", models=[...], judges=[...])
 
 Settings come from the environment as for the command line (``FLASK_EVAL_DATABASE_URL``,

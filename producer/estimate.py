@@ -32,12 +32,13 @@ from math import floor, inf, log10
 from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol
 
+from flask_eval.core.models import model_info
 from flask_eval.core.types import Instance, InstanceRubric, JudgeConfig
 from flask_eval.producer.context import RunContext
 from flask_eval.producer.inputs import Inputs
 from flask_eval.producer.prefix import CACHE_STEP as CACHE_STEP
 from flask_eval.producer.prefix import MIN_CACHED_PREFIX as MIN_CACHED_PREFIX
-from flask_eval.producer.prefix import PrefixGroup, as_rendered
+from flask_eval.producer.prefix import PrefixGroup, as_rendered, below_minimum, cache_minimum
 from flask_eval.producer.prefix import shared_prefix_tokens as shared_prefix_tokens
 from flask_eval.rubrics.prompt import Message, estimate_tokens
 from flask_eval.storage.records import PlannedCall, RunInfo
@@ -112,6 +113,13 @@ class Estimate:
     cache_cost: float = 0.0
     #: of ``prompt_tokens``: those the prompt cache would serve (the batch + cache case)
     cache_read_tokens: int = 0
+    #: the longest prefix calls of this judge share that its model does not cache (under
+    #: its minimum, ``producer.prefix.cache_minimum``), and that minimum; 0: none
+    short_prefix: int = 0
+    cache_minimum: int = 0
+    #: a reasoning model's completion budget per call (0: not one): its thinking, billed
+    #: as completion tokens, is not in ``completion_tokens`` (it cannot be known before)
+    thinking_budget: int = 0
     #: None: every call rendered (exact); else the calls rendered for a sampled estimate
     #: (``producer.sampling``), whose 95% half-widths follow: of ``prompt_tokens``, of
     #: ``cost`` (the batch costs' in proportion) and of ``cached``
@@ -248,7 +256,7 @@ def summarize_estimates(context: RunContext, ones: Iterable[CallEstimate]) -> li
     """Per judge of ``context``: the jobs, calls, tokens and cost live, batched, batched +
     cached of the calls estimated (``ones``)."""
     by_judge = {
-        name: Estimate(name, priced=judge.price is not None)
+        name: Estimate(name, priced=judge.price is not None, thinking_budget=thinking(judge))
         for name, judge in context.judges.items()
     }
     groups: dict[tuple[str, tuple[str, ...]], PrefixGroup] = {}
@@ -266,13 +274,27 @@ def summarize_estimates(context: RunContext, ones: Iterable[CallEstimate]) -> li
         est.batch_cost += judge.cost(one.prompt_tokens, one.completion_tokens, batch=True)
         rendered = as_rendered(one.messages)
         key = (one.call.judge, tuple(one.call.criteria))
-        group = groups.setdefault(key, PrefixGroup(rendered, rendered))
+        minimum = cache_minimum(judge.spec)
+        group = groups.setdefault(key, PrefixGroup(rendered, rendered, minimum=minimum))
         group.add(rendered, one.prompt_tokens, one.completion_tokens)
     for (name, _), group in groups.items():
+        note_short_prefix(by_judge[name], group)
         prefix = group.prefix_tokens
         add_cache_cost(by_judge[name], context.judges[name], group.prompt_tokens,
                        group.completion_tokens, (group.calls - 1) * prefix, prefix)  # fmt: skip
     return list(by_judge.values())
+
+
+def thinking(judge: JudgeConfig) -> int:
+    """The completion budget of a reasoning judge's calls, 0 for another judge."""
+    model = model_info(judge.spec.partition("@")[0])
+    return model.budget(judge.max_tokens) if model.reasoning else 0
+
+
+def note_short_prefix(est: Estimate, group: PrefixGroup) -> None:
+    """Remember on ``est`` a prefix ``group``'s calls share that the model won't cache."""
+    if group.short_prefix > est.short_prefix:
+        est.short_prefix, est.cache_minimum = group.short_prefix, group.minimum
 
 
 def planned_calls(
@@ -389,6 +411,13 @@ def format_estimates(estimates: Sequence[Estimate]) -> str:
             "live: each call on its own, at full price; batch: through the providers' batch "
             "APIs (each judge's batch price); +cache: batched, the prompt prefix the calls of "
             "a judge and criteria share written to the provider's cache once and read by the "
-            f"others (cache rd tok; a prefix under {MIN_CACHED_PREFIX:,} tokens is not cached)"
+            "others (cache rd tok; a prefix under the model's minimum, 1,024 tokens for "
+            "most, is not cached)"
         )
+    lines += [below_minimum(e.judge, e.short_prefix, e.cache_minimum)
+              for e in estimates if e.short_prefix]  # fmt: skip
+    lines += [f"{e.judge}: a reasoning model also thinks before it answers, billed as "
+              f"completion tokens (answer and thinking up to {e.thinking_budget:,} a call): "
+              "compl. tok and USD count the answers only" for e in estimates
+              if e.thinking_budget and e.calls > e.cached]  # fmt: skip
     return "\n".join(lines)

@@ -2,8 +2,8 @@
 
 A judges file is a YAML list of mappings::
 
-    - spec: openai/gpt-4o              # provider/model[@BASE_URL], required
-      name: gpt4o                      # optional; default provider/model
+    - spec: openai/gpt-5.4             # provider/model[@BASE_URL], required
+      name: gpt                        # optional; default provider/model
       rpm: 500                         # optional budgets and concurrency
       tpm: 200000
       max_in_flight: 64
@@ -44,8 +44,9 @@ from flask_eval.core import strict_yaml
 from flask_eval.core.errors import ConfigError, InputError
 from flask_eval.core.files import MIB, read_text
 from flask_eval.core.limits import MAX_JUDGE_NAME
+from flask_eval.core.models import model_info
 from flask_eval.core.text import clip
-from flask_eval.core.types import DEFAULT_MAX_TOKENS, JudgeConfig, JudgeSpec, Price
+from flask_eval.core.types import JudgeConfig, JudgeSpec, Price
 from flask_eval.producer.prices import PriceError, price_of
 from flask_eval.rubrics.grading import DEFAULT_PROTOCOL, PROTOCOLS
 
@@ -91,7 +92,7 @@ _NAME_THEM = "name them apart with --judge NAME=SPEC or `name:` in the judges fi
 MAX_FILE_BYTES = MIB
 MAX_TOKENS_LIMIT = 1_000_000
 MAX_TEMPERATURE = 2.0
-_SHAPE = "expected a non-empty YAML list of judges, e.g. `- spec: openai/gpt-4o`"
+_SHAPE = "expected a non-empty YAML list of judges, e.g. `- spec: openai/gpt-5.4`"
 
 
 def check_judge_name(name: object, path: str | None = None, line: int | None = None) -> str:
@@ -188,7 +189,7 @@ def _entry(
     name = check_judge_name(data.get("name", spec.default_name), path, at("name"))
     max_tokens = _whole(data, "max_tokens", path, at("max_tokens"), MAX_TOKENS_LIMIT)
     retry = _whole(data, "retry_max_tokens", path, at("retry_max_tokens"), MAX_TOKENS_LIMIT)
-    floor = DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens
+    floor = model_info(spec.default_name).budget(max_tokens)  # the model's default budget
     if retry is not None and retry <= floor:
         what = "`max_tokens`" if max_tokens is not None else "the default max_tokens"
         raise InputError(
@@ -208,6 +209,8 @@ def _entry(
             check_batch(spec)
         except ConfigError as exc:
             raise InputError(str(exc), path, at("batch")) from None
+    temperature = _temperature(data, path, at("temperature"))
+    _check_model(spec, temperature, max(max_tokens or 0, retry or 0), path, at)
     return JudgeConfig(
         name=name,
         spec=spec.name,
@@ -216,7 +219,7 @@ def _entry(
         max_in_flight=_whole(data, "max_in_flight", path, at("max_in_flight"), None),
         price=_price(data.get("price"), spec.name, node, path),
         max_tokens=max_tokens,
-        temperature=_temperature(data, path, at("temperature")),
+        temperature=temperature,
         retry_max_tokens=retry,
         protocol=_protocol(data, path, at("protocol")),
         structured=_flag(data, "structured", path, at("structured")),
@@ -225,6 +228,31 @@ def _entry(
         batch_max_size=batch_size,
         batch_max_tokens=batch_tokens,
     )
+
+
+def _check_model(
+    spec: JudgeSpec, temperature: float | None, budget: int, path: str, at: Callable[[str], int]
+) -> None:
+    """InputError for a temperature or completion budget the judge's model refuses, by the
+    model table (``core.models``; a model it does not describe is not checked)."""
+    model = model_info(spec.default_name)
+    if model.family is None:
+        return
+    if temperature is not None and model.temperature is None:
+        raise InputError(f"model {model.id} takes no temperature (only its own default); "
+                         "remove `temperature`", path, at("temperature"))  # fmt: skip
+    if temperature is not None and model.temperature is not None:
+        low, high = model.temperature
+        if not low <= temperature <= high:
+            raise InputError(f"model {model.id} takes a temperature from {low:g} to "
+                             f"{high:g}, not {temperature:g}", path, at("temperature"))  # fmt: skip
+    if model.max_output is not None and budget > model.max_output:
+        raise InputError(
+            f"a budget of {budget:,} tokens is more than model {model.id} writes "
+            f"({model.max_output:,} at most)",
+            path,
+            at("max_tokens"),
+        )
 
 
 def _protocol(data: dict[str, Any], path: str, line: int) -> str | None:

@@ -36,9 +36,10 @@ from flask_eval.producer.estimate import (
     Estimator,
     add_cache_cost,
     estimate_each,
+    note_short_prefix,
     summarize_estimates,
 )
-from flask_eval.producer.prefix import PrefixGroup, as_rendered
+from flask_eval.producer.prefix import PrefixGroup, as_rendered, cache_minimum
 from flask_eval.storage.records import PlannedCall
 
 __all__ = ["CallSampler", "CallTexts", "SampledEstimate"]
@@ -372,10 +373,13 @@ class CallSampler:
         # the prefix the sample's paid calls share, read by every paid call of each
         # ordered group but the one that writes it
         renders = [as_rendered(o.messages) for o in ones if not o.cached]
-        prefix = PrefixGroup(renders[0], renders[0]) if renders else None
+        minimum = cache_minimum(judge.spec)
+        prefix = PrefixGroup(renders[0], renders[0], minimum=minimum) if renders else None
         for rendered in renders:
             assert prefix is not None
             prefix.add(rendered, 0, 0)
+        if prefix is not None:
+            note_short_prefix(est, prefix)
         shared = prefix.prefix_tokens if prefix is not None else 0
         per_call = calls / group.seen
         reading = [o.calls * per_call - 1 for o in group.orders if o.calls * per_call >= 2]

@@ -7,17 +7,21 @@ bounded; the oldest are forgotten, as a provider's cache expires). Tokens are th
 simulator's own count (``simulator.answer.estimate_tokens``: four characters a token),
 so a prefix of ``n`` tokens is the first ``4 n`` characters of the prompt.
 
-- OpenAI (https://platform.openai.com/docs/guides/prompt-caching): prompts of 1,024
-  tokens or more; the cached prefix is the longest one seen before, in steps of 128
-  tokens from 1,024 (``usage.prompt_tokens_details.cached_tokens``).
+Each model caches from its own minimum prefix, the model table's ``cache_min_tokens``
+(core/models.toml: 1,024 tokens for most; 2,048 for Claude Haiku 3.5 and Gemini 2.5
+Pro; 4,096 for Claude Haiku 4.5, Claude Opus 4.5 and Gemini 3 Pro).
+
+- OpenAI (https://platform.openai.com/docs/guides/prompt-caching): prompts of the
+  minimum or more; the cached prefix is the longest one seen before, in steps of 128
+  tokens from the minimum (``usage.prompt_tokens_details.cached_tokens``).
 - Anthropic (https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching): only
-  a prefix that ends at a ``cache_control`` breakpoint, and only from a minimum length
-  (1,024 tokens for Sonnet and Opus models, 2,048 for Haiku). The longest breakpoint
-  seen before is read (``cache_read_input_tokens``); what lies beyond it up to the last
-  breakpoint is written (``cache_creation_input_tokens``); ``input_tokens`` is the rest.
-- Gemini implicit caching (https://ai.google.dev/gemini-api/docs/caching): from 1,024
-  tokens for Flash models and 2,048 for Pro ones; Google states no granularity, so the
-  simulator takes OpenAI's 128-token steps (``usageMetadata.cachedContentTokenCount``).
+  a prefix that ends at a ``cache_control`` breakpoint, and only from the minimum. The
+  longest breakpoint seen before is read (``cache_read_input_tokens``); what lies beyond
+  it up to the last breakpoint is written (``cache_creation_input_tokens``);
+  ``input_tokens`` is the rest.
+- Gemini implicit caching (https://ai.google.dev/gemini-api/docs/caching): from the
+  minimum; Google states no granularity, so the simulator takes OpenAI's 128-token
+  steps (``usageMetadata.cachedContentTokenCount``).
 """
 
 from __future__ import annotations
@@ -27,14 +31,12 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 
 from .config import CACHE_PREFIXES
+from .models import info
 from .wire import Dialect, ParsedRequest
 
 DEFAULT_CAPACITY = CACHE_PREFIXES
 CHARS_PER_TOKEN = 4  # simulator.answer.estimate_tokens
 STEP = 128
-OPENAI_MIN = 1024
-ANTHROPIC_MIN, ANTHROPIC_HAIKU_MIN = 1024, 2048
-GEMINI_MIN, GEMINI_PRO_MIN = 1024, 2048
 
 
 def tokens(chars: int) -> int:
@@ -104,22 +106,21 @@ class PromptCache:
         return read, tokens(ends[-1]) - read
 
 
-def openai_cached(cache: PromptCache, scope: str, prompt: str) -> int:
-    """OpenAI's ``cached_tokens`` for ``prompt``."""
-    return cache.implicit(scope, prompt, OPENAI_MIN)
+def openai_cached(cache: PromptCache, scope: str, prompt: str, model: str = "") -> int:
+    """OpenAI's ``cached_tokens`` for ``prompt`` sent to ``model``."""
+    return cache.implicit(scope, prompt, info("openai", model).cache_min_tokens)
 
 
 def gemini_cached(cache: PromptCache, scope: str, model: str, prompt: str) -> int:
     """Gemini's ``cachedContentTokenCount`` for ``prompt`` sent to ``model``."""
-    return cache.implicit(scope, prompt, GEMINI_PRO_MIN if "pro" in model.lower() else GEMINI_MIN)
+    return cache.implicit(scope, prompt, info("gemini", model).cache_min_tokens)
 
 
 def anthropic_cached(
     cache: PromptCache, scope: str, model: str, prompt: str, breakpoints: Sequence[int]
 ) -> tuple[int, int]:
     """Anthropic's (``cache_read_input_tokens``, ``cache_creation_input_tokens``)."""
-    minimum = ANTHROPIC_HAIKU_MIN if "haiku" in model.lower() else ANTHROPIC_MIN
-    return cache.explicit(scope, prompt, breakpoints, minimum)
+    return cache.explicit(scope, prompt, breakpoints, info("anthropic", model).cache_min_tokens)
 
 
 def usage(cache: PromptCache, dialect: Dialect, parsed: ParsedRequest, key: str) -> tuple[int, int]:
@@ -130,4 +131,4 @@ def usage(cache: PromptCache, dialect: Dialect, parsed: ParsedRequest, key: str)
         return anthropic_cached(cache, scope, parsed.model, parsed.prompt, parsed.breakpoints)
     if dialect == "gemini":
         return gemini_cached(cache, scope, parsed.model, parsed.prompt), 0
-    return openai_cached(cache, scope, parsed.prompt), 0
+    return openai_cached(cache, scope, parsed.prompt, parsed.model), 0

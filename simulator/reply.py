@@ -9,6 +9,7 @@ from typing import Any
 
 from .answer import REFUSAL_TEXT, cut_off, estimate_tokens, make_answer
 from .config import SimConfig
+from .models import thinking_tokens
 from .structured import structured_answer
 from .wire import Dialect, ParsedRequest, as_served, success_body
 
@@ -44,19 +45,24 @@ def reply(
     if asked is not None and not (refusal or garbage):
         text = structured_answer(parsed.prompt, parsed.model, asked.schema, cfg)
     completion_tokens = estimate_tokens(text)
+    # a reasoning model thinks first: its thinking comes out of the budget before the answer
+    thinking = 0 if refusal else thinking_tokens(dialect, parsed.model, completion_tokens)
     limit = parsed.max_tokens
-    truncated = limit is not None and completion_tokens > limit
+    truncated = limit is not None and completion_tokens + thinking > limit
     if limit is not None and cfg.min_max_tokens is not None and limit < cfg.min_max_tokens:
         truncated = True  # the answer needed more than the request allowed
     if truncated and limit is not None and not refusal:
-        text = cut_off(text, parsed.prompt, limit)
-        completion_tokens = min(limit, estimate_tokens(text))
+        thinking = min(thinking, limit)
+        left = limit - thinking
+        text = cut_off(text, parsed.prompt, left) if left > 0 else ""
+        completion_tokens = min(left, estimate_tokens(text))
+    completion_tokens += thinking  # billed as completion tokens
     if refusal and dialect == "gemini":
         completion_tokens = 0  # a blocked candidate carries no text, bills no output
     if echoed is not None:  # a debugging proxy's echo: the key is among the headers
         text = f"request headers:\n{echoed}\n{text}"
     payload = success_body(dialect, parsed.model, text, prompt_tokens, completion_tokens,
-                           truncated, refusal, parsed.tool, cache)  # fmt: skip
+                           truncated, refusal, parsed.tool, cache, thinking)  # fmt: skip
     served = as_served(dialect, payload, whole=not (truncated or refusal),
                        stop_reason=cfg.stop_reason, malformed=cfg.malformed)  # fmt: skip
     return Reply(served, completion_tokens)

@@ -165,7 +165,11 @@ class Simulator:
         try:
             body = json.loads(await request.read())
             parsed = parse_request(dialect, body, request.match_info.get("model"))
-        except (BadRequest, ValueError) as exc:
+        except BadRequest as exc:
+            body = error_body(dialect, "invalid_request", str(exc), 400, param=exc.param,
+                              code=exc.code)  # fmt: skip
+            return _json_response(body, 400)
+        except ValueError as exc:
             return self._error(dialect, 400, "invalid_request", str(exc))
 
         if cfg.require_key is not None and api_key(request) != cfg.require_key:

@@ -13,6 +13,8 @@ schema anywhere else gets free text, as the real API would give):
   (the API's OpenAPI subset, upper-case types), with ``responseMimeType``
   ``application/json`` (the API refuses a schema without it).
 
+A schema the real API refuses is refused (``simulator.schema_rules``).
+
 The answer is an instance of the schema built from the simulator's deterministic scores
 (``simulator.answer.judge_scores``): the same request gets the same scores in free text
 and in JSON. Inside a property named after a requested skill, an integer (or an enum
@@ -31,6 +33,7 @@ from flask_eval.rubrics.protocol import NA, requested_skills
 
 from .answer import judge_scores, quality
 from .config import SimConfig
+from .schema_rules import check_anthropic, check_openai_strict
 
 JSON_MIME = "application/json"
 #: how deep the answer builder follows a schema (a recursive ``$ref`` stops there)
@@ -69,7 +72,10 @@ def _openai(body: Mapping[str, Any]) -> Wanted | None:
     kind = form.get("type")
     if kind == "json_schema":
         spec = _mapping(form.get("json_schema"), "response_format.json_schema")
-        return Wanted(_mapping(spec.get("schema"), "response_format.json_schema.schema"))
+        schema = _mapping(spec.get("schema"), "response_format.json_schema.schema")
+        if spec.get("strict") is True:  # best effort otherwise: never refused
+            check_openai_strict(schema, str(spec.get("name", "")))
+        return Wanted(schema)
     if kind == "json_object" and "schema" in form:
         return Wanted(_mapping(form["schema"], "response_format.schema"))
     if kind in ("text", "json_object"):
@@ -85,6 +91,8 @@ def _anthropic(body: Mapping[str, Any]) -> Wanted | None:
         for tool in tools if isinstance(tools, list) else []:
             if isinstance(tool, Mapping) and tool.get("name") == name:
                 schema = _mapping(tool.get("input_schema"), f"tools[{name}].input_schema")
+                if tool.get("strict") is True:
+                    check_anthropic(schema)
                 return Wanted(schema, str(name))
         raise ValueError(f"tool_choice names a tool not in tools: {str(name)[:40]!r}")
     config = body.get("output_config")
@@ -96,7 +104,9 @@ def _anthropic(body: Mapping[str, Any]) -> Wanted | None:
     form = _mapping(form, "output_config.format")
     if form.get("type") != "json_schema":
         raise ValueError("output_config.format.type must be json_schema")
-    return Wanted(_mapping(form.get("schema"), "output_config.format.schema"))
+    schema = _mapping(form.get("schema"), "output_config.format.schema")
+    check_anthropic(schema)
+    return Wanted(schema)
 
 
 def _gemini(body: Mapping[str, Any]) -> Wanted | None:

@@ -11,13 +11,20 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from .config import NULL_REASON
+from .models import Unsupported, check
 from .structured import Wanted, wanted
 
 Dialect = Literal["openai", "anthropic", "gemini"]
 
 
 class BadRequest(ValueError):
-    """The request body is not something the real API would accept."""
+    """The request body is not something the real API would accept; ``param`` and
+    ``code``: the field at fault and the error's code, where the API names them."""
+
+    def __init__(self, message: str, param: str | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
+        self.code = code
 
 
 @dataclass(frozen=True)
@@ -175,6 +182,10 @@ def parse_request(dialect: Dialect, body: object, model: str | None = None) -> P
         raise BadRequest("the judge simulator does not support streaming")
     try:
         asked = wanted(dialect, body)
+        if dialect != "gemini":  # what this model refuses (simulator/models.py)
+            check(dialect, body, _model(body))
+    except Unsupported as exc:
+        raise BadRequest(str(exc), exc.param, exc.code) from None
     except ValueError as exc:
         raise BadRequest(str(exc)) from None
     if dialect == "gemini":
@@ -229,6 +240,7 @@ def success_body(
     refusal: bool = False,
     tool: str | None = None,
     cache: tuple[int, int] = (0, 0),
+    reasoning: int = 0,
 ) -> dict[str, Any]:
     """The JSON body of a successful completion in ``dialect``'s shape. ``cache``: the
     prompt tokens (of ``prompt_tokens``) read from the prompt cache and written to it
@@ -236,7 +248,9 @@ def success_body(
     model declined (OpenAI: ``content`` null and the text in ``refusal``; Anthropic:
     ``stop_reason`` ``refusal``; Gemini: ``finishReason`` ``SAFETY``, no content).
     ``tool``: Anthropic's forced tool, whose ``tool_use`` input is ``text``'s JSON
-    object (a text block still, where ``text`` is cut off, a refusal or not JSON)."""
+    object (a text block still, where ``text`` is cut off, a refusal or not JSON).
+    ``reasoning``: of ``completion_tokens``, a reasoning model's thinking (OpenAI's
+    ``completion_tokens_details.reasoning_tokens``)."""
     if dialect == "gemini":
         body = _gemini_success(model, text, prompt_tokens, completion_tokens, truncated, refusal)
         if cache[0]:  # the API leaves out counts that are zero
@@ -288,6 +302,7 @@ def success_body(
             "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens,
             "prompt_tokens_details": {"cached_tokens": cache[0], "audio_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": reasoning, "audio_tokens": 0},
         },
         "system_fingerprint": "fp_simulator",
     }
@@ -395,12 +410,16 @@ def error_body(
     message: str,
     status: int | None = None,
     retry_after: int | None = None,
+    param: str | None = None,
+    code: str | None = None,
 ) -> dict[str, Any]:
     """The JSON body of an error in ``dialect``'s shape. Gemini's body repeats the HTTP
-    ``status`` and carries a 429's wait (``retry_after`` seconds) in a RetryInfo."""
+    ``status`` and carries a 429's wait (``retry_after`` seconds) in a RetryInfo;
+    OpenAI's names the ``param`` at fault and the error's ``code`` where given."""
     if dialect == "gemini":
         return _gemini_error(kind, message, status, retry_after)
     if dialect == "anthropic":
         return {"type": "error", "error": {"type": _ANTHROPIC_ERRORS[kind], "message": message}}
-    err_type, code = _OPENAI_ERRORS[kind]
-    return {"error": {"message": message, "type": err_type, "param": None, "code": code}}
+    err_type, default_code = _OPENAI_ERRORS[kind]
+    return {"error": {"message": message, "type": err_type, "param": param,
+                      "code": code or default_code}}  # fmt: skip

@@ -324,6 +324,23 @@ CLI_CASES: list[BadCase] = [
         "--judges",
         f"{BAD}/judges_named_j1.yaml",
     ),
+    _flag(
+        "retired-judge-model",
+        "the model was retired on 2026-06-15 (its provider refuses it); use a current model "
+        "instead, e.g. anthropic/claude-sonnet-4-5",
+        "--judge",
+        "anthropic/claude-sonnet-4-20250514",
+    ),
+    BadCase(
+        "structured-model-without-structured-outputs",
+        GOOD_INSTANCES,
+        [GOOD_A],
+        "",
+        "judge haiku: structured: true, but model anthropic/claude-3-5-haiku has no structured "
+        "outputs",
+        ("--judges", f"{BAD}/judges_structured_unsupported.yaml"),
+        (("ANTHROPIC_API_KEY", "sk-ant-test"),),
+    ),
     _flag("short-name-with-space", "invalid judge name 'my judge'", "--judge", f"my judge={JUDGE}"),
     _flag("short-name-empty", "invalid judge name ''", "--judge", f"={JUDGE}"),
     _flag("short-name-too-long", "invalid judge name 'nnnn", "--judge", "n" * 301 + f"={JUDGE}"),
@@ -403,6 +420,22 @@ CLI_CASES: list[BadCase] = [
         *("--judge", JUDGE, "--timeout", "60"),
     ),
     # --- judges files: the strict YAML loader (no aliases, tags or duplicate keys)
+    _judges(
+        "judges_temperature_reasoning_model",
+        3,
+        "model openai/gpt-5.4-mini takes no temperature (only its own default)",
+    ),
+    _judges(
+        "judges_max_tokens_over_model_limit",
+        3,
+        "a budget of 100,000 tokens is more than model anthropic/claude-sonnet-4-5 writes "
+        "(64,000 at most)",
+    ),
+    _judges(
+        "judges_retired_model",
+        3,
+        "judge gemini/gemini-2.5-flash: the model was retired on 2026-12-01",
+    ),
     _judges("judges_billion_laughs", 2, "anchors (&name) are not allowed"),
     _judges("judges_alias", 4, "aliases (*name) are not allowed"),
     _judges("judges_python_tag", 1, "explicit tags such as '!!python/object/apply:os.system'"),
@@ -420,7 +453,8 @@ CLI_CASES: list[BadCase] = [
     _judges(
         "judges_empty",
         1,
-        "expected a non-empty YAML list of judges, e.g. `- spec: openai/gpt-4o`; got an empty file",
+        "expected a non-empty YAML list of judges, e.g. `- spec: openai/gpt-5.4`; got an empty "
+        "file",
     ),
     _judges("judges_comments_only", 1, "got an empty file"),
     _judges("judges_mapping", 1, "got a mapping (list the judges at the top level"),

@@ -72,6 +72,7 @@ def test_the_distribution_adds_one_import_name(tmp_path: Path) -> None:
     for data in (
         "flask_eval/workers/providers/openai_judge.py",
         "flask_eval/rubrics/skills.yaml",
+        "flask_eval/core/models.toml",
         "flask_eval/storage/migrations/env.py",
         "flask_eval/storage/migrations/versions/0001_v1.py",
         "flask_eval/examples/instances.jsonl",

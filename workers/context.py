@@ -7,7 +7,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from flask_eval.core.types import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE, JudgeConfig
+from flask_eval.core.models import model_info
+from flask_eval.core.types import JudgeConfig
 from flask_eval.rubrics.messages import plain
 from flask_eval.workers.judge import GenerateConfig, Message
 
@@ -18,11 +19,14 @@ def generate_config(
     """A judge's sampling settings (its own, or the defaults) with the call timeout and,
     for a structured judge, the JSON schema its answer must follow. A repeated judgment's
     later sample (``JudgeConfig.sample`` > 1) is sent with its index as the seed, which
-    also makes it an answer of its own in the cache (:func:`cache_key`)."""
+    also makes it an answer of its own in the cache (:func:`cache_key`). The defaults are
+    the model's (``core.models``): a reasoning model's budget leaves room to think, a
+    model that takes only its own temperature is sent none, Gemini 3 is sent 1.0."""
     sample = judge.sample or 1
+    model = model_info(judge.spec.partition("@")[0])  # provider/model: a canonical spec's
     return GenerateConfig(
-        max_tokens=judge.max_tokens or DEFAULT_MAX_TOKENS,
-        temperature=judge.temperature if judge.temperature is not None else DEFAULT_TEMPERATURE,
+        max_tokens=model.budget(judge.max_tokens),
+        temperature=model.sampling_temperature(judge.temperature),
         timeout=timeout,
         schema=schema,
         seed=sample if sample > 1 else None,

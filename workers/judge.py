@@ -10,6 +10,7 @@ imports the Anthropic SDK (and vice versa).
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 from abc import ABC, abstractmethod
@@ -19,6 +20,7 @@ from importlib import import_module
 from typing import Any, ClassVar
 
 from flask_eval.core.errors import ConfigError, FailureReason, JudgeError
+from flask_eval.core.models import retirement
 from flask_eval.core.redact import secret_variable
 from flask_eval.core.text import clip
 from flask_eval.core.types import (
@@ -235,7 +237,30 @@ def spec_of(text: str) -> JudgeSpec:
             raise ConfigError(f"{exc} ({key_env})") from None
         raise
     check_spec(spec)
+    check_retirement(spec)
     return spec
+
+
+log = logging.getLogger(__name__)
+#: the specs warned of their model's retirement (once per process)
+_WARNED: set[str] = set()
+
+
+def check_retirement(spec: JudgeSpec) -> None:
+    """ConfigError for a judge on its provider's own API (no base URL: a server elsewhere
+    serves models of its own) whose model has retired, before anything is sent; a warning
+    (once) when it retires soon (``core.models.retirement``)."""
+    if spec.base_url is not None:
+        return
+    said = retirement(spec.default_name)
+    if said is None:
+        return
+    retired, line = said
+    if retired:
+        raise ConfigError(f"judge {spec.name}: {line}")
+    if spec.name not in _WARNED:
+        _WARNED.add(spec.name)
+        log.warning("judge %s: %s", spec.name, line)
 
 
 def check_spec(spec: JudgeSpec) -> None:

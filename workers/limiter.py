@@ -196,7 +196,7 @@ class ReservingLimiter(Limiter):
 
     def budget_for(self, key: str) -> Budget | None:
         """The entry of ``key``, else of ``key`` without its API-key fingerprint (so
-        ``openai/gpt-4o`` covers every key, each with its own state), else ``*``."""
+        ``openai/gpt-5.4`` covers every key, each with its own state), else ``*``."""
         for candidate in (key, key.rpartition("#")[0], DEFAULT):
             if candidate and candidate in self.budgets:
                 return self.budgets[candidate]

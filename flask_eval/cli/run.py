@@ -105,7 +105,7 @@ if TYPE_CHECKING:
     "judges",
     multiple=True,
     metavar="[NAME=]SPEC",
-    help="A judge, provider/model[@BASE_URL], optionally named (gpt4o=openai/gpt-4o); "
+    help="A judge, provider/model[@BASE_URL], optionally named (gpt=openai/gpt-5.4); "
     "repeat per judge.",
 )
 @click.option(

@@ -327,7 +327,7 @@ def test_bad_pairwise_flags_are_one_line_exit_2_nothing_written(
     proc = flask_eval("run", "--instances", str(EXAMPLES / "instances.jsonl"),
                       "--responses", f"a={EXAMPLES / 'model_a.jsonl'}",
                       "--responses", f"b={EXAMPLES / 'model_b.jsonl'}",
-                      "--judge", "openai/gpt-4o", *extra, env=cli_env(f"sqlite:///{db}"),
+                      "--judge", "openai/gpt-5.4", *extra, env=cli_env(f"sqlite:///{db}"),
                       check=False)  # fmt: skip
     lines = [x for x in proc.stderr.splitlines() if x.strip()]
     assert proc.returncode == 2 and len(lines) == 1 and expect in lines[0], proc.stderr
@@ -350,7 +350,7 @@ def test_a_pair_without_shared_responses_and_a_malformed_set_are_refused(tmp_pat
         (["--pairwise-set", str(bad_set)], f"{bad_set}:2"),
     ]  # fmt: skip
     for args, where in cases:
-        proc = flask_eval("run", *args, "--judge", "openai/gpt-4o", env=env, check=False)
+        proc = flask_eval("run", *args, "--judge", "openai/gpt-5.4", env=env, check=False)
         lines = [x for x in proc.stderr.splitlines() if x.strip()]
         assert proc.returncode == 2 and len(lines) == 1 and where in lines[0], proc.stderr
         assert "Traceback" not in proc.stderr

@@ -238,7 +238,7 @@ def test_bad_input_of_every_new_format_is_one_line_exit_2_nothing_written(
     path.write_text(content)
     db = tmp_path / "ledger.db"
     env = cli_env(f"sqlite:///{db}")
-    args = ["run", flag, str(path), "--judge", "openai/gpt-4o", "--run", "bad"]
+    args = ["run", flag, str(path), "--judge", "openai/gpt-5.4", "--run", "bad"]
     if flag == "--criteria":
         args += ["--instances", str(EXAMPLES / "instances.jsonl"),
                  "--responses", f"a={EXAMPLES / 'model_a.jsonl'}"]  # fmt: skip
@@ -252,7 +252,7 @@ def test_bad_input_of_every_new_format_is_one_line_exit_2_nothing_written(
 
 def test_an_unknown_protocol_in_a_judges_file_names_its_line(tmp_path: Path) -> None:
     judges = tmp_path / "judges.yaml"
-    judges.write_text("- spec: openai/gpt-4o\n  protocol: prometheus-3\n")
+    judges.write_text("- spec: openai/gpt-5.4\n  protocol: prometheus-3\n")
     db = tmp_path / "ledger.db"
     proc = flask_eval("run", "--instances", str(EXAMPLES / "instances.jsonl"), "--responses",
                       f"a={EXAMPLES / 'model_a.jsonl'}", "--judges", str(judges),

@@ -54,7 +54,7 @@ def test_batch_keys_are_read(tmp_path: Path, provider: str) -> None:
 def test_wrong_batch_values_name_their_line(
     tmp_path: Path, body: str, line: int, said: str
 ) -> None:
-    path = write(tmp_path, "- spec: openai/gpt-4o\n" + body)
+    path = write(tmp_path, "- spec: openai/gpt-5.4\n" + body)
     with pytest.raises(InputError) as caught:
         load_judges_file(path, spec_of, check_batch_spec)
     assert str(caught.value).startswith(f"{path}:{line}: ") and said in str(caught.value)

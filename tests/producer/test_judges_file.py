@@ -50,7 +50,7 @@ def test_a_judges_file_with_every_key(tmp_path: Path) -> None:
     path = tmp_path / "judges.yaml"
     path.write_text(
         "# two judges\n"
-        "- spec: openai/gpt-4o@http://127.0.0.1:8000/v1/\n"
+        "- spec: openai/local-judge@http://127.0.0.1:8000/v1/\n"
         "  name: gpt4o\n"
         "  rpm: 500\n"
         "  tpm: 200000\n"
@@ -66,7 +66,7 @@ def test_a_judges_file_with_every_key(tmp_path: Path) -> None:
     first, second = load_judges_file(str(path))
     assert first == JudgeConfig(
         name="gpt4o",
-        spec="openai/gpt-4o@http://127.0.0.1:8000/v1",
+        spec="openai/local-judge@http://127.0.0.1:8000/v1",
         rpm=500.0,
         tpm=200_000.0,
         max_in_flight=64,
@@ -168,7 +168,7 @@ def test_a_judges_file_price_with_cache_and_batch_fields_and_a_known_models_rest
         ("- spec: openai/x\n  price:\n    input: 1\n", 2,
          "`price.output` is missing: 'openai/x' has no known price"),
         ("- spec: openai/x\n  price: 3\n", 2, "`price` must be a mapping of input, output"),
-        ("- spec: openai/gpt-4o\n  price: {input: 1, vat: 0.2}\n", 2, "`price` must be a mapping"),
+        ("- spec: openai/gpt-5.4\n  price: {input: 1, vat: 0.2}\n", 2, "`price` must be a mapping"),
     ],
 )  # fmt: skip
 def test_a_bad_price_is_one_line_naming_the_file_and_the_fields_line(

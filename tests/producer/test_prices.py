@@ -16,19 +16,19 @@ from flask_eval.producer.prices import (
     settle_prices,
 )
 
-TABLE = {"openai/gpt-4o": Price(2.5, 10.0)}
+TABLE = {"openai/gpt-5.4": Price(2.5, 10.0)}
 
 
 def test_a_known_price_applies_to_the_providers_own_api_only() -> None:
-    assert known_price("openai/gpt-4o", TABLE) == Price(2.5, 10.0)
-    assert known_price("openai/gpt-4o@http://127.0.0.1:8000/v1", TABLE) is None
-    assert known_price("openai/gpt-5", TABLE) is None
+    assert known_price("openai/gpt-5.4", TABLE) == Price(2.5, 10.0)
+    assert known_price("openai/gpt-5.4@http://127.0.0.1:8000/v1", TABLE) is None
+    assert known_price("openai/gpt-5.5", TABLE) is None
 
 
 def test_a_price_given_wins_and_a_free_judge_is_priced() -> None:
-    given = JudgeConfig("a", "openai/gpt-4o", price=Price(1.0, 1.0))
+    given = JudgeConfig("a", "openai/gpt-5.4", price=Price(1.0, 1.0))
     free = JudgeConfig("b", "openai/local@http://127.0.0.1:8000/v1", price=Price())
-    bare = JudgeConfig("c", "openai/gpt-4o")
+    bare = JudgeConfig("c", "openai/gpt-5.4")
     settled = settle_prices([given, free, bare], TABLE)
     assert [j.price for j in settled] == [Price(1.0, 1.0), Price(), Price(2.5, 10.0)]
     check_budget_prices(settled, 1.0)  # all priced: no error
@@ -62,12 +62,12 @@ def test_cached_and_cache_written_tokens_and_batches_are_priced_as_their_share()
 
 
 def test_the_table_prices_each_providers_major_models_with_cache_and_batch_prices() -> None:
-    gpt = known_price("openai/gpt-4o")
-    assert gpt == Price(2.5, 10.0, cached_input=1.25, cache_write=2.5, batch=0.5)
+    gpt = known_price("openai/gpt-5.4")
+    assert gpt == Price(2.5, 15.0, cached_input=0.25, cache_write=2.5, batch=0.5)
     sonnet = known_price("anthropic/claude-sonnet-4-5")
     assert sonnet == Price(3.0, 15.0, cached_input=0.3, cache_write=3.75, batch=0.5)
-    flash = known_price("gemini/gemini-2.5-flash")
-    assert flash == Price(0.3, 2.5, cached_input=0.03, cache_write=0.3, batch=0.5)
+    flash = known_price("gemini/gemini-3-flash-preview")
+    assert flash == Price(0.5, 3.0, cached_input=0.05, cache_write=0.5, batch=0.5)
     for provider in ("openai", "anthropic", "gemini"):
         rows = {k: p for k, p in KNOWN_PRICES.items() if k.startswith(f"{provider}/")}
         assert len(rows) >= 3 and provider in SOURCES
@@ -86,7 +86,7 @@ def test_a_dated_snapshot_id_is_priced_only_when_the_table_names_it() -> None:
     assert known_price("anthropic/claude-sonnet-4-5-20250929") == known_price(
         "anthropic/claude-sonnet-4-5"
     )
-    assert known_price("openai/gpt-4o-2024-11-20") == known_price("openai/gpt-4o")
+    assert known_price("openai/gpt-5.5-2026-04-23") == known_price("openai/gpt-5.5")
     assert set(ALIASES.values()) <= set(PRICES)
     # an older snapshot billed at another price is not guessed from its name
     assert known_price("openai/gpt-4o-2024-05-13") is None
@@ -101,10 +101,10 @@ def test_a_dated_snapshot_id_is_priced_only_when_the_table_names_it() -> None:
 def test_a_partial_price_of_a_known_model_fills_the_rest_from_the_table() -> None:
     no_discount = price_of({"batch": 1}, "anthropic/claude-haiku-4-5")
     assert no_discount == Price(1.0, 5.0, cached_input=0.1, cache_write=1.25, batch=1.0)
-    negotiated = price_of({"input": 2}, "openai/gpt-4.1")
-    assert negotiated == Price(2.0, 8.0, cached_input=0.5, cache_write=2.0, batch=0.5)
-    assert price_of({}, "openai/gpt-4.1") == known_price("openai/gpt-4.1")
-    assert price_of(None, "openai/gpt-4.1") is None  # none given: settled later
+    negotiated = price_of({"input": 2}, "openai/gpt-5.4")
+    assert negotiated == Price(2.0, 15.0, cached_input=0.25, cache_write=2.5, batch=0.5)
+    assert price_of({}, "openai/gpt-5.4") == known_price("openai/gpt-5.4")
+    assert price_of(None, "openai/gpt-5.4") is None  # none given: settled later
 
 
 def test_a_price_of_an_unknown_model_needs_input_and_output_and_assumes_no_discount() -> None:
@@ -136,5 +136,5 @@ def test_a_price_of_an_unknown_model_needs_input_and_output_and_assumes_no_disco
 )
 def test_bad_prices_say_which_field(value: object, key: str | None, message: str) -> None:
     with pytest.raises(PriceError) as err:
-        price_of(value, "openai/gpt-4o")
+        price_of(value, "openai/gpt-5.4")
     assert str(err.value).startswith(message) and err.value.key == key

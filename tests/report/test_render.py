@@ -254,7 +254,7 @@ def test_difficulty_shows_flask_level_names_but_json_and_csv_keep_the_keys() -> 
 
 
 SETTINGS = [
-    JudgeSettings("gpt", "openai/gpt-4o", 1024, 0.0),
+    JudgeSettings("gpt", "openai/gpt-5.4", 1024, 0.0),
     JudgeSettings("claude", "anthropic/claude-3-5", 2048, None),
 ]
 
@@ -262,12 +262,12 @@ SETTINGS = [
 def test_every_format_says_how_each_judge_was_sampled() -> None:
     report = Report("r", as_report(sample_rows()).rows, judge_settings=SETTINGS)
     text = to_table(report, details=True)
-    assert "  gpt: openai/gpt-4o, max_tokens 1024, temperature 0.0" in text
+    assert "  gpt: openai/gpt-5.4, max_tokens 1024, temperature 0.0" in text
     assert "  claude: anthropic/claude-3-5, max_tokens 2048, temperature provider default" in text
     assert text.index("gpt: openai") < text.index("Model: ")
     data = json.loads(to_json(report))
     assert data["judges"] == [
-        {"name": "gpt", "spec": "openai/gpt-4o", "max_tokens": 1024, "temperature": 0.0},
+        {"name": "gpt", "spec": "openai/gpt-5.4", "max_tokens": 1024, "temperature": 0.0},
         {"name": "claude", "spec": "anthropic/claude-3-5", "max_tokens": 2048,
          "temperature": "provider default"},
     ]  # fmt: skip

@@ -150,13 +150,13 @@ def test_a_bad_gemini_base_url_or_a_missing_key_is_refused_up_front(
 ) -> None:
     instances, responses = write_inputs(tmp_path / "in", 2, models=("m",))
     env = gemini_env(sqlite_url)
-    url = "http://127.0.0.1:9/v1beta/models/gemini-2.5-flash:generateContent"
-    proc = flask_eval(*run_args(instances, responses, f"gemini/gemini-2.5-flash@{url}",
+    url = "http://127.0.0.1:9/v1beta/models/gemini-3-flash-preview:generateContent"
+    proc = flask_eval(*run_args(instances, responses, f"gemini/gemini-3-flash-preview@{url}",
                                 name="url"), env=env, check=False)  # fmt: skip
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
     assert "without /v1beta" in proc.stderr and "e.g. http://127.0.0.1:9" in proc.stderr
     del env["GEMINI_API_KEY"]
-    proc = flask_eval(*run_args(instances, responses, "gemini/gemini-2.5-flash", name="key"),
+    proc = flask_eval(*run_args(instances, responses, "gemini/gemini-3-flash-preview", name="key"),
                       env=env, check=False)  # fmt: skip
     last = proc.stderr.strip().splitlines()[-1]  # after the inputs' coverage line
     assert proc.returncode == 2 and last.startswith("error: ") and "GEMINI_API_KEY" in last

@@ -19,13 +19,13 @@ from flask_eval.workers.providers.openai_judge import MAX_FREE_TEXT, capped
 @pytest.mark.parametrize(
     ("spec", "provider", "model", "base"),
     [
-        ("openai/gpt-4o", "openai", "gpt-4o", None),
+        ("openai/gpt-5.4", "openai", "gpt-5.4", None),
         ("anthropic/claude-sonnet-4-5", "anthropic", "claude-sonnet-4-5", None),
-        ("gemini/gemini-2.5-flash", "gemini", "gemini-2.5-flash", None),
+        ("gemini/gemini-3-flash-preview", "gemini", "gemini-3-flash-preview", None),
         (
-            "gemini/gemini-2.5-flash@http://127.0.0.1:8765/",
+            "gemini/gemini-3-flash-preview@http://127.0.0.1:8765/",
             "gemini",
-            "gemini-2.5-flash",
+            "gemini-3-flash-preview",
             "http://127.0.0.1:8765",
         ),
         (
@@ -91,7 +91,7 @@ def test_openai_compatible_server_needs_no_key(monkeypatch: pytest.MonkeyPatch) 
     judge = create_judge("openai/vllm-model@http://127.0.0.1:8000/v1")
     assert judge.name == "openai/vllm-model@http://127.0.0.1:8000/v1"
     with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
-        create_judge("openai/gpt-4o")
+        create_judge("openai/gpt-5.4")
 
 
 @pytest.mark.parametrize(
@@ -308,12 +308,12 @@ def test_gemini_key_from_gemini_api_key_or_google_api_key(
 
     assert judge_class("gemini").key_env == "GEMINI_API_KEY"
     with pytest.raises(CredentialsError, match="GEMINI_API_KEY"):
-        create_judge("gemini/gemini-2.5-flash")
+        create_judge("gemini/gemini-3-flash-preview")
     assert create_judge("gemini/sim@http://127.0.0.1:8765").api_key() is None  # a placeholder
     no_gemini_env.setenv("GOOGLE_API_KEY", "google-key")
-    assert create_judge("gemini/gemini-2.5-flash").api_key() == "google-key"
+    assert create_judge("gemini/gemini-3-flash-preview").api_key() == "google-key"
     no_gemini_env.setenv("GEMINI_API_KEY", "gemini-key")  # ours wins over the SDK's other one
-    assert create_judge("gemini/gemini-2.5-flash").api_key() == "gemini-key"
+    assert create_judge("gemini/gemini-3-flash-preview").api_key() == "gemini-key"
 
 
 def test_gemini_budget_key_follows_the_key_it_sends(no_gemini_env: pytest.MonkeyPatch) -> None:
@@ -332,15 +332,15 @@ def test_gemini_budget_key_follows_the_key_it_sends(no_gemini_env: pytest.Monkey
         "http://127.0.0.1:8765/v1beta",
         "http://127.0.0.1:8765/v1",
         "https://generativelanguage.googleapis.com/v1beta/models",
-        "http://127.0.0.1:8765/v1beta/models/gemini-2.5-flash",
-        "http://127.0.0.1:8765/v1beta/models/gemini-2.5-flash:generateContent",
+        "http://127.0.0.1:8765/v1beta/models/gemini-3-flash-preview",
+        "http://127.0.0.1:8765/v1beta/models/gemini-3-flash-preview:generateContent",
         "http://gw.example/google/models/m:generateContent",
     ],
 )
 def test_gemini_base_url_is_the_api_root(url: str) -> None:
     from flask_eval.workers.judge import judge_class
 
-    spec = JudgeSpec.parse(f"gemini/gemini-2.5-flash@{url}")
+    spec = JudgeSpec.parse(f"gemini/gemini-3-flash-preview@{url}")
     with pytest.raises(ConfigError, match=r"API root.*without /v1beta.*e\.g\. http"):
         judge_class("gemini").check_spec(spec)
 
@@ -352,8 +352,8 @@ def test_gemini_accepts_an_api_root_and_refuses_keys_in_urls_and_bad_models() ->
     for url in ("https://generativelanguage.googleapis.com", "http://127.0.0.1:8765",
                 "https://gw.example/google",  # a gateway's own version inside its path:
                 "https://gateway.ai.cloudflare.com/v1/acct/gw/google-ai-studio"):  # fmt: skip
-        gemini.check_spec(JudgeSpec.parse(f"gemini/gemini-2.5-flash@{url}"))
-    gemini.check_spec(JudgeSpec.parse("gemini/gemini-2.5-flash"))
+        gemini.check_spec(JudgeSpec.parse(f"gemini/gemini-3-flash-preview@{url}"))
+    gemini.check_spec(JudgeSpec.parse("gemini/gemini-3-flash-preview"))
     with pytest.raises(ConfigError, match="GEMINI_API_KEY"):
         spec_of("gemini/m@https://generativelanguage.googleapis.com/?key=AIzaSy123")
     with pytest.raises(ConfigError, match=r"invalid model name.*\.\."):
@@ -788,7 +788,7 @@ def test_openai_never_falls_back_on_openai_itself_nor_on_other_errors(
     monkeypatch.setattr(OpenAIJudge, "schema_forms", {})
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     seen = _capture_openai(monkeypatch, [_llama_cpp_python_refusal()])
-    err = _generate("openai/gpt-4o", schema=JUDGMENT_SCHEMA)
+    err = _generate("openai/gpt-5.4", schema=JUDGMENT_SCHEMA)
     assert isinstance(err, JudgeError) and err.reason == FailureReason.PROVIDER_ERROR
     assert len(seen) == 1
     request = httpx2.Request("POST", "http://127.0.0.1:9/v1/chat/completions")

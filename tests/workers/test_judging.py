@@ -336,7 +336,7 @@ def test_a_judge_the_worker_cannot_build_fails_as_config_or_auth_never_judged(
     def change(config: dict[str, object]) -> None:
         j1, j2 = config["judges"]  # type: ignore[misc]
         j1["spec"] = "anthropic/m@http://127.0.0.1:9/v1"  # the SDK adds /v1 itself
-        j2["spec"] = "openai/gpt-4o"  # OpenAI's own API, and no key here
+        j2["spec"] = "openai/gpt-5.4"  # OpenAI's own API, and no key here
 
     store.update_config(run_id, change)
     execute(store, run_id)

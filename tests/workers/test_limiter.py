@@ -246,29 +246,28 @@ def test_budget_validation() -> None:
 
 def test_endpoint_key_tells_api_keys_apart_without_revealing_them() -> None:
     secret = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789"
-    a = endpoint_key("openai", "gpt-4o", None, secret)
-    b = endpoint_key("openai", "gpt-4o", None, secret + "x")
-    assert a != b and a.startswith("openai/gpt-4o#")
+    a = endpoint_key("openai", "gpt-5.4", None, secret)
+    b = endpoint_key("openai", "gpt-5.4", None, secret + "x")
+    assert a != b and a.startswith("openai/gpt-5.4#")
     assert secret not in a and secret[:12] not in a and len(key_fingerprint(secret)) == 10
-    assert endpoint_key("openai", "gpt-4o") == "openai/gpt-4o"
+    assert endpoint_key("openai", "gpt-5.4") == "openai/gpt-5.4"
     url = endpoint_key("openai", "m", "http://user:pw@Host:8000/v1/", None)
     assert url == "openai/m@http://host:8000/v1"
-    assert endpoint_key("openai", "gpt-4o", None, secret, name="org-a") == "org-a"
+    assert endpoint_key("openai", "gpt-5.4", None, secret, name="org-a") == "org-a"
     with pytest.raises(ValueError):
-        endpoint_key("openai", "gpt-4o", name="two words")
+        endpoint_key("openai", "gpt-5.4", name="two words")
 
 
 def test_budget_lookup() -> None:
     budgets = {
-        "openai/gpt-4o": Budget(rpm=500, tpm=30000, give_back=False),
+        "openai/gpt-5.4": Budget(rpm=500, tpm=30000, give_back=False),
         "openai/m@http://h:8000/v1": Budget(rpm=60, burst_seconds=0.5),
         "*": Budget(rpm=10),
     }
     limiter = MemoryLimiter(budgets)
     # a judge name covers every API key of that judge, each key with its own state
-    assert (
-        limiter.budget_for(endpoint_key("openai", "gpt-4o", None, "k1")) == budgets["openai/gpt-4o"]
-    )
+    budget = limiter.budget_for(endpoint_key("openai", "gpt-5.4", None, "k1"))
+    assert budget == budgets["openai/gpt-5.4"]
     url_key = endpoint_key("openai", "m", "http://h:8000/v1/", "k1")
     assert limiter.budget_for(url_key) == budgets["openai/m@http://h:8000/v1"]
     assert limiter.budget_for("anthropic/claude#abc") == Budget(rpm=10)  # "*"

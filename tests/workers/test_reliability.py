@@ -293,7 +293,7 @@ def test_api_key_reaches_no_database_log_or_report(
     outputs = []
     with running_simulator(SimConfig(seed=2, error_rate=0.2)) as sim, workers(env, log=log):
         # a third judge whose endpoint refuses connections: its failures are recorded too
-        dead = "openai/gpt-4o@http://127.0.0.1:9/v1"
+        dead = "openai/gpt-5.4@http://127.0.0.1:9/v1"
         run = flask_eval(
             *run_cmd(instances, responses, sim, "secret"), "--judge", dead, env=env, check=False
         )

@@ -1,6 +1,11 @@
 """OpenAI and any OpenAI-compatible server (vLLM, llama.cpp, Ollama, ...) through the
 official SDK: the call, its error mapping, its key and its base URL.
 
+What a call may carry is its model's (the model table, ``core.models``): OpenAI's API is
+sent ``max_completion_tokens`` (which every OpenAI model takes, and its reasoning models
+require: they refuse ``max_tokens``, and any temperature but their own, so none is
+sent); an OpenAI-compatible server's own models keep ``max_tokens``.
+
 Structured outputs (``GenerateConfig.schema``) come in two ``response_format`` dialects:
 
 - ``{"type": "json_schema", "json_schema": {"name", "schema", "strict"}}``: OpenAI, vLLM
@@ -31,6 +36,7 @@ if TYPE_CHECKING:
     import ssl
 
 from flask_eval.core.errors import ConfigError, CredentialsError, FailureReason, JudgeError
+from flask_eval.core.models import MAX_COMPLETION_TOKENS, MAX_TOKENS, model_info
 from flask_eval.core.types import JudgeSpec
 from flask_eval.rubrics.messages import plain
 from flask_eval.workers.errors import classify_common, describe, from_status, malformed, not_json
@@ -66,6 +72,9 @@ class OpenAIJudge(Judge):
     key_required: ClassVar[bool] = True
     #: base URL -> the response_format dialect it takes, where it refused json_schema
     schema_forms: ClassVar[dict[str, str]] = {}
+    #: whether the model table's capabilities apply (OpenAI's own models; an
+    #: OpenAI-compatible server's models are its own, and take ``max_tokens``)
+    openai_models: ClassVar[bool] = True
 
     def __init__(self, spec: JudgeSpec, max_connections: int | None = None) -> None:
         super().__init__(spec, max_connections)
@@ -143,9 +152,9 @@ class OpenAIJudge(Judge):
         body: dict[str, Any] = {
             "model": self.spec.model,
             "messages": plain(messages),  # parts joined: OpenAI caches a prefix by itself
-            "max_tokens": config.max_tokens,
+            self.limit_field(): config.max_tokens,
         }
-        if config.temperature is not None:
+        if config.temperature is not None and self.takes_temperature_now():
             body["temperature"] = config.temperature
         if config.seed is not None:  # a repeated judgment's later sample
             body["seed"] = config.seed
@@ -153,6 +162,23 @@ class OpenAIJudge(Judge):
             form = self.schema_forms.get(self._base_url, JSON_SCHEMA)
             body["response_format"] = response_format(config.schema, form)
         return body
+
+    def limit_field(self) -> str:
+        """The request field of the completion budget: ``max_completion_tokens`` on
+        OpenAI's own API and for the models the table says need it (OpenAI's reasoning
+        models refuse ``max_tokens``, wherever they are served); ``max_tokens`` for the
+        other models of an OpenAI-compatible server (which may not know the newer field)."""
+        if not self.openai_models:
+            return MAX_TOKENS
+        model = model_info(self.spec.default_name)
+        own_api = self._base_url == DEFAULT_BASE_URL
+        needs = model.token_limit == MAX_COMPLETION_TOKENS
+        return MAX_COMPLETION_TOKENS if needs and (own_api or model.reasoning) else MAX_TOKENS
+
+    def takes_temperature_now(self) -> bool:
+        """Whether this judge's model takes a temperature (OpenAI's reasoning models take
+        only their own default and refuse any value sent)."""
+        return not self.openai_models or model_info(self.spec.default_name).takes_temperature
 
     def _refuses_json_schema(self, exc: BaseException) -> bool:
         """Whether ``exc`` is a server other than OpenAI's refusing the json_schema
@@ -191,7 +217,7 @@ def compatible_judge(provider: str) -> type[OpenAIJudge]:
 
     api = COMPATIBLE[provider]
     attrs = {"key_env": api.key_env, "default_base_url": api.base_url, "base_url_env": None,
-             "key_required": api.key_required}  # fmt: skip
+             "key_required": api.key_required, "openai_models": False}  # fmt: skip
     return type(f"{provider.title()}Judge", (OpenAIJudge,), attrs)
 
 
