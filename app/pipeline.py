@@ -18,7 +18,15 @@ from tqdm import tqdm
 from flask_eval.app.budget import meter, prices_after, set_max_cost, update_judges
 from flask_eval.app.cache import LedgerCache
 from flask_eval.app.plan import Plan as Plan  # re-exported: pipeline.Plan
-from flask_eval.app.waiting import BatchWatch, FirstStep, StoppedWaiting, Watch, check_workers
+from flask_eval.app.waiting import (
+    BatchWatch,
+    FirstStep,
+    StoppedOpen,
+    StoppedWaiting,
+    Watch,
+    await_leases,
+    check_workers,
+)
 from flask_eval.core.errors import ConfigError, FailureReason, InputError
 from flask_eval.core.redact import redact
 from flask_eval.core.settings import Settings
@@ -204,6 +212,10 @@ def preflight(settings: Settings) -> None:
         CeleryTransport(settings).check()
 
 
+def _to_stderr(line: str) -> None:
+    tqdm.write(line, file=sys.stderr)
+
+
 def make_dispatcher(settings: Settings, store: Store, in_flight: int) -> Transport:
     if settings.broker_url:
         return CeleryTransport(settings)
@@ -266,6 +278,8 @@ def start(
     if not created:
         run, changed = update_judges(store, run, plan.judges)
         reopen(store, run, () if retry_failed else None)
+        if dispatcher.queue is None:  # judged here: not the rows a killed process holds
+            await_leases(store, run, say or _to_stderr)
     # a ledger just written in one unbroken range of ids: its calls come from the plan
     fresh = plan.new_calls(run.ledger) if created and run.ledger is not None else None
     run = set_max_cost(store, run, max_cost)
@@ -289,9 +303,11 @@ def resume(
     reasons: Sequence[str] = (),
     max_cost: float | None = None,
     judges: Sequence[JudgeConfig] = (),
+    say: Callable[[str], None] | None = None,
 ) -> tuple[int, Dispatched, list[str]]:
     """Send again what is pending, stale or failed (``reasons``: only those failures),
-    honouring the run's stored budget; returns (rows reset, dispatch, changes)."""
+    honouring the run's stored budget; returns (rows reset, dispatch, changes). Judged
+    here, it first waits for the rows another process holds (``say`` says so)."""
     unknown = sorted({j.name for j in judges} - {j["name"] for j in run.config["judges"]})
     if unknown:
         raise InputError(f"--judges names judges the run does not have: {', '.join(unknown)}")
@@ -304,6 +320,8 @@ def resume(
         run, changed = update_judges(store, run, judges)
     run = set_max_cost(store, run, max_cost)
     reset = reopen(store, run, reasons)
+    if dispatcher.queue is None:  # judged here: not the rows a killed process holds
+        await_leases(store, run, say or _to_stderr)
     estimator: CallCosts | None = None  # built only to meter
     if metered(run):
         cache = LedgerCache(store, settings.judge_timeout)
@@ -376,11 +394,9 @@ def wait(
                 break
             if isinstance(dispatcher, InProcessTransport) and not dispatcher.alive():
                 dispatcher.join()  # re-raises an executor crash
-                if store.count_open(run.id) > leave_open:
-                    raise ConfigError(
-                        f"run {run.name}: in-process execution stopped with judgments open; "
-                        "rerun to resume"
-                    )
+                left = store.count_open(run.id) - leave_open
+                if left > 0:
+                    raise StoppedOpen.of(store, run, left)
             elif dispatcher.queue is not None and time.monotonic() - last_change > quiet_after:
                 check_workers(store, run, dispatcher, watch, tell, quiet_after)
             if deadline is not None and time.monotonic() >= deadline:

@@ -5,6 +5,7 @@ when the wait stops (Ctrl-C or ``--timeout``) while workers judge on.
 
 from __future__ import annotations
 
+import math
 import shlex
 import time
 from collections.abc import Callable
@@ -19,6 +20,8 @@ from flask_eval.storage.store import Store
 
 #: seconds between two looks at the workers while nothing has been judged yet
 LOOK_EVERY = 5.0
+#: seconds between two looks at another process's leases before judging a run again
+LEASE_LOOK_EVERY = 1.0
 
 
 class WorkersElsewhere(FlaskEvalError):
@@ -54,6 +57,55 @@ class StoppedWaiting(FlaskEvalError):
             f"  cancel:      flask-eval runs delete {name}  (deletes the run and its answers; "
             "its queued calls are dropped unpaid)",
         ]
+
+
+class StoppedOpen(FlaskEvalError):
+    """An in-process run's executor ended with judgments still open (exit code 1: an
+    unfinished run, not bad input)."""
+
+    @classmethod
+    def of(cls, store: Store, run: RunInfo, open_: int) -> StoppedOpen:
+        """What to say: when some open rows are another process's under a live lease,
+        how long until it runs out."""
+        leased, left = store.live_leases(run.id)
+        name = shlex.quote(run.name)
+        if leased:
+            return cls(
+                f"run {run.name}: {open_:,} judgments still open, {leased:,} of them leased "
+                f"by another process (one judging them, or one stopped with kill -9) for up "
+                f"to {math.ceil(left)} s more; run `flask-eval resume {name}` after that "
+                "to judge them"
+            )
+        return cls(
+            f"run {run.name}: in-process execution ended with {open_:,} judgments still "
+            f"open; `flask-eval resume {name}` judges them"
+        )
+
+
+def await_leases(
+    store: Store,
+    run: RunInfo,
+    tell: Callable[[str], None],
+    pause: Callable[[float], None] = time.sleep,
+) -> None:
+    """Before this process judges ``run`` again: until no row of it is another process's
+    under a live lease. A process killed with ``kill -9`` leaves its rows leased until
+    the lease runs out (``FLASK_EVAL_LEASE_SECONDS``); one still judging them renews its
+    leases and finishes them. Says once how long at most, unless they are renewed."""
+    said = False
+    while True:
+        leased, left = store.live_leases(run.id)
+        if not leased:
+            return
+        if not said:
+            tell(
+                f"run {run.name}: {leased:,} judgments are leased by another process (one "
+                "judging them, or one stopped with kill -9): waiting for them to be judged "
+                f"or for the leases to run out, in {math.ceil(left)} s unless renewed "
+                "(Ctrl-C stops waiting; the run keeps its place)"
+            )
+            said = True
+        pause(min(max(left, 0.05), LEASE_LOOK_EVERY))
 
 
 class FirstStep:
