@@ -21,6 +21,7 @@ from flask_eval.app.plan import Plan as Plan  # re-exported: pipeline.Plan
 from flask_eval.app.waiting import (
     BatchWatch,
     FirstStep,
+    RunDeleted,
     StoppedOpen,
     StoppedWaiting,
     Watch,
@@ -375,6 +376,10 @@ def wait(
     halts: dict[str, Halt] = {}
     try:
         while True:
+            if not store.existing_runs([run.id]):  # its rows are gone: none open, none done
+                while isinstance(dispatcher, InProcessTransport) and dispatcher.alive():
+                    dispatcher.pause(poll)  # the answers on the wire, kept (to no run)
+                raise RunDeleted(run)
             open_ = store.count_open(run.id) - leave_open
             bar.update(bar.total - open_ - bar.n)
             if open_ != last_open:

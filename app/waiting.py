@@ -59,6 +59,17 @@ class StoppedWaiting(FlaskEvalError):
         ]
 
 
+class RunDeleted(FlaskEvalError):
+    """The run waited for was deleted meanwhile (`runs delete`): exit code 1, never a
+    success."""
+
+    def __init__(self, run: RunInfo) -> None:
+        super().__init__(
+            f"run {run.name} was deleted while it was being waited for (`flask-eval runs "
+            "delete`): its judgments are gone and its queued calls are dropped unpaid"
+        )
+
+
 class StoppedOpen(FlaskEvalError):
     """An in-process run's executor ended with judgments still open (exit code 1: an
     unfinished run, not bad input)."""
