@@ -16,6 +16,7 @@ from flask_eval.core.redact import redact
 from flask_eval.producer.dispatch import Transport
 from flask_eval.storage.batches import BatchLedger
 from flask_eval.storage.records import RunInfo
+from flask_eval.storage.retry import is_transient
 from flask_eval.storage.store import Store
 
 #: seconds between two looks at the workers while nothing has been judged yet
@@ -68,6 +69,30 @@ class RunDeleted(FlaskEvalError):
             f"run {run.name} was deleted while it was being waited for (`flask-eval runs "
             "delete`): its judgments are gone and its queued calls are dropped unpaid"
         )
+
+
+class Outage:
+    """The database as a waiting command last found it: unreachable since when (None:
+    reachable). A wait rides an outage out, saying so once when it starts and once when
+    it ends; the workers (or the in-process executor) keep their paid answers meanwhile."""
+
+    def __init__(self) -> None:
+        self.since: float | None = None
+
+    def down(self, exc: BaseException, tell: Callable[[str], None]) -> None:
+        if self.since is not None:
+            return
+        self.since = time.monotonic()
+        tell(f"the database is unreachable ({type(exc).__name__}): still waiting; the "
+             "answers already paid for wait to be stored, nothing is lost")  # fmt: skip
+
+    def back(self, tell: Callable[[str], None]) -> bool:
+        """The database answered: True when it was unreachable until now."""
+        if self.since is None:
+            return False
+        tell(f"the database is reachable again (after {time.monotonic() - self.since:.0f} s)")
+        self.since = None
+        return True
 
 
 class StoppedOpen(FlaskEvalError):
@@ -144,6 +169,15 @@ class FirstStep:
         """The workers that announced themselves on the queue lately."""
         queue = self.dispatcher.queue
         return len(self.store.live_workers(queue, within=self.within)) if queue else 0
+
+    def seen(self) -> int:
+        """:meth:`alive`, or 0 while the database is away."""
+        try:
+            return self.alive()
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            return 0
 
     def text(self) -> str:
         queue = self.dispatcher.queue
