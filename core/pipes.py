@@ -20,7 +20,9 @@ import contextlib
 import errno
 import io
 import os
+import signal
 import sys
+import threading
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -36,7 +38,7 @@ def _to_null(fd: int) -> None:
         os.close(null)
 
 
-class _Forgiving(io.FileIO):
+class ForgivingFile(io.FileIO):
     """A standard stream's descriptor whose reader may go away."""
 
     def write(self, data: ReadableBuffer, /) -> int:
@@ -52,7 +54,10 @@ class _Forgiving(io.FileIO):
 def outlive_readers() -> None:
     """Put ``sys.stdout`` and ``sys.stderr`` on descriptors that survive a closed pipe,
     keeping their encoding and buffering. Streams that are not the interpreter's own
-    (a test runner's capture, click's CliRunner) are left as they are."""
+    (a test runner's capture, click's CliRunner) are left as they are. SIGPIPE stays
+    ignored (Python's default), so a closed pipe is an error to take in stride, never a
+    signal that kills the process."""
+    wrapped = False
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name)
         if stream is None or stream is not getattr(sys, f"__{name}__"):
@@ -69,7 +74,7 @@ def outlive_readers() -> None:
             _to_null(fd)
             with contextlib.suppress(OSError):
                 stream.flush()  # what it held goes to the null device now
-        raw = _Forgiving(fd, "w", closefd=False)
+        raw = ForgivingFile(fd, "w", closefd=False)
         forgiving = io.TextIOWrapper(
             io.BufferedWriter(raw),
             encoding=stream.encoding,
@@ -78,3 +83,6 @@ def outlive_readers() -> None:
             write_through=stream.write_through,
         )
         setattr(sys, name, forgiving)
+        wrapped = True
+    if wrapped and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
