@@ -185,3 +185,28 @@ def test_rows_this_worker_finished_are_not_reported_as_taken_away(
                [first, second])  # fmt: skip
     assert status_of([*first, *second]) == {Status.DONE.value}
     assert "no longer its own" not in caplog.text
+
+
+def test_a_late_renewal_keeps_the_rows_nobody_took(tmp_path: Path) -> None:
+    """The worker's renewal comes after its lease ran out (a busy loop, a stopped
+    process), and no other worker took the rows meanwhile: they are still its own, and
+    its requests for them are sent."""
+    from flask_eval.workers.leases import Leases
+
+    store = Store(f"sqlite:///{tmp_path / 'x.db'}")
+    run_id = create(store)
+    ids = open_ids(store, run_id)[0]
+    late = store.claim_contexts(run_id, ids, -1)  # its lease ran out before any renewal
+    now = [0.0]
+
+    async def go() -> None:
+        leases = Leases(store, 60, clock=lambda: now[0])
+        leases.hold({r.id: r for r in late})
+        now[0] = 3600.0  # the check finds the lease stale: it asks the ledger
+        try:
+            await leases.check(run_id, late)  # NotSent would raise
+        finally:
+            leases.stop()
+
+    asyncio.run(go())
+    assert store.leased(run_id, ids)[0] == sorted(ids)  # renewed: live again
