@@ -28,6 +28,7 @@ from flask_eval.app.waiting import (
     Watch,
     await_leases,
     check_workers,
+    join_executor,
 )
 from flask_eval.core.errors import ConfigError, FailureReason, InputError
 from flask_eval.core.redact import redact
@@ -403,7 +404,7 @@ def wait(
                 batches.settle(tell)  # the batches as they ended
             return True
         if isinstance(dispatcher, InProcessTransport) and not dispatcher.alive():
-            dispatcher.join()  # re-raises an executor crash
+            join_executor(dispatcher.join, run)  # re-raises an executor crash
             left = store.count_open(run.id) - leave_open
             if left > 0:
                 raise StoppedOpen.of(store, run, left)

@@ -118,6 +118,22 @@ class StoppedOpen(FlaskEvalError):
         )
 
 
+def join_executor(join: Callable[[], None], run: RunInfo) -> None:
+    """The end of an in-process run's executor: its crash raised again, but one that a
+    database outage caused said in one line (exit 1), never taken for an outage the wait
+    rides out (the executor is gone: waiting would not bring it back)."""
+    try:
+        join()
+    except Exception as exc:
+        if not is_transient(exc):
+            raise
+        raise StoppedOpen(
+            f"run {run.name}: in-process judging stopped, the database unreachable "
+            f"({type(exc).__name__}); `flask-eval resume {shlex.quote(run.name)}` judges "
+            "what is left once it is back"
+        ) from None
+
+
 def await_leases(
     store: Store,
     run: RunInfo,
