@@ -18,7 +18,18 @@ from tqdm import tqdm
 from flask_eval.app.budget import meter, prices_after, set_max_cost, update_judges
 from flask_eval.app.cache import LedgerCache
 from flask_eval.app.plan import Plan as Plan  # re-exported: pipeline.Plan
-from flask_eval.app.waiting import BatchWatch, FirstStep, StoppedWaiting, Watch, check_workers
+from flask_eval.app.waiting import (
+    BatchWatch,
+    FirstStep,
+    Outage,
+    RunDeleted,
+    StoppedOpen,
+    StoppedWaiting,
+    Watch,
+    await_leases,
+    check_workers,
+    join_executor,
+)
 from flask_eval.core.errors import ConfigError, FailureReason, InputError
 from flask_eval.core.models import model_info
 from flask_eval.core.redact import redact
@@ -49,6 +60,7 @@ from flask_eval.rubrics.pairwise import PAIRWISE_OVERALL, overall_criterion, pai
 from flask_eval.rubrics.skills import SkillSet, load_default
 from flask_eval.storage import queries
 from flask_eval.storage.records import Halt, RunInfo
+from flask_eval.storage.retry import is_transient, retrying_within
 from flask_eval.storage.store import Store
 from flask_eval.workers.batching import check_batch_spec
 from flask_eval.workers.celery_app import CeleryTransport
@@ -210,6 +222,10 @@ def preflight(settings: Settings) -> None:
         CeleryTransport(settings).check()
 
 
+def _to_stderr(line: str) -> None:
+    tqdm.write(line, file=sys.stderr)
+
+
 def make_dispatcher(settings: Settings, store: Store, in_flight: int) -> Transport:
     if settings.broker_url:
         return CeleryTransport(settings)
@@ -272,6 +288,8 @@ def start(
     if not created:
         run, changed = update_judges(store, run, plan.judges)
         reopen(store, run, () if retry_failed else None)
+        if dispatcher.queue is None:  # judged here: not the rows a killed process holds
+            await_leases(store, run, say or _to_stderr)
     # a ledger just written in one unbroken range of ids: its calls come from the plan
     fresh = plan.new_calls(run.ledger) if created and run.ledger is not None else None
     run = set_max_cost(store, run, max_cost)
@@ -295,9 +313,11 @@ def resume(
     reasons: Sequence[str] = (),
     max_cost: float | None = None,
     judges: Sequence[JudgeConfig] = (),
+    say: Callable[[str], None] | None = None,
 ) -> tuple[int, Dispatched, list[str]]:
     """Send again what is pending, stale or failed (``reasons``: only those failures),
-    honouring the run's stored budget; returns (rows reset, dispatch, changes)."""
+    honouring the run's stored budget; returns (rows reset, dispatch, changes). Judged
+    here, it first waits for the rows another process holds (``say`` says so)."""
     unknown = sorted({j.name for j in judges} - {j["name"] for j in run.config["judges"]})
     if unknown:
         raise InputError(f"--judges names judges the run does not have: {', '.join(unknown)}")
@@ -310,6 +330,8 @@ def resume(
         run, changed = update_judges(store, run, judges)
     run = set_max_cost(store, run, max_cost)
     reset = reopen(store, run, reasons)
+    if dispatcher.queue is None:  # judged here: not the rows a killed process holds
+        await_leases(store, run, say or _to_stderr)
     estimator: CallCosts | None = None  # built only to meter
     if metered(run):
         cache = LedgerCache(store, settings.judge_timeout)
@@ -361,37 +383,57 @@ def wait(
     open_ = counts.pending - leave_open
     queue = dispatcher.queue or ""
     halts: dict[str, Halt] = {}
+    outage = Outage()
+
+    def look() -> bool:
+        """One look at the run (the database may be away); True when none is open."""
+        nonlocal open_, last_change, last_open, halts
+        if not store.existing_runs([run.id]):  # its rows are gone: none open, none done
+            while isinstance(dispatcher, InProcessTransport) and dispatcher.alive():
+                dispatcher.pause(poll)  # the answers on the wire, kept (to no run)
+            raise RunDeleted(run)
+        open_ = store.count_open(run.id) - leave_open
+        bar.update(bar.total - open_ - bar.n)
+        if open_ != last_open:
+            last_change, last_open = time.monotonic(), open_
+        halts = store.halts(run.id)
+        for judge in sorted(set(halts) - watch.halts):
+            tell(redact(halts[judge].detail))
+            watch.halts.add(judge)
+        if batches is not None:
+            batches.look(tell)
+        label = first.label(started=open_ < counts.pending - leave_open)
+        if progress and label is not None:
+            bar.set_postfix_str(label)
+        if open_ <= 0:
+            if batches is not None:
+                batches.settle(tell)  # the batches as they ended
+            return True
+        if isinstance(dispatcher, InProcessTransport) and not dispatcher.alive():
+            join_executor(dispatcher.join, run)  # re-raises an executor crash
+            left = store.count_open(run.id) - leave_open
+            if left > 0:
+                raise StoppedOpen.of(store, run, left)
+        elif dispatcher.queue is not None and time.monotonic() - last_change > quiet_after:
+            check_workers(store, run, dispatcher, watch, tell, quiet_after)
+        return False
+
     try:
         while True:
-            open_ = store.count_open(run.id) - leave_open
-            bar.update(bar.total - open_ - bar.n)
-            if open_ != last_open:
-                last_change, last_open = time.monotonic(), open_
-            halts = store.halts(run.id)
-            for judge in sorted(set(halts) - watch.halts):
-                tell(redact(halts[judge].detail))
-                watch.halts.add(judge)
-            if batches is not None:
-                batches.look(tell)
-            label = first.label(started=open_ < counts.pending - leave_open)
-            if progress and label is not None:
-                bar.set_postfix_str(label)
-            if open_ <= 0:
-                if batches is not None:
-                    batches.settle(tell)  # the batches as they ended
-                break
-            if isinstance(dispatcher, InProcessTransport) and not dispatcher.alive():
-                dispatcher.join()  # re-raises an executor crash
-                if store.count_open(run.id) > leave_open:
-                    raise ConfigError(
-                        f"run {run.name}: in-process execution stopped with judgments open; "
-                        "rerun to resume"
-                    )
-            elif dispatcher.queue is not None and time.monotonic() - last_change > quiet_after:
-                check_workers(store, run, dispatcher, watch, tell, quiet_after)
+            try:  # an outage is ridden out, within --timeout
+                with retrying_within(None if deadline is None else deadline - time.monotonic()):
+                    if look():
+                        break
+                if outage.back(tell):  # the workers' heartbeats are late: not a stall
+                    last_change = time.monotonic()
+            except Exception as exc:
+                if not is_transient(exc):
+                    raise
+                outage.down(exc, tell)
             if deadline is not None and time.monotonic() >= deadline:
-                why = f"--timeout {timeout:g} s"
-                raise StoppedWaiting(run.name, open_, counts.total, why, queue, first.alive())
+                away = ", the database unreachable" if outage.since is not None else ""
+                why = f"--timeout {timeout:g} s{away}"
+                raise StoppedWaiting(run.name, open_, counts.total, why, queue, first.seen())
             dispatcher.pause(poll)
     except KeyboardInterrupt:
         if isinstance(dispatcher, InProcessTransport):  # keep every answer paid for
@@ -401,9 +443,7 @@ def wait(
             raise
         if dispatcher.queue is None:
             raise
-        raise StoppedWaiting(
-            run.name, open_, counts.total, "Ctrl-C", queue, first.alive()
-        ) from None
+        raise StoppedWaiting(run.name, open_, counts.total, "Ctrl-C", queue, first.seen()) from None
     finally:
         bar.close()
     dispatcher.join()

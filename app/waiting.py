@@ -5,6 +5,7 @@ when the wait stops (Ctrl-C or ``--timeout``) while workers judge on.
 
 from __future__ import annotations
 
+import math
 import shlex
 import time
 from collections.abc import Callable
@@ -15,10 +16,13 @@ from flask_eval.core.redact import redact
 from flask_eval.producer.dispatch import Transport
 from flask_eval.storage.batches import BatchLedger
 from flask_eval.storage.records import RunInfo
+from flask_eval.storage.retry import is_transient
 from flask_eval.storage.store import Store
 
 #: seconds between two looks at the workers while nothing has been judged yet
 LOOK_EVERY = 5.0
+#: seconds between two looks at another process's leases before judging a run again
+LEASE_LOOK_EVERY = 1.0
 
 
 class WorkersElsewhere(FlaskEvalError):
@@ -56,6 +60,106 @@ class StoppedWaiting(FlaskEvalError):
         ]
 
 
+class RunDeleted(FlaskEvalError):
+    """The run waited for was deleted meanwhile (`runs delete`): exit code 1, never a
+    success."""
+
+    def __init__(self, run: RunInfo) -> None:
+        super().__init__(
+            f"run {run.name} was deleted while it was being waited for (`flask-eval runs "
+            "delete`): its judgments are gone and its queued calls are dropped unpaid"
+        )
+
+
+class Outage:
+    """The database as a waiting command last found it: unreachable since when (None:
+    reachable). A wait rides an outage out, saying so once when it starts and once when
+    it ends; the workers (or the in-process executor) keep their paid answers meanwhile."""
+
+    def __init__(self) -> None:
+        self.since: float | None = None
+
+    def down(self, exc: BaseException, tell: Callable[[str], None]) -> None:
+        if self.since is not None:
+            return
+        self.since = time.monotonic()
+        tell(f"the database is unreachable ({type(exc).__name__}): still waiting; the "
+             "answers already paid for wait to be stored, nothing is lost")  # fmt: skip
+
+    def back(self, tell: Callable[[str], None]) -> bool:
+        """The database answered: True when it was unreachable until now."""
+        if self.since is None:
+            return False
+        tell(f"the database is reachable again (after {time.monotonic() - self.since:.0f} s)")
+        self.since = None
+        return True
+
+
+class StoppedOpen(FlaskEvalError):
+    """An in-process run's executor ended with judgments still open (exit code 1: an
+    unfinished run, not bad input)."""
+
+    @classmethod
+    def of(cls, store: Store, run: RunInfo, open_: int) -> StoppedOpen:
+        """What to say: when some open rows are another process's under a live lease,
+        how long until it runs out."""
+        leased, left = store.live_leases(run.id)
+        name = shlex.quote(run.name)
+        if leased:
+            return cls(
+                f"run {run.name}: {open_:,} judgments still open, {leased:,} of them leased "
+                f"by another process (one judging them, or one stopped with kill -9) for up "
+                f"to {math.ceil(left)} s more; run `flask-eval resume {name}` after that "
+                "to judge them"
+            )
+        return cls(
+            f"run {run.name}: in-process execution ended with {open_:,} judgments still "
+            f"open; `flask-eval resume {name}` judges them"
+        )
+
+
+def join_executor(join: Callable[[], None], run: RunInfo) -> None:
+    """The end of an in-process run's executor: its crash raised again, but one that a
+    database outage caused said in one line (exit 1), never taken for an outage the wait
+    rides out (the executor is gone: waiting would not bring it back)."""
+    try:
+        join()
+    except Exception as exc:
+        if not is_transient(exc):
+            raise
+        raise StoppedOpen(
+            f"run {run.name}: in-process judging stopped, the database unreachable "
+            f"({type(exc).__name__}); `flask-eval resume {shlex.quote(run.name)}` judges "
+            "what is left once it is back"
+        ) from None
+
+
+def await_leases(
+    store: Store,
+    run: RunInfo,
+    tell: Callable[[str], None],
+    pause: Callable[[float], None] = time.sleep,
+) -> None:
+    """Before this process judges ``run`` again: until no row of it is another process's
+    under a live lease. A process killed with ``kill -9`` leaves its rows leased until
+    the lease runs out (``FLASK_EVAL_LEASE_SECONDS``); one still judging them renews its
+    leases and finishes them. Says once how long at most, unless they are renewed."""
+    said = False
+    while True:
+        leased, left = store.live_leases(run.id)
+        if not leased:
+            return
+        if not said:
+            tell(
+                f"run {run.name}: {leased:,} judgments are leased by another process (one "
+                "judging them, or one stopped with kill -9): waiting for them to be judged "
+                f"or for the leases to run out, in {math.ceil(left)} s unless renewed "
+                "(Ctrl-C stops waiting; the run keeps its place)"
+            )
+            said = True
+        pause(min(max(left, 0.05), LEASE_LOOK_EVERY))
+
+
 class FirstStep:
     """What the progress bar waits for until its first judgment is finished: the first
     answers of the judges (in-process, or with workers alive), or a worker at all."""
@@ -81,6 +185,15 @@ class FirstStep:
         """The workers that announced themselves on the queue lately."""
         queue = self.dispatcher.queue
         return len(self.store.live_workers(queue, within=self.within)) if queue else 0
+
+    def seen(self) -> int:
+        """:meth:`alive`, or 0 while the database is away."""
+        try:
+            return self.alive()
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            return 0
 
     def text(self) -> str:
         queue = self.dispatcher.queue

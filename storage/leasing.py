@@ -128,6 +128,21 @@ class WorkerLedger:
         return sorted(int(r.id) for r in rows), max(0.0, (last - now).total_seconds())
 
     @transient_retry
+    def live_leases(self, run_id: int) -> tuple[int, float]:
+        """The rows of ``run_id`` running under a lease that is still live (a process is
+        judging them, or one was killed and its lease has not run out yet), and the
+        seconds until the last of those leases runs out, as they stand now."""
+        now = utcnow()
+        stmt = select(func.count(), func.max(J.lease_until)).where(
+            J.run_id == run_id, J.status == Status.RUNNING.value, J.lease_until >= now
+        )
+        with self.engine.connect() as conn:
+            rows, last = conn.execute(stmt).one()
+        if not rows or last is None:
+            return 0, 0.0
+        return int(rows), max(0.0, (_aware(last) - now).total_seconds())
+
+    @transient_retry
     def release(self, ids: Sequence[int]) -> int:
         """Give claimed rows back unjudged (pending, the claim not counted)."""
         if not ids:

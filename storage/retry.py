@@ -7,11 +7,13 @@ network link blinked; it waits and retries for up to ``FLASK_EVAL_DB_RETRY_SECON
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from typing import ParamSpec, TypeVar
 
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
@@ -22,11 +24,29 @@ T = TypeVar("T")
 log = logging.getLogger("flask_eval.storage")
 
 
+#: a shorter window for the calls made in a ``retrying_within`` block (None: the setting)
+_WITHIN: ContextVar[float | None] = ContextVar("flask_eval_retry_within", default=None)
+
+
 def retry_window() -> float:
-    """``FLASK_EVAL_DB_RETRY_SECONDS``, as the settings read and validate it."""
+    """``FLASK_EVAL_DB_RETRY_SECONDS``, as the settings read and validate it (or less,
+    in a :func:`retrying_within` block)."""
     from flask_eval.core import settings
 
-    return settings.load().db_retry_seconds
+    window = settings.load().db_retry_seconds
+    cap = _WITHIN.get()
+    return window if cap is None else min(window, cap)
+
+
+@contextlib.contextmanager
+def retrying_within(seconds: float | None) -> Iterator[None]:
+    """The calls made in this block retry an outage for at most ``seconds`` (None: as
+    long as the setting says): a caller with a deadline of its own (`wait --timeout`)."""
+    token = _WITHIN.set(None if seconds is None else max(0.0, seconds))
+    try:
+        yield
+    finally:
+        _WITHIN.reset(token)
 
 
 def is_transient(exc: BaseException) -> bool:

@@ -20,54 +20,108 @@ from flask_eval.workers.runner import Executor, ExecutorConfig
 
 #: seconds between two looks at the judging thread while Ctrl-C waits for it
 _JOIN_POLL = 0.2
+#: seconds between two looks for batches submitted while the judging thread runs
+_TAKE_POLL = 0.2
 
 
 class InProcessTransport(Transport):
-    """Runs batches on a background thread's event loop, ``in_flight`` calls at once."""
+    """Runs batches on a background thread's event loop, ``in_flight`` calls at once.
+
+    Every submission of a run (the producer submits a large run in several) goes to one
+    executor: the thread that judges takes the batches submitted while it runs, and ends
+    only when none is left; a submission after that starts a new one. The transport is
+    :meth:`alive` while any of its threads judges."""
 
     def __init__(self, store: Store, config: ExecutorConfig) -> None:
         self.store = store
         self.config = config
-        self._thread: threading.Thread | None = None
-        self._executor: Executor | None = None
+        self._lock = threading.Lock()
+        self._queued: list[tuple[int, Sequence[Batch]]] = []  # submitted, not yet taken
+        self._taker: threading.Thread | None = None  # the thread taking submissions
+        self._threads: list[threading.Thread] = []
+        self._running = 0  # judging threads not ended
+        self._executors: list[Executor] = []  # of the judging threads
         self._stop = threading.Event()
-        self._ended = threading.Event()  # the judging thread's work is over
+        self._ended = threading.Event()  # no judging thread runs: the work is over
+        self._ended.set()
         self.error: BaseException | None = None
 
     def submit(self, run_id: int, batches: Sequence[Batch]) -> None:
-        def work() -> None:
-            try:
-                asyncio.run(self._run(run_id, batches))
-            except BaseException as exc:  # surfaced by join()
+        with self._lock:
+            self._queued.append((run_id, list(batches)))
+            if self._taker is not None:
+                return  # the judging thread takes them
+            thread = threading.Thread(target=self._work, name="flask-eval-inprocess",
+                                      daemon=True)  # fmt: skip
+            self._taker = thread
+            self._threads.append(thread)
+            self._running += 1
+            self._ended.clear()
+        thread.start()
+
+    def _work(self) -> None:
+        try:
+            asyncio.run(self._run())
+        except BaseException as exc:  # surfaced by join()
+            if self.error is None:
                 self.error = exc
-            finally:
-                self._ended.set()
+        finally:
+            with self._lock:
+                if self._taker is threading.current_thread():
+                    self._taker = None
+                self._running -= 1
+                if not self._running:
+                    self._ended.set()
 
-        self._thread = threading.Thread(target=work, name="flask-eval-inprocess", daemon=True)
-        self._thread.start()
+    def _take(self, idle: bool) -> list[tuple[int, Sequence[Batch]]]:
+        """The batches submitted since the last look; when the thread is ``idle`` and
+        none came, it takes no more (a later submission starts a new thread)."""
+        with self._lock:
+            taken, self._queued = self._queued, []
+            if idle and not taken and self._taker is threading.current_thread():
+                self._taker = None
+            return taken
 
-    async def _run(self, run_id: int, batches: Sequence[Batch]) -> None:
+    async def _run(self) -> None:
         executor = Executor(self.store, self.config, limiter=MemoryLimiter({}))
         # the executor is published before the flag is read, and interrupt() sets the flag
-        # before it reads the executor: an interrupt at any moment reaches one of the two
-        self._executor = executor
+        # before it reads the executors: an interrupt at any moment reaches one of the two
+        with self._lock:
+            self._executors.append(executor)
         executor.leases.stopping = self._stop.is_set()
-        per_batch = max(1, max((len(b) for b in batches), default=1))
-        gate = asyncio.Semaphore(batches_at_once(self.config.in_flight, per_batch))
+        gate: asyncio.Semaphore | None = None
+        running: set[asyncio.Task[None]] = set()
+        runs: list[int] = []
 
-        async def one(batch: Batch) -> None:
+        async def one(run_id: int, batch: Batch, gate: asyncio.Semaphore) -> None:
             async with gate:
                 if not executor.leases.stopping:
                     await executor.run_batch(run_id, batch)
 
         try:
-            await asyncio.gather(*(one(b) for b in batches))
+            while True:
+                for run_id, batches in self._take(idle=not running):
+                    if gate is None:
+                        per_batch = max(1, max((len(b) for b in batches), default=1))
+                        gate = asyncio.Semaphore(batches_at_once(self.config.in_flight,
+                                                                 per_batch))  # fmt: skip
+                    runs += [] if run_id in runs else [run_id]
+                    running.update(asyncio.create_task(one(run_id, b, gate)) for b in batches)
+                if not running:
+                    break
+                done, running = await asyncio.wait(running, timeout=_TAKE_POLL,
+                                                   return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+                for task in done:
+                    task.result()  # an executor's crash ends the run (join() raises it)
             # the calls parked for provider batches: submitted at once (no more will
             # come), polled until collected; Ctrl-C leaves them to `resume` or a worker
-            await executor.batches.drain(run_id, self.config.batch_poll,
-                                         lambda: executor.leases.stopping)  # fmt: skip
+            for run_id in runs:
+                await executor.batches.drain(run_id, self.config.batch_poll,
+                                             lambda: executor.leases.stopping)  # fmt: skip
         finally:
             await executor.aclose()
+            with self._lock:
+                self._executors.remove(executor)
 
     def interrupt(self, say: Callable[[str], None]) -> None:
         """Ctrl-C: send nothing more and wait until the calls already sent are answered
@@ -75,16 +129,17 @@ class InProcessTransport(Transport):
         KeyboardInterrupt while this waits) quits at once: answers still on their way,
         paid or not, are then lost."""
         self._stop.set()
-        if self._executor is not None:
-            self._executor.leases.stopping = True
+        with self._lock:
+            executors = list(self._executors)
+        for executor in executors:
+            executor.leases.stopping = True
         if not self.alive():
             return
         say("interrupted: sending nothing more; waiting for the calls already sent to be "
             "answered and stored (they are paid for); Ctrl-C again quits at once and loses "
             "them")  # fmt: skip
-        while self.alive():
-            assert self._thread is not None
-            self._thread.join(_JOIN_POLL)
+        while not self._ended.wait(_JOIN_POLL):
+            pass
 
     def pause(self, seconds: float) -> None:
         """Until the judging thread's work is over (every batch judged and written), at
@@ -92,16 +147,17 @@ class InProcessTransport(Transport):
         event, not ``Thread.join``: a Ctrl-C inside ``join(timeout)`` marks a running
         thread as stopped on Python 3.11 and 3.12 (it releases the thread's own lock), and
         :meth:`interrupt` would then not wait for the answers on the wire."""
-        if self._thread is None:
+        if not self._threads:
             super().pause(seconds)
         else:
             self._ended.wait(seconds)
 
     def alive(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        """Whether a thread of this transport still judges."""
+        return not self._ended.is_set()
 
     def join(self) -> None:
-        if self._thread is not None:
-            self._thread.join()
+        for thread in list(self._threads):
+            thread.join()
         if self.error is not None:
             raise self.error

@@ -32,12 +32,14 @@ still goes out when it wakes; it is paid, and kept.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
 import logging
 import math
 import random
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import TypeVar
 
 from flask_eval.core.errors import JudgeError
 from flask_eval.storage.records import JobContext
@@ -45,6 +47,8 @@ from flask_eval.storage.retry import is_transient
 from flask_eval.storage.store import Store
 
 log = logging.getLogger("flask_eval.worker")
+
+T = TypeVar("T")
 
 #: the reason of a :class:`NotSent` (never written: its rows get no outcome)
 NOT_SENT = "not_sent"
@@ -76,10 +80,13 @@ class Leases:
         self._run: dict[int, int] = {}  # row id -> its run
         self._fresh: dict[int, float] = {}  # row id -> until when its lease is surely ours
         self._lost: set[int] = set()  # held rows found no longer ours
+        self._ending: set[int] = set()  # held rows whose outcome this process writes
         self._gone: set[int] = set()  # runs found deleted
         self._unsent: dict[int, int] = {}  # rows not sent because stopping -> token
         self._heartbeat: asyncio.Task[None] | None = None
         self._renewing: asyncio.Task[None] | None = None
+        # the heartbeat's own thread: never queued behind the executor's reads and writes
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         #: no request is sent any more (an interrupted in-process run)
         self.stopping = False
 
@@ -109,6 +116,13 @@ class Leases:
             for table in (self._owned, self._token, self._run, self._fresh):
                 table.pop(i, None)
             self._lost.discard(i)
+            self._ending.discard(i)
+
+    def ending(self, ids: Iterable[int]) -> None:
+        """Rows this process is writing the outcome of (they stay held until their batch
+        lets go): a renewal that no longer finds them running has found them finished by
+        this process, not lost."""
+        self._ending.update(i for i in ids if i in self._owned)
 
     def guard(self, run_id: int, rows: Sequence[JobContext]) -> Callable[[], Awaitable[None]]:
         """The check of a request for ``rows`` (as claimed), to run right before it is
@@ -139,6 +153,9 @@ class Leases:
             if task is not None:
                 task.cancel()
         self._heartbeat = self._renewing = None
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+            self._pool = None
         unsent, self._unsent = self._unsent, {}
         if not unsent:
             return
@@ -171,11 +188,20 @@ class Leases:
         runs = set(self._run.values()) - self._gone
         if not runs:
             return
-        gone = runs - await asyncio.to_thread(self.store.existing_runs, runs)
+        gone = runs - await self._in_thread(self.store.existing_runs, runs)
         for run_id in sorted(gone):
             log.warning("run %s was deleted: its calls claimed here are not sent; answers "
                         "already on their way are kept, attached to no run", run_id)  # fmt: skip
         self._gone |= gone
+
+    async def _in_thread(self, fn: Callable[..., T], *args: object) -> T:
+        """``fn(*args)`` on the heartbeat's thread (a busy process's shared pool of threads
+        may hold a renewal back behind its writes for longer than a lease)."""
+        if self._pool is None:
+            self._pool = concurrent.futures.ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="flask-eval-leases"
+            )
+        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
 
     async def _renew_now(self) -> None:
         """One renewal of every held lease; concurrent callers share it. Waits out a
@@ -190,7 +216,7 @@ class Leases:
             held = {i: t for i, t in self._token.items() if i not in self._lost}
             started = self._clock()
             try:
-                ours = await asyncio.to_thread(self.store.extend_leases, held, self.lease_seconds)
+                ours = await self._in_thread(self.store.extend_leases, held, self.lease_seconds)
                 await self._check_runs()
             except Exception as exc:
                 if not is_transient(exc):
@@ -200,7 +226,8 @@ class Leases:
                 continue
             break
         fresh = started + self.lease_seconds * FRESH_SHARE
-        lost = [i for i in held if i not in ours and i in self._fresh]  # still held
+        # still held, and not finished here (a row this process ended is not "lost")
+        lost = [i for i in held if i not in ours and i in self._fresh and i not in self._ending]
         for i in ours:
             if i in self._fresh:
                 self._fresh[i] = fresh

@@ -380,6 +380,7 @@ class Executor:
     ) -> None:
         """Write ``outcomes`` (of ``rows``) with the ``paid`` answers, then tell the
         observers (workers/events.py)."""
+        self._leases.ending(o.id for o in outcomes)  # finished here, not taken away
         await self.writer.write(calls=paid, outcomes=outcomes)
         for o in outcomes:
             if o.status == Status.DONE:

@@ -22,6 +22,7 @@ from flask_eval.cli.common import (
     handle_errors,
 )
 from flask_eval.core.errors import InputError
+from flask_eval.core.pipes import outlive_readers
 from flask_eval.core.redact import install_log_redaction
 from flask_eval.simulator.options import OPTIONS, config_of
 from flask_eval.simulator.options import description as sim_description
@@ -84,6 +85,7 @@ class OneLineErrors(click.Group):
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         kwargs["standalone_mode"] = False
+        outlive_readers()  # a reader that goes away (`| tee`, Ctrl-C) ends no drain
         try:
             result = super().main(*args, **kwargs)
         except click.exceptions.Abort:

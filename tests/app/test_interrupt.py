@@ -5,7 +5,9 @@ the command again finishes the run with every billed answer in the ledger once."
 from __future__ import annotations
 
 import _thread
+import contextlib
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -133,3 +135,50 @@ def test_a_real_sigint_keeps_every_answer_paid_for(tmp_path: Path) -> None:
         counts = json.loads(flask_eval("status", "cut", "--json", env=env).stdout)
         assert counts["done"] == counts["total"]
         assert counts["calls"] == sim.stats()["served"] == counts["total"] // 3
+
+
+@pytest.mark.slow
+def test_ctrl_c_of_a_run_piped_into_tee_keeps_every_answer_paid_for(tmp_path: Path) -> None:
+    """`flask-eval run ... 2>&1 | tee log` and one Ctrl-C: the terminal sends SIGINT to the
+    whole pipeline, so tee ends too and every later line flask-eval writes meets a closed
+    pipe. The drain goes on regardless: every answer served is stored, and the same
+    command again finishes the run paying for no call twice."""
+    database_url = f"sqlite:///{tmp_path / 'x.db'}"
+    env = cli_env(database_url)
+    with spawn_simulator(SLOW) as sim:
+        args = [a for a in run_args(tmp_path, sim.openai_base_url) if a != "--quiet"]
+
+        def piped(interrupt: bool) -> int:
+            """The command piped into tee, as one process group (a shell's job)."""
+            command = subprocess.Popen([sys.executable, "-m", "flask_eval", *args], env=env,
+                                       cwd=REPO, stdout=subprocess.PIPE,
+                                       stderr=subprocess.STDOUT, process_group=0)  # fmt: skip
+            assert command.stdout is not None
+            log = str(tmp_path / "log")
+            tee = subprocess.Popen(["tee", log], stdin=command.stdout, stdout=subprocess.DEVNULL,
+                                   process_group=command.pid)  # fmt: skip
+            command.stdout.close()  # tee alone reads the pipe
+            try:
+                if interrupt:
+                    wait_until(lambda: busy(sim), timeout=120, what="calls on the wire")
+                    # Ctrl-C signals the whole job at once; tee ending first (the order
+                    # that lost answers) is made certain here
+                    tee.send_signal(signal.SIGINT)
+                    assert tee.wait(timeout=60) != 0
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(command.pid, signal.SIGINT)
+                return command.wait(timeout=240)
+            finally:
+                for proc in (command, tee):
+                    if proc.poll() is None:
+                        proc.kill()
+                        proc.wait()
+
+        assert piped(interrupt=True) == 1
+        counts = json.loads(flask_eval("status", "cut", "--json", env=env).stdout)
+        assert counts["calls"] == sim.stats()["served"]  # every answer served is stored
+        assert 0 < counts["done"] < counts["total"]
+        assert piped(interrupt=False) == 0
+        counts = json.loads(flask_eval("status", "cut", "--json", env=env).stdout)
+        assert counts["done"] == counts["total"]
+        assert counts["calls"] == sim.stats()["served"] == counts["total"] // 3  # none twice

@@ -7,7 +7,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -141,3 +142,71 @@ def test_of_two_claims_of_a_row_in_one_process_only_the_newer_one_sends(tmp_path
             leases.stop()
 
     asyncio.run(go())
+
+
+def test_rows_this_worker_finished_are_not_reported_as_taken_away(
+    database_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A batch's first call is answered and its rows written as done; its second call is
+    still on the wire when the heartbeat renews the batch's leases. The renewal no longer
+    finds the first call's rows running: this worker finished them, nobody took them, and
+    the worker says nothing of rows no longer its own."""
+    store = Store(database_url)
+    run_id = create(store)
+    first, second = open_ids(store, run_id)[:2]
+
+    def status_of(ids: Sequence[int]) -> set[str]:
+        with store.engine.connect() as conn:
+            return set(conn.execute(select(J.status).where(J.id.in_(ids))).scalars())
+
+    def leased_until(ids: Sequence[int]) -> set[object]:
+        with store.engine.connect() as conn:
+            return set(conn.execute(select(J.lease_until).where(J.id.in_(ids))).scalars())
+
+    async def condition(observe: Callable[[], object], what: str) -> None:
+        deadline = time.monotonic() + 60
+        while not await asyncio.to_thread(observe):
+            assert time.monotonic() < deadline, f"timed out waiting for {what}"
+            await asyncio.sleep(0.02)
+
+    async def answer(
+        self: MemoryJudge, messages: Sequence[Message], _: GenerateConfig
+    ) -> JudgeOutput:
+        type(self).calls += 1
+        if type(self).calls == 2:  # the second call, on the wire
+            await condition(lambda: status_of(first) == {Status.DONE.value}, "call 1 stored")
+            before = leased_until(second)
+            await condition(lambda: leased_until(second) != before, "a renewal after it")
+        return JudgeOutput(default_answer(messages), 100, 20)
+
+    monkeypatch.setattr(MemoryJudge, "generate", answer)
+    caplog.set_level(logging.WARNING, logger="flask_eval.worker")
+    run_to_end(Executor(store, ExecutorConfig(in_flight=1, lease_seconds=1.0)), run_id,
+               [first, second])  # fmt: skip
+    assert status_of([*first, *second]) == {Status.DONE.value}
+    assert "no longer its own" not in caplog.text
+
+
+def test_a_late_renewal_keeps_the_rows_nobody_took(tmp_path: Path) -> None:
+    """The worker's renewal comes after its lease ran out (a busy loop, a stopped
+    process), and no other worker took the rows meanwhile: they are still its own, and
+    its requests for them are sent."""
+    from flask_eval.workers.leases import Leases
+
+    store = Store(f"sqlite:///{tmp_path / 'x.db'}")
+    run_id = create(store)
+    ids = open_ids(store, run_id)[0]
+    late = store.claim_contexts(run_id, ids, -1)  # its lease ran out before any renewal
+    now = [0.0]
+
+    async def go() -> None:
+        leases = Leases(store, 60, clock=lambda: now[0])
+        leases.hold({r.id: r for r in late})
+        now[0] = 3600.0  # the check finds the lease stale: it asks the ledger
+        try:
+            await leases.check(run_id, late)  # NotSent would raise
+        finally:
+            leases.stop()
+
+    asyncio.run(go())
+    assert store.leased(run_id, ids)[0] == sorted(ids)  # renewed: live again
