@@ -14,7 +14,7 @@ from typing import Any
 
 from flask_eval.app.prompts import Prompt, render_prompt
 from flask_eval.app.report import build_report, config_judges, config_models, pairwise_config
-from flask_eval.core.errors import InputError
+from flask_eval.core.errors import InputError, Status
 from flask_eval.core.redact import redact
 from flask_eval.report.document import Report
 from flask_eval.rubrics import codec
@@ -66,6 +66,11 @@ class Overview:
     @property
     def total(self) -> int:
         return sum(self.counts.values())
+
+    @property
+    def pending(self) -> int:
+        """Judgments not finished (pending or being judged): the run is in progress."""
+        return sum(n for s, n in self.counts.items() if s in (Status.PENDING, Status.RUNNING))
 
 
 def overview(store: Store, run: RunInfo) -> Overview:

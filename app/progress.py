@@ -14,6 +14,7 @@ from typing import Any
 
 from flask_eval.core.types import JudgeConfig
 from flask_eval.producer.prices import unpriced
+from flask_eval.report.document import Progress
 from flask_eval.storage import live, queries
 from flask_eval.storage.batches import BatchLedger
 from flask_eval.storage.models import utcnow
@@ -57,6 +58,12 @@ def run_status(store: Store, info: RunInfo) -> RunStatus:
         cache_answered=queries.cache_answered(store, info.id),
         unpriced=unpriced_judges(info),
     )
+
+
+def run_progress(store: Store, info: RunInfo) -> Progress:
+    """How far ``info``'s judgments are (what a report of it says when in progress)."""
+    c = queries.status(store, info.id, info.name)
+    return Progress(total=c.total, done=c.done, failed=c.failed, pending=c.pending)
 
 
 def runs_overview(store: Store) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from tqdm import tqdm
 
+from flask_eval.app.progress import run_progress
 from flask_eval.core.errors import InputError
 from flask_eval.core.redact import redact
 from flask_eval.core.types import DOMAINS, sample_of
@@ -263,6 +264,8 @@ def build_report(
                          f"{what} writes what it produced")  # fmt: skip
     skillset = codec.from_data(run.config["skills"])
     ability_of = {s.name: s.ability for s in skillset}
+    # read before the judgments: a report whose rows were read in progress says so
+    how_far = run_progress(store, run)
     clock = [time.perf_counter()]
 
     def lap(name: str) -> None:
@@ -377,6 +380,7 @@ def build_report(
         scale=protocols_scale(judge_protocols(run.config).values()),
         costs=costs,
         self_consistency=consistency,
+        progress=how_far,
     )
 
 
