@@ -1,10 +1,11 @@
 """The live view's screen (`flask-eval status --watch`): Rich tables of a
 ``flask_eval.app.progress.LiveView``, drawn as one frame per refresh.
 
-On a terminal each frame replaces the last in place (Rich's ``Live``, the cursor hidden
-while it draws and shown again however the view ends: finished, Ctrl-C, SIGTERM or
-SIGHUP, an error); anywhere else (a pipe, a file, ``TERM=dumb``) each frame is printed
-after the last, so that what is read while a run goes on is never blank.
+On a terminal each frame replaces the last in place (Rich's ``Live``; the cursor stays
+visible, and the last frame stays on the screen however the view ends: finished,
+Ctrl-C, SIGTERM or SIGHUP, an error); anywhere else (a pipe, a file, ``TERM=dumb``)
+each frame is printed after the last, so that what is read while a run goes on is
+never blank.
 """
 
 from __future__ import annotations
@@ -58,6 +59,10 @@ class Screen:
         self.live = Live(console=self.console, auto_refresh=False) if in_place else None
         if self.live is not None:
             self.live.start()
+            # Live hides the cursor while it draws; shown again at once, so that a view cut
+            # off where nothing can put it back (`script` or ssh killed, SIGKILL) never
+            # leaves the terminal without one: the frames are drawn over it, as watch(1) does
+            self.console.show_cursor(True)
 
     def draw(self, frame: RenderableType) -> None:
         """Show ``frame`` now (never held back until the view ends)."""
