@@ -22,12 +22,13 @@ from types import TracebackType
 
 import pytest
 
+from flask_eval.app.progress import LiveView
 from flask_eval.cli.status import refreshes
 from flask_eval.simulator.config import SimConfig
 from flask_eval.simulator.testing import running_simulator
 from flask_eval.storage.store import Store
 from flask_eval.workers.processes import WorkerGroup
-from tests.helpers import REPO, cli_env, wait_until
+from tests.helpers import REPO, cli_env, flask_eval, wait_until
 from tests.workers.test_live_ops import start_run
 
 HIDE_CURSOR, SHOW_CURSOR = b"\x1b[?25l", b"\x1b[?25h"
@@ -165,6 +166,44 @@ def test_status_watch_ended_by_sigterm_puts_the_cursor_back(
         code = term.wait(timeout=60)
     assert code == 128 + signal.SIGTERM, term.text()[-2000:]
     assert cursor_shown_at_the_end(term.output())
+
+
+def test_status_watch_into_a_pipe_prints_each_frame_and_says_a_deleted_run(
+    sqlite_url: str, redis_url: str
+) -> None:
+    """Off a terminal each frame is printed as it is drawn (not held back to the end);
+    a watched run deleted meanwhile is said, and the view exits 1."""
+    env = cli_env(sqlite_url, redis_url)
+    with running_simulator(SimConfig(seed=1)) as sim:
+        start_run(env, sim, "idle")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flask_eval", "status", "idle", "--watch", "--interval", "0.2"],
+        env={**env, "TERM": "xterm-256color"}, cwd=REPO, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout or ()), daemon=True)
+    reader.start()
+    try:
+        wait_until(lambda: sum("run idle: 0/" in x for x in lines), lambda n: n >= 2,
+                   timeout=60, what="two frames of the unfinished run")  # fmt: skip
+        flask_eval("runs", "delete", "idle", "--yes", env=env)
+        code = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    reader.join(timeout=10)
+    assert code == 1, (proc.stderr.read() if proc.stderr else "", lines[-5:])
+    assert "\x1b" not in "".join(lines)  # plain text: no cursor moves off a terminal
+    last = lines[max(i for i, x in enumerate(lines) if FRAME.decode() in x) :]
+    assert any("run idle: deleted" in x for x in last), last
+
+
+def test_the_live_view_is_not_finished_while_it_has_no_run() -> None:
+    """`--watch --json` while waiting for a run: ``"finished": false`` (it was true)."""
+    view = LiveView(at="2026-01-01T00:00:00+00:00", runs=[])
+    assert view.as_dict()["finished"] is False
 
 
 @pytest.mark.parametrize("cost", [0.0, 0.3, 1.7])
