@@ -39,10 +39,13 @@ class RunStatus:
     batches: dict[str, dict[str, dict[str, int]]]  # judge -> batches/calls -> state -> n
     cache_answered: int  # judge calls answered from the answer cache
     unpriced: list[str]  # judges without a price: their cost is unknown, not $0
+    #: judge -> answers its provider returned beyond one per batch request (paid, not read)
+    duplicates: dict[str, int]
 
     def as_dict(self) -> dict[str, Any]:
-        """The JSON form of `status --json` (unchanged since before this module)."""
-        return {**self.counts.as_dict(), "batches": self.batches}
+        """The JSON form of `status --json`."""
+        return {**self.counts.as_dict(), "batches": self.batches,
+                "duplicate_batch_answers": self.duplicates}  # fmt: skip
 
 
 def unpriced_judges(info: RunInfo) -> list[str]:
@@ -57,6 +60,7 @@ def run_status(store: Store, info: RunInfo) -> RunStatus:
         batches=BatchLedger(store).summary(info.id),
         cache_answered=queries.cache_answered(store, info.id),
         unpriced=unpriced_judges(info),
+        duplicates=BatchLedger(store).duplicates(info.id),
     )
 
 

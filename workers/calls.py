@@ -77,11 +77,26 @@ def paid_record(
     """The call row of a paid answer, metered at the judge's price: its cached and
     cache-written prompt tokens at the cache prices, and at the batch multiplier when it
     came through the provider's batch API (``batch``)."""
-    config = call.config
+    return answer_record(call.config, call.rows[0].run_id, answer.uid, answer.key, output,
+                         parsed, batch, answer.latency_ms)  # fmt: skip
+
+
+def answer_record(
+    config: JudgeConfig,
+    run_id: int,
+    uid: str,
+    key: str,
+    output: JudgeOutput,
+    parsed: bool,
+    batch: bool = False,
+    latency_ms: float = 0.0,
+) -> CallRecord:
+    """:func:`paid_record` of an answer known by its judge and run only (a duplicate
+    batch result: workers/batch_lane.py)."""
     return CallRecord(
-        uid=answer.uid,
-        cache_key=answer.key,
-        run_id=call.rows[0].run_id,
+        uid=uid,
+        cache_key=key,
+        run_id=run_id,
         judge=config.name,
         raw=output.text,
         parsed=parsed,
@@ -95,7 +110,7 @@ def paid_record(
             cache_write_tokens=output.cache_write_tokens,
             batch=batch,
         ),
-        latency_ms=answer.latency_ms,
+        latency_ms=latency_ms,
         cached_tokens=output.cached_tokens,
         cache_write_tokens=output.cache_write_tokens,
         batch=batch,
