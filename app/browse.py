@@ -14,11 +14,11 @@ from typing import Any
 
 from flask_eval.app.prompts import Prompt, render_prompt
 from flask_eval.app.report import build_report, config_judges, config_models, pairwise_config
-from flask_eval.core.errors import InputError
+from flask_eval.core.errors import InputError, Status
 from flask_eval.core.limits import MAX_INTEGER
 from flask_eval.core.redact import redact
 from flask_eval.core.text import clip, text_problem
-from flask_eval.report.document import Report
+from flask_eval.report.document import Progress, Report
 from flask_eval.rubrics import codec
 from flask_eval.storage import browse, judgment_pages, snapshots
 from flask_eval.storage.browse import Disagreement, RunLine
@@ -68,6 +68,12 @@ class Overview:
     @property
     def total(self) -> int:
         return sum(self.counts.values())
+
+    @property
+    def progress(self) -> Progress:
+        """How far its judgments are (pending counts those being judged too)."""
+        done, failed = self.counts.get(Status.DONE, 0), self.counts.get(Status.FAILED, 0)
+        return Progress(self.total, done, failed, self.total - done - failed)
 
 
 def overview(store: Store, run: RunInfo) -> Overview:

@@ -9,7 +9,9 @@ runs whose other calls the answer cache answers: only the new model's calls are 
 
 What lands in ``out_dir``: ``responses/<model>.jsonl`` (FLASK's model outputs, with
 tokens, cost and cut-off marks), ``instances.jsonl`` (FLASK's schema, labels filled in)
-and ``report.txt``.
+and ``report.txt``: written also when the judging ends with work failed or pending (the
+exit code is then 1), the report of what is judged so far, which says that it is
+partial and how many judgments are pending.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from flask_eval.producer.dispatch import Transport
 from flask_eval.producer.inputs import check_run_name
 from flask_eval.report import render
 from flask_eval.report.document import Report
+from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
 
 #: the steps of an evaluation, in the order they run; each makes a run of its own
@@ -176,8 +179,20 @@ def evaluate(
         mode=plan.mode,
     )
     judged = replace(judged, name=step_run_name(plan.name, "judge", judged.fingerprint))
-    result = step(judged, "judge")
-    report = build_report(store, result.run, progress=False)
     path = out / "report.txt"
+    try:
+        result = step(judged, "judge")
+    except StepIncomplete as incomplete:  # the report of what is judged so far, said partial
+        run = store.find_run(judged.name)
+        if run is None:
+            raise
+        _write_report(store, run, path)
+        raise StepIncomplete(f"{incomplete}; the report so far -> {path}") from None
+    return EvalResult(tuple(done), _write_report(store, result.run, path), path)
+
+
+def _write_report(store: Store, run: RunInfo, path: Path) -> Report:
+    """The judge run's report into ``path`` (its first lines say when it is partial)."""
+    report = build_report(store, run, progress=False)
     path.write_text(render.to_table(report), encoding="utf-8")
-    return EvalResult(tuple(done), report, path)
+    return report

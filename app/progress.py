@@ -14,6 +14,7 @@ from typing import Any
 
 from flask_eval.core.types import JudgeConfig
 from flask_eval.producer.prices import unpriced
+from flask_eval.report.document import Progress
 from flask_eval.storage import live, queries
 from flask_eval.storage.batches import BatchLedger
 from flask_eval.storage.models import utcnow
@@ -63,6 +64,12 @@ def run_status(store: Store, info: RunInfo) -> RunStatus:
     )
 
 
+def run_progress(store: Store, info: RunInfo) -> Progress:
+    """How far ``info``'s judgments are (what a report of it says when in progress)."""
+    c = queries.status(store, info.id, info.name)
+    return Progress(total=c.total, done=c.done, failed=c.failed, pending=c.pending)
+
+
 def runs_overview(store: Store) -> list[dict[str, Any]]:
     """Every run, newest first: name, created, models, judges, done/failed/total, cost."""
     return queries.runs_overview(store)
@@ -102,6 +109,7 @@ class RunLive:
     cost: float
     unpriced: list[str]
     halts: list[str]
+    deleted: bool = False  # `runs delete` removed it while it was watched
 
     @property
     def finished(self) -> bool:
@@ -131,7 +139,8 @@ class LiveView:
 
     @property
     def finished(self) -> bool:
-        return all(r.finished for r in self.runs)
+        """Every run shown is finished (or deleted); False while there is none yet."""
+        return bool(self.runs) and all(r.finished for r in self.runs)
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -182,16 +191,26 @@ def live_workers(store: Store, queue: str | None = None) -> list[WorkerLive]:
 
 
 def watched_runs(store: Store, name: str | None) -> list[RunInfo]:
-    """The run named ``name`` (InputError-free: None if unknown is the caller's to say),
+    """The run named ``name`` (none while it does not exist: the caller waits for it),
     else every unfinished run."""
     names = [name] if name else live.unfinished_runs(store)
     return [info for n in names if (info := store.find_run(n)) is not None]
+
+
+def _exists(store: Store, info: RunInfo) -> bool:
+    found = store.find_run(info.name)
+    return found is not None and found.id == info.id
+
+
+def _deleted(info: RunInfo) -> RunLive:
+    return RunLive(run=info.name, total=0, done=0, failed=0, pending=0, judges=[], cost=0.0,
+                   unpriced=[], halts=[], deleted=True)  # fmt: skip
 
 
 def live_view(store: Store, runs: list[RunInfo], queue: str | None = None) -> LiveView:
     """One refresh of the live view of ``runs``."""
     return LiveView(
         at=utcnow().isoformat(timespec="seconds"),
-        runs=[run_live(store, info) for info in runs],
+        runs=[run_live(store, info) if _exists(store, info) else _deleted(info) for info in runs],
         workers=live_workers(store, queue),
     )

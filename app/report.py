@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from tqdm import tqdm
 
 from flask_eval.app.batches import duplicate_notes
+from flask_eval.app.progress import run_progress
 from flask_eval.core.errors import InputError
 from flask_eval.core.models import model_info
 from flask_eval.core.redact import redact
@@ -264,6 +265,8 @@ def build_report(
                          f"{what} writes what it produced")  # fmt: skip
     skillset = codec.from_data(run.config["skills"])
     ability_of = {s.name: s.ability for s in skillset}
+    # read before the judgments: a report whose rows were read in progress says so
+    how_far = run_progress(store, run)
     clock = [time.perf_counter()]
 
     def lap(name: str) -> None:
@@ -379,6 +382,7 @@ def build_report(
         scale=protocols_scale(judge_protocols(run.config).values()),
         costs=costs,
         self_consistency=consistency,
+        progress=how_far,
     )
 
 

@@ -130,6 +130,36 @@ class JudgeCost:
 
 
 @dataclass(frozen=True)
+class Progress:
+    """How far the run's judgments were when the report read them. A run in progress
+    (judgments pending or being judged) has a partial report: every format says so."""
+
+    total: int
+    done: int
+    failed: int
+    pending: int  # pending or running: not finished yet
+
+    @property
+    def in_progress(self) -> bool:
+        return self.pending > 0
+
+    def describe(self) -> str:
+        """The line every format of a report in progress shows."""
+        return (f"IN PROGRESS: {self.pending:,} of {self.total:,} judgments pending "
+                f"({self.done:,} done, {self.failed:,} failed); this report is partial, its "
+                "figures will change as the run goes on")  # fmt: skip
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON document's fields: ``in_progress``, ``pending`` and ``judgments``."""
+        return {
+            "in_progress": self.in_progress,
+            "pending": self.pending,
+            "judgments": {"total": self.total, "done": self.done, "failed": self.failed,
+                          "pending": self.pending},
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
 class ReferenceMean:
     """A reference rater's mean score of one model, on the run's cells it rated."""
 
@@ -177,12 +207,21 @@ class Report:
     costs: list[JudgeCost] = field(default_factory=list)
     #: how each judge's repeated judgments agree (``run --samples`` > 1; empty otherwise)
     self_consistency: list[SelfConsistency] = field(default_factory=list)
+    #: how far the run's judgments were when read (None: a report of rows alone)
+    progress: Progress | None = None
+
+    @property
+    def in_progress(self) -> bool:
+        """Judgments of the run were pending or being judged: the report is partial."""
+        return self.progress is not None and self.progress.in_progress
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON document; ``definitions`` only when there are any (BiGGen runs),
-        ``self_consistency`` only for a run of repeated judgments."""
+        ``self_consistency`` only for a run of repeated judgments; a report of a run has
+        its progress (:meth:`Progress.as_dict`) after ``run``."""
         data: dict[str, Any] = {
             "run": self.run,
+            **(self.progress.as_dict() if self.progress is not None else {}),
             "judges": [j.as_dict() for j in self.judge_settings],
             "rows": [r.as_dict() for r in self.rows],
             "comparisons": [c.as_dict() for c in self.comparisons],

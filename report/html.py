@@ -51,6 +51,8 @@ th { background: #f3f4f6; } td.key, th.key { text-align: left; }
 figure { margin: 0; flex: 0 1 640px; } figure img { width: 100%; border: 1px solid #eee; }
 figure.wide { flex: 0 1 1000px; }
 figcaption { font-size: 12px; color: #555; }
+.in-progress { padding: 8px 12px; background: #fff4e5; border: 1px solid #f0b35a;
+  font-weight: 600; }
 .pos { color: #0a7d2c; } .neg { color: #b42318; } .note { color: #555; font-size: 12px; }
 """
 
@@ -194,6 +196,13 @@ def _self_consistency(report: Report) -> str:
     return "".join(out)
 
 
+def _in_progress(report: Report) -> str:
+    """The banner of a report whose run is in progress (its pending count); else ''."""
+    if report.progress is None or not report.progress.in_progress:
+        return ""
+    return f"<p class='in-progress' id='in-progress'>{_e(report.progress.describe())}</p>"
+
+
 def render(report: Report, plots: Sequence[Plot]) -> str:
     """The whole page as one string."""
     boot = report.bootstrap
@@ -266,7 +275,7 @@ def render(report: Report, plots: Sequence[Plot]) -> str:
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width, initial-scale=1'>"
         f"<title>flask-eval report: {_e(report.run)}</title><style>{CSS}</style></head>"
-        f"<body><h1>flask-eval report: {_e(report.run)}</h1>"
+        f"<body><h1>flask-eval report: {_e(report.run)}</h1>{_in_progress(report)}"
         f"<p class='meta'>{len(report.models)} models, {len(report.judges)} judges; "
         f"coverage: {coverage or '-'}. Means over (instance, skill) pairs on a "
         f"{report.scale.text} scale, "

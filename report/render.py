@@ -32,6 +32,13 @@ agreement, notes); :mod:`report.pairwise_report` defines them.
 
 The JSON document also has ``definitions`` when some row needs saying what it is (BiGGen's
 overall); the text header prints them.
+
+A report of a run in progress (judgments pending or being judged: its figures are
+partial) says so in every format. JSON: ``"in_progress": true``, ``"pending"`` (judgments
+not finished) and ``"judgments": {"total", "done", "failed", "pending"}`` after ``run``
+(``"in_progress": false`` and ``"pending": 0`` once finished). CSV: its first rows are of
+dimension ``progress``, keys ``total``, ``done``, ``failed`` and ``pending``, the count in
+``n`` (none once finished). Text: a line under ``Run:``. HTML: a banner under the title.
 """
 
 from __future__ import annotations
@@ -69,6 +76,7 @@ __all__ = [
     "fmt",
     "fmt_interval",
     "plain",
+    "progress_rows",
     "report_csv",
     "rows_csv",
     "run_summary",
@@ -77,6 +85,9 @@ __all__ = [
     "write_csv",
     "write_jsonl",
 ]
+
+#: the dimension of the CSV rows of a report in progress (:func:`progress_rows`)
+PROGRESS = "progress"
 
 COMPARISON_FIELDS: tuple[str, ...] = ("judge", "model_a", "model_b", "dimension", "key",
     "n_instances", "mean_a", "mean_b", "diff", "ci_low", "ci_high")  # fmt: skip
@@ -154,20 +165,34 @@ def csv_text(fields: Sequence[str], records: Sequence[Mapping[str, Any]]) -> str
     return buffer.getvalue()
 
 
-def rows_csv(rows: Sequence[Row]) -> str:
-    """Report rows as CSV: the row fields plus the interval (empty without one)."""
-    return csv_text(FIELDS, [r.as_dict() for r in as_report(rows).rows])
+def progress_rows(report: Report) -> list[dict[str, Any]]:
+    """The CSV rows saying a report's run is in progress: dimension ``progress``, keys
+    ``total``, ``done``, ``failed`` and ``pending`` (judgments), the count in ``n``, no
+    model or judge; none for a finished run (or a report of rows alone)."""
+    progress = report.progress
+    if progress is None or not progress.in_progress:
+        return []
+    return [{"dimension": PROGRESS, "key": key, "n": getattr(progress, key)}
+            for key in ("total", "done", "failed", "pending")]  # fmt: skip
+
+
+def rows_csv(rows: Report | Sequence[Row]) -> str:
+    """Report rows as CSV: the row fields plus the interval (empty without one); a
+    report in progress begins with its :func:`progress_rows`."""
+    report = as_report(rows)
+    return csv_text(FIELDS, [*progress_rows(report), *(r.as_dict() for r in report.rows)])
 
 
 def report_csv(report: Report) -> str:
     """All rows of a report as CSV: :func:`rows_csv`, or for a pairwise run every row
     (absolute and pairwise dimensions) with the wider ``PAIRWISE_FIELDS``."""
     if report.pairwise is None:
-        return rows_csv(report.rows)
+        return rows_csv(report)
     from flask_eval.report.pairwise_report import PAIRWISE_FIELDS
 
     plain_rows = [dict.fromkeys(PAIRWISE_FIELDS) | r.as_dict() for r in report.rows]
-    return csv_text(PAIRWISE_FIELDS, [*plain_rows, *report.pairwise.rows()])
+    return csv_text(PAIRWISE_FIELDS,
+                    [*progress_rows(report), *plain_rows, *report.pairwise.rows()])  # fmt: skip
 
 
 def comparisons_csv(comparisons: Sequence[Comparison]) -> str:

@@ -83,8 +83,10 @@ __all__ = [
 
 
 def header(report: Report) -> list[str]:
-    """Run, how each judge was sampled, coverage and the interval method (text lines)."""
+    """Run (and, in progress, its pending count), how each judge was sampled, coverage
+    and the interval method (text lines)."""
     lines = [f"Run: {report.run}"] if report.run else []
+    lines += _in_progress(report)
     if report.judge_settings:
         lines.append("Judges (name: spec, sampling):")
         lines += [f"  {j.name}: {j.describe()}" for j in report.judge_settings]
@@ -103,6 +105,13 @@ def header(report: Report) -> list[str]:
             f"replicates resampling {boot.get('instances')} instances (seed {boot.get('seed')})"
         )
     return lines
+
+
+def _in_progress(report: Report) -> list[str]:
+    """The line saying the report is partial, wrapped; none for a finished run."""
+    if report.progress is None or not report.progress.in_progress:
+        return []
+    return textwrap.wrap(report.progress.describe(), DEFAULT_WIDTH, subsequent_indent="  ")
 
 
 # -- leaderboard ----------------------------------------------------------------------------
@@ -338,15 +347,15 @@ def to_table(report: Report | Sequence[Row], details: bool = False) -> str:
         ]))  # fmt: skip
     if details:
         blocks += detail_blocks(report)
-    if not report.rows and report.pairwise is None:
+    if not report.rows and report.pairwise is None and not report.in_progress:
         return ""
     return "\n\n".join(blocks) + "\n"
 
 
 def run_summary(report: Report, failures: Mapping[str, int], more: Sequence[str] = ()) -> str:
     """The few lines `flask-eval run` ends with: the leaderboard (a pairwise run's
-    Bradley-Terry ratings per judge), ``more`` lines (the demo's breakdown), failures by
-    reason, and where to look next."""
+    Bradley-Terry ratings per judge), ``more`` lines (the demo's breakdown), the pending
+    count of a run in progress, failures by reason, and where to look next."""
     lines = [f"Run {report.run}"]
     if report.pairwise is not None:
         pw = report.pairwise
@@ -357,6 +366,7 @@ def run_summary(report: Report, failures: Mapping[str, int], more: Sequence[str]
     else:
         lines += leaderboard(report) or ["  no finished judgments"]
     lines += ["", *more, ""] if more else []
+    lines += _in_progress(report)
     failed = {reason: n for reason, n in failures.items() if n}
     detail = ", ".join(f"{reason} {n}" for reason, n in sorted(failed.items(), key=lambda x: -x[1]))
     lines.append(f"Failures: {sum(failed.values())} ({detail})" if failed else "Failures: none")

@@ -6,6 +6,7 @@ removing its older ``report`` command): it adds both commands to the group.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import click
 
 from flask_eval.app import imports
 from flask_eval.app.report import agreement_for_run, build_report
-from flask_eval.cli.common import find_run, handle_errors, open_store
+from flask_eval.cli.common import RunIncomplete, find_run, handle_errors, open_store
 from flask_eval.core.errors import InputError
 from flask_eval.report import references, render
 from flask_eval.report.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAULT_SEED
@@ -120,7 +121,9 @@ def report_command(
     quiet: bool,
 ) -> None:
     """A leaderboard, then skill, ability, domain and difficulty means per judge (models
-    as columns), paired comparisons; intervals in JSON, CSV, HTML and --details."""
+    as columns), paired comparisons; intervals in JSON, CSV, HTML and --details.
+
+    A run in progress gets a partial report that says so, and exit code 1."""
     ensembles = parse_ensembles(ensemble_specs)
     refs = load_references(reference_args)
     store = open_store()
@@ -158,7 +161,7 @@ def report_command(
             click.echo(text, nl=False)
     elif fmt == "csv":
         if out:
-            _write(out / "rows.csv", render.rows_csv(result.rows))
+            _write(out / "rows.csv", render.rows_csv(result))
             _write(out / "comparisons.csv", render.comparisons_csv(result.comparisons))
             _write(out / "agreement.csv", render.agreement_csv(result.agreement))
             written = ["rows.csv", "comparisons.csv", "agreement.csv"]
@@ -176,6 +179,14 @@ def report_command(
             _write(out / "report.txt", text)
         else:
             click.echo(text, nl=False)
+    if result.progress is not None and result.progress.in_progress:
+        name = shlex.quote(result.run)
+        raise RunIncomplete(
+            f"run {result.run} is in progress: {result.progress.pending:,} of "
+            f"{result.progress.total:,} judgments pending, so this report is partial; "
+            f"`flask-eval status {name} --watch` follows the run, `flask-eval report {name}` "
+            "again once it is finished"
+        )
 
 
 @click.command("agreement")

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 import time
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from flask_eval.cli.common import SHORT_HELP, find_run, handle_errors, open_store
+
+if TYPE_CHECKING:
+    from flask_eval.storage.records import RunInfo
 
 
 def batch_line(judge: str, states: dict[str, dict[str, int]]) -> str:
@@ -30,7 +35,8 @@ def batch_line(judge: str, states: dict[str, dict[str, int]]) -> str:
 @click.option(
     "--watch", is_flag=True,
     help="A live view of every unfinished run (or RUN_NAME) and the live workers, until "
-    "they finish; with --json, one JSON object per refresh.",
+    "they finish (waiting for a run to start, or for RUN_NAME to be created, while there "
+    "is none); with --json, one JSON object per refresh.",
 )  # fmt: skip
 @click.option(
     "--interval", type=click.FloatRange(0.1, 3600), default=2.0, show_default=True,
@@ -82,39 +88,54 @@ def status(run_name: str | None, as_json: bool, watch: bool, interval: float) ->
 
 
 def watch_runs(run_name: str | None, as_json: bool, interval: float) -> int:
-    """Refresh the live view every ``interval`` s until its runs are finished (0), or
-    until Ctrl-C (130); with ``as_json``, one JSON object per refresh on stdout."""
+    """Draw the live view every ``interval`` s until its runs are finished (0; 1 if one
+    was deleted meanwhile), or until Ctrl-C (130), SIGTERM or SIGHUP (128 + N); with
+    ``as_json``, one JSON object per refresh on stdout. While there is no run to show
+    (none unfinished, or ``run_name`` not created yet) it waits for one, saying so."""
     from flask_eval.app.progress import live_view, watched_runs
     from flask_eval.cli import live as render
     from flask_eval.core import settings as settings_mod
 
     store = open_store()
     queue = settings_mod.load().queue
-    if run_name:
-        find_run(store, run_name)  # one line, exit 2, if there is no such run
-    runs = {r.id: r for r in watched_runs(store, run_name)}
-    if not runs:
-        click.echo("no unfinished runs", err=True)
-        return 0
-    display = None if as_json else render.start()
+    runs: dict[int, RunInfo] = {}
+    screen = None if as_json else render.Screen()
     try:
-        while True:
-            if not run_name:  # runs started since are watched too
-                runs.update({r.id: r for r in watched_runs(store, None)})
-            view = live_view(store, list(runs.values()), queue)
-            if display is None:
-                click.echo(json.dumps(view.as_dict()))
-                sys.stdout.flush()
-            else:
-                display.update(render.view(view))
-            if view.finished:
-                return 0
-            time.sleep(interval)
+        with render.ended_by_signals():
+            for _ in refreshes(interval):
+                # the named run once it exists; else every unfinished run, those started
+                # since included (a watched run deleted meanwhile stays, shown deleted)
+                runs.update({r.id: r for r in watched_runs(store, run_name)})
+                view = live_view(store, list(runs.values()), queue)
+                if screen is None:
+                    click.echo(json.dumps(view.as_dict()))
+                    sys.stdout.flush()
+                else:
+                    screen.draw(render.view(view, interval, run_name))
+                if view.finished:
+                    return 1 if any(r.deleted for r in view.runs) else 0
     except KeyboardInterrupt:
         return 130
+    except render.Ended as ended:
+        return 128 + ended.signum
     finally:
-        if display is not None:
-            display.stop()
+        if screen is not None:
+            screen.close()
+    raise AssertionError("unreachable: refreshes() never ends")
+
+
+def refreshes(interval: float) -> Iterator[int]:
+    """Count refreshes ``interval`` s apart from the first (at once): a slow refresh
+    shortens the wait before the next, never piling up a lag."""
+    due = time.monotonic()
+    for n in itertools.count():
+        yield n
+        due += interval
+        wait = due - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        else:
+            due = time.monotonic()
 
 
 @click.group(invoke_without_command=True, short_help=SHORT_HELP["runs"])

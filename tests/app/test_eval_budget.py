@@ -50,3 +50,20 @@ def test_max_cost_is_shared_by_the_steps(tmp_path: Path) -> None:
     assert bounded["generate"] == costs["generate"]
     assert 0 < bounded["judge"] < costs["judge"]
     assert sum(bounded.values()) <= budget
+    # the report of what was judged within the budget is written, and says it is partial
+    judge = json.loads(flask_eval("status", judge_run(env), "--json", env=env).stdout)
+    assert judge["pending"] > 0 and str(tmp_path / "b" / "report.txt") in result.stderr
+    report = " ".join((tmp_path / "b" / "report.txt").read_text().split())
+    assert f"IN PROGRESS: {judge['pending']:,} of {judge['total']:,} judgments pending" in report
+
+
+def judge_run(env: dict[str, str]) -> str:
+    """The name of the evaluation's judging run."""
+    store = Store(env["FLASK_EVAL_DATABASE_URL"])
+    try:
+        with store.engine.connect() as conn:
+            names = list(conn.execute(select(RUN.c.name)).scalars())
+    finally:
+        store.close()
+    (name,) = [n for n in names if n.split("-")[1] == "judge"]
+    return name

@@ -46,7 +46,9 @@ def _cli() -> click.Group:
 
 def _report(args: list[str]) -> str:
     result = CliRunner().invoke(_cli(), ["report", *args, "--quiet"])
-    assert result.exit_code == 0, result.output
+    # a run that leaves judgments pending has a partial report: exit 1, said on stderr
+    partial = result.exit_code == 1 and "is in progress" in result.stderr
+    assert result.exit_code == 0 or partial, result.output
     return result.stdout
 
 
@@ -107,7 +109,8 @@ def test_html_report_is_self_contained_and_exports_every_table(
     assert stdout_csv == (csv_dir / "rows.csv").read_text()
     payload = json.loads(_report(["stats", "--format", "json", "--bootstrap", "100"]))
     assert set(payload) >= {"run", "rows", "comparisons", "agreement", "bootstrap"}
-    assert len(payload["rows"]) == len(stdout_csv.splitlines()) - 1
+    rows = list(csv.DictReader(io.StringIO(stdout_csv)))
+    assert len(payload["rows"]) == len([r for r in rows if r["dimension"] != "progress"])
     table = _report(["stats", "--bootstrap", "100"])
     assert "95% CI" in table and "Paired comparisons" in table
     none = json.loads(_report(["stats", "--format", "json", "--bootstrap", "0"]))
