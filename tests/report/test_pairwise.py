@@ -270,8 +270,10 @@ def test_html_shows_the_controlled_figures_best_first(tmp_path) -> None:  # type
 
     records = _random_records(3, 30)
     inst = instances_of(records)
-    texts = {(m, i): f"{m} answers {i}" + " more" * (k % 3)
-             for k, (m, i) in enumerate((m, i) for m in ("m1", "m2", "m3", "m4") for i in inst)}
+    texts = {
+        (m, i): f"{m} answers {i}" + " more" * (k % 3)
+        for k, (m, i) in enumerate((m, i) for m in ("m1", "m2", "m3", "m4") for i in inst)
+    }
     pw = build(records, instance_weights(len(inst), 50, 0), inst, texts=texts,
                models=["m1", "m2", "m3", "m4"])  # fmt: skip
     page = html_render(Report(run="r", rows=[], pairwise=pw), [])
