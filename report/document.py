@@ -115,6 +115,8 @@ class JudgeCost:
     cache_write_tokens: int = 0
     completion_tokens: int = 0
     cost: float = 0.0
+    #: calls whose usage was not trusted: counted and costed at a safe estimate
+    untrusted: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {**vars(self), "cost": round(self.cost, 6)}
@@ -122,10 +124,15 @@ class JudgeCost:
     def describe(self) -> str:
         """One line of a report header."""
         batched = f", {self.batch_calls:,} through a batch API" if self.batch_calls else ""
+        untrusted = (
+            f"; {self.untrusted:,} with a usage not trusted (impossible token counts: "
+            "counted at a safe estimate)" if self.untrusted else ""
+        )  # fmt: skip
         return (
             f"{self.calls:,} calls{batched}, ${self.cost:.4f}; {self.prompt_tokens:,} prompt "
             f"tokens ({self.cached_tokens:,} read from the prompt cache, "
             f"{self.cache_write_tokens:,} written to it), {self.completion_tokens:,} completion"
+            f"{untrusted}"
         )
 
 

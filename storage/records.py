@@ -156,6 +156,9 @@ class CallRecord:
     cache_write_tokens: int = 0
     #: made through the provider's batch API
     batch: bool = False
+    #: why the provider's usage was not trusted, with the usage as given (None: trusted);
+    #: the counts and cost above are then a safe estimate (workers/usage.py)
+    usage_note: str | None = None
 
 
 @dataclass(frozen=True)

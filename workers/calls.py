@@ -16,6 +16,7 @@ from flask_eval.rubrics.prompt import Message
 from flask_eval.storage.records import CallRecord, JobContext, Outcome
 from flask_eval.workers.judge import GenerateConfig, Judge, JudgeOutput
 from flask_eval.workers.leases import NotSent
+from flask_eval.workers.usage import Request, checked_usage
 
 #: how much of an error body or refusal a failed judgment keeps in its detail
 DETAIL_LIMIT = 2000
@@ -69,6 +70,9 @@ class Answer:
     latency_ms: float = 0.0
     key: str = ""  # the prompt's cache key
     batch: bool = False  # answered in a provider batch: costed at the batch price
+    #: the request it answers, where not the call's own (a re-ask, a larger budget)
+    messages: Sequence[Message] = ()
+    max_tokens: int = 0
 
 
 def paid_record(
@@ -76,8 +80,17 @@ def paid_record(
 ) -> CallRecord:
     """The call row of a paid answer, metered at the judge's price: its cached and
     cache-written prompt tokens at the cache prices, and at the batch multiplier when it
-    came through the provider's batch API (``batch``)."""
+    came through the provider's batch API (``batch``). Its usage is checked first
+    (``workers.usage``): usage no request of ours can have is stored and costed at a
+    safe estimate, with a note."""
     config = call.config
+    request = Request(
+        answer.messages or call.messages,
+        answer.max_tokens or call.generate.max_tokens,
+        call.protocol.completion_tokens(call.criteria),
+        call.generate.schema,
+    )
+    usage = checked_usage(output, request)
     return CallRecord(
         uid=answer.uid,
         cache_key=answer.key,
@@ -86,19 +99,20 @@ def paid_record(
         raw=output.text,
         parsed=parsed,
         finish=output.finish,
-        prompt_tokens=output.prompt_tokens,
-        completion_tokens=output.completion_tokens,
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
         cost=config.cost(
-            output.prompt_tokens,
-            output.completion_tokens,
-            cached_tokens=output.cached_tokens,
-            cache_write_tokens=output.cache_write_tokens,
+            usage.prompt_tokens,
+            usage.completion_tokens,
+            cached_tokens=usage.cached_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
             batch=batch,
         ),
         latency_ms=answer.latency_ms,
-        cached_tokens=output.cached_tokens,
-        cache_write_tokens=output.cache_write_tokens,
+        cached_tokens=usage.cached_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
         batch=batch,
+        usage_note=usage.note,
     )
 
 

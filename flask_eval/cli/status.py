@@ -72,6 +72,11 @@ def status(run_name: str | None, as_json: bool, watch: bool, interval: float) ->
             f"caches and {counts.cache_write_tokens} written to them (at the judges' cache "
             f"prices); {counts.batch_calls} calls made through a batch API"
         )
+    if counts.untrusted:
+        click.echo(
+            f"  {counts.untrusted} judge calls with a usage not trusted (impossible token "
+            "counts): kept, counted at a safe estimate (their usage_note holds the usage as given)"
+        )
     for judge, states in st.batches.items():
         click.echo(f"  {batch_line(judge, states)}")
     if st.cache_answered:
