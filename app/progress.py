@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from flask_eval.core.types import JudgeConfig
-from flask_eval.producer.prices import unpriced
+from flask_eval.producer.prices import unpriced, unpriced_reasons
 from flask_eval.storage import live, queries
 from flask_eval.storage.batches import BatchLedger
 from flask_eval.storage.models import utcnow
@@ -37,11 +37,13 @@ class RunStatus:
     halts: list[str]  # each halted judge's detail
     batches: dict[str, dict[str, dict[str, int]]]  # judge -> batches/calls -> state -> n
     cache_answered: int  # judge calls answered from the answer cache
-    unpriced: list[str]  # judges without a price: their cost is unknown, not $0
+    #: judge -> why it has no price: the run's cost is unknown, not its metered $0
+    unpriced: dict[str, str]
 
     def as_dict(self) -> dict[str, Any]:
-        """The JSON form of `status --json` (unchanged since before this module)."""
-        return {**self.counts.as_dict(), "batches": self.batches}
+        """The JSON form of `status --json`: ``cost`` is what was metered; ``unpriced``
+        names the judges whose calls it counts at $0 (their cost is unknown)."""
+        return {**self.counts.as_dict(), "batches": self.batches, "unpriced": self.unpriced}
 
 
 def unpriced_judges(info: RunInfo) -> list[str]:
@@ -55,13 +57,23 @@ def run_status(store: Store, info: RunInfo) -> RunStatus:
         halts=[h.detail for h in store.halts(info.id).values()],
         batches=BatchLedger(store).summary(info.id),
         cache_answered=queries.cache_answered(store, info.id),
-        unpriced=unpriced_judges(info),
+        unpriced=cost_unknown(info.config),
     )
 
 
+def cost_unknown(config: dict[str, Any]) -> dict[str, str]:
+    """Judge name -> why its cost is unknown, for a run's judges without a price."""
+    judges = [JudgeConfig.from_data(j) for j in config.get("judges") or () if isinstance(j, dict)]
+    return unpriced_reasons(judges)
+
+
 def runs_overview(store: Store) -> list[dict[str, Any]]:
-    """Every run, newest first: name, created, models, judges, done/failed/total, cost."""
-    return queries.runs_overview(store)
+    """Every run, newest first: name, created, models, judges, done/failed/total, cost
+    (and ``unpriced``: judge -> why its cost is unknown)."""
+    rows = queries.runs_overview(store)
+    for row in rows:
+        row["unpriced"] = cost_unknown({"judges": row.pop("judges_config")})
+    return rows
 
 
 # -- the live view -----------------------------------------------------------------------

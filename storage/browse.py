@@ -126,6 +126,7 @@ _CALL = (
     "latency_ms",
     "created_at",
     "batch",
+    "usage_note",
 )
 
 

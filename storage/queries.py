@@ -5,6 +5,7 @@ The report's numbers come from one pivot query in ``storage/analytics.py``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -250,7 +251,7 @@ def runs_overview(store: Store) -> list[dict[str, Any]]:
     RN, T, CT = RUN.c, JUDGMENT_TALLY.c, CALL_TALLY.c
     with store.engine.connect() as conn:
         runs = conn.execute(
-            select(RN.id, RN.name, RN.created_at).where(visible()).order_by(RN.id.desc())
+            select(RN.id, RN.name, RN.created_at, RN.config).where(visible()).order_by(RN.id.desc())
         ).all()
         counts = tally.status_by_run(conn, [int(r[0]) for r in runs])
         # models: those with responses (a pairwise baseline may only appear as model_b)
@@ -278,7 +279,7 @@ def runs_overview(store: Store) -> list[dict[str, Any]]:
             )
         }  # fmt: skip
     overview = []
-    for run_id, name, created in runs:
+    for run_id, name, created, config in runs:
         by_status = counts.get(int(run_id), {})
         models, judges = sizes.get(int(run_id), (0, 0))
         cost, cached, written = costs.get(int(run_id), (0.0, 0, 0))
@@ -291,6 +292,7 @@ def runs_overview(store: Store) -> list[dict[str, Any]]:
             "failed": by_status.get(Status.FAILED.value, 0),
             "total": sum(by_status.values()),
             "cost": cost,
+            "judges_config": json.loads(config).get("judges", []),
             "cached_tokens": cached,
             "cache_write_tokens": written,
         })  # fmt: skip

@@ -43,6 +43,7 @@ def status(run_name: str | None, as_json: bool, watch: bool, interval: float) ->
     if watch:
         sys.exit(watch_runs(run_name, as_json, interval))
     from flask_eval.app.progress import run_status
+    from flask_eval.report.document import cost_text
 
     store = open_store()
     info = find_run(store, run_name)
@@ -59,9 +60,8 @@ def status(run_name: str | None, as_json: bool, watch: bool, interval: float) ->
         click.echo(f"  failed ({reason}): {n}")
     for detail in st.halts:
         click.echo(f"  {detail}")
-    cost = f"${counts.cost:.4f}" + (
-        f"; cost unknown for {', '.join(st.unpriced)}: no price" if st.unpriced else ""
-    )  # an unpriced judge's calls are metered at $0: never show that as their cost alone
+    # an unpriced judge's calls are metered at $0: never shown as their cost
+    cost = cost_text(counts.cost, st.unpriced)
     click.echo(
         f"  {counts.calls} judge calls paid ({cost}), {counts.prompt_tokens} prompt "
         f"+ {counts.completion_tokens} completion tokens"
@@ -127,6 +127,7 @@ def runs(ctx: click.Context) -> None:
     if ctx.invoked_subcommand is not None:
         return
     from flask_eval.app.progress import runs_overview
+    from flask_eval.report.document import cost_text
 
     rows: list[dict[str, Any]] = runs_overview(open_store())
     if not rows:
@@ -142,7 +143,7 @@ def runs(ctx: click.Context) -> None:
         cache = f"{r['cached_tokens']}/{r['cache_write_tokens']}"
         click.echo(
             f"{r['name'][:28]:<28} {r['created']:<16} {r['models']:>6} {r['judges']:>6} "
-            f"{progress:>22} {cache:>22} {r['cost']:>10.4f}"
+            f"{progress:>22} {cache:>22} {cost_text(r['cost'], r['unpriced']):>10}"
         )
 
 
