@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Sequence
 
 from .config import (
@@ -66,6 +67,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=GENERATION_TOKENS,
         help="about how long a generated answer is (tokens)",
     )
+    p.add_argument(
+        "--usage",
+        type=json.loads,
+        default={},
+        metavar="JSON",
+        help="fields set in every answer's usage, e.g. '{\"promptTokenCount\": -1000000000}'",
+    )
     p.add_argument("--rpm", type=int, default=None)
     p.add_argument("--tpm", type=int, default=None)
     p.add_argument("--score", type=int, default=None, help="give every skill this score")
@@ -101,6 +109,7 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         cache_prefixes=args.cache_prefixes,
         generators=parse_generators(args.generator),
         generation_tokens=args.generation_tokens,
+        usage=args.usage,
     )
 
 

@@ -159,6 +159,8 @@ class SimConfig:
                 raise ValueError(f"generator {name!r}: level must be in [1, 5], got {level}")
         # read-only, so that a config shared by the server's handlers cannot drift
         object.__setattr__(self, "generators", MappingProxyType(dict(self.generators)))
+        if not isinstance(self.usage, Mapping):
+            raise ValueError(f"usage must be a JSON object, got {self.usage!r}")
         object.__setattr__(self, "usage", MappingProxyType(dict(self.usage)))
 
 

@@ -75,3 +75,6 @@ def test_eval_s_report_says_the_cost_is_unknown(tmp_path: Path) -> None:
         result = flask_eval(*args, env=env)
     header = result.stdout.split("\n\n")[0]
     assert "cost unknown" in header and WHY in header and not ZERO.search(header)
+    # the models have no price either: their responses' cost is unknown (null), not 0
+    lines = (tmp_path / "out" / "responses" / "m1.jsonl").read_text().splitlines()
+    assert lines and all(json.loads(x)["usage"]["cost"] is None for x in lines)

@@ -184,3 +184,21 @@ def test_the_flag_and_the_usage_as_given_are_stored_on_postgresql(
     st = json.loads(flask_eval("status", "r", "--json", env=env).stdout)
     assert st["untrusted_usage_calls"] == st["calls"] == CALLS and st["cost"] > 0
     assert all("promptTokenCount" in c["usage_note"] for c in paid_calls(env))
+
+
+def test_a_budget_holds_against_a_provider_reporting_negative_usage(tmp_path: Path) -> None:
+    """A Gemini judge whose every answer reports -10^9 prompt tokens, under a budget for
+    half the run: the spending counted is positive, so the budget stops the dispatch, and
+    a resume at the same budget sends nothing more."""
+    with running_simulator(SimConfig(seed=7, usage=HOSTILE["gemini"])) as sim:
+        env = cli_env(f"sqlite:///{tmp_path / 'u.db'}", GEMINI_API_KEY="k")
+        judges = judges_file(tmp_path, sim, "gemini", False)
+        budget = f"{estimated_cost(env, judges, False) / 2:.6f}"
+        capped = flask_eval("run", *INPUTS, "--judges", judges, "--run", "r", "--max-cost",
+                            budget, "--quiet", env=env, check=False)  # fmt: skip
+        served = sim.stats()["requests"]
+        again = flask_eval("resume", "r", "--max-cost", budget, "--quiet", env=env, check=False)
+        assert sim.stats()["requests"] == served
+    assert capped.returncode == again.returncode == 1 and 0 < served < CALLS
+    st = json.loads(flask_eval("status", "r", "--json", env=env).stdout)
+    assert 0 < st["cost"] <= 1.5 * float(budget) and st["pending"] > 0
