@@ -67,3 +67,17 @@ async def _cancel(batches: Sequence[BatchInfo], judges: dict[str, JudgeConfig]) 
         finally:
             await judge.aclose()
     return lines
+
+
+def duplicate_note(judge: str, answers: int) -> str:
+    """What ``status`` and the report say of a judge whose provider returned ``answers``
+    answers beyond one per batch request (``storage.batches.BatchLedger.duplicates``)."""
+    return (f"judge {judge}: its provider returned {answers} duplicate batch answers (a "
+            "request answered more than once); the first answer of each request was read, "
+            "the others are stored as paid calls, counted in the cost, and not read")  # fmt: skip
+
+
+def duplicate_notes(store: Store, run_id: int) -> list[str]:
+    """:func:`duplicate_note` of each judge of the run that got duplicates."""
+    found = BatchLedger(store).duplicates(run_id)
+    return [duplicate_note(judge, n) for judge, n in sorted(found.items())]

@@ -22,16 +22,18 @@ from flask_eval.app.report import (
     pairwise_config,
 )
 from flask_eval.core.errors import InputError
+from flask_eval.core.limits import MAX_INTEGER
 from flask_eval.core.redact import redact
+from flask_eval.core.text import clip, text_problem
 from flask_eval.report.document import Report
 from flask_eval.rubrics import codec
 from flask_eval.storage import browse, judgment_pages, snapshots
-from flask_eval.storage.browse import RunLine
+from flask_eval.storage.browse import Disagreement, RunLine
 from flask_eval.storage.judgment_pages import JudgmentLine, JudgmentQuery, Page
 from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
 
-__all__ = ["JudgmentLine", "JudgmentQuery", "Page", "RunLine"]
+__all__ = ["Disagreement", "JudgmentLine", "JudgmentQuery", "Page", "RunLine"]
 
 #: judgments per page
 PAGE = 50
@@ -306,6 +308,30 @@ def compare(
     return InstanceComparison(instance_id, found.instance, found.domains, criteria, judges, sides)
 
 
+@dataclass(frozen=True)
+class Facets:
+    """What a run's judgments can be filtered by besides models and statuses."""
+
+    judges: list[str]
+    reasons: dict[str, int]  # failure reason -> judgments
+
+
+def facets(store: Store, run: RunInfo) -> Facets:
+    judges, reasons = browse.judgment_facets(store, run.id)
+    order = {j: k for k, j in enumerate(config_judges(run.config))}
+    return Facets(sorted(judges, key=lambda j: (order.get(j, len(order)), j)), reasons)
+
+
+def neighbours(store: Store, run: RunInfo, instance_id: str) -> tuple[str | None, str | None]:
+    """The run's instances before and after ``instance_id`` (None at either end)."""
+    return browse.neighbour_instances(store, run.id, instance_id)
+
+
+def disagreements(store: Store, run: RunInfo, models: Sequence[str]) -> list[Disagreement]:
+    """The instances where the run's judges disagree most on ``models``' responses."""
+    return browse.disagreements(store, run.id, models)
+
+
 def run_models(store: Store, run: RunInfo) -> list[str]:
     """The run's models: as its config lists them, else those with responses."""
     return config_models(run.config) or browse.run_models(store, run.id)
@@ -313,6 +339,26 @@ def run_models(store: Store, run: RunInfo) -> list[str]:
 
 def first_instances(store: Store, run: RunInfo, limit: int = 20) -> list[str]:
     return browse.run_instances(store, run.id, limit)
+
+
+def number_of(text: str, what: str, signed: bool = False) -> int:
+    """A parameter's whole number (ASCII digits, a sign if ``signed``) that the ledger's
+    integer columns can hold (``core.limits.MAX_INTEGER``); InputError (a 400 page)
+    otherwise."""
+    digits = text.removeprefix("-") if signed else text
+    if not (digits.isascii() and digits.isdigit()):
+        raise InputError(f"{what} must be a whole number, not {clip(text, 40)}")
+    value = int(text)
+    if abs(value) > MAX_INTEGER:
+        raise InputError(f"{what} is out of range: {clip(text, 40)}")
+    return value
+
+
+def parameter_problem(name: str, value: str) -> str | None:
+    """Why a page parameter (a query's or a path's) cannot be used, or None: text that no
+    store can hold or compare (NUL, which PostgreSQL refuses; a lone surrogate)."""
+    problem = text_problem(name) or text_problem(value)
+    return None if problem is None else f"parameter {clip(name, 40)} {problem}"
 
 
 def query_of(params: Mapping[str, str], run: RunInfo | None = None) -> JudgmentQuery:
@@ -325,15 +371,13 @@ def query_of(params: Mapping[str, str], run: RunInfo | None = None) -> JudgmentQ
         return value or None
 
     difficulty = get("difficulty")
-    if difficulty is not None and not difficulty.lstrip("-").isdigit():
-        raise InputError(f"difficulty must be a number, not {difficulty!r}")
     return JudgmentQuery(
         model=get("model"),
         model_b=get("model_b"),
         judge=get("judge"),
         criterion=get("criterion"),
         domain=get("domain"),
-        difficulty=int(difficulty) if difficulty is not None else None,
+        difficulty=number_of(difficulty, "difficulty", signed=True) if difficulty else None,
         capability=get("capability"),
         task=get("task"),
         instance_id=get("instance"),

@@ -34,7 +34,8 @@ from typing import Any, BinaryIO
 
 from flask_eval.app.bundle_checks import BadRow, RowChecks
 from flask_eval.core.errors import InputError
-from flask_eval.core.files import open_input, replaced_whole_bytes
+from flask_eval.core.files import MIB, open_input, replaced_whole_bytes
+from flask_eval.core.jsonl import read_line
 from flask_eval.core.redact import redact_known, secret_values
 from flask_eval.producer.inputs import check_run_name
 from flask_eval.storage import bundle as rows_of
@@ -46,6 +47,11 @@ FORMAT = "flask-eval-bundle"
 VERSION = 1
 WHAT = "a flask-eval bundle (`flask-eval export --bundle`)"
 _FLUSH = 1 << 18  # bytes handed to the compressor at once
+#: the longest line a bundle holds (its newline aside): the reader never reads more of a
+#: line, so that a small file expanding to a huge line cannot fill the memory. A row holds
+#: at most one input line's text (1 MiB, ``core.jsonl.MAX_LINE_BYTES``) or one answer.
+MAX_ROW_BYTES = 16 * MIB
+_LONG = "no bundle flask-eval writes holds one: it was changed or damaged"
 
 
 def _version() -> str:
@@ -98,9 +104,14 @@ def export_bundle(store: Store, run: RunInfo, path: str | Path) -> Written:
         buffer = bytearray(_line(header))
         for table, values in rows_of.export_rows(store, run.id):
             # a ledger from before redaction may hold a secret in a stored answer
-            buffer += _line(
+            line = _line(
                 [table, *(redact_known(v, secrets) if isinstance(v, str) else v for v in values)]
             )
+            if len(line) > MAX_ROW_BYTES + 1:  # `import` would refuse the bundle
+                raise InputError(f"a {table} row of run {run.name} takes {len(line)} bytes, "
+                                 f"more than a bundle's line may ({MAX_ROW_BYTES})",
+                                 str(path))  # fmt: skip
+            buffer += line
             counts[table] += 1
             if len(buffer) >= _FLUSH:
                 digest.update(buffer)
@@ -134,8 +145,11 @@ def _lines(path: str) -> Iterator[Iterator[bytes]]:
     with handle, gzip.GzipFile(fileobj=handle, mode="rb") as unzipped:
 
         def lines() -> Iterator[bytes]:
+            number = 0
             try:
-                yield from unzipped
+                while line := read_line(unzipped, MAX_ROW_BYTES, path, number + 1, _LONG):
+                    number += 1
+                    yield line
             except EOFError:
                 raise InputError("the bundle is cut short (truncated); export it again",
                                  path) from None  # fmt: skip
@@ -148,7 +162,7 @@ def _lines(path: str) -> Iterator[Iterator[bytes]]:
 def _header(path: str, first: bytes | None) -> dict[str, Any]:
     try:
         header = json.loads(first or b"")
-    except ValueError:
+    except (ValueError, RecursionError):
         header = None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise InputError(f"not {WHAT}", path)
@@ -167,6 +181,10 @@ def _header(path: str, first: bytes | None) -> dict[str, Any]:
                          path)  # fmt: skip
     if not isinstance(header.get("run"), str) or not isinstance(header.get("tables"), dict):
         raise InputError(f"not {WHAT}: its header names no run or tables", path)
+    try:
+        check_run_name(header["run"])
+    except InputError as exc:
+        raise InputError(f"the bundle's run name: {exc.message}", path, 1) from None
     return header
 
 
@@ -174,7 +192,7 @@ def _trailer(path: str, last: bytes | None, digest: str, rows: dict[str, int],
              counts: bool = True) -> None:  # fmt: skip
     try:
         trailer = json.loads(last or b"")
-    except ValueError:
+    except (ValueError, RecursionError):
         trailer = None
     if not isinstance(trailer, dict) or trailer.get("end") != FORMAT:
         raise InputError("the bundle is cut short (no trailer line); export it again", path)
@@ -188,7 +206,7 @@ def _trailer(path: str, last: bytes | None, digest: str, rows: dict[str, int],
 def _parsed(line: bytes) -> Any:
     try:
         return json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise BadRow("not a bundle row (not JSON)") from None
 
 
@@ -208,16 +226,19 @@ def check_bundle(path: str) -> Bundle:
             raise InputError(str(exc), path, 1) from None
         wrong: InputError | None = None  # the first row found wrong (a checksum first)
         last = None
-        for number, line in enumerate(lines, start=1):
-            if last is not None:
-                digest.update(last)
-                if wrong is None:
-                    try:
-                        table = checks.row(_parsed(last))
-                        rows[table] = rows.get(table, 0) + 1
-                    except BadRow as exc:
-                        wrong = InputError(str(exc), path, number)
-            last = line
+        try:
+            for number, line in enumerate(lines, start=1):
+                if last is not None:
+                    digest.update(last)
+                    if wrong is None:
+                        try:
+                            table = checks.row(_parsed(last))
+                            rows[table] = rows.get(table, 0) + 1
+                        except BadRow as exc:
+                            wrong = InputError(str(exc), path, number)
+                last = line
+        finally:
+            checks.close()
     _trailer(path, last, digest.hexdigest(), rows, counts=wrong is None)
     if wrong is not None:
         raise wrong
@@ -256,7 +277,7 @@ def import_bundle(store: Store, bundle: Bundle, name: str | None = None) -> Load
                 digest.update(line)
                 try:
                     table, *values = json.loads(line)
-                except (ValueError, TypeError):
+                except (ValueError, TypeError, RecursionError):
                     raise InputError("not a bundle row", bundle.path, number) from None
                 yield str(table), values
             _trailer(bundle.path, next(lines, None), digest.hexdigest(), bundle.rows)

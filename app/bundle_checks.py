@@ -13,21 +13,25 @@ failed one; counts, tokens, costs and latencies not negative; answers with a low
 ``uid`` and a 64-hex ``cache_key``; a run configuration that is a JSON object naming its
 judges; and every instance, response and answer a row points at held by the bundle.
 
+A done judgment that cites an answer must be what its judge's protocol reads in that
+answer (``app.bundle_answers``): a score the answer does not give is refused.
+
 Memory stays bounded: each row is checked alone, and only what rows point at is kept
-(instance ids, (model, instance) pairs of responses, and a keyed 8-byte hash per answer
-uid: a million answers take tens of MB, and no uid can be chosen to collide with another).
+(instance ids and the names of their own rubrics, (model, instance) pairs of responses,
+and a keyed 8-byte hash per answer uid with the place of its text in a temporary file: a
+million answers take about 120 MB, and no uid can be chosen to collide with another).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from flask_eval.app.bundle_answers import Answers, BadAnswer, Rereading
 from flask_eval.core.errors import FailureReason, Status
+from flask_eval.core.text import control_problem
 from flask_eval.core.types import VERDICTS
 from flask_eval.rubrics import kinds
 from flask_eval.rubrics.grading import DEFAULT_PROTOCOL, PROTOCOLS
@@ -49,7 +53,8 @@ _NOT_NEGATIVE = frozenset({
 _READ = {
     "run": {"mode", "config"}, "instance": {"instance_id"}, "instance_domain": {"instance_id"},
     "response": {"model", "instance_id"}, "call": {"uid", "cache_key"},
-    "judgment": {"model", "instance_id", "judge", "status", "score", "reason", "call_uid"},
+    "judgment": {"model", "instance_id", "judge", "criterion", "status", "score", "reason",
+                 "call_uid"},
     "judge_halt": {"judge", "reason"},
 }  # fmt: skip
 
@@ -61,7 +66,7 @@ class BadRow(ValueError):
 def _json(text: str, kind: type, what: str) -> Any:
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         value = None
     if not isinstance(value, kind):
         raise BadRow(f"{what} is not a JSON {'object' if kind is dict else 'list'}")
@@ -91,13 +96,14 @@ class RowChecks:
         self.kind = kinds.JUDGMENT
         self.scales: dict[str, Scale | None] = {}  # judge -> its scale (None: unknown)
         self.instances: set[str] = set()
+        self.own_rubrics: dict[str, frozenset[str]] = {}  # instance -> its own criteria
         self.responses: set[tuple[str, str]] = set()
-        self.answers: set[int] = set()
-        self._key = os.urandom(16)
+        self.answers = Answers()
+        self.rereading: Rereading | None = None
 
-    def _uid(self, uid: str) -> int:
-        digest = hashlib.blake2b(uid.encode(), key=self._key, digest_size=8).digest()
-        return int.from_bytes(digest, "big")
+    def close(self) -> None:
+        """Drop the answers kept for re-reading (their temporary file)."""
+        self.answers.close()
 
     def row(self, data: Any) -> str:
         """Check one parsed row line; its table."""
@@ -132,6 +138,7 @@ class RowChecks:
         if row.get("mode") not in MODES:
             raise BadRow(f"run.mode is not one of {sorted(MODES)}: {_show(row.get('mode'))}")
         config = _json(row.get("config") or "", dict, "run.config")
+        self.rereading = Rereading(config)
         self.kind = str(config.get("kind") or kinds.JUDGMENT)
         if self.kind != kinds.JUDGMENT and self.kind not in kinds.KINDS:
             raise BadRow(f"run.config names an unknown kind of work {_show(self.kind)}")
@@ -151,7 +158,9 @@ class RowChecks:
         if "skills" in row:
             _json(row["skills"], list, "instance.skills")
         if "rubrics" in row:
-            _json(row["rubrics"], dict, "instance.rubrics")
+            own = _json(row["rubrics"], dict, "instance.rubrics")
+            if own:
+                self.own_rubrics[row["instance_id"]] = frozenset(own)
         self.instances.add(row["instance_id"])
 
     def _instance_domain(self, row: dict[str, Any]) -> None:
@@ -170,10 +179,8 @@ class RowChecks:
             raise BadRow(f"call.cache_key is not 64 lowercase hex digits: {_show(key)}")
         if "finish" in row and row["finish"] not in FINISHES:
             raise BadRow(f"call.finish is not one of {sorted(FINISHES)}: {_show(row['finish'])}")
-        hashed = self._uid(uid)
-        if hashed in self.answers:
+        if not self.answers.add(uid, row.get("finish"), row.get("raw")):
             raise BadRow(f"a second answer with uid {uid}")
-        self.answers.add(hashed)
 
     def _judgment(self, row: dict[str, Any]) -> None:
         status, score, reason = row.get("status"), row.get("score"), row.get("reason")
@@ -200,9 +207,17 @@ class RowChecks:
                 raise BadRow(f"judgment.score {score} on a {status} row")
             self._on_scale(judge, model_b, score)
         call_uid = row.get("call_uid")
-        if call_uid is not None and self._uid(call_uid) not in self.answers:
+        if call_uid is None:
+            return
+        if call_uid not in self.answers:
             raise BadRow(f"judgment points at answer {_show(call_uid)}, which the bundle "
                          "does not hold")  # fmt: skip
+        assert self.rereading is not None  # a run row came first
+        try:
+            self.rereading.check(row, self.answers.get(call_uid),
+                                 self.own_rubrics.get(instance, frozenset()))  # fmt: skip
+        except BadAnswer as exc:
+            raise BadRow(str(exc)) from None
 
     def _on_scale(self, judge: str, model_b: str, score: int) -> None:
         if self.kind != kinds.JUDGMENT:
@@ -237,4 +252,6 @@ class RowChecks:
 def _show(value: Any) -> str:
     """A value as a message shows it: JSON, at most 60 characters."""
     text = json.dumps(value, ensure_ascii=False)
+    if control_problem(text) is not None:  # a lone surrogate or a control: escaped
+        text = json.dumps(value)
     return text if len(text) <= 60 else text[:57] + "..."

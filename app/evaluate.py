@@ -14,6 +14,7 @@ and ``report.txt``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -29,6 +30,22 @@ from flask_eval.producer.inputs import check_run_name
 from flask_eval.report import render
 from flask_eval.report.document import Report
 from flask_eval.storage.store import Store
+
+#: the steps of an evaluation, in the order they run; each makes a run of its own
+STEPS = ("generate", "annotate", "judge")
+_STEP_RUN = re.compile(rf"(?P<name>.+)-(?P<step>{'|'.join(STEPS)})-[0-9a-f]{{10}}")
+
+
+def step_run_name(name: str, step: str, fingerprint: str) -> str:
+    """The run of an evaluation's step: named after the evaluation, the step and the
+    step's fingerprint (the same inputs find the same run)."""
+    return f"{name}-{step}-{fingerprint[:10]}"
+
+
+def eval_step(run_name: str) -> tuple[str, str] | None:
+    """(evaluation, step) of a run named by :func:`step_run_name`, else None."""
+    found = _STEP_RUN.fullmatch(run_name)
+    return (found["name"], found["step"]) if found else None
 
 
 @dataclass(frozen=True)
@@ -91,7 +108,7 @@ def prepare_eval(
     pipeline.check_protocols(judge_configs, mode)
     gen = jobs.prepare_generation(source, models=models, models_files=models_files,
                                   limit=limit, sample=sample, seed=seed)  # fmt: skip
-    gen = replace(gen, name=f"{name}-generate-{gen.fingerprint[:10]}")
+    gen = replace(gen, name=step_run_name(name, "generate", gen.fingerprint))
     if not annotators and not annotators_files:
         annotators, annotators_files = judges, judges_files
     ann, instances = jobs.prepare_annotation(
@@ -99,7 +116,7 @@ def prepare_eval(
         limit=limit, sample=sample, seed=seed,
     )  # fmt: skip
     if ann is not None:
-        ann = replace(ann, name=f"{name}-annotate-{ann.fingerprint[:10]}")
+        ann = replace(ann, name=step_run_name(name, "annotate", ann.fingerprint))
     return EvalPlan(name, gen, ann, tuple(instances), tuple(judge_configs), tuple(judges),
                     tuple(judges_files), criteria, Path(out_dir), mode)  # fmt: skip
 
@@ -158,7 +175,7 @@ def evaluate(
         criteria=plan.criteria,
         mode=plan.mode,
     )
-    judged = replace(judged, name=f"{plan.name}-judge-{judged.fingerprint[:10]}")
+    judged = replace(judged, name=step_run_name(plan.name, "judge", judged.fingerprint))
     result = step(judged, "judge")
     report = build_report(store, result.run, progress=False)
     path = out / "report.txt"

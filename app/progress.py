@@ -39,11 +39,15 @@ class RunStatus:
     cache_answered: int  # judge calls answered from the answer cache
     #: judge -> why it has no price: the run's cost is unknown, not its metered $0
     unpriced: dict[str, str]
+    #: judge -> answers its provider returned beyond one per batch request (paid, not read)
+    duplicates: dict[str, int]
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON form of `status --json`: ``cost`` is what was metered; ``unpriced``
         names the judges whose calls it counts at $0 (their cost is unknown)."""
-        return {**self.counts.as_dict(), "batches": self.batches, "unpriced": self.unpriced}
+        return {**self.counts.as_dict(), "batches": self.batches,
+                "duplicate_batch_answers": self.duplicates,
+                "unpriced": self.unpriced}  # fmt: skip
 
 
 def unpriced_judges(info: RunInfo) -> list[str]:
@@ -58,6 +62,7 @@ def run_status(store: Store, info: RunInfo) -> RunStatus:
         batches=BatchLedger(store).summary(info.id),
         cache_answered=queries.cache_answered(store, info.id),
         unpriced=cost_unknown(info.config),
+        duplicates=BatchLedger(store).duplicates(info.id),
     )
 
 

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from tqdm import tqdm
 
+from flask_eval.app.batches import duplicate_notes
 from flask_eval.app.progress import cost_unknown
 from flask_eval.core.errors import InputError
 from flask_eval.core.redact import redact
@@ -340,6 +341,7 @@ def build_report(
         )
     if table.capabilities:
         notes += llm_judge_notes(table.instances, judge_protocols(run.config))
+    notes += duplicate_notes(store, run.id)
     pairwise = (
         pairwise_report(store, run, replicates=replicates, seed=seed, confidence=confidence)
         if pairwise_config(run.config) is not None

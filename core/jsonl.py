@@ -12,10 +12,10 @@ from __future__ import annotations
 import codecs
 import json
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
 from flask_eval.core.errors import InputError
-from flask_eval.core.files import open_input
+from flask_eval.core.files import MIB, open_input
 from flask_eval.core.text import clip, walk_strings
 
 __all__ = [
@@ -25,11 +25,12 @@ __all__ = [
     "json_type",
     "parse_object",
     "read_json_lines",
+    "read_line",
     "unique_keys",
 ]
 
 #: Longest accepted line, in bytes (without the newline).
-MAX_LINE_BYTES = 1 << 20
+MAX_LINE_BYTES = MIB
 
 EMPTY_MESSAGE = "no records; expected JSON Lines (one JSON object per line)"
 
@@ -73,20 +74,14 @@ def read_json_lines(
     with open_input(path, what) as handle:
         while True:
             try:
-                raw = handle.readline(MAX_LINE_BYTES + 1)
+                raw = read_line(handle, MAX_LINE_BYTES, path, lineno + 1,
+                                "put one JSON object per line")  # fmt: skip
             except OSError as exc:
                 where = lineno + 1
                 raise InputError(f"cannot read file: {exc.strerror or exc}", path, where) from None
             if not raw:
                 break
             lineno += 1
-            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
-                raise InputError(
-                    f"line is longer than {MAX_LINE_BYTES} bytes (1 MiB); "
-                    "put one JSON object per line",
-                    path,
-                    lineno,
-                )
             if raw.startswith(codecs.BOM_UTF8):
                 if lineno > 1:
                     raise InputError(
@@ -110,6 +105,24 @@ def read_json_lines(
             records += 1
     if records == 0 and not allow_empty:
         raise InputError(EMPTY_MESSAGE, path, None)
+
+
+class Readable(Protocol):
+    """What :func:`read_line` reads: a binary file, a decompressing one included."""
+
+    def readline(self, size: int = -1, /) -> bytes: ...
+
+
+def read_line(handle: Readable, limit: int, path: str, line: int, hint: str) -> bytes:
+    """The next line of ``handle`` (with its newline; ``b""`` at the end), never reading
+    more than ``limit + 1`` bytes of it: a longer line is an InputError naming ``path``
+    and ``line`` (``hint`` says what to do), however long it is, so memory stays flat
+    whatever a file holds (a compressed file may expand one line to gigabytes)."""
+    raw = handle.readline(limit + 1)
+    if len(raw) > limit and not raw.endswith(b"\n"):
+        size = f"{limit // MIB} MiB" if limit % MIB == 0 else f"{limit} bytes"
+        raise InputError(f"line is longer than {limit} bytes ({size}); {hint}", path, line)
+    return raw
 
 
 def parse_object(text: str, path: str, line: int) -> dict[str, Any]:

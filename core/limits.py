@@ -14,3 +14,6 @@ MAX_CRITERION_NAME = 100
 MAX_DOMAIN = 100
 MAX_JUDGE_NAME = 300
 MAX_JUDGE_SPEC = 1000
+#: the largest value of an integer column (ids, counts, tokens): PostgreSQL's ``integer``
+#: (SQLite's holds more); a number from outside beyond it is refused, not sent to SQL
+MAX_INTEGER = (1 << 31) - 1

@@ -13,11 +13,13 @@ It hides:
   :func:`looks_like_credential`, which ``workers.judge.JudgeSpec`` also uses to refuse
   such a parameter in a judge's base URL.
 
-What a judge writes goes through :func:`redact_known` instead, before it is read, stored
-or shown: only the exact values of the environment's secrets (a proxy that echoes the
-request's ``Authorization`` header puts the key in a paid answer), never the shapes,
-which a judge may quote from the response it judges. A judge's key variable is secret
-whatever its name (:func:`secret_variable`).
+What a judge writes goes through :func:`redact_known` instead, on its way into the ledger
+(``storage.records.as_stored``, applied by every write of the store, whichever way
+the answer came: a live call, a provider batch, the worker's spool): only the exact
+values of the environment's secrets (a proxy that echoes the request's ``Authorization``
+header puts the key in a paid answer), never the shapes, which a judge may quote from the
+response it judges. A judge's key variable is secret whatever its name
+(:func:`secret_variable`).
 
 Redaction runs on every log line, so the secret values are cached: the environment is
 re-read only when it changed (see :func:`secret_values`).

@@ -9,15 +9,23 @@ Two characters break that promise although every parser accepts them from an esc
   as UTF-8, so the first write or HTTP request with it fails.
 
 :func:`text_problem` is the one check; the JSON Lines reader and the strict YAML loader
-call it on every string they produce. :func:`clip` is how a user value goes into an
-error message: quoted, and never longer than a few dozen characters.
+call it on every string they produce. What a provider answers is not refused but kept:
+:func:`storable` replaces both characters in it before it is written. :func:`clip` is how
+a user value goes into an error message: quoted, and never longer than a few dozen characters.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["clip", "control_problem", "escape_line", "text_problem", "walk_strings"]
+__all__ = [
+    "clip",
+    "control_problem",
+    "escape_line",
+    "storable",
+    "text_problem",
+    "walk_strings",
+]
 
 _BAD_TEXT = re.compile("[\x00\ud800-\udfff]")
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
@@ -48,6 +56,12 @@ def clip(value: object, limit: int = CLIP) -> str:
         return "a very long number"
     names: dict[type, str] = {dict: "a mapping", list: "a list", tuple: "a list", set: "a set"}
     return names.get(type(value), f"a {type(value).__name__}")
+
+
+def storable(text: str) -> str:
+    """``text`` with each NUL and lone surrogate replaced by U+FFFD (the replacement
+    character): an untrusted text (a judge's answer) that both databases store."""
+    return _BAD_TEXT.sub("\ufffd", text) if _BAD_TEXT.search(text) else text
 
 
 def text_problem(text: str) -> str | None:

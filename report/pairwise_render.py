@@ -70,10 +70,9 @@ def _matrix_lines(pw: PairwiseReport, judge: str) -> list[str]:
 def _controlled_lines(pw: PairwiseReport, judge: str, width: int, level: int) -> list[str]:
     """Length-controlled win rate (AlpacaEval 2) and style-controlled rating (Arena-Hard)
     of each model, best style-controlled rating first."""
-    rows = [c for c in pw.controlled if c.judge == judge]
+    rows = pw.controlled_board(judge)
     if not rows:
         return []
-    rows.sort(key=lambda c: (c.style_rating is None, -(c.style_rating or 0.0)))
     lines = [
         f"Controlled for length and style | judge {judge} ({level}% CI; criteria pooled)",
         f"  {'model':<{width}}  {'win vs anchor':>13}  {'LC win':>6}  {'interval':<14}  "
@@ -155,6 +154,7 @@ def html_section(pw: PairwiseReport, figures: str = "") -> str:
                 f"<td>{r.games}</td></tr>"
             )
         out.append("</table>")
+        out.append(_controlled_html(pw, judge))
         matrix = pw.matrix(judge)
         out.append(f"<h3>Win-rate matrix, judge {_e(judge)}</h3><table class='winrate'><tr>"
                    "<th class='key'>row vs column</th>")  # fmt: skip
@@ -191,6 +191,29 @@ def html_section(pw: PairwiseReport, figures: str = "") -> str:
                            f"<td>{_f(w.loss, 3)}</td></tr>")  # fmt: skip
         out.append("</table>")
     out += [f"<p class='note'>{_e(n)}</p>" for n in pw.notes]
+    return "".join(out)
+
+
+def _controlled_html(pw: PairwiseReport, judge: str) -> str:
+    """The length-controlled win rate and style-controlled rating of each model of
+    ``judge``, best style-controlled rating first ('' when the report has none)."""
+    rows = pw.controlled_board(judge)
+    if not rows:
+        return ""
+    heads = ("win rate vs anchor", "length-controlled win rate", "interval",
+             "style-controlled rating", "interval", "style-controlled win rate",
+             "games")  # fmt: skip
+    out = [f"<h3>Controlled for length and style, judge {_e(judge)}</h3><table "
+           "class='controlled'><tr><th class='key'>model</th>"
+           + "".join(f"<th>{h}</th>" for h in heads) + "</tr>"]  # fmt: skip
+    for c in rows:
+        out.append(
+            f"<tr><td class='key'>{_e(c.model)}</td><td>{_f(c.raw_win, 3)}</td>"
+            f"<td>{_f(c.lc_win, 3)}</td><td class='ci'>{_e(_ci(c.lc_ci, 3))}</td>"
+            f"<td>{_f(c.style_rating, 1)}</td><td class='ci'>{_e(_ci(c.style_ci, 1))}</td>"
+            f"<td>{_f(c.style_win, 3)}</td><td>{c.games}</td></tr>"
+        )
+    out.append("</table>")
     return "".join(out)
 
 

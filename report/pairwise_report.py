@@ -141,6 +141,12 @@ class PairwiseReport:
         rows = [r for r in self.ratings if r.judge == judge and r.criterion == criterion]
         return sorted(rows, key=lambda r: (r.rating is None, -(r.rating or 0.0)))
 
+    def controlled_board(self, judge: str) -> list[Controlled]:
+        """The length- and style-controlled figures of one judge, best style-controlled
+        rating first (models without one last)."""
+        rows = [c for c in self.controlled if c.judge == judge]
+        return sorted(rows, key=lambda c: (c.style_rating is None, -(c.style_rating or 0.0)))
+
     def matrix(self, judge: str, criterion: str = ALL_CRITERIA) -> dict[tuple[str, str], float]:
         """(row model, column model) -> the row model's score against the column model."""
         out: dict[tuple[str, str], float] = {}

@@ -1,4 +1,5 @@
-"""Judge simulator: an HTTP server speaking the OpenAI and Anthropic wire formats.
+"""Judge and model simulator: an HTTP server speaking the wire formats of OpenAI, Anthropic
+and Gemini, live and batch (``simulator.options.WIRE_FORMATS`` lists them).
 
 Public API: ``SimConfig`` (``simulator.config``), ``make_answer`` (``simulator.answer``),
 ``make_app`` / ``serve`` / ``run`` (``simulator.server``) and ``running_simulator`` /

@@ -29,7 +29,14 @@ Knobs (``POST /batches/settings``, the fields of :class:`BatchSettings`):
 - ``lose_responses``: the next N creations are accepted (the batch exists, its requests
   count as submitted) but their HTTP answer is dropped (the connection closed without a
   response), as when a process dies between the provider's accepting a batch and our
-  recording its id.
+  recording its id;
+- ``duplicate_results``: the next N batches list every answered request twice: its
+  answer, then a second, different answer (every score 5, or 1 where the simulator's
+  ``score`` is 5), billed as an answer of its own, as a provider that processed a request
+  twice would.
+
+With ``echo_headers`` (SimConfig), every batched answer begins with the headers of the
+request that created its batch, as a debugging proxy's echo of a live call does.
 
 ``GET /batches/submitted``: per dialect, how many times each ``custom_id`` was submitted
 (the exactly-once check), how many batches were created, how many creation answers were
@@ -43,7 +50,7 @@ import json
 import time
 import uuid
 from collections import Counter
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
@@ -55,6 +62,7 @@ from .reply import Reply, reply
 from .wire import Dialect, ParsedRequest
 
 if TYPE_CHECKING:
+    from .config import SimConfig
     from .server import Simulator
 
 #: what became of one request of an ended batch (Anthropic's words; the others map them)
@@ -63,7 +71,7 @@ Outcome = Literal["succeeded", "errored", "canceled", "expired"]
 State = Literal["in_progress", "canceling", "completed", "expired", "canceled", "failed"]
 DAY_S = 86_400.0
 #: the knobs that count batches (whole numbers)
-_COUNTS = ("expire_batches", "fail_batches", "lose_responses")
+_COUNTS = ("expire_batches", "fail_batches", "lose_responses", "duplicate_results")
 
 
 @dataclass
@@ -76,6 +84,7 @@ class BatchSettings:
     expire_batches: int = 0
     fail_batches: int = 0
     lose_responses: int = 0
+    duplicate_results: int = 0
 
     def update(self, values: object) -> None:
         """Set the fields named in ``values`` (a JSON object); ValueError on bad ones,
@@ -121,6 +130,8 @@ class Item:
     echo: Any = None
     outcome: Outcome | None = None  # set when the batch ends
     answer: Reply | None = None  # set when processed and answered
+    #: a second answer to the same request, listed after the first (duplicate_results)
+    again: Reply | None = None
 
 
 @dataclass
@@ -134,6 +145,10 @@ class SimBatch:
     created: float
     settings: BatchSettings  # the store's, read when the batch is looked at
     key: str = ""  # the API key that created it (the prompt cache's scope)
+    #: the creating request's headers, which every answer begins with (echo_headers)
+    echoed: str | None = None
+    #: duplicate_results: every answered request is listed twice
+    duplicated: bool = False
     display_name: str = ""
     #: expire_batches: the batch expires when it ends, this many requests processed
     processed_on_expiry: int | None = None
@@ -191,18 +206,36 @@ class SimBatch:
         if item.fails:
             item.outcome = "errored"
             return
-        cache = usage(sim.prompt_cache, self.dialect, item.parsed, self.key)
-        item.answer = reply(self.dialect, item.parsed, sim.config, item.prompt_tokens,
-                            garbage=item.garbage, refusal=item.refusal, cache=cache)  # fmt: skip
+        item.answer = self._answer(item, sim, sim.config)
         item.outcome = "succeeded"
+        if self.duplicated:
+            other = replace(sim.config, score=1 if sim.config.score == 5 else 5)
+            item.again = self._answer(item, sim, other)
+
+    def _answer(self, item: Item, sim: Simulator, cfg: SimConfig) -> Reply:
+        """One answer to ``item``, billed (``GET /stats``)."""
+        cache = usage(sim.prompt_cache, self.dialect, item.parsed, self.key)
+        answer = reply(self.dialect, item.parsed, cfg, item.prompt_tokens, garbage=item.garbage,
+                       refusal=item.refusal, echoed=self.echoed, cache=cache)  # fmt: skip
         stats = sim.stats
         stats.served += 1
         stats.refusals += item.refusal
         stats.garbage += item.garbage
         stats.prompt_tokens += item.prompt_tokens
-        stats.completion_tokens += item.answer.completion_tokens
+        stats.completion_tokens += answer.completion_tokens
         stats.cached_tokens += cache[0]
         stats.cache_write_tokens += cache[1]
+        return answer
+
+    def listed(self) -> list[tuple[Item, Reply | None]]:
+        """Each request with its answer (None: none), in request order; a request answered
+        twice (``duplicate_results``) is listed twice, its second answer right after."""
+        out: list[tuple[Item, Reply | None]] = []
+        for item in self.items:
+            out.append((item, item.answer))
+            if item.again is not None:
+                out.append((item, item.again))
+        return out
 
     def count(self, outcome: Outcome) -> int:
         return sum(item.outcome == outcome for item in self.items)
@@ -225,11 +258,12 @@ class BatchStore:
         model: str,
         requests: list[tuple[str, ParsedRequest, Any]],
         id_prefix: str,
-        key: str,
+        request: web.Request,
         display_name: str = "",
     ) -> SimBatch:
         """A new batch of ``requests`` (custom_id, parsed request, what to echo back),
-        created with the API key ``key``; every draw is made now, in order."""
+        created by ``request`` (its API key: the prompt cache's scope; its headers: what
+        ``echo_headers`` echoes); every draw is made now, in order."""
         cfg, rng, settings = self.sim.config, self.sim.rng, self.settings
         counts = self.submitted[dialect]
         items = []
@@ -239,14 +273,19 @@ class BatchStore:
             refusal = cfg.refusal_rate > 0 and rng.random() < cfg.refusal_rate
             items.append(Item(custom_id, parsed, estimate_tokens(parsed.prompt),
                               self._fails(dialect, parsed), garbage, refusal, echo))  # fmt: skip
+        echoed = None
+        if cfg.echo_headers:  # a debugging proxy's echo: the key is among the headers
+            echoed = "".join(f"{k}: {v}\n" for k, v in request.headers.items())
         batch = SimBatch(f"{id_prefix}{uuid.uuid4().hex[:24]}", dialect, model, items,
-                         time.time(), settings, key, display_name)  # fmt: skip
+                         time.time(), settings, api_key(request), echoed=echoed,
+                         display_name=display_name)  # fmt: skip
         if settings.take("fail_batches"):
             batch.failed, batch.ended = True, batch.created
             for item in items:
                 item.outcome = "errored"
         elif settings.take("expire_batches"):
             batch.processed_on_expiry = 0 if dialect == "gemini" else len(items) // 2
+        batch.duplicated = not batch.failed and settings.take("duplicate_results")
         self.batches[batch.id] = batch
         return batch
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from .batch_store import BatchStore, SimBatch, api_key, drop_answer, rfc3339, store_of
+from .batch_store import BatchStore, SimBatch, drop_answer, rfc3339, store_of
 from .wire import BadRequest, ErrorKind, ParsedRequest, error_body, parse_request
 
 if TYPE_CHECKING:
@@ -64,11 +64,12 @@ def batch_json(batch: SimBatch, root: str) -> dict[str, Any]:
     }
 
 
-def result_line(item: Any) -> dict[str, Any]:
-    """One line of the results file."""
+def result_line(item: Any, answer: Any) -> dict[str, Any]:
+    """One line of the results file (``answer``: the one it carries, of a request
+    answered twice)."""
     outcome = item.outcome
     if outcome == "succeeded":
-        result: dict[str, Any] = {"type": "succeeded", "message": item.answer.body}
+        result: dict[str, Any] = {"type": "succeeded", "message": answer.body}
     elif outcome == "errored":
         message = "Internal server error (simulated batch request failure)"
         result = {"type": "errored", "error": error_body("anthropic", "server_error", message)}
@@ -118,7 +119,7 @@ class AnthropicBatches:
         except (BadRequest, ValueError) as exc:
             return _error(400, "invalid_request", str(exc))
         model = requests[0][1].model
-        batch = self.store.create("anthropic", model, requests, "msgbatch_sim", api_key(request))
+        batch = self.store.create("anthropic", model, requests, "msgbatch_sim", request)
         if self.store.lose_response("anthropic"):
             return drop_answer(request)
         return web.json_response(batch_json(batch, self._root(request)))
@@ -144,7 +145,8 @@ class AnthropicBatches:
         if batch.ended is None:
             message = f"batch {batch.id} has not ended: no results yet"
             return _error(400, "invalid_request", message)
-        lines = (json.dumps(result_line(item), ensure_ascii=False) for item in batch.items)
+        lines = (json.dumps(result_line(item, answer), ensure_ascii=False)
+                 for item, answer in batch.listed())  # fmt: skip
         text = "".join(line + "\n" for line in lines)
         return web.Response(body=text.encode("utf-8"), content_type="application/x-jsonl")
 

@@ -1,15 +1,21 @@
-"""Gemini's batch mode with inlined requests, as the google-genai SDK calls it
-(``client.batches.create(model=..., src=[...], config={"display_name": ...})``, ``get``,
-``list``, ``cancel``; google/genai/batches.py, the Gemini Developer API paths):
+"""Gemini's batch mode, as the google-genai SDK calls it (``client.batches.create(model=...,
+src=..., config={"display_name": ...})``, ``get``, ``list``, ``cancel``;
+google/genai/batches.py, the Gemini Developer API paths), with its input file or inlined:
 
 - ``POST /v1beta/models/{model}:batchGenerateContent`` ``{"batch": {"displayName",
-  "inputConfig": {"requests": {"requests": [{"request", "metadata"}]}}}}``: each
-  ``request`` a generateContent body; an Operation back whose ``metadata`` is the batch;
+  "inputConfig": {"fileName": "files/..."}}}``, the file uploaded through the Files API
+  (simulator/files_gemini.py), one ``{"key", "request"}`` a line; or ``"inputConfig":
+  {"requests": {"requests": [{"request", "metadata"}]}}``: each ``request`` a
+  generateContent body; an Operation back whose ``metadata`` is the batch;
 - ``GET /v1beta/batches/{id}``: that Operation (``metadata.state`` ``BATCH_STATE_PENDING``,
   ``_RUNNING``, ``_SUCCEEDED``, ``_FAILED``, ``_CANCELLED`` or ``_EXPIRED``, which the SDK
-  reads as ``JOB_STATE_*``; once ended ``metadata.output.inlinedResponses.inlinedResponses``
-  in request order, each ``{"response"}`` or ``{"error"}`` with the request's
-  ``metadata``; ``batchStats`` counts);
+  reads as ``JOB_STATE_*``; ``batchStats`` counts); once ended, a file batch's
+  ``metadata.output.responsesFile`` names a file of ``{"key", "response"}`` (or
+  ``{"key", "error"}``) lines; an inlined batch's
+  ``metadata.output.inlinedResponses.inlinedResponses`` lists ``{"response"}`` or
+  ``{"error"}`` objects *without* the requests' ``metadata`` (the API does not reliably
+  return it: open reports against google-genai). Both come in no particular order: the
+  simulator shuffles them, so only a file's ``key`` tells which answer is which;
 - ``GET /v1beta/batches``: ``{"operations", "nextPageToken"}``, newest first, ``pageSize``
   / ``pageToken``;
 - ``POST /v1beta/batches/{id}:cancel``: ``{}``; the batch is cancelled at the next look.
@@ -23,12 +29,15 @@ requests were still waiting.
 from __future__ import annotations
 
 import json
+import random
 import time
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from .batch_store import BatchStore, SimBatch, api_key, drop_answer, rfc3339, store_of
+from .batch_store import BatchStore, Item, SimBatch, drop_answer, rfc3339, store_of
+from .files_gemini import GeminiFiles
+from .reply import Reply
 from .wire import BadRequest, ErrorKind, ParsedRequest, error_body, parse_request
 
 if TYPE_CHECKING:
@@ -50,16 +59,25 @@ def _state(batch: SimBatch) -> str:
     return _STATES[batch.state]
 
 
-def _response(item: Any) -> dict[str, Any]:
-    """One inlined response: the answer, or a google.rpc.Status; the request's metadata."""
-    out: dict[str, Any] = {}
-    if item.outcome == "succeeded":
-        out["response"] = item.answer.body
-    else:
-        out["error"] = {"code": 500, "message": "Internal error (simulated batch request failure)"}
-    if item.echo is not None:
-        out["metadata"] = item.echo
-    return out
+def _root(request: web.Request) -> str:
+    return f"{request.scheme}://{request.host}"
+
+
+def _response(item: Item, answer: Reply | None) -> dict[str, Any]:
+    """One response: the answer, or a google.rpc.Status (no metadata)."""
+    if item.outcome == "succeeded" and answer is not None:
+        return {"response": answer.body}
+    return {"error": {"code": 500, "message": "Internal error (simulated batch request failure)"}}
+
+
+def responses(batch: SimBatch) -> list[tuple[Item, dict[str, Any]]]:
+    """The batch's responses in shuffled request order (the same at every look: the
+    batch's id seeds it); a request answered twice has its second answer listed later."""
+    items = list(batch.items)
+    random.Random(batch.id).shuffle(items)
+    rank = {id(item): n for n, item in enumerate(items)}
+    listed = sorted(batch.listed(), key=lambda pair: rank[id(pair[0])])  # stable: first first
+    return [(item, _response(item, answer)) for item, answer in listed]
 
 
 def operation(batch: SimBatch) -> dict[str, Any]:
@@ -87,15 +105,46 @@ def operation(batch: SimBatch) -> dict[str, Any]:
         meta["endTime"] = rfc3339(batch.ended)
     body: dict[str, Any] = {"name": f"batches/{batch.id}", "metadata": meta, "done": done}
     if answered:
-        output = {"inlinedResponses": {"inlinedResponses": [_response(i) for i in batch.items]}}
+        output: dict[str, Any]
+        if "responses_file" in batch.extra:
+            output = {"responsesFile": batch.extra["responses_file"]}
+        else:
+            output = {"inlinedResponses": {"inlinedResponses": [r for _, r in responses(batch)]}}
         meta["output"] = output
         body["response"] = {"@type": OUTPUT_TYPE, **output}
     return body
 
 
+def parse_lines(data: bytes, model: str) -> list[tuple[str, ParsedRequest, Any]]:
+    """The requests of an input file: one ``{"key", "request"}`` a line (custom_id: its
+    ``key``)."""
+    parsed = []
+    for n, raw in enumerate(data.splitlines(), 1):
+        if not raw.strip():
+            continue
+        try:
+            line = json.loads(raw)
+        except ValueError:
+            raise BadRequest(f"input file line {n}: not JSON") from None
+        key = line.get("key") if isinstance(line, dict) else None
+        request = line.get("request") if isinstance(line, dict) else None
+        if not isinstance(key, str) or not key or not isinstance(request, dict):
+            raise BadRequest(f"input file line {n}: a string key and a request are required")
+        asked = request.get("model")
+        try:
+            one = parse_request("gemini", request, asked if isinstance(asked, str) and asked
+                                else model)  # fmt: skip
+        except BadRequest as exc:
+            raise BadRequest(f"input file line {n}: {exc}") from None
+        parsed.append((key, one, None))
+    if not parsed:
+        raise BadRequest("the input file holds no requests")
+    return parsed
+
+
 def parse_batch(body: object, model: str) -> tuple[str, list[tuple[str, ParsedRequest, Any]]]:
-    """The display name and the requests of a create body (custom_id: the request's
-    ``metadata.custom_id`` if it has one, else its index)."""
+    """The display name and the requests of an inlined create body (custom_id: the
+    request's ``metadata.custom_id`` if it has one, else its index)."""
     batch = body.get("batch") if isinstance(body, dict) else None
     if not isinstance(batch, dict):
         raise BadRequest("batch: an object is required")
@@ -129,17 +178,51 @@ class GeminiBatches:
 
     def __init__(self, store: BatchStore) -> None:
         self.store = store
+        self.files = GeminiFiles()
 
     def _batch(self, request: web.Request) -> SimBatch | None:
-        return self.store.get(request.match_info["name"], "gemini")
+        batch = self.store.get(request.match_info["name"], "gemini")
+        return None if batch is None else self._settled(batch, _root(request))
+
+    def _parse(self, body: object, model: str) -> tuple[str, list[Any], str | None]:
+        """The display name, the requests and the input file (None: inlined) of a body."""
+        batch = body.get("batch") if isinstance(body, dict) else None
+        config = batch.get("inputConfig") if isinstance(batch, dict) else None
+        file_name = config.get("fileName") if isinstance(config, dict) else None
+        if file_name is None:
+            name, requests = parse_batch(body, model)
+            return name, requests, None
+        assert isinstance(batch, dict)
+        display = batch.get("displayName")
+        if not isinstance(display, str) or not display:
+            raise BadRequest("batch.displayName: required")
+        data = self.files.contents.get(str(file_name))
+        if data is None:
+            raise BadRequest(f"batch.inputConfig.fileName: no file {file_name!r}")
+        return display, parse_lines(data, model), str(file_name)
+
+    def _settled(self, batch: SimBatch, root: str) -> SimBatch:
+        """A file batch that ended answered gets its responses file, once."""
+        extra = batch.extra
+        answered = batch.ended is not None and _state(batch) == "BATCH_STATE_SUCCEEDED"
+        if answered and "input_file" in extra and "responses_file" not in extra:
+            lines = (json.dumps({"key": item.custom_id, **out}, ensure_ascii=False) + "\n"
+                     for item, out in responses(batch))  # fmt: skip
+            batch.extra["responses_file"] = self.files.add(
+                "".join(lines).encode("utf-8"), f"batch-{batch.id}", "application/jsonl", root
+            )
+        return batch
 
     async def create(self, request: web.Request) -> web.Response:
         model = request.match_info["model"].removeprefix("models/")
         try:
-            name, requests = parse_batch(json.loads(await request.read()), model)
+            name, requests, file_name = self._parse(json.loads(await request.read()), model)
         except (BadRequest, ValueError) as exc:
             return _error(400, "invalid_request", str(exc))
-        batch = self.store.create("gemini", model, requests, "sim", api_key(request), name)
+        batch = self.store.create("gemini", model, requests, "sim", request, name)
+        if file_name is not None:
+            batch.extra["input_file"] = file_name
+        self._settled(batch, _root(request))
         if self.store.lose_response("gemini"):
             return drop_answer(request)
         return web.json_response(operation(batch))
@@ -165,7 +248,7 @@ class GeminiBatches:
         except ValueError:
             return _error(400, "invalid_request", "pageSize and pageToken must be integers")
         size = min(max(size, 1), 1000)
-        batches = self.store.newest_first("gemini")
+        batches = [self._settled(b, _root(request)) for b in self.store.newest_first("gemini")]
         body: dict[str, Any] = {"operations": [operation(b) for b in batches[start : start + size]]}
         if start + size < len(batches):
             body["nextPageToken"] = str(start + size)
@@ -177,6 +260,7 @@ def add_routes(app: web.Application, sim: Simulator) -> None:
     the version our judge pins: ``/v1/batches`` is OpenAI's Batch API on the same server
     (simulator/batches_openai.py), so Gemini's batches are not served under ``/v1``."""
     handlers = GeminiBatches(store_of(app, sim))
+    handlers.files.add_routes(app)
     version = "v1beta"
     app.router.add_post(f"/{version}/models/{{model}}:batchGenerateContent", handlers.create)
     app.router.add_get(f"/{version}/batches", handlers.list)

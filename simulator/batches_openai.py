@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from .batch_store import BatchStore, Item, SimBatch, api_key, drop_answer, store_of
+from .batch_store import BatchStore, Item, SimBatch, drop_answer, store_of
+from .reply import Reply
 from .wire import BadRequest, ErrorKind, ParsedRequest, error_body, parse_request
 
 if TYPE_CHECKING:
@@ -81,14 +82,15 @@ def parse_lines(data: bytes) -> list[tuple[str, ParsedRequest, Any]]:
     return parsed
 
 
-def _line(item: Item) -> dict[str, Any]:
-    """The output or error file line of one request of an ended batch."""
+def _line(item: Item, answer: Reply | None) -> dict[str, Any]:
+    """The output or error file line of one request of an ended batch (``answer``: the
+    one this line carries, of a request answered twice)."""
     line: dict[str, Any] = {"id": f"batch_req_{uuid.uuid4().hex[:24]}",
                             "custom_id": item.custom_id, "response": None,
                             "error": None}  # fmt: skip
-    if item.outcome == "succeeded" and item.answer is not None:
+    if item.outcome == "succeeded" and answer is not None:
         line["response"] = {"status_code": 200, "request_id": uuid.uuid4().hex,
-                            "body": item.answer.body}  # fmt: skip
+                            "body": answer.body}  # fmt: skip
     elif item.outcome == "errored":
         message = "The server had an error while processing your request (simulated)"
         line["response"] = {"status_code": 500, "request_id": uuid.uuid4().hex,
@@ -146,12 +148,13 @@ class OpenAIBatches:
         (written at the first look after its end)."""
         extra, ended = batch.extra, batch.ended is not None
         if ended and not batch.failed and "output_file_id" not in extra:
-            out = [i for i in batch.items if i.outcome in ("succeeded", "errored")]
-            err = [i for i in batch.items if i.outcome not in ("succeeded", "errored")]
-            extra["output_file_id"] = self._file(_jsonl(_line(i) for i in out),
+            listed = batch.listed()
+            out = [(i, a) for i, a in listed if i.outcome in ("succeeded", "errored")]
+            err = [(i, a) for i, a in listed if i.outcome not in ("succeeded", "errored")]
+            extra["output_file_id"] = self._file(_jsonl(_line(i, a) for i, a in out),
                                                  f"{batch.id}_output.jsonl",
                                                  "batch_output") if out else None  # fmt: skip
-            extra["error_file_id"] = self._file(_jsonl(_line(i) for i in err),
+            extra["error_file_id"] = self._file(_jsonl(_line(i, a) for i, a in err),
                                                 f"{batch.id}_error.jsonl",
                                                 "batch_output") if err else None  # fmt: skip
         state = batch.state
@@ -197,8 +200,7 @@ class OpenAIBatches:
             requests = parse_lines(data)
         except (BadRequest, ValueError) as exc:
             return _error(400, "invalid_request", str(exc))
-        batch = self.store.create("openai", requests[0][1].model, requests, "batch_",
-                                  api_key(request))  # fmt: skip
+        batch = self.store.create("openai", requests[0][1].model, requests, "batch_", request)
         batch.extra.update(input_file_id=file_id, metadata=metadata)
         if self.store.lose_response("openai"):
             return drop_answer(request)

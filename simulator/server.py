@@ -27,6 +27,7 @@ from .answer import estimate_tokens
 from .batch_store import api_key
 from .config import SimConfig
 from .limits import SlidingWindow
+from .options import WIRE_FORMATS
 from .prompt_cache import PromptCache, usage
 from .reply import reply
 from .stats import InFlight, Stats
@@ -274,21 +275,40 @@ def make_app(config: SimConfig) -> web.Application:
     sim = Simulator(config)
     app = web.Application(client_max_size=64 * 1024 * 1024)
     app[SIMULATOR_KEY] = sim
-    app.router.add_post("/v1/chat/completions", sim.openai_chat)
-    app.router.add_post("/chat/completions", sim.openai_chat)
-    app.router.add_post("/v1/messages", sim.anthropic_messages)
-    # the google-genai SDK adds /v1beta (our judge pins it) or /v1 (the SDK's default)
-    for version in ("v1beta", "v1"):
-        app.router.add_post(f"/{version}/models/{{model}}:generateContent", sim.gemini_generate)
     app.router.add_get("/stats", sim.get_stats)
     app.router.add_post("/stats/reset", sim.reset_stats)
     app.router.add_get("/health", sim.health)
-    # the store's hooks (/batches/settings, /batches/submitted) are routed first: OpenAI's
-    # batches are served without /v1 too, and /batches/{batch_id} would take them
-    batches_anthropic.add_routes(app, sim)
-    batches_gemini.add_routes(app, sim)
-    batches_openai.add_routes(app, sim)
+    for add_routes in ROUTES.values():
+        add_routes(app, sim)
     return app
+
+
+def _openai_chat(app: web.Application, sim: Simulator) -> None:
+    app.router.add_post("/v1/chat/completions", sim.openai_chat)
+    app.router.add_post("/chat/completions", sim.openai_chat)
+
+
+def _anthropic_messages(app: web.Application, sim: Simulator) -> None:
+    app.router.add_post("/v1/messages", sim.anthropic_messages)
+
+
+def _gemini_generate(app: web.Application, sim: Simulator) -> None:
+    # the google-genai SDK adds /v1beta (our judge pins it) or /v1 (the SDK's default)
+    for version in ("v1beta", "v1"):
+        app.router.add_post(f"/{version}/models/{{model}}:generateContent", sim.gemini_generate)
+
+
+#: each wire format served (simulator/options.py names them) -> what routes it. The batch
+#: store's hooks (/batches/settings, /batches/submitted) are routed before OpenAI's
+#: batches: those are served without /v1 too, and /batches/{batch_id} would take them
+ROUTES: dict[str, Callable[[web.Application, Simulator], None]] = dict(
+    zip(
+        WIRE_FORMATS,
+        (_openai_chat, _anthropic_messages, _gemini_generate, batches_anthropic.add_routes,
+         batches_gemini.add_routes, batches_openai.add_routes),
+        strict=True,
+    )
+)  # fmt: skip
 
 
 async def start(

@@ -28,7 +28,7 @@ from sqlalchemy import and_, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from flask_eval.core.errors import Status
-from flask_eval.storage.models import BATCH, BATCH_CALL, JUDGMENT, LANE_LEASE, RUN, utcnow
+from flask_eval.storage.models import BATCH, BATCH_CALL, CALL, JUDGMENT, LANE_LEASE, RUN, utcnow
 from flask_eval.storage.records import JobContext
 from flask_eval.storage.retry import transient_retry
 from flask_eval.storage.sqlite_store import CONTEXTS
@@ -40,6 +40,9 @@ B, BC, J, L = BATCH.c, BATCH_CALL.c, JUDGMENT.c, LANE_LEASE.c
 PLANNED, SUBMITTED, COLLECTED, FAILED = "planned", "submitted", "collected", "failed"
 #: batch states (``failed`` as above)
 CREATED, COLLECTED_BATCH = "created", "collected"
+#: the ``finish`` of a paid call that is a provider's second answer to one batch request
+#: (stored, counted in the cost, never read: :meth:`BatchLedger.duplicates`)
+DUPLICATE = "duplicate"
 OPEN_BATCH_STATES = (CREATED, SUBMITTED)
 
 
@@ -75,6 +78,7 @@ class OpenCall:
     tokens: int
     tries: int
     created_at: datetime
+    cache_key: str = ""
 
 
 @dataclass(frozen=True)
@@ -97,7 +101,7 @@ def _open_call(row: Any) -> OpenCall:
     return OpenCall(int(row.id), str(row.uid), int(row.run_id), str(row.judge), str(row.state),
                     [int(i) for i in json.loads(row.rows)], json.loads(row.request),
                     int(row.tokens), int(row.tries),
-                    _aware(row.created_at) or utcnow())  # fmt: skip
+                    _aware(row.created_at) or utcnow(), str(row.cache_key))  # fmt: skip
 
 
 def _batch(row: Any) -> BatchInfo:
@@ -108,7 +112,7 @@ def _batch(row: Any) -> BatchInfo:
 
 
 _CALL_COLUMNS = (BC.id, BC.uid, BC.run_id, BC.judge, BC.state, BC.rows, BC.request, BC.tokens,
-                 BC.tries, BC.created_at)  # fmt: skip
+                 BC.tries, BC.created_at, BC.cache_key)  # fmt: skip
 _BATCH_COLUMNS = (B.uid, B.run_id, B.judge, B.provider, B.provider_id, B.state, B.provider_state,
                   B.size, B.succeeded, B.failed, B.created_at, B.expires_at)  # fmt: skip
 
@@ -206,6 +210,16 @@ class BatchLedger:
                     entry = out.setdefault(str(judge), {"batches": {}, "calls": {}})
                     entry[key][str(state)] = int(n)
         return out
+
+    @transient_retry
+    def duplicates(self, run_id: int) -> dict[str, int]:
+        """Per judge, the answers its provider returned beyond the first of a batch request
+        (each stored as a paid call: ``status`` and the report say so)."""
+        C = CALL.c
+        stmt = (select(C.judge, func.count()).where(C.run_id == run_id, C.finish == DUPLICATE)
+                .group_by(C.judge))  # fmt: skip
+        with self.engine.connect() as conn:
+            return {str(j): int(n) for j, n in conn.execute(stmt)}
 
     @transient_retry
     def calls_of(self, tag: str) -> list[OpenCall]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from flask_eval.storage import deletion, tally
 from flask_eval.storage.models import CALL, INSTANCE, INSTANCE_DOMAIN, JUDGMENT, RESPONSE, RUN
@@ -41,22 +41,26 @@ class RunLine:
     created_at: datetime
     config: dict[str, Any]
     counts: dict[str, int]
+    #: when a judgment of the run last changed (None: none has)
+    last_update: datetime | None = None
 
 
 def runs(store: Store, limit: int = 500) -> list[RunLine]:
     """The newest ``limit`` runs, newest first (not one being deleted), each with its
     judgments by status (PostgreSQL: the tallies; SQLite: one grouping of the
-    ``ix_judgment_run_status`` index)."""
+    ``ix_judgment_run_status`` index) and its last change (``ix_judgment_run_updated``)."""
+    last = select(func.max(J.updated_at)).where(J.run_id == RN.id).scalar_subquery()
     with store.engine.connect() as conn:
         rows = conn.execute(
-            select(RN.id, RN.name, RN.mode, RN.created_at, RN.config)
+            select(RN.id, RN.name, RN.mode, RN.created_at, RN.config, last)
             .where(deletion.visible())
             .order_by(RN.id.desc())
             .limit(limit)
         ).all()
         counts = tally.status_by_run(conn, [int(r[0]) for r in rows])
     return [
-        RunLine(int(r[0]), str(r[1]), str(r[2]), r[3], _json(r[4]), counts[int(r[0])]) for r in rows
+        RunLine(int(r[0]), str(r[1]), str(r[2]), r[3], _json(r[4]), counts[int(r[0])], r[5])
+        for r in rows
     ]
 
 
@@ -313,3 +317,68 @@ def run_models(store: Store, run_id: int) -> list[str]:
                 select(R.model).where(R.run_id == run_id).group_by(R.model)
             ).scalars()
         )
+
+
+def judgment_facets(store: Store, run_id: int) -> tuple[list[str], dict[str, int]]:
+    """The run's judges, and its judgments' failure reasons with how many judgments each
+    (PostgreSQL: the tallies; SQLite: one grouping of the run's rows)."""
+    with store.engine.connect() as conn:
+        counts = tally.judgment_counts(conn, run_id)
+    reasons: dict[str, int] = {}
+    for _, _, reason, n in counts:
+        if reason:
+            reasons[reason] = reasons.get(reason, 0) + n
+    return sorted({j for j, _, _, _ in counts}), dict(sorted(reasons.items()))
+
+
+def neighbour_instances(
+    store: Store, run_id: int, instance_id: str
+) -> tuple[str | None, str | None]:
+    """The instances of the run before and after ``instance_id`` (by id, as
+    :func:`run_instances` lists them); None at either end."""
+    where = (INS.run_id == run_id,)
+    with store.engine.connect() as conn:
+        before = conn.execute(
+            select(func.max(INS.instance_id)).where(*where, INS.instance_id < instance_id)
+        ).scalar()
+        after = conn.execute(
+            select(func.min(INS.instance_id)).where(*where, INS.instance_id > instance_id)
+        ).scalar()
+    return before, after
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """How far a run's judges are apart on one instance: over its items (model,
+    criterion) scored by two judges or more, the largest and the mean spread (highest
+    minus lowest score)."""
+
+    instance_id: str
+    largest: float
+    mean: float
+    items: int
+
+
+def disagreements(
+    store: Store, run_id: int, models: Sequence[str], limit: int = 20
+) -> list[Disagreement]:
+    """The ``limit`` instances where the judges disagree most on ``models``' responses
+    (absolute grading; largest spread first, then mean spread), in SQL."""
+    spread = (func.max(J.score) - func.min(J.score)).label("spread")
+    items = (
+        select(J.instance_id.label("instance_id"), spread)
+        .where(J.run_id == run_id, J.model.in_(list(models)), J.model_b == "",
+               J.status == "done", J.score.is_not(None))
+        .group_by(J.instance_id, J.model, J.criterion)
+        .having(func.count(func.distinct(J.judge)) > 1)
+    ).subquery()  # fmt: skip
+    largest, mean = func.max(items.c.spread), func.avg(items.c.spread)
+    stmt = (
+        select(items.c.instance_id, largest, mean, func.count())
+        .group_by(items.c.instance_id)
+        .order_by(largest.desc(), mean.desc(), items.c.instance_id)
+        .limit(limit)
+    )
+    with store.engine.connect() as conn:
+        return [Disagreement(str(i), float(lg), float(mn), int(n))
+                for i, lg, mn, n in conn.execute(stmt)]  # fmt: skip

@@ -28,6 +28,8 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.types import TypeEngine
 
 from flask_eval.core.errors import InputError, Status
+from flask_eval.core.limits import MAX_INTEGER
+from flask_eval.core.text import text_problem
 from flask_eval.storage.models import (
     CALL,
     INSTANCE,
@@ -213,7 +215,9 @@ def _type_check(column: Any) -> Callable[[Any], str | None]:
             return None if isinstance(value, bool) else "is not true or false"
         if isinstance(kind, Integer):
             ok = isinstance(value, int) and not isinstance(value, bool)
-            return None if ok and abs(value) < 1 << 63 else "is not an integer"
+            if not ok:
+                return "is not an integer"
+            return None if -MAX_INTEGER <= value <= MAX_INTEGER else "is out of range"
         if isinstance(kind, Float):
             ok = isinstance(value, int | float) and not isinstance(value, bool)
             return None if ok and math.isfinite(value) else "is not a finite number"
@@ -226,6 +230,9 @@ def _type_check(column: Any) -> Callable[[Any], str | None]:
         if isinstance(kind, String):  # Text and sqlmodel's AutoString too
             if not isinstance(value, str):
                 return "is not text"
+            problem = text_problem(value)  # NUL: PostgreSQL cannot store it
+            if problem is not None:
+                return problem
             length = getattr(kind, "length", None)
             return None if length is None or len(value) <= length else f"is longer than {length}"
         return None

@@ -6,11 +6,13 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from flask_eval.core.errors import Status
+from flask_eval.core.redact import redact_known, secret_values
+from flask_eval.core.text import storable
 from flask_eval.core.types import Instance, InstanceRubric
 
 
@@ -180,6 +182,43 @@ class Outcome:
     requests: int = 0
     #: what a kind other than judgment read (a response, labels as JSON): ``Reading.values``
     value: str | None = None
+
+
+def as_stored(
+    calls: Sequence[CallRecord], outcomes: Sequence[Outcome]
+) -> tuple[list[CallRecord], list[Outcome]]:
+    """``calls`` and ``outcomes`` as the ledger keeps them: the environment's secret values
+    (``core.redact.redact_known``: a judge's API key among them) hidden, and NUL and lone
+    surrogates replaced (``core.text.storable``: PostgreSQL stores neither), in every text
+    a provider's answer reaches: an answer, a usage it was not trusted with, a rationale,
+    a failure's detail, a read value.
+
+    The one cleaning of what enters the ledger (``Store.write`` applies it): a proxy or a
+    provider that echoes the request's key, or answers a NUL, puts it in the answer,
+    whichever way the answer came (a live call, a provider batch, the worker's spool, a
+    duplicate batch result).
+    """
+    secrets = secret_values()
+
+    def clean(text: str) -> str:
+        return storable(redact_known(text, secrets) if secrets else text)
+
+    def clean_or_none(text: str | None) -> str | None:
+        return text if text is None else clean(text)
+
+    kept = [
+        c if (raw := clean(c.raw), note := clean_or_none(c.usage_note)) == (c.raw, c.usage_note)
+        else replace(c, raw=raw, usage_note=note)
+        for c in calls
+    ]  # fmt: skip
+    ended = []
+    for o in outcomes:
+        texts = (clean_or_none(o.rationale), clean_or_none(o.detail), clean_or_none(o.value))
+        if texts == (o.rationale, o.detail, o.value):
+            ended.append(o)
+        else:
+            ended.append(replace(o, rationale=texts[0], detail=texts[1], value=texts[2]))
+    return kept, ended
 
 
 class OpenRow(NamedTuple):

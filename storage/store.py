@@ -45,6 +45,7 @@ from flask_eval.storage.records import (
     OpenRow,
     Outcome,
     RunInfo,
+    as_stored,
     instance_of,
 )
 from flask_eval.storage.retry import transient_retry
@@ -353,8 +354,11 @@ class Store(WorkerLedger):
         for as long as the database is away (workers/writer.py). A paid answer of a run
         deleted meanwhile is kept attached to no run; if the run's delete commits while
         this write waits for it (PostgreSQL checks the answer's run then), the write is
-        made again, and then sees the run gone.
+        made again, and then sees the run gone. No secret value of the environment, NUL
+        or lone surrogate is written (``records.as_stored``: every way an answer reaches
+        the ledger ends here).
         """
+        calls, outcomes = as_stored(calls, outcomes)
         try:
             return self._write_once(calls, outcomes)
         except IntegrityError:

@@ -58,3 +58,24 @@ def test_a_docstring_is_read_as_well(tmp_path: Path) -> None:
         "flask_eval.storage.db has no 'migrate'",
         "no such path: core/nosuch.py",
     ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "## Scale (issue 3)",
+        "measured at the last stop",
+        "as the grader found",
+        "see docs/closing/issue-24.md",
+        "in the same session on one machine",
+    ],
+)
+def test_prose_that_speaks_of_the_work_is_reported(tmp_path: Path, text: str) -> None:
+    problems = _problems(tmp_path, text)
+    assert len(problems) == 1
+    assert problems[0].startswith("speaks of the work, not the software")
+
+
+def test_code_and_plain_prose_are_not_read_for_narration(tmp_path: Path) -> None:
+    assert _problems(tmp_path, "# the SQL session of issue 3\n", "mod.py") == []
+    assert _problems(tmp_path, "Runs of 10M judgments; a tissue 3 is no work item.") == []

@@ -23,6 +23,7 @@ from flask_eval.report.metrics import (
     TASK,
 )
 from flask_eval.report.pairwise import ALL_CRITERIA
+from flask_eval.report.pairwise_bias import Position
 from flask_eval.report.pairwise_report import PairwiseReport
 from flask_eval.report.svg import (
     Cell,
@@ -37,7 +38,7 @@ from flask_eval.report.svg import (
 )
 
 #: bump when the body's shape or its links change: older snapshots are then recomputed
-VERSION = "viewer-2"
+VERSION = "viewer-3"
 #: the breakdowns the run page tabulates, in order
 TABLES = (SKILL, ABILITY, DOMAIN, DIFFICULTY, CAPABILITY)
 #: figure name -> report.svg function (absolute grading), drawn per judge
@@ -143,6 +144,7 @@ def render(report: Report) -> tuple[dict[str, Any], dict[str, Any]]:
         "bootstrap": report.bootstrap,
         "scale": [report.scale.low, report.scale.high],
         "pairwise": _pairwise(report.run, report.pairwise) if report.pairwise is not None else None,
+        "self_consistency": [c.as_dict() for c in report.self_consistency],
     }
     return body, parts
 
@@ -164,10 +166,11 @@ def _pairwise(run: str, pw: PairwiseReport) -> dict[str, Any]:
             [w.model_a, w.model_b, w.score, w.win, w.tie, w.loss, w.n, _interval(w.score_ci)]
         )
     ratings: dict[str, dict[str, list[list[Any]]]] = {}
-    for r in pw.ratings:
-        ratings.setdefault(r.judge, {}).setdefault(r.criterion, []).append(
+    for judge, criterion in dict.fromkeys((r.judge, r.criterion) for r in pw.ratings):
+        ratings.setdefault(judge, {})[criterion] = [  # best first
             [r.model, r.rating, _interval(r.ci), r.win_rate, r.games]
-        )
+            for r in pw.leaderboard(judge, criterion)
+        ]
     figures: dict[str, dict[str, dict[str, str]]] = {}
     for judge in pw.judges:
         for criterion in criteria:
@@ -184,7 +187,40 @@ def _pairwise(run: str, pw: PairwiseReport) -> dict[str, Any]:
         "wins": wins,
         "ratings": ratings,
         "figures": figures,
+        "controlled": {judge: _controlled(pw, judge) for judge in pw.judges},
+        "positions": {
+            judge: [_position(p) for p in pw.positions if p.judge == judge] for judge in pw.judges
+        },
         "notes": list(pw.notes),
+    }
+
+
+def _controlled(pw: PairwiseReport, judge: str) -> list[dict[str, Any]]:
+    """The report's length- and style-controlled figures of ``judge``, best first."""
+    return [
+        {
+            "model": c.model,
+            "raw_win": c.raw_win,
+            "lc_win": c.lc_win,
+            "lc_ci": _interval(c.lc_ci),
+            "style_rating": c.style_rating,
+            "style_ci": _interval(c.style_ci),
+            "style_win": c.style_win,
+            "games": c.games,
+        }
+        for c in pw.controlled_board(judge)
+    ]
+
+
+def _position(p: Position) -> dict[str, Any]:
+    return {
+        "criterion": p.criterion,
+        "consistency": p.consistency,
+        "consistency_ci": _interval(p.consistency_ci),
+        "n_swapped": p.n_swapped,
+        "first_preference": p.first_preference,
+        "first_ci": _interval(p.first_preference_ci),
+        "n_decisive": p.n_decisive,
     }
 
 

@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 import jinja2
 from aiohttp import web
 
-from flask_eval.app import browse
+from flask_eval.app import browse, runs_list
 from flask_eval.core.errors import InputError
 from flask_eval.core.redact import redact
 from flask_eval.storage.records import RunInfo
@@ -70,8 +70,20 @@ JINJA: web.AppKey[jinja2.Environment] = web.AppKey("jinja", jinja2.Environment)
 REFRESHER: web.AppKey[Refresher] = web.AppKey("refresher", Refresher)
 #: seconds between two reloads of a run page whose snapshot is being computed
 RELOAD_SECONDS = 2
+#: seconds between two reloads of a page showing a run still being judged
+LIVE_SECONDS = 5
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "–"
+    minutes, sec = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return (
+        f"{hours}h {minutes:02d}m" if hours else f"{minutes}m {sec:02d}s" if minutes else f"{sec}s"
+    )
 
 
 def _number(value: Any, digits: int = 2) -> str:
@@ -98,6 +110,7 @@ def environment() -> jinja2.Environment:
     )
     env.filters["num"] = _number
     env.filters["interval"] = _interval
+    env.filters["duration"] = _duration
     env.globals.update(run_url=run_url, judgments_url=judgments_url)
     return env
 
@@ -124,7 +137,13 @@ async def _db(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 @web.middleware
 async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Bad parameters are a 400 page and things not found a 404, never a 500: every
+    parameter of every route (query and path) is checked here before a handler reads it."""
     try:
+        for name, value in (*request.match_info.items(), *request.query.items()):
+            problem = browse.parameter_problem(name, value)
+            if problem is not None:
+                raise InputError(problem)
         return await handler(request)
     except browse.NotFound as exc:
         return page(request, "error.html", 404, title="Not found", message=redact(str(exc)))
@@ -133,8 +152,11 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
 
 
 async def runs_page(request: web.Request) -> web.Response:
-    runs = await _db(browse.list_runs, request.app[STORE])
-    return page(request, "runs.html", title="Runs", runs=runs)
+    groups = await _db(runs_list.runs, request.app[STORE])
+    live = any(g.open for g in groups)
+    return page(
+        request, "runs.html", title="Runs", groups=groups, live=LIVE_SECONDS if live else None
+    )
 
 
 async def _run(request: web.Request) -> Any:
@@ -154,6 +176,7 @@ async def run_page(request: web.Request) -> web.Response:
     if result.stale:  # a large run whose ledger moved on: shown as it was, computed beside
         request.app[REFRESHER].ask(run)
     body = result.body or {}
+    unfinished = any(result.overview.counts.get(s) for s in runs_list.OPEN)
     judges = body.get("judges") or []
     judge = asked or (judges[0] if judges else "")
     if judges and judge not in judges:
@@ -171,7 +194,7 @@ async def run_page(request: web.Request) -> web.Response:
         view=result.overview,
         body=body,
         result=result,
-        reload=RELOAD_SECONDS if result.body is None else None,
+        reload=RELOAD_SECONDS if result.body is None else LIVE_SECONDS if unfinished else None,
         judge=judge,
         figures=result.part or {},
         criterion=criterion,
@@ -186,17 +209,15 @@ async def judgments_page(request: web.Request) -> web.Response:
     store = request.app[STORE]
     run = await _run(request)
     query = browse.query_of(request.query, run)
-    after = request.query.get("after", "0")
-    if not after.isdigit():
-        raise InputError(f"after must be a judgment id, not {after!r}")
-    found = await _db(browse.judgments, store, run, query, int(after))
+    after = browse.number_of(request.query.get("after") or "0", "after (a judgment id)")
+    found = await _db(browse.judgments, store, run, query, after)
     kept = {k: v for k, v in request.query.items() if k != "after" and v}
     next_url = (
         f"{run_url(run.name)}/judgments?{urlencode({**kept, 'after': found.next_after})}"
         if found.next_after is not None
         else None
     )
-    first_url = f"{run_url(run.name)}/judgments?{urlencode(kept)}" if int(after) else None
+    first_url = f"{run_url(run.name)}/judgments?{urlencode(kept)}" if after else None
     return page(
         request,
         "judgments.html",
@@ -208,6 +229,7 @@ async def judgments_page(request: web.Request) -> web.Response:
         first_url=first_url,
         filters=kept,
         models=await _db(browse.run_models, store, run),
+        facets=await _db(browse.facets, store, run),
     )
 
 
@@ -215,9 +237,11 @@ async def judgment_page(request: web.Request) -> web.Response:
     store = request.app[STORE]
     run = await _run(request)
     raw = request.match_info["id"]
-    if not raw.isdigit():
-        raise browse.NotFound(f"run {run.name} has no judgment {raw!r}")
-    detail = await _db(browse.judgment_detail, store, run, int(raw))
+    try:
+        judgment = browse.number_of(raw, "a judgment id")
+    except InputError:  # no judgment has that id
+        raise browse.NotFound(f"run {run.name} has no judgment {raw!r}") from None
+    detail = await _db(browse.judgment_detail, store, run, judgment)
     return page(request, "judgment.html", title=f"{run.name}: judgment {raw}", run=run, d=detail)
 
 
@@ -235,6 +259,8 @@ async def compare_page(request: web.Request) -> web.Response:
         if m not in models:
             raise InputError(f"run {run.name} has no model {m!r}")
     comparison = await _db(browse.compare, store, run, instance, [a, b])
+    before, after = await _db(browse.neighbours, store, run, instance)
+    apart = await _db(browse.disagreements, store, run, [a, b])
     return page(
         request,
         "compare.html",
@@ -244,6 +270,9 @@ async def compare_page(request: web.Request) -> web.Response:
         models=models,
         a=a,
         b=b,
+        before=before,
+        after=after,
+        apart=apart,
     )
 
 

@@ -33,7 +33,9 @@ import socket
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +46,7 @@ from flask_eval.rubrics.messages import from_data, text_of, to_data
 from flask_eval.storage.batches import (
     COLLECTED_BATCH,
     CREATED,
+    DUPLICATE,
     FAILED,
     PLANNED,
     SUBMITTED,
@@ -54,9 +57,16 @@ from flask_eval.storage.batches import (
 )
 from flask_eval.storage.models import utcnow
 from flask_eval.workers import events
-from flask_eval.workers.batching import BatchAPI, BatchRequest, BatchStatus, batch_api
-from flask_eval.workers.calls import Answer, BatchSummary, Call, failed
+from flask_eval.workers.batching import (
+    BatchAPI,
+    BatchRequest,
+    BatchResults,
+    BatchStatus,
+    batch_api,
+)
+from flask_eval.workers.calls import Answer, BatchSummary, Call, answer_record, failed
 from flask_eval.workers.judge import GenerateConfig, JudgeOutput
+from flask_eval.workers.usage import Request
 
 if TYPE_CHECKING:
     from flask_eval.workers.runner import Executor
@@ -280,6 +290,7 @@ class BatchLane:
                  if c.state == SUBMITTED]  # fmt: skip
         answered = [c for c in calls if isinstance(results.get(c.uid), JudgeOutput)]
         unanswered = [c for c in calls if not isinstance(results.get(c.uid), JudgeOutput)]
+        await self._keep_duplicates(batch, calls, results)
         for call in unanswered:  # each with its own reason
             got = results.get(call.uid)
             why = got.detail if isinstance(got, JudgeError) else "missing from the results"
@@ -292,6 +303,30 @@ class BatchLane:
         await self._tell(batch.run_id, batch.judge, COLLECTED_BATCH, batch.size)
         log.info("batch %s: %d answers collected, %d planned again", batch.uid, len(answered),
                  len(unanswered))  # fmt: skip
+
+    async def _keep_duplicates(self, batch: BatchInfo, calls: Sequence[OpenCall],
+                               results: BatchResults) -> None:  # fmt: skip
+        """The answers the provider returned beyond the first of a request: each was paid
+        for, so each is stored as a call of its own (``finish`` ``duplicate``, never read
+        nor replayed), at the judge's batch price; its uid (the call's, numbered) makes a
+        collection made again store it once."""
+        ours = {c.uid: c for c in calls}
+        extra = [(uid, out) for uid, out in results.duplicates if uid in ours]
+        context = await self.executor.run_context(batch.run_id) if extra else None
+        if context is None or batch.judge not in context.judges:
+            return
+        config, seen = context.judges[batch.judge], Counter[str]()
+        records = []
+        for uid, output in extra:
+            seen[uid] += 1
+            record = answer_record(config, batch.run_id, f"{uid}-{seen[uid]}",
+                                   ours[uid].cache_key, output, False,
+                                   Request.of_parked(ours[uid].request), batch=True)  # fmt: skip
+            records.append(replace(record, finish=DUPLICATE))
+        await self.executor.writer.write(calls=records)
+        log.warning("batch %s of judge %s: the provider returned %d more answers than "
+                    "requests; the first answer of each request is read, the others are "
+                    "stored as paid duplicates", batch.uid, batch.judge, len(records))  # fmt: skip
 
     async def _judge_answer(self, call: OpenCall, output: JudgeOutput,
                             summary: BatchSummary) -> None:  # fmt: skip

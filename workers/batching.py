@@ -68,6 +68,29 @@ class BatchStatus:
     files: Mapping[str, str] | None = None
 
 
+class BatchResults(dict[str, JudgeOutput | JudgeError]):
+    """An ended batch's results by ``custom_id`` (:meth:`BatchAPI.batch_results`), and the
+    answers a provider returned beyond one a request (``duplicates``).
+
+    A provider may list a request twice. Whatever the provider, the first answer listed
+    is the one kept (an error never replaces an answer, and an answer listed after an
+    error is kept instead of it); every later answer is a duplicate: paid for, so the
+    executor stores it as a call of its own (never read), counted in the cost.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.duplicates: list[tuple[str, JudgeOutput]] = []
+
+    def add(self, custom_id: str, result: JudgeOutput | JudgeError) -> None:
+        """One result line, in the order the provider listed them."""
+        had = self.get(custom_id)
+        if had is None or (isinstance(had, JudgeError) and isinstance(result, JudgeOutput)):
+            self[custom_id] = result
+        elif isinstance(result, JudgeOutput):
+            self.duplicates.append((custom_id, result))
+
+
 @dataclass(frozen=True)
 class Found:
     """What :meth:`BatchAPI.find_batch` learned of a batch submitted with a tag: the
@@ -100,10 +123,11 @@ class BatchAPI(ABC):
         """The provider's status of a batch."""
 
     @abstractmethod
-    async def batch_results(self, batch_id: str) -> Mapping[str, JudgeOutput | JudgeError]:
+    async def batch_results(self, batch_id: str) -> BatchResults:
         """An ended batch's results by ``custom_id``: an answer, or why there is none
         (a request the provider failed, expired or canceled is a JudgeError with a reason
-        the executor retries: its call is planned again, alone)."""
+        the executor retries: its call is planned again, alone); the first answer of a
+        request listed twice, the others in ``duplicates`` (:class:`BatchResults`)."""
 
     async def cancel_batch(self, batch_id: str) -> None:  # noqa: B027  (optional)
         """Ask the provider to stop a batch (a deleted run's); its results stay readable."""

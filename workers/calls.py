@@ -83,18 +83,34 @@ def paid_record(
     came through the provider's batch API (``batch``). Its usage is checked first
     (``workers.usage``): usage no request of ours can have is stored and costed at a
     safe estimate, with a note."""
-    config = call.config
     request = Request(
         answer.messages or call.messages,
         answer.max_tokens or call.generate.max_tokens,
         call.protocol.completion_tokens(call.criteria),
         call.generate.schema,
     )
+    return answer_record(call.config, call.rows[0].run_id, answer.uid, answer.key, output,
+                         parsed, request, batch, answer.latency_ms)  # fmt: skip
+
+
+def answer_record(
+    config: JudgeConfig,
+    run_id: int,
+    uid: str,
+    key: str,
+    output: JudgeOutput,
+    parsed: bool,
+    request: Request,
+    batch: bool = False,
+    latency_ms: float = 0.0,
+) -> CallRecord:
+    """:func:`paid_record` of an answer known by its judge and run only (a duplicate
+    batch result: workers/batch_lane.py), its usage checked against ``request``."""
     usage = checked_usage(output, request)
     return CallRecord(
-        uid=answer.uid,
-        cache_key=answer.key,
-        run_id=call.rows[0].run_id,
+        uid=uid,
+        cache_key=key,
+        run_id=run_id,
         judge=config.name,
         raw=output.text,
         parsed=parsed,
@@ -108,7 +124,7 @@ def paid_record(
             cache_write_tokens=usage.cache_write_tokens,
             batch=batch,
         ),
-        latency_ms=answer.latency_ms,
+        latency_ms=latency_ms,
         cached_tokens=usage.cached_tokens,
         cache_write_tokens=usage.cache_write_tokens,
         batch=batch,

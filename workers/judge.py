@@ -157,6 +157,8 @@ class Judge(ABC):
 
     #: the environment variable that holds this provider's API key
     key_env: ClassVar[str | None] = None
+    #: the environment variable naming this provider's default base URL, if one is read
+    base_url_env: ClassVar[str | None] = None
     #: whether the provider's call takes a sampling temperature (else its default applies)
     takes_temperature: ClassVar[bool] = True
     #: whether the provider can hold an answer to a JSON schema (``GenerateConfig.schema``)

@@ -14,10 +14,8 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import replace
 
 from flask_eval.core.errors import FailureReason, JudgeError
-from flask_eval.core.redact import redact_known
 from flask_eval.core.types import JudgeConfig
 from flask_eval.rubrics.prompt import Message, estimate_tokens
 from flask_eval.workers import events
@@ -174,7 +172,7 @@ class Sender:
                 used = output.prompt_tokens + output.completion_tokens
                 if used:  # 0: the provider reported no usage; keep the estimate
                     await self.limiter.settle(budget, estimate, used)
-                return _without_secrets(output), attempt
+                return output, attempt
 
     @staticmethod
     async def _observed(
@@ -206,10 +204,3 @@ class Sender:
             await judge.aclose()
         self._judges.clear()
         await self.limiter.aclose()
-
-
-def _without_secrets(output: JudgeOutput) -> JudgeOutput:
-    """The answer with every known secret hidden (``core.redact.redact_known``), before
-    it is read, stored, cached or shown: a proxy may echo the request's key in it."""
-    text = redact_known(output.text)
-    return output if text == output.text else replace(output, text=text)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from flask_eval.core.errors import Status
-from flask_eval.storage.records import CallRecord, Outcome
+from flask_eval.storage.records import CallRecord, Outcome, as_stored
 from flask_eval.storage.store import Store
 
 log = logging.getLogger("flask_eval.worker")
@@ -39,7 +39,10 @@ class Spool:
         self.tag = database_tag(database_url)
 
     def save(self, calls: Sequence[CallRecord], outcomes: Sequence[Outcome]) -> Path:
-        """Write one spill durably; returns its file (delete it with :meth:`drop`)."""
+        """Write one spill durably; returns its file (delete it with :meth:`drop`). What is
+        written is cleaned as the ledger keeps it (``storage.records.as_stored``): no secret
+        of the environment reaches the worker's disk either."""
+        calls, outcomes = as_stored(calls, outcomes)
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         path = self.folder / f"{self.tag}-{os.getpid()}-{uuid.uuid4().hex[:12]}.jsonl"
         tmp = path.with_suffix(".tmp")

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from flask_eval.rubrics.messages import text_of
+from flask_eval.rubrics.messages import from_data, text_of
 from flask_eval.rubrics.prompt import Message, estimate_tokens
 from flask_eval.workers.judge import JudgeOutput
 
@@ -40,6 +40,13 @@ class Request:
     max_tokens: int
     expected_completion: int = 0
     schema: Mapping[str, Any] | None = None
+
+    @classmethod
+    def of_parked(cls, data: Mapping[str, Any]) -> Request:
+        """The request of a parked batch call (``batch_lane.request_of``'s form)."""
+        generate = data["generate"]
+        return cls(from_data(data["messages"]), int(generate["max_tokens"]), 0,
+                   generate.get("schema"))  # fmt: skip
 
     def prompt_estimate(self) -> int:
         """The request's prompt tokens as the producer estimates them."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import logging
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import click
@@ -18,11 +18,13 @@ import click
 from flask_eval.cli.common import (
     ENV_WORKER,
     SHORT_HELP,
-    epilog,
+    EnvHelp,
     handle_errors,
 )
 from flask_eval.core.errors import InputError
 from flask_eval.core.redact import install_log_redaction
+from flask_eval.simulator.options import OPTIONS, config_of
+from flask_eval.simulator.options import description as sim_description
 
 
 class OneLineErrors(click.Group):
@@ -113,7 +115,7 @@ def main(log_format: str) -> None:
     install_log_redaction()
 
 
-@main.command(epilog=epilog(ENV_WORKER))
+@main.command(cls=EnvHelp, env=ENV_WORKER)
 @click.option(
     "--processes", type=click.IntRange(1, 1024), default=1, show_default=True,
     help="Worker processes on this machine.",
@@ -159,47 +161,32 @@ def worker(
     sys.exit(worker_mod.run(processes, in_flight, loglevel.upper(), serving, log_format))
 
 
-@main.command()
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", default=8765, show_default=True, help="Port (0: any free port).")
-@click.option("--latency-ms", default=0.0, show_default=True, help="Latency of an answer (ms).")
-@click.option(
-    "--latency-dist",
-    type=click.Choice(["fixed", "lognormal"]),
-    default="fixed",
-    show_default=True,
-    help="Fixed latency, or log-normal with --latency-ms as its median.",
-)
-@click.option("--sigma", default=0.5, show_default=True, help="Spread of the log-normal latency.")
-@click.option("--error-rate", default=0.0, show_default=True, help="Share of 5xx answers.")
-@click.option("--garbage-rate", default=0.0, show_default=True, help="Share of malformed answers.")
-@click.option("--rate-limit-rate", default=0.0, show_default=True, help="Share of 429 answers.")
-@click.option("--timeout-rate", default=0.0, show_default=True, help="Share of requests that hang.")
-@click.option("--rpm", type=int, default=None, help="Requests per minute before 429s.")
-@click.option("--tpm", type=int, default=None, help="Prompt tokens per minute before 429s.")
-@click.option("--score", type=click.IntRange(1, 5), default=None, help="Give every score this.")
-@click.option("--na-rate", default=0.0, show_default=True, help="Share of skills scored N/A.")
-@click.option("--refusal-rate", default=0.0, show_default=True, help="Share of refusals.")
-@click.option("--html-rate", default=0.0, show_default=True, help="Share of HTML error pages.")
-@click.option("--quote-response", is_flag=True, help="Judges quote the response they judge.")
-@click.option(
-    "--position-bias", default=0.0, show_default=True,
-    help="Share of pairwise judgments that pick the response shown first, whatever it says.",
-)  # fmt: skip
-@click.option(
-    "--min-max-tokens", type=int, default=None,
-    help="Cut off answers to requests allowing fewer completion tokens than this.",
-)  # fmt: skip
-@click.option("--require-key", default=None, help="Answer 401 to requests without this key.")
-@click.option("--seed", default=0, show_default=True, help="Seed of the answers and faults.")
+def _simulator_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The simulator's options (simulator/options.py), as `python -m flask_eval.simulator`
+    has them."""
+    for o in reversed(OPTIONS):
+        if o.flag:
+            command = click.option(o.name, is_flag=True, help=o.help)(command)
+        elif o.repeat:
+            command = click.option(o.name, multiple=True, metavar=o.metavar, help=o.help)(command)
+        else:
+            kind: Any = click.Choice(o.choices) if o.choices else o.type
+            if o.low is not None or o.high is not None:
+                kind = click.IntRange(o.low, o.high)
+            shown = o.default is not None and o.default != ""
+            command = click.option(o.name, type=kind, default=o.default, show_default=shown,
+                                   help=o.help)(command)  # fmt: skip
+    return command
+
+
+@main.command(help=sim_description())
+@_simulator_options
 @handle_errors
 def simulate(host: str, port: int, **options: Any) -> None:
-    """A judge simulator speaking the OpenAI and Anthropic wire formats (no real model)."""
-    from flask_eval.simulator.config import SimConfig
     from flask_eval.simulator.server import run as serve
 
     try:
-        config = SimConfig(**options)
+        config = config_of(options)
     except (TypeError, ValueError) as exc:
         raise InputError(f"invalid simulator option: {exc}") from None
     serve(config, host, port)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import math
 import sys
+import textwrap
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -93,6 +94,8 @@ SHORT_HELP = {
     "runs": "The runs in the database: progress and cost.",
 }
 
+#: in an environment list (:func:`epilog`): the providers' key and base-URL variables
+PROVIDER_KEYS, PROVIDER_URLS = "<provider keys>", "<provider base URLs>"
 #: environment variables, by the commands that read them
 ENV_RUN = {
     "FLASK_EVAL_DATABASE_URL": "the ledger (default sqlite:///./flask-eval.db)",
@@ -102,8 +105,8 @@ ENV_RUN = {
     "FLASK_EVAL_JUDGE_TIMEOUT": "seconds a judge call may take (in-process; default 120)",
     "FLASK_EVAL_MAX_ATTEMPTS": "attempts per call on 429/5xx/timeouts (in-process; default 6)",
     "FLASK_EVAL_HALT_AFTER": "halt a judge whose first N calls all fail alike (default 5)",
-    "OPENAI_API_KEY, ANTHROPIC_API_KEY": "judge keys (in-process; workers need their own)",
-    "OPENAI_BASE_URL, ANTHROPIC_BASE_URL": "default base URLs of the providers",
+    PROVIDER_KEYS: "judge keys (in-process; workers need their own)",
+    PROVIDER_URLS: "default base URLs of the providers",
 }
 ENV_WORKER = {
     "FLASK_EVAL_DATABASE_URL": "the ledger: the same as the producer's",
@@ -118,12 +121,46 @@ ENV_WORKER = {
     "FLASK_EVAL_HALT_AFTER": "halt a judge whose first N calls all fail alike (default 5)",
     "FLASK_EVAL_SPOOL_DIR": "paid answers kept on disk during outages (~/.cache/flask-eval)",
     "FLASK_EVAL_LIMITER_URL": "the Redis holding shared rpm/tpm budgets (default: broker's)",
-    "OPENAI_API_KEY, ANTHROPIC_API_KEY": "judge keys",
-    "OPENAI_BASE_URL, ANTHROPIC_BASE_URL": "default base URLs of the providers",
+    PROVIDER_KEYS: "judge keys",
+    PROVIDER_URLS: "default base URLs of the providers",
 }
 
 
 def epilog(env: dict[str, str]) -> str:
+    """The help's list of the environment variables ``env`` names (name -> meaning);
+    :data:`PROVIDER_KEYS` and :data:`PROVIDER_URLS` stand for the provider registry's
+    variables (:func:`provider_variables`)."""
     lines = ["\b", "Environment:"]
-    lines += [f"  {name}: {meaning}" for name, meaning in env.items()]
+    for name, meaning in env.items():
+        if name in (PROVIDER_KEYS, PROVIDER_URLS):
+            names = provider_variables()[name == PROVIDER_URLS]
+            lines += textwrap.wrap(f"{meaning}: {', '.join(names)}", 88, initial_indent="  ",
+                                   subsequent_indent="    ", break_on_hyphens=False)  # fmt: skip
+        else:
+            lines.append(f"  {name}: {meaning}")
     return "\n".join(lines)
+
+
+def provider_variables() -> tuple[list[str], list[str]]:
+    """The variables of every provider a judge spec may name (``workers.judge``'s
+    registry): their API keys, and their base URLs where one is read."""
+    from flask_eval.workers.judge import judge_class, known_providers
+
+    classes = [judge_class(p) for p in known_providers()]
+    keys = [c.key_env for c in classes if c.key_env]
+    urls = [c.base_url_env for c in classes if c.base_url_env]
+    return list(dict.fromkeys(keys)), list(dict.fromkeys(urls))
+
+
+class EnvHelp(click.Command):
+    """A command whose help ends with the environment variables it reads (``env``: see
+    :func:`epilog`), listed when the help is shown: the provider registry is imported
+    then, never at start-up."""
+
+    def __init__(self, *args: Any, env: dict[str, str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.env = env
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        self.epilog = epilog(self.env)
+        super().format_epilog(ctx, formatter)

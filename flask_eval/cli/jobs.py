@@ -15,8 +15,8 @@ import click
 from flask_eval.cli.common import (
     ENV_RUN,
     SHORT_HELP,
+    EnvHelp,
     FiniteRange,
-    epilog,
     handle_errors,
 )
 from flask_eval.cli.run import print_dry_run
@@ -115,7 +115,7 @@ def _execute(
         store.close()
 
 
-@click.command(epilog=epilog(ENV_RUN), short_help=SHORT_HELP["generate"])
+@click.command(cls=EnvHelp, env=ENV_RUN, short_help=SHORT_HELP["generate"])
 @_source_options
 @click.option(
     "--model",
@@ -172,7 +172,7 @@ def generate(**kw: Any) -> None:
             click.echo(f"{model}: BiGGen Bench responses -> {path} (`run --biggen {path}`)")
 
 
-@click.command(epilog=epilog(ENV_RUN), short_help=SHORT_HELP["annotate"])
+@click.command(cls=EnvHelp, env=ENV_RUN, short_help=SHORT_HELP["annotate"])
 @_source_options
 @click.option(
     "--annotator",
@@ -266,7 +266,7 @@ def _skill_names(criteria: str | None) -> tuple[str, ...]:
     return load_criteria(criteria).names if criteria else load_default().names
 
 
-@click.command("eval", epilog=epilog(ENV_RUN), short_help=SHORT_HELP["eval"])
+@click.command("eval", cls=EnvHelp, env=ENV_RUN, short_help=SHORT_HELP["eval"])
 @click.option(
     "--instances",
     required=True,

@@ -16,8 +16,8 @@ import click
 from flask_eval.cli.common import (
     ENV_RUN,
     SHORT_HELP,
+    EnvHelp,
     FiniteRange,
-    epilog,
     find_run,
     handle_errors,
     open_store,
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from flask_eval.storage.records import RunInfo
 
 
-@click.command(epilog=epilog(ENV_RUN), short_help=SHORT_HELP["run"])
+@click.command(cls=EnvHelp, env=ENV_RUN, short_help=SHORT_HELP["run"])
 @click.option("--instances", default=None, help="FLASK evaluation set (JSON Lines).")
 @click.option(
     "--biggen",
@@ -312,7 +312,7 @@ def _say_held_back(info: RunInfo, sent: Dispatched) -> None:
         )
 
 
-@click.command(epilog=epilog(ENV_RUN), short_help=SHORT_HELP["resume"])
+@click.command(cls=EnvHelp, env=ENV_RUN, short_help=SHORT_HELP["resume"])
 @click.argument("run_name", required=False)
 @click.option(
     "--reason",

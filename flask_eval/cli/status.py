@@ -42,6 +42,7 @@ def status(run_name: str | None, as_json: bool, watch: bool, interval: float) ->
     default); --watch: live, per judge, with the workers."""
     if watch:
         sys.exit(watch_runs(run_name, as_json, interval))
+    from flask_eval.app.batches import duplicate_note
     from flask_eval.app.progress import run_status
     from flask_eval.report.document import cost_text
 
@@ -79,6 +80,8 @@ def status(run_name: str | None, as_json: bool, watch: bool, interval: float) ->
         )
     for judge, states in st.batches.items():
         click.echo(f"  {batch_line(judge, states)}")
+    for judge, n in sorted(st.duplicates.items()):
+        click.echo(f"  {duplicate_note(judge, n)}")
     if st.cache_answered:
         click.echo(f"  {st.cache_answered} judge calls answered from the answer cache (free)")
 

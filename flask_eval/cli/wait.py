@@ -16,9 +16,9 @@ import click
 from flask_eval.cli.common import (
     ENV_RUN,
     SHORT_HELP,
+    EnvHelp,
     FiniteRange,
     RunIncomplete,
-    epilog,
     find_run,
     handle_errors,
     open_store,
@@ -120,7 +120,7 @@ def _finish(
         )
 
 
-@click.command(epilog=epilog(ENV_RUN), short_help=SHORT_HELP["wait"])
+@click.command(cls=EnvHelp, env=ENV_RUN, short_help=SHORT_HELP["wait"])
 @click.argument("run_name", required=False)
 @timeout_option
 @quiet_option

@@ -311,6 +311,12 @@ def _done(row: dict[str, Any]) -> bool:
         ("judgment", lambda r: r.update(asks=-1), _done, "judgment.asks is negative: -1"),
         ("call", lambda r: r.update(prompt_tokens=-5), None, "call.prompt_tokens is negative"),
         ("call", lambda r: r.update(cost=-0.5), None, "call.cost is negative: -0.5"),
+        (  # PostgreSQL's integer holds no more: refused on every store alike
+            "call",
+            lambda r: r.update(prompt_tokens=2**31),
+            None,
+            "call.prompt_tokens is out of range: 2147483648",
+        ),
         (
             "call",
             lambda r: r.update(cache_key="A" * 64),
@@ -333,6 +339,7 @@ def _done(row: dict[str, Any]) -> bool:
         "negative-asks",
         "negative-tokens",
         "negative-cost",
+        "integer-range",
         "cache-key",
         "cost-type",
         "config-not-object",

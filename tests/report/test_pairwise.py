@@ -259,3 +259,27 @@ def test_html_has_leaderboard_matrix_and_position(tmp_path) -> None:  # type: ig
     # a pairwise run has no absolute grades: none of their (empty) sections
     for section in ("Overall", "Skills", "Abilities", "Domains", "Difficulty", "Judge agreement"):
         assert f">{section}</h2>" not in page
+
+
+def test_html_shows_the_controlled_figures_best_first(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The HTML page shows each model's length-controlled win rate and style-controlled
+    rating (not only the note on them), best style-controlled rating first."""
+    import re
+
+    from flask_eval.report.html import render as html_render
+
+    records = _random_records(3, 30)
+    inst = instances_of(records)
+    texts = {(m, i): f"{m} answers {i}" + " more" * (k % 3)
+             for k, (m, i) in enumerate((m, i) for m in ("m1", "m2", "m3", "m4") for i in inst)}
+    pw = build(records, instance_weights(len(inst), 50, 0), inst, texts=texts,
+               models=["m1", "m2", "m3", "m4"])  # fmt: skip
+    page = html_render(Report(run="r", rows=[], pairwise=pw), [])
+    table = re.search(r"<table class='controlled'>(.*?)</table>", page, re.S)
+    assert table, "no table of the controlled figures"
+    rows = [re.findall(r"<td[^>]*>([^<]*)</td>", r) for r in table.group(1).split("</tr>")[1:-1]]
+    assert [r[0] for r in rows] == ["m4", "m3", "m2", "m1"]  # best first, not as listed
+    by_model = {r[0]: r for r in rows}
+    assert by_model["m1"][2] == "0.500" and by_model["m1"][4] == "1000.0"  # the anchor
+    assert float(by_model["m4"][2]) > 0.5 and float(by_model["m4"][4]) > 1000
+    assert "class='position'" in page

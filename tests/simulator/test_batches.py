@@ -3,6 +3,7 @@ bill them (the adapters' round trips are in tests/workers/test_provider_batches.
 
 from __future__ import annotations
 
+import io
 import json
 import urllib.error
 import urllib.request
@@ -139,3 +140,61 @@ def test_openai_batches_expire_half_answered_and_cancel_on_the_shared_settings()
             seen = json.loads(resp.read())["openai"]
         assert seen["states"] == {"expired": 1, "canceled": 1}
         assert sim.stats()["served"] == 2  # only the answered half is billed
+
+
+def gemini_request(i: int) -> dict[str, Any]:
+    """A request whose prompt is ``i`` words longer than the first's (its prompt token
+    count tells which request an answer is to)."""
+    text = "Judge this answer. " + "word " * 8 * i
+    return {"contents": [{"role": "user", "parts": [{"text": text}]}],
+            "config": {"max_output_tokens": 200}}  # fmt: skip
+
+
+def prompt_tokens(response: Any) -> int:
+    usage = response.usage_metadata if hasattr(response, "usage_metadata") else None
+    if usage is None:
+        usage = types.GenerateContentResponseUsageMetadata(**response["usageMetadata"])
+    return int(usage.prompt_token_count or 0)
+
+
+def test_gemini_inlined_responses_carry_no_metadata_and_come_shuffled() -> None:
+    """As the real API may: an inlined batch's responses without the requests' metadata,
+    in no particular order (so nothing tells which answer is whose)."""
+    with running_simulator(SimConfig()) as sim:
+        client = gemini_client(sim)
+        src: Any = [{**gemini_request(i), "metadata": {"custom_id": f"c{i}"}} for i in range(20)]
+        job = client.batches.create(model="m", src=src, config={"display_name": "inlined"})
+        got = client.batches.get(name=str(job.name))
+    assert got.dest is not None and got.dest.inlined_responses is not None
+    answers = got.dest.inlined_responses
+    assert len(answers) == 20 and all(r.metadata is None for r in answers)
+    sizes = [prompt_tokens(r.response) for r in answers]
+    assert sorted(sizes) == sorted(set(sizes)) and sizes != sorted(sizes)  # not request order
+
+
+def test_a_gemini_input_file_batch_answers_every_key_in_a_results_file() -> None:
+    """The file-based flow through the SDK: upload a JSONL of ``{key, request}`` lines
+    (Files API), create the batch from it, download its results file: one line per key,
+    each with its response, shuffled; each request submitted once."""
+    with running_simulator(SimConfig()) as sim:
+        client = gemini_client(sim)
+        lines: list[dict[str, Any]] = [
+            {"key": f"k{i}", "request": {"contents": gemini_request(i)["contents"]}}
+            for i in range(12)
+        ]
+        data = "".join(json.dumps(x) + "\n" for x in lines).encode()
+        named: Any = {"mime_type": "jsonl", "display_name": "in"}
+        uploaded = client.files.upload(file=io.BytesIO(data), config=named)
+        job = client.batches.create(model="m", src=str(uploaded.name),
+                                    config={"display_name": "filed"})  # fmt: skip
+        got = client.batches.get(name=str(job.name))
+        assert got.dest is not None and got.dest.file_name
+        results = client.files.download(file=got.dest.file_name)
+        with urllib.request.urlopen(f"{sim.base_url}/batches/submitted", timeout=10) as resp:
+            submitted = json.loads(resp.read())["gemini"]["submitted"]
+    out = [json.loads(line) for line in results.splitlines()]
+    keys = [line["key"] for line in out]
+    assert sorted(keys) == sorted(x["key"] for x in lines) and keys != [x["key"] for x in lines]
+    sizes = {line["key"]: prompt_tokens(line["response"]) for line in out}
+    assert all(sizes[f"k{i}"] < sizes[f"k{i + 1}"] for i in range(11))  # each key its answer
+    assert submitted == {x["key"]: 1 for x in lines}

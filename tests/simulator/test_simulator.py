@@ -342,7 +342,10 @@ def test_concurrency_and_reproducible_randomness() -> None:
                 return True
 
             async def go() -> list[bool]:
-                async with oai(sim) as client:
+                # 200 TLS handshakes at once with the simulator in this process: on a busy
+                # machine they take longer than the SDK's 5 s connect timeout; the test's
+                # own deadline (pytest-timeout) bounds it instead
+                async with oai(sim, timeout=openai.Timeout(240.0)) as client:
                     seq = [await one(client, i) for i in range(10)]
                     await asyncio.gather(*(one(client, i) for i in range(side_by_side)))
                 return seq

@@ -280,6 +280,26 @@ def test_one_write_with_duplicates_ends_as_successive_writes_would(database_url:
     }
 
 
+def test_an_answer_holding_nul_or_a_lone_surrogate_is_kept_on_every_store(
+    database_url: str,
+) -> None:
+    """A provider's answer is untrusted text: a NUL (which PostgreSQL cannot store) or a
+    lone surrogate in it, its rationale or its read value is kept as U+FFFD; the paid
+    answer and the judgment's end are both written."""
+    store = Store(database_url)
+    run_id = create(store)
+    (i, *_), *_ = open_ids(store, run_id)
+    bad = "score\x00 4 \ud800 end"
+    store.write(
+        [answer(run_id, "n", bad, True, "u-nul")],
+        [Outcome(i, Status.DONE, score=4, rationale=bad, value=bad, call_uid="u-nul")],
+    )
+    kept = "score\ufffd 4 \ufffd end"
+    assert store.cached_calls(["n" * 64])["n" * 64].raw == kept
+    row = next(r for r in queries.export_rows(store, run_id, "r1") if r["status"] == "done")
+    assert row["score"] == 4 and row["rationale"] == kept
+
+
 def test_report_sums_from_sql_equal_the_pure_reference(database_url: str) -> None:
     store = Store(database_url)
     run_id = create(store)

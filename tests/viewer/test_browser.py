@@ -111,6 +111,14 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
             "pw",
             env=env,
         )
+        bare = tmp / "bare.jsonl"  # without FLASK's metadata: eval annotates them
+        lines = (EXAMPLES / "instances.jsonl").read_text().splitlines()[:3]
+        bare.write_text("".join(json.dumps({k: json.loads(x)[k] for k in ("idx", "instruction",
+                        "answer")}) + "\n" for x in lines))  # fmt: skip
+        play = stack.enter_context(running_simulator(SimConfig(seed=3, generators={"m1": 2.0})))
+        flask_eval("eval", "--instances", str(bare), "--judge", "judge=openai/judge",
+                   "--model", "m1=openai/m1", "--name", "ev", "--out", str(tmp / "out"),
+                   "--quiet", env={**env, "OPENAI_BASE_URL": play.openai_base_url})  # fmt: skip
     yield result
 
 
@@ -209,6 +217,12 @@ def browser(runs: Runs) -> Iterator[Browser]:
 def test_from_the_leaderboard_to_a_failure_and_its_raw_output(browser: Browser) -> None:
     page = browser.page
     page.goto(browser.base + "/")
+    evaluation = page.locator("#runs tbody.eval[data-eval='ev'] tr[data-run]")
+    assert evaluation.count() == 3  # generate, annotate, judge under one heading
+    assert "m1" in evaluation.nth(0).locator("td.models").inner_text()
+    assert page.locator("#runs tr[data-run='abs'] td.judges").inner_text() == "good, flaky"
+    assert page.locator("#runs tr[data-run='abs'] td.duration").inner_text() != "–"
+    browser.shot("runs")
     page.click("#runs a:text-is('abs')")
     page.wait_for_selector("#leaderboard")
     assert page.locator("#leaderboard tbody tr").count() == 2
@@ -246,7 +260,14 @@ def test_two_models_side_by_side_and_the_script_stays_text(browser: Browser) -> 
     assert page.locator("section.side").count() == 2
     assert SCRIPT in page.locator("section.side[data-model='a'] pre.response").inner_text()
     assert page.evaluate("window.__pwned") is None
+    assert page.locator("#disagreements tbody tr").count() >= 1  # two judges scored them
     browser.shot("comparison")
+    first = page.locator("h1").inner_text()
+    page.click("#next")
+    page.wait_for_selector("#previous")
+    assert page.locator("h1").inner_text() != first
+    page.click("#disagreements tbody tr:first-child a")
+    page.wait_for_selector("section.side")
     page.goto(browser.base + "/runs/abs/judgments?q=__pwned")
     assert (
         SCRIPT in page.locator("#judgments").inner_text()
@@ -267,6 +288,13 @@ def test_a_pairwise_runs_win_matrix(browser: Browser) -> None:
     cells = page.locator("#win-matrix td.heat a")
     assert cells.count() >= 1
     assert page.locator("figure[data-figure=win_matrix] svg").count() == 1
+    ratings = [
+        float(t) for t in page.locator("#ratings tbody tr td:nth-child(2)").all_inner_texts()
+    ]
+    assert len(ratings) == 2 and ratings == sorted(ratings, reverse=True)  # best first
+    assert page.locator("#controlled tbody tr").count() == 2
+    assert page.locator("#controlled td.style").first.inner_text() != "–"
+    assert page.locator("#position td.consistency").first.inner_text() != "–"
     browser.shot("pairwise-matrix")
     cells.first.click()
     page.wait_for_selector("#judgments")

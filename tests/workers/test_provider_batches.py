@@ -106,7 +106,9 @@ def test_a_batch_answers_each_request_as_a_live_call_would(
         return status, results, live
 
     status, results, live = run(judge, go)
-    assert status.phase == "ended" and (status.total, status.succeeded) == (5, 5)
+    assert status.phase == "ended"
+    if provider != "gemini":  # the SDK does not read the Developer API's batchStats
+        assert (status.total, status.succeeded) == (5, 5)
     assert set(results) == {c.custom_id for c in calls}
     for call, answer in zip(calls, live, strict=True):
         got = results[call.custom_id]
@@ -180,7 +182,8 @@ def test_failed_requests_of_a_batch_are_retryable_errors_and_answers_are_kept(
     assert len(results) == 16 and errors and answers
     assert {e.reason for e in errors} == {FailureReason.PROVIDER_ERROR}
     assert all(e.reason in RETRYABLE for e in errors)
-    assert (status.succeeded, status.failed) == (len(answers), len(errors))
+    if provider != "gemini":  # the SDK does not read the Developer API's batchStats
+        assert (status.succeeded, status.failed) == (len(answers), len(errors))
 
 
 def test_an_expired_anthropic_batch_fails_each_request_retryably(

@@ -25,12 +25,19 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from flask_eval.core.errors import FailureReason, JudgeError
-from flask_eval.workers.batching import BatchAPI, BatchPhase, BatchRequest, BatchStatus, Found
+from flask_eval.workers.batching import (
+    BatchAPI,
+    BatchPhase,
+    BatchRequest,
+    BatchResults,
+    BatchStatus,
+    Found,
+)
 from flask_eval.workers.errors import from_status, malformed
 from flask_eval.workers.judge import Judge, JudgeOutput
 from flask_eval.workers.providers.anthropic_judge import AnthropicJudge, output_of
@@ -160,7 +167,7 @@ class AnthropicBatch(BatchAPI):
         except Exception as exc:
             raise self._judge.classify(exc) from exc
 
-    async def batch_results(self, batch_id: str) -> Mapping[str, JudgeOutput | JudgeError]:
+    async def batch_results(self, batch_id: str) -> BatchResults:
         try:
             batch = await self._client.messages.batches.retrieve(batch_id)
         except Exception as exc:
@@ -169,11 +176,11 @@ class AnthropicBatch(BatchAPI):
             raise JudgeError(FailureReason.PROVIDER_ERROR,
                              f"message batch {batch_id} has no results yet "
                              f"({batch.processing_status})")  # fmt: skip
-        results: dict[str, JudgeOutput | JudgeError] = {}
+        results = BatchResults()
         for line, raw in await self._result_lines(batch_id, batch.results_url):
             ours = parse_wire_id(str(line.get("custom_id", "")))
             if ours is not None:
-                results[ours[2]] = result_of(line.get("result"), ours[1], raw)
+                results.add(ours[2], result_of(line.get("result"), ours[1], raw))
         return results
 
     async def cancel_batch(self, batch_id: str) -> None:

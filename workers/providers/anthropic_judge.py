@@ -55,6 +55,7 @@ RESET_HEADERS = (*STANDARD_RESETS, "anthropic-ratelimit-requests-reset")
 
 class AnthropicJudge(Judge):
     key_env = "ANTHROPIC_API_KEY"
+    base_url_env = "ANTHROPIC_BASE_URL"
     takes_temperature = False  # the current SDK's messages.create has no temperature
     takes_schema = True
 
@@ -63,7 +64,7 @@ class AnthropicJudge(Judge):
         import anthropic  # lazy
         import httpx2  # the SDK's HTTP client
 
-        base_url = spec.base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
+        base_url = spec.base_url or os.environ.get(self.base_url_env) or DEFAULT_BASE_URL
         key = self.api_key()
         if not key:
             if base_url == DEFAULT_BASE_URL:

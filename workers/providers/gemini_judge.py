@@ -89,6 +89,7 @@ _DURATION = re.compile(r"(\d+(?:\.\d+)?)s")
 
 class GeminiJudge(Judge):
     key_env = KEY_ENVS[0]
+    base_url_env = "GOOGLE_GEMINI_BASE_URL"
     takes_schema = True
 
     def __init__(self, spec: JudgeSpec, max_connections: int | None = None) -> None:
@@ -97,7 +98,7 @@ class GeminiJudge(Judge):
         from google import genai  # lazy: only workers that use this provider import the SDK
         from google.genai import types
 
-        env_url = os.environ.get("GOOGLE_GEMINI_BASE_URL", "").rstrip("/")
+        env_url = os.environ.get(self.base_url_env, "").rstrip("/")
         base_url = spec.base_url or env_url or DEFAULT_BASE_URL
         key = self.api_key()
         if not key:

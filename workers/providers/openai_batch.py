@@ -23,7 +23,14 @@ from typing import Any, Final
 
 from flask_eval.core.errors import ConfigError, FailureReason, JudgeError
 from flask_eval.core.types import JudgeSpec
-from flask_eval.workers.batching import BatchAPI, BatchPhase, BatchRequest, BatchStatus, Found
+from flask_eval.workers.batching import (
+    BatchAPI,
+    BatchPhase,
+    BatchRequest,
+    BatchResults,
+    BatchStatus,
+    Found,
+)
 from flask_eval.workers.errors import from_status, malformed
 from flask_eval.workers.judge import Judge, JudgeOutput
 from flask_eval.workers.providers.openai_judge import OpenAIJudge, output_of, tls_context
@@ -96,17 +103,16 @@ class OpenAIBatch(BatchAPI):
             raise self.judge.classify(exc) from exc
         return self._status(batch)
 
-    async def batch_results(self, batch_id: str) -> Mapping[str, JudgeOutput | JudgeError]:
+    async def batch_results(self, batch_id: str) -> BatchResults:
         try:
             batch = await self.client.batches.retrieve(batch_id)
-            results: dict[str, JudgeOutput | JudgeError] = {}
+            results = BatchResults()
             for file_id in (batch.output_file_id, batch.error_file_id):
                 if file_id:
                     content = await self.client.files.content(file_id)
                     for line in content.content.splitlines():
                         if line.strip():
-                            custom_id, result = result_of(line)
-                            results.setdefault(custom_id, result)
+                            results.add(*result_of(line))
         except JudgeError:
             raise
         except Exception as exc:
