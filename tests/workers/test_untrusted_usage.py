@@ -202,3 +202,20 @@ def test_a_budget_holds_against_a_provider_reporting_negative_usage(tmp_path: Pa
     assert capped.returncode == again.returncode == 1 and 0 < served < CALLS
     st = json.loads(flask_eval("status", "r", "--json", env=env).stdout)
     assert 0 < st["cost"] <= 1.5 * float(budget) and st["pending"] > 0
+
+
+def test_a_duplicate_batch_answer_s_usage_is_checked_too(tmp_path: Path) -> None:
+    """A provider that lists each batch request twice, every answer with 10^9 cached
+    prompt tokens: the duplicates (paid, stored, never read) are flagged and costed at a
+    safe estimate like the answers read."""
+    from tests.workers.test_batch_lane import sim_post
+
+    with running_simulator(SimConfig(seed=7, usage=HOSTILE["anthropic"])) as sim:
+        sim_post(sim, "/batches/settings", {"duplicate_results": 100})
+        env = cli_env(f"sqlite:///{tmp_path / 'u.db'}", FLASK_EVAL_BATCH_POLL_SECONDS="0.1")
+        judges = judges_file(tmp_path, sim, "anthropic", True)
+        flask_eval("run", *INPUTS, "--judges", judges, "--run", "r", "--quiet", env=env)
+    calls = paid_calls(env)
+    assert len(calls) == 2 * CALLS and sum(c["finish"] == "duplicate" for c in calls) == CALLS
+    assert all(c["usage_note"] and "cache_read_input_tokens" in c["usage_note"] for c in calls)
+    assert all(0 < c["prompt_tokens"] < 100_000 and c["cached_tokens"] == 0 for c in calls)
