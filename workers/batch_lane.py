@@ -316,12 +316,14 @@ class BatchLane:
         if context is None or batch.judge not in context.judges:
             return
         config, seen = context.judges[batch.judge], Counter[str]()
+        provider = config.spec.partition("/")[0]
         records = []
         for uid, output in extra:
             seen[uid] += 1
+            asked = Request.of_parked(ours[uid].request, provider)  # its usage is checked
             record = answer_record(config, batch.run_id, f"{uid}-{seen[uid]}",
-                                   ours[uid].cache_key, output, False,
-                                   Request.of_parked(ours[uid].request), batch=True)  # fmt: skip
+                                   ours[uid].cache_key, output, False, asked,
+                                   batch=True)  # fmt: skip
             records.append(replace(record, finish=DUPLICATE))
         await self.executor.writer.write(calls=records)
         log.warning("batch %s of judge %s: the provider returned %d more answers than "

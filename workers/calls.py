@@ -88,6 +88,7 @@ def paid_record(
         answer.max_tokens or call.generate.max_tokens,
         call.protocol.completion_tokens(call.criteria),
         call.generate.schema,
+        call.config.spec.partition("/")[0],
     )
     return answer_record(call.config, call.rows[0].run_id, answer.uid, answer.key, output,
                          parsed, request, batch, answer.latency_ms)  # fmt: skip

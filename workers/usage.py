@@ -27,6 +27,11 @@ from flask_eval.workers.judge import JudgeOutput
 PROMPT_OVERHEAD = 1024
 PER_MESSAGE = 16
 COMPLETION_OVERHEAD = 16
+#: completion tokens a provider may bill past ``max_tokens``: Gemini's thinking tokens
+#: (billed as output; its documentation counts them apart from ``maxOutputTokens``), up to
+#: its models' output limit. OpenAI's reasoning tokens and Anthropic's thinking count
+#: within the request's token limit.
+BEYOND_MAX_TOKENS = {"gemini": 65_536}
 #: how much of the usage as given a note keeps
 NOTE_LIMIT = 1000
 
@@ -40,13 +45,14 @@ class Request:
     max_tokens: int
     expected_completion: int = 0
     schema: Mapping[str, Any] | None = None
+    provider: str = ""  # the judge's provider (its spec's first part)
 
     @classmethod
-    def of_parked(cls, data: Mapping[str, Any]) -> Request:
+    def of_parked(cls, data: Mapping[str, Any], provider: str) -> Request:
         """The request of a parked batch call (``batch_lane.request_of``'s form)."""
         generate = data["generate"]
         return cls(from_data(data["messages"]), int(generate["max_tokens"]), 0,
-                   generate.get("schema"))  # fmt: skip
+                   generate.get("schema"), provider)  # fmt: skip
 
     def prompt_estimate(self) -> int:
         """The request's prompt tokens as the producer estimates them."""
@@ -60,7 +66,8 @@ class Request:
         return size + schema + PER_MESSAGE * len(self.messages) + PROMPT_OVERHEAD
 
     def completion_limit(self) -> int:
-        return self.max_tokens + COMPLETION_OVERHEAD
+        """The most completion tokens the request can be billed."""
+        return self.max_tokens + COMPLETION_OVERHEAD + BEYOND_MAX_TOKENS.get(self.provider, 0)
 
 
 @dataclass(frozen=True)
@@ -95,7 +102,7 @@ def problems(output: JudgeOutput, request: Request) -> list[str]:
     if output.prompt_tokens > (limit := request.prompt_limit()):
         found.append(f"prompt tokens above the request's size ({limit})")
     if output.completion_tokens > (limit := request.completion_limit()):
-        found.append(f"completion tokens above the request's max_tokens ({request.max_tokens})")
+        found.append(f"completion tokens above the request's limit ({limit})")
     return found
 
 
@@ -111,8 +118,8 @@ def checked_usage(output: JudgeOutput, request: Request) -> Counted:
     prompt = request.prompt_estimate()
     if _is_count(output.prompt_tokens) and output.prompt_tokens <= request.prompt_limit():
         prompt = max(prompt, output.prompt_tokens)
-    completion = request.max_tokens
-    if _is_count(output.completion_tokens) and output.completion_tokens <= request.max_tokens:
+    completion = request.completion_limit()
+    if _is_count(output.completion_tokens) and output.completion_tokens <= completion:
         completion = max(request.expected_completion, output.completion_tokens)
     given = json.dumps(output.usage, default=str, sort_keys=True)
     if len(given) > NOTE_LIMIT:

@@ -24,7 +24,7 @@ from flask_eval.workers.asking import keep
 from flask_eval.workers.calls import Answer, Call
 from flask_eval.workers.judge import GenerateConfig, JudgeOutput
 from flask_eval.workers.providers.openai_judge import output_of
-from flask_eval.workers.usage import Request, checked_usage
+from flask_eval.workers.usage import COMPLETION_OVERHEAD, Request, checked_usage
 from tests.conftest import EXAMPLES
 from tests.helpers import cli_env, flask_eval
 
@@ -94,7 +94,10 @@ def test_impossible_usage_is_flagged_and_costed_at_a_safe_estimate(
     calls = paid_calls(env)
     assert len(calls) == CALLS
     for c in calls:
-        assert 0 < c["prompt_tokens"] < 100_000 and 0 < c["completion_tokens"] <= MAX_TOKENS
+        assert (
+            0 < c["prompt_tokens"] < 100_000
+            and 0 < c["completion_tokens"] <= MAX_TOKENS + COMPLETION_OVERHEAD
+        )
         assert c["cached_tokens"] == c["cache_write_tokens"] == 0 and c["batch"] == batch
         key, value = next(iter(hostile.items()))
         assert f'"{key}": {value}' in c["usage_note"]  # the usage as given is kept
@@ -130,7 +133,7 @@ def _request() -> Request:
         ({"prompt_tokens": 400, "completion_tokens": 10,
           "prompt_tokens_details": {"cached_tokens": 401}}, "more cached tokens"),
         ({"prompt_tokens": 10**7, "completion_tokens": 10}, "above the request's size"),
-        ({"prompt_tokens": 400, "completion_tokens": 5000}, "above the request's max_tokens"),
+        ({"prompt_tokens": 400, "completion_tokens": 5000}, "above the request's limit"),
     ],
 )  # fmt: skip
 def test_every_impossible_count_is_caught_at_the_one_boundary(
@@ -143,8 +146,20 @@ def test_every_impossible_count_is_caught_at_the_one_boundary(
     assert counted.note is not None and why in counted.note
     assert json.dumps(usage, sort_keys=True)[:40] in counted.note
     assert counted.prompt_tokens >= estimate_tokens(request.messages)
-    assert 120 <= counted.completion_tokens <= 300
+    assert 120 <= counted.completion_tokens <= request.completion_limit()
     assert counted.cached_tokens == counted.cache_write_tokens == 0
+
+
+def test_gemini_s_thinking_may_go_past_max_tokens_but_not_past_its_output_limit() -> None:
+    """Gemini bills thinking tokens as output, apart from maxOutputTokens: 5,000 of them
+    on a 300-token request is an honest answer there, not on OpenAI; 10^6 is not."""
+    messages = [{"role": "user", "content": "q " * 400}]
+    thinking = JudgeOutput("ok", 380, 5_300)
+    gemini = Request(messages, 300, 120, provider="gemini")  # type: ignore[arg-type]
+    openai = Request(messages, 300, 120, provider="openai")  # type: ignore[arg-type]
+    assert checked_usage(thinking, gemini).note is None
+    assert checked_usage(thinking, openai).note is not None
+    assert checked_usage(JudgeOutput("ok", 380, 10**6), gemini).note is not None
 
 
 def test_a_possible_usage_is_kept_as_given() -> None:
