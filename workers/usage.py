@@ -2,11 +2,12 @@
 passes (live and batch, every provider) before it is stored and costed.
 
 A provider reports how many tokens it billed; a bug, a proxy or a hostile server may report
-counts no request of ours can have: negative ones, ones that are not integers, more
-cached prompt tokens than prompt tokens, a prompt larger than the request (no tokenizer
-makes more tokens than the request has bytes), or more completion tokens than the
-request allowed (``max_tokens``, which bounds reasoning tokens too). Such usage is
-never stored as given: the answer is kept, with the usage as given in the call's
+counts no request of ours can have: none at all (an answer is never free), negative ones,
+ones that are not integers, more cached prompt tokens than prompt tokens, a prompt larger
+than the request (no tokenizer makes more tokens than the request has bytes), or more
+completion tokens than the request can be billed (its ``max_tokens``, which bounds
+reasoning tokens too; Gemini's thinking tokens go past it, up to its output limit). Such
+usage is never stored as given: the answer is kept, with the usage as given in the call's
 ``usage_note`` (which ``status`` and the report count), and the call is costed at a safe
 estimate, never below the request's own estimate (what ``--max-cost`` reserved for it).
 """
@@ -97,6 +98,8 @@ def problems(output: JudgeOutput, request: Request) -> list[str]:
     found = [f"{name} tokens not a count" for name, v in counts.items() if not _is_count(v)]
     if found:
         return found
+    if output.prompt_tokens == 0 and request.messages:  # no usage, or a zero: never free
+        return ["no prompt tokens reported" + ("" if output.usage else " (no usage)")]
     if output.cached_tokens + output.cache_write_tokens > output.prompt_tokens:
         found.append("more cached tokens than prompt tokens")
     if output.prompt_tokens > (limit := request.prompt_limit()):

@@ -234,3 +234,15 @@ def test_a_duplicate_batch_answer_s_usage_is_checked_too(tmp_path: Path) -> None
     assert len(calls) == 2 * CALLS and sum(c["finish"] == "duplicate" for c in calls) == CALLS
     assert all(c["usage_note"] and "cache_read_input_tokens" in c["usage_note"] for c in calls)
     assert all(0 < c["prompt_tokens"] < 100_000 and c["cached_tokens"] == 0 for c in calls)
+
+
+@pytest.mark.parametrize("usage", [None, {}, {"prompt_tokens": 0, "completion_tokens": 0}])
+def test_an_answer_without_usage_is_never_free(usage: dict[str, Any] | None) -> None:
+    body: dict[str, Any] = {"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}]}
+    if usage is not None:
+        body["usage"] = usage
+    request = _request()
+    counted = checked_usage(output_of(body, json.dumps(body).encode(), 300), request)
+    assert counted.note is not None and "no prompt tokens" in counted.note
+    assert counted.prompt_tokens >= estimate_tokens(request.messages)
+    assert counted.completion_tokens >= request.expected_completion
