@@ -12,8 +12,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from flask_eval.app.progress import cost_unknown
 from flask_eval.app.prompts import Prompt, render_prompt
-from flask_eval.app.report import build_report, config_judges, config_models, pairwise_config
+from flask_eval.app.report import (
+    build_report,
+    config_judges,
+    config_models,
+    judge_of,
+    pairwise_config,
+)
 from flask_eval.core.errors import InputError, Status
 from flask_eval.core.limits import MAX_INTEGER
 from flask_eval.core.redact import redact
@@ -250,9 +257,17 @@ def judgment_detail(store: Store, run: RunInfo, judgment_id: int) -> JudgmentDet
         domains=record.domains,
         responses=[(m, record.responses.get(m, "")) for m in order],
         prompt=prompt,
-        call=record.call,
+        call=_priced(record.call, run, str(row["judge"])),
         siblings=[(i, c) for i, c in record.call_rows if i != judgment_id],
     )
+
+
+def _priced(call: dict[str, Any] | None, run: RunInfo, judge: str) -> dict[str, Any] | None:
+    """``call`` with ``unpriced``: why its judge's cost is unknown ("": it has a price)."""
+    if call is None:
+        return None
+    unknown = cost_unknown(run.config)
+    return {**call, "unpriced": unknown.get(judge_of(judge, run.config), "")}
 
 
 @dataclass

@@ -112,6 +112,7 @@ def write_model_outputs(
     ``finish`` and ``cut_off``: fields `run` ignores), one file per model: ``<model>.jsonl``
     in ``out_dir``. Written to a temporary name first, so a file is whole or absent."""
     configs = {j["name"]: JudgeConfig.from_data(j) for j in run.config["judges"]}
+    priced = {name: c.price is not None for name, c in configs.items()}
     target = Path(out_dir)
     if target.exists() and not target.is_dir():
         raise InputError(f"--out {out_dir}: not a directory")
@@ -131,7 +132,8 @@ def write_model_outputs(
                     "usage": {
                         "prompt_tokens": g.prompt_tokens,
                         "completion_tokens": g.completion_tokens,
-                        "cost": round(g.cost, 8),
+                        # a model without a price: its cost is unknown, not 0
+                        "cost": round(g.cost, 8) if priced.get(model, True) else None,
                     },
                     "sampling": settings,
                 }

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from flask_eval.core.types import JudgeConfig
-from flask_eval.producer.prices import unpriced
+from flask_eval.producer.prices import unpriced, unpriced_reasons
 from flask_eval.report.document import Progress
 from flask_eval.storage import live, queries
 from flask_eval.storage.batches import BatchLedger
@@ -38,14 +38,17 @@ class RunStatus:
     halts: list[str]  # each halted judge's detail
     batches: dict[str, dict[str, dict[str, int]]]  # judge -> batches/calls -> state -> n
     cache_answered: int  # judge calls answered from the answer cache
-    unpriced: list[str]  # judges without a price: their cost is unknown, not $0
+    #: judge -> why it has no price: the run's cost is unknown, not its metered $0
+    unpriced: dict[str, str]
     #: judge -> answers its provider returned beyond one per batch request (paid, not read)
     duplicates: dict[str, int]
 
     def as_dict(self) -> dict[str, Any]:
-        """The JSON form of `status --json`."""
+        """The JSON form of `status --json`: ``cost`` is what was metered; ``unpriced``
+        names the judges whose calls it counts at $0 (their cost is unknown)."""
         return {**self.counts.as_dict(), "batches": self.batches,
-                "duplicate_batch_answers": self.duplicates}  # fmt: skip
+                "duplicate_batch_answers": self.duplicates,
+                "unpriced": self.unpriced}  # fmt: skip
 
 
 def unpriced_judges(info: RunInfo) -> list[str]:
@@ -59,7 +62,7 @@ def run_status(store: Store, info: RunInfo) -> RunStatus:
         halts=[h.detail for h in store.halts(info.id).values()],
         batches=BatchLedger(store).summary(info.id),
         cache_answered=queries.cache_answered(store, info.id),
-        unpriced=unpriced_judges(info),
+        unpriced=cost_unknown(info.config),
         duplicates=BatchLedger(store).duplicates(info.id),
     )
 
@@ -70,9 +73,19 @@ def run_progress(store: Store, info: RunInfo) -> Progress:
     return Progress(total=c.total, done=c.done, failed=c.failed, pending=c.pending)
 
 
+def cost_unknown(config: dict[str, Any]) -> dict[str, str]:
+    """Judge name -> why its cost is unknown, for a run's judges without a price."""
+    judges = [JudgeConfig.from_data(j) for j in config.get("judges") or () if isinstance(j, dict)]
+    return unpriced_reasons(judges)
+
+
 def runs_overview(store: Store) -> list[dict[str, Any]]:
-    """Every run, newest first: name, created, models, judges, done/failed/total, cost."""
-    return queries.runs_overview(store)
+    """Every run, newest first: name, created, models, judges, done/failed/total, cost
+    (and ``unpriced``: judge -> why its cost is unknown)."""
+    rows = queries.runs_overview(store)
+    for row in rows:
+        row["unpriced"] = cost_unknown({"judges": row.pop("judges_config")})
+    return rows
 
 
 # -- the live view -----------------------------------------------------------------------

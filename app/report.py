@@ -7,12 +7,13 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from tqdm import tqdm
 
 from flask_eval.app.batches import duplicate_notes
-from flask_eval.app.progress import run_progress
+from flask_eval.app.progress import cost_unknown, run_progress
 from flask_eval.core.errors import InputError
 from flask_eval.core.models import model_info
 from flask_eval.core.redact import redact
@@ -134,10 +135,11 @@ def run_table(store: Store, run: RunInfo) -> ScoreTable:
 def _judge_costs(store: Store, run: RunInfo) -> list[JudgeCost]:
     """Each judge's paid calls, a judge's samples summed into it."""
     costs: dict[str, JudgeCost] = {}
+    unknown = cost_unknown(run.config)
     for c in queries.judge_costs(store, run.id):
         judge = judge_of(str(c["judge"]), run.config)
-        had = costs.get(judge, JudgeCost(judge))
-        costs[judge] = JudgeCost(judge, *(getattr(had, k) + c[k] for k in list(c)[1:]))
+        had = costs.get(judge, JudgeCost(judge, unpriced=unknown.get(judge, "")))
+        costs[judge] = replace(had, **{k: getattr(had, k) + c[k] for k in list(c)[1:]})
     return list(costs.values())
 
 

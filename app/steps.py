@@ -71,6 +71,7 @@ def execute(
     what ``max_cost`` holds back); ``verb`` names the work in what is said.
     StepIncomplete when work is left failed or pending."""
     tell = say or (lambda _line: None)
+    before = _cache_answered(store, plan.name)
     started = pipeline.start(plan, store, dispatcher, settings, max_cost=max_cost, say=tell)
     run, sent = started.run, started.dispatched
     state = "created" if started.created else "resumed"
@@ -79,10 +80,19 @@ def execute(
     halts = pipeline.wait(store, run, dispatcher, progress=progress, leave_open=sent.held_back_rows,
                           quiet_after=settings.stall_seconds, timeout=timeout, say=say)  # fmt: skip
     counts = queries.status(store, run.id, run.name)
-    result = StepResult(run, started.created, sent.sent, sent.cached, counts, halts)
+    # the calls the answer cache answered this time, as the ledger has them (the
+    # dispatch counts them only where it estimates costs)
+    cached = queries.cache_answered(store, run.id) - before
+    result = StepResult(run, started.created, sent.sent, cached, counts, halts)
     if not result.complete:
         raise StepIncomplete(_incomplete(result, verb))
     return result
+
+
+def _cache_answered(store: Store, name: str) -> int:
+    """The calls of the run ``name`` answered from the answer cache so far (0: no run)."""
+    run = store.find_run(name)
+    return 0 if run is None else queries.cache_answered(store, run.id)
 
 
 def _incomplete(step: StepResult, verb: str) -> str:

@@ -10,6 +10,7 @@ process (the embedded default, no broker); :class:`MemoryTransport` only records
 
 from __future__ import annotations
 
+import hashlib
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
@@ -101,6 +102,8 @@ def dispatch_open(
     """
     calls = iter(calls) if calls is not None else open_call_stream(store, run)
     max_cost = run.config.get("max_cost")
+    if max_cost is not None and meter:
+        calls = iter(balanced(calls))
     if not meter or not metered(run):
         # nothing to meter: skip rendering every prompt for an estimate of $0
         sent = _send(run.id, calls, dispatcher, calls_per_message)
@@ -129,6 +132,20 @@ def dispatch_open(
         held_rows += len(call.ids)
     _mark(store, run, dispatcher, complete=not held)
     return Dispatched(sent, held, held_rows, estimated, spent, cached)
+
+
+def _instance_order(instance_id: str) -> bytes:
+    return hashlib.blake2b(instance_id.encode(), digest_size=8).digest()
+
+
+def balanced(calls: Iterable[PlannedCall]) -> list[PlannedCall]:
+    """``calls`` in the order a budgeted run (``--max-cost``) sends them: instance by
+    instance, each instance's calls of every model and judge together, so that a budget
+    that stops part-way leaves every model and judge the same instances (one instance
+    apart at most). Instances go in a fixed order by a hash of their id, a sample spread
+    over the whole set rather than its first rows; a later, larger budget continues in
+    the same order. The run's open calls are held to be ordered."""
+    return sorted(calls, key=lambda c: (_instance_order(c.instance_id), c.instance_id))
 
 
 #: messages handed to the transport at a time

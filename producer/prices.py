@@ -44,6 +44,8 @@ __all__ = [
     "price_of",
     "settle_prices",
     "unpriced",
+    "unpriced_reason",
+    "unpriced_reasons",
 ]
 
 #: ``provider/model`` (a dated snapshot id too, where :data:`price_table.ALIASES` names
@@ -125,6 +127,29 @@ def settle_prices(
 def unpriced(judges: Sequence[JudgeConfig]) -> list[str]:
     """The names of the judges whose cost is unknown (no price)."""
     return [j.name for j in judges if j.price is None]
+
+
+def unpriced_reason(judge: JudgeConfig) -> str | None:
+    """Why ``judge``'s cost is unknown, in a few words (None: it has a price). A model
+    the price table knows, called through another server (``@BASE_URL``), is unpriced by
+    design: that server may charge anything."""
+    if judge.price is not None:
+        return None
+    try:
+        spec = JudgeSpec.parse(judge.spec)
+    except ValueError:
+        return "no price"
+    if spec.base_url is not None and KNOWN_PRICES.get(spec.default_name) is not None:
+        return (
+            f"no price: {spec.default_name} behind {spec.base_url} is not priced from "
+            "the list prices (another server may charge anything)"
+        )
+    return f"no price known for {spec.default_name}"
+
+
+def unpriced_reasons(judges: Sequence[JudgeConfig]) -> dict[str, str]:
+    """Judge name -> why its cost is unknown, for the judges without a price."""
+    return {j.name: why for j in judges if (why := unpriced_reason(j)) is not None}
 
 
 def check_budget_prices(judges: Sequence[JudgeConfig], max_cost: float | None) -> None:

@@ -100,6 +100,17 @@ class JudgeSettings:
         }
 
 
+def cost_text(cost: float, unknown: Mapping[str, str] | None = None, digits: int = 4) -> str:
+    """A cost as every screen prints it: ``$1.2345``, or, when some judge has no price
+    (``unknown``: judge -> why), "unknown" with the reasons and the priced part, if any:
+    an unpriced judge's calls are metered at $0, never shown as a cost of 0."""
+    if not unknown:
+        return f"${cost:.{digits}f}"
+    why = "; ".join(f"{name}: {reason}" for name, reason in unknown.items())
+    priced = f">= ${cost:.{digits}f} priced, " if cost else ""
+    return f"unknown ({priced}{why})"
+
+
 @dataclass(frozen=True)
 class JudgeCost:
     """What one judge's paid calls of the run cost, as the workers metered them: the
@@ -115,17 +126,28 @@ class JudgeCost:
     cache_write_tokens: int = 0
     completion_tokens: int = 0
     cost: float = 0.0
+    #: calls whose usage was not trusted: counted and costed at a safe estimate
+    untrusted: int = 0
+    #: why the judge's cost is unknown ("": it has a price)
+    unpriced: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        return {**vars(self), "cost": round(self.cost, 6)}
+        """``cost`` is None when unknown (``unpriced`` says why)."""
+        return {**vars(self), "cost": None if self.unpriced else round(self.cost, 6)}
 
     def describe(self) -> str:
         """One line of a report header."""
         batched = f", {self.batch_calls:,} through a batch API" if self.batch_calls else ""
+        untrusted = (
+            f"; {self.untrusted:,} with a usage not trusted (impossible token counts: "
+            "counted at a safe estimate)" if self.untrusted else ""
+        )  # fmt: skip
+        cost = f"cost unknown ({self.unpriced})" if self.unpriced else f"${self.cost:.4f}"
         return (
-            f"{self.calls:,} calls{batched}, ${self.cost:.4f}; {self.prompt_tokens:,} prompt "
+            f"{self.calls:,} calls{batched}, {cost}; {self.prompt_tokens:,} prompt "
             f"tokens ({self.cached_tokens:,} read from the prompt cache, "
             f"{self.cache_write_tokens:,} written to it), {self.completion_tokens:,} completion"
+            f"{untrusted}"
         )
 
 

@@ -6,6 +6,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 LATENCY_DISTS = ("fixed", "lognormal")
 ANSWER_FORMATS = ("auto", "result")
@@ -68,6 +69,9 @@ class SimConfig:
       fractions allowed): every request to one of them is answered with a generated
       response (simulator/generate.py) whose level the simulated judges read back.
     - ``generation_tokens``: about how long a generated response is, in tokens.
+    - ``usage``: fields set in every answer's usage object, by the wire's own names
+      (OpenAI and Anthropic ``usage``, Gemini ``usageMetadata``), e.g.
+      ``{"promptTokenCount": -1000000000}``: a provider whose usage cannot be trusted.
     - ``request_seed``: not a server option but the seed one request carries (OpenAI's
       ``seed``, Gemini's ``generationConfig.seed``; ``reply`` sets it per request): mixed
       into the per-skill nudges and N/A draws, so a repeated judgment's later samples
@@ -102,6 +106,7 @@ class SimConfig:
     generators: Mapping[str, float] = field(default_factory=dict, hash=False)
     generation_tokens: int = GENERATION_TOKENS
     request_seed: int | None = None
+    usage: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         if self.latency_ms < 0:
@@ -154,6 +159,9 @@ class SimConfig:
                 raise ValueError(f"generator {name!r}: level must be in [1, 5], got {level}")
         # read-only, so that a config shared by the server's handlers cannot drift
         object.__setattr__(self, "generators", MappingProxyType(dict(self.generators)))
+        if not isinstance(self.usage, Mapping):
+            raise ValueError(f"usage must be a JSON object, got {self.usage!r}")
+        object.__setattr__(self, "usage", MappingProxyType(dict(self.usage)))
 
 
 def parse_generators(specs: Iterable[str]) -> dict[str, float]:

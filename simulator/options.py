@@ -5,6 +5,7 @@ Light: importing it imports no server code (the command line starts fast)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -124,6 +125,12 @@ OPTIONS: tuple[Option, ...] = (
         GENERATION_TOKENS,
         int,
     ),
+    Option(
+        "--usage",
+        "Fields set in every answer's usage, by the wire's own names (a provider whose "
+        "usage cannot be trusted), e.g. '{\"promptTokenCount\": -1000000000}'.",
+        metavar="JSON",
+    ),
     Option("--seed", "Seed of the answers and faults.", 0, int),
 )
 
@@ -136,4 +143,5 @@ def config_of(values: Mapping[str, Any]) -> SimConfig:
     naming what is wrong."""
     kwargs = {o.dest: values[o.dest] for o in OPTIONS if o.dest not in SERVER}
     kwargs["generators"] = parse_generators(kwargs.pop("generator") or ())
+    kwargs["usage"] = json.loads(kwargs["usage"]) if kwargs["usage"] else {}
     return SimConfig(**kwargs)

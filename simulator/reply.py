@@ -63,6 +63,8 @@ def reply(
         text = f"request headers:\n{echoed}\n{text}"
     payload = success_body(dialect, parsed.model, text, prompt_tokens, completion_tokens,
                            truncated, refusal, parsed.tool, cache, thinking)  # fmt: skip
+    if cfg.usage:  # a provider whose usage cannot be trusted
+        payload["usageMetadata" if dialect == "gemini" else "usage"].update(cfg.usage)
     served = as_served(dialect, payload, whole=not (truncated or refusal),
                        stop_reason=cfg.stop_reason, malformed=cfg.malformed)  # fmt: skip
     return Reply(served, completion_tokens)

@@ -144,6 +144,8 @@ def config_to_argv(config: SimConfig) -> list[str]:
         "--cache-prefixes", str(config.cache_prefixes),
         "--generation-tokens", str(config.generation_tokens),
     ]  # fmt: skip
+    if config.usage:
+        argv += ["--usage", json.dumps(dict(config.usage))]
     for name, level in config.generators.items():
         argv += ["--generator", f"{name}={float(level)!r}"]
     if config.quote_response:

@@ -130,6 +130,7 @@ _CALL = (
     "latency_ms",
     "created_at",
     "batch",
+    "usage_note",
 )
 
 

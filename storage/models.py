@@ -31,6 +31,8 @@ from flask_eval.core.limits import (
 
 #: the judgments answered from the answer cache (``ix_judgment_replayed``'s rows)
 REPLAYED = "requests = 0 AND call_uid IS NOT NULL"
+#: the calls whose usage was not trusted (``ix_call_untrusted``'s rows)
+UNTRUSTED = "usage_note IS NOT NULL"
 
 
 def utcnow() -> datetime:
@@ -88,7 +90,12 @@ class Call(SQLModel, table=True):
     (``stop``, ``length``, ``refusal``).
     """
 
-    __table_args__ = (Index("ix_call_run_created", "run_id", "created_at"),)  # version 9
+    __table_args__ = (
+        Index("ix_call_run_created", "run_id", "created_at"),  # version 9
+        # the calls whose usage was not trusted (version 11)
+        Index("ix_call_untrusted", "run_id", postgresql_where=text(UNTRUSTED),
+              sqlite_where=text(UNTRUSTED)),
+    )  # fmt: skip
     id: int | None = Field(default=None, primary_key=True)
     uid: str = Field(unique=True, max_length=64)
     cache_key: str = Field(index=True, max_length=64)
@@ -106,6 +113,8 @@ class Call(SQLModel, table=True):
     cached_tokens: int = 0
     cache_write_tokens: int = 0
     batch: bool = False
+    #: why the provider's usage was not trusted, with the usage as given (version 11)
+    usage_note: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
 
 
 class Judgment(SQLModel, table=True):

@@ -66,7 +66,7 @@ CLAIM_CONTEXTS = f"""
 _CALL_FIELDS = (
     "uid", "cache_key", "run_id", "judge", "raw", "parsed", "finish",
     "prompt_tokens", "completion_tokens", "cost", "latency_ms", "cached_tokens",
-    "cache_write_tokens", "batch",
+    "cache_write_tokens", "batch", "usage_note",
 )  # fmt: skip
 
 #: (not the answers of a run being deleted: its delete keeps only those other runs use)
@@ -85,7 +85,7 @@ INSERT_CALLS = f"""
            (SELECT r.id FROM run AS r WHERE r.id = v.run_id
             AND NOT EXISTS (SELECT 1 FROM deleted_run AS d WHERE d.run_id = r.id)), v.judge,
            v.raw, v.parsed, v.finish, v.prompt_tokens, v.completion_tokens, v.cost,
-           v.latency_ms, v.cached_tokens, v.cache_write_tokens, v.batch,
+           v.latency_ms, v.cached_tokens, v.cache_write_tokens, v.batch, v.usage_note,
            CAST(%(now)b AS timestamptz)
     FROM unnest(
         CAST(%(uid)b AS varchar[]), CAST(%(cache_key)b AS varchar[]),
@@ -94,7 +94,7 @@ INSERT_CALLS = f"""
         CAST(%(prompt_tokens)b AS integer[]), CAST(%(completion_tokens)b AS integer[]),
         CAST(%(cost)b AS float8[]), CAST(%(latency_ms)b AS float8[]),
         CAST(%(cached_tokens)b AS integer[]), CAST(%(cache_write_tokens)b AS integer[]),
-        CAST(%(batch)b AS boolean[])
+        CAST(%(batch)b AS boolean[]), CAST(%(usage_note)b AS text[])
     ) AS v({", ".join(_CALL_FIELDS)})
     ON CONFLICT (uid) DO NOTHING
 """

@@ -5,6 +5,7 @@ The report's numbers come from one pivot query in ``storage/analytics.py``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -21,6 +22,7 @@ from flask_eval.storage.models import (
     JUDGMENT,
     REPLAYED,
     RESPONSE,
+    UNTRUSTED,
     utcnow,
 )
 from flask_eval.storage.records import RunInfo
@@ -46,6 +48,8 @@ class StatusCounts:
     cache_write_tokens: int = 0
     #: calls made through a provider's batch API (of ``calls``)
     batch_calls: int = 0
+    #: calls whose usage was not trusted, counted and costed at a safe estimate (of ``calls``)
+    untrusted: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -61,6 +65,7 @@ class StatusCounts:
             "cached_tokens": self.cached_tokens,
             "cache_write_tokens": self.cache_write_tokens,
             "batch_calls": self.batch_calls,
+            "untrusted_usage_calls": self.untrusted,
             "cost": round(self.cost, 6),
         }
 
@@ -80,6 +85,7 @@ def status(store: Store, run_id: int, run_name: str) -> StatusCounts:
         for judge in tally.call_totals(conn, run_id).values():
             sums = [a + b for a, b in zip(sums, judge.values(), strict=True)]
         calls, batched, ptok, ctok, cached, written, cost = sums
+        untrusted = conn.execute(_untrusted(run_id)).scalar_one()
     done = counts.get(Status.DONE.value, 0)
     failed = counts.get(Status.FAILED.value, 0)
     open_ = counts.get(Status.PENDING.value, 0) + counts.get(Status.RUNNING.value, 0)
@@ -97,7 +103,13 @@ def status(store: Store, run_id: int, run_name: str) -> StatusCounts:
         cached_tokens=int(cached),
         cache_write_tokens=int(written),
         batch_calls=int(batched),
+        untrusted=int(untrusted),
     )
+
+
+def _untrusted(run_id: int) -> Any:
+    """The count of the run's calls whose usage was not trusted (``ix_call_untrusted``)."""
+    return select(func.count()).select_from(CALL).where(C.run_id == run_id, text(UNTRUSTED))
 
 
 def judge_costs(store: Store, run_id: int) -> list[dict[str, Any]]:
@@ -114,17 +126,18 @@ def judge_costs(store: Store, run_id: int) -> list[dict[str, Any]]:
             func.coalesce(func.sum(C.cache_write_tokens), 0),
             func.coalesce(func.sum(C.completion_tokens), 0),
             func.coalesce(func.sum(C.cost), 0.0),
+            func.count(C.id).filter(C.usage_note.is_not(None)),
         )
         .where(C.run_id == run_id)
         .group_by(C.judge)
         .order_by(C.judge)
     )
     keys = ("judge", "calls", "batch_calls", "prompt_tokens", "cached_tokens",
-            "cache_write_tokens", "completion_tokens", "cost")  # fmt: skip
+            "cache_write_tokens", "completion_tokens", "cost", "untrusted")  # fmt: skip
     with store.engine.connect() as conn:
         rows = conn.execute(stmt).all()
     return [
-        dict(zip(keys, (str(r[0]), *(int(v) for v in r[1:7]), float(r[7])), strict=True))
+        dict(zip(keys, (str(r[0]), *(int(v) for v in r[1:7]), float(r[7]), int(r[8])), strict=True))
         for r in rows
     ]
 
@@ -238,7 +251,7 @@ def runs_overview(store: Store) -> list[dict[str, Any]]:
     RN, T, CT = RUN.c, JUDGMENT_TALLY.c, CALL_TALLY.c
     with store.engine.connect() as conn:
         runs = conn.execute(
-            select(RN.id, RN.name, RN.created_at).where(visible()).order_by(RN.id.desc())
+            select(RN.id, RN.name, RN.created_at, RN.config).where(visible()).order_by(RN.id.desc())
         ).all()
         counts = tally.status_by_run(conn, [int(r[0]) for r in runs])
         # models: those with responses (a pairwise baseline may only appear as model_b)
@@ -266,7 +279,7 @@ def runs_overview(store: Store) -> list[dict[str, Any]]:
             )
         }  # fmt: skip
     overview = []
-    for run_id, name, created in runs:
+    for run_id, name, created, config in runs:
         by_status = counts.get(int(run_id), {})
         models, judges = sizes.get(int(run_id), (0, 0))
         cost, cached, written = costs.get(int(run_id), (0.0, 0, 0))
@@ -279,6 +292,7 @@ def runs_overview(store: Store) -> list[dict[str, Any]]:
             "failed": by_status.get(Status.FAILED.value, 0),
             "total": sum(by_status.values()),
             "cost": cost,
+            "judges_config": json.loads(config).get("judges", []),
             "cached_tokens": cached,
             "cache_write_tokens": written,
         })  # fmt: skip

@@ -158,6 +158,9 @@ class CallRecord:
     cache_write_tokens: int = 0
     #: made through the provider's batch API
     batch: bool = False
+    #: why the provider's usage was not trusted, with the usage as given (None: trusted);
+    #: the counts and cost above are then a safe estimate (workers/usage.py)
+    usage_note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -187,7 +190,8 @@ def as_stored(
     """``calls`` and ``outcomes`` as the ledger keeps them: the environment's secret values
     (``core.redact.redact_known``: a judge's API key among them) hidden, and NUL and lone
     surrogates replaced (``core.text.storable``: PostgreSQL stores neither), in every text
-    a provider's answer reaches: an answer, a rationale, a failure's detail, a read value.
+    a provider's answer reaches: an answer, a usage it was not trusted with, a rationale,
+    a failure's detail, a read value.
 
     The one cleaning of what enters the ledger (``Store.write`` applies it): a proxy or a
     provider that echoes the request's key, or answers a NUL, puts it in the answer,
@@ -202,7 +206,11 @@ def as_stored(
     def clean_or_none(text: str | None) -> str | None:
         return text if text is None else clean(text)
 
-    kept = [c if (raw := clean(c.raw)) == c.raw else replace(c, raw=raw) for c in calls]
+    kept = [
+        c if (raw := clean(c.raw), note := clean_or_none(c.usage_note)) == (c.raw, c.usage_note)
+        else replace(c, raw=raw, usage_note=note)
+        for c in calls
+    ]  # fmt: skip
     ended = []
     for o in outcomes:
         texts = (clean_or_none(o.rationale), clean_or_none(o.detail), clean_or_none(o.value))

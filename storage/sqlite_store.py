@@ -60,7 +60,7 @@ CONTEXTS = (
 _CALL_FIELDS = (
     "uid", "cache_key", "run_id", "judge", "raw", "parsed", "finish",
     "prompt_tokens", "completion_tokens", "cost", "latency_ms", "cached_tokens",
-    "cache_write_tokens", "batch",
+    "cache_write_tokens", "batch", "usage_note",
 )  # fmt: skip
 CACHED = (
     select(*(C[f] for f in _CALL_FIELDS))

@@ -123,4 +123,5 @@ class Asker:
         if isinstance(output, JudgeError):
             return output
         latency = (time.perf_counter() - started) * 1000
-        return Answer(output.text, output.finish, uuid.uuid4().hex, output, latency, key)
+        return Answer(output.text, output.finish, uuid.uuid4().hex, output, latency, key,
+                      messages=messages, max_tokens=generate.max_tokens)  # fmt: skip

@@ -66,6 +66,7 @@ from flask_eval.workers.batching import (
 )
 from flask_eval.workers.calls import Answer, BatchSummary, Call, answer_record, failed
 from flask_eval.workers.judge import GenerateConfig, JudgeOutput
+from flask_eval.workers.usage import Request
 
 if TYPE_CHECKING:
     from flask_eval.workers.runner import Executor
@@ -315,11 +316,14 @@ class BatchLane:
         if context is None or batch.judge not in context.judges:
             return
         config, seen = context.judges[batch.judge], Counter[str]()
+        provider = config.spec.partition("/")[0]
         records = []
         for uid, output in extra:
             seen[uid] += 1
+            asked = Request.of_parked(ours[uid].request, provider)  # its usage is checked
             record = answer_record(config, batch.run_id, f"{uid}-{seen[uid]}",
-                                   ours[uid].cache_key, output, False, batch=True)  # fmt: skip
+                                   ours[uid].cache_key, output, False, asked,
+                                   batch=True)  # fmt: skip
             records.append(replace(record, finish=DUPLICATE))
         await self.executor.writer.write(calls=records)
         log.warning("batch %s of judge %s: the provider returned %d more answers than "

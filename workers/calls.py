@@ -16,6 +16,7 @@ from flask_eval.rubrics.prompt import Message
 from flask_eval.storage.records import CallRecord, JobContext, Outcome
 from flask_eval.workers.judge import GenerateConfig, Judge, JudgeOutput
 from flask_eval.workers.leases import NotSent
+from flask_eval.workers.usage import Request, checked_usage
 
 #: how much of an error body or refusal a failed judgment keeps in its detail
 DETAIL_LIMIT = 2000
@@ -69,6 +70,9 @@ class Answer:
     latency_ms: float = 0.0
     key: str = ""  # the prompt's cache key
     batch: bool = False  # answered in a provider batch: costed at the batch price
+    #: the request it answers, where not the call's own (a re-ask, a larger budget)
+    messages: Sequence[Message] = ()
+    max_tokens: int = 0
 
 
 def paid_record(
@@ -76,9 +80,18 @@ def paid_record(
 ) -> CallRecord:
     """The call row of a paid answer, metered at the judge's price: its cached and
     cache-written prompt tokens at the cache prices, and at the batch multiplier when it
-    came through the provider's batch API (``batch``)."""
+    came through the provider's batch API (``batch``). Its usage is checked first
+    (``workers.usage``): usage no request of ours can have is stored and costed at a
+    safe estimate, with a note."""
+    request = Request(
+        answer.messages or call.messages,
+        answer.max_tokens or call.generate.max_tokens,
+        call.protocol.completion_tokens(call.criteria),
+        call.generate.schema,
+        call.config.spec.partition("/")[0],
+    )
     return answer_record(call.config, call.rows[0].run_id, answer.uid, answer.key, output,
-                         parsed, batch, answer.latency_ms)  # fmt: skip
+                         parsed, request, batch, answer.latency_ms)  # fmt: skip
 
 
 def answer_record(
@@ -88,11 +101,13 @@ def answer_record(
     key: str,
     output: JudgeOutput,
     parsed: bool,
+    request: Request,
     batch: bool = False,
     latency_ms: float = 0.0,
 ) -> CallRecord:
     """:func:`paid_record` of an answer known by its judge and run only (a duplicate
-    batch result: workers/batch_lane.py)."""
+    batch result: workers/batch_lane.py), its usage checked against ``request``."""
+    usage = checked_usage(output, request)
     return CallRecord(
         uid=uid,
         cache_key=key,
@@ -101,19 +116,20 @@ def answer_record(
         raw=output.text,
         parsed=parsed,
         finish=output.finish,
-        prompt_tokens=output.prompt_tokens,
-        completion_tokens=output.completion_tokens,
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
         cost=config.cost(
-            output.prompt_tokens,
-            output.completion_tokens,
-            cached_tokens=output.cached_tokens,
-            cache_write_tokens=output.cache_write_tokens,
+            usage.prompt_tokens,
+            usage.completion_tokens,
+            cached_tokens=usage.cached_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
             batch=batch,
         ),
         latency_ms=latency_ms,
-        cached_tokens=output.cached_tokens,
-        cache_write_tokens=output.cache_write_tokens,
+        cached_tokens=usage.cached_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
         batch=batch,
+        usage_note=usage.note,
     )
 
 

@@ -108,6 +108,9 @@ class JudgeOutput:
     #: of ``prompt_tokens``: read from the provider's prompt cache / written to it
     cached_tokens: int = 0
     cache_write_tokens: int = 0
+    #: the provider's usage as it gave it (JSON): kept where it cannot be trusted
+    #: (``workers.usage``, which checks the counts above before they are stored)
+    usage: Any = None
 
 
 def finish_of(
@@ -125,10 +128,19 @@ def finish_of(
     return table.get(reason, INCOMPLETE)
 
 
+#: what :func:`usage_count` reads where a usage field holds no integer (never a count:
+#: ``workers.usage`` does not trust it)
+NOT_A_COUNT = -1
+
+
 def usage_count(usage: object, key: str) -> int:
-    """A token count of an answer's JSON ``usage`` object; 0 where it is not one."""
+    """A token count of an answer's JSON ``usage`` object, as given (checked later, by
+    ``workers.usage``): 0 where the field is absent, :data:`NOT_A_COUNT` where it holds
+    anything but an integer."""
     value = usage.get(key) if isinstance(usage, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+    if value is None:
+        return 0
+    return value if isinstance(value, int) and not isinstance(value, bool) else NOT_A_COUNT
 
 
 @dataclass(frozen=True)

@@ -318,6 +318,12 @@ def _skill_names(criteria: str | None) -> tuple[str, ...]:
     metavar="DIR",
     help="Responses, labelled instances and the report.",
 )
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Estimate each step's tokens and cost (generation, annotation, judging) and exit: "
+    "nothing is sent or written.",
+)
 @_work_options
 @handle_errors
 def evaluate(**kw: Any) -> None:
@@ -338,6 +344,9 @@ def evaluate(**kw: Any) -> None:
         annotators_files=kw["annotators_files"], criteria=kw["criteria"], out_dir=kw["out_dir"],
         name=kw["name"], mode=kw["mode"], limit=kw["limit"], sample=kw["sample"], seed=kw["seed"],
     )  # fmt: skip
+    if kw["dry_run"]:
+        _eval_dry_run(plan, settings)
+        return
     check_budget(plan.workers, plan.name, settings.database_url, kw["max_cost"])
     store = Store(settings.database_url)
     try:
@@ -353,6 +362,22 @@ def evaluate(**kw: Any) -> None:
     click.echo(f"eval {plan.name}: {len(result.steps)} steps done; {sent} calls dispatched "
                f"({cached} answered from the answer cache); report -> {result.report_path}",
                err=True)  # fmt: skip
+
+
+def _eval_dry_run(plan: Any, settings: settings_mod.Settings) -> None:
+    """Print the evaluation's estimates; the answer cache is read when the database
+    exists already."""
+    from flask_eval.app.cache import existing_cache
+    from flask_eval.app.eval_estimate import estimate_eval
+
+    click.echo(f"dry run of eval {plan.name}: nothing is written or sent")
+    cache = existing_cache(settings)
+    try:
+        for line in estimate_eval(plan, cache):
+            click.echo(line)
+    finally:
+        if cache is not None:
+            cache.store.close()
 
 
 def register(main: click.Group) -> None:

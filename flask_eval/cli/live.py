@@ -21,6 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from flask_eval.app.progress import LiveView, RunLive
+from flask_eval.report.document import cost_text
 
 #: signals that end the view as Ctrl-C does (the screen put back), with exit 128 + N
 ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
@@ -88,7 +89,7 @@ def _eta(seconds: float | None) -> str:
 
 
 def _run(run: RunLive) -> Table:
-    cost = f"${run.cost:.4f}" + (f" (no price: {', '.join(run.unpriced)})" if run.unpriced else "")
+    cost = cost_text(run.cost, dict.fromkeys(run.unpriced, "no price"))
     state = "finished" if run.finished else f"{run.pending} left"
     table = Table(title=f"run {run.run}: {run.done}/{run.total} done, {run.failed} failed, "
                   f"{state}; {cost}", title_justify="left")  # fmt: skip
@@ -100,7 +101,8 @@ def _run(run: RunLive) -> Table:
         table.add_row(
             j.judge, f"{j.done}/{j.total}", f"{j.failed}" + (f" ({reasons})" if reasons else ""),
             str(j.in_flight), f"{j.judgments_per_s:.1f}", f"{j.calls_per_s:.1f}", _eta(j.eta_s),
-            f"{j.prompt_tokens}/{j.completion_tokens}", f"${j.cost:.4f}", str(j.open_batches),
+            f"{j.prompt_tokens}/{j.completion_tokens}",
+            "unknown" if j.judge in run.unpriced else f"${j.cost:.4f}", str(j.open_batches),
         )  # fmt: skip
     for detail in run.halts:
         table.caption = (table.caption or "") + detail

@@ -290,12 +290,12 @@ def _progress_line(quiet: bool) -> Callable[[str], None] | None:
 def _cost(info: RunInfo, sent: Dispatched) -> str:
     """What the dispatched calls cost: estimated, unknown (a judge without a price), or
     free (the answer cache)."""
-    from flask_eval.app.progress import unpriced_judges
+    from flask_eval.app.progress import cost_unknown
 
-    unpriced = unpriced_judges(info)
+    unpriced = cost_unknown(info.config)
     parts = [f"{sent.cached} answered from the answer cache"] if sent.cached else []
     if unpriced:
-        parts.append(f"cost unknown: no price for {', '.join(unpriced)}")
+        parts.append("cost unknown: " + "; ".join(f"{j}: {w}" for j, w in unpriced.items()))
     else:
         parts.append(f"estimated ${sent.estimated_cost:.4f}")
     return f" ({'; '.join(parts)})"

@@ -50,6 +50,7 @@ def status(run_name: str | None, as_json: bool, watch: bool, interval: float) ->
         sys.exit(watch_runs(run_name, as_json, interval))
     from flask_eval.app.batches import duplicate_note
     from flask_eval.app.progress import run_status
+    from flask_eval.report.document import cost_text
 
     store = open_store()
     info = find_run(store, run_name)
@@ -66,9 +67,8 @@ def status(run_name: str | None, as_json: bool, watch: bool, interval: float) ->
         click.echo(f"  failed ({reason}): {n}")
     for detail in st.halts:
         click.echo(f"  {detail}")
-    cost = f"${counts.cost:.4f}" + (
-        f"; cost unknown for {', '.join(st.unpriced)}: no price" if st.unpriced else ""
-    )  # an unpriced judge's calls are metered at $0: never show that as their cost alone
+    # an unpriced judge's calls are metered at $0: never shown as their cost
+    cost = cost_text(counts.cost, st.unpriced)
     click.echo(
         f"  {counts.calls} judge calls paid ({cost}), {counts.prompt_tokens} prompt "
         f"+ {counts.completion_tokens} completion tokens"
@@ -78,6 +78,11 @@ def status(run_name: str | None, as_json: bool, watch: bool, interval: float) ->
             f"  of the prompt tokens, {counts.cached_tokens} read from the providers' prompt "
             f"caches and {counts.cache_write_tokens} written to them (at the judges' cache "
             f"prices); {counts.batch_calls} calls made through a batch API"
+        )
+    if counts.untrusted:
+        click.echo(
+            f"  {counts.untrusted} judge calls with a usage not trusted (impossible token "
+            "counts): kept, counted at a safe estimate (their usage_note holds the usage as given)"
         )
     for judge, states in st.batches.items():
         click.echo(f"  {batch_line(judge, states)}")
@@ -146,6 +151,7 @@ def runs(ctx: click.Context) -> None:
     if ctx.invoked_subcommand is not None:
         return
     from flask_eval.app.progress import runs_overview
+    from flask_eval.report.document import cost_text
 
     rows: list[dict[str, Any]] = runs_overview(open_store())
     if not rows:
@@ -161,7 +167,7 @@ def runs(ctx: click.Context) -> None:
         cache = f"{r['cached_tokens']}/{r['cache_write_tokens']}"
         click.echo(
             f"{r['name'][:28]:<28} {r['created']:<16} {r['models']:>6} {r['judges']:>6} "
-            f"{progress:>22} {cache:>22} {r['cost']:>10.4f}"
+            f"{progress:>22} {cache:>22} {cost_text(r['cost'], r['unpriced']):>10}"
         )
 
 

@@ -111,9 +111,12 @@ def _finish(
             why = " (held back by --max-cost)" if held_back else ""
             parts.append(f"{counts.pending} of {counts.total} pending{why}")
         name = shlex.quote(info.name)
+        # held back by the budget: resuming needs a larger one
+        budget = " --max-cost USD" if held_back and counts.pending else ""
         raise RunIncomplete(
             f"run {info.name}: {'; '.join(parts)}; see `flask-eval export {name}`, then "
-            f"`flask-eval resume {name}` to judge them again"
+            f"`flask-eval resume {name}{budget}` to judge them again"
+            + (f" (a budget above the ${info.config.get('max_cost')} kept)" if budget else "")
         )
 
 

@@ -65,7 +65,7 @@ def test_a_live_run_shows_no_batch_lines_and_an_unpriced_cost_as_unknown(tmp_pat
     text = flask_eval("status", "l", env=env).stdout
     assert "batch API: batches" not in text
     # a judge without a price: its calls' cost is unknown, not $0
-    assert "cost unknown for openai/sim-gpt: no price" in text
+    assert "unknown (openai/sim-gpt: no price known for openai/sim-gpt)" in text
 
 
 def test_runs_delete_cancels_the_open_batches_at_their_provider(tmp_path: Path) -> None:

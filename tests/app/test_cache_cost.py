@@ -76,4 +76,5 @@ def test_cached_and_cache_written_tokens_are_metered_at_their_prices(
     assert cost == {"judge": "memory/j", "calls": CALLS, "batch_calls": 0,
                     "prompt_tokens": 1000 * CALLS, "cached_tokens": 600 * CALLS,
                     "cache_write_tokens": 300 * CALLS, "completion_tokens": 100 * CALLS,
-                    "cost": pytest.approx(per_call * CALLS)}  # fmt: skip
+                    "cost": pytest.approx(per_call * CALLS), "untrusted": 0,
+                    "unpriced": ""}  # fmt: skip

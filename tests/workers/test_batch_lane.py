@@ -120,7 +120,8 @@ def test_result_lines_map_to_answers_and_reasons() -> None:
     server = {"custom_id": "c", "response": {"status_code": 500, "body": {
         "error": {"message": "boom"}}}, "error": None}  # fmt: skip
     answers = dict(result_of(json.dumps(x).encode()) for x in (ok, expired, server))
-    assert answers["a"] == JudgeOutput("hi", 3, 1, stop_reason="stop")
+    usage = {"prompt_tokens": 3, "completion_tokens": 1}  # kept as given: workers/usage.py
+    assert answers["a"] == JudgeOutput("hi", 3, 1, stop_reason="stop", usage=usage)
     assert isinstance(answers["b"], JudgeError) and answers["b"].reason == FailureReason.TIMEOUT
     assert isinstance(answers["c"], JudgeError)
     assert answers["c"].reason == FailureReason.PROVIDER_ERROR
@@ -162,7 +163,11 @@ def test_a_batch_answer_is_costed_at_the_judge_s_batch_price() -> None:
 
     config = JudgeConfig("j", "memory/j", price=Price(2.0, 8.0, batch=0.5))
     row = JobContext(1, 1, "m", "", "i", "c", "j", "q", "ref", "resp")
-    call = Call([row], config, None, None, [], [], GenerateConfig(), "k")  # type: ignore[arg-type]
+    from flask_eval.rubrics.grading import protocol
+
+    big = [{"role": "user", "content": "x" * 1_000_000}]  # a request the usage fits
+    call = Call([row], config, None, protocol(), [], big,  # type: ignore[arg-type]
+                GenerateConfig(max_tokens=1_000_000), "k")  # fmt: skip
     output = JudgeOutput("text", 1_000_000, 1_000_000)
     keep(call, Answer("text", "stop", "u1", output, key="k", batch=True), None)
     keep(call, Answer("text", "stop", "u2", output, key="k"), None)

@@ -257,8 +257,8 @@ def output_of(body: object, raw: bytes, max_tokens: int) -> JudgeOutput:
     text, said = "".join(t for t in texts if isinstance(t, str)), reason or ""
     finish = finish_of(reason, STOP_REASONS, tokens[1], max_tokens)
     if not texts and finish == FINISHED:  # a whole answer without a word: nothing to read
-        return JudgeOutput(text, *tokens, finish=REFUSAL, stop_reason=said, **cache)
-    return JudgeOutput(text, *tokens, finish=finish, stop_reason=said, **cache)
+        return JudgeOutput(text, *tokens, finish=REFUSAL, stop_reason=said, usage=usage, **cache)
+    return JudgeOutput(text, *tokens, finish=finish, stop_reason=said, usage=usage, **cache)
 
 
 #: the usage fields of the prompt tokens read from the cache and written to it

@@ -229,7 +229,8 @@ def output_of(
     usage = response.usage_metadata or types.GenerateContentResponseUsageMetadata()
     prompt = usage.prompt_token_count or 0  # cached tokens included
     output = (usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0)
-    cached = min(usage.cached_content_token_count or 0, prompt)
+    cached = usage.cached_content_token_count or 0
+    given = usage.model_dump(mode="json", by_alias=True, exclude_none=True)
     if not response.candidates:
         feedback = response.prompt_feedback
         if feedback is None or feedback.block_reason is None:
@@ -237,7 +238,7 @@ def output_of(
         why = f"the prompt was blocked: {_name(feedback.block_reason)}"
         if feedback.block_reason_message:
             why += f": {feedback.block_reason_message}"
-        return JudgeOutput(why, prompt, output, finish=REFUSAL, cached_tokens=cached)
+        return JudgeOutput(why, prompt, output, finish=REFUSAL, cached_tokens=cached, usage=given)
     candidate = response.candidates[0]
     parts = (candidate.content.parts if candidate.content else None) or []
     text = "".join(p.text for p in parts if p.text and not p.thought)
@@ -248,9 +249,8 @@ def output_of(
     if finish == FINISHED and candidate.content is None:
         raise malformed("a whole candidate without content", body())
     if finish != REFUSAL:
-        return JudgeOutput(
-            text, prompt, output, finish=finish, stop_reason=said, cached_tokens=cached
-        )
+        return JudgeOutput(text, prompt, output, finish=finish, stop_reason=said,
+                           cached_tokens=cached, usage=given)  # fmt: skip
     why = f"finishReason {reason}"
     blocked = [_name(r.category) for r in candidate.safety_ratings or () if r.blocked]
     if blocked:
@@ -258,7 +258,8 @@ def output_of(
     if candidate.finish_message:
         why += f": {candidate.finish_message}"
     text = f"{why}\n{text}" if text else why
-    return JudgeOutput(text, prompt, output, finish=REFUSAL, stop_reason=said, cached_tokens=cached)
+    return JudgeOutput(text, prompt, output, finish=REFUSAL, stop_reason=said,
+                       cached_tokens=cached, usage=given)  # fmt: skip
 
 
 async def _remember(response: Any) -> None:

@@ -306,18 +306,20 @@ def output_of(body: object, raw: bytes, max_tokens: int) -> JudgeOutput:
     usage = body.get("usage")
     tokens = (usage_count(usage, "prompt_tokens"), usage_count(usage, "completion_tokens"))
     details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else None
-    cached = min(usage_count(details, "cached_tokens"), tokens[0])  # of prompt_tokens
+    cached = usage_count(details, "cached_tokens")  # of prompt_tokens
     text, refusal = message.get("content"), message.get("refusal")
     reason = choice.get("finish_reason")
     if (text is not None and not isinstance(text, str)) or not isinstance(reason, str | None):
         raise bad("its content or finish_reason is not text")
     said = reason or ""
     if isinstance(refusal, str) and refusal and (text is None or reason == "content_filter"):
-        return JudgeOutput(refusal, *tokens, finish=REFUSAL, stop_reason=said, cached_tokens=cached)
+        return JudgeOutput(refusal, *tokens, finish=REFUSAL, stop_reason=said,
+                           cached_tokens=cached, usage=usage)  # fmt: skip
     finish = finish_of(reason, STOP_REASONS, tokens[1], max_tokens)
     if text is None and finish == FINISHED:
         raise bad("a whole answer whose content is null")
-    return JudgeOutput(text or "", *tokens, finish=finish, stop_reason=said, cached_tokens=cached)
+    return JudgeOutput(text or "", *tokens, finish=finish, stop_reason=said,
+                       cached_tokens=cached, usage=usage)  # fmt: skip
 
 
 def http_limits(n: int) -> Any:

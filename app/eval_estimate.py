@@ -1,0 +1,120 @@
+"""`eval --dry-run`: what an evaluation would cost, step by step, before anything is sent
+or stored.
+
+The generation and the annotation are estimated as `run --dry-run` estimates a run
+(their prompts are known). The judging is not: its prompts hold responses not written
+yet. It is estimated on stand-ins, each model's response to each instance a text of the
+length the generation estimate assumes (:data:`GENERATION_COMPLETION_TOKENS`), and each
+instance still to be annotated judged on as many skills as an annotator names
+(``LabelSpace.top_skills``). A model may write up to its ``max_tokens``: the generation's
+cost at that length is given beside it, as its upper bound. The stand-ins go through the
+judging's own planning (``pipeline.prepare``) in a temporary directory that is removed.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from flask_eval.app import pipeline
+from flask_eval.app.annotation import write_instances
+from flask_eval.app.cache import LedgerCache
+from flask_eval.app.evaluate import EvalPlan
+from flask_eval.app.generation import flask_id
+from flask_eval.app.jobs import labelled
+from flask_eval.core.types import Instance
+from flask_eval.producer.estimate import Estimate, format_estimates
+from flask_eval.rubrics.criteria import load_criteria
+from flask_eval.rubrics.generation import GENERATION_COMPLETION_TOKENS
+from flask_eval.rubrics.labels import flask_label_space, label_space_of
+
+
+def estimate_eval(plan: EvalPlan, cache: LedgerCache | None) -> list[str]:
+    """The lines of ``plan``'s dry run: each step's estimate table (nothing is written
+    but a temporary directory, removed; nothing is sent)."""
+    generation = plan.generation.sampled().summarize(cache)
+    lines = [
+        f"generate ({len(plan.generation.judges)} models; each response estimated at "
+        f"~{GENERATION_COMPLETION_TOKENS} tokens):",
+        format_estimates(generation),
+        *_upper_bounds(plan, generation),
+    ]
+    steps = [generation]
+    if plan.annotation is not None:
+        steps.append(plan.annotation.sampled().summarize(cache))
+        lines += ["annotate:", format_estimates(steps[-1])]
+    judging = _judging(plan).sampled().summarize(cache)
+    steps.append(judging)
+    lines += [
+        f"judge (on stand-in responses of ~{GENERATION_COMPLETION_TOKENS} tokens: the "
+        "responses are not written yet):",
+        format_estimates(judging),
+    ]
+    every = [e for step in steps for e in step]
+    unknown = [e.judge for e in every if e.unknown]
+    total = sum(e.cost for e in every)
+    lines.append(
+        f"eval {plan.name}, every step, live: "
+        + (f"unknown (no price for {', '.join(unknown)}; >= {total:.4f} USD priced)"
+           if unknown else f"~{total:.4f} USD")
+    )  # fmt: skip
+    return lines
+
+
+def _upper_bounds(plan: EvalPlan, estimates: Sequence[Estimate]) -> list[str]:
+    """Per priced model: the generation's cost if every response reached max_tokens."""
+    models = {m.name: m for m in plan.generation.judges}
+    lines = []
+    for e in estimates:
+        model = models.get(e.judge)
+        if model is None or e.unknown or not e.calls:
+            continue
+        if not model.max_tokens:
+            lines.append(f"{e.judge}: no max_tokens, so no upper bound: a response is as long "
+                         "as the model makes it (give max_tokens in a models file)")  # fmt: skip
+            continue
+        most = model.cost(e.prompt_tokens, e.calls * model.max_tokens, batch=model.batch)
+        lines.append(
+            f"{e.judge}: up to {most:.4f} USD if every response reaches its max_tokens "
+            f"({model.max_tokens})"
+        )
+    return lines
+
+
+def _judging(plan: EvalPlan) -> pipeline.Plan:
+    """The judging step's plan on stand-in responses and labels."""
+    space = label_space_of(load_criteria(plan.criteria)) if plan.criteria else flask_label_space()
+    skills = tuple(name for name, _ in space.skills[: space.top_skills])
+    instances = [
+        i if labelled(i) else replace(i, skills=i.skills or skills) for i in plan.instances
+    ]
+    with tempfile.TemporaryDirectory(prefix="flask-eval-dry-run-") as tmp:
+        path = Path(tmp)
+        write_instances(instances, str(path / "instances.jsonl"), {}, [],
+                        custom=plan.criteria is not None)  # fmt: skip
+        responses = []
+        for k, model in enumerate(plan.generation.judges):
+            file = path / f"{k}.jsonl"
+            file.write_text("".join(_stand_in(i) for i in instances), encoding="utf-8")
+            responses.append(f"{model.name}={file}")
+        judged = pipeline.prepare(
+            instances=str(path / "instances.jsonl"),
+            responses=responses,
+            judges=plan.judges_specs,
+            judges_files=plan.judges_files,
+            criteria=plan.criteria,
+            mode=plan.mode,
+            run_name=f"{plan.name}-judge",
+        )
+        # the responses are read while planning: held, so the directory may go
+        inputs = judged.inputs
+        held = tuple(replace(rs, responses=tuple(rs.responses)) for rs in inputs.response_sets)
+        return replace(judged, inputs=replace(inputs, response_sets=held))
+
+
+def _stand_in(instance: Instance) -> str:
+    text = "lorem ipsum " * (GENERATION_COMPLETION_TOKENS // 3)  # ~4 characters a token
+    return json.dumps({"question_id": flask_id(instance.id), "text": text}) + "\n"
