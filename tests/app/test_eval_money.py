@@ -50,13 +50,13 @@ def test_eval_dry_run_estimates_every_step_and_writes_nothing(tmp_path: Path) ->
     env = cli_env(f"sqlite:///{tmp_path / 'e.db'}", OPENAI_BASE_URL="http://127.0.0.1:9/v1")
     out = tmp_path / "out"
     dry = flask_eval("eval", "--instances", str(EXAMPLES / "instances.jsonl"), "--models",
-                     str(models), "--judge", "openai/gpt-4o", "--out", str(out), "--dry-run",
+                     str(models), "--judge", "openai/gpt-5.4-mini", "--out", str(out), "--dry-run",
                      env=env).stdout  # fmt: skip
     assert not (tmp_path / "e.db").exists() and not out.exists()
     sections = [x.split(" ")[0].rstrip(":") for x in dry.splitlines() if x.endswith(":")]
     assert sections == ["generate", "annotate", "judge"]
     judge_rows = [x.split() for x in dry.split("judge (on stand-in")[1].splitlines()
-                  if x.startswith("openai/gpt-4o")]  # fmt: skip
+                  if x.startswith("openai/gpt-5.4-mini")]  # fmt: skip
     assert int(judge_rows[0][2]) == 2 * 27  # one call per model and instance
     assert float(judge_rows[0][7]) > 0
     assert "m1: up to " in dry and "(800)" in dry  # the generation's bound at max_tokens
