@@ -75,8 +75,11 @@ def outlive_readers() -> None:
             with contextlib.suppress(OSError):
                 stream.flush()  # what it held goes to the null device now
         raw = ForgivingFile(fd, "w", closefd=False)
+        # unbuffered as the stream was (python -u, PYTHONUNBUFFERED: each write reaches
+        # the reader at once), or buffered as it was
+        unbuffered = isinstance(stream.buffer, io.RawIOBase)
         forgiving = io.TextIOWrapper(
-            io.BufferedWriter(raw),
+            raw if unbuffered else io.BufferedWriter(raw),
             encoding=stream.encoding,
             errors=stream.errors,
             line_buffering=stream.line_buffering,

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import io
 import os
+import sys
 
-from flask_eval.core.pipes import ForgivingFile
+import pytest
+
+from flask_eval.core.pipes import ForgivingFile, outlive_readers
 
 
 def test_a_write_to_a_closed_pipe_is_taken_in_stride() -> None:
@@ -23,4 +26,24 @@ def test_a_write_to_a_closed_pipe_is_taken_in_stride() -> None:
         text.flush()
         assert os.path.realpath(f"/proc/self/fd/{write}") == os.devnull
     finally:
+        os.close(write)
+
+
+def test_an_unbuffered_stream_stays_unbuffered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under ``python -u`` / PYTHONUNBUFFERED (as the tests and many supervisors run it),
+    each line written to the wrapped stream reaches the reader at once, not at exit: a
+    waiting command's hints are read while it waits."""
+    read, write = os.pipe()
+    stream = io.TextIOWrapper(io.FileIO(write, "w", closefd=False), encoding="utf-8",
+                              write_through=True)  # fmt: skip
+    monkeypatch.setattr(sys, "stderr", stream)
+    monkeypatch.setattr(sys, "__stderr__", stream)
+    try:
+        outlive_readers()
+        assert sys.stderr is not stream
+        print("no worker alive", file=sys.stderr)  # no flush: a line, then waiting
+        os.set_blocking(read, False)
+        assert os.read(read, 100) == b"no worker alive\n"
+    finally:
+        os.close(read)
         os.close(write)
