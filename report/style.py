@@ -18,10 +18,11 @@ covariate, a fixed value per AlpacaEval instruction downloaded from its data set
 instructions that our instances do not have. We fit its ``length_controlled_minimal``
 formula (length and model terms), so the LC win rate is ``sigmoid(model term)``.
 Upstream chooses an L1 penalty by 5-fold cross-validation over ten strengths
-(``LogisticRegressionCV``, liblinear); we maximise the likelihood without penalty (the
-limit of its weakest penalties), which is what the check in
-``tests/report/test_style.py`` compares. When no finite maximum exists (e.g. the model
-won every game, or won exactly when it was the longer) there is no LC win rate (None).
+(``LogisticRegressionCV``, liblinear): that figure, the one AlpacaEval reports, is
+:func:`report.lc_winrate.alpaca_eval_lc`. :func:`length_controlled` here maximises the
+likelihood without penalty (the limit of upstream's weakest penalties), the figure shown
+beside it. When no finite maximum exists (e.g. the model won every game, or won exactly
+when it was the longer) there is no unpenalised LC win rate (None).
 
 **Arena-Hard, style control** (``lmarena/arena-hard-auto``, ``utils_math.py`` and
 ``show_result.py`` at 0489bf3, the v0.1 code whose ``compute_mle_elo``
