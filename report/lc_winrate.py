@@ -129,8 +129,8 @@ def _lasso_2d(h: FloatArray, b: FloatArray) -> FloatArray:
         candidates.append(z)
     det = h[:, 0, 0] * h[:, 1, 1] - h[:, 0, 1] * h[:, 1, 0]
     safe = np.where(np.abs(det) > 1e-300, det, 1.0)
-    inverse = np.stack([np.stack([h[:, 1, 1], -h[:, 0, 1]], -1),
-                        np.stack([-h[:, 1, 0], h[:, 0, 0]], -1)], 1) / safe[:, None, None]  # fmt: skip
+    rows = [np.stack([h[:, 1, 1], -h[:, 0, 1]], -1), np.stack([-h[:, 1, 0], h[:, 0, 0]], -1)]
+    inverse = np.stack(rows, 1) / safe[:, None, None]
     for signs in ((1.0, 1.0), (1.0, -1.0), (-1.0, 1.0), (-1.0, -1.0)):
         s = np.array(signs)
         z = -np.einsum("rij,rj->ri", inverse, b + s)
