@@ -77,13 +77,12 @@ def _controlled_lines(pw: PairwiseReport, judge: str, width: int, level: int) ->
     lines = [
         f"Controlled for length and style | judge {judge} ({level}% CI; criteria pooled)",
         f"  {'model':<{width}}  {'win vs anchor':>13}  {'LC win':>6}  {'interval':<14}  "
-        f"{'LC unpenalised':>14}  {'style rating':>12}  {'interval':<18}  {'style win':>9}",
+        f"{'style rating':>12}  {'interval':<18}  {'style win':>9}",
     ]
     for c in rows:
         lines.append(
             f"  {c.model:<{width}}  {_f(c.raw_win, 3):>13}  {_f(c.lc_win, 3):>6}  "
-            f"{_ci(c.lc_ci, 3):<14}  {_f(c.lc_win_unpenalized, 3):>14}  "
-            f"{_f(c.style_rating, 1):>12}  {_ci(c.style_ci, 1):<18}  "
+            f"{_ci(c.lc_ci, 3):<14}  {_f(c.style_rating, 1):>12}  {_ci(c.style_ci, 1):<18}  "
             f"{_f(c.style_win, 3):>9}".rstrip()
         )
     return lines
