@@ -53,6 +53,14 @@ def _logloss_continuous(
     return float(-np.mean(loss))
 
 
+def one_outcome(y: FloatArray) -> bool:
+    """Whether the model won every game or lost every game (no tie): AlpacaEval's fit then
+    has no example of one outcome, and liblinear answers an artefact (0.5 for a model that
+    lost every game, with a warning on stderr for each fit): no LC win rate is given."""
+    y = np.asarray(y, dtype=np.float64)
+    return bool(len(y)) and (bool(np.all(y == 1.0)) or bool(np.all(y == 0.0)))
+
+
 def alpaca_eval_lc(
     y: FloatArray, len_model: FloatArray, len_baseline: FloatArray,
     weights: FloatArray | None = None,
@@ -60,10 +68,11 @@ def alpaca_eval_lc(
     """LC win rates of a model against the baseline (``y``: its score in each game, 1 /
     0.5 / 0), AlpacaEval's default fit; one result per row of ``weights`` (``(R,
     games)``; None: the point estimate only). None where the cross-validation cannot run
-    (fewer games than folds)."""
+    (fewer games than folds) and where every game had the same outcome
+    (:func:`one_outcome`)."""
     y = np.asarray(y, dtype=np.float64)
     w = np.ones((1, len(y))) if weights is None else np.atleast_2d(weights)
-    if len(y) < N_SPLITS:
+    if len(y) < N_SPLITS or one_outcome(y):
         return [LengthControlled(None, None, None) for _ in range(w.shape[0])]
     import sklearn
     from sklearn.linear_model import LogisticRegressionCV

@@ -347,6 +347,14 @@ def build(
                                        confidence)  # fmt: skip
         if report.controlled:
             report.notes.append(CONTROLLED_NOTE)
+        for c in report.controlled:
+            if c.model != anchor and c.lc_win is None and c.raw_win in (0.0, 1.0):
+                report.notes.append(
+                    f"judge {c.judge}: {c.model} {'won' if c.raw_win else 'lost'} every game "
+                    "against the anchor, so it has no length-controlled win rate (AlpacaEval's "
+                    "fit would see one outcome only and report an artefact: 0.5 for a model "
+                    "that lost every game)"
+                )
     if any(r.regularized for r in report.ratings):
         report.notes.append(
             "ratings: some group of models won (or lost) every game, so the maximum "

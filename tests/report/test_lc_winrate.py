@@ -45,3 +45,18 @@ def test_replicates_vary_and_the_point_is_upstreams() -> None:
     assert fits[0] == alpaca_eval_lc(y, len_model, len_base)[0]
     rates = {f.win_rate for f in fits[1:]}
     assert len(rates) > 50 and all(r is not None and 0 < r < 1 for r in rates)
+
+
+def test_a_model_that_won_or_lost_every_game_has_no_lc_win_rate(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """AlpacaEval's fit of one outcome only is an artefact (liblinear reports 0.5 for a
+    model that lost every game, and prints a warning per fit): no figure, nothing printed."""
+    rng = np.random.default_rng(4)
+    n = 30
+    len_model, len_base = rng.integers(100, 3000, n), rng.integers(100, 3000, n)
+    weights = np.vstack([np.ones(n), rng.multinomial(n, np.ones(n) / n, size=20)])
+    for outcome in (0.0, 1.0):
+        fits = alpaca_eval_lc(np.full(n, outcome), len_model, len_base, weights)
+        assert all(f.win_rate is None for f in fits)
+    assert capfd.readouterr().err == ""
