@@ -28,7 +28,11 @@ take seconds per model).
 
 from __future__ import annotations
 
+import os
+import sys
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 
 import numpy as np
 
@@ -53,6 +57,35 @@ def _logloss_continuous(
     return float(-np.mean(loss))
 
 
+@contextmanager
+def _liblinear_quiet() -> Iterator[None]:
+    """The process's stderr (file descriptor 2) sent to the null device: liblinear prints
+    "WARNING: class label N specified in weight is not found" from C for each fit on
+    games of one outcome (a cross-validation fold may hold every game of the other); the
+    fit is AlpacaEval's all the same, and the line would reach a user's terminal."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no file descriptor 2 to silence
+        yield
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
+
+
+def _a_fold_may_lack_an_outcome(y: FloatArray) -> bool:
+    """Whether a training fold may hold no game of one outcome: the games that carry it
+    (won or tied, lost or tied) could all be held out in one fold."""
+    held_out = -(-len(y) // N_SPLITS)
+    return min(int(np.sum(y > 0.0)), int(np.sum(y < 1.0))) <= held_out
+
+
 def one_outcome(y: FloatArray) -> bool:
     """Whether the model won every game or lost every game (no tie): AlpacaEval's fit then
     has no example of one outcome, and liblinear answers an artefact (0.5 for a model that
@@ -75,6 +108,7 @@ def alpaca_eval_lc(
     if len(y) < N_SPLITS or one_outcome(y):
         return [LengthControlled(None, None, None) for _ in range(w.shape[0])]
     import sklearn
+    from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import LogisticRegressionCV
     from sklearn.metrics import make_scorer
     from sklearn.model_selection import GroupKFold
@@ -88,15 +122,17 @@ def alpaca_eval_lc(
               "fit_intercept": False}  # fmt: skip
     test = np.column_stack([np.zeros(len(y)), np.ones(len(y))])  # length difference 0
     with sklearn.config_context(enable_metadata_routing=True), warnings.catch_warnings():
-        warnings.simplefilter("ignore", category=FutureWarning)
+        warnings.simplefilter("ignore", category=FutureWarning)  # liblinear's penalty args
+        warnings.simplefilter("ignore", category=ConvergenceWarning)  # as in AlpacaEval's fit
         scorer = make_scorer(
             _logloss_continuous, response_method="predict_proba", greater_is_better=False
         ).set_score_request(true_sample_weight=True, true_prob=True)
         cv = LogisticRegressionCV(Cs=N_CS, l1_ratios=(1.0,), cv=GroupKFold(n_splits=N_SPLITS),
                                   scoring=scorer, **common)  # fmt: skip
         cv.set_fit_request(sample_weight=True)
-        cv.fit(x, labels, sample_weight=true_prob, groups=groups, true_sample_weight=None,
-               true_prob=true_prob)  # fmt: skip
+        with _liblinear_quiet() if _a_fold_may_lack_an_outcome(y) else nullcontext():
+            cv.fit(x, labels, sample_weight=true_prob, groups=groups, true_sample_weight=None,
+                   true_prob=true_prob)  # fmt: skip
         c = float(np.ravel(cv.C_)[0])
     point = np.ravel(cv.coef_)
     full = np.array_equal(w, np.ones_like(w))

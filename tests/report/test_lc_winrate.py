@@ -60,3 +60,15 @@ def test_a_model_that_won_or_lost_every_game_has_no_lc_win_rate(
         fits = alpaca_eval_lc(np.full(n, outcome), len_model, len_base, weights)
         assert all(f.win_rate is None for f in fits)
     assert capfd.readouterr().err == ""
+
+
+def test_a_fold_without_an_outcome_prints_nothing(capfd: pytest.CaptureFixture[str]) -> None:
+    """One loss in 30 games: the fold that holds it leaves its training games all won, of
+    which liblinear warns on stderr, from C; the figure is given, and nothing printed."""
+    rng = np.random.default_rng(5)
+    n = 30
+    y = np.ones(n)
+    y[3] = 0.0
+    fit = alpaca_eval_lc(y, rng.integers(100, 3000, n), rng.integers(100, 3000, n))[0]
+    assert fit.win_rate is not None and 0.5 < fit.win_rate < 1
+    assert capfd.readouterr().err == ""
