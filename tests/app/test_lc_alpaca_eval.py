@@ -20,6 +20,7 @@ import sys
 import types
 import warnings
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,14 @@ from flask_eval.core.types import VERDICT_FIRST, VERDICT_SECOND
 from flask_eval.simulator.config import SimConfig
 from flask_eval.simulator.testing import running_simulator
 from tests.conftest import EXAMPLES, _unavailable
+
+
+@pytest.fixture
+def forget_alpaca_eval() -> Iterator[None]:
+    """The package's modules, loaded with stand-ins, are not left to other tests."""
+    yield
+    for name in [m for m in sys.modules if m.startswith("alpaca_eval.")]:
+        del sys.modules[name]
 
 
 def _glm_winrate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
@@ -70,7 +79,7 @@ def _texts(path: Path) -> dict[str, str]:
 
 @pytest.mark.e2e
 def test_lc_win_rate_equals_alpaca_evals_default(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forget_alpaca_eval: None
 ) -> None:
     from click.testing import CliRunner
 
