@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 from flask_eval.rubrics.messages import Message, text_of
 from flask_eval.rubrics.parse import Reading
@@ -43,6 +44,13 @@ def template_text(messages: Sequence[Message], subject: Iterable[str]) -> str:
     for part in sorted({s for s in subject if s.strip()}, key=len, reverse=True):
         text = text.replace(part, "\n")
     return text
+
+
+@lru_cache(maxsize=256)
+def template_of(text: str) -> Template:
+    """:class:`Template` of ``text``, kept for the next call with the same prompt
+    (every call with the same criteria shares its template)."""
+    return Template(text)
 
 
 class Template:

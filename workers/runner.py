@@ -37,7 +37,7 @@ from flask_eval.core.redact import redact
 from flask_eval.core.settings import Settings
 from flask_eval.core.types import JudgeConfig
 from flask_eval.producer.context import RunContext
-from flask_eval.rubrics.echo import Template, template_text, without_echoes
+from flask_eval.rubrics.echo import template_of, template_text, without_echoes
 from flask_eval.storage.records import CallRecord, JobContext, Outcome
 from flask_eval.storage.retry import is_transient
 from flask_eval.storage.store import Store
@@ -328,7 +328,7 @@ class Executor:
         if isinstance(first, JudgeError):
             await self._finish(summary, call, failed(call.rows, first))
             return
-        template = Template(template_text(call.messages, subject_texts(call.rows[0])))
+        template = template_of(template_text(call.messages, subject_texts(call.rows[0])))
         reading = without_echoes(call.protocol.read(first.text, call.criteria), template)
         keep(call, first, reading)
         outcomes += done(rows, reading, first.uid)
