@@ -51,3 +51,60 @@ def test_each_step_returns_records_and_shares_the_command_lines_runs(
     assert len(labels) == 4 and all(len(x["skills"]) == 3 and x["difficulty"] for x in labels)
     overall = {r["model"]: r["mean"] for r in rows if r["dimension"] == "overall"}
     assert overall["weak"] < overall["strong"]
+
+
+#: options of a command the API leaves out, and why: it prints nothing (``--quiet``),
+#: returns records instead of writing files (``--out``; ``--compare`` prints a table) and
+#: always waits for its work (``--no-wait``)
+CLI_ONLY = {"quiet", "out_dir", "out_path", "compare_path", "no_wait"}
+#: the API's names for options whose flag says "not"
+RENAMED = {"no_reference": "reference", "no_swap": "swap"}
+
+
+@pytest.mark.parametrize(
+    ("command", "function"),
+    [("run", "judge"), ("generate", "generate"), ("annotate", "annotate"),
+     ("eval", "evaluate")],
+)  # fmt: skip
+def test_the_api_offers_what_the_command_line_offers(command: str, function: str) -> None:
+    import inspect
+
+    import click
+
+    from flask_eval.cli import main
+
+    cli = main.get_command(click.Context(main), command)
+    assert cli is not None
+    offered = set(inspect.signature(getattr(api, function)).parameters)
+    missing = (
+        {RENAMED.get(p.name, p.name) for p in cli.params if p.name and p.name not in CLI_ONLY}
+        - offered
+        - ({"out_dir"} if function == "evaluate" else set())
+    )
+    assert not missing, f"api.{function} lacks {sorted(missing)} of `flask-eval {command}`"
+
+
+def test_judge_takes_limit_sample_and_dry_run(tmp_path: Path, sqlite_url: str) -> None:
+    """``limit`` and ``sample`` select instances as on the command line; ``dry_run``
+    estimates the calls and writes nothing."""
+    instances = str(EXAMPLES / "instances.jsonl")
+    responses = {"model_a": str(EXAMPLES / "model_a.jsonl")}
+    with running_simulator(SimConfig()) as sim:
+        env = cli_env(sqlite_url, OPENAI_BASE_URL=sim.openai_base_url)
+        with _as_a_fresh_process(env):
+            estimate = api.judge(instances, responses, judges=["openai/j"], limit=3,
+                                 dry_run=True)  # fmt: skip
+            assert sim.stats()["requests"] == 0
+            limited = api.judge(instances, responses, judges=["openai/j"], limit=3,
+                                run_name="api-limit")  # fmt: skip
+            sampled = api.judge(instances, responses, judges=["openai/j"], sample=2, seed=5,
+                                run_name="api-sample")  # fmt: skip
+            assert sim.stats()["requests"] == 3 + 2
+            with pytest.raises(InputError, match="exclusive"):
+                api.judge(instances, responses, judges=["openai/j"], limit=2, sample=2)
+    assert [(e["judge"], e["calls"]) for e in estimate] == [("openai/j", 3)]
+    assert all(r["model"] == "model_a" for r in limited + sampled)
+    for run, n in (("api-limit", 3), ("api-sample", 2)):
+        exported = flask_eval("export", run, env=env).stdout.splitlines()
+        ids = {json.loads(x)["instance_id"] for x in exported}
+        assert len(ids) == n and (run != "api-limit" or ids == {"1", "2", "3"})
