@@ -32,7 +32,8 @@ from typing import Any
 from flask_eval.app import annotation, generation, jobs, pipeline, steps
 from flask_eval.app import evaluate as evaluate_use_case
 from flask_eval.app.budget import check_budget
-from flask_eval.app.cache import existing_cache
+from flask_eval.app.cache import LedgerCache, existing_cache
+from flask_eval.app.eval_estimate import step_estimates
 from flask_eval.app.pipeline import Plan
 from flask_eval.app.report import pairwise_config, pairwise_report, report_rows
 from flask_eval.core import settings as settings_mod
@@ -65,15 +66,22 @@ def _settings(database_url: str | None) -> Settings:
     return settings if database_url is None else replace(settings, database_url=database_url)
 
 
-def _estimates(plan: Plan, database_url: str | None) -> Records:
-    """``dry_run``: each judge's estimate, nothing written or sent (the answer cache is
-    read when the database exists already)."""
+@contextmanager
+def _ledger_cache(database_url: str | None) -> Iterator[LedgerCache | None]:
+    """The answer cache of the ledger, when the database exists already (a dry run reads
+    it to count what it would not pay for, and creates nothing)."""
     cache = existing_cache(_settings(database_url))
     try:
-        return [asdict(e) for e in plan.sampled().summarize(cache)]
+        yield cache
     finally:
         if cache is not None:
             cache.store.close()
+
+
+def _estimates(plan: Plan, database_url: str | None) -> Records:
+    """``dry_run``: each judge's estimate, nothing written or sent."""
+    with _ledger_cache(database_url) as cache:
+        return [asdict(e) for e in plan.sampled().summarize(cache)]
 
 
 @dataclass(frozen=True)
@@ -250,19 +258,25 @@ def evaluate(
     limit: int | None = None,
     sample: int | None = None,
     seed: int = 0,
+    dry_run: bool = False,
     max_cost: float | None = None,
     timeout: float | None = None,
     database_url: str | None = None,
     in_flight: int = 64,
 ) -> dict[str, Any]:
     """Generate -> annotate -> judge -> report (``flask-eval eval``): the report's rows
-    and the runs of each step."""
+    and the runs of each step; ``dry_run``: each step's estimates (``{"estimates": {step:
+    [estimate, ...]}}``), nothing written or sent."""
     plan = evaluate_use_case.prepare_eval(
         jobs.InstanceSource(instances), models=models, models_files=models_files,
         judges=judges, judges_files=judges_files, annotators=annotators,
         annotators_files=annotators_files, criteria=criteria, out_dir=out_dir, name=name,
         mode=mode, limit=limit, sample=sample, seed=seed,
     )  # fmt: skip
+    if dry_run:
+        with _ledger_cache(database_url) as cache:
+            estimates = step_estimates(plan, cache)
+        return {"estimates": {step: [asdict(e) for e in es] for step, es in estimates.items()}}
     with _session(database_url) as (settings, store):
         check_budget(plan.workers, plan.name, settings.database_url, max_cost)
         dispatcher = steps.dispatcher_for(settings, store, plan.workers, in_flight)

@@ -108,3 +108,24 @@ def test_judge_takes_limit_sample_and_dry_run(tmp_path: Path, sqlite_url: str) -
         exported = flask_eval("export", run, env=env).stdout.splitlines()
         ids = {json.loads(x)["instance_id"] for x in exported}
         assert len(ids) == n and (run != "api-limit" or ids == {"1", "2", "3"})
+
+
+def test_evaluate_dry_run_estimates_each_step_and_writes_nothing(tmp_path: Path) -> None:
+    """``evaluate(dry_run=True)`` gives each step's estimates (as ``eval --dry-run``
+    prints them) and creates no database, no output folder, sends nothing."""
+    models = tmp_path / "models.yaml"
+    models.write_text("- name: m1\n  spec: openai/m1\n  price: {input: 1, output: 4}\n")
+    db = tmp_path / "e.db"
+    env = cli_env(f"sqlite:///{db}", OPENAI_BASE_URL="http://127.0.0.1:9/v1")
+    with _as_a_fresh_process(env):
+        got = api.evaluate(str(EXAMPLES / "instances.jsonl"), models_files=[str(models)],
+                           judges=["openai/j"], out_dir=str(tmp_path / "out"),
+                           dry_run=True)  # fmt: skip
+    steps = list(got["estimates"])
+    assert steps[0] == "generate" and steps[-1] == "judge" and set(steps) <= {
+        "generate", "annotate", "judge"}  # fmt: skip
+    (generate,) = got["estimates"]["generate"]
+    assert generate["judge"] == "m1" and generate["calls"] == 27 and generate["cost"] > 0
+    (judge,) = got["estimates"]["judge"]
+    assert judge["calls"] == 27  # one per (model, instance) in instance mode
+    assert not db.exists() and not (tmp_path / "out").exists()
