@@ -27,33 +27,41 @@ from flask_eval.app.generation import flask_id
 from flask_eval.app.jobs import labelled
 from flask_eval.core.types import Instance
 from flask_eval.producer.estimate import Estimate, format_estimates
+from flask_eval.producer.sampling import SampledEstimate
 from flask_eval.rubrics.criteria import load_criteria
 from flask_eval.rubrics.generation import GENERATION_COMPLETION_TOKENS
 from flask_eval.rubrics.labels import flask_label_space, label_space_of
 
 
+def step_estimates(plan: EvalPlan, cache: LedgerCache | None) -> dict[str, list[SampledEstimate]]:
+    """Each step's estimate (``generate``, ``annotate`` where the instances need labels,
+    ``judge`` on stand-in responses); nothing is written but a temporary directory,
+    removed; nothing is sent."""
+    steps = {"generate": plan.generation.sampled().summarize(cache)}
+    if plan.annotation is not None:
+        steps["annotate"] = plan.annotation.sampled().summarize(cache)
+    steps["judge"] = _judging(plan).sampled().summarize(cache)
+    return steps
+
+
 def estimate_eval(plan: EvalPlan, cache: LedgerCache | None) -> list[str]:
-    """The lines of ``plan``'s dry run: each step's estimate table (nothing is written
-    but a temporary directory, removed; nothing is sent)."""
-    generation = plan.generation.sampled().summarize(cache)
+    """The lines of ``plan``'s dry run: each step's estimate table."""
+    steps = step_estimates(plan, cache)
+    generation = steps["generate"]
     lines = [
         f"generate ({len(plan.generation.judges)} models; each response estimated at "
         f"~{GENERATION_COMPLETION_TOKENS} tokens):",
         format_estimates(generation),
         *_upper_bounds(plan, generation),
     ]
-    steps = [generation]
-    if plan.annotation is not None:
-        steps.append(plan.annotation.sampled().summarize(cache))
-        lines += ["annotate:", format_estimates(steps[-1])]
-    judging = _judging(plan).sampled().summarize(cache)
-    steps.append(judging)
+    if "annotate" in steps:
+        lines += ["annotate:", format_estimates(steps["annotate"])]
     lines += [
         f"judge (on stand-in responses of ~{GENERATION_COMPLETION_TOKENS} tokens: the "
         "responses are not written yet):",
-        format_estimates(judging),
+        format_estimates(steps["judge"]),
     ]
-    every = [e for step in steps for e in step]
+    every = [e for step in steps.values() for e in step]
     unknown = [e.judge for e in every if e.unknown]
     total = sum(e.cost for e in every)
     lines.append(

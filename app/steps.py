@@ -66,13 +66,16 @@ def execute(
     progress: bool = False,
     timeout: float | None = None,
     say: Say | None = None,
+    retry_failed: bool = False,
 ) -> StepResult:
-    """Write ``plan``'s run, dispatch its open calls and wait until none is open (but
-    what ``max_cost`` holds back); ``verb`` names the work in what is said.
-    StepIncomplete when work is left failed or pending."""
+    """Write ``plan``'s run, dispatch its open calls (and, with ``retry_failed``, the
+    failed ones again) and wait until none is open (but what ``max_cost`` holds back);
+    ``verb`` names the work in what is said. StepIncomplete when work is left failed or
+    pending."""
     tell = say or (lambda _line: None)
     before = _cache_answered(store, plan.name)
-    started = pipeline.start(plan, store, dispatcher, settings, max_cost=max_cost, say=tell)
+    started = pipeline.start(plan, store, dispatcher, settings, retry_failed=retry_failed,
+                             max_cost=max_cost, say=tell)  # fmt: skip
     run, sent = started.run, started.dispatched
     state = "created" if started.created else "resumed"
     free = f", {sent.cached} answered from the answer cache" if sent.cached else ""

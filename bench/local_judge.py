@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from flask_eval.core.errors import JudgeError
+from flask_eval.rubrics.echo import Template, template_text, without_echoes
 from flask_eval.rubrics.grading import FlaskEvalProtocol, Subject
 from flask_eval.rubrics.prompt import estimate_tokens
 from flask_eval.rubrics.skills import Skill, load_default
@@ -190,7 +191,11 @@ async def judge_cases(
                                     {c.name: problem for c in criteria}, "", "error",
                                     time.monotonic() - started))  # fmt: skip
                 continue
-            reading = proto.read(answer.text, criteria)
+            subject = case.subject
+            template = Template(template_text(messages, (
+                subject.instruction, subject.reference, subject.response,
+                subject.response_b or "", subject.system_prompt)))  # fmt: skip
+            reading = without_echoes(proto.read(answer.text, criteria), template)
             problems = dict(reading.problems)
             if answer.finish != FINISHED:  # a cut-off answer is never final
                 problems = {c.name: f"answer not finished ({answer.finish})" for c in criteria}

@@ -14,20 +14,28 @@ step run here and then from the command line is not paid twice.
     result = api.evaluate("instances.jsonl", models=[...], judges=[...])
 
 Settings come from the environment as for the command line (``FLASK_EVAL_DATABASE_URL``,
-the providers' keys); ``database_url`` overrides the store.
+the providers' keys); ``database_url`` overrides the store. Each function takes the options
+of its command (``run``, ``generate``, ``annotate``, ``eval``) under the same names
+(``--no-reference`` is ``reference=False``, ``--no-swap`` ``swap=False``, ``--model`` of
+``run`` is ``models``); ``dry_run=True`` returns the estimate of each judge (jobs, calls,
+tokens, cost; ``priced`` False: the cost is unknown, not 0) and writes nothing. What the
+command line writes to files (``--out``) is returned as records instead.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from flask_eval.app import annotation, generation, jobs, pipeline, steps
 from flask_eval.app import evaluate as evaluate_use_case
+from flask_eval.app.budget import check_budget
+from flask_eval.app.cache import LedgerCache, existing_cache
+from flask_eval.app.eval_estimate import step_estimates
 from flask_eval.app.pipeline import Plan
-from flask_eval.app.report import report_rows
+from flask_eval.app.report import pairwise_config, pairwise_report, report_rows
 from flask_eval.core import settings as settings_mod
 from flask_eval.core.errors import InputError
 from flask_eval.core.settings import Settings
@@ -45,9 +53,7 @@ Incomplete = steps.StepIncomplete
 
 @contextmanager
 def _session(database_url: str | None) -> Iterator[tuple[Settings, Store]]:
-    settings = settings_mod.load()
-    if database_url is not None:
-        settings = replace(settings, database_url=database_url)
+    settings = _settings(database_url)
     store = Store(settings.database_url)
     try:
         yield settings, store
@@ -55,53 +61,114 @@ def _session(database_url: str | None) -> Iterator[tuple[Settings, Store]]:
         store.close()
 
 
-def _run(plan: Plan, settings: Settings, store: Store, verb: str, in_flight: int) -> RunInfo:
-    dispatcher = steps.dispatcher_for(settings, store, plan.judges, in_flight)
-    return steps.execute(plan, store, dispatcher, settings, verb=verb).run
+def _settings(database_url: str | None) -> Settings:
+    settings = settings_mod.load()
+    return settings if database_url is None else replace(settings, database_url=database_url)
+
+
+@contextmanager
+def _ledger_cache(database_url: str | None) -> Iterator[LedgerCache | None]:
+    """The answer cache of the ledger, when the database exists already (a dry run reads
+    it to count what it would not pay for, and creates nothing)."""
+    cache = existing_cache(_settings(database_url))
+    try:
+        yield cache
+    finally:
+        if cache is not None:
+            cache.store.close()
+
+
+def _estimates(plan: Plan, database_url: str | None) -> Records:
+    """``dry_run``: each judge's estimate, nothing written or sent."""
+    with _ledger_cache(database_url) as cache:
+        return [asdict(e) for e in plan.sampled().summarize(cache)]
+
+
+@dataclass(frozen=True)
+class _Work:
+    """How a step's work is done: calls in flight, budget, deadline."""
+
+    in_flight: int
+    max_cost: float | None
+    timeout: float | None
+
+
+def _run(
+    plan: Plan, settings: Settings, store: Store, verb: str, work: _Work,
+    retry_failed: bool = False,
+) -> RunInfo:  # fmt: skip
+    check_budget(plan.judges, plan.name, settings.database_url, work.max_cost)
+    dispatcher = steps.dispatcher_for(settings, store, plan.judges, work.in_flight)
+    return steps.execute(plan, store, dispatcher, settings, verb=verb, max_cost=work.max_cost,
+                         timeout=work.timeout, retry_failed=retry_failed).run  # fmt: skip
 
 
 def generate(
-    instances: str,
+    instances: str | None = None,
     *,
     models: Sequence[str] = (),
     models_files: Sequence[str] = (),
+    biggen: str | None = None,
+    prometheus_set: str | None = None,
+    pairwise_set: str | None = None,
     limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
     run_name: str | None = None,
+    dry_run: bool = False,
+    max_cost: float | None = None,
+    timeout: float | None = None,
     database_url: str | None = None,
     in_flight: int = 64,
 ) -> Records:
-    """The models under test answer the FLASK instances of ``instances``: one record per
-    response (model, instance_id, text, finish, cut_off, tokens, cost)."""
-    source = jobs.InstanceSource(instances)
-    plan = jobs.prepare_generation(
-        source, models=models, models_files=models_files, limit=limit, run_name=run_name
-    )
+    """The models under test answer the instances (``flask-eval generate``): one record
+    per response (model, instance_id, text, finish, cut_off, tokens, cost)."""
+    source = jobs.InstanceSource(instances, biggen, prometheus_set, pairwise_set)
+    plan = jobs.prepare_generation(source, models=models, models_files=models_files,
+                                   run_name=run_name, limit=limit, sample=sample,
+                                   seed=seed)  # fmt: skip
+    if dry_run:
+        return _estimates(plan, database_url)
     with _session(database_url) as (settings, store):
-        run = _run(plan, settings, store, "generate", in_flight)
+        run = _run(plan, settings, store, "generate", _Work(in_flight, max_cost, timeout))
         produced = generation.generated(store, run)
     return [{**asdict(g), "cut_off": g.cut_off} for items in produced.values() for g in items]
 
 
 def annotate(
-    instances: str,
+    instances: str | None = None,
     *,
     annotators: Sequence[str] = (),
     annotators_files: Sequence[str] = (),
+    criteria: str | None = None,
     relabel: bool = False,
+    biggen: str | None = None,
+    prometheus_set: str | None = None,
+    pairwise_set: str | None = None,
     limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
     run_name: str | None = None,
+    dry_run: bool = False,
+    max_cost: float | None = None,
+    timeout: float | None = None,
     database_url: str | None = None,
     in_flight: int = 64,
 ) -> Records:
-    """Annotators label the instances that lack FLASK's metadata (all with ``relabel``):
-    one record per labelled instance (instance_id, skills, domains, difficulty, ties)."""
-    plan, _ = jobs.prepare_annotation(jobs.InstanceSource(instances), annotators=annotators,
-                                      annotators_files=annotators_files, relabel=relabel,
-                                      limit=limit, run_name=run_name)  # fmt: skip
+    """Annotators label the instances that lack FLASK's metadata (all with ``relabel``;
+    ``flask-eval annotate``): one record per labelled instance (instance_id, skills,
+    domains, difficulty, ties)."""
+    source = jobs.InstanceSource(instances, biggen, prometheus_set, pairwise_set)
+    plan, _ = jobs.prepare_annotation(source, annotators=annotators,
+                                      annotators_files=annotators_files, criteria=criteria,
+                                      relabel=relabel, run_name=run_name, limit=limit,
+                                      sample=sample, seed=seed)  # fmt: skip
     if plan is None:
         return []
+    if dry_run:
+        return _estimates(plan, database_url)
     with _session(database_url) as (settings, store):
-        run = _run(plan, settings, store, "annotate", in_flight)
+        run = _run(plan, settings, store, "annotate", _Work(in_flight, max_cost, timeout))
         combined = annotation.combined(store, run)
     return [
         {"instance_id": iid, "skills": list(c.labels.skills), "domains": list(c.labels.domains),
@@ -111,25 +178,59 @@ def annotate(
 
 
 def judge(
-    instances: str,
-    responses: Mapping[str, str],
+    instances: str | None = None,
+    responses: Mapping[str, str] | None = None,
     *,
     judges: Sequence[str] = (),
     judges_files: Sequence[str] = (),
     mode: str = "instance",
+    rubrics: str | None = None,
+    criteria: str | None = None,
+    reference: bool = True,
+    pairwise: str | None = None,
+    swap: bool = True,
+    per_criterion: bool = False,
+    biggen: str | None = None,
+    biggen_llm_judge: bool = False,
+    prometheus_set: str | None = None,
+    pairwise_set: str | None = None,
+    models: Sequence[str] = (),
+    limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+    samples: int = 1,
     run_name: str | None = None,
+    retry_failed: bool = False,
+    dry_run: bool = False,
+    max_cost: float | None = None,
+    timeout: float | None = None,
     database_url: str | None = None,
     in_flight: int = 64,
 ) -> Records:
-    """Judge each model's responses (``responses``: model -> FLASK model-output file):
-    the report's rows (model, judge, dimension, group, mean, n, ...)."""
-    plan = pipeline.prepare(instances=instances,
-                            responses=[f"{m}={p}" for m, p in responses.items()],
-                            judges=judges, judges_files=judges_files, mode=mode,
-                            run_name=run_name)  # fmt: skip
+    """Judge each model's responses (``flask-eval run``; ``responses``: model -> FLASK
+    model-output file; a data set that carries its responses needs none): the report's
+    rows (model, judge, dimension, group, mean, n, ...; a pairwise run's: the pairwise
+    report's rows, win rates, ratings, position and controlled figures)."""
+    plan = pipeline.prepare(
+        instances=instances, responses=[f"{m}={p}" for m, p in (responses or {}).items()],
+        judges=judges, judges_files=judges_files, run_name=run_name, mode=mode,
+        rubrics=rubrics, limit=limit, sample=sample, seed=seed, biggen=biggen,
+        prometheus_set=prometheus_set, criteria=criteria, reference=reference,
+        pairwise=pairwise, swap=swap, per_criterion=per_criterion, pairwise_set=pairwise_set,
+        biggen_llm_judge=biggen_llm_judge, models=models, samples=samples,
+    )  # fmt: skip
+    if dry_run:
+        return _estimates(plan, database_url)
     with _session(database_url) as (settings, store):
-        run = _run(plan, settings, store, "judge", in_flight)
-        return [asdict(row) for row in report_rows(store, run)]
+        run = _run(plan, settings, store, "judge", _Work(in_flight, max_cost, timeout),
+                   retry_failed)  # fmt: skip
+        return _rows(store, run)
+
+
+def _rows(store: Store, run: RunInfo) -> Records:
+    if pairwise_config(run.config) is not None:
+        return pairwise_report(store, run).rows()
+    return [asdict(row) for row in report_rows(store, run)]
 
 
 def report(run_name: str, *, database_url: str | None = None) -> Records:
@@ -138,7 +239,7 @@ def report(run_name: str, *, database_url: str | None = None) -> Records:
         run = store.find_run(run_name)
         if run is None:
             raise InputError(f"no run named {run_name}")
-        return [asdict(row) for row in report_rows(store, run)]
+        return _rows(store, run)
 
 
 def evaluate(
@@ -149,22 +250,38 @@ def evaluate(
     judges: Sequence[str] = (),
     judges_files: Sequence[str] = (),
     annotators: Sequence[str] = (),
+    annotators_files: Sequence[str] = (),
+    criteria: str | None = None,
+    mode: str = "instance",
     out_dir: str = "flask-eval-out",
     name: str = "eval",
     limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+    dry_run: bool = False,
+    max_cost: float | None = None,
+    timeout: float | None = None,
     database_url: str | None = None,
     in_flight: int = 64,
 ) -> dict[str, Any]:
     """Generate -> annotate -> judge -> report (``flask-eval eval``): the report's rows
-    and the runs of each step."""
+    and the runs of each step; ``dry_run``: each step's estimates (``{"estimates": {step:
+    [estimate, ...]}}``), nothing written or sent."""
     plan = evaluate_use_case.prepare_eval(
         jobs.InstanceSource(instances), models=models, models_files=models_files,
-        judges=judges, judges_files=judges_files, annotators=annotators, out_dir=out_dir,
-        name=name, limit=limit,
+        judges=judges, judges_files=judges_files, annotators=annotators,
+        annotators_files=annotators_files, criteria=criteria, out_dir=out_dir, name=name,
+        mode=mode, limit=limit, sample=sample, seed=seed,
     )  # fmt: skip
+    if dry_run:
+        with _ledger_cache(database_url) as cache:
+            estimates = step_estimates(plan, cache)
+        return {"estimates": {step: [asdict(e) for e in es] for step, es in estimates.items()}}
     with _session(database_url) as (settings, store):
+        check_budget(plan.workers, plan.name, settings.database_url, max_cost)
         dispatcher = steps.dispatcher_for(settings, store, plan.workers, in_flight)
-        result = evaluate_use_case.evaluate(plan, store, dispatcher, settings)
+        result = evaluate_use_case.evaluate(plan, store, dispatcher, settings,
+                                            max_cost=max_cost, timeout=timeout)  # fmt: skip
         rows = [asdict(row) for row in report_rows(store, result.steps[-1].run)]
     return {
         "runs": [s.run.name for s in result.steps],

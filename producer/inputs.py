@@ -83,6 +83,14 @@ class Inputs:
         total = len(self.instances)
         return {rs.model: (len(set(rs.instance_ids()) & ids), total) for rs in self.response_sets}
 
+    def ignored(self) -> dict[str, int]:
+        """Model name -> its responses to instances not in the instances file (left out,
+        as ``--limit`` leaves out the instances it drops); models with none are absent."""
+        return {
+            rs.model: n for rs in self.response_sets
+            if (n := getattr(rs.responses, "unknown", 0))
+        }  # fmt: skip
+
     def missing(self) -> dict[str, tuple[str, ...]]:
         """Model name -> ids of the instances it has no response for, in file order."""
         result: dict[str, tuple[str, ...]] = {}

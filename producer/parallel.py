@@ -43,6 +43,9 @@ class _Answer(NamedTuple):
     lengths: array[int]
     stamp: tuple[int, int]
     error: tuple[str, str | None, int | None] | None = None
+    #: ids of responses to instances not in the instances file (ignored), numbered in
+    #: ``positions`` after the instances'
+    unknown: tuple[str, ...] = ()
 
 
 # what the children inherit through fork: the instances' ids and their positions
@@ -76,8 +79,11 @@ def _in_children(
         for (name, path), got in zip(responses, pool.map(_validate, responses), strict=True):
             if got.error is not None:
                 raise InputError(*got.error)
-            kept = tuple(own[n] for n in got.positions)
-            source = FileResponses(name, path, kept, got.stamp, lengths=got.lengths)
+            every = (*own, *got.unknown)
+            kept = tuple(every[n] for n in got.positions)
+            keep = frozenset(own[n] for n in got.positions if n < len(own)) if got.unknown else None
+            source = FileResponses(name, path, kept, got.stamp, keep, got.lengths,
+                                   len(got.unknown))  # fmt: skip
             out.append(ResponseSet(name, path, source))
         return tuple(out)
     finally:
@@ -108,5 +114,7 @@ def _validate(job: tuple[str, str]) -> _Answer:
     except InputError as exc:
         return _Answer(array("I"), array("I"), (0, 0), (exc.message, exc.path, exc.line))
     assert isinstance(loaded, FileResponses)
-    positions = array("I", (_POSITIONS[i] for i in loaded.ids))
-    return _Answer(positions, loaded.lengths, loaded.stamp)
+    unknown = tuple(dict.fromkeys(i for i in loaded.ids if i not in _POSITIONS))
+    extra = {i: len(_POSITIONS) + k for k, i in enumerate(unknown)}
+    positions = array("I", (_POSITIONS.get(i, extra.get(i, 0)) for i in loaded.ids))
+    return _Answer(positions, loaded.lengths, loaded.stamp, unknown=unknown)

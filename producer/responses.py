@@ -53,9 +53,11 @@ class FileResponses(ResponseSource):
     """The responses of one validated file, its texts read again on each iteration.
 
     ``ids`` are the instance ids of the file's responses, in file order; ``keep`` (None:
-    all) the ids a selection kept (``--limit``, ``--sample``). Iterating yields the kept
-    responses in file order; a file changed since its validation raises InputError (the
-    caller's transaction then writes nothing).
+    all) the ids a selection kept (``--limit``, ``--sample``, and the instances file
+    itself: ``unknown`` responses answer instances it does not have, and are left out as
+    a selection leaves them). Iterating yields the kept responses in file order; a file
+    changed since its validation raises InputError (the caller's transaction then writes
+    nothing).
     """
 
     model: str
@@ -66,6 +68,8 @@ class FileResponses(ResponseSource):
     #: each response's length in characters, in file order (``ids``'): what a sampled
     #: estimate counts without reading the texts again
     lengths: array[int] = field(default_factory=lambda: array("I"))
+    #: responses to instances not in the instances file (ignored)
+    unknown: int = 0
 
     def __len__(self) -> int:
         if self.keep is None:
@@ -144,7 +148,7 @@ def only(rs: ResponseSet, ids: Collection[str]) -> ResponseSet:
     if isinstance(responses, FileResponses):
         keep = frozenset(ids) if responses.keep is None else responses.keep & frozenset(ids)
         kept = FileResponses(responses.model, responses.path, responses.ids, responses.stamp,
-                             keep, responses.lengths)  # fmt: skip
+                             keep, responses.lengths, responses.unknown)  # fmt: skip
         return ResponseSet(rs.model, rs.path, kept)
     return ResponseSet(rs.model, rs.path, tuple(r for r in responses if r.instance_id in ids))
 
@@ -152,9 +156,12 @@ def only(rs: ResponseSet, ids: Collection[str]) -> ResponseSet:
 def load_responses(model: str, path: str, instance_ids: Collection[str]) -> ResponseSet:
     """Validate one model's responses file; its texts are read again when iterated.
 
-    Every ``question_id`` must name one of ``instance_ids`` and appear at most once; the
-    text may be empty (empty responses are judged like any other). Raises InputError
-    naming the file and line of the first problem.
+    Every ``question_id`` must appear at most once; the text may be empty (empty
+    responses are judged like any other). A response to an instance not in
+    ``instance_ids`` is ignored (a hand-picked subset of instances given with full
+    responses files), as ``--limit`` ignores the instances it leaves out; a file none of
+    whose responses answers one of ``instance_ids`` is refused. Raises InputError naming
+    the file and line of the first problem.
     """
     canonical: Mapping[str, str] = (
         instance_ids if isinstance(instance_ids, dict) else {i: i for i in instance_ids}
@@ -166,6 +173,7 @@ def load_responses(model: str, path: str, instance_ids: Collection[str]) -> Resp
     except OSError:
         stamp = (-1, -1)  # read_json_lines says why the file cannot be read
     lengths = array("I")
+    ignored: set[str] = set()
     for line, record in read_json_lines(path):
         qid, text = record.get("question_id"), record.get("text")
         if type(text) is str and (type(qid) is str or type(qid) is int):
@@ -186,14 +194,17 @@ def load_responses(model: str, path: str, instance_ids: Collection[str]) -> Resp
                 line,
             )
         known = canonical.get(qid)
-        if known is None:
-            raise InputError(
-                f"response for unknown instance {clip(qid)}; the instances file has no such id "
-                "(check that the responses match the instances file)",
-                path,
-                line,
-            )
-        first_line[known] = line
-        ids.append(known)
+        first_line[qid if known is None else known] = line
+        ids.append(qid if known is None else known)
         lengths.append(len(text))
-    return ResponseSet(model, path, FileResponses(model, path, tuple(ids), stamp, lengths=lengths))
+        if known is None:
+            ignored.add(qid)
+    if ignored and len(ignored) == len(ids):
+        raise InputError(
+            f"none of its {len(ids)} responses answers an instance of the instances file "
+            "(check that the responses match the instances file)",
+            path,
+        )
+    keep = frozenset(i for i in ids if i not in ignored) if ignored else None
+    source = FileResponses(model, path, tuple(ids), stamp, keep, lengths, len(ignored))
+    return ResponseSet(model, path, source)

@@ -30,7 +30,11 @@ def instance_weights(n: int, replicates: int, seed: int) -> FloatArray:
     the ``n`` instances was drawn in replicate b (each column sums to ``n``).
 
     Instance-major, so the rows of a subset of instances are contiguous. Reproducible:
-    the same (n, replicates, seed) always gives the same weights.
+    the same (n, replicates, seed) always gives the same weights: replicate b draws the
+    row numbers ``numpy.random.default_rng(seed).integers(0, n, size=(replicates,
+    n))[b]``. The report numbers a run's instances by their ids sorted as strings
+    (Python's ``sorted``: "1" < "10" < "2"), absolute and pairwise alike, so row k is the
+    k-th id in that order; with it an interval can be reproduced draw for draw.
     """
     if n < 0 or replicates < 0:
         raise ValueError("n and replicates must be >= 0")

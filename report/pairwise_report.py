@@ -22,8 +22,13 @@ judge, dimension, key, mean, n, n_na, n_failed, ci_low, ci_high) and add ``crite
   = the score of the first-named model A (win + tie / 2) with its interval; ``win``,
   ``tie``, ``loss``; ``n`` comparisons;
 - ``length_controlled``: key = model = the model: ``mean`` = its AlpacaEval 2
-  length-controlled win rate against the ``anchor`` with its interval; ``win_rate`` = its
-  plain score against the anchor; ``n`` = its games against the anchor (criteria pooled);
+  length-controlled win rate against the ``anchor`` as AlpacaEval reports it by default
+  (cross-validated L1 penalty, :mod:`report.lc_winrate`) with its interval; ``win_rate`` =
+  its plain score against the anchor; ``n`` = its games against the anchor (criteria
+  pooled);
+- ``length_controlled_unpenalized``: as ``length_controlled``, ``mean`` = the same
+  formula's unpenalised maximum likelihood fit (:func:`report.style.length_controlled`;
+  None when it has no finite maximum), no interval;
 - ``style_controlled``: key = model: ``mean`` = its Arena-Hard style-controlled rating
   (anchor at 1000) with its interval; ``win_rate`` = the predicted win rate against the
   anchor with ``win_low`` / ``win_high``; ``n`` = games played (criteria pooled);
@@ -65,8 +70,9 @@ from flask_eval.report.pairwise_style import Controlled, controlled
 PAIRWISE, RATING, POSITION, LENGTH_BIAS = "pairwise", "rating", "position", "length_bias"
 ONE_ORDER = "pairwise_one_order"
 LENGTH_CONTROLLED, STYLE_CONTROLLED = "length_controlled", "style_controlled"
+LC_UNPENALIZED = "length_controlled_unpenalized"
 DIMENSIONS = (PAIRWISE, RATING, POSITION, LENGTH_BIAS, ONE_ORDER, LENGTH_CONTROLLED,
-              STYLE_CONTROLLED)  # fmt: skip
+              LC_UNPENALIZED, STYLE_CONTROLLED)  # fmt: skip
 PAIRWISE_FIELDS: tuple[str, ...] = (
     *FIELDS, "criterion", "model_b", "win", "win_low", "win_high", "tie", "tie_low",
     "tie_high", "loss", "loss_low", "loss_high", "n_swapped", "win_rate", "anchor",
@@ -223,12 +229,14 @@ def _controlled_rows(c: Controlled) -> list[dict[str, Any]]:
               criterion=ALL_CRITERIA, mean=c.lc_win, n=c.games_vs_anchor, win_rate=c.raw_win,
               anchor=c.anchor)  # fmt: skip
     lc["ci_low"], lc["ci_high"] = _ci(c.lc_ci)
+    plain = {**lc, "dimension": LC_UNPENALIZED, "mean": c.lc_win_unpenalized,
+             "ci_low": None, "ci_high": None}  # fmt: skip
     sc.update(model=c.model, judge=c.judge, dimension=STYLE_CONTROLLED, key=c.model,
               criterion=ALL_CRITERIA, mean=c.style_rating, n=c.games, win_rate=c.style_win,
               anchor=c.anchor)  # fmt: skip
     sc["ci_low"], sc["ci_high"] = _ci(c.style_ci)
     sc["win_low"], sc["win_high"] = _ci(c.style_win_ci)
-    return [lc, sc]
+    return [lc, plain, sc]
 
 
 # -- building --------------------------------------------------------------------------
@@ -345,6 +353,14 @@ def build(
                                        confidence)  # fmt: skip
         if report.controlled:
             report.notes.append(CONTROLLED_NOTE)
+        for c in report.controlled:
+            if c.model != anchor and c.lc_win is None and c.raw_win in (0.0, 1.0):
+                report.notes.append(
+                    f"judge {c.judge}: {c.model} {'won' if c.raw_win else 'lost'} every game "
+                    "against the anchor, so it has no length-controlled win rate (AlpacaEval's "
+                    "fit would see one outcome only and report an artefact: 0.5 for a model "
+                    "that lost every game)"
+                )
     if any(r.regularized for r in report.ratings):
         report.notes.append(
             "ratings: some group of models won (or lost) every game, so the maximum "

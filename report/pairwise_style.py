@@ -14,6 +14,7 @@ import numpy as np
 
 from flask_eval.report import style
 from flask_eval.report.bootstrap import DEFAULT_CONFIDENCE, FloatArray, percentile_interval
+from flask_eval.report.lc_winrate import alpaca_eval_lc
 from flask_eval.report.pairwise import Game
 
 Interval = tuple[float, float] | None
@@ -21,12 +22,16 @@ Interval = tuple[float, float] | None
 NOTE = (
     "length-controlled win rate (AlpacaEval 2): the model's win rate against the anchor "
     "predicted by a logistic fit of its games on tanh(length difference / sd) and a model "
-    "term, with the length difference set to 0 (AlpacaEval's minimal formula: its "
-    "per-instruction difficulty is data of its own instructions). Style-controlled rating "
-    "(Arena-Hard): the Bradley-Terry fit with the differences in length and in markdown "
-    "headers, list items and bold spans as covariates (L2 penalty C = 1 as upstream); "
-    "lengths in characters. Both keep the judge's taste for longer or more formatted "
-    "answers out of the model's figure"
+    "term, with the length difference set to 0, fitted as AlpacaEval does by default (an "
+    "L1 penalty chosen by 5-fold cross-validation, which can pull the figure to exactly "
+    "0.5; its minimal formula: its per-instruction difficulty is data of its own "
+    "instructions); the unpenalised fit of the same formula is in the JSON and CSV rows "
+    "(length_controlled_unpenalized). "
+    "Style-controlled rating (Arena-Hard): the Bradley-Terry fit with the differences in "
+    "length and in markdown headers, list items and bold spans as covariates (L2 penalty "
+    "C = 1 as upstream; every game in both orientations, so the order of the models "
+    "changes nothing); lengths in characters. Both keep the judge's taste for longer or "
+    "more formatted answers out of the model's figure"
 )
 
 
@@ -38,8 +43,9 @@ class Controlled:
     judge: str
     anchor: str
     raw_win: float | None  # its score against the anchor (win + tie / 2)
-    lc_win: float | None
+    lc_win: float | None  # as AlpacaEval reports it (cross-validated L1 penalty)
     lc_ci: Interval
+    lc_win_unpenalized: float | None  # the same formula's maximum likelihood fit
     games_vs_anchor: int
     style_rating: float | None
     style_ci: Interval
@@ -98,7 +104,8 @@ def controlled(
         played = np.bincount(a, minlength=len(models)) + np.bincount(b, minlength=len(models))
         for m, name in enumerate(models):
             vs = (a == index[anchor]) & (b == m)
-            lc = style.length_controlled(1.0 - score[vs], sb[vs, 0], sa[vs, 0], w[:, vs])
+            lc = alpaca_eval_lc(1.0 - score[vs], sb[vs, 0], sa[vs, 0], w[:, vs])
+            plain = style.length_controlled(1.0 - score[vs], sb[vs, 0], sa[vs, 0])[0]
             lc_point = lc[0].win_rate if name != anchor else 0.5
             lc_reps = np.array([np.nan if r.win_rate is None else r.win_rate for r in lc[1:]])
             rating = _value(fit.ratings[0, m])
@@ -109,6 +116,8 @@ def controlled(
                 raw_win=float(np.mean(1.0 - score[vs])) if vs.any() else None,
                 lc_win=lc_point if vs.any() or name == anchor else None,
                 lc_ci=_interval(lc_reps, confidence) if name != anchor else None,
+                lc_win_unpenalized=(plain.win_rate if name != anchor else 0.5)
+                if vs.any() or name == anchor else None,
                 games_vs_anchor=int(vs.sum()),
                 style_rating=rating,
                 style_ci=_interval(reps, confidence) if name != anchor else None,

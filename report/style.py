@@ -18,30 +18,42 @@ covariate, a fixed value per AlpacaEval instruction downloaded from its data set
 instructions that our instances do not have. We fit its ``length_controlled_minimal``
 formula (length and model terms), so the LC win rate is ``sigmoid(model term)``.
 Upstream chooses an L1 penalty by 5-fold cross-validation over ten strengths
-(``LogisticRegressionCV``, liblinear); we maximise the likelihood without penalty (the
-limit of its weakest penalties), which is what the check in
-``tests/report/test_style.py`` compares. When no finite maximum exists (e.g. the model
-won every game, or won exactly when it was the longer) there is no LC win rate (None).
+(``LogisticRegressionCV``, liblinear): that figure, the one AlpacaEval reports, is
+:func:`report.lc_winrate.alpaca_eval_lc`. :func:`length_controlled` here maximises the
+likelihood without penalty (the limit of upstream's weakest penalties), the figure shown
+beside it. When no finite maximum exists (e.g. the model won every game, or won exactly
+when it was the longer) there is no unpenalised LC win rate (None).
 
 **Arena-Hard, style control** (``lmarena/arena-hard-auto``, ``utils_math.py`` and
 ``show_result.py`` at 0489bf3, the v0.1 code whose ``compute_mle_elo``
-:mod:`report.ratings` reproduces). The Bradley-Terry design (``+ln 10`` for model A,
-``-ln 10`` for B, each battle twice, a tie once as A's win and once as B's) gets four
-more columns: for length and the counts of markdown headers, list items and bold spans,
-``(a - b) / (a + b + 1)``, standardised over the battles (mean 0, population sd 1). The
-fit is scikit-learn's default ``LogisticRegression(fit_intercept=False)``: an L2 penalty
-``||w||^2 / 2`` against the summed log-loss (C = 1), on every model's and style
-coefficient. Ratings are ``400 * w`` shifted to put the anchor at 1000 (upstream puts
-its baseline at 1114; its leaderboard shows the win rate against the baseline, which
-does not depend on the shift). Markdown is counted with upstream's regular expressions
-(``add_markdown_info.py``) after the same removal of code-block contents. Upstream
-counts length in tiktoken tokens (``gpt-3.5-turbo``'s encoding); we count characters:
-the feature is a ratio, and no tokenizer is a dependency of the report. A style column
-constant over the battles (upstream: 0 / 0) is set to 0 and gets a 0 coefficient.
-Because the columns are centred, a model's rating is its strength at the battles'
-average style difference, not at none: models that differ only in style end level with
-each other, yet not exactly at the anchor unless that average is 0. Upstream's battles
-always have the baseline as model A; ours put the anchor first when it plays.
+:mod:`report.ratings` reproduces; the same ``construct_style_matrices`` as Chatbot
+Arena's ``compute_style_control`` in FastChat's ``fastchat/serve/monitor/elo_analysis.py``).
+The Bradley-Terry design (``+ln 10`` for model A, ``-ln 10`` for B, each battle twice, a
+tie once as A's win and once as B's) gets four more columns: for length and the counts of
+markdown headers, list items and bold spans, ``(a - b) / (a + b + 1)``, standardised over
+the battles (mean 0, population sd 1). The fit is scikit-learn's default
+``LogisticRegression(fit_intercept=False)``: an L2 penalty ``||w||^2 / 2`` against the
+summed log-loss (C = 1), on every model's and style coefficient. Ratings are ``400 * w``
+shifted to put the anchor at 1000 (upstream puts its baseline at 1114; its leaderboard
+shows the win rate against the baseline, which does not depend on the shift). Markdown is
+counted with upstream's regular expressions (``add_markdown_info.py``) after the same
+removal of code-block contents. Upstream counts length in tiktoken tokens
+(``gpt-3.5-turbo``'s encoding); we count characters: the feature is a ratio, and no
+tokenizer is a dependency of the report. A style column constant over the battles
+(upstream: 0 / 0) is set to 0 and gets a 0 coefficient.
+
+Which model of a battle is "A" is arbitrary (our all-pairs runs name the pair's
+first-listed model A). Upstream's centring subtracts the battles' mean style difference,
+a constant "being model A" term that the models absorb in proportion to how often they
+were A: in Chatbot Arena the side is random, so that mean is near 0; with a fixed order
+it would move ratings with the order of the models. We therefore fit every battle in
+both orientations, each at half weight (A against B, and B against A with the score
+``1 - s`` and the style difference negated): the mean over both is exactly 0 and the
+penalised likelihood is that of upstream's fit on the two orientations with
+``sample_weight = 1/2``, so the ratings do not depend on the models' order. As the
+log-likelihood of a battle is the same in either orientation, the fit keeps one row per
+battle and only the standardisation sees both (:func:`style_columns`). A model's rating
+is then its strength at no style difference.
 """
 
 from __future__ import annotations
@@ -201,13 +213,15 @@ class StyleFit:
 
 
 def style_columns(style_a: FloatArray, style_b: FloatArray) -> FloatArray:
-    """``(a - b) / (a + b + 1)`` per feature, standardised over the battles (mean 0,
-    population sd 1; a constant column is 0)."""
+    """``(a - b) / (a + b + 1)`` per feature, standardised over both orientations of every
+    battle (A against B and B against A: mean 0 by construction, population sd 1; a
+    constant column is 0). Which model of a battle is A then changes no rating."""
     a, b = np.asarray(style_a, dtype=np.float64), np.asarray(style_b, dtype=np.float64)
     ratio = (a - b) / (a + b + 1.0)
-    sd = np.std(ratio, axis=0)
+    both = np.concatenate([ratio, -ratio])  # each battle as A-B and as B-A
+    sd = np.std(both, axis=0)
     safe = np.where(sd > 0, sd, 1.0)
-    out: FloatArray = np.where(sd > 0, (ratio - ratio.mean(axis=0)) / safe, 0.0)
+    out: FloatArray = np.where(sd > 0, (ratio - both.mean(axis=0)) / safe, 0.0)
     return out
 
 

@@ -110,7 +110,7 @@ CASES: list[BadCase] = [
     _inst("no_such_file", None, "file not found", "instances_missing"),
     # --- responses files
     _resp("duplicate_response_id", 3, "duplicate response for instance '2' (first on line 2)"),
-    _resp("unknown_instance_response", 2, "response for unknown instance '999'"),
+    _resp("responses_to_no_instance", None, "none of its 2 responses answers an instance"),
     _resp("response_missing_text", 2, "missing field 'text'"),
     _resp("response_text_null", 2, "field 'text' must be a string, got null"),
     _resp("response_not_object", 2, "expected a JSON object, got string"),

@@ -44,11 +44,20 @@ def test_constraints_pin_every_dependency_within_its_range() -> None:
 
 
 def test_every_install_path_uses_the_constraints() -> None:
-    for path in ("README.md", "Makefile", ".ci/run"):
-        lines = [ln for ln in (REPO / path).read_text().splitlines() if "pip install" in ln]
-        installs = [ln for ln in lines if "-e" in ln and "dev" in ln]
+    for path in ("README.md", "Makefile", ".ci/run", "scripts/install-test-tools"):
+        lines = (REPO / path).read_text().splitlines()
+        installs = [ln for ln in lines if ("pip install" in ln and " -e" in ln) or "pip=(" in ln]
         assert installs, f"{path} installs nothing"
         assert all("-c constraints.txt" in ln for ln in installs), (path, installs)
+
+
+def test_the_quick_start_installs_what_the_software_needs_and_runs_the_demo() -> None:
+    """The README's first command installs the project without the test tools (the dev
+    extras), then runs the demo; the test command installs those tools itself."""
+    readme = (REPO / "README.md").read_text()
+    first = next(ln for ln in readme.splitlines() if "pip install" in ln)
+    assert "-e ." in first and "dev" not in first and first.endswith("flask-eval demo")
+    assert "scripts/install-test-tools" in (REPO / "scripts" / "test").read_text()
 
 
 def test_the_distribution_adds_one_import_name(tmp_path: Path) -> None:

@@ -22,6 +22,12 @@ from flask_eval.workers.usage import Request, checked_usage
 DETAIL_LIMIT = 2000
 
 
+def subject_texts(row: JobContext) -> tuple[str, ...]:
+    """The texts a call judges (instruction, reference, responses, system prompt): what
+    of its prompt is not the protocol's own words (``rubrics.echo``)."""
+    return (row.instruction, row.reference, row.response, row.response_b, row.system_prompt)
+
+
 @dataclass
 class BatchSummary:
     done: int = 0

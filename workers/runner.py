@@ -37,13 +37,14 @@ from flask_eval.core.redact import redact
 from flask_eval.core.settings import Settings
 from flask_eval.core.types import JudgeConfig
 from flask_eval.producer.context import RunContext
+from flask_eval.rubrics.echo import template_of, template_text, without_echoes
 from flask_eval.storage.records import CallRecord, JobContext, Outcome
 from flask_eval.storage.retry import is_transient
 from flask_eval.storage.store import Store
 from flask_eval.workers import events
 from flask_eval.workers.asking import Asker, keep
 from flask_eval.workers.batch_lane import BatchLane
-from flask_eval.workers.calls import BatchSummary, Call, done, failed
+from flask_eval.workers.calls import BatchSummary, Call, done, failed, subject_texts
 from flask_eval.workers.context import cache_key, generate_config
 from flask_eval.workers.feed import Ticket
 from flask_eval.workers.halts import HaltWatch
@@ -327,7 +328,8 @@ class Executor:
         if isinstance(first, JudgeError):
             await self._finish(summary, call, failed(call.rows, first))
             return
-        reading = call.protocol.read(first.text, call.criteria)
+        template = template_of(template_text(call.messages, subject_texts(call.rows[0])))
+        reading = without_echoes(call.protocol.read(first.text, call.criteria), template)
         keep(call, first, reading)
         outcomes += done(rows, reading, first.uid)
         missing = [c for c in call.criteria if c.name in reading.problems]
@@ -346,7 +348,7 @@ class Executor:
             elif isinstance(second, JudgeError):
                 outcomes += failed(left, second, first.uid)
             else:
-                retry = call.protocol.read(second.text, missing)
+                retry = without_echoes(call.protocol.read(second.text, missing), template)
                 keep(call, second, retry)
                 outcomes += done(rows, retry, second.uid)
                 for c in missing:

@@ -16,6 +16,7 @@ import click
 
 from flask_eval.app import pipeline
 from flask_eval.app.report import build_report
+from flask_eval.app.summary import call_count_lines, coverage_line
 from flask_eval.core import settings as settings_mod
 from flask_eval.report import render
 from flask_eval.report.text import overview
@@ -70,8 +71,18 @@ def run_demo() -> None:
     report = build_report(store, run, progress=False)
     click.echo("")
     click.echo(render.run_summary(report, counts.failed_by_reason, more=overview(report)))
+    answered = {rs.model: set(rs.instance_ids()) for rs in plan.inputs.response_sets}
+    judgments = {
+        model: len(plan.judges) * sum(len(i.skills) for i in plan.inputs.instances if i.id in ids)
+        for model, ids in answered.items()
+    }
+    planned = len(plan.judges) * sum(len(ids) for ids in answered.values())
     click.echo(textwrap.fill(
-        f"{counts.done} judgments done and {counts.failed} failed, from {counts.calls} paid calls; "
-        f"the simulator answered {stats['requests']} requests this time (0 on a rerun: every "
-        "answer is in the ledger).", 100))  # fmt: skip
+        f"{counts.done} judgments done and {counts.failed} failed.", 100))  # fmt: skip
+    lines = [
+        coverage_line(plan.inputs.coverage(), judgments),
+        *call_count_lines(planned, started.dispatched.sent, counts.calls, stats["requests"]),
+    ]
+    for line in lines:
+        click.echo(textwrap.fill(line, 100, subsequent_indent="  "))
     click.echo(f"database: {settings.database_url}")

@@ -237,6 +237,9 @@ def run(
     check_budget(plan.judges, plan.name, settings.database_url, max_cost)
     for model, (answered, total) in plan.inputs.coverage().items():
         click.echo(f"{model}: {answered}/{total} instances answered", err=True)
+    for model, n in plan.inputs.ignored().items():
+        click.echo(f"{model}: {n} responses to instances not in the instances file ignored",
+                   err=True)  # fmt: skip
     if dry_run:
         print_dry_run(plan, settings)
         return

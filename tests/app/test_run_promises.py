@@ -230,6 +230,24 @@ def test_limit_and_sample_select_instances_and_ignore_other_responses(
     assert len(sampled) == 5 and sampled == {r["instance_id"] for r in export(env, "s2")}
 
 
+def test_a_hand_picked_subset_of_instances_with_full_responses_files(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    """Instances picked by hand from a set, given with the full responses files: the
+    responses to the other instances are ignored, as --limit ignores them, and said so."""
+    instances, responses = write_inputs(tmp_path / "in", 8, models=("m",))
+    lines = Path(instances).read_text().splitlines()
+    picked = tmp_path / "picked.jsonl"
+    picked.write_text("\n".join(lines[k] for k in (1, 4, 6)) + "\n")
+    env = cli_env(sqlite_url)
+    with running_simulator(SimConfig()) as s:
+        ran = flask_eval(*run_args(picked, responses, f"openai/j@{s.openai_base_url}",
+                                   name="picked"), env=env)  # fmt: skip
+    assert "m: 3/3 instances answered" in ran.stderr
+    assert "m: 5 responses to instances not in the instances file ignored" in ran.stderr
+    assert {r["instance_id"] for r in export(env, "picked")} == {"2", "5", "7"}
+
+
 @pytest.mark.e2e
 def test_short_judge_names_name_reports_and_figures(sqlite_url: str, tmp_path: Path) -> None:
     instances, responses = write_inputs(tmp_path / "in", 6, models=("m1", "m2"))

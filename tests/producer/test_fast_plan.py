@@ -68,9 +68,10 @@ if isinstance(together, str) or isinstance(alone, str):
 same = []
 for one, other in zip(together, alone, strict=True):
     a, b = one.responses, other.responses
-    same.append((a.model, a.path, a.ids, a.stamp, list(a.lengths), list(a))
-                == (b.model, b.path, b.ids, b.stamp, list(b.lengths), list(b)))
-    same.append(all(x is ids[x] for x in a.ids))  # the instances' own strings, not copies
+    same.append((a.model, a.path, a.ids, a.stamp, list(a.lengths), list(a), a.keep, a.unknown)
+                == (b.model, b.path, b.ids, b.stamp, list(b.lengths), list(b), b.keep, b.unknown))
+    # the instances' own strings, not copies
+    same.append(all(x is ids[x] for x in a.instance_ids()))
 print(json.dumps({"same": same}))
 """
 
@@ -87,6 +88,15 @@ def test_files_validated_in_parallel_are_what_one_process_makes(tmp_path: Path) 
     assert got == {"same": [True] * 2 * len(MODELS)}
 
 
+def test_a_hand_picked_subset_of_instances_in_parallel(tmp_path: Path) -> None:
+    """Full responses files with a subset of the instances: the responses to the others
+    are left out, in the children as in one process."""
+    _, responses = write_inputs(tmp_path, 30, models=MODELS)
+    picked = [str(i) for i in range(1, 31) if i % 3]
+    got = in_parallel(named(responses), picked)
+    assert got == {"same": [True] * 2 * len(MODELS)}
+
+
 def test_a_child_killed_leaves_the_files_to_this_process(tmp_path: Path) -> None:
     _, responses = write_inputs(tmp_path, 30, models=MODELS)
     got = in_parallel(named(responses), [str(i) for i in range(1, 31)], "kill")
@@ -99,10 +109,10 @@ def test_the_first_bad_file_in_order_is_the_one_named(tmp_path: Path) -> None:
     for k, line in ((7, 5), (2, 11)):  # two bad files: the earlier one is named
         path = Path(files[k][1])
         rows = path.read_text().splitlines()
-        rows[line - 1] = json.dumps({"question_id": 99, "text": "x"})
+        rows[line - 1] = json.dumps({"question_id": 1, "text": "x"})
         path.write_text("\n".join(rows) + "\n")
     got = in_parallel(files, [str(i) for i in range(1, 21)])
-    assert got["together"].startswith(f"{files[2][1]}:11: response for unknown instance '99'")
+    assert got["together"].startswith(f"{files[2][1]}:11: duplicate response for instance '1'")
     assert got["together"] == got["alone"]
 
 

@@ -134,6 +134,30 @@ def test_replicate_means_equal_a_naive_resampling_loop() -> None:
     assert abs(lo - ref[0]) < TOL and abs(hi - ref[1]) < TOL
 
 
+def test_an_interval_is_reproduced_from_the_ids_in_string_order() -> None:
+    """The documented recipe (docs/design/statistics.md): instances numbered by their ids
+    sorted as strings ("1" < "10" < "2"), replicate b drawing
+    ``default_rng(seed).integers(0, n, (B, n))[b]``, gives the report's interval."""
+    n, b, seed = 12, 300, 5
+    ids = [str(i) for i in range(1, n + 1)]  # given in numeric order
+    value = {iid: float(int(iid) % 5) for iid in ids}
+    cells = [("m", iid, "s") for iid in ids]
+    state = np.full((n, 1), SCORED, dtype=np.int8)
+    table = build(cells, ["j"], state, np.array([[value[i]] for i in ids]), {}, {})
+    lo, hi = intervals_of(table, instance_weights(n, b, seed), OVERALL_ONLY)[
+        ("m", "j", "overall", "all")
+    ]
+    numbered = sorted(ids)
+    assert numbered[:4] == ["1", "10", "11", "12"]
+    x = np.array([value[i] for i in numbered])
+    draws = np.random.default_rng(seed).integers(0, n, size=(b, n))
+    ref = np.percentile([x[d].mean() for d in draws], [2.5, 97.5])
+    assert abs(lo - ref[0]) < TOL and abs(hi - ref[1]) < TOL
+    numeric = np.array([value[i] for i in ids])  # numbering them numerically differs
+    other = np.percentile([numeric[d].mean() for d in draws], [2.5, 97.5])
+    assert abs(other[0] - ref[0]) + abs(other[1] - ref[1]) > TOL
+
+
 def test_mean_interval_and_paired_difference_equal_naive_loops() -> None:
     rng = np.random.default_rng(2)
     n, b = 60, 400

@@ -36,3 +36,31 @@ def test_demo_prints_the_breakdown_compactly(tmp_path: Path) -> None:
     assert "j1 openai/sim-judge-gpt, j2 anthropic/sim-judge-claude" in table
     assert max(len(line) for line in lines) <= 100
     assert len(out.splitlines()) < 90  # compact: the whole demo fits a screen or two
+
+
+def test_demo_explains_its_call_counts_and_coverage(tmp_path: Path) -> None:
+    """The calls planned, dispatched, paid and the requests the simulator saw differ; the
+    demo says why, with numbers that add up, and how many instances and judgments each
+    model has (model_b answered 25 of the 27 instances)."""
+    env: dict[str, str | None] = dict.fromkeys(DEMO_ENV)
+    env |= {"FLASK_EVAL_DATABASE_URL": f"sqlite:///{tmp_path / 'demo.db'}",
+            "FLASK_EVAL_BROKER_URL": None}  # fmt: skip
+    result = CliRunner().invoke(main, ["demo"], env=env)
+    assert result.exit_code == 0, result.output
+    out = " ".join(result.stdout.split())  # the lines are wrapped
+    assert "model_a 27 of 27 instances, 162 judgments" in out
+    assert "model_b 25 of 27 instances, 150 judgments" in out
+    calls = re.search(r"Calls: (\d+) planned, one per response and judge.*?; (\d+) dispatched", out)
+    assert calls is not None and calls.group(1) == calls.group(2) == str((27 + 25) * 2)
+    planned = int(calls.group(1))
+    paid = re.search(r"Paid: (\d+) answers in the ledger: (?:one per call|the (\d+) calls plus "
+                     r"(\d+) format reminders)", out)  # fmt: skip
+    assert paid is not None and int(paid.group(2) or planned) == planned
+    assert int(paid.group(1)) == planned + int(paid.group(3) or 0)
+    requests = re.search(
+        r"Requests: the judges' server saw (\d+) this time: the (\d+) paid "
+        r"answers(?: plus (\d+) sent again after a server error)?",
+        out,
+    )
+    assert requests is not None and requests.group(2) == paid.group(1)
+    assert int(requests.group(1)) == int(paid.group(1)) + int(requests.group(3) or 0)

@@ -57,10 +57,17 @@ def _synthetic(seed: int = 7, battles: int = 400) -> dict[str, np.ndarray]:
 def _arena_hard_style(
     data: dict[str, np.ndarray], baseline: str
 ) -> tuple[dict[str, float], np.ndarray]:
-    """``construct_style_matrices`` + ``fit_bt``, step by step on plain arrays."""
-    a_names = [MODELS[i] for i in data["a"]]
-    b_names = [MODELS[i] for i in data["b"]]
+    """``construct_style_matrices`` + ``fit_bt``, step by step on plain arrays, given
+    each battle in both orientations at half weight."""
+    # every battle in both orientations (flask-eval's canonical form, report/style.py),
+    # each at half weight below
+    a_names = [MODELS[i] for i in data["a"]] + [MODELS[i] for i in data["b"]]
+    b_names = [MODELS[i] for i in data["b"]] + [MODELS[i] for i in data["a"]]
+    flipped = {"model_a": "model_b", "model_b": "model_a", "tie": "tie"}
     winner = ["model_a" if s == 1 else "model_b" if s == 0 else "tie" for s in data["score"]]
+    winner = winner + [flipped[w] for w in winner]
+    data = {**data, "style_a": np.concatenate([data["style_a"], data["style_b"]]),
+            "style_b": np.concatenate([data["style_b"], data["style_a"]])}  # fmt: skip
     # models = pd.concat([df["model_a"], df["model_b"]]).unique()
     models = list(dict.fromkeys(a_names + b_names))
     index = {m: i for i, m in enumerate(models)}
@@ -88,7 +95,7 @@ def _arena_hard_style(
     # an exact solver of the same objective gives the optimum itself
     lr = sklearn.LogisticRegression(fit_intercept=False, tol=1e-12, max_iter=100_000,
                                     solver="newton-cholesky")  # fmt: skip
-    lr.fit(x, y)
+    lr.fit(x, y, sample_weight=np.full(n, 0.5))
     elo = 400 * lr.coef_[0] + 1000
     elo += 1114 - elo[index[baseline]]
     return {m: float(elo[index[m]]) for m in models}, lr.coef_[0][p:]
@@ -178,8 +185,8 @@ def test_a_better_model_keeps_its_advantage() -> None:
 def test_style_control_evens_out_twins_of_different_lengths() -> None:
     """Three equally good models, one longer and one shorter than the baseline, under a
     judge that likes length: the raw ratings spread, the style-controlled ones do not.
-    (Upstream centres the style columns, so a model is rated at the battles' average
-    style difference: the twins end level with each other, not exactly at 0.5.)"""
+    (Each battle counts in both orientations, so a model is rated at no style
+    difference.)"""
     rng = np.random.default_rng(11)
     n = 1200
     b = np.repeat([1, 2], n // 2).astype(np.int64)  # long, short, each against the baseline
@@ -229,3 +236,56 @@ def test_markdown_counts() -> None:
             "- a\n  * b\n+ c\n```\n# not a header\n- not a list\n```\n#nospace\n")  # fmt: skip
     assert style.style_of(text) == (float(len(text)), 3.0, 5.0, 2.0)
     assert style.style_of(text)[1:] == tuple(float(v) for v in _arena_hard_markdown(text))
+
+
+def test_style_ratings_do_not_depend_on_the_order_of_the_models() -> None:
+    """An all-pairs run names the first-listed model of each pair A: the same games with
+    the models listed in another order give the same style-controlled ratings (the anchor
+    fixed), although A's responses are systematically longer in each order."""
+    from flask_eval.report.pairwise import LOSS, TIE, WIN, Game
+    from flask_eval.report.pairwise_style import controlled
+
+    rng = np.random.default_rng(17)
+    names = ["anchor", "long", "terse", "bold"]
+    quality = {"anchor": 0.0, "long": 0.3, "terse": -0.2, "bold": 0.5}
+    verbosity = {"anchor": 600, "long": 1600, "terse": 250, "bold": 700}
+    instances = [str(i) for i in range(60)]
+    texts = {
+        (m, iid): "word " * int(verbosity[m] * rng.uniform(0.5, 1.5) / 5)
+        + "**x** " * int(rng.integers(0, 4 if m != "bold" else 12))
+        for m in names for iid in instances
+    }  # fmt: skip
+    outcome = {
+        (x, y, iid): rng.random()
+        for x in names for y in names if x < y for iid in instances
+    }  # fmt: skip
+
+    def games(order: list[str]) -> list[Game]:
+        out = []
+        for i, x in enumerate(order):
+            for y in order[i + 1 :]:  # the pair's first-listed model is A, as in a run
+                for iid in instances:
+                    lo, hi = min(x, y), max(x, y)
+                    logit = (
+                        quality[lo]
+                        - quality[hi]
+                        + 1.5 * np.tanh((len(texts[(lo, iid)]) - len(texts[(hi, iid)])) / 800)
+                    )
+                    u = outcome[(lo, hi, iid)]
+                    p = 1 / (1 + np.exp(-logit))
+                    lo_score = 1.0 if u < p - 0.1 else 0.5 if u < p + 0.1 else 0.0
+                    a_score = lo_score if x == lo else 1.0 - lo_score
+                    result = WIN if a_score == 1 else TIE if a_score == 0.5 else LOSS
+                    out.append(Game(iid, x, y, "overall", "judge", result, True, True))
+        return out
+
+    weights = np.ones((len(instances), 1))
+    figures = []
+    for order in (names, names[::-1], ["terse", "anchor", "bold", "long"]):
+        rows = controlled(games(order), order, "anchor", instances, weights, texts)
+        figures.append({c.model: c.style_rating for c in rows})
+    for other in figures[1:]:
+        assert set(other) == set(figures[0])
+        for model, rating in figures[0].items():
+            assert rating is not None and other[model] is not None
+            assert other[model] == pytest.approx(rating, abs=1e-6), model
