@@ -427,9 +427,8 @@ def run_processes(
 
     The limits are checked on the reserved moments: they are what the limiter decides, on
     the one clock every process shares. A wake-up is late by however long a loaded
-    machine keeps the process from running, and late ones bunch (on a busy CI machine
-    that broke a wake-up-time bound); the limiter cannot help that and the test does not
-    measure it.
+    machine keeps the process from running, and late ones bunch: the limiter cannot help
+    that, and the test does not measure it.
 
     The clock starts once every interpreter is up (however long that takes on a loaded
     machine), ``lead`` seconds after ``before_start()`` has run."""
@@ -495,7 +494,7 @@ def test_two_processes_share_one_request_budget(limiter_redis: str, tmp_path: Pa
     rate = 600 * budget.target / 60
     burst = budget.request_burst * rate
     for window in (0.5, 1, 2, 5, 10, 15):
-        # +1: moments are whole microseconds, so a window can hold one more at its edge
+        # +1: a closed window can hold a grant at each of its ends
         assert max_in_window(times, window) <= rate * window + burst + 1, window
     steady = [t for t in times if t >= 2]
     achieved = len(steady) / 13 / 10  # of the stated 10/s
