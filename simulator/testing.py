@@ -24,7 +24,12 @@ from typing import Any
 from .config import SimConfig
 from .server import serve
 
-STARTUP_TIMEOUT_S = 15.0
+#: seconds a simulator may take to start: deadlines, not speeds (a fresh interpreter's
+#: imports take seconds on a loaded machine)
+STARTUP_TIMEOUT_S = 120.0
+#: seconds a ``/stats`` call may take: the in-thread simulator shares this process's CPU
+#: with the client it serves, hundreds of connections at a time in some tests
+STATS_TIMEOUT_S = 60.0
 LISTENING_PREFIX = "simulator listening on "
 
 
@@ -56,7 +61,7 @@ class _Endpoint:
         req = urllib.request.Request(f"{self.base_url}{path}", method=method)
         if method == "POST":
             req.data = b""
-        with urllib.request.urlopen(req, timeout=10) as resp:
+        with urllib.request.urlopen(req, timeout=STATS_TIMEOUT_S) as resp:
             data: dict[str, Any] = json.loads(resp.read())
         return data
 

@@ -256,8 +256,8 @@ def test_render_reproduces_prometheus_eval_prompts() -> None:
 def test_long_runs_are_read_in_linear_time(answer: str) -> None:
     import time
 
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: a loaded machine does not stretch it
     read_result(answer)
     feedback(answer)
     neutralize(answer)
-    assert time.perf_counter() - start < 2.0  # quadratic backtracking takes minutes
+    assert time.process_time() - start < 2.0  # quadratic backtracking takes minutes

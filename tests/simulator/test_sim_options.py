@@ -16,6 +16,7 @@ from flask_eval.rubrics.protocol import skills_line
 from flask_eval.simulator.__main__ import build_parser, config_from_args
 from flask_eval.simulator.config import SimConfig
 from flask_eval.simulator.testing import SimHandle, config_to_argv, running_simulator
+from tests.helpers import wait_until
 
 PROMPT = f"Score the response on each skill.\n{skills_line(['Readability'])}"
 REQUESTS = {
@@ -90,13 +91,20 @@ def test_bodies_that_are_not_a_message(dialect: str) -> None:
 def test_a_one_slot_server_serves_in_line_and_drops_who_gave_up() -> None:
     """One request at a time, the others wait (their latency starts at their turn); a
     client that gave up while waiting is never served."""
-    with running_simulator(SimConfig(slots=1, latency_ms=300)) as sim:
+    latency = 1.0
+    with running_simulator(SimConfig(slots=1, latency_ms=latency * 1000)) as sim:
+
+        def holding() -> None:
+            wait_until(lambda: sim.stats()["serving"], timeout=60, interval=0.01,
+                       what="the first request to hold the slot")  # fmt: skip
 
         async def go() -> None:
             loop = asyncio.get_running_loop()
             first = loop.run_in_executor(None, post, sim, "openai")
-            await asyncio.sleep(0.05)  # the first holds the slot
-            gave_up = loop.run_in_executor(None, lambda: post(sim, "openai", timeout=0.1))
+            await loop.run_in_executor(None, holding)
+            # it gives up in line: after half the first's latency, time enough for the
+            # in-thread server to take its request in on a loaded machine
+            gave_up = loop.run_in_executor(None, lambda: post(sim, "openai", timeout=latency / 2))
             with pytest.raises(OSError):  # timed out, in line
                 await gave_up
             await asyncio.gather(first, *(loop.run_in_executor(None, post, sim, "openai")
@@ -108,7 +116,7 @@ def test_a_one_slot_server_serves_in_line_and_drops_who_gave_up() -> None:
         stats = sim.stats()
     assert stats["max_serving"] == 1 and stats["max_in_flight"] >= 2
     assert stats["requests"] == 4 and stats["served"] == 3  # the one that gave up: never
-    assert elapsed >= 3 * 0.3  # served one after another
+    assert elapsed >= 3 * latency  # served one after another
 
 
 def test_the_options_are_validated_and_on_the_command_line() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -548,8 +549,11 @@ def test_gemini_judge_against_the_simulator(no_gemini_env: pytest.MonkeyPatch) -
 def test_gemini_sdk_never_retries_and_failures_are_classified(
     no_gemini_env: pytest.MonkeyPatch,
 ) -> None:
-    """One request per generate (our runner has the only retry loop), whatever fails."""
-    import time
+    """One request per generate (our runner has the only retry loop), whatever fails.
+    Counted by the server, not timed: the SDK's own retries would each be a request."""
+    import socket
+    import struct
+    import threading
 
     from flask_eval.simulator.config import SimConfig
     from flask_eval.simulator.testing import running_simulator
@@ -573,13 +577,29 @@ def test_gemini_sdk_never_retries_and_failures_are_classified(
     with running_simulator(SimConfig(require_key="the-right-key")) as sim:
         no_gemini_env.setenv("GOOGLE_API_KEY", "the-right-key")
         assert not isinstance(_generate(f"gemini/judge@{sim.gemini_base_url}"), JudgeError)
-    with running_simulator(SimConfig(timeout_rate=1)) as sim:
-        t0 = time.monotonic()
-        slow = _generate(f"gemini/judge@{sim.gemini_base_url}", timeout=0.3)
-        assert slow.reason == FailureReason.TIMEOUT and time.monotonic() - t0 < 5
-    t0 = time.monotonic()
-    dead = _generate("gemini/judge@http://127.0.0.1:9")  # nothing listens: refused at once
-    assert dead.reason == FailureReason.PROVIDER_ERROR and time.monotonic() - t0 < 3
+    with running_simulator(SimConfig(timeout_rate=1)) as sim:  # answers in an hour
+        # 2 s: time enough for the in-thread server to take (and count) the request
+        # on a loaded machine before the client gives up
+        slow = _generate(f"gemini/judge@{sim.gemini_base_url}", timeout=2)
+        assert slow.reason == FailureReason.TIMEOUT and sim.stats()["requests"] == 1
+    dead = _generate("gemini/judge@http://127.0.0.1:9")  # nothing listens: refused
+    assert dead.reason == FailureReason.PROVIDER_ERROR
+    # a server that hangs up at once: each attempt is one connection it accepted (and
+    # closed, so that the attempt could fail) before generate returned
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        accepted: list[object] = []
+
+        def hang_up() -> None:
+            with contextlib.suppress(OSError):  # the server closed: done
+                while True:
+                    conn, peer = server.accept()
+                    accepted.append(peer)
+                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    conn.close()  # a reset
+
+        threading.Thread(target=hang_up, daemon=True).start()
+        reset = _generate(f"gemini/judge@http://127.0.0.1:{server.getsockname()[1]}")
+    assert reset.reason == FailureReason.PROVIDER_ERROR and len(accepted) == 1
 
 
 def test_gemini_base_url_from_the_environment_and_never_vertex(

@@ -64,7 +64,7 @@ def test_a_workers_metrics_are_scraped_during_a_run_and_match_the_ledger(
                 during = wait_until(
                     lambda: scrape(port),
                     lambda text: sample(text, "flask_eval_judgments_total") > 0,
-                    timeout=60, what="judgments counted on /metrics",
+                    timeout=120, what="judgments counted on /metrics",  # with start-up
                 )  # fmt: skip
                 st = wait_until(
                     lambda: json.loads(flask_eval("status", "scraped", "--json", env=env).stdout),
@@ -73,7 +73,7 @@ def test_a_workers_metrics_are_scraped_during_a_run_and_match_the_ledger(
                 final = wait_until(
                     lambda: scrape(port),
                     lambda t: sample(t, "flask_eval_judgments_total") == st["total"],
-                    timeout=20, what="the last judgments counted",
+                    timeout=60, what="the last judgments counted",
                 )  # fmt: skip
             finally:
                 proc.terminate()
@@ -107,7 +107,7 @@ def test_status_watch_shows_two_live_workers_and_rates_until_the_run_is_done(
         )
         reader.start()
         with WorkerGroup(env, 2, 4, "WARNING", tmp_path / "w.log", cwd=REPO):
-            code = watch.wait(timeout=60)
+            code = watch.wait(timeout=300)  # a deadline: the workers start slowly when loaded
         reader.join(timeout=5)
     assert code == 0, watch.stderr.read() if watch.stderr else ""
     assert any(len(x["workers"]) == 2 for x in lines), lines[-1:]

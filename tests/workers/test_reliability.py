@@ -388,6 +388,9 @@ def test_fault_mix_every_job_ends_with_the_right_reason_and_resume_retries_only_
     with running_simulator(SimConfig(seed=9)) as clean:
         env = {
             **base,
+            # nothing hangs here: an answer a loaded machine slows down past 1.5 s must
+            # not time out and be asked again (the count below is of requests)
+            "FLASK_EVAL_JUDGE_TIMEOUT": "120",
             "OPENAI_BASE_URL": clean.openai_base_url,
             "ANTHROPIC_BASE_URL": clean.anthropic_base_url,
         }

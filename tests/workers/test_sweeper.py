@@ -42,7 +42,7 @@ def test_a_message_lost_by_the_broker_is_sent_again_by_a_worker(
         assert client.llen(queue) == queued - 1
         log = tmp_path / "worker.log"
         with workers(env, processes=1, in_flight=16, log=log):
-            st = wait_done(env, "lossy", timeout=90)
+            st = wait_done(env, "lossy")  # its deadline: generous, for a loaded machine
         paid = sim.stats()["requests"]
     assert st["done"] == st["total"] == planned and st["failed"] == 0
     ledger_is_exactly_once(sqlite_url, "lossy", planned)
