@@ -45,7 +45,7 @@ DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
 #: how the work was organised, which the users' prose never mentions (a database session is
 #: called a connection or a transaction there, so that "session" stays unambiguous)
 NARRATION = re.compile(
-    r"\bissues? ?#?\d+|\bissue's\b|\bclosing notes?\b|docs/closing|\bgrader\b"
+    r"\bissues?[ -]?#?\d+|\bissue's\b|\bclosing notes?\b|docs/closing|\bgrader\b"
     r"|\bsessions?\b|\b(?:this|that|the first|the last|the previous|each) stop\b",
     re.IGNORECASE,
 )

@@ -64,6 +64,7 @@ def test_a_docstring_is_read_as_well(tmp_path: Path) -> None:
     "text",
     [
         "## Scale (issue 3)",
+        "the issue-3 table",
         "measured at the last stop",
         "as the grader found",
         "see docs/closing/issue-24.md",
