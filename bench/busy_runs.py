@@ -88,17 +88,18 @@ def one(which: str, folder: Path, latency_ms: float, in_flight: int) -> dict[str
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("which", nargs="*", choices=["inprocess", "worker"],
-                        default=["inprocess", "worker"])  # fmt: skip
+    parser.add_argument("which", nargs="*", help="inprocess, worker (default: both)")
     parser.add_argument("--hog", type=int, default=4, help="busy processes beside the runs")
     parser.add_argument("--latency-ms", type=float, default=200.0)
     parser.add_argument("--in-flight", type=int, default=256)
     args = parser.parse_args(argv)
+    if set(args.which) - {"inprocess", "worker"}:
+        parser.error(f"runs are inprocess and worker, not {args.which}")
     hog_command = ["bash", str(REPO / "scripts" / "cpu-hog"), str(args.hog)]
     hog = subprocess.Popen(hog_command) if args.hog else None
     results = []
     try:
-        for which in args.which:
+        for which in args.which or ["inprocess", "worker"]:
             with tempfile.TemporaryDirectory(prefix="busy-") as folder:
                 results.append(one(which, Path(folder), args.latency_ms, args.in_flight))
                 print(json.dumps(results[-1]), flush=True)
