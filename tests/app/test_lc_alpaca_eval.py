@@ -27,8 +27,7 @@ from typing import Any
 import pytest
 
 from flask_eval.core.types import VERDICT_FIRST, VERDICT_SECOND
-from flask_eval.simulator.config import SimConfig
-from flask_eval.simulator.testing import running_simulator
+from tests.app.test_pairwise_e2e import pairwise_run_of_the_examples
 from tests.conftest import EXAMPLES, _unavailable
 
 
@@ -86,16 +85,7 @@ def test_lc_win_rate_equals_alpaca_evals_default(
     from flask_eval.cli import main
 
     glm = _glm_winrate(tmp_path, monkeypatch)
-    env = {"FLASK_EVAL_DATABASE_URL": f"sqlite:///{tmp_path / 'lc.db'}",
-           "OPENAI_API_KEY": "sk-test-key", "FLASK_EVAL_BROKER_URL": None}  # fmt: skip
-    with running_simulator(SimConfig(seed=9)) as sim:
-        ran = CliRunner().invoke(main, [
-            "run", "--instances", str(EXAMPLES / "instances.jsonl"),
-            "--responses", f"model_a={EXAMPLES / 'model_a.jsonl'}",
-            "--responses", f"model_b={EXAMPLES / 'model_b.jsonl'}",
-            "--judge", f"openai/sim@{sim.openai_base_url}", "--pairwise", "all",
-            "--run", "lc", "--quiet"], env=env)  # fmt: skip
-    assert ran.exit_code == 0, ran.output
+    env = pairwise_run_of_the_examples(tmp_path, seed=9)
     exported = CliRunner().invoke(main, ["export", "lc"], env=env)
     assert exported.exit_code == 0, exported.output
     rows = [json.loads(x) for x in exported.stdout.splitlines() if x.strip()]

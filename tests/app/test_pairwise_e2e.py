@@ -357,6 +357,26 @@ def test_a_pair_without_shared_responses_and_a_malformed_set_are_refused(tmp_pat
     assert not db.exists()
 
 
+def pairwise_run_of_the_examples(tmp_path: Path, seed: int) -> dict[str, str | None]:
+    """An in-process all-pairs run named ``lc`` of the shipped examples (model_a and
+    model_b) against the simulator; the environment that reaches its store."""
+    from click.testing import CliRunner
+
+    from flask_eval.cli import main
+
+    env = {"FLASK_EVAL_DATABASE_URL": f"sqlite:///{tmp_path / 'lc.db'}",
+           "OPENAI_API_KEY": "sk-test-key", "FLASK_EVAL_BROKER_URL": None}  # fmt: skip
+    with running_simulator(SimConfig(seed=seed)) as sim:
+        ran = CliRunner().invoke(main, [
+            "run", "--instances", str(EXAMPLES / "instances.jsonl"),
+            "--responses", f"model_a={EXAMPLES / 'model_a.jsonl'}",
+            "--responses", f"model_b={EXAMPLES / 'model_b.jsonl'}",
+            "--judge", f"openai/sim@{sim.openai_base_url}", "--pairwise", "all",
+            "--run", "lc", "--quiet"], env=env)  # fmt: skip
+    assert ran.exit_code == 0, ran.output
+    return env
+
+
 @pytest.mark.e2e
 def test_the_leaderboard_shows_length_and_style_controlled_figures(tmp_path: Path) -> None:
     """An in-process pairwise run against the simulator: the JSON report has, per model,
@@ -367,16 +387,7 @@ def test_the_leaderboard_shows_length_and_style_controlled_figures(tmp_path: Pat
 
     from flask_eval.cli import main
 
-    env = {"FLASK_EVAL_DATABASE_URL": f"sqlite:///{tmp_path / 'lc.db'}",
-           "OPENAI_API_KEY": "sk-test-key", "FLASK_EVAL_BROKER_URL": None}  # fmt: skip
-    with running_simulator(SimConfig(seed=4)) as sim:
-        ran = CliRunner().invoke(main, [
-            "run", "--instances", str(EXAMPLES / "instances.jsonl"),
-            "--responses", f"model_a={EXAMPLES / 'model_a.jsonl'}",
-            "--responses", f"model_b={EXAMPLES / 'model_b.jsonl'}",
-            "--judge", f"openai/sim@{sim.openai_base_url}", "--pairwise", "all",
-            "--run", "lc", "--quiet"], env=env)  # fmt: skip
-    assert ran.exit_code == 0, ran.output
+    env = pairwise_run_of_the_examples(tmp_path, seed=4)
     report = CliRunner().invoke(main, ["report", "lc", "--format", "json", "--quiet"], env=env)
     doc = json.loads(report.stdout)
     lc = {r["key"]: r for r in doc["rows"] if r["dimension"] == "length_controlled"}
