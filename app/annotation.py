@@ -72,12 +72,14 @@ def apply(instances: Sequence[Instance], labels: Mapping[str, Combined]) -> list
             out.append(i)
             continue
         got = c.labels
-        out.append(replace(
-            i,
-            skills=got.skills or i.skills,
-            domains=got.domains or i.domains,
-            difficulty=got.difficulty if got.difficulty is not None else i.difficulty,
-        ))  # fmt: skip
+        out.append(
+            replace(
+                i,
+                skills=got.skills or i.skills,
+                domains=got.domains or i.domains,
+                difficulty=got.difficulty if got.difficulty is not None else i.difficulty,
+            )
+        )
     return out
 
 

@@ -72,9 +72,11 @@ async def _cancel(batches: Sequence[BatchInfo], judges: dict[str, JudgeConfig]) 
 def duplicate_note(judge: str, answers: int) -> str:
     """What ``status`` and the report say of a judge whose provider returned ``answers``
     answers beyond one per batch request (``storage.batches.BatchLedger.duplicates``)."""
-    return (f"judge {judge}: its provider returned {answers} duplicate batch answers (a "
-            "request answered more than once); the first answer of each request was read, "
-            "the others are stored as paid calls, counted in the cost, and not read")  # fmt: skip
+    return (
+        f"judge {judge}: its provider returned {answers} duplicate batch answers (a "
+        "request answered more than once); the first answer of each request was read, "
+        "the others are stored as paid calls, counted in the cost, and not read"
+    )
 
 
 def duplicate_notes(store: Store, run_id: int) -> list[str]:

@@ -81,10 +81,11 @@ def prices_after(judges: Sequence[JudgeConfig], run: RunInfo | None) -> list[Jud
     (``update_judges``): a judge's own price, else the one stored with the run."""
     stored = {j["name"]: j.get("price") for j in run.config["judges"]} if run else {}
     return [
-        j if j.price is not None or stored.get(j.name) is None
+        j
+        if j.price is not None or stored.get(j.name) is None
         else replace(j, price=Price(**stored[j.name]))
         for j in judges
-    ]  # fmt: skip
+    ]
 
 
 def meter(

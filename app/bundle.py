@@ -108,9 +108,11 @@ def export_bundle(store: Store, run: RunInfo, path: str | Path) -> Written:
                 [table, *(redact_known(v, secrets) if isinstance(v, str) else v for v in values)]
             )
             if len(line) > MAX_ROW_BYTES + 1:  # `import` would refuse the bundle
-                raise InputError(f"a {table} row of run {run.name} takes {len(line)} bytes, "
-                                 f"more than a bundle's line may ({MAX_ROW_BYTES})",
-                                 str(path))  # fmt: skip
+                raise InputError(
+                    f"a {table} row of run {run.name} takes {len(line)} bytes, "
+                    f"more than a bundle's line may ({MAX_ROW_BYTES})",
+                    str(path),
+                )
             buffer += line
             counts[table] += 1
             if len(buffer) >= _FLUSH:
@@ -151,8 +153,9 @@ def _lines(path: str) -> Iterator[Iterator[bytes]]:
                     number += 1
                     yield line
             except EOFError:
-                raise InputError("the bundle is cut short (truncated); export it again",
-                                 path) from None  # fmt: skip
+                raise InputError(
+                    "the bundle is cut short (truncated); export it again", path
+                ) from None
             except (gzip.BadGzipFile, zlib.error, OSError) as exc:
                 raise InputError(f"not {WHAT}, or a damaged one: {exc}", path) from None
 
@@ -167,18 +170,23 @@ def _header(path: str, first: bytes | None) -> dict[str, Any]:
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise InputError(f"not {WHAT}", path)
     if header.get("version") != VERSION:
-        raise InputError(f"bundle format version {header.get('version')!r} is not supported "
-                         f"(this flask-eval reads version {VERSION}); use the flask-eval "
-                         "that wrote it, or a newer one", path)  # fmt: skip
+        raise InputError(
+            f"bundle format version {header.get('version')!r} is not supported "
+            f"(this flask-eval reads version {VERSION}); use the flask-eval "
+            "that wrote it, or a newer one",
+            path,
+        )
     schema = str(header.get("schema"))
     try:
         newer = _revision_number(schema) > _revision_number(HEAD)
     except ValueError:
         raise InputError(f"the bundle names an unknown schema {schema!r}", path) from None
     if newer:
-        raise InputError(f"the bundle comes from a newer store (schema {schema}; this "
-                         f"flask-eval's is {HEAD}): upgrade flask-eval to import it",
-                         path)  # fmt: skip
+        raise InputError(
+            f"the bundle comes from a newer store (schema {schema}; this "
+            f"flask-eval's is {HEAD}): upgrade flask-eval to import it",
+            path,
+        )
     if not isinstance(header.get("run"), str) or not isinstance(header.get("tables"), dict):
         raise InputError(f"not {WHAT}: its header names no run or tables", path)
     try:
@@ -188,8 +196,9 @@ def _header(path: str, first: bytes | None) -> dict[str, Any]:
     return header
 
 
-def _trailer(path: str, last: bytes | None, digest: str, rows: dict[str, int],
-             counts: bool = True) -> None:  # fmt: skip
+def _trailer(
+    path: str, last: bytes | None, digest: str, rows: dict[str, int], counts: bool = True
+) -> None:
     try:
         trailer = json.loads(last or b"")
     except (ValueError, RecursionError):
@@ -197,8 +206,11 @@ def _trailer(path: str, last: bytes | None, digest: str, rows: dict[str, int],
     if not isinstance(trailer, dict) or trailer.get("end") != FORMAT:
         raise InputError("the bundle is cut short (no trailer line); export it again", path)
     if trailer.get("sha256") != digest:
-        raise InputError("the bundle's checksum does not match its content: it was changed "
-                         "or damaged after it was written; export it again", path)  # fmt: skip
+        raise InputError(
+            "the bundle's checksum does not match its content: it was changed "
+            "or damaged after it was written; export it again",
+            path,
+        )
     if counts and trailer.get("rows") != {**dict.fromkeys(rows_of.TABLES, 0), **rows}:
         raise InputError("the bundle's row counts do not match its rows", path)
 
@@ -282,8 +294,10 @@ def import_bundle(store: Store, bundle: Bundle, name: str | None = None) -> Load
                 yield str(table), values
             _trailer(bundle.path, next(lines, None), digest.hexdigest(), bundle.rows)
 
-    sections = ((t, (v for _, v in group)) for t, group in
-                itertools.groupby(rows(), key=lambda row: row[0]))  # fmt: skip
+    sections = (
+        (t, (v for _, v in group)) for t, group in itertools.groupby(rows(), key=lambda row: row[0])
+    )
     done = rows_of.import_rows(store, name, bundle.header["tables"], sections)
-    return Loaded(name, done.rows, done.answers_found, done.answers_copied,
-                  time.perf_counter() - start)  # fmt: skip
+    return Loaded(
+        name, done.rows, done.answers_found, done.answers_copied, time.perf_counter() - start
+    )

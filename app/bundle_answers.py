@@ -91,8 +91,10 @@ class Rereading:
             try:
                 self._context = RunContext.from_config(self._config)
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
-                raise BadAnswer(f"the run's config cannot be read to re-read the answers "
-                                f"its judgments cite: {str(exc)[:80]}") from None  # fmt: skip
+                raise BadAnswer(
+                    f"the run's config cannot be read to re-read the answers "
+                    f"its judgments cite: {str(exc)[:80]}"
+                ) from None
         return self._context
 
     def check(self, row: Mapping[str, Any], answer: Answer, own_rubrics: frozenset[str]) -> None:
@@ -106,35 +108,45 @@ class Rereading:
             protocol: Protocol = context.protocol_for(judge)
             criterion: Criterion = context.criterion(name, dict.fromkeys(own_rubrics, _ANY_RUBRIC))
         except KeyError as exc:
-            raise BadAnswer(f"judgment of judge {judge} on criterion {name!r} cannot be read "
-                            f"as the run's config says: {str(exc)[:80]}") from None  # fmt: skip
+            raise BadAnswer(
+                f"judgment of judge {judge} on criterion {name!r} cannot be read "
+                f"as the run's config says: {str(exc)[:80]}"
+            ) from None
         uid = row["call_uid"]
         whole = answer.finish in (None, FINISHED) or (
             answer.finish == CUT_OFF and protocol.keeps_cut_off
         )
         if not whole:
-            raise BadAnswer(f"a done judgment cites answer {uid}, which is not whole (finish "
-                            f"{answer.finish!r}) and is never read")  # fmt: skip
+            raise BadAnswer(
+                f"a done judgment cites answer {uid}, which is not whole (finish "
+                f"{answer.finish!r}) and is never read"
+            )
         try:
             reading = protocol.read(answer.text, [criterion])
         except (ValueError, KeyError, TypeError) as exc:  # a reader refusing its criteria
-            raise BadAnswer(f"answer {uid} cannot be read by protocol {protocol.name} "
-                            f"for {name!r}: {str(exc)[:80]}") from None  # fmt: skip
+            raise BadAnswer(
+                f"answer {uid} cannot be read by protocol {protocol.name} "
+                f"for {name!r}: {str(exc)[:80]}"
+            ) from None
         score = row.get("score")
         if name in reading.scores and reading.scores[name] == score:
             if "value" in row and row["value"] != reading.values.get(name):
-                raise BadAnswer(f"judgment.value of {name!r} is not what the answer it "
-                                f"cites ({uid}) reads as judge {judge}'s protocol "
-                                f"{protocol.name}")  # fmt: skip
+                raise BadAnswer(
+                    f"judgment.value of {name!r} is not what the answer it "
+                    f"cites ({uid}) reads as judge {judge}'s protocol "
+                    f"{protocol.name}"
+                )
             return
         found = (
             f"reads {_score(reading.scores[name])}"
             if name in reading.scores
             else f"reads no score ({reading.problems.get(name, 'missing')})"
         )
-        raise BadAnswer(f"judgment.score {_score(score)} of {name!r} does not follow from the "
-                        f"answer it cites ({uid}): judge {judge}'s protocol {protocol.name} "
-                        f"{found[:160]}")  # fmt: skip
+        raise BadAnswer(
+            f"judgment.score {_score(score)} of {name!r} does not follow from the "
+            f"answer it cites ({uid}): judge {judge}'s protocol {protocol.name} "
+            f"{found[:160]}"
+        )
 
 
 def _score(score: object) -> str:

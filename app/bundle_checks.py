@@ -45,18 +45,39 @@ FINISHES = frozenset({FINISHED, CUT_OFF, CONTEXT_FULL, REFUSAL, INCOMPLETE})
 MODES = frozenset({"instance", "skill"})
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _HEX = re.compile(r"[0-9a-f]+")
-_NOT_NEGATIVE = frozenset({
-    "prompt_tokens", "completion_tokens", "cached_tokens", "cache_write_tokens", "cost",
-    "latency_ms", "claims", "asks", "requests", "difficulty",
-})  # fmt: skip
+_NOT_NEGATIVE = frozenset(
+    {
+        "prompt_tokens",
+        "completion_tokens",
+        "cached_tokens",
+        "cache_write_tokens",
+        "cost",
+        "latency_ms",
+        "claims",
+        "asks",
+        "requests",
+        "difficulty",
+    }
+)
 #: the columns the checks read: a header without one of them is refused
 _READ = {
-    "run": {"mode", "config"}, "instance": {"instance_id"}, "instance_domain": {"instance_id"},
-    "response": {"model", "instance_id"}, "call": {"uid", "cache_key"},
-    "judgment": {"model", "instance_id", "judge", "criterion", "status", "score", "reason",
-                 "call_uid"},
+    "run": {"mode", "config"},
+    "instance": {"instance_id"},
+    "instance_domain": {"instance_id"},
+    "response": {"model", "instance_id"},
+    "call": {"uid", "cache_key"},
+    "judgment": {
+        "model",
+        "instance_id",
+        "judge",
+        "criterion",
+        "status",
+        "score",
+        "reason",
+        "call_uid",
+    },
     "judge_halt": {"judge", "reason"},
-}  # fmt: skip
+}
 
 
 class BadRow(ValueError):
@@ -87,8 +108,9 @@ class RowChecks:
                 raise BadRow(f"the header's columns of {name} are not a list of names")
             unknown = [c for c in cols if c not in table.c and not (name == "call" and c == "paid")]
             if unknown or len(set(cols)) != len(cols) or not _READ[name] <= set(cols):
-                raise BadRow(f"the header's table {name} has unknown, repeated or missing "
-                             f"columns: {cols}")  # fmt: skip
+                raise BadRow(
+                    f"the header's table {name} has unknown, repeated or missing columns: {cols}"
+                )
             self.columns[name] = cols
             self.checks[name] = [column_check(table, c) for c in cols]
         self.order = list(TABLES)
@@ -194,12 +216,16 @@ class RowChecks:
         if self.kind == kinds.JUDGMENT:
             for who in (model, model_b) if model_b else (model,):
                 if (who, instance) not in self.responses:
-                    raise BadRow(f"judgment of the response of {_show(who)} to instance "
-                                 f"{_show(instance)}, which the bundle does not hold")  # fmt: skip
+                    raise BadRow(
+                        f"judgment of the response of {_show(who)} to instance "
+                        f"{_show(instance)}, which the bundle does not hold"
+                    )
         if status == Status.FAILED.value:
             if reason not in REASONS:
-                raise BadRow(f"judgment.reason of a failed row is not one of {sorted(REASONS)}: "
-                             f"{_show(reason)}")  # fmt: skip
+                raise BadRow(
+                    f"judgment.reason of a failed row is not one of {sorted(REASONS)}: "
+                    f"{_show(reason)}"
+                )
         elif reason is not None:
             raise BadRow(f"judgment.reason {_show(reason)} on a {status} row")
         if score is not None:
@@ -210,12 +236,14 @@ class RowChecks:
         if call_uid is None:
             return
         if call_uid not in self.answers:
-            raise BadRow(f"judgment points at answer {_show(call_uid)}, which the bundle "
-                         "does not hold")  # fmt: skip
+            raise BadRow(
+                f"judgment points at answer {_show(call_uid)}, which the bundle does not hold"
+            )
         assert self.rereading is not None  # a run row came first
         try:
-            self.rereading.check(row, self.answers.get(call_uid),
-                                 self.own_rubrics.get(instance, frozenset()))  # fmt: skip
+            self.rereading.check(
+                row, self.answers.get(call_uid), self.own_rubrics.get(instance, frozenset())
+            )
         except BadAnswer as exc:
             raise BadRow(str(exc)) from None
 
@@ -224,8 +252,10 @@ class RowChecks:
             raise BadRow(f"judgment.score {score} in a {self.kind} run, which scores nothing")
         if model_b:
             if score not in VERDICTS:
-                raise BadRow(f"judgment.score {score} of a pairwise comparison is not a "
-                             f"verdict {list(VERDICTS)}")  # fmt: skip
+                raise BadRow(
+                    f"judgment.score {score} of a pairwise comparison is not a "
+                    f"verdict {list(VERDICTS)}"
+                )
             return
         scale = self.scales[judge]
         if scale is not None and score not in scale:
@@ -233,16 +263,19 @@ class RowChecks:
 
     def _judge_halt(self, row: dict[str, Any]) -> None:
         if row["judge"] not in self.scales:
-            raise BadRow(f"judge_halt of judge {_show(row['judge'])}, which the run's config "
-                         "does not name")  # fmt: skip
+            raise BadRow(
+                f"judge_halt of judge {_show(row['judge'])}, which the run's config does not name"
+            )
         if row.get("reason") not in REASONS:
-            raise BadRow(f"judge_halt.reason is not one of {sorted(REASONS)}: "
-                         f"{_show(row.get('reason'))}")  # fmt: skip
+            raise BadRow(
+                f"judge_halt.reason is not one of {sorted(REASONS)}: {_show(row.get('reason'))}"
+            )
 
     def _known_instance(self, table: str, instance: str) -> None:
         if instance not in self.instances:
-            raise BadRow(f"{table} row of instance {_show(instance)}, which the bundle "
-                         "does not hold")  # fmt: skip
+            raise BadRow(
+                f"{table} row of instance {_show(instance)}, which the bundle does not hold"
+            )
 
     def end(self) -> None:
         if not self.scales:

@@ -66,9 +66,12 @@ def estimate_eval(plan: EvalPlan, cache: LedgerCache | None) -> list[str]:
     total = sum(e.cost for e in every)
     lines.append(
         f"eval {plan.name}, every step, live: "
-        + (f"unknown (no price for {', '.join(unknown)}; >= {total:.4f} USD priced)"
-           if unknown else f"~{total:.4f} USD")
-    )  # fmt: skip
+        + (
+            f"unknown (no price for {', '.join(unknown)}; >= {total:.4f} USD priced)"
+            if unknown
+            else f"~{total:.4f} USD"
+        )
+    )
     return lines
 
 
@@ -81,8 +84,10 @@ def _upper_bounds(plan: EvalPlan, estimates: Sequence[Estimate]) -> list[str]:
         if model is None or e.unknown or not e.calls:
             continue
         if not model.max_tokens:
-            lines.append(f"{e.judge}: no max_tokens, so no upper bound: a response is as long "
-                         "as the model makes it (give max_tokens in a models file)")  # fmt: skip
+            lines.append(
+                f"{e.judge}: no max_tokens, so no upper bound: a response is as long "
+                "as the model makes it (give max_tokens in a models file)"
+            )
             continue
         most = model.cost(e.prompt_tokens, e.calls * model.max_tokens, batch=model.batch)
         lines.append(
@@ -101,8 +106,9 @@ def _judging(plan: EvalPlan) -> pipeline.Plan:
     ]
     with tempfile.TemporaryDirectory(prefix="flask-eval-dry-run-") as tmp:
         path = Path(tmp)
-        write_instances(instances, str(path / "instances.jsonl"), {}, [],
-                        custom=plan.criteria is not None)  # fmt: skip
+        write_instances(
+            instances, str(path / "instances.jsonl"), {}, [], custom=plan.criteria is not None
+        )
         responses = []
         for k, model in enumerate(plan.generation.judges):
             file = path / f"{k}.jsonl"

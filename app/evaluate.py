@@ -102,26 +102,44 @@ def prepare_eval(
     the judges."""
     check_run_name(name)
     if not source.instances:
-        raise InputError("eval takes --instances (FLASK's instance schema); for BiGGen Bench, "
-                         "MT-Bench or a pairwise set, `generate` the responses, then `run` "
-                         "them")  # fmt: skip
+        raise InputError(
+            "eval takes --instances (FLASK's instance schema); for BiGGen Bench, "
+            "MT-Bench or a pairwise set, `generate` the responses, then `run` "
+            "them"
+        )
     if not judges and not judges_files:
         raise InputError("no judge given; add --judge provider/model or --judges FILE")
     judge_configs = pipeline.load_judges(judges, judges_files)
     pipeline.check_protocols(judge_configs, mode)
-    gen = jobs.prepare_generation(source, models=models, models_files=models_files,
-                                  limit=limit, sample=sample, seed=seed)  # fmt: skip
+    gen = jobs.prepare_generation(
+        source, models=models, models_files=models_files, limit=limit, sample=sample, seed=seed
+    )
     gen = replace(gen, name=step_run_name(name, "generate", gen.fingerprint))
     if not annotators and not annotators_files:
         annotators, annotators_files = judges, judges_files
     ann, instances = jobs.prepare_annotation(
-        source, annotators=annotators, annotators_files=annotators_files, criteria=criteria,
-        limit=limit, sample=sample, seed=seed,
-    )  # fmt: skip
+        source,
+        annotators=annotators,
+        annotators_files=annotators_files,
+        criteria=criteria,
+        limit=limit,
+        sample=sample,
+        seed=seed,
+    )
     if ann is not None:
         ann = replace(ann, name=step_run_name(name, "annotate", ann.fingerprint))
-    return EvalPlan(name, gen, ann, tuple(instances), tuple(judge_configs), tuple(judges),
-                    tuple(judges_files), criteria, Path(out_dir), mode)  # fmt: skip
+    return EvalPlan(
+        name,
+        gen,
+        ann,
+        tuple(instances),
+        tuple(judge_configs),
+        tuple(judges),
+        tuple(judges_files),
+        criteria,
+        Path(out_dir),
+        mode,
+    )
 
 
 def evaluate(
@@ -145,8 +163,17 @@ def evaluate(
     def step(p: pipeline.Plan, verb: str) -> StepResult:
         spent = sum(s.counts.cost for s in done)
         left = None if max_cost is None else max(0.0, max_cost - spent)
-        result = steps.execute(p, store, dispatcher, settings, verb=verb, max_cost=left,
-                               progress=progress, timeout=timeout, say=say)  # fmt: skip
+        result = steps.execute(
+            p,
+            store,
+            dispatcher,
+            settings,
+            verb=verb,
+            max_cost=left,
+            progress=progress,
+            timeout=timeout,
+            say=say,
+        )
         done.append(result)
         return result
 
@@ -155,8 +182,10 @@ def evaluate(
     out = plan.out_dir
     written = generation.write_model_outputs(responses, gen.run, str(out / "responses"))
     for model, n in generation.cut_off_counts(responses).items():
-        tell(f"generate: {n} responses of {model} were cut off by its token limit (kept, "
-             "marked cut_off in its responses file, and judged as given)")  # fmt: skip
+        tell(
+            f"generate: {n} responses of {model} were cut off by its token limit (kept, "
+            "marked cut_off in its responses file, and judged as given)"
+        )
     instances = list(plan.instances)
     if plan.annotation is not None:
         ann = step(plan.annotation, "annotate")
@@ -165,11 +194,18 @@ def evaluate(
         annotators = [j.name for j in plan.annotation.judges]
     else:
         combined, annotators = {}, []
-    lacking = annotation.write_instances(instances, str(out / "instances.jsonl"), combined,
-                                         annotators, custom=plan.criteria is not None)  # fmt: skip
+    lacking = annotation.write_instances(
+        instances,
+        str(out / "instances.jsonl"),
+        combined,
+        annotators,
+        custom=plan.criteria is not None,
+    )
     if lacking:
-        raise StepIncomplete(f"annotate: {lacking} instances still lack a facet of FLASK's "
-                             f"metadata; see {out / 'instances.jsonl'}")  # fmt: skip
+        raise StepIncomplete(
+            f"annotate: {lacking} instances still lack a facet of FLASK's "
+            f"metadata; see {out / 'instances.jsonl'}"
+        )
     judged = pipeline.prepare(
         instances=str(out / "instances.jsonl"),
         responses=[f"{model}={path}" for model, path in written.items()],

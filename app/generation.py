@@ -76,8 +76,11 @@ def response_sets(
     sets = []
     for model, items in responses.items():
         ordered = sorted(items, key=lambda g: rank.get(g.instance_id, len(rank)))
-        sets.append(ResponseSet(model, source, tuple(
-            Response(model, g.instance_id, g.text) for g in ordered)))  # fmt: skip
+        sets.append(
+            ResponseSet(
+                model, source, tuple(Response(model, g.instance_id, g.text) for g in ordered)
+            )
+        )
     return sets
 
 
@@ -154,11 +157,14 @@ def write_biggen_responses(
     written: dict[str, Path] = {}
     for model, items in responses.items():
         answered = {
-            g.instance_id: {**records[g.instance_id], "response": g.text,
-                            "response_model_name": model}
+            g.instance_id: {
+                **records[g.instance_id],
+                "response": g.text,
+                "response_model_name": model,
+            }
             for g in items
             if g.instance_id in records
-        }  # fmt: skip
+        }
         path = Path(out_dir) / f"{model.replace('/', '_')}.biggen.json"
         with replaced_whole(path) as handle:
             json.dump(answered, handle, ensure_ascii=False, indent=1)

@@ -48,12 +48,15 @@ class InstanceSource:
 
     @property
     def path(self) -> str:
-        given = [p for p in (self.instances, self.biggen, self.prometheus_set,
-                             self.pairwise_set) if p]  # fmt: skip
+        given = [
+            p for p in (self.instances, self.biggen, self.prometheus_set, self.pairwise_set) if p
+        ]
         if len(given) != 1:
             what = f"got {len(given)}" if given else "got none"
-            raise InputError("give exactly one of --instances, --biggen, --prometheus-set and "
-                             f"--pairwise-set ({what})")  # fmt: skip
+            raise InputError(
+                "give exactly one of --instances, --biggen, --prometheus-set and "
+                f"--pairwise-set ({what})"
+            )
         return given[0]
 
 
@@ -88,8 +91,17 @@ def _plan(
     identities = [judge_identity(w) for w in workers]
     digest = fingerprint(inputs, identities, MODE, skills, kind=kind, kind_options=options)
     name = run_name or f"{prefix}-{digest[:10]}"
-    return Plan(inputs, criteria, tuple(workers), MODE, name, digest, path, kind=kind,
-                kind_options=dict(options or {}))  # fmt: skip
+    return Plan(
+        inputs,
+        criteria,
+        tuple(workers),
+        MODE,
+        name,
+        digest,
+        path,
+        kind=kind,
+        kind_options=dict(options or {}),
+    )
 
 
 def prepare_generation(
@@ -138,8 +150,9 @@ def prepare_annotation(
     todo = [i for i in instances if relabel or not labelled(i)]
     if not todo:
         return None, instances
-    plan = _plan(kinds.ANNOTATION, todo, configs, source.path, run_name, "ann",
-                 {"labels": space.to_data()})  # fmt: skip
+    plan = _plan(
+        kinds.ANNOTATION, todo, configs, source.path, run_name, "ann", {"labels": space.to_data()}
+    )
     return plan, instances
 
 
@@ -151,9 +164,11 @@ def _load_workers(specs: Sequence[str], files: Sequence[str], noun: str) -> list
     try:
         return settle_prices(load_judges(specs, files))
     except InputError as exc:
-        message = (exc.message.replace("judge name", f"{noun} name")
-                   .replace("--judge NAME=SPEC", f"--{noun} NAME=SPEC")
-                   .replace("the judges file", f"the {noun}s file"))  # fmt: skip
+        message = (
+            exc.message.replace("judge name", f"{noun} name")
+            .replace("--judge NAME=SPEC", f"--{noun} NAME=SPEC")
+            .replace("the judges file", f"the {noun}s file")
+        )
         raise InputError(message, exc.path, exc.line) from None
 
 

@@ -74,9 +74,13 @@ def judge_identity(j: JudgeConfig) -> str:
     """What of a judge decides its answers: name, spec and non-default sampling settings
     (defaults are left out, so runs made before these settings existed keep their
     fingerprint)."""
-    settings = (("max_tokens", j.max_tokens), ("temperature", j.temperature),
-                ("protocol", j.protocol), ("structured", j.structured or None),
-                ("sample", j.sample if (j.sample or 1) > 1 else None))  # fmt: skip
+    settings = (
+        ("max_tokens", j.max_tokens),
+        ("temperature", j.temperature),
+        ("protocol", j.protocol),
+        ("structured", j.structured or None),
+        ("sample", j.sample if (j.sample or 1) > 1 else None),
+    )
     extra = "".join(f"|{k}={v}" for k, v in settings if v is not None)
     return f"{j.name}={j.spec}{extra}"
 
@@ -121,8 +125,18 @@ def prepare(
     named = [parse_responses_arg(a) for a in responses]
     if not named and instances:
         raise InputError("no responses given; add --responses NAME=PATH")
-    sources = Sources(instances, named, biggen, prometheus_set, rubrics, criteria, pairwise_set,
-                      biggen_llm_judge, tuple(models), reference)  # fmt: skip
+    sources = Sources(
+        instances,
+        named,
+        biggen,
+        prometheus_set,
+        rubrics,
+        criteria,
+        pairwise_set,
+        biggen_llm_judge,
+        tuple(models),
+        reference,
+    )
     loaded = load_sources(sources)
     skillset = loaded.skillset
     inputs = select(loaded.inputs, limit, sample, seed)
@@ -141,8 +155,10 @@ def prepare(
         if not per_criterion and not pairwise_set:  # one overall preference per comparison
             skillset = SkillSet((overall_criterion(),))
             overall = (PAIRWISE_OVERALL,)
-            inputs = Inputs(tuple(replace(i, skills=overall, rubrics={}) for i in inputs.instances),
-                            inputs.response_sets)  # fmt: skip
+            inputs = Inputs(
+                tuple(replace(i, skills=overall, rubrics={}) for i in inputs.instances),
+                inputs.response_sets,
+            )
     elif not swap or per_criterion:
         raise InputError("--no-swap and --per-criterion go with --pairwise")
     if samples > 1 and pairwise is not None:
@@ -152,18 +168,38 @@ def prepare(
     identities = [judge_identity(j) for j in configs]
     # the fingerprint reads every response again: computed when asked (a dry run named
     # with --run never asks), of the configuration as it is now
-    later = partial(fingerprint, inputs, identities, mode, skills, reference,
-                    None if plan_config is None else dict(plan_config), pairs or ())  # fmt: skip
+    later = partial(
+        fingerprint,
+        inputs,
+        identities,
+        mode,
+        skills,
+        reference,
+        None if plan_config is None else dict(plan_config),
+        pairs or (),
+    )
     digest: str | Callable[[], str] = later
     name = run_name
     if name is None:
         digest = later()
         name = default_run_name(digest)
     if plan_config is not None and labels:
-        plan_config["labels"] = [[x.instance_id, x.first_model, x.second_model, x.label]
-                                 for x in labels]  # fmt: skip
-    return Plan(inputs, skillset, tuple(configs), mode, name, digest, sources.path, reference,
-                plan_config, pairs, samples=samples)  # fmt: skip
+        plan_config["labels"] = [
+            [x.instance_id, x.first_model, x.second_model, x.label] for x in labels
+        ]
+    return Plan(
+        inputs,
+        skillset,
+        tuple(configs),
+        mode,
+        name,
+        digest,
+        sources.path,
+        reference,
+        plan_config,
+        pairs,
+        samples=samples,
+    )
 
 
 def check_protocols(judges: Sequence[JudgeConfig], mode: str, pairwise: bool = False) -> None:
@@ -180,15 +216,21 @@ def check_protocols(judges: Sequence[JudgeConfig], mode: str, pairwise: bool = F
             continue
         provider = judge.spec.partition("/")[0]
         if not judge_class(provider).takes_schema:
-            raise ConfigError(f"judge {judge.name}: structured: true, but provider {provider} "
-                              "cannot hold an answer to a JSON schema")  # fmt: skip
+            raise ConfigError(
+                f"judge {judge.name}: structured: true, but provider {provider} "
+                "cannot hold an answer to a JSON schema"
+            )
         model = model_info(judge.spec.partition("@")[0])
         if model.family is not None and not model.structured:  # the table says no
-            raise ConfigError(f"judge {judge.name}: structured: true, but model {model.id} "
-                              "has no structured outputs (its API refuses a schema)")  # fmt: skip
+            raise ConfigError(
+                f"judge {judge.name}: structured: true, but model {model.id} "
+                "has no structured outputs (its API refuses a schema)"
+            )
         if asked.response_schema(list(load_default())[:1]) is None:
-            raise ConfigError(f"judge {judge.name}: structured: true, but protocol {asked.name} "
-                              "has no structured form")  # fmt: skip
+            raise ConfigError(
+                f"judge {judge.name}: structured: true, but protocol {asked.name} "
+                "has no structured form"
+            )
 
 
 def load_judges(specs: Sequence[str], files: Sequence[str]) -> list[JudgeConfig]:
@@ -244,8 +286,9 @@ def start(
     tell = say or (lambda _line: None)
     dispatcher.check()
     existing = store.find_run(plan.name)
-    budget = max_cost if max_cost is not None or existing is None else existing.config.get(
-        "max_cost")  # fmt: skip
+    budget = (
+        max_cost if max_cost is not None or existing is None else existing.config.get("max_cost")
+    )
     check_budget_prices(prices_after(plan.judges, existing), budget)
     if existing is None:
         tell(f"run {plan.name}: writing {plan.size():,} judgments to the ledger")
@@ -281,12 +324,14 @@ def start(
     run = set_max_cost(store, run, max_cost)
     estimator: CallCosts | None = None  # built only to meter
     if metered(run):
-        tell(f"run {plan.name}: estimating the cost of its open calls (the answer cache's "
-             "are free)")  # fmt: skip
+        tell(
+            f"run {plan.name}: estimating the cost of its open calls (the answer cache's are free)"
+        )
         cache = LedgerCache(store, settings.judge_timeout)
         estimator = meter(plan.size(), lambda: plan.estimator(cache), plan.sampled, cache)
-    result = dispatch_open(store, run, dispatcher, settings.calls_per_message, estimator,
-                           calls=fresh)  # fmt: skip
+    result = dispatch_open(
+        store, run, dispatcher, settings.calls_per_message, estimator, calls=fresh
+    )
     return Started(run, created, result, changed)
 
 
@@ -321,8 +366,11 @@ def resume(
     estimator: CallCosts | None = None  # built only to meter
     if metered(run):
         cache = LedgerCache(store, settings.judge_timeout)
-        estimator = meter(queries.status(store, run.id, run.name).pending,
-                           lambda: Estimator.of_run(store, run, cache),
-                           lambda: sample_open_calls(store, run), cache)  # fmt: skip
+        estimator = meter(
+            queries.status(store, run.id, run.name).pending,
+            lambda: Estimator.of_run(store, run, cache),
+            lambda: sample_open_calls(store, run),
+            cache,
+        )
     sent = dispatch_open(store, run, dispatcher, settings.calls_per_message, estimator)
     return reset, sent, changed

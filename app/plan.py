@@ -75,8 +75,15 @@ class Plan:
 
     def context(self) -> RunContext:
         judges = {j.name: j for j in self.judges}
-        return RunContext(self.skillset, judges, self.mode, self.reference, bool(self.pairwise),
-                          self.kind, self.kind_options)  # fmt: skip
+        return RunContext(
+            self.skillset,
+            judges,
+            self.mode,
+            self.reference,
+            bool(self.pairwise),
+            self.kind,
+            self.kind_options,
+        )
 
     def planned_calls(self) -> list[PlannedCall]:
         return planned_calls(self.inputs, self.context(), self.pairs)
@@ -85,8 +92,9 @@ class Plan:
         """The calls of the ledger just written for this plan, whose rows took the ids
         ``ledger`` (``RunInfo.ledger``)."""
         judges = [j.name for j in self.judges]
-        subjects = ledger_subjects(self.inputs.instances, self.inputs.response_sets, judges,
-                                   self.pairs)  # fmt: skip
+        subjects = ledger_subjects(
+            self.inputs.instances, self.inputs.response_sets, judges, self.pairs
+        )
         return new_calls(subjects, ledger, self.context())
 
     def size(self) -> int:
@@ -96,8 +104,9 @@ class Plan:
                 planned_pairwise_rows(self.inputs, self.pairs, [j.name for j in self.judges])
             )
         skills = {i.id: len(i.skills) for i in self.inputs.instances}
-        per_judge = sum(skills.get(i, 0) for rs in self.inputs.response_sets
-                        for i in rs.instance_ids())  # fmt: skip
+        per_judge = sum(
+            skills.get(i, 0) for rs in self.inputs.response_sets for i in rs.instance_ids()
+        )
         return per_judge * len(self.judges)
 
     def estimator(self, cache: AnswerCache | None = None) -> Estimator:
@@ -189,6 +198,7 @@ def _fill_texts(sampler: CallSampler, inputs: Inputs) -> None:
     wanted: dict[str, set[str]] = {}
     for call in sampler.sampled_calls():
         wanted.setdefault(call.model, set()).add(call.instance_id)
-    read = {rs.model: rs.texts(wanted[rs.model]) for rs in inputs.response_sets
-            if rs.model in wanted}  # fmt: skip
+    read = {
+        rs.model: rs.texts(wanted[rs.model]) for rs in inputs.response_sets if rs.model in wanted
+    }
     sampler.fill(lambda call, texts: texts._replace(response=read[call.model][call.instance_id]))

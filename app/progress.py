@@ -46,9 +46,12 @@ class RunStatus:
     def as_dict(self) -> dict[str, Any]:
         """The JSON form of `status --json`: ``cost`` is what was metered; ``unpriced``
         names the judges whose calls it counts at $0 (their cost is unknown)."""
-        return {**self.counts.as_dict(), "batches": self.batches,
-                "duplicate_batch_answers": self.duplicates,
-                "unpriced": self.unpriced}  # fmt: skip
+        return {
+            **self.counts.as_dict(),
+            "batches": self.batches,
+            "duplicate_batch_answers": self.duplicates,
+            "unpriced": self.unpriced,
+        }
 
 
 def unpriced_judges(info: RunInfo) -> list[str]:
@@ -167,14 +170,21 @@ def _judge_live(c: live.JudgeCounts, batches: dict[str, dict[str, int]]) -> Judg
     rate = c.finished_recently / RATE_WINDOW
     left = c.total - c.done - c.failed
     return JudgeLive(
-        judge=c.judge, total=c.total, done=c.done, failed=c.failed, in_flight=c.leased,
+        judge=c.judge,
+        total=c.total,
+        done=c.done,
+        failed=c.failed,
+        in_flight=c.leased,
         failed_by_reason=dict(sorted(c.failed_by_reason.items())),
-        judgments_per_s=round(rate, 3), calls_per_s=round(c.calls_recently / RATE_WINDOW, 3),
+        judgments_per_s=round(rate, 3),
+        calls_per_s=round(c.calls_recently / RATE_WINDOW, 3),
         eta_s=round(left / rate, 1) if rate > 0 and left else (0.0 if not left else None),
-        calls=c.calls, prompt_tokens=c.prompt_tokens, completion_tokens=c.completion_tokens,
+        calls=c.calls,
+        prompt_tokens=c.prompt_tokens,
+        completion_tokens=c.completion_tokens,
         cost=round(c.cost, 6),
         open_batches=sum(n for s, n in batches.get("batches", {}).items() if s in OPEN_BATCH),
-    )  # fmt: skip
+    )
 
 
 def run_live(store: Store, info: RunInfo) -> RunLive:
@@ -185,22 +195,35 @@ def run_live(store: Store, info: RunInfo) -> RunLive:
     done, failed = sum(j.done for j in judges), sum(j.failed for j in judges)
     total = sum(j.total for j in judges)
     return RunLive(
-        run=info.name, total=total, done=done, failed=failed, pending=total - done - failed,
-        judges=judges, cost=round(sum(j.cost for j in judges), 6),
-        unpriced=unpriced_judges(info), halts=[h.detail for h in store.halts(info.id).values()],
-    )  # fmt: skip
+        run=info.name,
+        total=total,
+        done=done,
+        failed=failed,
+        pending=total - done - failed,
+        judges=judges,
+        cost=round(sum(j.cost for j in judges), 6),
+        unpriced=unpriced_judges(info),
+        halts=[h.detail for h in store.halts(info.id).values()],
+    )
 
 
 def live_workers(store: Store, queue: str | None = None) -> list[WorkerLive]:
     """The workers that beat in the last LIVE_WITHIN seconds."""
     now = utcnow()
     return [
-        WorkerLive(w.name, w.host or w.name.rpartition("@")[2], w.pid, w.queue,
-                   round((now - w.seen_at).total_seconds(), 1),
-                   round((now - w.started_at).total_seconds(), 1), w.in_flight, w.calls,
-                   w.metrics_url)
+        WorkerLive(
+            w.name,
+            w.host or w.name.rpartition("@")[2],
+            w.pid,
+            w.queue,
+            round((now - w.seen_at).total_seconds(), 1),
+            round((now - w.started_at).total_seconds(), 1),
+            w.in_flight,
+            w.calls,
+            w.metrics_url,
+        )
         for w in live.workers(store, LIVE_WITHIN, queue)
-    ]  # fmt: skip
+    ]
 
 
 def watched_runs(store: Store, name: str | None) -> list[RunInfo]:
@@ -216,8 +239,18 @@ def _exists(store: Store, info: RunInfo) -> bool:
 
 
 def _deleted(info: RunInfo) -> RunLive:
-    return RunLive(run=info.name, total=0, done=0, failed=0, pending=0, judges=[], cost=0.0,
-                   unpriced=[], halts=[], deleted=True)  # fmt: skip
+    return RunLive(
+        run=info.name,
+        total=0,
+        done=0,
+        failed=0,
+        pending=0,
+        judges=[],
+        cost=0.0,
+        unpriced=[],
+        halts=[],
+        deleted=True,
+    )
 
 
 def live_view(store: Store, runs: list[RunInfo], queue: str | None = None) -> LiveView:

@@ -76,9 +76,18 @@ def _table(
     domain_order: Sequence[str],
 ) -> ScoreTable:
     k = p.keys
-    return build_coded((k.models, k.instances, k.criteria), (k.model, k.instance, k.criterion),
-                       judges, state, score, p.difficulty, p.domains, domain_order,
-                       capability_of=p.capability, task_of=p.task)  # fmt: skip
+    return build_coded(
+        (k.models, k.instances, k.criteria),
+        (k.model, k.instance, k.criterion),
+        judges,
+        state,
+        score,
+        p.difficulty,
+        p.domains,
+        domain_order,
+        capability_of=p.capability,
+        task_of=p.task,
+    )
 
 
 def config_judges(config: dict[str, Any]) -> list[str]:
@@ -263,8 +272,10 @@ def build_report(
     kind = run.config.get("kind")
     if kind:  # a generation or annotation run scores nothing (rubrics/kinds.py)
         what = "`generate --run`" if kind == "generation" else "`annotate --run`"
-        raise InputError(f"run {run.name} is a {kind} run: it has no scores to report; "
-                         f"{what} writes what it produced")  # fmt: skip
+        raise InputError(
+            f"run {run.name} is a {kind} run: it has no scores to report; "
+            f"{what} writes what it produced"
+        )
     skillset = codec.from_data(run.config["skills"])
     ability_of = {s.name: s.ability for s in skillset}
     # read before the judgments: a report whose rows were read in progress says so
@@ -294,8 +305,9 @@ def build_report(
         # read from the store); the breakdowns, intervals, comparisons and agreement here
         # (their bincounts and Python loops hold it). Each part is pure of the others.
         aside = ThreadPoolExecutor(max_workers=1, thread_name_prefix="report")
-        checked = aside.submit(_timed, timings, "positions (aside)",
-                               analytics.positions_of_pivot, read)  # fmt: skip
+        checked = aside.submit(
+            _timed, timings, "positions (aside)", analytics.positions_of_pivot, read
+        )
         del read  # the pivot's arrays: not held through the statistics once checked
         # the base table's instances: ensembles add judge columns, never instances
         weighing = aside.submit(_weights, len(base.instances), replicates, seed)
@@ -331,8 +343,9 @@ def build_report(
     lap("rows")
     if counted is None:  # SQLite: counted by the ledger
         counted = analytics.position_counts(store, run.id)
-    found = patterns_of_counts(((judge_of(j, run.config), p, s, n) for j, p, s, n in counted),
-                               base.judges)  # fmt: skip
+    found = patterns_of_counts(
+        ((judge_of(j, run.config), p, s, n) for j, p, s, n in counted), base.judges
+    )
     lap("patterns")
     notes += [p.note() for p in found if p.flagged]
     if consistency:

@@ -100,8 +100,16 @@ def _row(line: RunLine, cost: float) -> RunRow:
         missing = []
     step = eval_step(line.name)
     end = line.last_update
-    return RunRow(line, kind, step[1] if step else "", models, judges, cost, missing,
-                  _seconds(line.created_at, end) if end is not None else None)  # fmt: skip
+    return RunRow(
+        line,
+        kind,
+        step[1] if step else "",
+        models,
+        judges,
+        cost,
+        missing,
+        _seconds(line.created_at, end) if end is not None else None,
+    )
 
 
 def runs(store: Store) -> list[RunGroup]:

@@ -74,14 +74,23 @@ def execute(
     pending."""
     tell = say or (lambda _line: None)
     before = _cache_answered(store, plan.name)
-    started = pipeline.start(plan, store, dispatcher, settings, retry_failed=retry_failed,
-                             max_cost=max_cost, say=tell)  # fmt: skip
+    started = pipeline.start(
+        plan, store, dispatcher, settings, retry_failed=retry_failed, max_cost=max_cost, say=tell
+    )
     run, sent = started.run, started.dispatched
     state = "created" if started.created else "resumed"
     free = f", {sent.cached} answered from the answer cache" if sent.cached else ""
     tell(f"{verb}: run {run.name} {state}: {sent.sent} calls dispatched{free}")
-    halts = pipeline.wait(store, run, dispatcher, progress=progress, leave_open=sent.held_back_rows,
-                          quiet_after=settings.stall_seconds, timeout=timeout, say=say)  # fmt: skip
+    halts = pipeline.wait(
+        store,
+        run,
+        dispatcher,
+        progress=progress,
+        leave_open=sent.held_back_rows,
+        quiet_after=settings.stall_seconds,
+        timeout=timeout,
+        say=say,
+    )
     counts = queries.status(store, run.id, run.name)
     # the calls the answer cache answered this time, as the ledger has them (the
     # dispatch counts them only where it estimates costs)
@@ -107,5 +116,7 @@ def _incomplete(step: StepResult, verb: str) -> str:
         parts.append(f"{counts.failed} of {counts.total} failed ({reasons})")
     if counts.pending:
         parts.append(f"{counts.pending} of {counts.total} pending")
-    return (f"{verb} run {step.run.name}: {'; '.join(parts)}; see `flask-eval export "
-            f"{step.run.name}`, then `flask-eval resume {step.run.name}`")  # fmt: skip
+    return (
+        f"{verb} run {step.run.name}: {'; '.join(parts)}; see `flask-eval export "
+        f"{step.run.name}`, then `flask-eval resume {step.run.name}`"
+    )

@@ -108,15 +108,23 @@ def call_count_lines(planned: int, dispatched: int, paid: int, requests: int) ->
     and judge), those dispatched this time, the answers paid (the ledger's calls: a format
     reminder is a second paid answer) and the requests the judges' server saw this time
     (an answer of a server error is sent again, and not paid)."""
-    lines = [f"Calls: {planned} planned, one per response and judge, each scoring the "
-             f"response on all its skills; {dispatched} dispatched this time"
-             + ("." if dispatched >= planned else
-                " (all answered before: the ledger has them)." if dispatched == 0 else
-                f" (the other {planned - dispatched} were answered before).")]  # fmt: skip
+    lines = [
+        f"Calls: {planned} planned, one per response and judge, each scoring the "
+        f"response on all its skills; {dispatched} dispatched this time"
+        + (
+            "."
+            if dispatched >= planned
+            else " (all answered before: the ledger has them)."
+            if dispatched == 0
+            else f" (the other {planned - dispatched} were answered before)."
+        )
+    ]
     more = paid - planned
     if more > 0:
-        why = (f"the {planned} calls plus {more} format reminders (a judge whose answer "
-               "could not be read is asked once more, and that answer is paid too)")  # fmt: skip
+        why = (
+            f"the {planned} calls plus {more} format reminders (a judge whose answer "
+            "could not be read is asked once more, and that answer is paid too)"
+        )
     elif more < 0:
         why = f"{-more} of the {planned} calls have no paid answer yet"
     else:
@@ -126,20 +134,29 @@ def call_count_lines(planned: int, dispatched: int, paid: int, requests: int) ->
         extra = requests - paid
         lines.append(
             f"Requests: the judges' server saw {requests} this time: the {paid} paid answers"
-            + (f" plus {extra} sent again after a server error (an error is not paid)."
-               if extra else ".")
-        )  # fmt: skip
+            + (
+                f" plus {extra} sent again after a server error (an error is not paid)."
+                if extra
+                else "."
+            )
+        )
     else:
-        lines.append(f"Requests: the judges' server saw {requests} this time (the "
-                     f"{'other ' if requests else ''}answers were paid before and are read "
-                     "from the ledger).")  # fmt: skip
+        lines.append(
+            f"Requests: the judges' server saw {requests} this time (the "
+            f"{'other ' if requests else ''}answers were paid before and are read "
+            "from the ledger)."
+        )
     return lines
 
 
 def coverage_line(coverage: Mapping[str, tuple[int, int]], judgments: Mapping[str, int]) -> str:
     """Which instances each model answered and the judgments that makes (its instances x
     their skills x the judges): a model is scored on what it answered only."""
-    parts = [f"{m} {a} of {t} instances, {judgments.get(m, 0)} judgments"
-             for m, (a, t) in coverage.items()]  # fmt: skip
-    return ("Coverage (a model is scored on the instances it answered; judgments = its "
-            "instances x their skills x the judges): " + "; ".join(parts) + ".")  # fmt: skip
+    parts = [
+        f"{m} {a} of {t} instances, {judgments.get(m, 0)} judgments"
+        for m, (a, t) in coverage.items()
+    ]
+    return (
+        "Coverage (a model is scored on the instances it answered; judgments = its "
+        "instances x their skills x the judges): " + "; ".join(parts) + "."
+    )

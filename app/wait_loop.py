@@ -129,8 +129,10 @@ def wait(
     except KeyboardInterrupt:
         if isinstance(dispatcher, InProcessTransport):  # keep every answer paid for
             dispatcher.interrupt(tell)
-            tell(f"stopped: every answer paid for is stored; `flask-eval resume {run.name}` "
-                 "continues the run")  # fmt: skip
+            tell(
+                f"stopped: every answer paid for is stored; `flask-eval resume {run.name}` "
+                "continues the run"
+            )
             raise
         if dispatcher.queue is None:
             raise

@@ -83,8 +83,10 @@ class Outage:
         if self.since is not None:
             return
         self.since = time.monotonic()
-        tell(f"the database is unreachable ({type(exc).__name__}): still waiting; the "
-             "answers already paid for wait to be stored, nothing is lost")  # fmt: skip
+        tell(
+            f"the database is unreachable ({type(exc).__name__}): still waiting; the "
+            "answers already paid for wait to be stored, nothing is lost"
+        )
 
     def back(self, tell: Callable[[str], None]) -> bool:
         """The database answered: True when it was unreachable until now."""

@@ -37,16 +37,35 @@ def _ledger(store: Store, n: int, spec: str) -> tuple[int, list[list[int]]]:
     """A run of ``n`` instances x 2 models x 3 skills, one call per skill, one judge."""
     skills = load_default()
     names = skills.names
-    instances = [Instance(str(i), f"question {i}", f"answer {i}",
-                          (names[i % 12], names[(i + 3) % 12], names[(i + 7) % 12]))
-                 for i in range(n)]  # fmt: skip
-    sets = [ResponseSet(m, f"{m}.jsonl",
-                        tuple(Response(m, i.id, f"{m} says {i.id}") for i in instances))
-            for m in ("alpha", "beta")]  # fmt: skip
-    config = {"judges": [JudgeConfig("sim", spec).to_data()], "skills": codec.to_data(skills),
-              "mode": "skill"}  # fmt: skip
-    run, _ = store.create_run(name="b", fingerprint="b" * 64, mode="skill", config=config,
-                              instances=instances, response_sets=sets, judges=["sim"])  # fmt: skip
+    instances = [
+        Instance(
+            str(i),
+            f"question {i}",
+            f"answer {i}",
+            (names[i % 12], names[(i + 3) % 12], names[(i + 7) % 12]),
+        )
+        for i in range(n)
+    ]
+    sets = [
+        ResponseSet(
+            m, f"{m}.jsonl", tuple(Response(m, i.id, f"{m} says {i.id}") for i in instances)
+        )
+        for m in ("alpha", "beta")
+    ]
+    config = {
+        "judges": [JudgeConfig("sim", spec).to_data()],
+        "skills": codec.to_data(skills),
+        "mode": "skill",
+    }
+    run, _ = store.create_run(
+        name="b",
+        fingerprint="b" * 64,
+        mode="skill",
+        config=config,
+        instances=instances,
+        response_sets=sets,
+        judges=["sim"],
+    )
     return run.id, [c.ids for c in open_calls(store, store.run_by_id(run.id))]
 
 
@@ -61,8 +80,12 @@ def once(sim: SimProcess, adaptive: bool, n: int, in_flight: int) -> tuple[float
 
         async def go() -> None:
             try:
-                await asyncio.gather(*(executor.run_batch(run_id, calls[i : i + PER_MESSAGE])
-                                       for i in range(0, len(calls), PER_MESSAGE)))  # fmt: skip
+                await asyncio.gather(
+                    *(
+                        executor.run_batch(run_id, calls[i : i + PER_MESSAGE])
+                        for i in range(0, len(calls), PER_MESSAGE)
+                    )
+                )
             finally:
                 await executor.aclose()
 
@@ -87,8 +110,10 @@ def main() -> None:
         for r in range(args.rounds):
             for adaptive in (True, False) if r % 2 == 0 else (False, True):
                 wall, cpu, calls = once(sim, adaptive, args.instances, args.in_flight)
-                print(f"adaptive={adaptive} calls={calls} wall={wall:.2f}s "
-                      f"cpu_per_call={cpu:.2f}ms", flush=True)  # fmt: skip
+                print(
+                    f"adaptive={adaptive} calls={calls} wall={wall:.2f}s cpu_per_call={cpu:.2f}ms",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -32,11 +32,19 @@ from flask_eval.workers.providers.anthropic_batch import parse_wire_id
 SKILLS_PER_INSTANCE = 3  # write_inputs: 3 skills per instance, 2 models
 PROVIDERS = ("openai", "anthropic", "gemini")
 SEED = 1
-KEYS = {"OPENAI_API_KEY": "sk-bench", "ANTHROPIC_API_KEY": "sk-ant-bench",
-        "GEMINI_API_KEY": "bench"}  # fmt: skip
+KEYS = {
+    "OPENAI_API_KEY": "sk-bench",
+    "ANTHROPIC_API_KEY": "sk-ant-bench",
+    "GEMINI_API_KEY": "bench",
+}
 #: variables of the caller's environment that would send a judge elsewhere
-UNSET = ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_API_KEY",
-         "FLASK_EVAL_BROKER_URL")  # fmt: skip
+UNSET = (
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_BASE_URL",
+    "GOOGLE_GEMINI_BASE_URL",
+    "GOOGLE_API_KEY",
+    "FLASK_EVAL_BROKER_URL",
+)
 
 
 def spec(provider: str, sim: SimHandle) -> str:
@@ -46,11 +54,13 @@ def spec(provider: str, sim: SimHandle) -> str:
 
 
 def flask_eval(*args: str, env: dict[str, str]) -> str:
-    done = subprocess.run([sys.executable, "-m", "flask_eval", *args], env=env,
-                          capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "flask_eval", *args], env=env, capture_output=True, text=True
+    )
     if done.returncode != 0:
-        raise SystemExit(f"flask-eval {' '.join(args)} exited {done.returncode}:\n"
-                         f"{done.stderr[-3000:]}")  # fmt: skip
+        raise SystemExit(
+            f"flask-eval {' '.join(args)} exited {done.returncode}:\n{done.stderr[-3000:]}"
+        )
     return done.stdout
 
 
@@ -63,13 +73,17 @@ def run(provider: str, tmp: Path, inputs: list[str], batch: bool) -> dict[str, A
         text = f"- spec: {spec(provider, sim)}\n  name: j\n"
         if batch:
             text += "  batch: true\n  batch_max_size: 500\n"
-            settings = urllib.request.Request(f"{sim.base_url}/batches/settings",
-                                              data=b'{"lose_responses": 1}')  # fmt: skip
+            settings = urllib.request.Request(
+                f"{sim.base_url}/batches/settings", data=b'{"lose_responses": 1}'
+            )
             urllib.request.urlopen(settings, timeout=10).close()
         judges.write_text(text)
         env = {k: v for k, v in os.environ.items() if k not in UNSET}
-        env.update(KEYS, FLASK_EVAL_DATABASE_URL=f"sqlite:///{tmp}/{provider}-{name}.db",
-                   FLASK_EVAL_BATCH_POLL_SECONDS="0.2")  # fmt: skip
+        env.update(
+            KEYS,
+            FLASK_EVAL_DATABASE_URL=f"sqlite:///{tmp}/{provider}-{name}.db",
+            FLASK_EVAL_BATCH_POLL_SECONDS="0.2",
+        )
         started = time.perf_counter()
         flask_eval("run", *inputs, "--judges", str(judges), "--run", "b", "--quiet", env=env)
         took = time.perf_counter() - started
@@ -110,12 +124,15 @@ def main() -> None:
             st, seen = batch["status"], batch["seen"]
             calls = calls_of(provider, seen["submitted"])
             once = bool(calls) and set(calls.values()) == {1}
-            print(f"{provider}: done {st['done']}/{st['total']} (failed {st['failed']}); "
-                  f"{seen['batches']} batches ({seen['lost']} creation answer lost), "
-                  f"{len(calls)} calls, each submitted exactly once: {once}; report "
-                  f"({len(live['rows'])} rows) equals the live run's: "
-                  f"{bool(live['rows']) and batch['rows'] == live['rows']}; batch run "
-                  f"{batch['took']:.1f} s (live {live['took']:.1f} s)", flush=True)  # fmt: skip
+            print(
+                f"{provider}: done {st['done']}/{st['total']} (failed {st['failed']}); "
+                f"{seen['batches']} batches ({seen['lost']} creation answer lost), "
+                f"{len(calls)} calls, each submitted exactly once: {once}; report "
+                f"({len(live['rows'])} rows) equals the live run's: "
+                f"{bool(live['rows']) and batch['rows'] == live['rows']}; batch run "
+                f"{batch['took']:.1f} s (live {live['took']:.1f} s)",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

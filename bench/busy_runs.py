@@ -34,8 +34,12 @@ WARNING = "no longer its own"
 def _status(env: dict[str, str]) -> dict[str, Any]:
     done = subprocess.run(
         [str(REPO / ".venv" / "bin" / "python"), "-m", "flask_eval", "status", "busy", "--json"],
-        env=env, cwd=REPO, capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     status: dict[str, Any] = json.loads(done.stdout)
     return status
 
@@ -55,8 +59,13 @@ def one(which: str, folder: Path, latency_ms: float, in_flight: int) -> dict[str
         if which == "inprocess":
             env = env_for(f"sqlite:///{folder / 'busy.db'}", broker=False)
             args += ["--judge", f"a={judge}", "--judge", f"b={judge}"]
-            proc = subprocess.run([python, "-m", "flask_eval", *args], env=env, cwd=REPO,
-                                  capture_output=True, text=True)  # fmt: skip
+            proc = subprocess.run(
+                [python, "-m", "flask_eval", *args],
+                env=env,
+                cwd=REPO,
+                capture_output=True,
+                text=True,
+            )
             log = proc.stderr
             status = _status(env)
         else:
@@ -65,9 +74,13 @@ def one(which: str, folder: Path, latency_ms: float, in_flight: int) -> dict[str
                 log_file = folder / "worker.log"
                 workers = Workers(env, processes=1, in_flight=in_flight, log=log_file)
                 try:
-                    proc = subprocess.run([python, "-m", "flask_eval", *args, "--judge", judge],
-                                          env=env, cwd=REPO, capture_output=True,
-                                          text=True)  # fmt: skip
+                    proc = subprocess.run(
+                        [python, "-m", "flask_eval", *args, "--judge", judge],
+                        env=env,
+                        cwd=REPO,
+                        capture_output=True,
+                        text=True,
+                    )
                 finally:
                     workers.stop()
                 log = proc.stderr + log_file.read_text(encoding="utf-8", errors="replace")
@@ -108,10 +121,12 @@ def main(argv: list[str] | None = None) -> int:
             hog.send_signal(signal.SIGTERM)
             hog.wait()
     ok = all(
-        r["exit"] == 0 and r["done"] == r["total"] and r["served"] == r["paid_calls"]
+        r["exit"] == 0
+        and r["done"] == r["total"]
+        and r["served"] == r["paid_calls"]
         and r["no_longer_its_own"] == 0
         for r in results
-    )  # fmt: skip
+    )
     summary = "; ".join(
         f"{r['which']}: exit {r['exit']}, {r['done']}/{r['total']} done, "
         f"{r['paid_calls']} paid / {r['served']} served, {r['no_longer_its_own']} warnings, "

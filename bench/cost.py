@@ -105,9 +105,20 @@ def measure(provider: str, tmp: Path) -> dict[str, Any]:
         judges.write_text(
             f"- spec: {provider}/{model}@{getattr(sim, base_attr)}\n  price: {price_line(price)}\n"
         )
-        args = ["run", "--run", f"cost-{provider}", "--quiet", "--judges", str(judges),
-                "--instances", str(FLASK / "evaluation_set" / "flask_evaluation.jsonl"),
-                "--limit", str(INSTANCES), "--in-flight", "64"]  # fmt: skip
+        args = [
+            "run",
+            "--run",
+            f"cost-{provider}",
+            "--quiet",
+            "--judges",
+            str(judges),
+            "--instances",
+            str(FLASK / "evaluation_set" / "flask_evaluation.jsonl"),
+            "--limit",
+            str(INSTANCES),
+            "--in-flight",
+            "64",
+        ]
         for name in MODELS:
             args += ["--responses", f"{name}={FLASK / 'model_output' / 'outputs' / name}.jsonl"]
         run_cli(args, env_for(f"sqlite:///{db}", broker=False))
@@ -171,8 +182,11 @@ def main() -> None:
         return
     system_tokens = (len(SYSTEM_PROMPT) + 3) // 4
     assert system_tokens < MIN_CACHEABLE, "today's shared prefix would be cacheable"
-    results: dict[str, Any] = {"instances": INSTANCES, "models": list(MODELS),
-                               "todays_shared_prefix_tokens": system_tokens}  # fmt: skip
+    results: dict[str, Any] = {
+        "instances": INSTANCES,
+        "models": list(MODELS),
+        "todays_shared_prefix_tokens": system_tokens,
+    }
     with tempfile.TemporaryDirectory() as tmp:
         for provider in JUDGES:
             results[provider] = measure(provider, Path(tmp))
@@ -191,13 +205,20 @@ def main() -> None:
             f"{e['usd_per_skill']['live_cache_layout']:.6f} ({e['ratio_cache']:.3f}x), batch+cache "
             f"{e['usd_per_skill']['batch_cache']:.6f} ({e['ratio_batch_cache']:.3f}x){mark}; "
             f"with the simulator's short completions {r['simulator']['ratio_batch_cache']:.3f}x"
-            + (f"; with GPT-4's feedback length ({r['gpt4_feedback_tokens_per_criterion']:.0f} "
-               f"tokens per criterion) {r['gpt4_length']['ratio_batch_cache']:.3f}x"
-               if "gpt4_length" in r else "")
+            + (
+                f"; with GPT-4's feedback length ({r['gpt4_feedback_tokens_per_criterion']:.0f} "
+                f"tokens per criterion) {r['gpt4_length']['ratio_batch_cache']:.3f}x"
+                if "gpt4_length" in r
+                else ""
+            )
             + f"; floor (every prompt token cached, batch) {r['floor_batch_all_cached']:.3f}x"
-            + (f"; the goal holds up to {r['goal_holds_up_to_tokens_per_skill']:.0f} "
-               "completion tokens per skill" if goal is not None else "")
-        )  # fmt: skip
+            + (
+                f"; the goal holds up to {r['goal_holds_up_to_tokens_per_skill']:.0f} "
+                "completion tokens per skill"
+                if goal is not None
+                else ""
+            )
+        )
     write_result("cost", results, "\n  " + "\n  ".join(lines))
     print(json.dumps({p: results[p]["expected"]["ratio_batch_cache"] for p in JUDGES}))
 

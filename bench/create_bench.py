@@ -54,14 +54,21 @@ def write_inputs(instances: int, models: int) -> tuple[Path, list[str]]:
     if not path.exists():
         with path.open("w") as f:
             for i in range(1, instances + 1):
-                f.write(json.dumps({
-                    "idx": i,
-                    "instruction": f"Explain {rng.choice(WORDS)} and {rng.choice(WORDS)} ({i}).",
-                    "answer": " ".join(rng.choices(WORDS, k=40)),
-                    "skill": rng.sample(skills, SKILLS_PER_INSTANCE),
-                    "domain": rng.sample(DOMAINS, 1),
-                    "difficulty": DIFFICULTY_LABELS[i % 5],
-                }) + "\n")  # fmt: skip
+                f.write(
+                    json.dumps(
+                        {
+                            "idx": i,
+                            "instruction": (
+                                f"Explain {rng.choice(WORDS)} and {rng.choice(WORDS)} ({i})."
+                            ),
+                            "answer": " ".join(rng.choices(WORDS, k=40)),
+                            "skill": rng.sample(skills, SKILLS_PER_INSTANCE),
+                            "domain": rng.sample(DOMAINS, 1),
+                            "difficulty": DIFFICULTY_LABELS[i % 5],
+                        }
+                    )
+                    + "\n"
+                )
     args = []
     for m in range(models):
         model = folder / f"m{m}.jsonl"
@@ -79,9 +86,13 @@ def run_once(args: list[str], env: dict[str, str]) -> dict[str, Any]:
     """`flask-eval ARGS` as a child under GNU time; its wall time, peak resident memory
     (time's %M, KiB), exit code and stderr."""
     start = time.perf_counter()
-    proc = subprocess.run(["/usr/bin/time", "-f", "peak-kib %M", sys.executable, "-m",
-                           "flask_eval", *args], env=env, cwd=REPO, capture_output=True,
-                          text=True)  # fmt: skip
+    proc = subprocess.run(
+        ["/usr/bin/time", "-f", "peak-kib %M", sys.executable, "-m", "flask_eval", *args],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - start
     lines = [
         line
@@ -90,8 +101,13 @@ def run_once(args: list[str], env: dict[str, str]) -> dict[str, Any]:
     ]  # GNU time's own line
     peak = float(lines[-1].split()[-1]) / 1024 if lines and lines[-1].startswith("peak-kib") else 0
     err = "\n".join(lines[:-1])
-    return {"rc": proc.returncode, "wall": wall, "peak_mb": peak, "stderr": err,
-            "stdout": proc.stdout}  # fmt: skip
+    return {
+        "rc": proc.returncode,
+        "wall": wall,
+        "peak_mb": peak,
+        "stderr": err,
+        "stdout": proc.stdout,
+    }
 
 
 def measure(judgments: int, database_url: str) -> dict[str, Any]:
@@ -99,8 +115,17 @@ def measure(judgments: int, database_url: str) -> dict[str, Any]:
     path, responses = write_inputs(instances, models)
     env = env_for(database_url, FLASK_EVAL_CALLS_PER_MESSAGE="512")
     queue = env["FLASK_EVAL_QUEUE"]
-    args = ["run", "--instances", str(path), *responses, "--judge", "openai/bench-judge",
-            "--run", "big", "--no-wait"]  # fmt: skip
+    args = [
+        "run",
+        "--instances",
+        str(path),
+        *responses,
+        "--judge",
+        "openai/bench-judge",
+        "--run",
+        "big",
+        "--no-wait",
+    ]
     one = run_once(args, env)
     if one["rc"] != 0:
         raise RuntimeError(f"run exited {one['rc']}: {one['stderr'][-2000:]}")
@@ -128,8 +153,17 @@ def bad_last_line(judgments: int, database_url: str) -> dict[str, Any]:
     bad.write_text("\n".join(lines) + "\n")
     responses[-1] = f"{responses[-1].split('=', 1)[0]}={bad}"
     env = env_for(database_url, FLASK_EVAL_CALLS_PER_MESSAGE="512")
-    args = ["run", "--instances", str(path), *responses, "--judge", "openai/bench-judge",
-            "--run", "bad", "--no-wait"]  # fmt: skip
+    args = [
+        "run",
+        "--instances",
+        str(path),
+        *responses,
+        "--judge",
+        "openai/bench-judge",
+        "--run",
+        "bad",
+        "--no-wait",
+    ]
     one = run_once(args, env)
     bad.unlink()
     tables = _counts(database_url)
@@ -151,8 +185,17 @@ def dry_run(judgments: int, database_url: str) -> dict[str, Any]:
     instances, models = shape(judgments)
     path, responses = write_inputs(instances, models)
     env = env_for(database_url, broker=False)
-    args = ["run", "--instances", str(path), *responses, "--judge", "openai/gpt-4o",
-            "--run", "dry", "--dry-run"]  # fmt: skip
+    args = [
+        "run",
+        "--instances",
+        str(path),
+        *responses,
+        "--judge",
+        "openai/gpt-4o",
+        "--run",
+        "dry",
+        "--dry-run",
+    ]
     one = run_once(args, env)
     if one["rc"] != 0:
         raise RuntimeError(f"dry run exited {one['rc']}: {one['stderr'][-2000:]}")
@@ -175,16 +218,22 @@ def _counts(url: str) -> dict[str, int]:
     try:
         with engine.connect() as conn:
             names = inspect(conn).get_table_names()
-            return {t: int(conn.execute(text(f'SELECT count(*) FROM "{t}"')).scalar_one())
-                    for t in ("run", "instance", "response", "judgment") if t in names}  # fmt: skip
+            return {
+                t: int(conn.execute(text(f'SELECT count(*) FROM "{t}"')).scalar_one())
+                for t in ("run", "instance", "response", "judgment")
+                if t in names
+            }
     finally:
         engine.dispose()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="10000,100000,1000000,10000000",
-                        help="sizes of the runs created ('' for none)")  # fmt: skip
+    parser.add_argument(
+        "--sizes",
+        default="10000,100000,1000000,10000000",
+        help="sizes of the runs created ('' for none)",
+    )
     parser.add_argument("--sqlite", action="store_true")
     parser.add_argument("--bad", type=int, default=0, help="also the bad-last-line case")
     parser.add_argument("--dry-run", default="", help="sizes to time `run --dry-run` at")
@@ -206,8 +255,12 @@ def main() -> None:
     if not results["sizes"]:
         return
     top = results["sizes"][-1]
-    write_result("create", results, f"{top['judgments']:,} judgments in {top['seconds']} s "
-                 f"({top['judgments_per_second']:,}/s), peak {top['peak_mb']} MB")  # fmt: skip
+    write_result(
+        "create",
+        results,
+        f"{top['judgments']:,} judgments in {top['seconds']} s "
+        f"({top['judgments_per_second']:,}/s), peak {top['peak_mb']} MB",
+    )
 
 
 def _database(sqlite: bool) -> Any:

@@ -36,18 +36,29 @@ def make_run(store: Store, name: str, judgments: int) -> int:
     skills = load_default().names
     n = max(1, judgments // PER_INSTANCE)
     instances = [
-        Instance(id=str(i), instruction=f"{name} question {i}", answer=f"answer {i}",
-                 skills=tuple(skills[(i + k) % len(skills)] for k in range(3)), difficulty=1)
+        Instance(
+            id=str(i),
+            instruction=f"{name} question {i}",
+            answer=f"answer {i}",
+            skills=tuple(skills[(i + k) % len(skills)] for k in range(3)),
+            difficulty=1,
+        )
         for i in range(n)
-    ]  # fmt: skip
+    ]
     sets = [
         ResponseSet(m, f"{m}.jsonl", tuple(Response(m, str(i), f"{m} says {i}") for i in range(n)))
         for m in MODELS
     ]
     config = {"judges": [JudgeConfig(j, j).to_data() for j in JUDGES], "mode": "instance"}
-    run, _ = store.create_run(name=name, fingerprint=uuid.uuid4().hex, mode="instance",
-                              config=config, instances=instances, response_sets=sets,
-                              judges=list(JUDGES))  # fmt: skip
+    run, _ = store.create_run(
+        name=name,
+        fingerprint=uuid.uuid4().hex,
+        mode="instance",
+        config=config,
+        instances=instances,
+        response_sets=sets,
+        judges=list(JUDGES),
+    )
     return run.id
 
 
@@ -62,11 +73,26 @@ def judge_all(store: Store, run_id: int, reuse: list[str] | None = None) -> list
         for k in range(0, len(chunk), 3):
             uid = uuid.uuid4().hex
             uids.append(uid)
-            calls.append(CallRecord(uid, uuid.uuid4().hex, run_id, chunk[k].judge, "raw " * 50,
-                                    True, "stop", 500, 80, 0.001, 900.0))  # fmt: skip
+            calls.append(
+                CallRecord(
+                    uid,
+                    uuid.uuid4().hex,
+                    run_id,
+                    chunk[k].judge,
+                    "raw " * 50,
+                    True,
+                    "stop",
+                    500,
+                    80,
+                    0.001,
+                    900.0,
+                )
+            )
             pointed = reuse.pop() if reuse else uid
-            outcomes += [Outcome(r.id, Status.DONE, score=3, rationale="ok", call_uid=pointed)
-                         for r in chunk[k : k + 3]]  # fmt: skip
+            outcomes += [
+                Outcome(r.id, Status.DONE, score=3, rationale="ok", call_uid=pointed)
+                for r in chunk[k : k + 3]
+            ]
         store.write(calls, outcomes)
     return uids
 

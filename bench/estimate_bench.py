@@ -59,8 +59,7 @@ def main() -> None:
     args = parser.parse_args()
     options = {k: v for k, v in (("size", args.size), ("budget", args.budget)) if v}
     with tempfile.TemporaryDirectory() as tmp:
-        instances, responses = write_inputs(Path(tmp), args.instances,
-                                            words=(3, args.max_words))  # fmt: skip
+        instances, responses = write_inputs(Path(tmp), args.instances, words=(3, args.max_words))
         t0 = time.perf_counter()
         plan = pipeline.prepare(instances=str(instances), responses=responses, judges=[JUDGE])
         t1 = time.perf_counter()
@@ -69,8 +68,11 @@ def main() -> None:
         estimator = plan.estimator()  # reads the responses: before their folder goes
     gc.freeze()  # the plan is long-lived: no collection walks it again
     judgments = sum(len(c.criteria) for c in calls)
-    print(f"{judgments:,} judgments, {len(calls):,} calls; prepare {t1 - t0:.1f} s, "
-          f"planned_calls {t2 - t1:.1f} s", flush=True)  # fmt: skip
+    print(
+        f"{judgments:,} judgments, {len(calls):,} calls; prepare {t1 - t0:.1f} s, "
+        f"planned_calls {t2 - t1:.1f} s",
+        flush=True,
+    )
     runs: list[dict[str, Any]] = []
     for seed in range(args.seeds):
         t3 = time.perf_counter()
@@ -83,12 +85,21 @@ def main() -> None:
         (sampled,) = sampler.summarize()
         t6 = time.perf_counter()
         del texts
-        runs.append({"seed": seed, "texts_us_per_call": (t4 - t3) / len(calls) * 1e6,
-                     "add_us_per_call": (t5 - t4) / len(calls) * 1e6,
-                     "summarize_s": t6 - t5, "sampled": figures(sampled)})  # fmt: skip
-        print(f"seed {seed}: texts {runs[-1]['texts_us_per_call']:.2f} us/call, add "
-              f"{runs[-1]['add_us_per_call']:.2f} us/call, summarize {t6 - t5:.1f} s "
-              f"({sampled.rendered:,} renders)", flush=True)  # fmt: skip
+        runs.append(
+            {
+                "seed": seed,
+                "texts_us_per_call": (t4 - t3) / len(calls) * 1e6,
+                "add_us_per_call": (t5 - t4) / len(calls) * 1e6,
+                "summarize_s": t6 - t5,
+                "sampled": figures(sampled),
+            }
+        )
+        print(
+            f"seed {seed}: texts {runs[-1]['texts_us_per_call']:.2f} us/call, add "
+            f"{runs[-1]['add_us_per_call']:.2f} us/call, summarize {t6 - t5:.1f} s "
+            f"({sampled.rendered:,} renders)",
+            flush=True,
+        )
     print(format_estimates([sampled]))
     exact: dict[str, Any] | None = None
     if not args.no_exact:

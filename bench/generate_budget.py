@@ -35,14 +35,29 @@ def main() -> None:
         with spawn_simulator(config) as sim:
             models = folder / "models.yaml"
             price = "{input: 0.5, output: 1.5}"
-            models.write_text(f"- name: m1\n  spec: openai/m1@{sim.openai_base_url}\n"
-                              f"  rpm: {args.rpm}\n  price: {price}\n")  # fmt: skip
+            models.write_text(
+                f"- name: m1\n  spec: openai/m1@{sim.openai_base_url}\n"
+                f"  rpm: {args.rpm}\n  price: {price}\n"
+            )
             env = env_for(f"sqlite:///{db}")
             workers = Workers(env, processes=2, in_flight=32, log=folder / "w.log")
             try:
                 started = time.monotonic()
-                run_cli(["generate", "--instances", str(instances), "--models", str(models),
-                         "--out", str(folder / "out"), "--run", "g", "--quiet"], env)  # fmt: skip
+                run_cli(
+                    [
+                        "generate",
+                        "--instances",
+                        str(instances),
+                        "--models",
+                        str(models),
+                        "--out",
+                        str(folder / "out"),
+                        "--run",
+                        "g",
+                        "--quiet",
+                    ],
+                    env,
+                )
                 elapsed = time.monotonic() - started
             finally:
                 workers.stop()
@@ -65,9 +80,11 @@ def main() -> None:
         "completion_tokens": ctok,
         "cost_usd": round(cost, 6),
     }
-    summary = (f"{len(written)} responses at rpm {args.rpm} by 2 workers in {elapsed:.0f} s "
-               f"({result['achieved_rpm']} rpm achieved): {stats['rate_limited']} x 429; "
-               f"{calls} paid calls, {ptok} + {ctok} tokens, ${cost:.6f}")  # fmt: skip
+    summary = (
+        f"{len(written)} responses at rpm {args.rpm} by 2 workers in {elapsed:.0f} s "
+        f"({result['achieved_rpm']} rpm achieved): {stats['rate_limited']} x 429; "
+        f"{calls} paid calls, {ptok} + {ctok} tokens, ${cost:.6f}"
+    )
     write_result("generate_budget", result, summary)
 
 

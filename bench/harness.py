@@ -114,8 +114,9 @@ def run_cli(
     )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in (0, 1):  # 1: finished with failures, which a benchmark counts
-        raise RuntimeError(f"flask-eval {' '.join(args)} exited {proc.returncode}:\n"
-                           f"{proc.stderr[-3000:]}")  # fmt: skip
+        raise RuntimeError(
+            f"flask-eval {' '.join(args)} exited {proc.returncode}:\n{proc.stderr[-3000:]}"
+        )
     return proc, Cpu(after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime)
 
 

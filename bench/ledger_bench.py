@@ -51,15 +51,24 @@ LIMITS = {"report": 15.0, "status": 1.0}
 def run_config(instances: int) -> str:
     skillset = load_default()
     models = [f"model-{m:02d}" for m in range(MODELS)]
-    return json.dumps({
-        "judges": [{"name": f"openai/judge-{j:02d}", "spec": f"openai/judge-{j:02d}",
-                    "price": {"input": 1.0, "output": 2.0}} for j in range(JUDGES)],
-        "mode": "instance",
-        "skills": codec.to_data(skillset),
-        "instances_path": "synthetic",
-        "responses": {m: "synthetic" for m in models},
-        "coverage": {m: [instances] * 2 for m in models},
-    }, sort_keys=True)  # fmt: skip
+    return json.dumps(
+        {
+            "judges": [
+                {
+                    "name": f"openai/judge-{j:02d}",
+                    "spec": f"openai/judge-{j:02d}",
+                    "price": {"input": 1.0, "output": 2.0},
+                }
+                for j in range(JUDGES)
+            ],
+            "mode": "instance",
+            "skills": codec.to_data(skillset),
+            "instances_path": "synthetic",
+            "responses": {m: "synthetic" for m in models},
+            "coverage": {m: [instances] * 2 for m in models},
+        },
+        sort_keys=True,
+    )
 
 
 def _secondary_indexes(conn: Any) -> list[tuple[str, str]]:
@@ -69,8 +78,12 @@ def _secondary_indexes(conn: Any) -> list[tuple[str, str]]:
         "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
         "WHERE conrelid = 'judgment'::regclass AND contype = 'u'"
     ):
-        out.append((f"ALTER TABLE judgment DROP CONSTRAINT {name}",
-                    f"ALTER TABLE judgment ADD CONSTRAINT {name} {definition}"))  # fmt: skip
+        out.append(
+            (
+                f"ALTER TABLE judgment DROP CONSTRAINT {name}",
+                f"ALTER TABLE judgment ADD CONSTRAINT {name} {definition}",
+            )
+        )
     for name, definition in conn.exec_driver_sql(
         "SELECT i.indexname, i.indexdef FROM pg_indexes AS i WHERE i.tablename = 'judgment' "
         "AND i.indexname NOT IN (SELECT conname FROM pg_constraint "
@@ -89,11 +102,13 @@ def build(store: Store, name: str, instances: int) -> int:
         conn.exec_driver_sql("SET LOCAL maintenance_work_mem = '1GB'")
         conn.exec_driver_sql("SET LOCAL work_mem = '256MB'")
         conn.exec_driver_sql("SELECT setseed(0.24)")
-        run_id = int(conn.exec_driver_sql(
-            "INSERT INTO run (name, fingerprint, mode, config, created_at) "
-            "VALUES (%(n)s, repeat('0', 64), 'instance', %(c)s, now()) RETURNING id",
-            {"n": name, "c": run_config(instances)},
-        ).scalar_one())  # fmt: skip
+        run_id = int(
+            conn.exec_driver_sql(
+                "INSERT INTO run (name, fingerprint, mode, config, created_at) "
+                "VALUES (%(n)s, repeat('0', 64), 'instance', %(c)s, now()) RETURNING id",
+                {"n": name, "c": run_config(instances)},
+            ).scalar_one()
+        )
         p = {"run": run_id, "n": instances, "skills": list(skills), "domains": list(DOMAINS)}
         # each instance: 2 or 3 consecutive skills from a spread start, one or two domains
         conn.exec_driver_sql(
@@ -227,9 +242,14 @@ def measure(store: Store, replicates: int) -> dict[str, Any]:
         nxt, _ = best(lambda q=q, a=after: judgment_page(store, info.id, q, after=a), 5)
         out["pages"][label] = {"first": seconds, "next": nxt}
     with store.engine.connect() as conn:
-        ids = [int(r[0]) for r in conn.exec_driver_sql(
-            "SELECT id FROM judgment WHERE run_id = %(r)s AND status = 'pending' "
-            "ORDER BY id LIMIT 960", {"r": info.id})]  # fmt: skip
+        ids = [
+            int(r[0])
+            for r in conn.exec_driver_sql(
+                "SELECT id FROM judgment WHERE run_id = %(r)s AND status = 'pending' "
+                "ORDER BY id LIMIT 960",
+                {"r": info.id},
+            )
+        ]
     claims = []
     for k in range(0, len(ids), 96):
         started = time.perf_counter()
@@ -250,9 +270,13 @@ def timed_delete(store: Store) -> dict[str, Any]:
     big, other = store.find_run(RUN_NAME), store.find_run(OTHER)
     assert big is not None and other is not None
     with store.engine.connect() as conn:
-        ids = [int(r[0]) for r in conn.exec_driver_sql(
-            "SELECT id FROM judgment WHERE run_id = %(r)s AND status = 'pending' ORDER BY id",
-            {"r": other.id})]  # fmt: skip
+        ids = [
+            int(r[0])
+            for r in conn.exec_driver_sql(
+                "SELECT id FROM judgment WHERE run_id = %(r)s AND status = 'pending' ORDER BY id",
+                {"r": other.id},
+            )
+        ]
     stop, writes = threading.Event(), []
 
     def worker() -> None:
@@ -271,8 +295,11 @@ def timed_delete(store: Store) -> dict[str, Any]:
     seconds = time.perf_counter() - started
     stop.set()
     thread.join()
-    return {"seconds": round(seconds, 2), "worker_writes": len(writes),
-            "slowest_worker_write": round(max(writes, default=0.0), 3)}  # fmt: skip
+    return {
+        "seconds": round(seconds, 2),
+        "worker_writes": len(writes),
+        "slowest_worker_write": round(max(writes, default=0.0), 3),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -316,10 +343,12 @@ def main(argv: list[str] | None = None) -> int:
     saved[str(result["total"])] = result
     out.write_text(json.dumps(saved, indent=2) + "\n")
     pages = max(max(p.values()) for p in result["pages"].values())
-    print(f"{result['total']:,} judgments: status {result['status']:.3f} s, report "
-          f"{result['report']:.2f} s, live counts {result['live_counts']:.3f} s, worst page "
-          f"{pages * 1000:.1f} ms, claim of 96 {result['claim_96'] * 1000:.1f} ms"
-          + (f", delete {result['delete']}" if "delete" in result else ""))  # fmt: skip
+    print(
+        f"{result['total']:,} judgments: status {result['status']:.3f} s, report "
+        f"{result['report']:.2f} s, live counts {result['live_counts']:.3f} s, worst page "
+        f"{pages * 1000:.1f} ms, claim of 96 {result['claim_96'] * 1000:.1f} ms"
+        + (f", delete {result['delete']}" if "delete" in result else "")
+    )
     ok = result["report"] <= LIMITS["report"] and result["status"] <= LIMITS["status"]
     return 0 if ok else 1
 

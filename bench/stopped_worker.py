@@ -23,8 +23,11 @@ from flask_eval.simulator.config import SimConfig
 from flask_eval.simulator.testing import spawn_simulator
 from flask_eval.workers.processes import WorkerGroup
 
-SETTINGS = {"FLASK_EVAL_LEASE_SECONDS": "6", "FLASK_EVAL_VISIBILITY_TIMEOUT": "12",
-            "FLASK_EVAL_CALLS_PER_MESSAGE": "16"}  # fmt: skip
+SETTINGS = {
+    "FLASK_EVAL_LEASE_SECONDS": "6",
+    "FLASK_EVAL_VISIBILITY_TIMEOUT": "12",
+    "FLASK_EVAL_CALLS_PER_MESSAGE": "16",
+}
 
 
 def status(env: dict[str, str]) -> dict[str, int]:
@@ -46,9 +49,19 @@ def measure(folder: Path, stop: float, n: int) -> dict[str, object]:
     instances, responses = write_inputs(folder / "in", n)
     env = env_for(f"sqlite:///{folder / 'x.db'}", **SETTINGS)
     with spawn_simulator(SimConfig(latency_ms=1000, seed=1)) as sim:
-        args = ["run", "--instances", str(instances), "--run", "stop", "--no-wait", "--quiet",
-                "--judge", f"openai/sim-gpt@{sim.openai_base_url}",
-                "--judge", f"anthropic/sim-claude@{sim.anthropic_base_url}"]  # fmt: skip
+        args = [
+            "run",
+            "--instances",
+            str(instances),
+            "--run",
+            "stop",
+            "--no-wait",
+            "--quiet",
+            "--judge",
+            f"openai/sim-gpt@{sim.openai_base_url}",
+            "--judge",
+            f"anthropic/sim-claude@{sim.anthropic_base_url}",
+        ]
         for r in responses:
             args += ["--responses", r]
         run_cli(args, env)
@@ -61,10 +74,18 @@ def measure(folder: Path, stop: float, n: int) -> dict[str, object]:
                 st = until(env, n * 12, 900)
         requests = int(sim.stats()["requests"])
     log = (folder / "a.log").read_text().splitlines()
-    dropped = sum(int(line.split(" rows this worker held")[0].rsplit(" ", 1)[-1])
-                  for line in log if "rows this worker held are no longer" in line)  # fmt: skip
-    return {"stop_seconds": stop, "calls": st["total"] // 3, "requests": requests,
-            "ledger_calls": st["calls"], "rows_not_sent_by_the_woken_worker": dropped}  # fmt: skip
+    dropped = sum(
+        int(line.split(" rows this worker held")[0].rsplit(" ", 1)[-1])
+        for line in log
+        if "rows this worker held are no longer" in line
+    )
+    return {
+        "stop_seconds": stop,
+        "calls": st["total"] // 3,
+        "requests": requests,
+        "ledger_calls": st["calls"],
+        "rows_not_sent_by_the_woken_worker": dropped,
+    }
 
 
 def main() -> None:

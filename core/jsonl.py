@@ -74,8 +74,9 @@ def read_json_lines(
     with open_input(path, what) as handle:
         while True:
             try:
-                raw = read_line(handle, MAX_LINE_BYTES, path, lineno + 1,
-                                "put one JSON object per line")  # fmt: skip
+                raw = read_line(
+                    handle, MAX_LINE_BYTES, path, lineno + 1, "put one JSON object per line"
+                )
             except OSError as exc:
                 where = lineno + 1
                 raise InputError(f"cannot read file: {exc.strerror or exc}", path, where) from None

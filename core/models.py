@@ -36,8 +36,10 @@ __all__ = [
 
 #: the request fields of a completion budget (``token_limit``)
 MAX_TOKENS, MAX_COMPLETION_TOKENS, MAX_OUTPUT_TOKENS = (
-    "max_tokens", "max_completion_tokens", "max_output_tokens"
-)  # fmt: skip
+    "max_tokens",
+    "max_completion_tokens",
+    "max_output_tokens",
+)
 #: the shortest cached prefix of a model the table does not know (the providers' usual)
 CACHE_MIN_TOKENS = 1024
 #: a judge whose model retires within this many days is warned before its run

@@ -242,9 +242,10 @@ class JudgeSpec:
             raise ConfigError(f"invalid port in base URL {clip(url)} of {judge}")
         if parts.username or parts.password:
             raise CredentialInUrl(
-                provider, f"{judge}: credentials in the base URL are not allowed; put the key "
-                "in the provider's environment variable"
-            )  # fmt: skip
+                provider,
+                f"{judge}: credentials in the base URL are not allowed; put the key "
+                "in the provider's environment variable",
+            )
         for name, _ in parse_qsl(parts.query, keep_blank_values=True):
             if looks_like_credential(name):
                 raise CredentialInUrl(
@@ -255,16 +256,18 @@ class JudgeSpec:
                 )
         if "#" in url:  # never sent to a server, but stored with the run and printed
             raise CredentialInUrl(
-                provider, f"{judge}: a base URL has no #fragment (no server receives it); "
-                "a key goes in the provider's environment variable"
-            )  # fmt: skip
+                provider,
+                f"{judge}: a base URL has no #fragment (no server receives it); "
+                "a key goes in the provider's environment variable",
+            )
         rest = f"{parts.path}?{parts.query}"  # not the host: a host may be sk-proxy-01
         if redact(rest) != rest or redact_known(url) != url:
             raise CredentialInUrl(
-                provider, f"{judge}: the base URL carries what looks like a key (an sk-... "
+                provider,
+                f"{judge}: the base URL carries what looks like a key (an sk-... "
                 "token or the value of a secret variable); credentials in the base URL are "
-                "not allowed: put the key in the provider's environment variable"
-            )  # fmt: skip
+                "not allowed: put the key in the provider's environment variable",
+            )
         return url.rstrip("/")
 
 

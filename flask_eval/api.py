@@ -94,13 +94,25 @@ class _Work:
 
 
 def _run(
-    plan: Plan, settings: Settings, store: Store, verb: str, work: _Work,
+    plan: Plan,
+    settings: Settings,
+    store: Store,
+    verb: str,
+    work: _Work,
     retry_failed: bool = False,
-) -> RunInfo:  # fmt: skip
+) -> RunInfo:
     check_budget(plan.judges, plan.name, settings.database_url, work.max_cost)
     dispatcher = steps.dispatcher_for(settings, store, plan.judges, work.in_flight)
-    return steps.execute(plan, store, dispatcher, settings, verb=verb, max_cost=work.max_cost,
-                         timeout=work.timeout, retry_failed=retry_failed).run  # fmt: skip
+    return steps.execute(
+        plan,
+        store,
+        dispatcher,
+        settings,
+        verb=verb,
+        max_cost=work.max_cost,
+        timeout=work.timeout,
+        retry_failed=retry_failed,
+    ).run
 
 
 def generate(
@@ -124,9 +136,15 @@ def generate(
     """The models under test answer the instances (``flask-eval generate``): one record
     per response (model, instance_id, text, finish, cut_off, tokens, cost)."""
     source = jobs.InstanceSource(instances, biggen, prometheus_set, pairwise_set)
-    plan = jobs.prepare_generation(source, models=models, models_files=models_files,
-                                   run_name=run_name, limit=limit, sample=sample,
-                                   seed=seed)  # fmt: skip
+    plan = jobs.prepare_generation(
+        source,
+        models=models,
+        models_files=models_files,
+        run_name=run_name,
+        limit=limit,
+        sample=sample,
+        seed=seed,
+    )
     if dry_run:
         return _estimates(plan, database_url)
     with _session(database_url) as (settings, store):
@@ -159,10 +177,17 @@ def annotate(
     ``flask-eval annotate``): one record per labelled instance (instance_id, skills,
     domains, difficulty, ties)."""
     source = jobs.InstanceSource(instances, biggen, prometheus_set, pairwise_set)
-    plan, _ = jobs.prepare_annotation(source, annotators=annotators,
-                                      annotators_files=annotators_files, criteria=criteria,
-                                      relabel=relabel, run_name=run_name, limit=limit,
-                                      sample=sample, seed=seed)  # fmt: skip
+    plan, _ = jobs.prepare_annotation(
+        source,
+        annotators=annotators,
+        annotators_files=annotators_files,
+        criteria=criteria,
+        relabel=relabel,
+        run_name=run_name,
+        limit=limit,
+        sample=sample,
+        seed=seed,
+    )
     if plan is None:
         return []
     if dry_run:
@@ -171,10 +196,15 @@ def annotate(
         run = _run(plan, settings, store, "annotate", _Work(in_flight, max_cost, timeout))
         combined = annotation.combined(store, run)
     return [
-        {"instance_id": iid, "skills": list(c.labels.skills), "domains": list(c.labels.domains),
-         "difficulty": c.labels.difficulty, "ties": list(c.ties)}
+        {
+            "instance_id": iid,
+            "skills": list(c.labels.skills),
+            "domains": list(c.labels.domains),
+            "difficulty": c.labels.difficulty,
+            "ties": list(c.ties),
+        }
         for iid, c in combined.items()
-    ]  # fmt: skip
+    ]
 
 
 def judge(
@@ -212,18 +242,34 @@ def judge(
     rows (model, judge, dimension, group, mean, n, ...; a pairwise run's: the pairwise
     report's rows, win rates, ratings, position and controlled figures)."""
     plan = pipeline.prepare(
-        instances=instances, responses=[f"{m}={p}" for m, p in (responses or {}).items()],
-        judges=judges, judges_files=judges_files, run_name=run_name, mode=mode,
-        rubrics=rubrics, limit=limit, sample=sample, seed=seed, biggen=biggen,
-        prometheus_set=prometheus_set, criteria=criteria, reference=reference,
-        pairwise=pairwise, swap=swap, per_criterion=per_criterion, pairwise_set=pairwise_set,
-        biggen_llm_judge=biggen_llm_judge, models=models, samples=samples,
-    )  # fmt: skip
+        instances=instances,
+        responses=[f"{m}={p}" for m, p in (responses or {}).items()],
+        judges=judges,
+        judges_files=judges_files,
+        run_name=run_name,
+        mode=mode,
+        rubrics=rubrics,
+        limit=limit,
+        sample=sample,
+        seed=seed,
+        biggen=biggen,
+        prometheus_set=prometheus_set,
+        criteria=criteria,
+        reference=reference,
+        pairwise=pairwise,
+        swap=swap,
+        per_criterion=per_criterion,
+        pairwise_set=pairwise_set,
+        biggen_llm_judge=biggen_llm_judge,
+        models=models,
+        samples=samples,
+    )
     if dry_run:
         return _estimates(plan, database_url)
     with _session(database_url) as (settings, store):
-        run = _run(plan, settings, store, "judge", _Work(in_flight, max_cost, timeout),
-                   retry_failed)  # fmt: skip
+        run = _run(
+            plan, settings, store, "judge", _Work(in_flight, max_cost, timeout), retry_failed
+        )
         return _rows(store, run)
 
 
@@ -268,11 +314,21 @@ def evaluate(
     and the runs of each step; ``dry_run``: each step's estimates (``{"estimates": {step:
     [estimate, ...]}}``), nothing written or sent."""
     plan = evaluate_use_case.prepare_eval(
-        jobs.InstanceSource(instances), models=models, models_files=models_files,
-        judges=judges, judges_files=judges_files, annotators=annotators,
-        annotators_files=annotators_files, criteria=criteria, out_dir=out_dir, name=name,
-        mode=mode, limit=limit, sample=sample, seed=seed,
-    )  # fmt: skip
+        jobs.InstanceSource(instances),
+        models=models,
+        models_files=models_files,
+        judges=judges,
+        judges_files=judges_files,
+        annotators=annotators,
+        annotators_files=annotators_files,
+        criteria=criteria,
+        out_dir=out_dir,
+        name=name,
+        mode=mode,
+        limit=limit,
+        sample=sample,
+        seed=seed,
+    )
     if dry_run:
         with _ledger_cache(database_url) as cache:
             estimates = step_estimates(plan, cache)
@@ -280,8 +336,9 @@ def evaluate(
     with _session(database_url) as (settings, store):
         check_budget(plan.workers, plan.name, settings.database_url, max_cost)
         dispatcher = steps.dispatcher_for(settings, store, plan.workers, in_flight)
-        result = evaluate_use_case.evaluate(plan, store, dispatcher, settings,
-                                            max_cost=max_cost, timeout=timeout)  # fmt: skip
+        result = evaluate_use_case.evaluate(
+            plan, store, dispatcher, settings, max_cost=max_cost, timeout=timeout
+        )
         rows = [asdict(row) for row in report_rows(store, result.steps[-1].run)]
     return {
         "runs": [s.run.name for s in result.steps],

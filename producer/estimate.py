@@ -56,8 +56,9 @@ def add_cache_cost(
     ``completion`` tokens in all, ``read`` of them served by the prompt cache, their shared
     ``prefix`` written to it once."""
     est.cache_read_tokens += read
-    est.cache_cost += judge.cost(prompt, completion, cached_tokens=read,
-                                 cache_write_tokens=prefix, batch=True)  # fmt: skip
+    est.cache_cost += judge.cost(
+        prompt, completion, cached_tokens=read, cache_write_tokens=prefix, batch=True
+    )
 
 
 class CallTexts(NamedTuple):
@@ -222,8 +223,9 @@ def render_texts(
     """``call``'s messages and JSON schema, as the workers send them, and the expected
     completion tokens of its answer, from ``texts``."""
     criteria = [context.criterion(c, texts.rubrics) for c in call.criteria]
-    subject = context.subject(texts.instruction, texts.reference, texts.response,
-                              texts.system_prompt, texts.response_b)  # fmt: skip
+    subject = context.subject(
+        texts.instruction, texts.reference, texts.response, texts.system_prompt, texts.response_b
+    )
     messages, schema = context.prompt(call.judge, subject, criteria)
     return messages, schema, context.protocol_for(call.judge).completion_tokens(criteria)
 
@@ -239,10 +241,15 @@ def estimate_each(
     while chunk := list(islice(it, CHUNK)):
         rendered = [render_texts(context, call, texts) for call, texts in chunk]
         hits = (
-            cache.answered([(context.judges[c.judge], m, s)
-                            for (c, _), (m, s, _) in zip(chunk, rendered, strict=True)])
-            if cache is not None else [False] * len(chunk)
-        )  # fmt: skip
+            cache.answered(
+                [
+                    (context.judges[c.judge], m, s)
+                    for (c, _), (m, s, _) in zip(chunk, rendered, strict=True)
+                ]
+            )
+            if cache is not None
+            else [False] * len(chunk)
+        )
         for (call, _), (messages, _, completion), hit in zip(chunk, rendered, hits, strict=True):
             prompt = estimate_tokens(messages)
             judge = context.judges[call.judge]
@@ -280,8 +287,14 @@ def summarize_estimates(context: RunContext, ones: Iterable[CallEstimate]) -> li
     for (name, _), group in groups.items():
         note_short_prefix(by_judge[name], group)
         prefix = group.prefix_tokens
-        add_cache_cost(by_judge[name], context.judges[name], group.prompt_tokens,
-                       group.completion_tokens, (group.calls - 1) * prefix, prefix)  # fmt: skip
+        add_cache_cost(
+            by_judge[name],
+            context.judges[name],
+            group.prompt_tokens,
+            group.completion_tokens,
+            (group.calls - 1) * prefix,
+            prefix,
+        )
     return list(by_judge.values())
 
 
@@ -379,8 +392,7 @@ def format_estimates(estimates: Sequence[Estimate]) -> str:
     )
     lines = [header, "-" * len(header)]
     for e in [*estimates, total]:
-        live, batch, cached = (_usd(e, v, e is total) for v in (e.cost, e.batch_cost,
-                                                               e.cache_cost))  # fmt: skip
+        live, batch, cached = (_usd(e, v, e is total) for v in (e.cost, e.batch_cost, e.cache_cost))
         lines.append(
             f"{e.judge[:40]:<40} {e.jobs:>8} {e.calls:>8} {e.cached:>9} {e.prompt_tokens:>12} "
             f"{e.cache_read_tokens:>12} {e.completion_tokens:>11} {live:>10} {batch:>10} "
@@ -414,10 +426,14 @@ def format_estimates(estimates: Sequence[Estimate]) -> str:
             "others (cache rd tok; a prefix under the model's minimum, 1,024 tokens for "
             "most, is not cached)"
         )
-    lines += [below_minimum(e.judge, e.short_prefix, e.cache_minimum)
-              for e in estimates if e.short_prefix]  # fmt: skip
-    lines += [f"{e.judge}: a reasoning model also thinks before it answers, billed as "
-              f"completion tokens (answer and thinking up to {e.thinking_budget:,} a call): "
-              "compl. tok and USD count the answers only" for e in estimates
-              if e.thinking_budget and e.calls > e.cached]  # fmt: skip
+    lines += [
+        below_minimum(e.judge, e.short_prefix, e.cache_minimum) for e in estimates if e.short_prefix
+    ]
+    lines += [
+        f"{e.judge}: a reasoning model also thinks before it answers, billed as "
+        f"completion tokens (answer and thinking up to {e.thinking_budget:,} a call): "
+        "compl. tok and USD count the answers only"
+        for e in estimates
+        if e.thinking_budget and e.calls > e.cached
+    ]
     return "\n".join(lines)

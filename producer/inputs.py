@@ -87,9 +87,8 @@ class Inputs:
         """Model name -> its responses to instances not in the instances file (left out,
         as ``--limit`` leaves out the instances it drops); models with none are absent."""
         return {
-            rs.model: n for rs in self.response_sets
-            if (n := getattr(rs.responses, "unknown", 0))
-        }  # fmt: skip
+            rs.model: n for rs in self.response_sets if (n := getattr(rs.responses, "unknown", 0))
+        }
 
     def missing(self) -> dict[str, tuple[str, ...]]:
         """Model name -> ids of the instances it has no response for, in file order."""

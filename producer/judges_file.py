@@ -133,8 +133,10 @@ def load_judges_file(
             got += " (list the judges at the top level, each starting with `- spec:`)"
         line = 1 if root is None else root.start_mark.line + 1
         raise InputError(f"{_SHAPE}; got {got}", path, line)
-    judges = [_entry(item, node, path, parse, check_batch)
-              for item, node in zip(data, root.value, strict=True)]  # fmt: skip
+    judges = [
+        _entry(item, node, path, parse, check_batch)
+        for item, node in zip(data, root.value, strict=True)
+    ]
     seen: dict[str, int] = {}
     for node, judge in zip(root.value, judges, strict=True):
         line = node.start_mark.line + 1
@@ -239,13 +241,20 @@ def _check_model(
     if model.family is None:
         return
     if temperature is not None and model.temperature is None:
-        raise InputError(f"model {model.id} takes no temperature (only its own default); "
-                         "remove `temperature`", path, at("temperature"))  # fmt: skip
+        raise InputError(
+            f"model {model.id} takes no temperature (only its own default); remove `temperature`",
+            path,
+            at("temperature"),
+        )
     if temperature is not None and model.temperature is not None:
         low, high = model.temperature
         if not low <= temperature <= high:
-            raise InputError(f"model {model.id} takes a temperature from {low:g} to "
-                             f"{high:g}, not {temperature:g}", path, at("temperature"))  # fmt: skip
+            raise InputError(
+                f"model {model.id} takes a temperature from {low:g} to "
+                f"{high:g}, not {temperature:g}",
+                path,
+                at("temperature"),
+            )
     if model.max_output is not None and budget > model.max_output:
         raise InputError(
             f"a budget of {budget:,} tokens is more than model {model.id} writes "

@@ -344,10 +344,14 @@ def load_instances(
             record, this, custom=custom_criteria or not metadata, reference=reference
         )
         if missing:
-            hint = (f"with --criteria an instance needs {this.id} and {this.instruction}; "
-                    f"{this.answer}, {this.domains} and {this.difficulty} are optional"
-                    if custom_criteria else f"{this.name}: {this.fields()}" if metadata
-                    else f"an instance needs {this.id} and {this.instruction}")  # fmt: skip
+            hint = (
+                f"with --criteria an instance needs {this.id} and {this.instruction}; "
+                f"{this.answer}, {this.domains} and {this.difficulty} are optional"
+                if custom_criteria
+                else f"{this.name}: {this.fields()}"
+                if metadata
+                else f"an instance needs {this.id} and {this.instruction}"
+            )
             fields = ", ".join(repr(key) for key in missing)
             plural = "s" if len(missing) > 1 else ""
             raise InputError(f"missing field{plural} {fields} ({hint})", path, line)

@@ -163,16 +163,23 @@ def _task(record: Mapping[str, Any], key: str) -> str | None:
 
 
 def _pairwise_set(
-    instances: list[Instance], texts: list[tuple[str, str]], labels: list[int],
-    models: tuple[str, str], path: str,
-) -> PairwiseSet:  # fmt: skip
+    instances: list[Instance],
+    texts: list[tuple[str, str]],
+    labels: list[int],
+    models: tuple[str, str],
+    path: str,
+) -> PairwiseSet:
     sets = tuple(
-        ResponseSet(model, path, tuple(
-            Response(model, inst.id, pair[side], inst.line)
-            for inst, pair in zip(instances, texts, strict=True)
-        ))
+        ResponseSet(
+            model,
+            path,
+            tuple(
+                Response(model, inst.id, pair[side], inst.line)
+                for inst, pair in zip(instances, texts, strict=True)
+            ),
+        )
         for side, model in enumerate(models)
-    )  # fmt: skip
+    )
     first, second = models
     gold = tuple(PairLabel(i.id, first, second, g) for i, g in zip(instances, labels, strict=True))
     return PairwiseSet(tuple(instances), (sets[0], sets[1]), gold)
@@ -187,8 +194,10 @@ def load_autoj_pairwise(path: str, models: Sequence[str] = AUTOJ_MODELS) -> Pair
     for line, record in read_json_lines(path, "Auto-J's pairwise set (JSON Lines)"):
         try:
             prompt = _text(record, "prompt", empty=False)
-            responses = (_text(record, "response 1", empty=True),
-                         _text(record, "response 2", empty=True))  # fmt: skip
+            responses = (
+                _text(record, "response 1", empty=True),
+                _text(record, "response 2", empty=True),
+            )
             label = _label(record.get("label"))
             task = _task(record, "scenario")
         except RubricProblem as exc:
@@ -236,10 +245,17 @@ def load_hhh_alignment(path: str, models: Sequence[str] = HHH_MODELS) -> Pairwis
                     )
         except RubricProblem as exc:
             raise InputError(f"{_where(number, record)}: {exc}", path) from None
-        instances.append(Instance(
-            f"hhh-{number}", chosen.instruction, chosen.reference, (INSTANCE_CRITERION,),
-            line=number, rubrics={INSTANCE_CRITERION: chosen.rubric}, task=task,
-        ))  # fmt: skip
+        instances.append(
+            Instance(
+                f"hhh-{number}",
+                chosen.instruction,
+                chosen.reference,
+                (INSTANCE_CRITERION,),
+                line=number,
+                rubrics={INSTANCE_CRITERION: chosen.rubric},
+                task=task,
+            )
+        )
         texts.append((chosen.response, rejected.response))
     return _pairwise_set(instances, texts, [LABEL_FIRST] * len(instances), pair, path)
 

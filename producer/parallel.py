@@ -82,8 +82,7 @@ def _in_children(
             every = (*own, *got.unknown)
             kept = tuple(every[n] for n in got.positions)
             keep = frozenset(own[n] for n in got.positions if n < len(own)) if got.unknown else None
-            source = FileResponses(name, path, kept, got.stamp, keep, got.lengths,
-                                   len(got.unknown))  # fmt: skip
+            source = FileResponses(name, path, kept, got.stamp, keep, got.lengths, len(got.unknown))
             out.append(ResponseSet(name, path, source))
         return tuple(out)
     finally:

@@ -52,8 +52,14 @@ def fingerprint(
         head["kind"] = {"name": kind, "options": dict(kind_options or {})}
     feed(head)
     for i in sorted(inputs.instances, key=lambda i: i.id):
-        item: list[Any] = [i.id, i.instruction, i.answer, list(i.skills), list(i.domains),
-                           i.difficulty]  # fmt: skip
+        item: list[Any] = [
+            i.id,
+            i.instruction,
+            i.answer,
+            list(i.skills),
+            list(i.domains),
+            i.difficulty,
+        ]
         extra = {
             "system_prompt": i.system_prompt,
             "rubrics": {k: v.to_data() for k, v in sorted(i.rubrics.items())},
@@ -116,8 +122,15 @@ class _Calls:
         self.context = context
         self.parts: dict[tuple[str, tuple[str, ...]], list[tuple[list[str], list[int]]]] = {}
 
-    def of(self, judge: str, model: str, model_b: str, instance_id: str,
-           criteria: tuple[str, ...], rows: Sequence[int]) -> list[PlannedCall]:  # fmt: skip
+    def of(
+        self,
+        judge: str,
+        model: str,
+        model_b: str,
+        instance_id: str,
+        criteria: tuple[str, ...],
+        rows: Sequence[int],
+    ) -> list[PlannedCall]:
         """The calls of one subject: its ``criteria`` in order, ``rows`` their row ids."""
         split = self.parts.get((judge, criteria))
         if split is None:
@@ -125,8 +138,10 @@ class _Calls:
                 (part, [criteria.index(c) for c in part])
                 for part in self.context.protocol_for(judge).calls(list(criteria))
             ]
-        return [PlannedCall([rows[k] for k in at], model, instance_id, judge, list(part),
-                            model_b) for part, at in split]  # fmt: skip
+        return [
+            PlannedCall([rows[k] for k in at], model, instance_id, judge, list(part), model_b)
+            for part, at in split
+        ]
 
 
 def group_calls(rows: Sequence[OpenRow], context: RunContext) -> list[PlannedCall]:
@@ -141,9 +156,11 @@ def group_calls(rows: Sequence[OpenRow], context: RunContext) -> list[PlannedCal
         else:
             ids[r.criterion] = r.id
     calls = _Calls(context)
-    return [call for (judge, model, model_b, instance_id), ids in subjects.items()
-            for call in calls.of(judge, model, model_b, instance_id, tuple(ids),
-                                 list(ids.values()))]  # fmt: skip
+    return [
+        call
+        for (judge, model, model_b, instance_id), ids in subjects.items()
+        for call in calls.of(judge, model, model_b, instance_id, tuple(ids), list(ids.values()))
+    ]
 
 
 def new_calls(

@@ -245,8 +245,10 @@ def _records(path: str, data: list[Any]) -> list[_Record]:
             rec = _read_record(number, raw)
             instance_id = check_identifier(f"{rec.idx}-{rec.source}", "the instance id")
             if (rec.idx, rec.source) in first:
-                raise RubricProblem(f"duplicate instance {clip(instance_id)} (first in record "
-                                    f"{first[(rec.idx, rec.source)]})")  # fmt: skip
+                raise RubricProblem(
+                    f"duplicate instance {clip(instance_id)} (first in record "
+                    f"{first[(rec.idx, rec.source)]})"
+                )
         except RubricProblem as exc:
             raise InputError(f"{_label(number, raw)}: {exc}", path) from None
         first[(rec.idx, rec.source)] = number
@@ -273,7 +275,9 @@ def _model_of(rec: _Record, path: str) -> str:
         raise InputError(
             f"record {rec.number}: response_source {clip(rec.source)} is not a valid model "
             "name (letters, digits, '.', '_' or '-'); to judge every response as one model, "
-            "name it with --model NAME", path)  # fmt: skip
+            "name it with --model NAME",
+            path,
+        )
     return rec.source
 
 
@@ -300,11 +304,18 @@ def load_prometheus_set(
     runs: list[list[ReferenceScore]] = [[] for _ in range(RUNS)]
     for rec, instance_id in zip(records, ids, strict=True):
         name = model if model is not None else _model_of(rec, path)
-        instances.setdefault(instance_id, Instance(
-            id=instance_id, instruction=rec.parts.instruction, answer=rec.parts.reference,
-            skills=(INSTANCE_CRITERION,), line=rec.number,
-            rubrics={INSTANCE_CRITERION: rec.parts.rubric}, task=rec.task,
-        ))  # fmt: skip
+        instances.setdefault(
+            instance_id,
+            Instance(
+                id=instance_id,
+                instruction=rec.parts.instruction,
+                answer=rec.parts.reference,
+                skills=(INSTANCE_CRITERION,),
+                line=rec.number,
+                rubrics={INSTANCE_CRITERION: rec.parts.rubric},
+                task=rec.task,
+            ),
+        )
         by_model.setdefault(name, []).append(
             Response(name, instance_id, rec.parts.response, rec.number)
         )

@@ -147,8 +147,15 @@ def only(rs: ResponseSet, ids: Collection[str]) -> ResponseSet:
     responses = rs.responses
     if isinstance(responses, FileResponses):
         keep = frozenset(ids) if responses.keep is None else responses.keep & frozenset(ids)
-        kept = FileResponses(responses.model, responses.path, responses.ids, responses.stamp,
-                             keep, responses.lengths, responses.unknown)  # fmt: skip
+        kept = FileResponses(
+            responses.model,
+            responses.path,
+            responses.ids,
+            responses.stamp,
+            keep,
+            responses.lengths,
+            responses.unknown,
+        )
         return ResponseSet(rs.model, rs.path, kept)
     return ResponseSet(rs.model, rs.path, tuple(r for r in responses if r.instance_id in ids))
 

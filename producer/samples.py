@@ -27,5 +27,8 @@ def sampled(judges: Sequence[JudgeConfig], samples: int) -> list[JudgeConfig]:
                 f"judge name {clip(j.name)} is too long to number its samples "
                 f"(at most {MAX_JUDGE_NAME - 3} characters with --samples)"
             )
-    return [replace(j, name=sample_name(j.name, k), sample=k if k > 1 else None)
-            for j in judges for k in range(1, samples + 1)]  # fmt: skip
+    return [
+        replace(j, name=sample_name(j.name, k), sample=k if k > 1 else None)
+        for j in judges
+        for k in range(1, samples + 1)
+    ]

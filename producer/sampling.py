@@ -307,8 +307,11 @@ class CallSampler:
         self._costs.clear()
         exact = [g for g in self._groups.values() if g.seen <= k]
         sampled = [g for g in self._groups.values() if g.seen > k]
-        ones = self._record(estimate_each(self.context, cache, (
-            (call, texts) for g in exact for call, texts, _ in g.items)))  # fmt: skip
+        ones = self._record(
+            estimate_each(
+                self.context, cache, ((call, texts) for g in exact for call, texts, _ in g.items)
+            )
+        )
         base = summarize_estimates(self.context, ones)
         for g in exact:
             self._means[id(g)] = fsum(self._costs[_key(c)] for c, _, _ in g.items) / g.seen
@@ -327,7 +330,8 @@ class CallSampler:
             if est.rendered is not None:
                 est.rendered += sum(g.seen for g in exact if g.judge == name)
                 est.prompt_margin, est.cost_margin, est.cached_margin = (
-                    Z95 * v**0.5 for v in variances[name])  # fmt: skip
+                    Z95 * v**0.5 for v in variances[name]
+                )
         self._summary = list(out.values())
         return self._summary
 
@@ -355,10 +359,14 @@ class CallSampler:
 
         prompt, prompt_var = total(o.prompt_tokens * p for o, p in zip(ones, paid, strict=True))
         completion, _ = total(o.completion_tokens * p for o, p in zip(ones, paid, strict=True))
-        live, live_var = total(judge.cost(o.prompt_tokens, o.completion_tokens) * p
-                               for o, p in zip(ones, paid, strict=True))  # fmt: skip
-        batch, _ = total(judge.cost(o.prompt_tokens, o.completion_tokens, batch=True) * p
-                         for o, p in zip(ones, paid, strict=True))  # fmt: skip
+        live, live_var = total(
+            judge.cost(o.prompt_tokens, o.completion_tokens) * p
+            for o, p in zip(ones, paid, strict=True)
+        )
+        batch, _ = total(
+            judge.cost(o.prompt_tokens, o.completion_tokens, batch=True) * p
+            for o, p in zip(ones, paid, strict=True)
+        )
         calls, calls_var = total(paid)
         self._means[id(group)] = total(o.cost for o in ones)[0] / group.seen
         est.calls += group.seen
@@ -383,8 +391,14 @@ class CallSampler:
         shared = prefix.prefix_tokens if prefix is not None else 0
         per_call = calls / group.seen
         reading = [o.calls * per_call - 1 for o in group.orders if o.calls * per_call >= 2]
-        add_cache_cost(est, judge, round(prompt), round(completion),
-                       round(fsum(reading) * shared), shared * len(reading))  # fmt: skip
+        add_cache_cost(
+            est,
+            judge,
+            round(prompt),
+            round(completion),
+            round(fsum(reading) * shared),
+            shared * len(reading),
+        )
         return prompt_var, live_var, calls_var
 
     def each(self, calls: Iterable[PlannedCall]) -> Iterator[CallEstimate]:

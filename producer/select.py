@@ -28,8 +28,9 @@ def select(
     if limit is not None:
         kept = inputs.instances[:n]
     else:
-        chosen = set(random.Random(seed).sample(range(len(inputs.instances)),
-                                                min(n, len(inputs.instances))))  # fmt: skip
+        chosen = set(
+            random.Random(seed).sample(range(len(inputs.instances)), min(n, len(inputs.instances)))
+        )
         kept = tuple(i for k, i in enumerate(inputs.instances) if k in chosen)
     ids = {i.id for i in kept}
     response_sets = tuple(only(rs, ids) for rs in inputs.response_sets)

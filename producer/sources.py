@@ -96,15 +96,22 @@ def load_sources(sources: Sources) -> Loaded:
     custom = load_criteria(sources.criteria) if sources.criteria else None
     if sources.instances:
         skillset = custom or (load(sources.rubrics) if sources.rubrics else load_default())
-        inputs = load_inputs(sources.instances, sources.responses, skillset.names,
-                             custom=custom is not None, reference=sources.reference)  # fmt: skip
+        inputs = load_inputs(
+            sources.instances,
+            sources.responses,
+            skillset.names,
+            custom=custom is not None,
+            reference=sources.reference,
+        )
         return Loaded(inputs, skillset)
     flag = given[0]
     if sources.responses:
         raise InputError(f"{flag} FILE carries its own responses; --responses is not used with it")
     if sources.rubrics:
-        raise InputError(f"{flag} FILE carries a rubric per instance; use --criteria to judge "
-                         "its instances on criteria of your own instead")  # fmt: skip
+        raise InputError(
+            f"{flag} FILE carries a rubric per instance; use --criteria to judge "
+            "its instances on criteria of your own instead"
+        )
     labels: tuple[PairLabel, ...] = ()
     own = instance_rubric_skillset()
     model = sources.models[0] if sources.models else None

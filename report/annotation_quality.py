@@ -176,8 +176,11 @@ def confusion_matrix(pairs: Sequence[tuple[int, int]]) -> npt.NDArray[np.int64]:
 
 
 def _levels(pairs: Pairs) -> list[tuple[int, int]]:
-    return [(g.difficulty, p.difficulty) for p, g in pairs
-            if g.difficulty is not None and p.difficulty is not None]  # fmt: skip
+    return [
+        (g.difficulty, p.difficulty)
+        for p, g in pairs
+        if g.difficulty is not None and p.difficulty is not None
+    ]
 
 
 def _difficulty(pairs: Pairs) -> dict[str, float | None]:

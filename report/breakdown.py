@@ -139,13 +139,13 @@ def _resolve(
         kept = [t in rename for t in texts]
         texts = [rename.get(t, t) for t in texts]
         sorts = [rank(t) for t in texts]
-    ranked = (item for item, keep in zip(zip(texts, sorts, strict=True), kept, strict=True)
-              if keep)  # fmt: skip
+    ranked = (item for item, keep in zip(zip(texts, sorts, strict=True), kept, strict=True) if keep)
     best = dict(sorted(ranked, key=lambda item: item[1]))
     keys = tuple(best)
     index = {key: i for i, key in enumerate(keys)}
-    keymap = np.array([index[t] if keep else -1 for t, keep in zip(texts, kept, strict=True)],
-                      dtype=np.int64)  # fmt: skip
+    keymap = np.array(
+        [index[t] if keep else -1 for t, keep in zip(texts, kept, strict=True)], dtype=np.int64
+    )
     mapped = keymap[inverse.reshape(-1)]
     if cells is not None:
         live = mapped >= 0
@@ -268,8 +268,18 @@ class Aggregation:
         for mi, ji, di, ki, (mu, c, c_na, c_f) in zip(*(x.tolist() for x in columns), strict=True):
             g = self.groupings[di]
             mu = None if mu != mu else mu  # NaN: nothing scored
-            rows.append(Row(t.models[mi], t.judges[ji], g.dimension.shown, g.keys[ki], mu,
-                            int(c), int(c_na), int(c_f)))  # fmt: skip
+            rows.append(
+                Row(
+                    t.models[mi],
+                    t.judges[ji],
+                    g.dimension.shown,
+                    g.keys[ki],
+                    mu,
+                    int(c),
+                    int(c_na),
+                    int(c_f),
+                )
+            )
         return rows
 
     # -- bootstrap replicates -------------------------------------------------------------
@@ -315,8 +325,10 @@ class Aggregation:
         w = Replicates.of(weights)
         order = np.argsort(self.atom, kind="stable")
         bounds = np.searchsorted(self.atom[order], np.arange(len(self.atom_codes) + 1))
-        left = [np.bincount(c[c >= 0], minlength=len(g.keys)) for g, c in
-                zip(self.partitions, self.atom_codes.T, strict=True)]  # fmt: skip
+        left = [
+            np.bincount(c[c >= 0], minlength=len(g.keys))
+            for g, c in zip(self.partitions, self.atom_codes.T, strict=True)
+        ]
         open_: dict[tuple[int, int], FloatArray] = {}
         for a in range(len(self.atom_codes)):
             cells = order[bounds[a] : bounds[a + 1]]

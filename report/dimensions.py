@@ -138,8 +138,9 @@ def flask_breakdown(
     domain_order: Sequence[str] = (),
 ) -> Breakdown:
     """FLASK's report: overall, skill, ability, domain, difficulty, skill x difficulty."""
-    return report_breakdown(ability_of, skill_order=skill_order, ability_order=ability_order,
-                            domain_order=domain_order)  # fmt: skip
+    return report_breakdown(
+        ability_of, skill_order=skill_order, ability_order=ability_order, domain_order=domain_order
+    )
 
 
 def report_breakdown(
@@ -167,8 +168,7 @@ def report_breakdown(
         Dimension(ABILITY, by=("skill",), rename=ability_of, partial=partial_abilities),
     ]
     if capabilities:
-        dims.insert(1, Dimension(BIGGEN_OVERALL, mean_of=CAPABILITY, label=OVERALL,
-                                 key=BIGGEN_KEY))  # fmt: skip
+        dims.insert(1, Dimension(BIGGEN_OVERALL, mean_of=CAPABILITY, label=OVERALL, key=BIGGEN_KEY))
         dims.append(Dimension(CAPABILITY, by=("capability",)))
     if tasks:
         dims.append(Dimension(TASK, by=("task",)))
@@ -179,6 +179,11 @@ def report_breakdown(
     ]
     return Breakdown(
         tuple(dims),
-        orders={"skill": skill_order, ABILITY: ability_order, "domain": domain_order,
-                "capability": capability_order, "task": task_order},
-    )  # fmt: skip
+        orders={
+            "skill": skill_order,
+            ABILITY: ability_order,
+            "domain": domain_order,
+            "capability": capability_order,
+            "task": task_order,
+        },
+    )

@@ -38,8 +38,15 @@ if TYPE_CHECKING:
 
 #: The keys of a report row in JSON and CSV: :meth:`Row.as_dict` plus the interval.
 ROW_FIELDS: tuple[str, ...] = (
-    "model", "judge", "dimension", "key", "mean", "n", "n_na", "n_failed"
-)  # fmt: skip
+    "model",
+    "judge",
+    "dimension",
+    "key",
+    "mean",
+    "n",
+    "n_na",
+    "n_failed",
+)
 FIELDS: tuple[str, ...] = (*ROW_FIELDS, "ci_low", "ci_high")
 
 #: What a judge's completion budget is when its config leaves it unset.
@@ -140,8 +147,10 @@ class JudgeCost:
         batched = f", {self.batch_calls:,} through a batch API" if self.batch_calls else ""
         untrusted = (
             f"; {self.untrusted:,} with a usage not trusted (impossible token counts: "
-            "counted at a safe estimate)" if self.untrusted else ""
-        )  # fmt: skip
+            "counted at a safe estimate)"
+            if self.untrusted
+            else ""
+        )
         cost = f"cost unknown ({self.unpriced})" if self.unpriced else f"${self.cost:.4f}"
         return (
             f"{self.calls:,} calls{batched}, {cost}; {self.prompt_tokens:,} prompt "
@@ -167,18 +176,24 @@ class Progress:
 
     def describe(self) -> str:
         """The line every format of a report in progress shows."""
-        return (f"IN PROGRESS: {self.pending:,} of {self.total:,} judgments pending "
-                f"({self.done:,} done, {self.failed:,} failed); this report is partial, its "
-                "figures will change as the run goes on")  # fmt: skip
+        return (
+            f"IN PROGRESS: {self.pending:,} of {self.total:,} judgments pending "
+            f"({self.done:,} done, {self.failed:,} failed); this report is partial, its "
+            "figures will change as the run goes on"
+        )
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON document's fields: ``in_progress``, ``pending`` and ``judgments``."""
         return {
             "in_progress": self.in_progress,
             "pending": self.pending,
-            "judgments": {"total": self.total, "done": self.done, "failed": self.failed,
-                          "pending": self.pending},
-        }  # fmt: skip
+            "judgments": {
+                "total": self.total,
+                "done": self.done,
+                "failed": self.failed,
+                "pending": self.pending,
+            },
+        }
 
 
 @dataclass(frozen=True)
@@ -270,8 +285,9 @@ def definitions(table: ScoreTable) -> list[dict[str, str]]:
     when instances carry capabilities."""
     if not table.capabilities:
         return []
-    return [{"dimension": OVERALL, "key": BIGGEN_KEY, "label": BIGGEN_LABEL,
-             "definition": BIGGEN_RULE}]  # fmt: skip
+    return [
+        {"dimension": OVERALL, "key": BIGGEN_KEY, "label": BIGGEN_LABEL, "definition": BIGGEN_RULE}
+    ]
 
 
 def as_report(rows: Report | Sequence[Row], run: str = "") -> Report:

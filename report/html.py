@@ -169,8 +169,18 @@ def _comparisons(report: Report) -> str:
 def _agreement(report: Report) -> str:
     if not report.agreement:
         return "<p>No pair of judges scored the same judgments.</p>"
-    heads = ("judge A", "judge B", "skill", "n", "Pearson", "Spearman", "Kendall τ-b",
-             "Krippendorff α", "exact", "within 1")  # fmt: skip
+    heads = (
+        "judge A",
+        "judge B",
+        "skill",
+        "n",
+        "Pearson",
+        "Spearman",
+        "Kendall τ-b",
+        "Krippendorff α",
+        "exact",
+        "within 1",
+    )
     cells = [f"<th{' class=key' if k < 3 else ''}>{_e(h)}</th>" for k, h in enumerate(heads)]
     out = ["<table><tr>", *cells, "</tr>"]
     for r in report.agreement:
@@ -190,8 +200,10 @@ def _self_consistency(report: Report) -> str:
     out = ["<table><tr>", *cells, "</tr>"]
     for r in report.self_consistency:
         stats = "".join(f"<td>{fmt(v, 3)}</td>" for v in (r.all_equal, r.mean_sd, r.icc))
-        out.append(f"<tr><td class='key'>{_e(r.judge)}</td><td>{r.samples}</td>"
-                   f"<td>{r.items}</td>{stats}</tr>")  # fmt: skip
+        out.append(
+            f"<tr><td class='key'>{_e(r.judge)}</td><td>{r.samples}</td>"
+            f"<td>{r.items}</td>{stats}</tr>"
+        )
     out.append("</table>")
     return "".join(out)
 
@@ -239,27 +251,44 @@ def render(report: Report, plots: Sequence[Plot]) -> str:
     groups = []
     if report.capabilities:
         groups = [
-            ("capabilities", "Capabilities", figures("capabilities") + figures("radar")
-             + _section_tables(report, CAPABILITY, report.capabilities, "capability")),
+            (
+                "capabilities",
+                "Capabilities",
+                figures("capabilities")
+                + figures("radar")
+                + _section_tables(report, CAPABILITY, report.capabilities, "capability"),
+            ),
             ("tasks", "Tasks", _section_tables(report, TASK, report.tasks, "task")),
-        ]  # fmt: skip
+        ]
     elif report.tasks:
         groups = [("tasks", "Tasks", _section_tables(report, TASK, report.tasks, "task"))]
     skill_figures = "" if report.capabilities else figures("radar")
     sections = [
         ("overall", "Overall", overall),
-        ("skills", "Skills", skill_figures
-         + _section_tables(report, SKILL, report.skills, "skill")),
+        (
+            "skills",
+            "Skills",
+            skill_figures + _section_tables(report, SKILL, report.skills, "skill"),
+        ),
         *groups,
-        ("abilities", "Abilities", figures("abilities")
-         + _section_tables(report, ABILITY, report.abilities, "ability")),
-        ("domains", "Domains", figures("domains")
-         + _section_tables(report, DOMAIN, report.domains, "domain")),
-        ("difficulty", "Difficulty", figures("difficulty", wide=True)
-         + _section_tables(report, DIFFICULTY, (), "level")),
+        (
+            "abilities",
+            "Abilities",
+            figures("abilities") + _section_tables(report, ABILITY, report.abilities, "ability"),
+        ),
+        (
+            "domains",
+            "Domains",
+            figures("domains") + _section_tables(report, DOMAIN, report.domains, "domain"),
+        ),
+        (
+            "difficulty",
+            "Difficulty",
+            figures("difficulty", wide=True) + _section_tables(report, DIFFICULTY, (), "level"),
+        ),
         ("comparisons", "Paired model comparisons (overall)", _comparisons(report)),
         ("agreement", "Judge agreement", figures("agreement") + _agreement(report)),
-    ]  # fmt: skip
+    ]
     if report.self_consistency:
         sections.append(("self-consistency", "Self-consistency", _self_consistency(report)))
     if report.pairwise is not None:

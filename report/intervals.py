@@ -165,7 +165,17 @@ def comparisons(
         found, lo.tolist(), hi.tolist(), strict=True
     ):
         finite = diff is not None and np.isfinite(low)
-        result.append(Comparison(judge, a_name, b_name, n, mean_a, mean_b, diff,
-                                 float(low) if finite else None,
-                                 float(high) if finite else None))  # fmt: skip
+        result.append(
+            Comparison(
+                judge,
+                a_name,
+                b_name,
+                n,
+                mean_a,
+                mean_b,
+                diff,
+                float(low) if finite else None,
+                float(high) if finite else None,
+            )
+        )
     return result

@@ -45,9 +45,11 @@ N_CS = 10
 
 
 def _logloss_continuous(
-    y_true: FloatArray, y_pred: FloatArray, true_prob: FloatArray,
+    y_true: FloatArray,
+    y_pred: FloatArray,
+    true_prob: FloatArray,
     true_sample_weight: FloatArray | None = None,
-) -> float:  # fmt: skip
+) -> float:
     """AlpacaEval's ``logloss_continuous``: the log-loss of the fractional preference."""
     target = np.where(y_true == 1, true_prob, 1 - true_prob)
     pred = np.clip(y_pred, 1e-15, 1 - 1e-15)
@@ -95,9 +97,11 @@ def one_outcome(y: FloatArray) -> bool:
 
 
 def alpaca_eval_lc(
-    y: FloatArray, len_model: FloatArray, len_baseline: FloatArray,
+    y: FloatArray,
+    len_model: FloatArray,
+    len_baseline: FloatArray,
     weights: FloatArray | None = None,
-) -> list[LengthControlled]:  # fmt: skip
+) -> list[LengthControlled]:
     """LC win rates of a model against the baseline (``y``: its score in each game, 1 /
     0.5 / 0), AlpacaEval's default fit; one result per row of ``weights`` (``(R,
     games)``; None: the point estimate only). None where the cross-validation cannot run
@@ -118,8 +122,12 @@ def alpaca_eval_lc(
     labels = np.concatenate([np.ones(len(y)), np.zeros(len(y))])
     true_prob = np.concatenate([y, 1.0 - y])
     groups = np.concatenate([np.arange(len(y)), np.arange(len(y))])
-    common = {"random_state": RANDOM_STATE, "dual": False, "solver": "liblinear",
-              "fit_intercept": False}  # fmt: skip
+    common = {
+        "random_state": RANDOM_STATE,
+        "dual": False,
+        "solver": "liblinear",
+        "fit_intercept": False,
+    }
     test = np.column_stack([np.zeros(len(y)), np.ones(len(y))])  # length difference 0
     with sklearn.config_context(enable_metadata_routing=True), warnings.catch_warnings():
         warnings.simplefilter("ignore", category=FutureWarning)  # liblinear's penalty args
@@ -127,12 +135,19 @@ def alpaca_eval_lc(
         scorer = make_scorer(
             _logloss_continuous, response_method="predict_proba", greater_is_better=False
         ).set_score_request(true_sample_weight=True, true_prob=True)
-        cv = LogisticRegressionCV(Cs=N_CS, l1_ratios=(1.0,), cv=GroupKFold(n_splits=N_SPLITS),
-                                  scoring=scorer, **common)  # fmt: skip
+        cv = LogisticRegressionCV(
+            Cs=N_CS, l1_ratios=(1.0,), cv=GroupKFold(n_splits=N_SPLITS), scoring=scorer, **common
+        )
         cv.set_fit_request(sample_weight=True)
         with _liblinear_quiet() if _a_fold_may_lack_an_outcome(y) else nullcontext():
-            cv.fit(x, labels, sample_weight=true_prob, groups=groups, true_sample_weight=None,
-                   true_prob=true_prob)  # fmt: skip
+            cv.fit(
+                x,
+                labels,
+                sample_weight=true_prob,
+                groups=groups,
+                true_sample_weight=None,
+                true_prob=true_prob,
+            )
         c = float(np.ravel(cv.C_)[0])
     point = np.ravel(cv.coef_)
     full = np.array_equal(w, np.ones_like(w))
@@ -150,8 +165,9 @@ def alpaca_eval_lc(
     return out
 
 
-def _objective(x: FloatArray, y: FloatArray, w: FloatArray, c: float,
-               beta: FloatArray) -> FloatArray:  # fmt: skip
+def _objective(
+    x: FloatArray, y: FloatArray, w: FloatArray, c: float, beta: FloatArray
+) -> FloatArray:
     """liblinear's L1 logistic objective ``|beta|_1 + c * sum w (y softplus(-eta) + (1 - y)
     softplus(eta))`` per replicate (``beta``: ``(R, 2)``)."""
     eta = beta @ x.T
@@ -182,8 +198,11 @@ def _lasso_2d(h: FloatArray, b: FloatArray) -> FloatArray:
         valid = (np.abs(det) > 1e-300) & np.all(np.sign(z) == s, axis=1)
         candidates.append(np.where(valid[:, None], z, np.nan))
     z_all = np.stack(candidates, 1)  # (R, 7, 2)
-    value = (0.5 * np.einsum("rki,rij,rkj->rk", z_all, h, z_all)
-             + np.einsum("rki,ri->rk", z_all, b) + np.abs(z_all).sum(axis=2))  # fmt: skip
+    value = (
+        0.5 * np.einsum("rki,rij,rkj->rk", z_all, h, z_all)
+        + np.einsum("rki,ri->rk", z_all, b)
+        + np.abs(z_all).sum(axis=2)
+    )
     value = np.where(np.isnan(value), np.inf, value)
     best: FloatArray = z_all[np.arange(count), np.argmin(value, axis=1)]
     return best

@@ -35,9 +35,16 @@ BIGGEN_RULE = "overall = mean of capability means, as BiGGen Bench's report comp
 
 #: BiGGen Bench's capabilities in the order its report lists them (``make_report.py``).
 BIGGEN_CAPABILITIES: tuple[str, ...] = (
-    "grounding", "instruction_following", "planning", "reasoning", "refinement", "safety",
-    "theory_of_mind", "tool_usage", "multilingual",
-)  # fmt: skip
+    "grounding",
+    "instruction_following",
+    "planning",
+    "reasoning",
+    "refinement",
+    "safety",
+    "theory_of_mind",
+    "tool_usage",
+    "multilingual",
+)
 
 #: Separator of ``skill_difficulty`` keys: ``f"{skill}|{level}"``.
 KEY_SEP = "|"

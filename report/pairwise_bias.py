@@ -81,8 +81,11 @@ def position(
         np.array([row[both[g].instance_id] for g in game_c.tolist()], dtype=np.int64),
         cell_c,
         np.array([0 if both[g].consistent else 1 for g in game_c.tolist()], dtype=np.int64),
-        len(cells_c), 2, weights, confidence,
-    )  # fmt: skip
+        len(cells_c),
+        2,
+        weights,
+        confidence,
+    )
     decisive = [r for r in records if r.verdict != VERDICT_TIE]
     index: dict[tuple[str, str], int] = {}
     inst, cell, cat = [], [], []
@@ -91,8 +94,15 @@ def position(
             inst.append(row[r.instance_id])
             cell.append(index.setdefault((r.judge, crit), len(index)))
             cat.append(0 if r.verdict == VERDICT_FIRST else 1)
-    first = shares(np.array(inst, dtype=np.int64), np.array(cell, dtype=np.int64),
-                   np.array(cat, dtype=np.int64), len(index), 2, weights, confidence)  # fmt: skip
+    first = shares(
+        np.array(inst, dtype=np.int64),
+        np.array(cell, dtype=np.int64),
+        np.array(cat, dtype=np.int64),
+        len(index),
+        2,
+        weights,
+        confidence,
+    )
     where_c = {key: c for c, key in enumerate(cells_c)}
     keys = dict.fromkeys(
         [*((r.judge, crit) for r in records for crit in criterion_cells(r.criterion, several))]
@@ -139,9 +149,10 @@ def length_bias(
     below the first edge and one from the last edge up; empty bins are left out."""
     bounds = [-np.inf, *map(float, edges), np.inf]
     known = [
-        g for g in games
+        g
+        for g in games
         if (g.model_a, g.instance_id) in lengths and (g.model_b, g.instance_id) in lengths
-    ]  # fmt: skip
+    ]
     diff = np.array(
         [lengths[(g.model_a, g.instance_id)] - lengths[(g.model_b, g.instance_id)] for g in known],
         dtype=np.float64,
@@ -157,8 +168,12 @@ def length_bias(
         np.array([row[known[g].instance_id] for g in game_of.tolist()], dtype=np.int64),
         cell_of,
         np.array([known[g].outcome for g in game_of.tolist()], dtype=np.int64),
-        len(cells), 3, weights, confidence, np.array(SCORE_OF),
-    )  # fmt: skip
+        len(cells),
+        3,
+        weights,
+        confidence,
+        np.array(SCORE_OF),
+    )
     out = []
     for c, (judge, b, crit) in enumerate(cells):
         lo, hi = bounds[int(b)], bounds[int(b) + 1]

@@ -94,8 +94,11 @@ class LabelAccuracy:
         out: dict[str, Any] = {"judge": self.judge, "group": self.group}
         for name in ("both", "listed", "both_no_tie", "listed_no_tie"):
             tally: Tally = getattr(self, name)
-            out |= {f"n_{name}": tally.n, f"correct_{name}": tally.correct,
-                    f"accuracy_{name}": tally.accuracy}  # fmt: skip
+            out |= {
+                f"n_{name}": tally.n,
+                f"correct_{name}": tally.correct,
+                f"accuracy_{name}": tally.accuracy,
+            }
         return out | {"n_one_order": self.n_one_order, "n_missing": self.n_missing}
 
 
@@ -186,8 +189,18 @@ def label_accuracy(
                         _count(counts[name], lab, one)
         for name in names:
             n = counts[name]
-            out.append(LabelAccuracy(judge, name, n.both, n.listed, n.both_no_tie,
-                                     n.listed_no_tie, n.one_order, n.missing))  # fmt: skip
+            out.append(
+                LabelAccuracy(
+                    judge,
+                    name,
+                    n.both,
+                    n.listed,
+                    n.both_no_tie,
+                    n.listed_no_tie,
+                    n.one_order,
+                    n.missing,
+                )
+            )
     return out
 
 

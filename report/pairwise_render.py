@@ -62,9 +62,8 @@ def _matrix_lines(pw: PairwiseReport, judge: str) -> list[str]:
     rows = [("", "", [(m, m) for m in pw.models])]
     return [
         f"Win-rate matrix | judge {judge} (row's score vs column: win + tie/2)",
-        *grid(rows, [[m] for m in pw.models],
-              lambda c, _dim, a: _f(matrix.get((a, pw.models[c])))),
-    ]  # fmt: skip
+        *grid(rows, [[m] for m in pw.models], lambda c, _dim, a: _f(matrix.get((a, pw.models[c])))),
+    ]
 
 
 def _controlled_lines(pw: PairwiseReport, judge: str, width: int, level: int) -> list[str]:
@@ -94,8 +93,10 @@ def text(pw: PairwiseReport, level: int = 95) -> str:
     width = max([5, *(len(m) for m in pw.models)])
     for judge in pw.judges:
         lines += ["", f"Leaderboard | judge {judge} (Bradley-Terry, {level}% CI)"]
-        lines.append(f"  {'model':<{width}}  {'rating':>7}  {'interval':<18}  "
-                     f"{'win vs anchor':>13}  {'games':>6}")  # fmt: skip
+        lines.append(
+            f"  {'model':<{width}}  {'rating':>7}  {'interval':<18}  "
+            f"{'win vs anchor':>13}  {'games':>6}"
+        )
         for r in pw.leaderboard(judge):
             lines.append(
                 f"  {r.model:<{width}}  {_f(r.rating, 1):>7}  {_ci(r.ci, 1):<18}  "
@@ -103,8 +104,11 @@ def text(pw: PairwiseReport, level: int = 95) -> str:
             )
         lines += _controlled_lines(pw, judge, width, level)
         lines += _matrix_lines(pw, judge)
-    lines += ["", "Position bias (consistency: the verdict survives the swap; first: the share "
-              "of non-tie", "verdicts that picked the response shown first)"]  # fmt: skip
+    lines += [
+        "",
+        "Position bias (consistency: the verdict survives the swap; first: the share of non-tie",
+        "verdicts that picked the response shown first)",
+    ]
     for p in pw.positions:
         crit = "" if p.criterion == ALL_CRITERIA else f" [{p.criterion}]"
         lines.append(
@@ -123,9 +127,14 @@ def text(pw: PairwiseReport, level: int = 95) -> str:
     if pw.agreement:
         lines += ["", "Agreement between judges (combined verdicts: A, tie, B)"]
     for agree in pw.agreement:
-        lines.append(f"  judges {agree.judge_a} and {agree.judge_b}: " + ", ".join(
-            f"{k} {_f(v, 3) if isinstance(v, float) else v}" for k, v in vars(agree).items()
-            if k not in ("judge_a", "judge_b")))  # fmt: skip
+        lines.append(
+            f"  judges {agree.judge_a} and {agree.judge_b}: "
+            + ", ".join(
+                f"{k} {_f(v, 3) if isinstance(v, float) else v}"
+                for k, v in vars(agree).items()
+                if k not in ("judge_a", "judge_b")
+            )
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -144,9 +153,11 @@ def html_section(pw: PairwiseReport, figures: str = "") -> str:
     """The pairwise section of the HTML page (tables; ``figures`` is inserted first)."""
     out = [figures, f"<p class='meta'>Anchor: {_e(pw.anchor)} (rating 1000).</p>"]
     for judge in pw.judges:
-        out.append(f"<h3>Leaderboard, judge {_e(judge)}</h3><table class='leaderboard'><tr>"
-                   "<th class='key'>model</th><th>rating</th><th>interval</th>"
-                   "<th>win rate vs anchor</th><th>games</th></tr>")  # fmt: skip
+        out.append(
+            f"<h3>Leaderboard, judge {_e(judge)}</h3><table class='leaderboard'><tr>"
+            "<th class='key'>model</th><th>rating</th><th>interval</th>"
+            "<th>win rate vs anchor</th><th>games</th></tr>"
+        )
         for r in pw.leaderboard(judge):
             out.append(
                 f"<tr><td class='key'>{_e(r.model)}</td><td>{_f(r.rating, 1)}</td>"
@@ -156,18 +167,22 @@ def html_section(pw: PairwiseReport, figures: str = "") -> str:
         out.append("</table>")
         out.append(_controlled_html(pw, judge))
         matrix = pw.matrix(judge)
-        out.append(f"<h3>Win-rate matrix, judge {_e(judge)}</h3><table class='winrate'><tr>"
-                   "<th class='key'>row vs column</th>")  # fmt: skip
+        out.append(
+            f"<h3>Win-rate matrix, judge {_e(judge)}</h3><table class='winrate'><tr>"
+            "<th class='key'>row vs column</th>"
+        )
         out += [f"<th>{_e(m)}</th>" for m in pw.models]
         out.append("</tr>")
         for a in pw.models:
             cells = "".join(f"<td>{_f(matrix.get((a, b)))}</td>" for b in pw.models)
             out.append(f"<tr><td class='key'>{_e(a)}</td>{cells}</tr>")
         out.append("</table>")
-    out.append("<h3>Position consistency</h3><table class='position'><tr>"
-               "<th class='key'>judge</th><th class='key'>criterion</th><th>consistency</th>"
-               "<th>interval</th><th>n</th><th>first-position preference</th>"
-               "<th>n</th></tr>")  # fmt: skip
+    out.append(
+        "<h3>Position consistency</h3><table class='position'><tr>"
+        "<th class='key'>judge</th><th class='key'>criterion</th><th>consistency</th>"
+        "<th>interval</th><th>n</th><th>first-position preference</th>"
+        "<th>n</th></tr>"
+    )
     for p in pw.positions:
         out.append(
             f"<tr><td class='key'>{_e(p.judge)}</td><td class='key'>{_e(p.criterion)}</td>"
@@ -179,16 +194,20 @@ def html_section(pw: PairwiseReport, figures: str = "") -> str:
     if pw.label_accuracy:
         out.append(_accuracy_html(pw))
     if pw.one_order:
-        out.append("<h3>Judged in one order only</h3><p class='note'>Left out of the rates "
-                   "and ratings above.</p><table class='one-order'><tr><th class='key'>judge"
-                   "</th><th class='key'>pair</th><th>n</th><th>win</th><th>tie</th>"
-                   "<th>loss</th></tr>")  # fmt: skip
+        out.append(
+            "<h3>Judged in one order only</h3><p class='note'>Left out of the rates "
+            "and ratings above.</p><table class='one-order'><tr><th class='key'>judge"
+            "</th><th class='key'>pair</th><th>n</th><th>win</th><th>tie</th>"
+            "<th>loss</th></tr>"
+        )
         for w in pw.one_order:
             if w.criterion == ALL_CRITERIA:
-                out.append(f"<tr><td class='key'>{_e(w.judge)}</td><td class='key'>"
-                           f"{_e(w.model_a)} vs {_e(w.model_b)}</td><td>{w.n}</td>"
-                           f"<td>{_f(w.win, 3)}</td><td>{_f(w.tie, 3)}</td>"
-                           f"<td>{_f(w.loss, 3)}</td></tr>")  # fmt: skip
+                out.append(
+                    f"<tr><td class='key'>{_e(w.judge)}</td><td class='key'>"
+                    f"{_e(w.model_a)} vs {_e(w.model_b)}</td><td>{w.n}</td>"
+                    f"<td>{_f(w.win, 3)}</td><td>{_f(w.tie, 3)}</td>"
+                    f"<td>{_f(w.loss, 3)}</td></tr>"
+                )
         out.append("</table>")
     out += [f"<p class='note'>{_e(n)}</p>" for n in pw.notes]
     return "".join(out)
@@ -200,12 +219,21 @@ def _controlled_html(pw: PairwiseReport, judge: str) -> str:
     rows = pw.controlled_board(judge)
     if not rows:
         return ""
-    heads = ("win rate vs anchor", "length-controlled win rate", "interval",
-             "style-controlled rating", "interval", "style-controlled win rate",
-             "games")  # fmt: skip
-    out = [f"<h3>Controlled for length and style, judge {_e(judge)}</h3><table "
-           "class='controlled'><tr><th class='key'>model</th>"
-           + "".join(f"<th>{h}</th>" for h in heads) + "</tr>"]  # fmt: skip
+    heads = (
+        "win rate vs anchor",
+        "length-controlled win rate",
+        "interval",
+        "style-controlled rating",
+        "interval",
+        "style-controlled win rate",
+        "games",
+    )
+    out = [
+        f"<h3>Controlled for length and style, judge {_e(judge)}</h3><table "
+        "class='controlled'><tr><th class='key'>model</th>"
+        + "".join(f"<th>{h}</th>" for h in heads)
+        + "</tr>"
+    ]
     for c in rows:
         out.append(
             f"<tr><td class='key'>{_e(c.model)}</td><td>{_f(c.raw_win, 3)}</td>"
@@ -219,17 +247,23 @@ def _controlled_html(pw: PairwiseReport, judge: str) -> str:
 
 def _accuracy_html(pw: PairwiseReport) -> str:
     """Accuracy against the labels: a row per judge and group."""
-    out = ["<h3>Accuracy against the labels</h3><p class='note'>Auto-J's rule: a comparison "
-           "is right when the verdicts of both orders are; one order: the order as listed. "
-           "Without tie labels: the comparisons labelled a tie left out.</p>"
-           "<table class='accuracy'><tr><th class='key'>judge</th><th class='key'>group</th>"
-           "<th>both orders</th><th>one order</th><th>both, no tie label</th>"
-           "<th>one order, no tie label</th><th>judged in one order only</th></tr>"]  # fmt: skip
+    out = [
+        "<h3>Accuracy against the labels</h3><p class='note'>Auto-J's rule: a comparison "
+        "is right when the verdicts of both orders are; one order: the order as listed. "
+        "Without tie labels: the comparisons labelled a tie left out.</p>"
+        "<table class='accuracy'><tr><th class='key'>judge</th><th class='key'>group</th>"
+        "<th>both orders</th><th>one order</th><th>both, no tie label</th>"
+        "<th>one order, no tie label</th><th>judged in one order only</th></tr>"
+    ]
     for acc in pw.label_accuracy:
-        cells = "".join(f"<td>{_e(_tally(t))}</td>" for t in
-                        (acc.both, acc.listed, acc.both_no_tie, acc.listed_no_tie))  # fmt: skip
-        out.append(f"<tr><td class='key'>{_e(acc.judge)}</td><td class='key'>{_e(acc.group)}"
-                   f"</td>{cells}<td>{acc.n_one_order}</td></tr>")  # fmt: skip
+        cells = "".join(
+            f"<td>{_e(_tally(t))}</td>"
+            for t in (acc.both, acc.listed, acc.both_no_tie, acc.listed_no_tie)
+        )
+        out.append(
+            f"<tr><td class='key'>{_e(acc.judge)}</td><td class='key'>{_e(acc.group)}"
+            f"</td>{cells}<td>{acc.n_one_order}</td></tr>"
+        )
     out.append("</table>")
     return "".join(out)
 

@@ -71,13 +71,37 @@ PAIRWISE, RATING, POSITION, LENGTH_BIAS = "pairwise", "rating", "position", "len
 ONE_ORDER = "pairwise_one_order"
 LENGTH_CONTROLLED, STYLE_CONTROLLED = "length_controlled", "style_controlled"
 LC_UNPENALIZED = "length_controlled_unpenalized"
-DIMENSIONS = (PAIRWISE, RATING, POSITION, LENGTH_BIAS, ONE_ORDER, LENGTH_CONTROLLED,
-              LC_UNPENALIZED, STYLE_CONTROLLED)  # fmt: skip
+DIMENSIONS = (
+    PAIRWISE,
+    RATING,
+    POSITION,
+    LENGTH_BIAS,
+    ONE_ORDER,
+    LENGTH_CONTROLLED,
+    LC_UNPENALIZED,
+    STYLE_CONTROLLED,
+)
 PAIRWISE_FIELDS: tuple[str, ...] = (
-    *FIELDS, "criterion", "model_b", "win", "win_low", "win_high", "tie", "tie_low",
-    "tie_high", "loss", "loss_low", "loss_high", "n_swapped", "win_rate", "anchor",
-    "first_preference", "first_low", "first_high", "n_decisive",
-)  # fmt: skip
+    *FIELDS,
+    "criterion",
+    "model_b",
+    "win",
+    "win_low",
+    "win_high",
+    "tie",
+    "tie_low",
+    "tie_high",
+    "loss",
+    "loss_low",
+    "loss_high",
+    "n_swapped",
+    "win_rate",
+    "anchor",
+    "first_preference",
+    "first_low",
+    "first_high",
+    "n_decisive",
+)
 
 
 @dataclass(frozen=True)
@@ -171,24 +195,40 @@ def _ci(interval: tuple[float, float] | None) -> tuple[float | None, float | Non
     return (None, None) if interval is None else interval
 
 
-def _failed(failed: Mapping[tuple[str, str, str, str], int], judge: str, crit: str,
-            pair: frozenset[str] | None = None) -> int:  # fmt: skip
+def _failed(
+    failed: Mapping[tuple[str, str, str, str], int],
+    judge: str,
+    crit: str,
+    pair: frozenset[str] | None = None,
+) -> int:
     return sum(
         n
         for (j, first, second, c), n in failed.items()
-        if j == judge and (crit == ALL_CRITERIA or c == crit)
+        if j == judge
+        and (crit == ALL_CRITERIA or c == crit)
         and (pair is None or frozenset((first, second)) == pair)
-    )  # fmt: skip
+    )
 
 
-def _pair_row(w: WinRate, failed: Mapping[tuple[str, str, str, str], int],
-              dimension: str = PAIRWISE) -> dict[str, Any]:  # fmt: skip
+def _pair_row(
+    w: WinRate, failed: Mapping[tuple[str, str, str, str], int], dimension: str = PAIRWISE
+) -> dict[str, Any]:
     row = _blank()
-    row.update(model=w.model_a, model_b=w.model_b, judge=w.judge, dimension=dimension,
-               key=f"{w.model_a} vs {w.model_b}", criterion=w.criterion, mean=w.score,
-               n=w.n, n_swapped=w.n_swapped, win=w.win, tie=w.tie, loss=w.loss,
-               n_failed=_failed(failed, w.judge, w.criterion,
-                                frozenset((w.model_a, w.model_b))))  # fmt: skip
+    row.update(
+        model=w.model_a,
+        model_b=w.model_b,
+        judge=w.judge,
+        dimension=dimension,
+        key=f"{w.model_a} vs {w.model_b}",
+        criterion=w.criterion,
+        mean=w.score,
+        n=w.n,
+        n_swapped=w.n_swapped,
+        win=w.win,
+        tie=w.tie,
+        loss=w.loss,
+        n_failed=_failed(failed, w.judge, w.criterion, frozenset((w.model_a, w.model_b))),
+    )
     row["ci_low"], row["ci_high"] = _ci(w.score_ci)
     for name, interval in (("win", w.win_ci), ("tie", w.tie_ci), ("loss", w.loss_ci)):
         row[f"{name}_low"], row[f"{name}_high"] = _ci(interval)
@@ -197,9 +237,17 @@ def _pair_row(w: WinRate, failed: Mapping[tuple[str, str, str, str], int],
 
 def _rating_row(r: Rating) -> dict[str, Any]:
     row = _blank()
-    row.update(model=r.model, judge=r.judge, dimension=RATING, key=r.model,
-               criterion=r.criterion, mean=r.rating, n=r.games, win_rate=r.win_rate,
-               anchor=r.anchor)  # fmt: skip
+    row.update(
+        model=r.model,
+        judge=r.judge,
+        dimension=RATING,
+        key=r.model,
+        criterion=r.criterion,
+        mean=r.rating,
+        n=r.games,
+        win_rate=r.win_rate,
+        anchor=r.anchor,
+    )
     row["ci_low"], row["ci_high"] = _ci(r.ci)
     row["win_low"], row["win_high"] = _ci(r.win_ci)
     return row
@@ -207,9 +255,18 @@ def _rating_row(r: Rating) -> dict[str, Any]:
 
 def _position_row(p: Position, failed: Mapping[tuple[str, str, str, str], int]) -> dict[str, Any]:
     row = _blank()
-    row.update(model="", judge=p.judge, dimension=POSITION, key=p.judge, criterion=p.criterion,
-               mean=p.consistency, n=p.n_swapped, first_preference=p.first_preference,
-               n_decisive=p.n_decisive, n_failed=_failed(failed, p.judge, p.criterion))  # fmt: skip
+    row.update(
+        model="",
+        judge=p.judge,
+        dimension=POSITION,
+        key=p.judge,
+        criterion=p.criterion,
+        mean=p.consistency,
+        n=p.n_swapped,
+        first_preference=p.first_preference,
+        n_decisive=p.n_decisive,
+        n_failed=_failed(failed, p.judge, p.criterion),
+    )
     row["ci_low"], row["ci_high"] = _ci(p.consistency_ci)
     row["first_low"], row["first_high"] = _ci(p.first_preference_ci)
     return row
@@ -217,23 +274,54 @@ def _position_row(p: Position, failed: Mapping[tuple[str, str, str, str], int]) 
 
 def _length_row(b: LengthBin) -> dict[str, Any]:
     row = _blank()
-    row.update(model="", judge=b.judge, dimension=LENGTH_BIAS, key=b.key, criterion=b.criterion,
-               mean=b.score, n=b.n, win=b.win, tie=b.tie, loss=b.loss)  # fmt: skip
+    row.update(
+        model="",
+        judge=b.judge,
+        dimension=LENGTH_BIAS,
+        key=b.key,
+        criterion=b.criterion,
+        mean=b.score,
+        n=b.n,
+        win=b.win,
+        tie=b.tie,
+        loss=b.loss,
+    )
     row["ci_low"], row["ci_high"] = _ci(b.score_ci)
     return row
 
 
 def _controlled_rows(c: Controlled) -> list[dict[str, Any]]:
     lc, sc = _blank(), _blank()
-    lc.update(model=c.model, judge=c.judge, dimension=LENGTH_CONTROLLED, key=c.model,
-              criterion=ALL_CRITERIA, mean=c.lc_win, n=c.games_vs_anchor, win_rate=c.raw_win,
-              anchor=c.anchor)  # fmt: skip
+    lc.update(
+        model=c.model,
+        judge=c.judge,
+        dimension=LENGTH_CONTROLLED,
+        key=c.model,
+        criterion=ALL_CRITERIA,
+        mean=c.lc_win,
+        n=c.games_vs_anchor,
+        win_rate=c.raw_win,
+        anchor=c.anchor,
+    )
     lc["ci_low"], lc["ci_high"] = _ci(c.lc_ci)
-    plain = {**lc, "dimension": LC_UNPENALIZED, "mean": c.lc_win_unpenalized,
-             "ci_low": None, "ci_high": None}  # fmt: skip
-    sc.update(model=c.model, judge=c.judge, dimension=STYLE_CONTROLLED, key=c.model,
-              criterion=ALL_CRITERIA, mean=c.style_rating, n=c.games, win_rate=c.style_win,
-              anchor=c.anchor)  # fmt: skip
+    plain = {
+        **lc,
+        "dimension": LC_UNPENALIZED,
+        "mean": c.lc_win_unpenalized,
+        "ci_low": None,
+        "ci_high": None,
+    }
+    sc.update(
+        model=c.model,
+        judge=c.judge,
+        dimension=STYLE_CONTROLLED,
+        key=c.model,
+        criterion=ALL_CRITERIA,
+        mean=c.style_rating,
+        n=c.games,
+        win_rate=c.style_win,
+        anchor=c.anchor,
+    )
     sc["ci_low"], sc["ci_high"] = _ci(c.style_ci)
     sc["win_low"], sc["win_high"] = _ci(c.style_win_ci)
     return [lc, plain, sc]
@@ -296,11 +384,28 @@ def fit_ratings(
                 rated = bool(np.isfinite(value))
                 ci = (float(lo[m]), float(hi[m])) if np.isfinite(lo[m]) and rated else None
                 win = ratings.win_probability(value, 1000.0) if rated else None
-                win_ci = None if ci is None else (
-                    ratings.win_probability(ci[0], 1000.0), ratings.win_probability(ci[1], 1000.0)
-                )  # fmt: skip
-                out.append(Rating(name, judge, crit, anchor, value if rated else None, ci,
-                                  win, win_ci, int(played[m]), point.regularized))  # fmt: skip
+                win_ci = (
+                    None
+                    if ci is None
+                    else (
+                        ratings.win_probability(ci[0], 1000.0),
+                        ratings.win_probability(ci[1], 1000.0),
+                    )
+                )
+                out.append(
+                    Rating(
+                        name,
+                        judge,
+                        crit,
+                        anchor,
+                        value if rated else None,
+                        ci,
+                        win,
+                        win_ci,
+                        int(played[m]),
+                        point.regularized,
+                    )
+                )
     return out
 
 
@@ -349,8 +454,7 @@ def build(
     if order:
         report.ratings = fit_ratings(games, order, anchor, instances, weights, confidence)
     if order and texts:
-        report.controlled = controlled(games, order, anchor, instances, weights, texts,
-                                       confidence)  # fmt: skip
+        report.controlled = controlled(games, order, anchor, instances, weights, texts, confidence)
         if report.controlled:
             report.notes.append(CONTROLLED_NOTE)
         for c in report.controlled:

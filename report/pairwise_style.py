@@ -83,10 +83,12 @@ def controlled(
     out: list[Controlled] = []
     for judge in dict.fromkeys(g.judge for g in games):
         mine = [
-            g for g in games
-            if g.judge == judge and (g.model_a, g.instance_id) in features
+            g
+            for g in games
+            if g.judge == judge
+            and (g.model_a, g.instance_id) in features
             and (g.model_b, g.instance_id) in features
-        ]  # fmt: skip
+        ]
         if not mine:
             continue
         # the anchor as model A whenever it plays, as in upstream's battles
@@ -111,20 +113,25 @@ def controlled(
             rating = _value(fit.ratings[0, m])
             win = None if rating is None else float(style.win_probability(np.array(rating)))
             reps = fit.ratings[1:, m]
-            out.append(Controlled(
-                model=name, judge=judge, anchor=anchor,
-                raw_win=float(np.mean(1.0 - score[vs])) if vs.any() else None,
-                lc_win=lc_point if vs.any() or name == anchor else None,
-                lc_ci=_interval(lc_reps, confidence) if name != anchor else None,
-                lc_win_unpenalized=(plain.win_rate if name != anchor else 0.5)
-                if vs.any() or name == anchor else None,
-                games_vs_anchor=int(vs.sum()),
-                style_rating=rating,
-                style_ci=_interval(reps, confidence) if name != anchor else None,
-                style_win=win,
-                style_win_ci=None if name == anchor else _win_ci(reps, confidence),
-                games=int(played[m]),
-            ))  # fmt: skip
+            out.append(
+                Controlled(
+                    model=name,
+                    judge=judge,
+                    anchor=anchor,
+                    raw_win=float(np.mean(1.0 - score[vs])) if vs.any() else None,
+                    lc_win=lc_point if vs.any() or name == anchor else None,
+                    lc_ci=_interval(lc_reps, confidence) if name != anchor else None,
+                    lc_win_unpenalized=(plain.win_rate if name != anchor else 0.5)
+                    if vs.any() or name == anchor
+                    else None,
+                    games_vs_anchor=int(vs.sum()),
+                    style_rating=rating,
+                    style_ci=_interval(reps, confidence) if name != anchor else None,
+                    style_win=win,
+                    style_win_ci=None if name == anchor else _win_ci(reps, confidence),
+                    games=int(played[m]),
+                )
+            )
     return out
 
 

@@ -53,8 +53,13 @@ class PositionPattern:
     flagged: bool
 
     def as_dict(self) -> dict[str, Any]:
-        return {"judge": self.judge, "n": self.n, "share": self.share, "flagged": self.flagged,
-                "positions": [vars(p) for p in self.positions]}  # fmt: skip
+        return {
+            "judge": self.judge,
+            "n": self.n,
+            "share": self.share,
+            "flagged": self.flagged,
+            "positions": [vars(p) for p in self.positions],
+        }
 
     def note(self) -> str:
         """The report's warning for a flagged judge."""

@@ -169,8 +169,9 @@ def radar(report: Report, judge: str) -> Figure:
         fig = Figure(figsize=(7.2, 6.4))
         ax = fig.add_subplot(projection="polar")
         few = "few" if len(skills) < 3 else "many"
-        ax.set_title(f"{judge}: too {few} {what.lower()} ({len(skills)}) for a radar chart",
-                     fontsize=10)  # fmt: skip
+        ax.set_title(
+            f"{judge}: too {few} {what.lower()} ({len(skills)}) for a radar chart", fontsize=10
+        )
         return fig
     values = {m: [cells[(m, s)].mean if (m, s) in cells else None for s in skills] for m in models}
     if len(models) <= RADAR_OVERLAY_MAX:
@@ -280,8 +281,9 @@ def _heatmap(
                 x = (value - vmin) / (vmax - vmin)
                 dark = x < 0.55 if cmap == "viridis" else not 0.2 <= x <= 0.8
                 color = "white" if dark else "black"
-                ax.text(j, i, f"{value:.{digits}f}", ha="center", va="center", fontsize=7,
-                        color=color)  # fmt: skip
+                ax.text(
+                    j, i, f"{value:.{digits}f}", ha="center", va="center", fontsize=7, color=color
+                )
     return image
 
 
@@ -366,8 +368,14 @@ def difficulty_curves(report: Report, judge: str) -> Figure:
         ax.set_xlabel("difficulty level", fontsize=7)
     handles, labels = axes.flat[0].get_legend_handles_labels()
     if handles:
-        fig.legend(handles, labels, loc="lower center", ncols=min(len(labels), 6), fontsize=8,
-                   bbox_to_anchor=(0.5, 0.035))  # fmt: skip
+        fig.legend(
+            handles,
+            labels,
+            loc="lower center",
+            ncols=min(len(labels), 6),
+            fontsize=8,
+            bbox_to_anchor=(0.5, 0.035),
+        )
     names = "   ".join(level_label(str(lv)) for lv in LEVELS)
     fig.text(0.5, 0.005, f"Levels: {names}", ha="center", va="bottom", fontsize=7, color="#444")
     fig.suptitle(f"Score vs difficulty (1-5) per skill — judge {judge}", fontsize=10)

@@ -103,9 +103,14 @@ def log_likelihood(
 
 
 def _maximise(
-    n: int, a: IntArray, b: IntArray, score: FloatArray, games: FloatArray, anchor: int,
+    n: int,
+    a: IntArray,
+    b: IntArray,
+    score: FloatArray,
+    games: FloatArray,
+    anchor: int,
     start: FloatArray | None,
-) -> FloatArray:  # fmt: skip
+) -> FloatArray:
     """Natural-logit MLE with ``beta[anchor] = 0`` (all models connected, maximum finite)."""
     free = np.array([m for m in range(n) if m != anchor], dtype=np.int64)
     total = float(games.sum())
@@ -141,9 +146,13 @@ def _maximise(
     from scipy.optimize import minimize
 
     result = minimize(
-        objective, x0, jac=True, hess=hessian, method="trust-exact",
+        objective,
+        x0,
+        jac=True,
+        hess=hessian,
+        method="trust-exact",
         options={"gtol": GRADIENT_TOLERANCE, "maxiter": 1000},
-    )  # fmt: skip
+    )
     # the objective's value stops resolving steps before the gradient reaches the
     # tolerance: Newton steps on the gradient (same objective) finish the job
     polished = _newton(n, a, b, score[None, :], games[None, :], anchor, full(result.x))
@@ -232,8 +241,15 @@ def fit_replicates(
     )
     warm = np.zeros(n) if start is None else np.asarray(start, dtype=np.float64)
     if fast.any():
-        beta = _newton(k, la, lb, scores[fast][:, keep], games[fast][:, keep],
-                       int(local[anchor]), warm[members])  # fmt: skip
+        beta = _newton(
+            k,
+            la,
+            lb,
+            scores[fast][:, keep],
+            games[fast][:, keep],
+            int(local[anchor]),
+            warm[members],
+        )
         ratings = INIT_RATING + ELO_PER_LOGIT * (beta - beta[:, [int(local[anchor])]])
         block = np.full((int(fast.sum()), n), np.nan)
         block[:, members] = ratings
@@ -247,9 +263,15 @@ def fit_replicates(
 
 
 def _newton(
-    k: int, a: IntArray, b: IntArray, s: FloatArray, g: FloatArray, anchor: int,
-    start: FloatArray, max_iter: int = 100,
-) -> FloatArray:  # fmt: skip
+    k: int,
+    a: IntArray,
+    b: IntArray,
+    s: FloatArray,
+    g: FloatArray,
+    anchor: int,
+    start: FloatArray,
+    max_iter: int = 100,
+) -> FloatArray:
     """Natural-logit MLEs of ``R`` replicates at once (``s``, ``g``: ``(R, pairs)``)."""
     count = s.shape[0]
     free = np.array([m for m in range(k) if m != anchor], dtype=np.int64)

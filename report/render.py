@@ -89,8 +89,19 @@ __all__ = [
 #: the dimension of the CSV rows of a report in progress (:func:`progress_rows`)
 PROGRESS = "progress"
 
-COMPARISON_FIELDS: tuple[str, ...] = ("judge", "model_a", "model_b", "dimension", "key",
-    "n_instances", "mean_a", "mean_b", "diff", "ci_low", "ci_high")  # fmt: skip
+COMPARISON_FIELDS: tuple[str, ...] = (
+    "judge",
+    "model_a",
+    "model_b",
+    "dimension",
+    "key",
+    "n_instances",
+    "mean_a",
+    "mean_b",
+    "diff",
+    "ci_low",
+    "ci_high",
+)
 
 # -- JSON and CSV ---------------------------------------------------------------------
 
@@ -172,8 +183,10 @@ def progress_rows(report: Report) -> list[dict[str, Any]]:
     progress = report.progress
     if progress is None or not progress.in_progress:
         return []
-    return [{"dimension": PROGRESS, "key": key, "n": getattr(progress, key)}
-            for key in ("total", "done", "failed", "pending")]  # fmt: skip
+    return [
+        {"dimension": PROGRESS, "key": key, "n": getattr(progress, key)}
+        for key in ("total", "done", "failed", "pending")
+    ]
 
 
 def rows_csv(rows: Report | Sequence[Row]) -> str:
@@ -191,8 +204,7 @@ def report_csv(report: Report) -> str:
     from flask_eval.report.pairwise_report import PAIRWISE_FIELDS
 
     plain_rows = [dict.fromkeys(PAIRWISE_FIELDS) | r.as_dict() for r in report.rows]
-    return csv_text(PAIRWISE_FIELDS,
-                    [*progress_rows(report), *plain_rows, *report.pairwise.rows()])  # fmt: skip
+    return csv_text(PAIRWISE_FIELDS, [*progress_rows(report), *plain_rows, *report.pairwise.rows()])
 
 
 def comparisons_csv(comparisons: Sequence[Comparison]) -> str:

@@ -119,8 +119,9 @@ def _groups(
     """(sorted labels, each instance's code, -1 for none) of a single-valued grouping."""
     labels = tuple(sorted({g for iid in instances if (g := group_of.get(iid)) is not None}))
     position = {label: k for k, label in enumerate(labels)}
-    codes = [position.get(g, -1) if (g := group_of.get(iid)) is not None else -1
-             for iid in instances]  # fmt: skip
+    codes = [
+        position.get(g, -1) if (g := group_of.get(iid)) is not None else -1 for iid in instances
+    ]
     return labels, np.array(codes, dtype=np.int64).reshape(-1)
 
 
@@ -151,8 +152,18 @@ def build(
         models, m = _codes(c[0] for c in cells)
         instances, i = _codes(c[1] for c in cells)
         skills, s = _codes(c[2] for c in cells)
-    return build_coded((models, instances, skills), (m, i, s), judges, state, score,
-                       difficulty, domains_of, domain_order, capability_of, task_of)  # fmt: skip
+    return build_coded(
+        (models, instances, skills),
+        (m, i, s),
+        judges,
+        state,
+        score,
+        difficulty,
+        domains_of,
+        domain_order,
+        capability_of,
+        task_of,
+    )
 
 
 def _sorted_used(labels: Sequence[str], codes: IntArray) -> tuple[tuple[str, ...], IntArray]:

@@ -127,8 +127,9 @@ def lc_design(len_model: FloatArray, len_baseline: FloatArray) -> FloatArray:
     return np.column_stack([z, np.ones_like(delta)])
 
 
-def _logistic_newton(x: FloatArray, y: FloatArray, w: FloatArray, l2: float = 0.0,
-                     scale: float = 1.0) -> tuple[FloatArray, npt.NDArray[np.bool_]]:  # fmt: skip
+def _logistic_newton(
+    x: FloatArray, y: FloatArray, w: FloatArray, l2: float = 0.0, scale: float = 1.0
+) -> tuple[FloatArray, npt.NDArray[np.bool_]]:
     """Maximise ``scale * sum w (y log p + (1-y) log(1-p)) - l2 ||beta||^2 / 2`` with ``p =
     sigmoid(x beta)`` for ``R`` weight vectors at once (``w``: ``(R, N)``); returns
     ``(R, d)`` coefficients and, per replicate, whether a finite maximum was reached."""
@@ -173,9 +174,11 @@ def _logistic_newton(x: FloatArray, y: FloatArray, w: FloatArray, l2: float = 0.
 
 
 def length_controlled(
-    y: FloatArray, len_model: FloatArray, len_baseline: FloatArray,
+    y: FloatArray,
+    len_model: FloatArray,
+    len_baseline: FloatArray,
     weights: FloatArray | None = None,
-) -> list[LengthControlled]:  # fmt: skip
+) -> list[LengthControlled]:
     """LC win rates of a model against the baseline from its games (``y``: its score in
     each, 1 / 0.5 / 0) and the two responses' lengths; one result per row of ``weights``
     (``(R, games)``; None: the point estimate only). The length normalisation is the
@@ -241,9 +244,16 @@ def _connected(n: int, a: IntArray, b: IntArray, w: FloatArray, anchor: int) -> 
 
 
 def style_control(
-    n: int, a: IntArray, b: IntArray, score: FloatArray, style_a: FloatArray,
-    style_b: FloatArray, anchor: int, weights: FloatArray | None = None, c: float = STYLE_C,
-) -> StyleFit:  # fmt: skip
+    n: int,
+    a: IntArray,
+    b: IntArray,
+    score: FloatArray,
+    style_a: FloatArray,
+    style_b: FloatArray,
+    anchor: int,
+    weights: FloatArray | None = None,
+    c: float = STYLE_C,
+) -> StyleFit:
     """Style-controlled Bradley-Terry ratings of ``n`` models from battles (model ``a[i]``
     against ``b[i]``, ``score`` a's result: 1 / 0.5 / 0; ``style_*``: ``(battles, 4)``
     features of each side's response, :func:`style_of`), one fit per row of ``weights``

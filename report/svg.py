@@ -60,11 +60,27 @@ from flask_eval.report.svg_pairwise import (
     win_matrix,
 )
 
-__all__ = ["RDYLGN", "VIRIDIS", "Cell", "Href", "PairCell", "PairHref", "ability_bars",
-           "agreement_matrix",
-           "capability_heatmap", "colors", "difficulty_curves", "domain_heatmap",
-           "pair_colors", "palette", "radar", "ramp", "ratings_chart", "title",
-           "win_matrix"]  # fmt: skip
+__all__ = [
+    "RDYLGN",
+    "VIRIDIS",
+    "Cell",
+    "Href",
+    "PairCell",
+    "PairHref",
+    "ability_bars",
+    "agreement_matrix",
+    "capability_heatmap",
+    "colors",
+    "difficulty_curves",
+    "domain_heatmap",
+    "pair_colors",
+    "palette",
+    "radar",
+    "ramp",
+    "ratings_chart",
+    "title",
+    "win_matrix",
+]
 
 #: FLASK's difficulty levels (the x axis of the difficulty curves)
 LEVELS = (1, 2, 3, 4, 5)
@@ -83,8 +99,11 @@ def title(model: str, label: str, row: ReportRow | None) -> str:
     if row is None or row.mean is None:
         why = "" if row is None else f" ({row.n_na} N/A, {row.n_failed} failed)"
         return f"{model} — {label}: no data{why}"
-    ci = "" if row.ci_low is None or row.ci_high is None else (
-        f", interval {row.ci_low:.2f}–{row.ci_high:.2f}")  # fmt: skip
+    ci = (
+        ""
+        if row.ci_low is None or row.ci_high is None
+        else (f", interval {row.ci_low:.2f}–{row.ci_high:.2f}")
+    )
     return f"{model} — {label}: mean {row.mean:.2f}, n {row.n}{ci}"
 
 
@@ -93,8 +112,11 @@ class _Figure:
 
     def __init__(self, report: Report, judge: str, dimension: str, href: Href | None) -> None:
         self.report, self.judge, self.dimension, self.href = report, judge, dimension, href
-        self.cells = {(r.model, r.key): r for r in report.rows
-                      if r.judge == judge and r.dimension == dimension}  # fmt: skip
+        self.cells = {
+            (r.model, r.key): r
+            for r in report.rows
+            if r.judge == judge and r.dimension == dimension
+        }
         self.colour = colors(report)
         self.lo, self.hi = float(report.scale.low), float(report.scale.high)
         levels = list(report.scale.levels)
@@ -121,8 +143,9 @@ class _Figure:
         missing = row is None or row.mean is None
         return mark(shape, attrs, title(model, label, row), url, cell_data(cell), missing)
 
-    def score_axis(self, box: tuple[float, float, float, float],
-                   labels: bool = True) -> tuple[list[str], Callable[[float], float]]:  # fmt: skip
+    def score_axis(
+        self, box: tuple[float, float, float, float], labels: bool = True
+    ) -> tuple[list[str], Callable[[float], float]]:
         """Grid lines at the score ticks over ``box`` (x0, y0, x1, y1), their labels at
         its left; and the map from a score to its y."""
         x0, y0, x1, y1 = box
@@ -130,11 +153,15 @@ class _Figure:
         def y(v: float) -> float:
             return y1 - (y1 - y0) * self.unit(v)
 
-        out = [f'<rect x="{num(x0)}" y="{num(y0)}" width="{num(x1 - x0)}" '
-               f'height="{num(y1 - y0)}" fill="none" stroke="#bbb"/>']  # fmt: skip
+        out = [
+            f'<rect x="{num(x0)}" y="{num(y0)}" width="{num(x1 - x0)}" '
+            f'height="{num(y1 - y0)}" fill="none" stroke="#bbb"/>'
+        ]
         for t in self.ticks:
-            out.append(f'<line x1="{num(x0)}" x2="{num(x1)}" y1="{num(y(t))}" y2="{num(y(t))}" '
-                       'stroke="#000" stroke-opacity="0.1"/>')  # fmt: skip
+            out.append(
+                f'<line x1="{num(x0)}" x2="{num(x1)}" y1="{num(y(t))}" y2="{num(y(t))}" '
+                'stroke="#000" stroke-opacity="0.1"/>'
+            )
             if labels:
                 out.append(text(x0 - 4, y(t) + 3, str(t), "end", ' font-size="9" fill="#444"'))
         return out, y
@@ -155,9 +182,15 @@ def _path(points: Sequence[tuple[float, float] | None], close: bool = False) -> 
     return "".join(parts)
 
 
-def _radar_panel(fig: _Figure, skills: Sequence[str], models: Sequence[str],
-                 centre: tuple[float, float], radius: float, fill: float,
-                 reference: Sequence[float | None] = ()) -> list[str]:  # fmt: skip
+def _radar_panel(
+    fig: _Figure,
+    skills: Sequence[str],
+    models: Sequence[str],
+    centre: tuple[float, float],
+    radius: float,
+    fill: float,
+    reference: Sequence[float | None] = (),
+) -> list[str]:
     cx, cy = centre
     angles = [2 * math.pi * k / len(skills) for k in range(len(skills))]
 
@@ -165,36 +198,62 @@ def _radar_panel(fig: _Figure, skills: Sequence[str], models: Sequence[str],
         return cx + r * math.sin(angles[k]), cy - r * math.cos(angles[k])
 
     out = ['<g class="axes" fill="none" stroke="#ccc" stroke-width="0.8">']
-    out += [f'<circle cx="{num(cx)}" cy="{num(cy)}" r="{num(radius * fig.unit(t))}"/>'
-            for t in fig.ticks]  # fmt: skip
-    out += [f'<line x1="{num(cx)}" y1="{num(cy)}" x2="{num(at(k, radius)[0])}" '
-            f'y2="{num(at(k, radius)[1])}"/>' for k in range(len(skills))]  # fmt: skip
+    out += [
+        f'<circle cx="{num(cx)}" cy="{num(cy)}" r="{num(radius * fig.unit(t))}"/>'
+        for t in fig.ticks
+    ]
+    out += [
+        f'<line x1="{num(cx)}" y1="{num(cy)}" x2="{num(at(k, radius)[0])}" '
+        f'y2="{num(at(k, radius)[1])}"/>'
+        for k in range(len(skills))
+    ]
     out.append("</g>")
-    out += [text(cx + 3, cy - radius * fig.unit(t) - 2, str(t), "start",
-                 ' fill="#666" font-size="9"') for t in fig.ticks]  # fmt: skip
+    out += [
+        text(cx + 3, cy - radius * fig.unit(t) - 2, str(t), "start", ' fill="#666" font-size="9"')
+        for t in fig.ticks
+    ]
     for k, skill in enumerate(skills):
         (x, y), s = at(k, radius + 8), math.sin(angles[k])
         anchor = "start" if s > 0.1 else "end" if s < -0.1 else "middle"
         label, size = key_label(fig.dimension, skill), 10 if radius > 100 else 8
-        out.append(text(x, y + 4, short(label, 18 if radius > 100 else 13), anchor,
-                        f' font-size="{size}"', full=label))  # fmt: skip
+        out.append(
+            text(
+                x,
+                y + 4,
+                short(label, 18 if radius > 100 else 13),
+                anchor,
+                f' font-size="{size}"',
+                full=label,
+            )
+        )
     if any(v is not None for v in reference):
         line = [None if v is None else at(k, radius * fig.unit(v)) for k, v in enumerate(reference)]
-        out.append(f'<path class="reference" d="{_path(line, True)}" fill="none" stroke="#888" '
-                   'stroke-dasharray="4 3"/>')  # fmt: skip
+        out.append(
+            f'<path class="reference" d="{_path(line, True)}" fill="none" stroke="#888" '
+            'stroke-dasharray="4 3"/>'
+        )
     for j, model in enumerate(models):
         colour, values = fig.colour[model], [fig.mean(model, s) for s in skills]
         floor = [at(k, radius * fig.unit(fig.lo if v is None else v)) for k, v in enumerate(values)]
         poly = " ".join(f"{num(x)},{num(y)}" for x, y in floor)
         line = [None if v is None else at(k, radius * fig.unit(v)) for k, v in enumerate(values)]
-        out.append(f'<g class="series" data-model="{esc(model)}" stroke="{colour}">'
-                   f'<polygon points="{poly}" fill="{colour}" fill-opacity="{fill}" stroke="none"/>'
-                   f'<path d="{_path(line, True)}" fill="none" stroke-width="1.8"/>')  # fmt: skip
+        out.append(
+            f'<g class="series" data-model="{esc(model)}" stroke="{colour}">'
+            f'<polygon points="{poly}" fill="{colour}" fill-opacity="{fill}" stroke="none"/>'
+            f'<path d="{_path(line, True)}" fill="none" stroke-width="1.8"/>'
+        )
         for k, (skill, v) in enumerate(zip(skills, values, strict=True)):
             x, y = at(k, 5 + 4 * j if v is None else radius * fig.unit(v))
             style = 'fill="none" stroke="#999"' if v is None else f'fill="{colour}"'
-            out.append(fig.mark("circle", f'cx="{num(x)}" cy="{num(y)}" r="3.5" {style}', model,
-                                skill, key_label(fig.dimension, skill)))  # fmt: skip
+            out.append(
+                fig.mark(
+                    "circle",
+                    f'cx="{num(x)}" cy="{num(y)}" r="3.5" {style}',
+                    model,
+                    skill,
+                    key_label(fig.dimension, skill),
+                )
+            )
         out.append("</g>")
     return out
 
@@ -212,8 +271,9 @@ def radar(report: Report, judge: str, href: Href | None = None) -> str:
     label = f"{what} — judge {judge}"
     if not 3 <= len(skills) <= RADAR_MAX_AXES:
         few = "few" if len(skills) < 3 else "many"
-        return note("radar", label, f"{label}: too {few} {what.lower()} ({len(skills)}) "
-                    "for a radar chart")  # fmt: skip
+        return note(
+            "radar", label, f"{label}: too {few} {what.lower()} ({len(skills)}) for a radar chart"
+        )
     if len(models) <= RADAR_OVERLAY_MAX:
         keys, height = legend(models, fig.colour, 20, 30, 600)
         body = [heading(320, label), *keys]
@@ -227,8 +287,9 @@ def radar(report: Report, judge: str, href: Href | None = None) -> str:
         found = [v for v in (fig.mean(m, s) for m in models) if v is not None]
         reference.append(sum(found) / len(found) if found else None)
     size, rows = 270, math.ceil(len(models) / RADAR_COLUMNS)
-    body = [heading(RADAR_COLUMNS * size / 2, f"{label} (dashed: mean over the {len(models)} "
-                    "models)")]  # fmt: skip
+    body = [
+        heading(RADAR_COLUMNS * size / 2, f"{label} (dashed: mean over the {len(models)} models)")
+    ]
     for k, model in enumerate(models):
         x0, y0 = (k % RADAR_COLUMNS) * size, 30 + (k // RADAR_COLUMNS) * size
         mean = overall.get(model)
@@ -265,15 +326,19 @@ def ability_bars(report: Report, judge: str, href: Href | None = None) -> str:
             if row is None or row.mean is None:
                 attrs = f'y="{num(y1 - 6)}" height="6" fill="{MISSING}" stroke="#999"'
             else:
-                attrs = (f'y="{num(y(row.mean))}" height="{num(y1 - y(row.mean))}" '
-                         f'fill="{fig.colour[model]}"')  # fmt: skip
+                attrs = (
+                    f'y="{num(y(row.mean))}" height="{num(y1 - y(row.mean))}" '
+                    f'fill="{fig.colour[model]}"'
+                )
             attrs = f'x="{num(x)}" width="{num(width)}" {attrs}'
             body.append(fig.mark("rect", attrs, model, ability, ability))
             if row is not None and row.ci_low is not None and row.ci_high is not None:
                 xm, a, b = x + width / 2, y(row.ci_low), y(row.ci_high)
-                body.append(f'<path class="whisker" d="M{num(xm)},{num(a)}V{num(b)}'
-                            f'M{num(xm - 2)},{num(a)}h4M{num(xm - 2)},{num(b)}h4" '
-                            'stroke="#333" stroke-width="0.8" fill="none"/>')  # fmt: skip
+                body.append(
+                    f'<path class="whisker" d="M{num(xm)},{num(a)}V{num(b)}'
+                    f'M{num(xm - 2)},{num(a)}h4M{num(xm - 2)},{num(b)}h4" '
+                    'stroke="#333" stroke-width="0.8" fill="none"/>'
+                )
     return svg("abilities", 720, y1 + 30, label, body)
 
 
@@ -312,8 +377,9 @@ def capability_heatmap(report: Report, judge: str, href: Href | None = None) -> 
     return drawn or note("capability", label, f"{label}: no instance has one")
 
 
-def agreement_matrix(rows: Sequence[Agreement], raters: Sequence[str],
-                     statistic: str = "krippendorff_alpha") -> str:  # fmt: skip
+def agreement_matrix(
+    rows: Sequence[Agreement], raters: Sequence[str], statistic: str = "krippendorff_alpha"
+) -> str:
     """``statistic`` (an :class:`report.agreement.Agreement` field, over all skills)
     between every pair of raters, -1 to 1 (as ``report.plots`` draws it)."""
     values: dict[tuple[str, str], tuple[float | None, int]] = {(r, r): (1.0, 0) for r in raters}
@@ -364,34 +430,53 @@ def difficulty_curves(report: Report, judge: str, href: Href | None = None) -> s
                 continue
             colour = fig.colour[model]
             body.append(f'<g class="series" data-model="{esc(model)}" stroke="{colour}">')
-            band = [(r.ci_low, r.ci_high) if lv in means and r is not None
-                    and r.ci_low is not None and r.ci_high is not None else None
-                    for lv, r in rows.items()]  # fmt: skip
+            band = [
+                (r.ci_low, r.ci_high)
+                if lv in means and r is not None and r.ci_low is not None and r.ci_high is not None
+                else None
+                for lv, r in rows.items()
+            ]
             runs = "".join(_band(band, [xs[lv] for lv in LEVELS], y))
             if runs:
-                body.append(f'<path class="band" d="{runs}" fill="{colour}" fill-opacity="0.12" '
-                            'stroke="none"/>')  # fmt: skip
+                body.append(
+                    f'<path class="band" d="{runs}" fill="{colour}" fill-opacity="0.12" '
+                    'stroke="none"/>'
+                )
             line = [(xs[lv], y(means[lv])) if lv in means else None for lv in LEVELS]
             body.append(f'<path d="{_path(line)}" fill="none" stroke-width="1.5"/>')
             for lv in shown:
                 v = means.get(lv)
-                at = (f'cy="{num(y0 + ph - 4)}" fill="none" stroke="#999"' if v is None
-                      else f'cy="{num(y(v))}" fill="{colour}"')  # fmt: skip
-                body.append(fig.mark("circle", f'cx="{num(xs[lv])}" {at} r="3"', model,
-                                     f"{skill}{KEY_SEP}{lv}",
-                                     f"{skill}, level {level_label(str(lv))}"))  # fmt: skip
+                at = (
+                    f'cy="{num(y0 + ph - 4)}" fill="none" stroke="#999"'
+                    if v is None
+                    else f'cy="{num(y(v))}" fill="{colour}"'
+                )
+                body.append(
+                    fig.mark(
+                        "circle",
+                        f'cx="{num(xs[lv])}" {at} r="3"',
+                        model,
+                        f"{skill}{KEY_SEP}{lv}",
+                        f"{skill}, level {level_label(str(lv))}",
+                    )
+                )
             body.append("</g>")
     bottom = top + math.ceil(len(skills) / cols) * (ph + 50) - 10
     names = [level_label(str(lv)) for lv in LEVELS]
     small = ' font-size="9" fill="#444"'
-    body += [text(420, bottom, "difficulty level", extra=' font-size="10"'),
-             text(420, bottom + 16, "Levels: " + "   ".join(names[:3]), extra=small),
-             text(420, bottom + 28, "   ".join(names[3:]), extra=small)]  # fmt: skip
+    body += [
+        text(420, bottom, "difficulty level", extra=' font-size="10"'),
+        text(420, bottom + 16, "Levels: " + "   ".join(names[:3]), extra=small),
+        text(420, bottom + 28, "   ".join(names[3:]), extra=small),
+    ]
     return svg("difficulty", 840, bottom + 36, label, body)
 
 
-def _band(intervals: Sequence[tuple[float, float] | None], xs: Sequence[float],
-          y: Callable[[float], float]) -> list[str]:  # fmt: skip
+def _band(
+    intervals: Sequence[tuple[float, float] | None],
+    xs: Sequence[float],
+    y: Callable[[float], float],
+) -> list[str]:
     """Closed subpaths, one per run of consecutive levels with an interval."""
     out, run = [], []
     for k, ci in enumerate([*intervals, None]):

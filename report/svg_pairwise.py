@@ -40,18 +40,80 @@ class PairCell:
 Href = Callable[[Cell], str | None]
 PairHref = Callable[[PairCell], str | None]
 
-TAB10 = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-         "#bcbd22", "#17becf")  # fmt: skip
-TAB20 = ("#1f77b4", "#aec7e8", "#ff7f0e", "#ffbb78", "#2ca02c", "#98df8a", "#d62728", "#ff9896",
-         "#9467bd", "#c5b0d5", "#8c564b", "#c49c94", "#e377c2", "#f7b6d2", "#7f7f7f", "#c7c7c7",
-         "#bcbd22", "#dbdb8d", "#17becf", "#9edae5")  # fmt: skip
+TAB10 = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
+TAB20 = (
+    "#1f77b4",
+    "#aec7e8",
+    "#ff7f0e",
+    "#ffbb78",
+    "#2ca02c",
+    "#98df8a",
+    "#d62728",
+    "#ff9896",
+    "#9467bd",
+    "#c5b0d5",
+    "#8c564b",
+    "#c49c94",
+    "#e377c2",
+    "#f7b6d2",
+    "#7f7f7f",
+    "#c7c7c7",
+    "#bcbd22",
+    "#dbdb8d",
+    "#17becf",
+    "#9edae5",
+)
 #: matplotlib's viridis and RdYlGn at 0, 0.1, ..., 1 (interpolated linearly between)
-VIRIDIS = ("#440154", "#482475", "#414487", "#355f8d", "#2a788e", "#21918c", "#22a884",
-           "#44bf70", "#7ad151", "#bddf26", "#fde725")  # fmt: skip
-RDYLGN = ("#a50026", "#d62f27", "#f46d43", "#fdad60", "#fee08b", "#feffbe", "#d9ef8b", "#a5d86a",
-          "#66bd63", "#199750", "#006837")  # fmt: skip
-RDBU = ("#67001f", "#b1182b", "#d6604d", "#f3a481", "#fddbc7", "#f6f7f7", "#d1e5f0", "#90c4dd",
-        "#4393c3", "#2065ab", "#053061")  # fmt: skip
+VIRIDIS = (
+    "#440154",
+    "#482475",
+    "#414487",
+    "#355f8d",
+    "#2a788e",
+    "#21918c",
+    "#22a884",
+    "#44bf70",
+    "#7ad151",
+    "#bddf26",
+    "#fde725",
+)
+RDYLGN = (
+    "#a50026",
+    "#d62f27",
+    "#f46d43",
+    "#fdad60",
+    "#fee08b",
+    "#feffbe",
+    "#d9ef8b",
+    "#a5d86a",
+    "#66bd63",
+    "#199750",
+    "#006837",
+)
+RDBU = (
+    "#67001f",
+    "#b1182b",
+    "#d6604d",
+    "#f3a481",
+    "#fddbc7",
+    "#f6f7f7",
+    "#d1e5f0",
+    "#90c4dd",
+    "#4393c3",
+    "#2065ab",
+    "#053061",
+)
 MISSING = "#e6e6e6"
 CHAR = 6.2  # the width of one character at the figures' 11px font, roughly
 _BAD_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -284,12 +346,15 @@ def _pair_title(a: str, b: str, w: WinRate, flipped: bool) -> str:
         ci = (1 - ci[1], 1 - ci[0])
     win, loss = (w.loss, w.win) if flipped else (w.win, w.loss)
     interval = "" if ci is None else f", interval {ci[0]:.2f}–{ci[1]:.2f}"
-    return (f"{a} vs {b}: score {score:.2f}{interval} (win {win:.2f}, tie {w.tie:.2f}, "
-            f"loss {loss:.2f}), n {w.n} ({w.n_swapped} judged in both orders)")  # fmt: skip
+    return (
+        f"{a} vs {b}: score {score:.2f}{interval} (win {win:.2f}, tie {w.tie:.2f}, "
+        f"loss {loss:.2f}), n {w.n} ({w.n_swapped} judged in both orders)"
+    )
 
 
-def win_matrix(report: PairwiseReport, judge: str, criterion: str = ALL_CRITERIA,
-               href: PairHref | None = None) -> str:  # fmt: skip
+def win_matrix(
+    report: PairwiseReport, judge: str, criterion: str = ALL_CRITERIA, href: PairHref | None = None
+) -> str:
     """The row model's score against the column model (win + tie / 2) under ``judge`` on
     ``criterion``, models best first by their rating; each cell links to ``href``'s URL."""
     pairs: dict[tuple[str, str], tuple[WinRate, bool]] = {}
@@ -311,12 +376,14 @@ def win_matrix(report: PairwiseReport, judge: str, criterion: str = ALL_CRITERIA
             return GridCell(None, f"{a} vs {b}: no data (no comparisons)", data)
         w, flipped = pairs[(a, b)]
         url = href(cell) if href is not None else None
-        return GridCell(1 - w.score if flipped else w.score, _pair_title(a, b, w, flipped),
-                        data, url)  # fmt: skip
+        return GridCell(
+            1 - w.score if flipped else w.score, _pair_title(a, b, w, flipped), data, url
+        )
 
     cells = [[at(a, b) for b in models] for a in models]
-    return grid("winrate", label, models, models, cells, (0.0, 1.0), RDYLGN,
-                swatches=pair_colors(report))  # fmt: skip
+    return grid(
+        "winrate", label, models, models, cells, (0.0, 1.0), RDYLGN, swatches=pair_colors(report)
+    )
 
 
 def _step(span: float) -> float:
@@ -355,16 +422,22 @@ def ratings_chart(report: PairwiseReport, judge: str, criterion: str = ALL_CRITE
         return x0 + (x1 - x0) * (v - lo) / (hi - lo)
 
     colour = pair_colors(report)
-    body = [heading((x0 + x1) / 2, label), text(x1 + 40, top - 6, "win rate", "middle",
-            ' font-size="9" fill="#444"')]  # fmt: skip
+    body = [
+        heading((x0 + x1) / 2, label),
+        text(x1 + 40, top - 6, "win rate", "middle", ' font-size="9" fill="#444"'),
+    ]
     step = _step(hi - lo)
     for k in range(math.ceil(lo / step), math.floor(hi / step) + 1):
         t = k * step
-        body += [f'<line x1="{num(x(t))}" x2="{num(x(t))}" y1="{num(top)}" y2="{num(bottom)}" '
-                 'stroke="#000" stroke-opacity="0.1"/>',
-                 text(x(t), bottom + 14, f"{t:g}", extra=' font-size="9"')]  # fmt: skip
-    body.append(f'<line class="anchor" x1="{num(x(1000))}" x2="{num(x(1000))}" y1="{num(top - 4)}" '
-                f'y2="{num(bottom)}" stroke="#888" stroke-dasharray="4 3"/>')  # fmt: skip
+        body += [
+            f'<line x1="{num(x(t))}" x2="{num(x(t))}" y1="{num(top)}" y2="{num(bottom)}" '
+            'stroke="#000" stroke-opacity="0.1"/>',
+            text(x(t), bottom + 14, f"{t:g}", extra=' font-size="9"'),
+        ]
+    body.append(
+        f'<line class="anchor" x1="{num(x(1000))}" x2="{num(x(1000))}" y1="{num(top - 4)}" '
+        f'y2="{num(bottom)}" stroke="#888" stroke-dasharray="4 3"/>'
+    )
     for i, r in enumerate(board):
         y = top + rh * (i + 0.5)
         body.append(text(x0 - 8, y + 4, short(r.model, 28), "end", full=r.model))
@@ -374,9 +447,11 @@ def ratings_chart(report: PairwiseReport, judge: str, criterion: str = ALL_CRITE
             body.append(mark("circle", attrs, _rating_title(r), None, data, missing=True))
             continue
         if r.ci is not None:
-            body.append(f'<path class="whisker" d="M{num(x(r.ci[0]))},{num(y)}H{num(x(r.ci[1]))}'
-                        f'M{num(x(r.ci[0]))},{num(y - 3)}v6M{num(x(r.ci[1]))},{num(y - 3)}v6" '
-                        'stroke="#333" fill="none"/>')  # fmt: skip
+            body.append(
+                f'<path class="whisker" d="M{num(x(r.ci[0]))},{num(y)}H{num(x(r.ci[1]))}'
+                f'M{num(x(r.ci[0]))},{num(y - 3)}v6M{num(x(r.ci[1]))},{num(y - 3)}v6" '
+                'stroke="#333" fill="none"/>'
+            )
         attrs = f'cx="{num(x(r.rating))}" cy="{num(y)}" r="5" fill="{colour.get(r.model, "#555")}"'
         body.append(mark("circle", attrs, _rating_title(r), None, data))
         if r.win_rate is not None:

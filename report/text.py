@@ -95,8 +95,9 @@ def header(report: Report) -> list[str]:
         lines += [f"  {c.judge}: {c.describe()}" for c in report.costs]
     if report.coverage:
         covered = ", ".join(f"{m} {a}/{t}" for m, (a, t) in report.coverage.items())
-        lines += textwrap.wrap(f"Coverage (instances answered): {covered}", DEFAULT_WIDTH,
-                               subsequent_indent="  ")  # fmt: skip
+        lines += textwrap.wrap(
+            f"Coverage (instances answered): {covered}", DEFAULT_WIDTH, subsequent_indent="  "
+        )
     lines += [f"{d['label']}: {d['definition']}" for d in report.definitions]
     boot = report.bootstrap
     if boot.get("replicates"):
@@ -134,8 +135,11 @@ def leaderboard(report: Report) -> list[str]:
     key, cells = _headline(report)
     if not cells:
         return []
-    pooled = {(r.model, r.judge): r for r in report.rows
-              if r.dimension == OVERALL and r.key == OVERALL_KEY}  # fmt: skip
+    pooled = {
+        (r.model, r.judge): r
+        for r in report.rows
+        if r.dimension == OVERALL and r.key == OVERALL_KEY
+    }
     models = ranked_models(report.rows, report.models)
     models = [m for m in models if any(m == mm for mm, _ in cells)]
     judges = _judges(report, list(cells.values()))
@@ -176,9 +180,12 @@ def leaderboard(report: Report) -> list[str]:
 
 
 def _ranking_agreement(
-    cells: Mapping[tuple[str, str], Row], judges: Sequence[str],
-    ref_mean: Mapping[tuple[str, str], float | None], refs: Sequence[str], models: Sequence[str],
-) -> list[str]:  # fmt: skip
+    cells: Mapping[tuple[str, str], Row],
+    judges: Sequence[str],
+    ref_mean: Mapping[tuple[str, str], float | None],
+    refs: Sequence[str],
+    models: Sequence[str],
+) -> list[str]:
     """How each judge ranks the models against each reference rater: Kendall's tau-b of
     their means (three models or more)."""
     import numpy as np  # here: only with reference raters
@@ -189,17 +196,24 @@ def _ranking_agreement(
     for name in refs:
         parts = []
         for judge in judges:
-            pairs = [(cells[(m, judge)].mean, ref_mean.get((name, m))) for m in models
-                     if (m, judge) in cells]  # fmt: skip
+            pairs = [
+                (cells[(m, judge)].mean, ref_mean.get((name, m)))
+                for m in models
+                if (m, judge) in cells
+            ]
             both = [(a, b) for a, b in pairs if a is not None and b is not None]
             if len(both) >= 3:
                 judged, rated = np.array(both).T
                 tau = pair_statistics(judged, rated)["kendall_tau_b"]
                 parts.append(f"{judge} {fmt(tau)} ({len(both)} models)")
         if parts:
-            lines += textwrap.wrap(f"Ranking agreement with {name} (Kendall's tau-b of the model "
-                                   f"means): {', '.join(parts)}", DEFAULT_WIDTH,
-                                   initial_indent="  ", subsequent_indent="    ")  # fmt: skip
+            lines += textwrap.wrap(
+                f"Ranking agreement with {name} (Kendall's tau-b of the model "
+                f"means): {', '.join(parts)}",
+                DEFAULT_WIDTH,
+                initial_indent="  ",
+                subsequent_indent="    ",
+            )
     return lines
 
 
@@ -221,8 +235,10 @@ def _task_rows(report: Report, keys: Sequence[str]) -> list[tuple[str | None, st
     by_group: dict[str | None, list[str]] = {}
     for task in keys:
         by_group.setdefault(report.task_capability.get(task), []).append(task)
-    order = [*(c for c in report.capabilities if c in by_group), *(
-        c for c in by_group if c is not None and c not in report.capabilities)]  # fmt: skip
+    order = [
+        *(c for c in report.capabilities if c in by_group),
+        *(c for c in by_group if c is not None and c not in report.capabilities),
+    ]
     rows: list[tuple[str | None, str]] = []
     for capability in order:
         rows.append((None, f"{capability}:"))
@@ -238,10 +254,24 @@ def breakdown_sections(report: Report, rows: Sequence[Row]) -> list[Section]:
     sections: list[Section] = []
     overall = {r.key for r in rows if r.dimension == OVERALL}
     if BIGGEN_KEY in overall:
-        sections.append(("Overall", OVERALL, [(BIGGEN_KEY, key_label(OVERALL, BIGGEN_KEY)),
-                                              (OVERALL_KEY, "all judgments pooled")]))  # fmt: skip
-    orders = {ABILITY: report.abilities, SKILL: report.skills, CAPABILITY: report.capabilities,
-              TASK: report.tasks, DOMAIN: report.domains, DIFFICULTY: ()}  # fmt: skip
+        sections.append(
+            (
+                "Overall",
+                OVERALL,
+                [
+                    (BIGGEN_KEY, key_label(OVERALL, BIGGEN_KEY)),
+                    (OVERALL_KEY, "all judgments pooled"),
+                ],
+            )
+        )
+    orders = {
+        ABILITY: report.abilities,
+        SKILL: report.skills,
+        CAPABILITY: report.capabilities,
+        TASK: report.tasks,
+        DOMAIN: report.domains,
+        DIFFICULTY: (),
+    }
     for dimension, title in SECTIONS[1:]:
         mine = [r for r in rows if r.dimension == dimension]
         keys = _keys(mine, orders[dimension])
@@ -266,12 +296,20 @@ def judge_tables(report: Report) -> list[str]:
             continue
         mean = {(r.model, r.dimension, r.key): r.mean for r in rows}
 
-        def cell(c: int, dim: str, key: str, present: list[str] = present,
-                 mean: Mapping[tuple[str, str, str], float | None] = mean) -> str:  # fmt: skip
+        def cell(
+            c: int,
+            dim: str,
+            key: str,
+            present: list[str] = present,
+            mean: Mapping[tuple[str, str, str], float | None] = mean,
+        ) -> str:
             return fmt(mean.get((present[c], dim, key)))
 
-        lines += [f"Judge {judge}: mean by breakdown, models best first",
-                  *grid(sections, [[m] for m in present], cell), ""]  # fmt: skip
+        lines += [
+            f"Judge {judge}: mean by breakdown, models best first",
+            *grid(sections, [[m] for m in present], cell),
+            "",
+        ]
     return lines[:-1]
 
 
@@ -286,17 +324,19 @@ def overview(report: Report) -> list[str]:
     if not cols or not sections:
         return []
     tag = {j: f"j{k}" for k, j in enumerate(judges, start=1)}
-    heads = [[model if k == 0 or cols[k - 1][0] != model else "", tag[judge]]
-             for k, (model, judge) in enumerate(cols)]  # fmt: skip
+    heads = [
+        [model if k == 0 or cols[k - 1][0] != model else "", tag[judge]]
+        for k, (model, judge) in enumerate(cols)
+    ]
     mean = {(r.model, r.judge, r.dimension, r.key): r.mean for r in report.rows}
     legend = ", ".join(f"{tag[j]} {j}" for j in judges)
     return [
-        "Mean by skill, ability, domain and difficulty (a column per judge, models best "
-        "first)",
+        "Mean by skill, ability, domain and difficulty (a column per judge, models best first)",
         *grid(sections, heads, lambda c, dim, key: fmt(mean.get((*cols[c], dim, key)))),
-        *textwrap.wrap(f"judges: {legend}", DEFAULT_WIDTH, initial_indent="  ",
-                       subsequent_indent="    "),
-    ]  # fmt: skip
+        *textwrap.wrap(
+            f"judges: {legend}", DEFAULT_WIDTH, initial_indent="  ", subsequent_indent="    "
+        ),
+    ]
 
 
 def comparison_matrix(report: Report) -> list[str]:
@@ -332,8 +372,13 @@ def comparison_matrix(report: Report) -> list[str]:
 def to_table(report: Report | Sequence[Row], details: bool = False) -> str:
     """The report as plain text (see the module docstring); "" for an empty report."""
     report = as_report(report)
-    parts = [header(report), leaderboard(report), judge_tables(report), comparison_matrix(report),
-             self_consistency_table(report.self_consistency)]  # fmt: skip
+    parts = [
+        header(report),
+        leaderboard(report),
+        judge_tables(report),
+        comparison_matrix(report),
+        self_consistency_table(report.self_consistency),
+    ]
     blocks = ["\n".join(p) for p in parts if p]
     if report.pairwise is not None:
         from flask_eval.report.pairwise_render import text as pairwise_text
@@ -341,10 +386,15 @@ def to_table(report: Report | Sequence[Row], details: bool = False) -> str:
         blocks.append(pairwise_text(report.pairwise, confidence_level(report)).rstrip("\n"))
     notes = [*report.notes, *(report.pairwise.notes if report.pairwise is not None else ())]
     if notes:
-        blocks.append("\n".join(["Notes:"] + [
-            textwrap.fill(n, DEFAULT_WIDTH, initial_indent="  - ", subsequent_indent="    ")
-            for n in notes
-        ]))  # fmt: skip
+        blocks.append(
+            "\n".join(
+                ["Notes:"]
+                + [
+                    textwrap.fill(n, DEFAULT_WIDTH, initial_indent="  - ", subsequent_indent="    ")
+                    for n in notes
+                ]
+            )
+        )
     if details:
         blocks += detail_blocks(report)
     if not report.rows and report.pairwise is None and not report.in_progress:

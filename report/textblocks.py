@@ -150,10 +150,15 @@ def self_consistency_table(rows: Sequence[SelfConsistency]) -> list[str]:
     if not rows:
         return []
     wj = min(max(5, *(len(r.judge) for r in rows)), 40)
-    head = (f"{'judge':<{wj}}  {'samples':>7}  {'items':>7}  {'all equal':>9}  "
-            f"{'mean sd':>7}  {'ICC(1)':>6}")  # fmt: skip
-    lines = ["Self-consistency (each judge's repeated judgments of the same item)", head,
-             "-" * len(head)]  # fmt: skip
+    head = (
+        f"{'judge':<{wj}}  {'samples':>7}  {'items':>7}  {'all equal':>9}  "
+        f"{'mean sd':>7}  {'ICC(1)':>6}"
+    )
+    lines = [
+        "Self-consistency (each judge's repeated judgments of the same item)",
+        head,
+        "-" * len(head),
+    ]
     for r in rows:
         lines.append(
             f"{clip(r.judge, wj):<{wj}}  {r.samples:>7}  {r.items:>7}  "

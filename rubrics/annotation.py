@@ -192,8 +192,10 @@ def _static(space: LabelSpace) -> str:
         "",
         SKILL_OPTIONS_HEADING,
         "",
-        *(f"- {json.dumps(name, ensure_ascii=False)}: {neutralize(text)}"
-          for name, text in space.skills),
+        *(
+            f"- {json.dumps(name, ensure_ascii=False)}: {neutralize(text)}"
+            for name, text in space.skills
+        ),
         "",
         DOMAIN_OPTIONS_HEADING,
         "",
@@ -201,8 +203,10 @@ def _static(space: LabelSpace) -> str:
         "",
         LEVEL_OPTIONS_HEADING,
         "",
-        *(f"- Level {level}, {json.dumps(name, ensure_ascii=False)}: {neutralize(text)}"
-          for level, name, text in space.levels),
+        *(
+            f"- Level {level}, {json.dumps(name, ensure_ascii=False)}: {neutralize(text)}"
+            for level, name, text in space.levels
+        ),
         "",
         HOW_TO_ANSWER,
         "",
@@ -220,7 +224,7 @@ def _static(space: LabelSpace) -> str:
         *_rules(FACETS, space),
         "",
         "",
-    ]  # fmt: skip
+    ]
     return "\n".join(lines)
 
 

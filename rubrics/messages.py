@@ -76,10 +76,14 @@ def to_data(messages: Sequence[Message]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for m in messages:
         content = m["content"]
-        data: Any = content if isinstance(content, str) else [
-            {"text": p.text, "prefix": p.ends_prefix, "instance": p.ends_instance}
-            for p in content
-        ]  # fmt: skip
+        data: Any = (
+            content
+            if isinstance(content, str)
+            else [
+                {"text": p.text, "prefix": p.ends_prefix, "instance": p.ends_instance}
+                for p in content
+            ]
+        )
         out.append({"role": m["role"], "content": data})
     return out
 

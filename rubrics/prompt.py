@@ -116,8 +116,18 @@ def skeleton(
     model's response to the instance on the same criteria: a second cache breakpoint.
     ``clean`` neutralizes the untrusted texts it places itself (instruction, system
     prompt, reference). The three strings joined are the message's text."""
-    shared = [intro, "", INPUTS_HEADING, "", reference_note, "", untrusted_note, "",
-              criteria_heading, ""]  # fmt: skip
+    shared = [
+        intro,
+        "",
+        INPUTS_HEADING,
+        "",
+        reference_note,
+        "",
+        untrusted_note,
+        "",
+        criteria_heading,
+        "",
+    ]
     for block in criteria:
         shared += [*block, ""]
     shared += [HOW_TO_ANSWER, "", *instructions, "", ""]

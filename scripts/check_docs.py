@@ -81,8 +81,11 @@ def check_path(token: str, doc: Path) -> str | None:
         return f"no such path: {path}"
     if test and target.exists():
         name = test.split("::")[-1].split("[")[0]
-        if not re.search(rf"^\s*(?:async\s+)?(?:def|class) {re.escape(name)}\b",
-                         target.read_text(encoding="utf-8"), re.M):  # fmt: skip
+        if not re.search(
+            rf"^\s*(?:async\s+)?(?:def|class) {re.escape(name)}\b",
+            target.read_text(encoding="utf-8"),
+            re.M,
+        ):
             return f"{path} defines no {name}"
     return None
 

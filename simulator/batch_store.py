@@ -215,8 +215,16 @@ class SimBatch:
     def _answer(self, item: Item, sim: Simulator, cfg: SimConfig) -> Reply:
         """One answer to ``item``, billed (``GET /stats``)."""
         cache = usage(sim.prompt_cache, self.dialect, item.parsed, self.key)
-        answer = reply(self.dialect, item.parsed, cfg, item.prompt_tokens, garbage=item.garbage,
-                       refusal=item.refusal, echoed=self.echoed, cache=cache)  # fmt: skip
+        answer = reply(
+            self.dialect,
+            item.parsed,
+            cfg,
+            item.prompt_tokens,
+            garbage=item.garbage,
+            refusal=item.refusal,
+            echoed=self.echoed,
+            cache=cache,
+        )
         stats = sim.stats
         stats.served += 1
         stats.refusals += item.refusal
@@ -271,14 +279,31 @@ class BatchStore:
             counts[custom_id] += 1
             garbage = cfg.garbage_rate > 0 and rng.random() < cfg.garbage_rate
             refusal = cfg.refusal_rate > 0 and rng.random() < cfg.refusal_rate
-            items.append(Item(custom_id, parsed, estimate_tokens(parsed.prompt),
-                              self._fails(dialect, parsed), garbage, refusal, echo))  # fmt: skip
+            items.append(
+                Item(
+                    custom_id,
+                    parsed,
+                    estimate_tokens(parsed.prompt),
+                    self._fails(dialect, parsed),
+                    garbage,
+                    refusal,
+                    echo,
+                )
+            )
         echoed = None
         if cfg.echo_headers:  # a debugging proxy's echo: the key is among the headers
             echoed = "".join(f"{k}: {v}\n" for k, v in request.headers.items())
-        batch = SimBatch(f"{id_prefix}{uuid.uuid4().hex[:24]}", dialect, model, items,
-                         time.time(), settings, api_key(request), echoed=echoed,
-                         display_name=display_name)  # fmt: skip
+        batch = SimBatch(
+            f"{id_prefix}{uuid.uuid4().hex[:24]}",
+            dialect,
+            model,
+            items,
+            time.time(),
+            settings,
+            api_key(request),
+            echoed=echoed,
+            display_name=display_name,
+        )
         if settings.take("fail_batches"):
             batch.failed, batch.ended = True, batch.created
             for item in items:
@@ -334,16 +359,19 @@ class BatchStore:
         now = time.time()
         for batch in self.batches.values():
             batch.settle(now, self.sim)
-        return web.json_response({
-            dialect: {
-                "submitted": dict(counts),
-                "batches": sum(b.dialect == dialect for b in self.batches.values()),
-                "lost": self.lost[dialect],
-                "states": dict(Counter(b.state for b in self.batches.values()
-                                       if b.dialect == dialect)),
+        return web.json_response(
+            {
+                dialect: {
+                    "submitted": dict(counts),
+                    "batches": sum(b.dialect == dialect for b in self.batches.values()),
+                    "lost": self.lost[dialect],
+                    "states": dict(
+                        Counter(b.state for b in self.batches.values() if b.dialect == dialect)
+                    ),
+                }
+                for dialect, counts in self.submitted.items()
             }
-            for dialect, counts in self.submitted.items()
-        })  # fmt: skip
+        )
 
 
 STORE_KEY = web.AppKey("batch_store", BatchStore)

@@ -145,8 +145,10 @@ class AnthropicBatches:
         if batch.ended is None:
             message = f"batch {batch.id} has not ended: no results yet"
             return _error(400, "invalid_request", message)
-        lines = (json.dumps(result_line(item, answer), ensure_ascii=False)
-                 for item, answer in batch.listed())  # fmt: skip
+        lines = (
+            json.dumps(result_line(item, answer), ensure_ascii=False)
+            for item, answer in batch.listed()
+        )
         text = "".join(line + "\n" for line in lines)
         return web.Response(body=text.encode("utf-8"), content_type="application/x-jsonl")
 
@@ -170,12 +172,14 @@ class AnthropicBatches:
         else:
             page, has_more = batches[:limit], limit < len(ids)
         root = self._root(request)
-        return web.json_response({
-            "data": [batch_json(b, root) for b in page],
-            "has_more": has_more,
-            "first_id": page[0].id if page else None,
-            "last_id": page[-1].id if page else None,
-        })  # fmt: skip
+        return web.json_response(
+            {
+                "data": [batch_json(b, root) for b in page],
+                "has_more": has_more,
+                "first_id": page[0].id if page else None,
+                "last_id": page[-1].id if page else None,
+            }
+        )
 
 
 def add_routes(app: web.Application, sim: Simulator) -> None:

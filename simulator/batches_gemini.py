@@ -46,9 +46,14 @@ if TYPE_CHECKING:
 BATCH_TYPE = "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatch"
 OUTPUT_TYPE = "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatchOutput"
 #: the batch's state, by the store's
-_STATES = {"in_progress": "BATCH_STATE_RUNNING", "canceling": "BATCH_STATE_RUNNING",
-           "completed": "BATCH_STATE_SUCCEEDED", "expired": "BATCH_STATE_EXPIRED",
-           "canceled": "BATCH_STATE_CANCELLED", "failed": "BATCH_STATE_FAILED"}  # fmt: skip
+_STATES = {
+    "in_progress": "BATCH_STATE_RUNNING",
+    "canceling": "BATCH_STATE_RUNNING",
+    "completed": "BATCH_STATE_SUCCEEDED",
+    "expired": "BATCH_STATE_EXPIRED",
+    "canceled": "BATCH_STATE_CANCELLED",
+    "failed": "BATCH_STATE_FAILED",
+}
 
 
 def _error(status: int, kind: ErrorKind, message: str) -> web.Response:
@@ -132,8 +137,9 @@ def parse_lines(data: bytes, model: str) -> list[tuple[str, ParsedRequest, Any]]
             raise BadRequest(f"input file line {n}: a string key and a request are required")
         asked = request.get("model")
         try:
-            one = parse_request("gemini", request, asked if isinstance(asked, str) and asked
-                                else model)  # fmt: skip
+            one = parse_request(
+                "gemini", request, asked if isinstance(asked, str) and asked else model
+            )
         except BadRequest as exc:
             raise BadRequest(f"input file line {n}: {exc}") from None
         parsed.append((key, one, None))
@@ -206,8 +212,10 @@ class GeminiBatches:
         extra = batch.extra
         answered = batch.ended is not None and _state(batch) == "BATCH_STATE_SUCCEEDED"
         if answered and "input_file" in extra and "responses_file" not in extra:
-            lines = (json.dumps({"key": item.custom_id, **out}, ensure_ascii=False) + "\n"
-                     for item, out in responses(batch))  # fmt: skip
+            lines = (
+                json.dumps({"key": item.custom_id, **out}, ensure_ascii=False) + "\n"
+                for item, out in responses(batch)
+            )
             batch.extra["responses_file"] = self.files.add(
                 "".join(lines).encode("utf-8"), f"batch-{batch.id}", "application/jsonl", root
             )

@@ -41,13 +41,21 @@ if TYPE_CHECKING:
 ENDPOINT = "/v1/chat/completions"
 MAX_REQUESTS = 50_000
 #: the batch's ``status``, by the store's state
-STATUS = {"in_progress": "in_progress", "canceling": "cancelling", "completed": "completed",
-          "expired": "expired", "canceled": "cancelled", "failed": "failed"}  # fmt: skip
+STATUS = {
+    "in_progress": "in_progress",
+    "canceling": "cancelling",
+    "completed": "completed",
+    "expired": "expired",
+    "canceled": "cancelled",
+    "failed": "failed",
+}
 UNANSWERED = {
-    "expired": ("batch_expired",
-                "This request could not be executed before the completion window expired."),
+    "expired": (
+        "batch_expired",
+        "This request could not be executed before the completion window expired.",
+    ),
     "canceled": ("batch_cancelled", "This request was not executed: the batch was cancelled."),
-}  # fmt: skip
+}
 
 
 def _error(status: int, kind: ErrorKind, message: str) -> web.Response:
@@ -85,16 +93,21 @@ def parse_lines(data: bytes) -> list[tuple[str, ParsedRequest, Any]]:
 def _line(item: Item, answer: Reply | None) -> dict[str, Any]:
     """The output or error file line of one request of an ended batch (``answer``: the
     one this line carries, of a request answered twice)."""
-    line: dict[str, Any] = {"id": f"batch_req_{uuid.uuid4().hex[:24]}",
-                            "custom_id": item.custom_id, "response": None,
-                            "error": None}  # fmt: skip
+    line: dict[str, Any] = {
+        "id": f"batch_req_{uuid.uuid4().hex[:24]}",
+        "custom_id": item.custom_id,
+        "response": None,
+        "error": None,
+    }
     if item.outcome == "succeeded" and answer is not None:
-        line["response"] = {"status_code": 200, "request_id": uuid.uuid4().hex,
-                            "body": answer.body}  # fmt: skip
+        line["response"] = {"status_code": 200, "request_id": uuid.uuid4().hex, "body": answer.body}
     elif item.outcome == "errored":
         message = "The server had an error while processing your request (simulated)"
-        line["response"] = {"status_code": 500, "request_id": uuid.uuid4().hex,
-                            "body": error_body("openai", "server_error", message)}  # fmt: skip
+        line["response"] = {
+            "status_code": 500,
+            "request_id": uuid.uuid4().hex,
+            "body": error_body("openai", "server_error", message),
+        }
     else:
         code, message = UNANSWERED[item.outcome or "expired"]
         line["error"] = {"code": code, "message": message}
@@ -117,9 +130,15 @@ class OpenAIBatches:
 
     def _file(self, data: bytes, name: str, purpose: str) -> str:
         file_id = f"file-{uuid.uuid4().hex[:24]}"
-        self.files[file_id] = {"id": file_id, "object": "file", "bytes": len(data),
-                               "created_at": int(time.time()), "filename": name,
-                               "purpose": purpose, "status": "processed"}  # fmt: skip
+        self.files[file_id] = {
+            "id": file_id,
+            "object": "file",
+            "bytes": len(data),
+            "created_at": int(time.time()),
+            "filename": name,
+            "purpose": purpose,
+            "status": "processed",
+        }
         self.contents[file_id] = data
         return file_id
 
@@ -151,37 +170,59 @@ class OpenAIBatches:
             listed = batch.listed()
             out = [(i, a) for i, a in listed if i.outcome in ("succeeded", "errored")]
             err = [(i, a) for i, a in listed if i.outcome not in ("succeeded", "errored")]
-            extra["output_file_id"] = self._file(_jsonl(_line(i, a) for i, a in out),
-                                                 f"{batch.id}_output.jsonl",
-                                                 "batch_output") if out else None  # fmt: skip
-            extra["error_file_id"] = self._file(_jsonl(_line(i, a) for i, a in err),
-                                                f"{batch.id}_error.jsonl",
-                                                "batch_output") if err else None  # fmt: skip
+            extra["output_file_id"] = (
+                self._file(
+                    _jsonl(_line(i, a) for i, a in out), f"{batch.id}_output.jsonl", "batch_output"
+                )
+                if out
+                else None
+            )
+            extra["error_file_id"] = (
+                self._file(
+                    _jsonl(_line(i, a) for i, a in err), f"{batch.id}_error.jsonl", "batch_output"
+                )
+                if err
+                else None
+            )
         state = batch.state
         created, at = int(batch.created), int(batch.ended) if batch.ended else None
         errors = None
         if batch.failed:
-            failure = {"code": "invalid_request", "line": None, "param": None,
-                       "message": "batch failed (simulated)"}  # fmt: skip
+            failure = {
+                "code": "invalid_request",
+                "line": None,
+                "param": None,
+                "message": "batch failed (simulated)",
+            }
             errors = {"object": "list", "data": [failure]}
         return {
-            "id": batch.id, "object": "batch", "endpoint": ENDPOINT, "errors": errors,
-            "input_file_id": extra["input_file_id"], "completion_window": "24h",
-            "status": STATUS[state], "output_file_id": extra.get("output_file_id"),
-            "error_file_id": extra.get("error_file_id"), "created_at": created,
+            "id": batch.id,
+            "object": "batch",
+            "endpoint": ENDPOINT,
+            "errors": errors,
+            "input_file_id": extra["input_file_id"],
+            "completion_window": "24h",
+            "status": STATUS[state],
+            "output_file_id": extra.get("output_file_id"),
+            "error_file_id": extra.get("error_file_id"),
+            "created_at": created,
             "in_progress_at": None if batch.failed else created,
-            "expires_at": int(batch.expires), "finalizing_at": None,
+            "expires_at": int(batch.expires),
+            "finalizing_at": None,
             "completed_at": at if state == "completed" else None,
             "failed_at": at if state == "failed" else None,
             "expired_at": at if state == "expired" else None,
             "cancelling_at": int(batch.cancel_at) if batch.cancel_at else None,
             "cancelled_at": at if state == "canceled" else None,
-            "request_counts": {"total": len(batch.items),
-                               "completed": batch.count("succeeded"),
-                               "failed": 0 if batch.failed or not ended
-                               else len(batch.items) - batch.count("succeeded")},
+            "request_counts": {
+                "total": len(batch.items),
+                "completed": batch.count("succeeded"),
+                "failed": 0
+                if batch.failed or not ended
+                else len(batch.items) - batch.count("succeeded"),
+            },
             "metadata": extra.get("metadata") or None,
-        }  # fmt: skip
+        }
 
     async def create(self, request: web.Request) -> web.Response:
         try:
@@ -222,10 +263,15 @@ class OpenAIBatches:
         after = request.query.get("after")
         start = ids.index(after) + 1 if after in ids else 0
         page = [self.batch_json(b) for b in batches[start : start + limit]]
-        return web.json_response({"object": "list", "data": page,
-                                  "first_id": page[0]["id"] if page else None,
-                                  "last_id": page[-1]["id"] if page else None,
-                                  "has_more": start + limit < len(ids)})  # fmt: skip
+        return web.json_response(
+            {
+                "object": "list",
+                "data": page,
+                "first_id": page[0]["id"] if page else None,
+                "last_id": page[-1]["id"] if page else None,
+                "has_more": start + limit < len(ids),
+            }
+        )
 
     async def cancel(self, request: web.Request) -> web.Response:
         batch = self.store.get(request.match_info["batch_id"], "openai")

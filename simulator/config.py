@@ -134,9 +134,15 @@ class SimConfig:
         if self.min_max_tokens is not None and self.min_max_tokens < 1:
             raise ValueError(f"min_max_tokens must be >= 1 or None, got {self.min_max_tokens}")
         for name in (
-            "error_rate", "garbage_rate", "rate_limit_rate", "timeout_rate", "na_rate",
-            "refusal_rate", "html_rate", "position_bias",
-        ):  # fmt: skip
+            "error_rate",
+            "garbage_rate",
+            "rate_limit_rate",
+            "timeout_rate",
+            "na_rate",
+            "refusal_rate",
+            "html_rate",
+            "position_bias",
+        ):
             value = getattr(self, name)
             if not 0 <= value <= 1:
                 raise ValueError(f"{name} must be in [0, 1], got {value}")

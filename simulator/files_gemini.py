@@ -43,17 +43,24 @@ class GeminiFiles:
         self.contents: dict[str, bytes] = {}
         self._uploads: dict[str, tuple[dict[str, Any], bytearray]] = {}
 
-    def add(self, data: bytes, display_name: str, mime_type: str, root: str,
-            source: str = "GENERATED") -> str:  # fmt: skip
+    def add(
+        self, data: bytes, display_name: str, mime_type: str, root: str, source: str = "GENERATED"
+    ) -> str:
         """Keep ``data`` as a new file; its name (``files/...``)."""
         name = f"files/{uuid.uuid4().hex[:16]}"
         now = rfc3339(time.time())
         self.files[name] = {
-            "name": name, "displayName": display_name, "mimeType": mime_type,
-            "sizeBytes": str(len(data)), "createTime": now, "updateTime": now,
-            "sha256Hash": hashlib.sha256(data).hexdigest(), "state": "ACTIVE",
-            "uri": f"{root}/{VERSION}/{name}", "source": source,
-        }  # fmt: skip
+            "name": name,
+            "displayName": display_name,
+            "mimeType": mime_type,
+            "sizeBytes": str(len(data)),
+            "createTime": now,
+            "updateTime": now,
+            "sha256Hash": hashlib.sha256(data).hexdigest(),
+            "state": "ACTIVE",
+            "uri": f"{root}/{VERSION}/{name}",
+            "source": source,
+        }
         if source == "GENERATED":
             self.files[name]["downloadUri"] = f"{root}/download/{VERSION}/{name}:download"
         self.contents[name] = data
@@ -73,8 +80,9 @@ class GeminiFiles:
             upload_id = uuid.uuid4().hex
             self._uploads[upload_id] = (meta, bytearray())
             url = f"{root}/upload/{VERSION}/files?upload_id={upload_id}&upload_protocol=resumable"
-            return web.Response(headers={"X-Goog-Upload-URL": url,
-                                         "X-Goog-Upload-Status": "active"})  # fmt: skip
+            return web.Response(
+                headers={"X-Goog-Upload-URL": url, "X-Goog-Upload-Status": "active"}
+            )
         upload = self._uploads.get(request.query.get("upload_id", ""))
         if upload is None or "upload" not in command:
             return _error(400, "no such upload (start one with X-Goog-Upload-Command: start)")
@@ -86,8 +94,9 @@ class GeminiFiles:
             return web.Response(headers={"X-Goog-Upload-Status": "active"})
         del self._uploads[request.query["upload_id"]]
         name = self.add(bytes(data), meta["displayName"], meta["mimeType"], root, "UPLOADED")
-        return web.json_response({"file": self.files[name]},
-                                 headers={"X-Goog-Upload-Status": "final"})  # fmt: skip
+        return web.json_response(
+            {"file": self.files[name]}, headers={"X-Goog-Upload-Status": "final"}
+        )
 
     async def get(self, request: web.Request) -> web.Response:
         file = self.files.get(f"files/{request.match_info['name']}")
@@ -104,6 +113,5 @@ class GeminiFiles:
     def add_routes(self, app: web.Application) -> None:
         app.router.add_post(f"/upload/{VERSION}/files", self.upload)
         for prefix in ("", "/download"):
-            app.router.add_get(f"{prefix}/{VERSION}/files/{{name:[^/:]+}}:download",
-                               self.download)  # fmt: skip
+            app.router.add_get(f"{prefix}/{VERSION}/files/{{name:[^/:]+}}:download", self.download)
         app.router.add_get(f"/{VERSION}/files/{{name:[^/:]+}}", self.get)

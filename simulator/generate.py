@@ -45,12 +45,46 @@ _JITTER_WEIGHTS = (1, 2, 1)
 #: the spread of a response's length around ``SimConfig.generation_tokens``
 _LENGTH_SPREAD = 0.2
 _FALLBACK_WORDS = ("question", "answer", "detail")
-_STOPWORDS = frozenset((
-    "about", "also", "been", "does", "each", "from", "have", "into", "just", "more", "most",
-    "much", "only", "other", "over", "some", "such", "than", "that", "their", "them", "then",
-    "there", "these", "they", "this", "those", "very", "what", "when", "where", "which",
-    "while", "with", "would", "your",
-))  # fmt: skip
+_STOPWORDS = frozenset(
+    (
+        "about",
+        "also",
+        "been",
+        "does",
+        "each",
+        "from",
+        "have",
+        "into",
+        "just",
+        "more",
+        "most",
+        "much",
+        "only",
+        "other",
+        "over",
+        "some",
+        "such",
+        "than",
+        "that",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "very",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "with",
+        "would",
+        "your",
+    )
+)
 #: each level's tone: a response at a higher level commits more firmly
 _OPENINGS = {
     1: "I am not sure about {topic}, but here is a guess.",

@@ -39,8 +39,9 @@ def reply(
     ``cache`` the prompt tokens read from and written to the prompt cache."""
     if parsed.seed is not None:
         cfg = replace(cfg, request_seed=parsed.seed)
-    text = REFUSAL_TEXT if refusal else make_answer(
-        parsed.prompt, parsed.model, cfg, garbage=garbage)  # fmt: skip
+    text = (
+        REFUSAL_TEXT if refusal else make_answer(parsed.prompt, parsed.model, cfg, garbage=garbage)
+    )
     asked = parsed.structured
     if asked is not None and not (refusal or garbage):
         text = structured_answer(parsed.prompt, parsed.model, asked.schema, cfg)
@@ -61,10 +62,25 @@ def reply(
         completion_tokens = 0  # a blocked candidate carries no text, bills no output
     if echoed is not None:  # a debugging proxy's echo: the key is among the headers
         text = f"request headers:\n{echoed}\n{text}"
-    payload = success_body(dialect, parsed.model, text, prompt_tokens, completion_tokens,
-                           truncated, refusal, parsed.tool, cache, thinking)  # fmt: skip
+    payload = success_body(
+        dialect,
+        parsed.model,
+        text,
+        prompt_tokens,
+        completion_tokens,
+        truncated,
+        refusal,
+        parsed.tool,
+        cache,
+        thinking,
+    )
     if cfg.usage:  # a provider whose usage cannot be trusted
         payload["usageMetadata" if dialect == "gemini" else "usage"].update(cfg.usage)
-    served = as_served(dialect, payload, whole=not (truncated or refusal),
-                       stop_reason=cfg.stop_reason, malformed=cfg.malformed)  # fmt: skip
+    served = as_served(
+        dialect,
+        payload,
+        whole=not (truncated or refusal),
+        stop_reason=cfg.stop_reason,
+        malformed=cfg.malformed,
+    )
     return Reply(served, completion_tokens)

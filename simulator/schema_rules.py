@@ -24,18 +24,47 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 #: OpenAI strict mode: keywords outside its subset
-OPENAI_UNSUPPORTED = frozenset({
-    "minLength", "maxLength", "patternProperties", "unevaluatedProperties", "propertyNames",
-    "minProperties", "maxProperties", "unevaluatedItems", "contains", "minContains",
-    "maxContains", "uniqueItems", "allOf", "not", "if", "then", "else", "dependentRequired",
-    "dependentSchemas", "default",
-})  # fmt: skip
+OPENAI_UNSUPPORTED = frozenset(
+    {
+        "minLength",
+        "maxLength",
+        "patternProperties",
+        "unevaluatedProperties",
+        "propertyNames",
+        "minProperties",
+        "maxProperties",
+        "unevaluatedItems",
+        "contains",
+        "minContains",
+        "maxContains",
+        "uniqueItems",
+        "allOf",
+        "not",
+        "if",
+        "then",
+        "else",
+        "dependentRequired",
+        "dependentSchemas",
+        "default",
+    }
+)
 OPENAI_MAX_DEPTH, OPENAI_MAX_PROPERTIES, OPENAI_MAX_ENUM = 10, 5000, 1000
 #: Anthropic: keywords its grammar compiler refuses
-ANTHROPIC_UNSUPPORTED = frozenset({
-    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
-    "minLength", "maxLength", "maxItems", "uniqueItems", "minProperties", "maxProperties",
-})  # fmt: skip
+ANTHROPIC_UNSUPPORTED = frozenset(
+    {
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "minLength",
+        "maxLength",
+        "maxItems",
+        "uniqueItems",
+        "minProperties",
+        "maxProperties",
+    }
+)
 ANTHROPIC_MAX_OPTIONAL = 16
 
 #: the keywords that hold one subschema / a list of them / a mapping of them
@@ -44,9 +73,9 @@ _MANY = ("anyOf", "oneOf", "allOf", "prefixItems")
 _NAMED = ("properties", "$defs", "definitions", "patternProperties")
 
 
-def _walk(schema: Any, path: tuple[str, ...] = (), depth: int = 0) -> Iterator[
-    tuple[Mapping[str, Any], tuple[str, ...], int]
-]:  # fmt: skip
+def _walk(
+    schema: Any, path: tuple[str, ...] = (), depth: int = 0
+) -> Iterator[tuple[Mapping[str, Any], tuple[str, ...], int]]:
     """Every subschema of ``schema`` with its path and its object-nesting depth."""
     if not isinstance(schema, Mapping):
         return
@@ -76,16 +105,20 @@ def _where(path: tuple[str, ...]) -> str:
 
 def _closed(node: Mapping[str, Any], path: tuple[str, ...], what: str) -> None:
     if _is_object(node) and node.get("additionalProperties") is not False:
-        raise ValueError(f"{what}: In context={_where(path)}, 'additionalProperties' is "
-                         "required to be supplied and to be false")  # fmt: skip
+        raise ValueError(
+            f"{what}: In context={_where(path)}, 'additionalProperties' is "
+            "required to be supplied and to be false"
+        )
 
 
 def check_openai_strict(schema: Mapping[str, Any], name: str = "judgment") -> None:
     """ValueError where OpenAI refuses ``schema`` as a strict ``json_schema``."""
     what = f"Invalid schema for response_format '{name}'"
     if not _is_object(schema) or "anyOf" in schema:
-        raise ValueError(f"{what}: schema must be a JSON Schema of 'type: \"object\"', "
-                         "got a root that is not an object")  # fmt: skip
+        raise ValueError(
+            f"{what}: schema must be a JSON Schema of 'type: \"object\"', "
+            "got a root that is not an object"
+        )
     properties = 0
     for node, path, depth in _walk(schema):
         if depth > OPENAI_MAX_DEPTH:
@@ -120,12 +153,14 @@ def check_anthropic(schema: Mapping[str, Any]) -> None:
         bad = sorted(ANTHROPIC_UNSUPPORTED & set(node))
         if bad:
             kind = node.get("type", "schema")
-            raise ValueError(f"{what}: For '{kind}' type, property '{bad[0]}' is not "
-                             f"supported ({_where(path)})")  # fmt: skip
+            raise ValueError(
+                f"{what}: For '{kind}' type, property '{bad[0]}' is not supported ({_where(path)})"
+            )
         low = node.get("minItems")
         if low is not None and low not in (0, 1):
-            raise ValueError(f"{what}: minItems values other than 0 or 1 are not supported "
-                             f"({_where(path)})")  # fmt: skip
+            raise ValueError(
+                f"{what}: minItems values other than 0 or 1 are not supported ({_where(path)})"
+            )
         ref = node.get("$ref")
         if isinstance(ref, str) and (ref == "#" or _in_own_definition(ref, path)):
             raise ValueError(f"{what}: recursive schemas are not supported ({_where(path)})")
@@ -136,8 +171,10 @@ def check_anthropic(schema: Mapping[str, Any]) -> None:
             listed = set(required) if isinstance(required, list) else set()
             optional += sum(1 for k in fields if k not in listed)
     if optional > ANTHROPIC_MAX_OPTIONAL:
-        raise ValueError(f"{what}: {optional} optional properties; a schema may have at most "
-                         f"{ANTHROPIC_MAX_OPTIONAL}")  # fmt: skip
+        raise ValueError(
+            f"{what}: {optional} optional properties; a schema may have at most "
+            f"{ANTHROPIC_MAX_OPTIONAL}"
+        )
 
 
 def _in_own_definition(ref: str, path: tuple[str, ...]) -> bool:

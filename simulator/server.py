@@ -166,8 +166,9 @@ class Simulator:
             body = json.loads(await request.read())
             parsed = parse_request(dialect, body, request.match_info.get("model"))
         except BadRequest as exc:
-            body = error_body(dialect, "invalid_request", str(exc), 400, param=exc.param,
-                              code=exc.code)  # fmt: skip
+            body = error_body(
+                dialect, "invalid_request", str(exc), 400, param=exc.param, code=exc.code
+            )
             return _json_response(body, 400)
         except ValueError as exc:
             return self._error(dialect, 400, "invalid_request", str(exc))
@@ -214,8 +215,9 @@ class Simulator:
             stats.serving += 1
             stats.max_serving = max(stats.max_serving, stats.serving)
             try:
-                return await self._answer(request, dialect, parsed, prompt_tokens, latency,
-                                          garbage, refusal, html)  # fmt: skip
+                return await self._answer(
+                    request, dialect, parsed, prompt_tokens, latency, garbage, refusal, html
+                )
             finally:
                 stats.serving -= 1
 
@@ -241,8 +243,16 @@ class Simulator:
         if cfg.echo_headers:  # a debugging proxy's echo: the key is among the headers
             echoed = "".join(f"{k}: {v}\n" for k, v in request.headers.items())
         cache = usage(self.prompt_cache, dialect, parsed, api_key(request))
-        answer = reply(dialect, parsed, cfg, prompt_tokens, garbage=garbage, refusal=refusal,
-                       echoed=echoed, cache=cache)  # fmt: skip
+        answer = reply(
+            dialect,
+            parsed,
+            cfg,
+            prompt_tokens,
+            garbage=garbage,
+            refusal=refusal,
+            echoed=echoed,
+            cache=cache,
+        )
         stats = self.stats
         stats.served += 1
         stats.refusals += refusal
@@ -308,11 +318,17 @@ def _gemini_generate(app: web.Application, sim: Simulator) -> None:
 ROUTES: dict[str, Callable[[web.Application, Simulator], None]] = dict(
     zip(
         WIRE_FORMATS,
-        (_openai_chat, _anthropic_messages, _gemini_generate, batches_anthropic.add_routes,
-         batches_gemini.add_routes, batches_openai.add_routes),
+        (
+            _openai_chat,
+            _anthropic_messages,
+            _gemini_generate,
+            batches_anthropic.add_routes,
+            batches_gemini.add_routes,
+            batches_openai.add_routes,
+        ),
         strict=True,
     )
-)  # fmt: skip
+)
 
 
 async def start(

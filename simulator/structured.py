@@ -114,8 +114,9 @@ def _gemini(body: Mapping[str, Any]) -> Wanted | None:
     config = _mapping(config, "generationConfig")
     schema = None
     for camel, snake in (
-        ("responseJsonSchema", "response_json_schema"), ("responseSchema", "response_schema"),
-    ):  # fmt: skip
+        ("responseJsonSchema", "response_json_schema"),
+        ("responseSchema", "response_schema"),
+    ):
         value = config.get(camel, config.get(snake))
         if value is not None:
             schema = _mapping(value, f"generationConfig.{camel}")
@@ -197,8 +198,10 @@ class _Builder:
         if "array" in kinds:
             items = schema.get("items")
             count = max(1, int(schema.get("minItems") or 0))
-            return [self.build(items if isinstance(items, Mapping) else {}, skill, depth + 1)
-                    for _ in range(count)]  # fmt: skip
+            return [
+                self.build(items if isinstance(items, Mapping) else {}, skill, depth + 1)
+                for _ in range(count)
+            ]
         numeric = "integer" in kinds or "number" in kinds
         if numeric and not (wanted == NA and "string" in kinds):
             value = score if score is not None else self.level

@@ -134,21 +134,35 @@ def running_simulator(config: SimConfig | None = None) -> Iterator[SimHandle]:
 def config_to_argv(config: SimConfig) -> list[str]:
     """Command-line flags of ``python -m simulator`` reproducing ``config``."""
     argv = [
-        "--latency-ms", repr(float(config.latency_ms)),
-        "--latency-dist", config.latency_dist,
-        "--error-rate", repr(float(config.error_rate)),
-        "--garbage-rate", repr(float(config.garbage_rate)),
-        "--rate-limit-rate", repr(float(config.rate_limit_rate)),
-        "--timeout-rate", repr(float(config.timeout_rate)),
-        "--na-rate", repr(float(config.na_rate)),
-        "--sigma", repr(float(config.sigma)),
-        "--refusal-rate", repr(float(config.refusal_rate)),
-        "--html-rate", repr(float(config.html_rate)),
-        "--answer-format", config.answer_format,
-        "--seed", str(config.seed),
-        "--cache-prefixes", str(config.cache_prefixes),
-        "--generation-tokens", str(config.generation_tokens),
-    ]  # fmt: skip
+        "--latency-ms",
+        repr(float(config.latency_ms)),
+        "--latency-dist",
+        config.latency_dist,
+        "--error-rate",
+        repr(float(config.error_rate)),
+        "--garbage-rate",
+        repr(float(config.garbage_rate)),
+        "--rate-limit-rate",
+        repr(float(config.rate_limit_rate)),
+        "--timeout-rate",
+        repr(float(config.timeout_rate)),
+        "--na-rate",
+        repr(float(config.na_rate)),
+        "--sigma",
+        repr(float(config.sigma)),
+        "--refusal-rate",
+        repr(float(config.refusal_rate)),
+        "--html-rate",
+        repr(float(config.html_rate)),
+        "--answer-format",
+        config.answer_format,
+        "--seed",
+        str(config.seed),
+        "--cache-prefixes",
+        str(config.cache_prefixes),
+        "--generation-tokens",
+        str(config.generation_tokens),
+    ]
     if config.usage:
         argv += ["--usage", json.dumps(dict(config.usage))]
     for name, level in config.generators.items():
@@ -158,11 +172,15 @@ def config_to_argv(config: SimConfig) -> list[str]:
     if config.echo_headers:
         argv.append("--echo-headers")
     optional = (
-        ("--rpm", config.rpm), ("--tpm", config.tpm), ("--score", config.score),
-        ("--min-max-tokens", config.min_max_tokens), ("--require-key", config.require_key),
-        ("--stop-reason", config.stop_reason), ("--malformed", config.malformed),
+        ("--rpm", config.rpm),
+        ("--tpm", config.tpm),
+        ("--score", config.score),
+        ("--min-max-tokens", config.min_max_tokens),
+        ("--require-key", config.require_key),
+        ("--stop-reason", config.stop_reason),
+        ("--malformed", config.malformed),
         ("--slots", config.slots),
-    )  # fmt: skip
+    )
     for flag, value in optional:
         if value is not None:
             argv += [flag, str(value)]

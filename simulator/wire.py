@@ -159,8 +159,12 @@ def _parse_gemini(body: Mapping[str, Any], model: str | None) -> ParsedRequest:
         raise BadRequest("generationConfig must be an object")
     limit = _field(config, "maxOutputTokens", "max_output_tokens")
     max_tokens = _max_tokens({"maxOutputTokens": limit}, "maxOutputTokens")
-    return ParsedRequest(model=model.removeprefix("models/"), prompt="\n".join(parts),
-                         max_tokens=max_tokens, seed=_seed(config))  # fmt: skip
+    return ParsedRequest(
+        model=model.removeprefix("models/"),
+        prompt="\n".join(parts),
+        max_tokens=max_tokens,
+        seed=_seed(config),
+    )
 
 
 def _seed(body: Mapping[str, Any]) -> int | None:
@@ -261,8 +265,12 @@ def success_body(
         content: list[dict[str, Any]] = [{"type": "text", "text": text}]
         answer = _json_object(text) if tool is not None and stop == "end_turn" else None
         if answer is not None:
-            use = {"type": "tool_use", "id": f"toolu_sim{uuid.uuid4().hex[:20]}",
-                   "name": tool, "input": answer}  # fmt: skip
+            use = {
+                "type": "tool_use",
+                "id": f"toolu_sim{uuid.uuid4().hex[:20]}",
+                "name": tool,
+                "input": answer,
+            }
             content, stop = [use], "tool_use"
         return {
             "id": f"msg_sim{uuid.uuid4().hex[:24]}",
@@ -317,18 +325,21 @@ def _json_object(text: str) -> dict[str, Any] | None:
 
 
 def _gemini_success(
-    model: str, text: str, prompt_tokens: int, completion_tokens: int, truncated: bool,
+    model: str,
+    text: str,
+    prompt_tokens: int,
+    completion_tokens: int,
+    truncated: bool,
     refusal: bool,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """A ``GenerateContentResponse``. A refusal is a candidate blocked by the safety
     filters: ``finishReason`` SAFETY, a blocked rating and no content (nor output tokens)."""
     candidate: dict[str, Any] = {"index": 0}
     if refusal:
         candidate["finishReason"] = "SAFETY"
         candidate["safetyRatings"] = [
-            {"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH",
-             "blocked": True},
-        ]  # fmt: skip
+            {"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH", "blocked": True},
+        ]
         completion_tokens = 0
     else:
         candidate["content"] = {"parts": [{"text": text}], "role": "model"}
@@ -371,14 +382,23 @@ _ANTHROPIC_ERRORS: dict[ErrorKind, str] = {
 
 #: google.rpc status names of the HTTP codes the simulator answers
 _GEMINI_STATUS = {
-    400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
-    404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE",
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
     504: "DEADLINE_EXCEEDED",
-}  # fmt: skip
+}
 _GEMINI_CODES: dict[ErrorKind, int] = {
-    "invalid_request": 400, "auth": 400, "rate_limit": 429, "server_error": 500,
-    "overloaded": 503, "not_found": 404,
-}  # fmt: skip
+    "invalid_request": 400,
+    "auth": 400,
+    "rate_limit": 429,
+    "server_error": 500,
+    "overloaded": 503,
+    "not_found": 404,
+}
 
 
 def _gemini_error(
@@ -393,14 +413,18 @@ def _gemini_error(
         "status": _GEMINI_STATUS.get(code, "UNKNOWN"),
     }
     if kind == "rate_limit" and retry_after is not None:
-        error["details"] = [{"@type": "type.googleapis.com/google.rpc.RetryInfo",
-                             "retryDelay": f"{retry_after}s"}]  # fmt: skip
+        error["details"] = [
+            {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{retry_after}s"}
+        ]
     elif kind == "auth":
         error["details"] = [
-            {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID",
-             "domain": "googleapis.com",
-             "metadata": {"service": "generativelanguage.googleapis.com"}},
-        ]  # fmt: skip
+            {
+                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                "reason": "API_KEY_INVALID",
+                "domain": "googleapis.com",
+                "metadata": {"service": "generativelanguage.googleapis.com"},
+            },
+        ]
     return {"error": error}
 
 
@@ -421,5 +445,11 @@ def error_body(
     if dialect == "anthropic":
         return {"type": "error", "error": {"type": _ANTHROPIC_ERRORS[kind], "message": message}}
     err_type, default_code = _OPENAI_ERRORS[kind]
-    return {"error": {"message": message, "type": err_type, "param": param,
-                      "code": code or default_code}}  # fmt: skip
+    return {
+        "error": {
+            "message": message,
+            "type": err_type,
+            "param": param,
+            "code": code or default_code,
+        }
+    }

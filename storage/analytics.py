@@ -116,8 +116,9 @@ def pivot_select(
         packing = J.id * literal(2**32) + code + literal(2**31)
         hashed = func.hashtextextended(J.call_uid, 0).op("|")(1)  # odd: 0 is "no call"
         columns = [func.coalesce(func.max(packing).filter(J.judge == j), 0) for j in judges]
-        columns += [func.coalesce(func.max(hashed).filter((J.judge == j) & called), 0)
-                    for j in judges]  # fmt: skip
+        columns += [
+            func.coalesce(func.max(hashed).filter((J.judge == j) & called), 0) for j in judges
+        ]
     # absolute grading (pairwise rows have a second model). SQLite: not ``model_b == ''``,
     # which its planner would fold into the grouping and then sort instead of walking the
     # uq_judgment index in order. PostgreSQL: ``model_b = ''``, whose selectivity it knows
@@ -244,9 +245,12 @@ def _model_bounds(conn: Connection, run_id: int, parts: int) -> list[str]:
     """Models where a run's pivot is cut into ``parts`` of about as many models (byte
     order), from the run's responses (any cut reads every row: only the balance
     depends on it); none when it has fewer models than parts."""
-    models = sorted(str(m) for (m,) in conn.execute(
-        select(RESPONSE.c.model).where(RESPONSE.c.run_id == run_id).group_by(RESPONSE.c.model)
-    ))  # fmt: skip
+    models = sorted(
+        str(m)
+        for (m,) in conn.execute(
+            select(RESPONSE.c.model).where(RESPONSE.c.run_id == run_id).group_by(RESPONSE.c.model)
+        )
+    )
     if len(models) < parts:
         return []
     return [models[len(models) * k // parts] for k in range(1, parts)]
@@ -361,8 +365,9 @@ def pairwise_rows(store: Store, run_id: int) -> PairwiseRows:
             key = (str(judge), str(first), str(second), str(crit))
             if status == Status.DONE.value:
                 if score is not None:
-                    done.append((str(iid), str(first), str(second), str(crit), str(judge),
-                                 int(score)))  # fmt: skip
+                    done.append(
+                        (str(iid), str(first), str(second), str(crit), str(judge), int(score))
+                    )
             elif status == Status.FAILED.value:
                 failed[key] = failed.get(key, 0) + 1
             else:

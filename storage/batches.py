@@ -98,23 +98,65 @@ class BatchInfo:
 
 
 def _open_call(row: Any) -> OpenCall:
-    return OpenCall(int(row.id), str(row.uid), int(row.run_id), str(row.judge), str(row.state),
-                    [int(i) for i in json.loads(row.rows)], json.loads(row.request),
-                    int(row.tokens), int(row.tries),
-                    _aware(row.created_at) or utcnow(), str(row.cache_key))  # fmt: skip
+    return OpenCall(
+        int(row.id),
+        str(row.uid),
+        int(row.run_id),
+        str(row.judge),
+        str(row.state),
+        [int(i) for i in json.loads(row.rows)],
+        json.loads(row.request),
+        int(row.tokens),
+        int(row.tries),
+        _aware(row.created_at) or utcnow(),
+        str(row.cache_key),
+    )
 
 
 def _batch(row: Any) -> BatchInfo:
-    return BatchInfo(str(row.uid), int(row.run_id), str(row.judge), str(row.provider),
-                     row.provider_id, str(row.state), str(row.provider_state), int(row.size),
-                     int(row.succeeded), int(row.failed), _aware(row.created_at) or utcnow(),
-                     _aware(row.expires_at))  # fmt: skip
+    return BatchInfo(
+        str(row.uid),
+        int(row.run_id),
+        str(row.judge),
+        str(row.provider),
+        row.provider_id,
+        str(row.state),
+        str(row.provider_state),
+        int(row.size),
+        int(row.succeeded),
+        int(row.failed),
+        _aware(row.created_at) or utcnow(),
+        _aware(row.expires_at),
+    )
 
 
-_CALL_COLUMNS = (BC.id, BC.uid, BC.run_id, BC.judge, BC.state, BC.rows, BC.request, BC.tokens,
-                 BC.tries, BC.created_at, BC.cache_key)  # fmt: skip
-_BATCH_COLUMNS = (B.uid, B.run_id, B.judge, B.provider, B.provider_id, B.state, B.provider_state,
-                  B.size, B.succeeded, B.failed, B.created_at, B.expires_at)  # fmt: skip
+_CALL_COLUMNS = (
+    BC.id,
+    BC.uid,
+    BC.run_id,
+    BC.judge,
+    BC.state,
+    BC.rows,
+    BC.request,
+    BC.tokens,
+    BC.tries,
+    BC.created_at,
+    BC.cache_key,
+)
+_BATCH_COLUMNS = (
+    B.uid,
+    B.run_id,
+    B.judge,
+    B.provider,
+    B.provider_id,
+    B.state,
+    B.provider_state,
+    B.size,
+    B.succeeded,
+    B.failed,
+    B.created_at,
+    B.expires_at,
+)
 
 
 class BatchLedger:
@@ -134,17 +176,30 @@ class BatchLedger:
             return 0
         now = utcnow()
         with self.engine.begin() as conn:
-            known = set(conn.execute(
-                select(BC.uid).where(BC.uid.in_([c.uid for c in calls]))).scalars())  # fmt: skip
+            known = set(
+                conn.execute(select(BC.uid).where(BC.uid.in_([c.uid for c in calls]))).scalars()
+            )
             fresh = [c for c in calls if c.uid not in known]
             if fresh:
-                conn.execute(insert(BATCH_CALL), [
-                    {"uid": c.uid, "run_id": c.run_id, "judge": c.judge, "state": PLANNED,
-                     "rows": json.dumps(list(c.rows)), "cache_key": c.cache_key,
-                     "request": json.dumps(c.request), "tokens": c.tokens, "tries": 0,
-                     "created_at": now, "updated_at": now}
-                    for c in fresh
-                ])  # fmt: skip
+                conn.execute(
+                    insert(BATCH_CALL),
+                    [
+                        {
+                            "uid": c.uid,
+                            "run_id": c.run_id,
+                            "judge": c.judge,
+                            "state": PLANNED,
+                            "rows": json.dumps(list(c.rows)),
+                            "cache_key": c.cache_key,
+                            "request": json.dumps(c.request),
+                            "tokens": c.tokens,
+                            "tries": 0,
+                            "created_at": now,
+                            "updated_at": now,
+                        }
+                        for c in fresh
+                    ],
+                )
             ids = [i for c in calls for i in c.rows]
             conn.execute(
                 update(JUDGMENT)
@@ -167,9 +222,12 @@ class BatchLedger:
 
     @transient_retry
     def planned(self, run_id: int, judge: str, limit: int) -> list[OpenCall]:
-        stmt = (select(*_CALL_COLUMNS)
-                .where(BC.state == PLANNED, BC.run_id == run_id, BC.judge == judge)
-                .order_by(BC.id).limit(limit))  # fmt: skip
+        stmt = (
+            select(*_CALL_COLUMNS)
+            .where(BC.state == PLANNED, BC.run_id == run_id, BC.judge == judge)
+            .order_by(BC.id)
+            .limit(limit)
+        )
         with self.engine.connect() as conn:
             return [_open_call(r) for r in conn.execute(stmt)]
 
@@ -177,7 +235,8 @@ class BatchLedger:
     def queued_tokens(self, run_id: int, judge: str) -> int:
         """Estimated prompt tokens of this judge's calls in open batches."""
         stmt = select(func.coalesce(func.sum(BC.tokens), 0)).where(
-            BC.state == SUBMITTED, BC.run_id == run_id, BC.judge == judge)  # fmt: skip
+            BC.state == SUBMITTED, BC.run_id == run_id, BC.judge == judge
+        )
         with self.engine.connect() as conn:
             return int(conn.execute(stmt).scalar_one())
 
@@ -203,9 +262,12 @@ class BatchLedger:
         out: dict[str, dict[str, dict[str, int]]] = {}
         with self.engine.connect() as conn:
             for key, column, table in (("batches", B, BATCH), ("calls", BC, BATCH_CALL)):
-                stmt = (select(column.judge, column.state, func.count())
-                        .select_from(table).where(column.run_id == run_id)
-                        .group_by(column.judge, column.state))  # fmt: skip
+                stmt = (
+                    select(column.judge, column.state, func.count())
+                    .select_from(table)
+                    .where(column.run_id == run_id)
+                    .group_by(column.judge, column.state)
+                )
                 for judge, state, n in conn.execute(stmt):
                     entry = out.setdefault(str(judge), {"batches": {}, "calls": {}})
                     entry[key][str(state)] = int(n)
@@ -216,8 +278,11 @@ class BatchLedger:
         """Per judge, the answers its provider returned beyond the first of a batch request
         (each stored as a paid call: ``status`` and the report say so)."""
         C = CALL.c
-        stmt = (select(C.judge, func.count()).where(C.run_id == run_id, C.finish == DUPLICATE)
-                .group_by(C.judge))  # fmt: skip
+        stmt = (
+            select(C.judge, func.count())
+            .where(C.run_id == run_id, C.finish == DUPLICATE)
+            .group_by(C.judge)
+        )
         with self.engine.connect() as conn:
             return {str(j): int(n) for j, n in conn.execute(stmt)}
 
@@ -230,50 +295,78 @@ class BatchLedger:
     @transient_retry
     def call_states(self, run_id: int) -> dict[str, int]:
         """Calls of a run by state."""
-        stmt = (select(BC.state, func.count()).where(BC.run_id == run_id)
-                .group_by(BC.state))  # fmt: skip
+        stmt = select(BC.state, func.count()).where(BC.run_id == run_id).group_by(BC.state)
         with self.engine.connect() as conn:
             return {str(s): int(n) for s, n in conn.execute(stmt)}
 
     # -- a batch's life ------------------------------------------------------------------
 
     @transient_retry
-    def create_batch(self, tag: str, run_id: int, judge: str, provider: str,
-                     call_ids: Sequence[int]) -> list[int]:  # fmt: skip
+    def create_batch(
+        self, tag: str, run_id: int, judge: str, provider: str, call_ids: Sequence[int]
+    ) -> list[int]:
         """Write batch ``tag`` and assign to it those of ``call_ids`` still planned (their
         ids), before anything is sent; nothing when the run is gone."""
         now = utcnow()
         with self.engine.begin() as conn:
             if conn.execute(select(RUN.c.id).where(RUN.c.id == run_id)).first() is None:
                 return []
-            taken = list(conn.execute(
-                update(BATCH_CALL)
-                .where(BC.id.in_(list(call_ids)), BC.state == PLANNED)
-                .values(state=SUBMITTED, batch_uid=tag, updated_at=now)
-                .returning(BC.id)
-            ).scalars())  # fmt: skip
+            taken = list(
+                conn.execute(
+                    update(BATCH_CALL)
+                    .where(BC.id.in_(list(call_ids)), BC.state == PLANNED)
+                    .values(state=SUBMITTED, batch_uid=tag, updated_at=now)
+                    .returning(BC.id)
+                ).scalars()
+            )
             if taken:
-                conn.execute(insert(BATCH).values(
-                    uid=tag, run_id=run_id, judge=judge, provider=provider, state=CREATED,
-                    provider_state="", size=len(taken), succeeded=0, failed=0, files="{}",
-                    created_at=now))  # fmt: skip
+                conn.execute(
+                    insert(BATCH).values(
+                        uid=tag,
+                        run_id=run_id,
+                        judge=judge,
+                        provider=provider,
+                        state=CREATED,
+                        provider_state="",
+                        size=len(taken),
+                        succeeded=0,
+                        failed=0,
+                        files="{}",
+                        created_at=now,
+                    )
+                )
         return sorted(int(i) for i in taken)
 
     @transient_retry
-    def record(self, tag: str, provider_id: str, provider_state: str, *, succeeded: int = 0,
-               failed: int = 0, expires_at: datetime | None = None,
-               files: Mapping[str, str] | None = None) -> None:  # fmt: skip
+    def record(
+        self,
+        tag: str,
+        provider_id: str,
+        provider_state: str,
+        *,
+        succeeded: int = 0,
+        failed: int = 0,
+        expires_at: datetime | None = None,
+        files: Mapping[str, str] | None = None,
+    ) -> None:
         """The provider holds batch ``tag`` as ``provider_id``: what it said of it."""
         now = utcnow()
-        values: dict[str, Any] = {"provider_id": provider_id, "provider_state": provider_state[:40],
-                                  "succeeded": succeeded, "failed": failed}  # fmt: skip
+        values: dict[str, Any] = {
+            "provider_id": provider_id,
+            "provider_state": provider_state[:40],
+            "succeeded": succeeded,
+            "failed": failed,
+        }
         if expires_at is not None:
             values["expires_at"] = expires_at
         if files:
             values["files"] = json.dumps(dict(files))
         with self.engine.begin() as conn:
-            conn.execute(update(BATCH).where(B.uid == tag, B.state == CREATED)
-                         .values(state=SUBMITTED, submitted_at=now))  # fmt: skip
+            conn.execute(
+                update(BATCH)
+                .where(B.uid == tag, B.state == CREATED)
+                .values(state=SUBMITTED, submitted_at=now)
+            )
             conn.execute(update(BATCH).where(B.uid == tag).values(**values))
 
     @transient_retry
@@ -285,28 +378,40 @@ class BatchLedger:
         now = utcnow()
         with self.engine.begin() as conn:
             open_ = or_(BC.state == SUBMITTED, BC.state == PLANNED)
-            conn.execute(update(BATCH_CALL).where(BC.uid.in_(list(uids)), open_)
-                         .values(tries=BC.tries + 1, detail=detail, updated_at=now))  # fmt: skip
+            conn.execute(
+                update(BATCH_CALL)
+                .where(BC.uid.in_(list(uids)), open_)
+                .values(tries=BC.tries + 1, detail=detail, updated_at=now)
+            )
             spent = and_(BC.uid.in_(list(uids)), open_, BC.tries >= max_tries)
             gone = [_open_call(r) for r in conn.execute(select(*_CALL_COLUMNS).where(spent))]
             conn.execute(update(BATCH_CALL).where(spent).values(state=FAILED))
-            conn.execute(update(BATCH_CALL).where(BC.uid.in_(list(uids)), BC.state == SUBMITTED)
-                         .values(state=PLANNED, batch_uid=None))  # fmt: skip
+            conn.execute(
+                update(BATCH_CALL)
+                .where(BC.uid.in_(list(uids)), BC.state == SUBMITTED)
+                .values(state=PLANNED, batch_uid=None)
+            )
         return gone
 
     @transient_retry
     def end_batch(self, tag: str, state: str, detail: str | None = None) -> None:
         """Batch ``tag`` is over: ``collected`` or ``failed``."""
         with self.engine.begin() as conn:
-            conn.execute(update(BATCH).where(B.uid == tag, B.state.in_(OPEN_BATCH_STATES))
-                         .values(state=state, detail=detail, ended_at=utcnow()))  # fmt: skip
+            conn.execute(
+                update(BATCH)
+                .where(B.uid == tag, B.state.in_(OPEN_BATCH_STATES))
+                .values(state=state, detail=detail, ended_at=utcnow())
+            )
 
     @transient_retry
     def mark_collected(self, uids: Sequence[str]) -> None:
         if uids:
             with self.engine.begin() as conn:
-                conn.execute(update(BATCH_CALL).where(BC.uid.in_(list(uids)))
-                             .values(state=COLLECTED, updated_at=utcnow()))  # fmt: skip
+                conn.execute(
+                    update(BATCH_CALL)
+                    .where(BC.uid.in_(list(uids)))
+                    .values(state=COLLECTED, updated_at=utcnow())
+                )
 
     @transient_retry
     def retake(self, ids: Sequence[int], lease_seconds: float) -> list[JobContext]:
@@ -316,13 +421,18 @@ class BatchLedger:
             return []
         now = utcnow()
         with self.engine.begin() as conn:
-            taken = list(conn.execute(
-                update(JUDGMENT)
-                .where(J.id.in_(list(ids)), J.status == Status.RUNNING.value)
-                .values(claims=J.claims + 1, lease_until=now + timedelta(seconds=lease_seconds),
-                        updated_at=now)
-                .returning(J.id)
-            ).scalars())  # fmt: skip
+            taken = list(
+                conn.execute(
+                    update(JUDGMENT)
+                    .where(J.id.in_(list(ids)), J.status == Status.RUNNING.value)
+                    .values(
+                        claims=J.claims + 1,
+                        lease_until=now + timedelta(seconds=lease_seconds),
+                        updated_at=now,
+                    )
+                    .returning(J.id)
+                ).scalars()
+            )
             if not taken:
                 return []
             rows: Any = conn.execute(CONTEXTS, {"ids": taken})

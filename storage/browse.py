@@ -367,11 +367,16 @@ def disagreements(
     spread = (func.max(J.score) - func.min(J.score)).label("spread")
     items = (
         select(J.instance_id.label("instance_id"), spread)
-        .where(J.run_id == run_id, J.model.in_(list(models)), J.model_b == "",
-               J.status == "done", J.score.is_not(None))
+        .where(
+            J.run_id == run_id,
+            J.model.in_(list(models)),
+            J.model_b == "",
+            J.status == "done",
+            J.score.is_not(None),
+        )
         .group_by(J.instance_id, J.model, J.criterion)
         .having(func.count(func.distinct(J.judge)) > 1)
-    ).subquery()  # fmt: skip
+    ).subquery()
     largest, mean = func.max(items.c.spread), func.avg(items.c.spread)
     stmt = (
         select(items.c.instance_id, largest, mean, func.count())
@@ -380,5 +385,7 @@ def disagreements(
         .limit(limit)
     )
     with store.engine.connect() as conn:
-        return [Disagreement(str(i), float(lg), float(mn), int(n))
-                for i, lg, mn, n in conn.execute(stmt)]  # fmt: skip
+        return [
+            Disagreement(str(i), float(lg), float(mn), int(n))
+            for i, lg, mn, n in conn.execute(stmt)
+        ]

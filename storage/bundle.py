@@ -252,8 +252,13 @@ def _insert_run(conn: Connection, name: str, rows: Iterator[dict[str, Any]]) -> 
     return int(conn.execute(insert(RUN).values(**run).returning(RN.id)).scalar_one())
 
 
-def _insert_calls(conn: Connection, done: Imported, name: str,
-                  rows: Iterator[dict[str, Any]], remap: dict[str, str]) -> int:  # fmt: skip
+def _insert_calls(
+    conn: Connection,
+    done: Imported,
+    name: str,
+    rows: Iterator[dict[str, Any]],
+    remap: dict[str, str],
+) -> int:
     """Insert the answers chunk by chunk. An answer the store holds already (same uid) is
     the same answer: one another run paid for is used as it is; one the imported run paid
     for is copied under :func:`copy_uid`, so that the run's cost stays its own."""
@@ -283,8 +288,14 @@ def _insert_calls(conn: Connection, done: Imported, name: str,
     return n
 
 
-def _insert_owned(store: Store, conn: Connection, table: Table, run_id: int,
-                  rows: Iterator[dict[str, Any]], remap: dict[str, str]) -> int:  # fmt: skip
+def _insert_owned(
+    store: Store,
+    conn: Connection,
+    table: Table,
+    run_id: int,
+    rows: Iterator[dict[str, Any]],
+    remap: dict[str, str],
+) -> int:
     """Insert rows of the run through the dialect's bulk insert (COPY on PostgreSQL). A
     judgment still open in the source is pending here: no worker of this store holds it."""
     count = [0]

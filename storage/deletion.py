@@ -84,8 +84,14 @@ def _bounds(conn: Connection, table: Table, run_id: int) -> tuple[int, int] | No
     return None if low is None else (int(low), int(high))
 
 
-def _by_range(store: Store, table: Table, run_id: int, chunk: int, step: Callable[[], None],
-              statement: Callable[[Any, Any], Any]) -> None:  # fmt: skip
+def _by_range(
+    store: Store,
+    table: Table,
+    run_id: int,
+    chunk: int,
+    step: Callable[[], None],
+    statement: Callable[[Any, Any], Any],
+) -> None:
     """Run ``statement(low, high)`` over the run's rows of ``table`` in id ranges."""
     with store.engine.connect() as conn:
         bounds = _bounds(conn, table, run_id)
@@ -115,14 +121,20 @@ def remove_rows(store: Store, run_id: int, chunk: int, step: Callable[[], None])
     per = max(1, chunk // 32)  # instances per chunk (a response per model, a few domains)
     while True:
         with store.engine.begin() as conn:
-            ids = list(conn.execute(
-                select(INS.instance_id).where(INS.run_id == run_id).order_by(INS.instance_id)
-                .limit(per)).scalars())  # fmt: skip
+            ids = list(
+                conn.execute(
+                    select(INS.instance_id)
+                    .where(INS.run_id == run_id)
+                    .order_by(INS.instance_id)
+                    .limit(per)
+                ).scalars()
+            )
             if not ids:
                 break
             for table in (RESPONSE, INSTANCE_DOMAIN, INSTANCE):
-                conn.execute(delete(table).where(table.c.run_id == run_id,
-                                                 table.c.instance_id.in_(ids)))  # fmt: skip
+                conn.execute(
+                    delete(table).where(table.c.run_id == run_id, table.c.instance_id.in_(ids))
+                )
         step()
     mine = select(C2.uid).where(C2.run_id == run_id)
     used_elsewhere = select(J.call_uid).where(J.call_uid.in_(mine))  # its own rows are gone
@@ -134,8 +146,9 @@ def remove_rows(store: Store, run_id: int, chunk: int, step: Callable[[], None])
         )
     for start in range(0, len(used), chunk):
         with store.engine.begin() as conn:
-            conn.execute(update(CALL).where(C.id.in_(used[start : start + chunk]))
-                         .values(run_id=None))  # fmt: skip
+            conn.execute(
+                update(CALL).where(C.id.in_(used[start : start + chunk])).values(run_id=None)
+            )
         step()
     _by_range(store, CALL, run_id, chunk, step, _deleting(CALL, run_id))
 
@@ -150,8 +163,16 @@ def finish(store: Store, run_id: int) -> None:
             return
         conn.execute(update(CALL).where(C.run_id == run_id).values(run_id=None))  # late
         # anything the chunks did not reach (none, usually: each is an indexed no-op)
-        for table in (JUDGMENT, BATCH_CALL, BATCH, JUDGE_HALT, REPORT_SNAPSHOT, RESPONSE,
-                      INSTANCE_DOMAIN, INSTANCE):  # fmt: skip
+        for table in (
+            JUDGMENT,
+            BATCH_CALL,
+            BATCH,
+            JUDGE_HALT,
+            REPORT_SNAPSHOT,
+            RESPONSE,
+            INSTANCE_DOMAIN,
+            INSTANCE,
+        ):
             conn.execute(delete(table).where(table.c.run_id == run_id))
         conn.execute(delete(RUN).where(RN.id == run_id))
         for table in (JUDGMENT_TALLY, CALL_TALLY):

@@ -48,8 +48,9 @@ class WorkerLedger:
 
     # -- the dialect's hot paths ---------------------------------------------------------
 
-    def _claim(self, conn: Connection, run_id: int, ids: Sequence[int], now: datetime,
-               until: datetime) -> list[JobContext]:  # fmt: skip
+    def _claim(
+        self, conn: Connection, run_id: int, ids: Sequence[int], now: datetime, until: datetime
+    ) -> list[JobContext]:
         """Claim the rows of ``run_id`` among ``ids`` that are still to judge; return what
         judging them needs."""
         raise NotImplementedError
@@ -197,8 +198,13 @@ class WorkerLedger:
     def halt(self, run_id: int, judge: str, reason: str, detail: str) -> None:
         """Record that ``judge`` stops for this run (the first halt is kept; nothing for a
         run deleted meanwhile)."""
-        row = {"run_id": run_id, "judge": judge, "reason": reason, "detail": detail,
-               "created_at": utcnow()}  # fmt: skip
+        row = {
+            "run_id": run_id,
+            "judge": judge,
+            "reason": reason,
+            "detail": detail,
+            "created_at": utcnow(),
+        }
         try:
             with self.engine.begin() as conn:
                 if conn.execute(select(RN.id).where(RN.id == run_id)).first() is not None:
@@ -226,10 +232,13 @@ class WorkerLedger:
         """(status, reason) -> rows, over the finished rows of one judge of a run."""
         stmt = (
             select(J.status, J.reason, func.count())
-            .where(J.run_id == run_id, J.judge == judge,
-                   J.status.in_([Status.DONE.value, Status.FAILED.value]))
+            .where(
+                J.run_id == run_id,
+                J.judge == judge,
+                J.status.in_([Status.DONE.value, Status.FAILED.value]),
+            )
             .group_by(J.status, J.reason)
-        )  # fmt: skip
+        )
         with self.engine.connect() as conn:
             return {(str(s), r): int(n) for s, r, n in conn.execute(stmt)}
 
@@ -240,14 +249,22 @@ class WorkerLedger:
         now = utcnow()
         with self.engine.begin() as conn:
             done = conn.execute(
-                update(WORKER).where(WORKER.c.name == name)
-                .values(seen_at=now, queue=queue, **said)
-            ).rowcount  # fmt: skip
+                update(WORKER).where(WORKER.c.name == name).values(seen_at=now, queue=queue, **said)
+            ).rowcount
             if not done:
-                self._insert_ignore(conn, WORKER, [
-                    {"name": name, "queue": queue, "started_at": started_at, "seen_at": now,
-                     **said}
-                ])  # fmt: skip
+                self._insert_ignore(
+                    conn,
+                    WORKER,
+                    [
+                        {
+                            "name": name,
+                            "queue": queue,
+                            "started_at": started_at,
+                            "seen_at": now,
+                            **said,
+                        }
+                    ],
+                )
 
     def forget_worker(self, name: str) -> None:
         """A worker that stopped withdraws its announcement (no retry: it is leaving)."""

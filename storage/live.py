@@ -64,26 +64,29 @@ def judge_counts(store: Store, run_id: int, window: float) -> dict[str, JudgeCou
             select(J.judge, func.count())
             .where(J.run_id == run_id, J.status == Status.RUNNING.value, J.lease_until > now)
             .group_by(J.judge)
-        )  # fmt: skip
+        )
         for judge, n in leased:
             of(judge).leased = int(n)
         recent = conn.execute(  # the last minute alone, on ix_judgment_run_updated
             select(J.judge, func.count())
             .where(J.run_id == run_id, J.updated_at >= since, J.status.in_(FINISHED))
             .group_by(J.judge)
-        )  # fmt: skip
+        )
         for judge, n in recent:
             of(judge).finished_recently = int(n)
         for judge, sums in tally.call_totals(conn, run_id).items():
             c = of(judge)
             c.calls = int(sums["calls"])
-            c.prompt_tokens, c.completion_tokens = int(sums["prompt_tokens"]), int(
-                sums["completion_tokens"])  # fmt: skip
+            c.prompt_tokens, c.completion_tokens = (
+                int(sums["prompt_tokens"]),
+                int(sums["completion_tokens"]),
+            )
             c.cost = float(sums["cost"])
         paid = conn.execute(  # the last minute alone, on ix_call_run_created
             select(C.judge, func.count(C.id))
-            .where(C.run_id == run_id, C.created_at >= since).group_by(C.judge)
-        )  # fmt: skip
+            .where(C.run_id == run_id, C.created_at >= since)
+            .group_by(C.judge)
+        )
         for judge, n in paid:
             of(judge).calls_recently = int(n)
     return out
@@ -107,17 +110,38 @@ class WorkerInfo:
 def workers(store: Store, within: float, queue: str | None = None) -> list[WorkerInfo]:
     """Workers seen in the last ``within`` seconds (on ``queue``, or any), by name."""
     since = utcnow() - timedelta(seconds=within)
-    stmt = select(W.name, W.queue, W.host, W.pid, W.started_at, W.seen_at, W.in_flight,
-                  W.calls, W.metrics_url).where(W.seen_at >= since).order_by(W.name)  # fmt: skip
+    stmt = (
+        select(
+            W.name,
+            W.queue,
+            W.host,
+            W.pid,
+            W.started_at,
+            W.seen_at,
+            W.in_flight,
+            W.calls,
+            W.metrics_url,
+        )
+        .where(W.seen_at >= since)
+        .order_by(W.name)
+    )
     if queue is not None:
         stmt = stmt.where(W.queue == queue)
     with store.engine.connect() as conn:
         return [
-            WorkerInfo(str(r.name), str(r.queue), str(r.host or ""), int(r.pid or 0),
-                       r.started_at, r.seen_at, int(r.in_flight or 0), int(r.calls or 0),
-                       r.metrics_url)
+            WorkerInfo(
+                str(r.name),
+                str(r.queue),
+                str(r.host or ""),
+                int(r.pid or 0),
+                r.started_at,
+                r.seen_at,
+                int(r.in_flight or 0),
+                int(r.calls or 0),
+                r.metrics_url,
+            )
             for r in conn.execute(stmt)
-        ]  # fmt: skip
+        ]
 
 
 def unfinished_runs(store: Store) -> list[str]:

@@ -93,9 +93,13 @@ class Call(SQLModel, table=True):
     __table_args__ = (
         Index("ix_call_run_created", "run_id", "created_at"),  # version 9
         # the calls whose usage was not trusted (version 11)
-        Index("ix_call_untrusted", "run_id", postgresql_where=text(UNTRUSTED),
-              sqlite_where=text(UNTRUSTED)),
-    )  # fmt: skip
+        Index(
+            "ix_call_untrusted",
+            "run_id",
+            postgresql_where=text(UNTRUSTED),
+            sqlite_where=text(UNTRUSTED),
+        ),
+    )
     id: int | None = Field(default=None, primary_key=True)
     uid: str = Field(unique=True, max_length=64)
     cache_key: str = Field(index=True, max_length=64)

@@ -108,19 +108,26 @@ def grouped_select(run_id: int, judges: Sequence[str], code: Any, *where: Any) -
     width = 128 * len(judges)
     finished = J.status.in_((Status.DONE.value, Status.FAILED.value))
     packed = J.id * literal(2**32) + code + literal(2**31)
-    hashed = case((J.call_uid.is_not(None) & finished,
-                   func.hashtextextended(J.call_uid, 0).op("|")(1)), else_=literal(0))  # fmt: skip
+    hashed = case(
+        (J.call_uid.is_not(None) & finished, func.hashtextextended(J.call_uid, 0).op("|")(1)),
+        else_=literal(0),
+    )
     # the judge's place by CASE (NULL for another judge): array_position over the names
     # compared each row's judge through the array's generic iteration (~0.3 s at 10M)
     place = case({judge: literal(n) for n, judge in enumerate(judges)}, value=J.judge)
     row = cast(packed, BIT(64)).op("||")(cast(hashed, BIT(64)))
     bits = row.op("||")(_zeros(width - 128)).op(">>")(literal(128) * place)
     return (
-        select(J.model, J.instance_id, J.criterion, func.count(),
-               func.coalesce(func.bit_or(bits), _zeros(width)))
+        select(
+            J.model,
+            J.instance_id,
+            J.criterion,
+            func.count(),
+            func.coalesce(func.bit_or(bits), _zeros(width)),
+        )
         .where(J.run_id == run_id, J.model_b == "", *where)
         .group_by(J.model, J.instance_id, J.criterion)
-    )  # fmt: skip
+    )
 
 
 def _zeros(bits: int) -> Any:
@@ -142,14 +149,24 @@ def coded_select(grouped: Select[Any]) -> Select[Any]:
         joined = joined.join(d, d.c.v == key)  # type: ignore[assignment]
     zero, text = cast(literal(0), BigInteger), cast(null(), Text)
     cells = select(
-        zero, *(cast(d.c.k, BigInteger) for d in dictionaries), cast(rows, BigInteger),
-        bits, text,
-    ).select_from(joined)  # fmt: skip
+        zero,
+        *(cast(d.c.k, BigInteger) for d in dictionaries),
+        cast(rows, BigInteger),
+        bits,
+        text,
+    ).select_from(joined)
     parts: list[Any] = [cells]
     for n, d in enumerate(dictionaries):
         label = cast(d.c.v, Text)
-        parts.append(select(cast(literal(n + 1), BigInteger), cast(d.c.k, BigInteger),
-                            *[zero] * _KINDS, null(), label))  # fmt: skip
+        parts.append(
+            select(
+                cast(literal(n + 1), BigInteger),
+                cast(d.c.k, BigInteger),
+                *[zero] * _KINDS,
+                null(),
+                label,
+            )
+        )
     return union_all(*parts)  # type: ignore[return-value]
 
 
@@ -203,11 +220,16 @@ def _joined(parts: list[Coded]) -> Coded:
         union = tuple(sorted(set().union(*labels)))
         position = {label: n for n, label in enumerate(union)}
         names.append(union)
-        codes.append(np.concatenate([
-            np.array([position[x] for x in own], dtype=np.int64)[getattr(p[0], kind)]
-            if len(own) else np.zeros(0, dtype=np.int64)
-            for p, own in zip(parts, labels, strict=True)
-        ]))  # fmt: skip
+        codes.append(
+            np.concatenate(
+                [
+                    np.array([position[x] for x in own], dtype=np.int64)[getattr(p[0], kind)]
+                    if len(own)
+                    else np.zeros(0, dtype=np.int64)
+                    for p, own in zip(parts, labels, strict=True)
+                ]
+            )
+        )
     keys = CellKeys(names[0], names[1], names[2], codes[0], codes[1], codes[2])
     # one pass each: the parts' big-endian columns made native as they are joined
     counts = np.concatenate([p[1] for p in parts], dtype=np.int64)

@@ -41,8 +41,20 @@ Pair = tuple[str, str]
 
 
 #: the columns of a pending ``judgment`` row, as :func:`ledger_rows` yields them
-LEDGER_COLUMNS = ("run_id", "model", "model_b", "instance_id", "criterion", "judge", "status",
-                  "claims", "asks", "requests", "created_at", "updated_at")  # fmt: skip
+LEDGER_COLUMNS = (
+    "run_id",
+    "model",
+    "model_b",
+    "instance_id",
+    "criterion",
+    "judge",
+    "status",
+    "claims",
+    "asks",
+    "requests",
+    "created_at",
+    "updated_at",
+)
 
 
 def answered_pairs(
@@ -105,12 +117,34 @@ def ledger_rows(
     pending = Status.PENDING.value
     for model, model_b, instance_id, judge, criteria in subjects:
         for criterion in criteria:
-            yield (run_id, model, model_b, instance_id, criterion, judge, pending,
-                   0, 0, 0, now, now)  # fmt: skip
+            yield (
+                run_id,
+                model,
+                model_b,
+                instance_id,
+                criterion,
+                judge,
+                pending,
+                0,
+                0,
+                0,
+                now,
+                now,
+            )
 
 
-_INSTANCE_COLUMNS = ("run_id", "instance_id", "instruction", "answer", "skills", "difficulty",
-                     "system_prompt", "rubrics", "capability", "task")  # fmt: skip
+_INSTANCE_COLUMNS = (
+    "run_id",
+    "instance_id",
+    "instruction",
+    "answer",
+    "skills",
+    "difficulty",
+    "system_prompt",
+    "rubrics",
+    "capability",
+    "task",
+)
 
 
 def insert_run_rows(
@@ -143,14 +177,25 @@ def insert_run_rows(
     subjects = counted(ledger_subjects(instances, response_sets, judges, pairs))
     store._bulk_load(conn, JUDGMENT, LEDGER_COLUMNS, ledger_rows(run_id, subjects, now))
     after = store._ledger_id(conn, before=False)
-    store._bulk_load(conn, INSTANCE, _INSTANCE_COLUMNS, (
-        tuple(values[c] for c in _INSTANCE_COLUMNS)
-        for values in (instance_values(run_id, i) for i in instances)
-    ))  # fmt: skip
-    store._bulk_load(conn, INSTANCE_DOMAIN, ("run_id", "instance_id", "domain"), (
-        (run_id, i.id, d) for i in instances for d in dict.fromkeys(i.domains)
-    ))  # fmt: skip
-    store._bulk_load(conn, RESPONSE, ("run_id", "model", "instance_id", "text"), (
-        (run_id, r.model, r.instance_id, r.text) for rs in response_sets for r in rs.responses
-    ))  # fmt: skip
+    store._bulk_load(
+        conn,
+        INSTANCE,
+        _INSTANCE_COLUMNS,
+        (
+            tuple(values[c] for c in _INSTANCE_COLUMNS)
+            for values in (instance_values(run_id, i) for i in instances)
+        ),
+    )
+    store._bulk_load(
+        conn,
+        INSTANCE_DOMAIN,
+        ("run_id", "instance_id", "domain"),
+        ((run_id, i.id, d) for i in instances for d in dict.fromkeys(i.domains)),
+    )
+    store._bulk_load(
+        conn,
+        RESPONSE,
+        ("run_id", "model", "instance_id", "text"),
+        ((run_id, r.model, r.instance_id, r.text) for rs in response_sets for r in rs.responses),
+    )
     return range(before + 1, after + 1) if after - before == rows else None

@@ -40,10 +40,13 @@ def call_scores(store: Store, run_id: int) -> list[tuple[str, str, float | None]
         rows = conn.execute(stmt).all()
     done = Status.DONE.value
     return [
-        (str(judge), f"{call}|{model}|{instance}",
-         float(score) if score is not None and status == done else None)
+        (
+            str(judge),
+            f"{call}|{model}|{instance}",
+            float(score) if score is not None and status == done else None,
+        )
         for judge, call, model, instance, score, status in rows
-    ]  # fmt: skip
+    ]
 
 
 def position_counts(store: Store, run_id: int) -> list[tuple[str, int, float, int]]:
@@ -58,13 +61,17 @@ def position_counts(store: Store, run_id: int) -> list[tuple[str, int, float, in
         key = [column.collate("C") for column in key]
     absolute = J.model_b == "" if store.dialect == "postgresql" else func.length(J.model_b) == 0
     finished = (
-        select(J.judge, J.status, J.score,
-               func.row_number().over(partition_by=key, order_by=J.id).label("position"),
-               func.count().over(partition_by=key).label("asked"))
+        select(
+            J.judge,
+            J.status,
+            J.score,
+            func.row_number().over(partition_by=key, order_by=J.id).label("position"),
+            func.count().over(partition_by=key).label("asked"),
+        )
         .where(J.run_id == run_id, J.call_uid.is_not(None), absolute)
         .where(J.status.in_((Status.DONE.value, Status.FAILED.value)))
         .subquery()
-    )  # fmt: skip
+    )
     f = finished.c
     stmt = (
         select(f.judge, f.position, f.score, func.count())

@@ -64,10 +64,22 @@ CLAIM_CONTEXTS = f"""
 """
 
 _CALL_FIELDS = (
-    "uid", "cache_key", "run_id", "judge", "raw", "parsed", "finish",
-    "prompt_tokens", "completion_tokens", "cost", "latency_ms", "cached_tokens",
-    "cache_write_tokens", "batch", "usage_note",
-)  # fmt: skip
+    "uid",
+    "cache_key",
+    "run_id",
+    "judge",
+    "raw",
+    "parsed",
+    "finish",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost",
+    "latency_ms",
+    "cached_tokens",
+    "cache_write_tokens",
+    "batch",
+    "usage_note",
+)
 
 #: (not the answers of a run being deleted: its delete keeps only those other runs use)
 CACHED = f"""
@@ -189,8 +201,16 @@ def _copy(cursor: Any, table: str, columns: Sequence[str], rows: Iterable[tuple[
 SMALL_INSERT = 64
 
 _OUTCOME_FIELDS = (
-    "id", "score", "rationale", "reason", "detail", "call_uid", "asks", "requests", "value"
-)  # fmt: skip
+    "id",
+    "score",
+    "rationale",
+    "reason",
+    "detail",
+    "call_uid",
+    "asks",
+    "requests",
+    "value",
+)
 
 
 def _merge_outcomes(outcomes: Sequence[Outcome]) -> list[Outcome]:
@@ -201,8 +221,9 @@ def _merge_outcomes(outcomes: Sequence[Outcome]) -> list[Outcome]:
         if kept is None:
             merged[o.id] = o
         elif kept.status == Status.DONE:  # the first done stays; its counters grow
-            merged[o.id] = replace(kept, asks=kept.asks + o.asks,
-                                   requests=kept.requests + o.requests)  # fmt: skip
+            merged[o.id] = replace(
+                kept, asks=kept.asks + o.asks, requests=kept.requests + o.requests
+            )
         else:
             merged[o.id] = replace(o, asks=kept.asks + o.asks, requests=kept.requests + o.requests)
     return list(merged.values())
@@ -293,8 +314,12 @@ class PostgresStore(Store):
                 + ", ".join(f'"{c}" {t}' for c, t in zip(columns, types, strict=True))
                 + ") ON COMMIT DROP"
             )
-            _copy(cursor, temp, columns, (tuple(row[c] for c in columns)
-                                          for row in itertools.chain([first], it)))  # fmt: skip
+            _copy(
+                cursor,
+                temp,
+                columns,
+                (tuple(row[c] for c in columns) for row in itertools.chain([first], it)),
+            )
             cursor.execute(
                 f'INSERT INTO "{table.name}" ({names}) SELECT {names} FROM "{temp}" '
                 "ON CONFLICT DO NOTHING"

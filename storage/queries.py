@@ -132,8 +132,17 @@ def judge_costs(store: Store, run_id: int) -> list[dict[str, Any]]:
         .group_by(C.judge)
         .order_by(C.judge)
     )
-    keys = ("judge", "calls", "batch_calls", "prompt_tokens", "cached_tokens",
-            "cache_write_tokens", "completion_tokens", "cost", "untrusted")  # fmt: skip
+    keys = (
+        "judge",
+        "calls",
+        "batch_calls",
+        "prompt_tokens",
+        "cached_tokens",
+        "cache_write_tokens",
+        "completion_tokens",
+        "cost",
+        "untrusted",
+    )
     with store.engine.connect() as conn:
         rows = conn.execute(stmt).all()
     return [
@@ -222,8 +231,9 @@ def export_rows(store: Store, run_id: int, run_name: str) -> Iterator[dict[str, 
     with store.engine.connect() as conn:
         for model, model_b, *rest in conn.execution_options(yield_per=2000).execute(stmt):
             if model_b:
-                yield dict(zip(PAIRWISE_EXPORT_FIELDS, (run_name, model, model_b, *rest),
-                               strict=True))  # fmt: skip
+                yield dict(
+                    zip(PAIRWISE_EXPORT_FIELDS, (run_name, model, model_b, *rest), strict=True)
+                )
             else:
                 yield dict(zip(EXPORT_FIELDS, (run_name, model, *rest), strict=True))
 
@@ -261,41 +271,51 @@ def runs_overview(store: Store) -> list[dict[str, Any]]:
             ).all()
         )
         of_run = (  # PostgreSQL: the tally's judges (a run's rows are not read)
-            select(T.run_id, func.count(func.distinct(T.judge))).where(T.n != 0)
-            .group_by(T.run_id) if store.dialect == "postgresql"
+            select(T.run_id, func.count(func.distinct(T.judge))).where(T.n != 0).group_by(T.run_id)
+            if store.dialect == "postgresql"
             else select(J.run_id, func.count(func.distinct(J.judge))).group_by(J.run_id)
-        )  # fmt: skip
+        )
         sizes = {int(r[0]): (int(answered.get(r[0], 0)), int(r[1])) for r in conn.execute(of_run)}
         costs = {
             int(r[0]): (float(r[1] or 0.0), int(r[2] or 0), int(r[3] or 0))
             for r in conn.execute(
-                select(CT.run_id, func.sum(CT.cost), func.sum(CT.cached_tokens),
-                       func.sum(CT.cache_write_tokens)).group_by(CT.run_id)
+                select(
+                    CT.run_id,
+                    func.sum(CT.cost),
+                    func.sum(CT.cached_tokens),
+                    func.sum(CT.cache_write_tokens),
+                ).group_by(CT.run_id)
                 if store.dialect == "postgresql"  # the tally, not every paid call
-                else select(C.run_id, func.sum(C.cost), func.sum(C.cached_tokens),
-                            func.sum(C.cache_write_tokens))
+                else select(
+                    C.run_id,
+                    func.sum(C.cost),
+                    func.sum(C.cached_tokens),
+                    func.sum(C.cache_write_tokens),
+                )
                 .where(C.run_id.is_not(None))
                 .group_by(C.run_id)
             )
-        }  # fmt: skip
+        }
     overview = []
     for run_id, name, created, config in runs:
         by_status = counts.get(int(run_id), {})
         models, judges = sizes.get(int(run_id), (0, 0))
         cost, cached, written = costs.get(int(run_id), (0.0, 0, 0))
-        overview.append({
-            "name": str(name),
-            "created": created.strftime("%Y-%m-%d %H:%M") if created else "",
-            "models": models,
-            "judges": judges,
-            "done": by_status.get(Status.DONE.value, 0),
-            "failed": by_status.get(Status.FAILED.value, 0),
-            "total": sum(by_status.values()),
-            "cost": cost,
-            "judges_config": json.loads(config).get("judges", []),
-            "cached_tokens": cached,
-            "cache_write_tokens": written,
-        })  # fmt: skip
+        overview.append(
+            {
+                "name": str(name),
+                "created": created.strftime("%Y-%m-%d %H:%M") if created else "",
+                "models": models,
+                "judges": judges,
+                "done": by_status.get(Status.DONE.value, 0),
+                "failed": by_status.get(Status.FAILED.value, 0),
+                "total": sum(by_status.values()),
+                "cost": cost,
+                "judges_config": json.loads(config).get("judges", []),
+                "cached_tokens": cached,
+                "cache_write_tokens": written,
+            }
+        )
     return overview
 
 
@@ -355,16 +375,34 @@ class DoneValue:
 def done_values(store: Store, run_id: int) -> list[DoneValue]:
     """Every done row of ``run_id`` with its value and answer, by instance and judge."""
     stmt = (
-        select(J.instance_id, J.criterion, J.judge, J.value, J.rationale, C.finish,
-               C.prompt_tokens, C.completion_tokens, C.cost)
+        select(
+            J.instance_id,
+            J.criterion,
+            J.judge,
+            J.value,
+            J.rationale,
+            C.finish,
+            C.prompt_tokens,
+            C.completion_tokens,
+            C.cost,
+        )
         .select_from(JUDGMENT)
         .outerjoin(CALL, C.uid == J.call_uid)
         .where(J.run_id == run_id, J.status == Status.DONE.value)
         .order_by(J.instance_id, J.judge, J.criterion)
-    )  # fmt: skip
+    )
     with store.engine.connect() as conn:
         return [
-            DoneValue(r[0], r[1], r[2], r[3], r[4], r[5], int(r[6] or 0), int(r[7] or 0),
-                      float(r[8] or 0.0))
+            DoneValue(
+                r[0],
+                r[1],
+                r[2],
+                r[3],
+                r[4],
+                r[5],
+                int(r[6] or 0),
+                int(r[7] or 0),
+                float(r[8] or 0.0),
+            )
             for r in conn.execute(stmt)
-        ]  # fmt: skip
+        ]

@@ -114,14 +114,40 @@ class JobContext:
     def of_row(cls, row: Sequence[Any], claims: int = 0) -> JobContext:
         """From a claim's columns: the ten fields above, the system prompt, the rubrics'
         JSON text, and (optionally) the second response's text (NULL: none)."""
-        (id_, run_id, model, model_b, instance_id, criterion, judge,
-         instruction, reference, response, system_prompt, rubrics, *rest) = row  # fmt: skip
+        (
+            id_,
+            run_id,
+            model,
+            model_b,
+            instance_id,
+            criterion,
+            judge,
+            instruction,
+            reference,
+            response,
+            system_prompt,
+            rubrics,
+            *rest,
+        ) = row
         if len(rest) > 1:
             raise ValueError(f"a claim row has 12 or 13 columns, got {len(row)}")
         response_b = rest[0] if rest else None
-        return cls(id_, run_id, model, model_b, instance_id, criterion, judge, instruction,
-                   reference, response, str(system_prompt or ""), rubrics_of(rubrics),
-                   str(response_b or ""), claims)  # fmt: skip
+        return cls(
+            id_,
+            run_id,
+            model,
+            model_b,
+            instance_id,
+            criterion,
+            judge,
+            instruction,
+            reference,
+            response,
+            str(system_prompt or ""),
+            rubrics_of(rubrics),
+            str(response_b or ""),
+            claims,
+        )
 
     @property
     def subject_key(self) -> tuple[int, str, str, str, str]:
@@ -207,10 +233,11 @@ def as_stored(
         return text if text is None else clean(text)
 
     kept = [
-        c if (raw := clean(c.raw), note := clean_or_none(c.usage_note)) == (c.raw, c.usage_note)
+        c
+        if (raw := clean(c.raw), note := clean_or_none(c.usage_note)) == (c.raw, c.usage_note)
         else replace(c, raw=raw, usage_note=note)
         for c in calls
-    ]  # fmt: skip
+    ]
     ended = []
     for o in outcomes:
         texts = (clean_or_none(o.rationale), clean_or_none(o.detail), clean_or_none(o.value))

@@ -47,21 +47,47 @@ CLAIM = (
 )
 CONTEXTS = (
     select(
-        J.id, J.run_id, J.model, J.model_b, J.instance_id, J.criterion, J.judge,
-        INS.instruction, INS.answer, R.text, INS.system_prompt, INS.rubrics, RB.text, J.claims,
+        J.id,
+        J.run_id,
+        J.model,
+        J.model_b,
+        J.instance_id,
+        J.criterion,
+        J.judge,
+        INS.instruction,
+        INS.answer,
+        R.text,
+        INS.system_prompt,
+        INS.rubrics,
+        RB.text,
+        J.claims,
     )
     .join(INSTANCE, and_(INS.run_id == J.run_id, INS.instance_id == J.instance_id))
     .join(RESPONSE, and_(R.run_id == J.run_id, R.model == J.model, R.instance_id == J.instance_id))
-    .outerjoin(RESPONSE_B, and_(RB.run_id == J.run_id, RB.model == J.model_b,
-                                RB.instance_id == J.instance_id))
+    .outerjoin(
+        RESPONSE_B,
+        and_(RB.run_id == J.run_id, RB.model == J.model_b, RB.instance_id == J.instance_id),
+    )
     .where(J.id.in_(bindparam("ids", expanding=True)))
     .order_by(J.id)
-)  # fmt: skip
+)
 _CALL_FIELDS = (
-    "uid", "cache_key", "run_id", "judge", "raw", "parsed", "finish",
-    "prompt_tokens", "completion_tokens", "cost", "latency_ms", "cached_tokens",
-    "cache_write_tokens", "batch", "usage_note",
-)  # fmt: skip
+    "uid",
+    "cache_key",
+    "run_id",
+    "judge",
+    "raw",
+    "parsed",
+    "finish",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost",
+    "latency_ms",
+    "cached_tokens",
+    "cache_write_tokens",
+    "batch",
+    "usage_note",
+)
 CACHED = (
     select(*(C[f] for f in _CALL_FIELDS))
     .where(C.cache_key.in_(bindparam("keys", expanding=True)), C.parsed.is_(True))
@@ -124,19 +150,34 @@ class SqliteStore(Store):
     ) -> int:
         if calls:
             conn.execute(
-                INSERT_CALL, [{**{f: getattr(c, f) for f in _CALL_FIELDS if f != "run_id"},
-                               "b_run_id": c.run_id, "created_at": now} for c in calls]
-            )  # fmt: skip
+                INSERT_CALL,
+                [
+                    {
+                        **{f: getattr(c, f) for f in _CALL_FIELDS if f != "run_id"},
+                        "b_run_id": c.run_id,
+                        "created_at": now,
+                    }
+                    for c in calls
+                ],
+            )
         if not outcomes:
             return 0
         params = [
-            {"o_id": o.id, "o_status": o.status.value, "o_score": o.score,
-             "o_rationale": o.rationale, "o_reason": o.reason, "o_detail": o.detail,
-             "o_call_uid": o.call_uid, "o_asks": o.asks, "o_requests": o.requests,
-             "o_value": o.value,
-             "o_now": now}
+            {
+                "o_id": o.id,
+                "o_status": o.status.value,
+                "o_score": o.score,
+                "o_rationale": o.rationale,
+                "o_reason": o.reason,
+                "o_detail": o.detail,
+                "o_call_uid": o.call_uid,
+                "o_asks": o.asks,
+                "o_requests": o.requests,
+                "o_value": o.value,
+                "o_now": now,
+            }
             for o in outcomes
-        ]  # fmt: skip
+        ]
         return int(conn.execute(FINISH, params).rowcount)
 
     def _bulk_load(
@@ -151,8 +192,10 @@ class SqliteStore(Store):
         # values as SQLAlchemy stores them (datetimes as its text form)
         procs = [table.c[c].type.bind_processor(conn.dialect) for c in columns]
         if any(procs):
-            rows = (tuple(v if p is None else p(v) for p, v in zip(procs, row, strict=True))
-                    for row in rows)  # fmt: skip
+            rows = (
+                tuple(v if p is None else p(v) for p, v in zip(procs, row, strict=True))
+                for row in rows
+            )
         sql = f'INSERT INTO "{table.name}" ({names}) VALUES ({marks})'
         cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
         try:

@@ -120,8 +120,13 @@ class Store(WorkerLedger):
         """The first answer read (wholly or in part) for each of ``keys``."""
         raise NotImplementedError
 
-    def _write(self, conn: Connection, calls: Sequence[CallRecord],
-               outcomes: Sequence[Outcome], now: datetime) -> int:  # fmt: skip
+    def _write(
+        self,
+        conn: Connection,
+        calls: Sequence[CallRecord],
+        outcomes: Sequence[Outcome],
+        now: datetime,
+    ) -> int:
         """Insert paid answers (once per uid) and end judgments (never one done)."""
         raise NotImplementedError
 
@@ -199,8 +204,9 @@ class Store(WorkerLedger):
         existing = self.find_run(name)
         if existing is None:
             try:
-                return self._create(name, fingerprint, mode, config, instances,
-                                    response_sets, judges, pairs), True  # fmt: skip
+                return self._create(
+                    name, fingerprint, mode, config, instances, response_sets, judges, pairs
+                ), True
             except IntegrityError:
                 existing = self.find_run(name)  # created by someone else meanwhile
                 if existing is None:
@@ -212,22 +218,35 @@ class Store(WorkerLedger):
             )
         return existing, False
 
-    def _create(self, name: str, fingerprint: str | Callable[[], str], mode: str,
-                config: dict[str, Any], instances: Sequence[Instance],
-                response_sets: Sequence[ResponseSet], judges: Sequence[str],
-                pairs: Sequence[Pair] | None) -> RunInfo:  # fmt: skip
+    def _create(
+        self,
+        name: str,
+        fingerprint: str | Callable[[], str],
+        mode: str,
+        config: dict[str, Any],
+        instances: Sequence[Instance],
+        response_sets: Sequence[ResponseSet],
+        judges: Sequence[str],
+        pairs: Sequence[Pair] | None,
+    ) -> RunInfo:
         now = utcnow()
         known = fingerprint if isinstance(fingerprint, str) else ""  # else set after the rows
         with self.engine.begin() as conn:
             run_id = conn.execute(
                 RUN.insert()
-                .values(name=name, fingerprint=known, mode=mode,
-                        config=json.dumps(config, sort_keys=True), created_at=now)
+                .values(
+                    name=name,
+                    fingerprint=known,
+                    mode=mode,
+                    config=json.dumps(config, sort_keys=True),
+                    created_at=now,
+                )
                 .returning(RN.id)
-            ).scalar_one()  # fmt: skip
+            ).scalar_one()
             conn.execute(delete(DELETED_RUN).where(DELETED_RUN.c.run_id == run_id))
-            ledger = insert_run_rows(self, conn, run_id, instances, response_sets, judges, now,
-                                     pairs)  # fmt: skip
+            ledger = insert_run_rows(
+                self, conn, run_id, instances, response_sets, judges, now, pairs
+            )
             if not isinstance(fingerprint, str):  # in the rows' transaction
                 fingerprint = fingerprint()
                 conn.execute(RUN.update().where(RN.id == run_id).values(fingerprint=fingerprint))
@@ -325,9 +344,10 @@ class Store(WorkerLedger):
             stmt = stmt.where(J.reason.in_(list(reasons)))
         with self.engine.begin() as conn:
             result = conn.execute(
-                stmt.values(status=Status.PENDING.value, reason=None, detail=None,
-                            updated_at=utcnow())
-            )  # fmt: skip
+                stmt.values(
+                    status=Status.PENDING.value, reason=None, detail=None, updated_at=utcnow()
+                )
+            )
         return int(result.rowcount)
 
     @transient_retry

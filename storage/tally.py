@@ -29,10 +29,19 @@ J, C = JUDGMENT.c, CALL.c
 
 _KEY = "run_id, judge, status, reason"
 _J_ROWS = "run_id, judge, status, coalesce(reason, '') AS reason"
-_C_SUMS = ("calls", "batch_calls", "prompt_tokens", "completion_tokens", "cached_tokens",
-           "cache_write_tokens", "cost")  # fmt: skip
-_C_ROWS = ("run_id, judge, 1 AS calls, CASE WHEN batch THEN 1 ELSE 0 END AS batch_calls, "
-           "prompt_tokens, completion_tokens, cached_tokens, cache_write_tokens, cost")  # fmt: skip
+_C_SUMS = (
+    "calls",
+    "batch_calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "cached_tokens",
+    "cache_write_tokens",
+    "cost",
+)
+_C_ROWS = (
+    "run_id, judge, 1 AS calls, CASE WHEN batch THEN 1 ELSE 0 END AS batch_calls, "
+    "prompt_tokens, completion_tokens, cached_tokens, cache_write_tokens, cost"
+)
 
 
 def _judgment_upsert(source: str) -> str:
@@ -147,10 +156,12 @@ def judgment_counts(conn: Connection, run_id: int) -> list[tuple[str, str, str |
         return [(str(j), str(s), str(r) or None, int(n)) for j, s, r, n in conn.execute(stmt)]
     stmt = (
         select(J.judge, J.status, J.reason, func.count())
-        .where(J.run_id == run_id).group_by(J.judge, J.status, J.reason)
-    )  # fmt: skip
-    return [(str(j), str(s), None if r is None else str(r), int(n))
-            for j, s, r, n in conn.execute(stmt)]  # fmt: skip
+        .where(J.run_id == run_id)
+        .group_by(J.judge, J.status, J.reason)
+    )
+    return [
+        (str(j), str(s), None if r is None else str(r), int(n)) for j, s, r, n in conn.execute(stmt)
+    ]
 
 
 def status_totals(conn: Connection, run_id: int) -> dict[str, int]:
@@ -168,12 +179,19 @@ def call_totals(conn: Connection, run_id: int) -> dict[str, dict[str, float]]:
         stmt = select(CT.judge, *(CT[c] for c in _C_SUMS)).where(CT.run_id == run_id, CT.calls != 0)
     else:
         stmt = (
-            select(C.judge, func.count(C.id), func.count(C.id).filter(C.batch.is_(True)),
-                   *(func.coalesce(func.sum(C[c]), 0) for c in _C_SUMS[2:]))
-            .where(C.run_id == run_id).group_by(C.judge)
-        )  # fmt: skip
-    return {str(r[0]): dict(zip(_C_SUMS, (float(v) for v in r[1:]), strict=True))
-            for r in conn.execute(stmt)}  # fmt: skip
+            select(
+                C.judge,
+                func.count(C.id),
+                func.count(C.id).filter(C.batch.is_(True)),
+                *(func.coalesce(func.sum(C[c]), 0) for c in _C_SUMS[2:]),
+            )
+            .where(C.run_id == run_id)
+            .group_by(C.judge)
+        )
+    return {
+        str(r[0]): dict(zip(_C_SUMS, (float(v) for v in r[1:]), strict=True))
+        for r in conn.execute(stmt)
+    }
 
 
 def runs_with_open(conn: Connection) -> list[int]:
@@ -194,13 +212,15 @@ def status_by_run(conn: Connection, run_ids: list[int]) -> dict[int, dict[str, i
     if conn.dialect.name == "postgresql":
         stmt = (
             select(T.run_id, T.status, func.sum(T.n))
-            .where(T.run_id.in_(run_ids), T.n != 0).group_by(T.run_id, T.status)
-        )  # fmt: skip
+            .where(T.run_id.in_(run_ids), T.n != 0)
+            .group_by(T.run_id, T.status)
+        )
     else:
         stmt = (
             select(J.run_id, J.status, func.count())
-            .where(J.run_id.in_(run_ids)).group_by(J.run_id, J.status)
-        )  # fmt: skip
+            .where(J.run_id.in_(run_ids))
+            .group_by(J.run_id, J.status)
+        )
     for run_id, status, n in conn.execute(stmt):
         out[int(run_id)][str(status)] = int(n)
     return out

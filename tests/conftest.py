@@ -183,8 +183,9 @@ SERVICE_MARKS = ("integration", "redis", "postgres", "e2e")
 #: modules whose use means a process is started
 PROCESS_MODULES = frozenset({"subprocess", "multiprocessing"})
 #: names that start one wherever they come from (os.fork, asyncio.create_subprocess_exec...)
-PROCESS_NAMES = frozenset({"Popen", "fork", "forkpty", "posix_spawn", "create_subprocess_exec",
-                           "create_subprocess_shell"})  # fmt: skip
+PROCESS_NAMES = frozenset(
+    {"Popen", "fork", "forkpty", "posix_spawn", "create_subprocess_exec", "create_subprocess_shell"}
+)
 #: modules of shared helpers: not followed, their process starters are listed instead
 HELPER_MODULES = frozenset({"tests.helpers", "tests.conftest"})
 
@@ -194,8 +195,9 @@ def _process_starters() -> frozenset[object]:
     from flask_eval.workers.processes import WorkerGroup
     from tests.helpers import flask_eval_process, kill_group, workers
 
-    return frozenset({flask_eval_process, workers, kill_group, WorkerGroup, SimProcess,
-                      spawn_simulator})  # fmt: skip
+    return frozenset(
+        {flask_eval_process, workers, kill_group, WorkerGroup, SimProcess, spawn_simulator}
+    )
 
 
 def _long_runners() -> tuple[frozenset[object], frozenset[object]]:

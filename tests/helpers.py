@@ -115,8 +115,9 @@ def flask_eval(
     stderr = result.stderr
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         stderr += "".join(traceback.format_exception(result.exception))
-    proc = subprocess.CompletedProcess(["flask-eval", *args], result.exit_code,
-                                       result.stdout, stderr)  # fmt: skip
+    proc = subprocess.CompletedProcess(
+        ["flask-eval", *args], result.exit_code, result.stdout, stderr
+    )
     return _checked(proc, args, check)
 
 

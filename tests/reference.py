@@ -252,8 +252,9 @@ def _sum_rows(table: ScoreTable) -> list[tuple[str, str, str, str, Cell]]:
     for g in agg.groupings:
         total, n, n_na, n_failed = agg.sums()[g.dimension.name]
         for k, m, j in zip(*np.nonzero(n + n_na + n_failed), strict=True):
-            cell = Cell(float(total[k, m, j]), int(n[k, m, j]), int(n_na[k, m, j]),
-                        int(n_failed[k, m, j]))  # fmt: skip
+            cell = Cell(
+                float(total[k, m, j]), int(n[k, m, j]), int(n_na[k, m, j]), int(n_failed[k, m, j])
+            )
             out.append((table.models[m], table.judges[j], g.dimension.name, g.keys[k], cell))
     return out
 
@@ -268,8 +269,11 @@ def flask_rows(
     """The production rows of ``records`` (through a score table), after checking that
     they equal the reference's exactly."""
     records = list(records)
-    orders = {"skill_order": skill_order, "ability_order": ability_order,
-              "domain_order": domain_order}  # fmt: skip
+    orders = {
+        "skill_order": skill_order,
+        "ability_order": ability_order,
+        "domain_order": domain_order,
+    }
     breakdown = flask_breakdown(ability_of, **orders)
     rows = Aggregation(from_records(records), breakdown).rows()
     assert rows == aggregate(records, ability_of, **orders)

@@ -32,8 +32,9 @@ def test_wait_until_names_what_it_waited_for_and_the_last_value_seen(
     def sleep(seconds: float) -> None:
         now[0] += seconds
 
-    monkeypatch.setattr(helpers, "time", types.SimpleNamespace(monotonic=lambda: now[0],
-                                                               sleep=sleep))  # fmt: skip
+    monkeypatch.setattr(
+        helpers, "time", types.SimpleNamespace(monotonic=lambda: now[0], sleep=sleep)
+    )
     counter = itertools.count()
     with pytest.raises(AssertionError) as info:
         wait_until(

@@ -65,10 +65,22 @@ def test_the_distribution_adds_one_import_name(tmp_path: Path) -> None:
     wheel holds the layers (workers, producer, ...) inside the namespace, through the
     symbolic links setuptools follows, with their data files, and no other top-level name."""
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
-         "--disable-pip-version-check", "-w", str(tmp_path), str(REPO)],
-        check=True, capture_output=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "-q",
+            "--disable-pip-version-check",
+            "-w",
+            str(tmp_path),
+            str(REPO),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     (wheel,) = tmp_path.glob("flask_eval-*.whl")
     with zipfile.ZipFile(wheel) as zf:
         names = zf.namelist()

@@ -138,8 +138,13 @@ class InFlightLimit:
         self._clean = 0
         self.history.append((time.monotonic(), old, new, why))
         if new < old:
-            log.info("judge %s: %s; at most %d calls in flight from now on (was %d), more "
-                     "as it answers", self.name, why, new, old)  # fmt: skip
+            log.info(
+                "judge %s: %s; at most %d calls in flight from now on (was %d), more as it answers",
+                self.name,
+                why,
+                new,
+                old,
+            )
         else:
             log.debug("judge %s: %d calls in flight (was %d) after %s", self.name, new, old, why)
         self._wake()

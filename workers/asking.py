@@ -71,9 +71,13 @@ class Asker:
             hit = (await asyncio.to_thread(self.store.cached_calls, [key])).get(key)
             retried = await self.ask(call, rows, messages, key, generate, hit, summary)
             if isinstance(retried, Halted):  # not asked again: the cut-off answer's failure
-                return Failure(FailureReason.TRUNCATED, "the answer was cut off by its token "
-                               "limit (max_tokens) and was not read; not asked again with a "
-                               "larger budget: the judge was halted", answer.uid)  # fmt: skip
+                return Failure(
+                    FailureReason.TRUNCATED,
+                    "the answer was cut off by its token "
+                    "limit (max_tokens) and was not read; not asked again with a "
+                    "larger budget: the judge was halted",
+                    answer.uid,
+                )
             if isinstance(retried, JudgeError):
                 return retried
             answer = retried
@@ -102,8 +106,9 @@ class Asker:
             call.begun = True
             call.count(rows, 1)
             if events.OBSERVERS and answer.output is not None:
-                events.emit(events.answered(call.rows[0].run_id, call.config, answer.output,
-                                            "batch"))  # fmt: skip
+                events.emit(
+                    events.answered(call.rows[0].run_id, call.config, answer.output, "batch")
+                )
             return answer
         if cached is not None and cached.parsed:
             summary.cache_hits += 1
@@ -114,14 +119,26 @@ class Asker:
         started = time.perf_counter()
         run_id = call.rows[0].run_id
         output, requests = await self.sender.generate(
-            call.config, run_id, messages, generate, urgent=call.begun,
+            call.config,
+            run_id,
+            messages,
+            generate,
+            urgent=call.begun,
             guard=self.leases.guard(run_id, rows),
-        )  # fmt: skip
+        )
         call.begun = True
         call.count(rows, requests)
         summary.calls += requests
         if isinstance(output, JudgeError):
             return output
         latency = (time.perf_counter() - started) * 1000
-        return Answer(output.text, output.finish, uuid.uuid4().hex, output, latency, key,
-                      messages=messages, max_tokens=generate.max_tokens)  # fmt: skip
+        return Answer(
+            output.text,
+            output.finish,
+            uuid.uuid4().hex,
+            output,
+            latency,
+            key,
+            messages=messages,
+            max_tokens=generate.max_tokens,
+        )

@@ -89,8 +89,13 @@ def request_of(call: Call) -> dict[str, Any]:
     """What a parked call keeps of its rendering: enough to send it in a batch."""
     g = call.generate
     schema = None if g.schema is None else dict(g.schema)
-    generate = {"max_tokens": g.max_tokens, "temperature": g.temperature,
-                "timeout": g.timeout, "schema": schema, "seed": g.seed}  # fmt: skip
+    generate = {
+        "max_tokens": g.max_tokens,
+        "temperature": g.temperature,
+        "timeout": g.timeout,
+        "schema": schema,
+        "seed": g.seed,
+    }
     return {"messages": to_data(call.messages), "generate": generate}
 
 
@@ -113,10 +118,17 @@ class BatchLane:
     async def park(self, calls: Sequence[Call]) -> int:
         """Hand ``calls`` to the batch lane (their rows stay running, under a long lease)."""
         parked = [
-            Parked(uuid.uuid4().hex, c.rows[0].run_id, c.config.name, [r.id for r in c.rows],
-                   c.key, request_of(c), tokens_of(c))
+            Parked(
+                uuid.uuid4().hex,
+                c.rows[0].run_id,
+                c.config.name,
+                [r.id for r in c.rows],
+                c.key,
+                request_of(c),
+                tokens_of(c),
+            )
             for c in calls
-        ]  # fmt: skip
+        ]
         until = utcnow() + timedelta(seconds=PARK_SECONDS)
         return await asyncio.to_thread(self.ledger.park, parked, until)
 
@@ -129,8 +141,9 @@ class BatchLane:
 
     async def hold(self) -> bool:
         """Take or renew the lane's lease: whether this process runs the lane now."""
-        return await asyncio.to_thread(self.ledger.take_lease, LEASE_NAME, self.holder,
-                                       self.lease_seconds)  # fmt: skip
+        return await asyncio.to_thread(
+            self.ledger.take_lease, LEASE_NAME, self.holder, self.lease_seconds
+        )
 
     async def tick(self, *, flush: bool = False, run_id: int | None = None) -> None:
         """One pass over every open (run, judge) (``run_id``: that run's only); ``flush``
@@ -179,8 +192,9 @@ class BatchLane:
 
     # -- submitting ----------------------------------------------------------------------
 
-    async def _submit_due(self, api: BatchAPI, config: JudgeConfig, run_id: int,
-                          flush: bool) -> None:  # fmt: skip
+    async def _submit_due(
+        self, api: BatchAPI, config: JudgeConfig, run_id: int, flush: bool
+    ) -> None:
         size = min(config.batch_max_size or api.max_batch_size, api.max_batch_size)
         while True:
             planned = await asyncio.to_thread(self.ledger.planned, run_id, config.name, size)
@@ -198,12 +212,16 @@ class BatchLane:
                     return  # the queue is full: wait for a batch to end
             await self._submit(api, config, run_id, chosen)
 
-    async def _submit(self, api: BatchAPI, config: JudgeConfig, run_id: int,
-                      chosen: list[OpenCall]) -> None:  # fmt: skip
+    async def _submit(
+        self, api: BatchAPI, config: JudgeConfig, run_id: int, chosen: list[OpenCall]
+    ) -> None:
         tag = uuid.uuid4().hex
         provider = config.spec.partition("/")[0]
-        taken = set(await asyncio.to_thread(self.ledger.create_batch, tag, run_id, config.name,
-                                            provider, [c.id for c in chosen]))  # fmt: skip
+        taken = set(
+            await asyncio.to_thread(
+                self.ledger.create_batch, tag, run_id, config.name, provider, [c.id for c in chosen]
+            )
+        )
         requests = [
             BatchRequest(c.uid, from_data(c.request["messages"]), _generate(c.request["generate"]))
             for c in chosen
@@ -221,13 +239,25 @@ class BatchLane:
             return
         await self._record(tag, status)
         await self._tell(run_id, config.name, "submitted", len(requests))
-        log.info("batch %s of judge %s: %d calls submitted as %s", tag, config.name,
-                 len(requests), status.batch_id)  # fmt: skip
+        log.info(
+            "batch %s of judge %s: %d calls submitted as %s",
+            tag,
+            config.name,
+            len(requests),
+            status.batch_id,
+        )
 
     async def _record(self, tag: str, status: BatchStatus) -> None:
-        await asyncio.to_thread(self.ledger.record, tag, status.batch_id, status.state,
-                                succeeded=status.succeeded, failed=status.failed,
-                                expires_at=status.expires_at, files=status.files)  # fmt: skip
+        await asyncio.to_thread(
+            self.ledger.record,
+            tag,
+            status.batch_id,
+            status.state,
+            succeeded=status.succeeded,
+            failed=status.failed,
+            expires_at=status.expires_at,
+            files=status.files,
+        )
 
     async def _tell(self, run_id: int, judge: str, state: str, size: int) -> None:
         """Tell the observers (workers/events.py) a batch of ``judge`` changed state, with
@@ -236,16 +266,20 @@ class BatchLane:
             return
         summary = await asyncio.to_thread(self.ledger.summary, run_id)
         counts = summary.get(judge, {}).get("batches", {})
-        events.emit(events.BatchStateChanged(run_id, judge, state, size,
-                                             tuple(sorted(counts.items()))))  # fmt: skip
+        events.emit(
+            events.BatchStateChanged(run_id, judge, state, size, tuple(sorted(counts.items())))
+        )
 
     # -- healing and polling -------------------------------------------------------------
 
     async def _heal(self, api: BatchAPI, batch: BatchInfo) -> None:
         found = await api.find_batch(batch.uid, batch.created_at, batch.size)
         if found.batch_id is not None:
-            log.warning("batch %s: found at the provider as %s (its id had not been "
-                        "recorded)", batch.uid, found.batch_id)  # fmt: skip
+            log.warning(
+                "batch %s: found at the provider as %s (its id had not been recorded)",
+                batch.uid,
+                found.batch_id,
+            )
             await self._record(batch.uid, await api.poll_batch(found.batch_id))
         elif found.settled:
             await self._close_failed(batch.uid, "the provider never received it")
@@ -269,13 +303,17 @@ class BatchLane:
 
     async def _requeue(self, calls: Sequence[OpenCall], detail: str) -> None:
         """Plan ``calls`` again; those out of tries fail their rows."""
-        gone = await asyncio.to_thread(self.ledger.requeue, [c.uid for c in calls], detail,
-                                       MAX_TRIES)  # fmt: skip
+        gone = await asyncio.to_thread(
+            self.ledger.requeue, [c.uid for c in calls], detail, MAX_TRIES
+        )
         for call in gone:
-            rows = await asyncio.to_thread(self.ledger.retake, call.rows,
-                                           self.executor.config.lease_seconds)  # fmt: skip
-            err = JudgeError(FailureReason.PROVIDER_ERROR,
-                             f"no answer after {MAX_TRIES} provider batches: {detail}")  # fmt: skip
+            rows = await asyncio.to_thread(
+                self.ledger.retake, call.rows, self.executor.config.lease_seconds
+            )
+            err = JudgeError(
+                FailureReason.PROVIDER_ERROR,
+                f"no answer after {MAX_TRIES} provider batches: {detail}",
+            )
             outcomes = failed(rows, err)
             await self.executor.writer.write(outcomes=outcomes)
             if events.OBSERVERS:
@@ -286,8 +324,11 @@ class BatchLane:
     async def _collect(self, api: BatchAPI, batch: BatchInfo) -> None:
         assert batch.provider_id is not None
         results = await api.batch_results(batch.provider_id)
-        calls = [c for c in await asyncio.to_thread(self.ledger.calls_of, batch.uid)
-                 if c.state == SUBMITTED]  # fmt: skip
+        calls = [
+            c
+            for c in await asyncio.to_thread(self.ledger.calls_of, batch.uid)
+            if c.state == SUBMITTED
+        ]
         answered = [c for c in calls if isinstance(results.get(c.uid), JudgeOutput)]
         unanswered = [c for c in calls if not isinstance(results.get(c.uid), JudgeOutput)]
         await self._keep_duplicates(batch, calls, results)
@@ -296,16 +337,25 @@ class BatchLane:
             why = got.detail if isinstance(got, JudgeError) else "missing from the results"
             await self._requeue([call], why)
         summary = BatchSummary()
-        await asyncio.gather(*(self._judge_answer(c, results[c.uid], summary)  # type: ignore[arg-type]
-                               for c in answered))  # fmt: skip
+        await asyncio.gather(
+            *(
+                self._judge_answer(c, results[c.uid], summary)  # type: ignore[arg-type]
+                for c in answered
+            )
+        )
         await asyncio.to_thread(self.ledger.mark_collected, [c.uid for c in answered])
         await asyncio.to_thread(self.ledger.end_batch, batch.uid, COLLECTED_BATCH)
         await self._tell(batch.run_id, batch.judge, COLLECTED_BATCH, batch.size)
-        log.info("batch %s: %d answers collected, %d planned again", batch.uid, len(answered),
-                 len(unanswered))  # fmt: skip
+        log.info(
+            "batch %s: %d answers collected, %d planned again",
+            batch.uid,
+            len(answered),
+            len(unanswered),
+        )
 
-    async def _keep_duplicates(self, batch: BatchInfo, calls: Sequence[OpenCall],
-                               results: BatchResults) -> None:  # fmt: skip
+    async def _keep_duplicates(
+        self, batch: BatchInfo, calls: Sequence[OpenCall], results: BatchResults
+    ) -> None:
         """The answers the provider returned beyond the first of a request: each was paid
         for, so each is stored as a call of its own (``finish`` ``duplicate``, never read
         nor replayed), at the judge's batch price; its uid (the call's, numbered) makes a
@@ -321,17 +371,30 @@ class BatchLane:
         for uid, output in extra:
             seen[uid] += 1
             asked = Request.of_parked(ours[uid].request, provider)  # its usage is checked
-            record = answer_record(config, batch.run_id, f"{uid}-{seen[uid]}",
-                                   ours[uid].cache_key, output, False, asked,
-                                   batch=True)  # fmt: skip
+            record = answer_record(
+                config,
+                batch.run_id,
+                f"{uid}-{seen[uid]}",
+                ours[uid].cache_key,
+                output,
+                False,
+                asked,
+                batch=True,
+            )
             records.append(replace(record, finish=DUPLICATE))
         await self.executor.writer.write(calls=records)
-        log.warning("batch %s of judge %s: the provider returned %d more answers than "
-                    "requests; the first answer of each request is read, the others are "
-                    "stored as paid duplicates", batch.uid, batch.judge, len(records))  # fmt: skip
+        log.warning(
+            "batch %s of judge %s: the provider returned %d more answers than "
+            "requests; the first answer of each request is read, the others are "
+            "stored as paid duplicates",
+            batch.uid,
+            batch.judge,
+            len(records),
+        )
 
-    async def _judge_answer(self, call: OpenCall, output: JudgeOutput,
-                            summary: BatchSummary) -> None:  # fmt: skip
+    async def _judge_answer(
+        self, call: OpenCall, output: JudgeOutput, summary: BatchSummary
+    ) -> None:
         """Judge a batch answer through the executor's own path, as a prepaid answer."""
         ex = self.executor
         context = await ex.run_context(call.run_id)
@@ -347,8 +410,9 @@ class BatchLane:
             prepared = await ex._prepare(groups, context, summary)
             for p in prepared:  # the parked call, rendered again the same way
                 if len(prepared) == 1 or to_data(p.messages) == call.request["messages"]:
-                    p.prepaid = Answer(output.text, output.finish, call.uid, output, 0.0,
-                                       p.key, batch=True)  # fmt: skip
+                    p.prepaid = Answer(
+                        output.text, output.finish, call.uid, output, 0.0, p.key, batch=True
+                    )
                     break
             await asyncio.gather(*(ex._run_call(p, None, summary) for p in prepared))
         finally:

@@ -160,8 +160,10 @@ def check_batch_spec(spec: JudgeSpec) -> None:
     ``batch: true``, checked before anything is written)."""
     if not has_batch_api(spec.provider):
         with_batches = ", ".join(sorted(BATCH_APIS))
-        raise ConfigError(f"judge {spec.name}: batch: true, but provider {spec.provider} has "
-                          f"no batch API (providers with one: {with_batches})")  # fmt: skip
+        raise ConfigError(
+            f"judge {spec.name}: batch: true, but provider {spec.provider} has "
+            f"no batch API (providers with one: {with_batches})"
+        )
     batch_api_class(spec.provider).check_endpoint(spec)
 
 

@@ -96,8 +96,17 @@ def paid_record(
         call.generate.schema,
         call.config.spec.partition("/")[0],
     )
-    return answer_record(call.config, call.rows[0].run_id, answer.uid, answer.key, output,
-                         parsed, request, batch, answer.latency_ms)  # fmt: skip
+    return answer_record(
+        call.config,
+        call.rows[0].run_id,
+        answer.uid,
+        answer.key,
+        output,
+        parsed,
+        request,
+        batch,
+        answer.latency_ms,
+    )
 
 
 def answer_record(
@@ -149,10 +158,16 @@ class Failure(JudgeError):
 
 def done(rows: dict[str, JobContext], reading: Reading, uid: str) -> list[Outcome]:
     return [
-        Outcome(rows[name].id, Status.DONE, score=score, rationale=reading.rationales.get(name),
-                call_uid=uid, value=reading.values.get(name))
+        Outcome(
+            rows[name].id,
+            Status.DONE,
+            score=score,
+            rationale=reading.rationales.get(name),
+            call_uid=uid,
+            value=reading.values.get(name),
+        )
         for name, score in reading.scores.items()
-    ]  # fmt: skip
+    ]
 
 
 def failed(

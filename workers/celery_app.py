@@ -140,9 +140,12 @@ def judge_batch(task: Any, run_id: int, calls: list[list[int]]) -> dict[str, Any
     except Exception as exc:
         if not is_transient(exc):
             raise
-        log.warning("run %s: the database is still unavailable after its retry window "
-                    "(FLASK_EVAL_DB_RETRY_SECONDS): %s; the message goes back to the queue",
-                    run_id, type(exc).__name__)  # fmt: skip
+        log.warning(
+            "run %s: the database is still unavailable after its retry window "
+            "(FLASK_EVAL_DB_RETRY_SECONDS): %s; the message goes back to the queue",
+            run_id,
+            type(exc).__name__,
+        )
         _requeue(exc)
     if summary.leased:
         _look_again(task, run_id, calls, summary.leased, summary.lease_wait)
@@ -210,9 +213,13 @@ class CeleryTransport(Transport):
                 # argsrepr: Celery would otherwise build a repr of every id for its logs
                 # (~10% of a large run's dispatch)
                 self.app.send_task(
-                    TASK_NAME, args=[run_id, batch], producer=producer, queue=self.settings.queue,
-                    argsrepr=f"[{run_id}, <{len(batch)} calls>]", kwargsrepr="{}",
-                )  # fmt: skip
+                    TASK_NAME,
+                    args=[run_id, batch],
+                    producer=producer,
+                    queue=self.settings.queue,
+                    argsrepr=f"[{run_id}, <{len(batch)} calls>]",
+                    kwargsrepr="{}",
+                )
 
     def consumers(self) -> list[str] | None:
         replies = self.app.control.inspect(timeout=1.0).active_queues() or {}

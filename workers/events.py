@@ -102,9 +102,14 @@ class JudgmentsWritten:
 
 
 Event = (
-    CallStarted | CallAnswered | CallFailed | RateLimited | LimiterWait | BatchStateChanged
+    CallStarted
+    | CallAnswered
+    | CallFailed
+    | RateLimited
+    | LimiterWait
+    | BatchStateChanged
     | JudgmentsWritten
-)  # fmt: skip
+)
 
 
 class Observer(Protocol):
@@ -144,12 +149,23 @@ def answered(
 ) -> CallAnswered:
     """The event of an answer ``output`` of ``config``'s judge, costed at its price (the
     batch price for a provider batch's answer)."""
-    cost = config.cost(output.prompt_tokens, output.completion_tokens,
-                       cached_tokens=output.cached_tokens,
-                       cache_write_tokens=output.cache_write_tokens,
-                       batch=source == "batch")  # fmt: skip
-    return CallAnswered(run_id, config.name, source, latency_s, output.prompt_tokens,
-                        output.completion_tokens, output.cached_tokens, cost)  # fmt: skip
+    cost = config.cost(
+        output.prompt_tokens,
+        output.completion_tokens,
+        cached_tokens=output.cached_tokens,
+        cache_write_tokens=output.cache_write_tokens,
+        batch=source == "batch",
+    )
+    return CallAnswered(
+        run_id,
+        config.name,
+        source,
+        latency_s,
+        output.prompt_tokens,
+        output.completion_tokens,
+        output.cached_tokens,
+        cost,
+    )
 
 
 def emit_written(outcomes: Sequence[Outcome], rows: Sequence[JobContext]) -> None:

@@ -51,8 +51,7 @@ class InProcessTransport(Transport):
             self._queued.append((run_id, list(batches)))
             if self._taker is not None:
                 return  # the judging thread takes them
-            thread = threading.Thread(target=self._work, name="flask-eval-inprocess",
-                                      daemon=True)  # fmt: skip
+            thread = threading.Thread(target=self._work, name="flask-eval-inprocess", daemon=True)
             self._taker = thread
             self._threads.append(thread)
             self._running += 1
@@ -103,21 +102,22 @@ class InProcessTransport(Transport):
                 for run_id, batches in self._take(idle=not running):
                     if gate is None:
                         per_batch = max(1, max((len(b) for b in batches), default=1))
-                        gate = asyncio.Semaphore(batches_at_once(self.config.in_flight,
-                                                                 per_batch))  # fmt: skip
+                        gate = asyncio.Semaphore(batches_at_once(self.config.in_flight, per_batch))
                     runs += [] if run_id in runs else [run_id]
                     running.update(asyncio.create_task(one(run_id, b, gate)) for b in batches)
                 if not running:
                     break
-                done, running = await asyncio.wait(running, timeout=_TAKE_POLL,
-                                                   return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+                done, running = await asyncio.wait(
+                    running, timeout=_TAKE_POLL, return_when=asyncio.FIRST_COMPLETED
+                )
                 for task in done:
                     task.result()  # an executor's crash ends the run (join() raises it)
             # the calls parked for provider batches: submitted at once (no more will
             # come), polled until collected; Ctrl-C leaves them to `resume` or a worker
             for run_id in runs:
-                await executor.batches.drain(run_id, self.config.batch_poll,
-                                             lambda: executor.leases.stopping)  # fmt: skip
+                await executor.batches.drain(
+                    run_id, self.config.batch_poll, lambda: executor.leases.stopping
+                )
         finally:
             await executor.aclose()
             with self._lock:
@@ -135,9 +135,11 @@ class InProcessTransport(Transport):
             executor.leases.stopping = True
         if not self.alive():
             return
-        say("interrupted: sending nothing more; waiting for the calls already sent to be "
+        say(
+            "interrupted: sending nothing more; waiting for the calls already sent to be "
             "answered and stored (they are paid for); Ctrl-C again quits at once and loses "
-            "them")  # fmt: skip
+            "them"
+        )
         while not self._ended.wait(_JOIN_POLL):
             pass
 

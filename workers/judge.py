@@ -71,19 +71,29 @@ class GenerateConfig:
 #: its SDK to one of these in a table of its own (``STOP_REASONS``), tested against the
 #: SDK's own list.
 FINISHED, CUT_OFF, CONTEXT_FULL, REFUSAL, INCOMPLETE = (
-    "stop", "length", "context", "refusal", "incomplete"
-)  # fmt: skip
+    "stop",
+    "length",
+    "context",
+    "refusal",
+    "incomplete",
+)
 
 
 #: why an answer that is not whole fails unread, by its finish (the executor fails it so)
 _NOT_READ = {
-    CUT_OFF: (FailureReason.TRUNCATED,
-              "the answer was cut off by its token limit (max_tokens){} and was not read"),
-    CONTEXT_FULL: (FailureReason.TRUNCATED,
-                   "the answer was cut off by the model's context window{} and was not read"),
-    INCOMPLETE: (FailureReason.PROVIDER_ERROR,
-                 "the judge stopped short of a whole answer{}; it was not read"),
-}  # fmt: skip
+    CUT_OFF: (
+        FailureReason.TRUNCATED,
+        "the answer was cut off by its token limit (max_tokens){} and was not read",
+    ),
+    CONTEXT_FULL: (
+        FailureReason.TRUNCATED,
+        "the answer was cut off by the model's context window{} and was not read",
+    ),
+    INCOMPLETE: (
+        FailureReason.PROVIDER_ERROR,
+        "the judge stopped short of a whole answer{}; it was not read",
+    ),
+}
 
 
 def not_read(finish: str, stop_reason: str) -> JudgeError:

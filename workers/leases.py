@@ -162,8 +162,10 @@ class Leases:
         try:
             given = self.store.give_back(unsent)
         except Exception:
-            log.exception("could not give back %d rows; they are claimable again when "
-                          "their lease runs out", len(unsent))  # fmt: skip
+            log.exception(
+                "could not give back %d rows; they are claimable again when their lease runs out",
+                len(unsent),
+            )
             return
         log.info("gave back %d rows that were claimed but not sent", given)
 
@@ -190,8 +192,11 @@ class Leases:
             return
         gone = runs - await self._in_thread(self.store.existing_runs, runs)
         for run_id in sorted(gone):
-            log.warning("run %s was deleted: its calls claimed here are not sent; answers "
-                        "already on their way are kept, attached to no run", run_id)  # fmt: skip
+            log.warning(
+                "run %s was deleted: its calls claimed here are not sent; answers "
+                "already on their way are kept, attached to no run",
+                run_id,
+            )
         self._gone |= gone
 
     async def _in_thread(self, fn: Callable[..., T], *args: object) -> T:
@@ -236,6 +241,9 @@ class Leases:
         taken = [i for i in lost if self._run.get(i) not in self._gone]
         self._lost.update(lost)
         if taken:
-            log.warning("%d rows this worker held are no longer its own (their lease ran "
-                        "out and another worker took or finished them): their calls are "
-                        "not sent", len(taken))  # fmt: skip
+            log.warning(
+                "%d rows this worker held are no longer its own (their lease ran "
+                "out and another worker took or finished them): their calls are "
+                "not sent",
+                len(taken),
+            )

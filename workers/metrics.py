@@ -30,42 +30,63 @@ class Metrics:
         self.registry = registry or CollectorRegistry()
         r = self.registry
         self.judgments = Counter(
-            "flask_eval_judgments", "Ledger rows ended and written by this process.",
-            ["judge", "status", "reason"], registry=r,
-        )  # fmt: skip
+            "flask_eval_judgments",
+            "Ledger rows ended and written by this process.",
+            ["judge", "status", "reason"],
+            registry=r,
+        )
         self.calls = Counter(
-            "flask_eval_calls", "Judge calls by outcome: answered (paid request), cache, "
+            "flask_eval_calls",
+            "Judge calls by outcome: answered (paid request), cache, "
             "batch, or failed_<reason> (a request without an answer, maybe retried).",
-            ["judge", "outcome"], registry=r,
-        )  # fmt: skip
+            ["judge", "outcome"],
+            registry=r,
+        )
         self.rate_limited = Counter(
-            "flask_eval_rate_limited", "429 answers of the judge's endpoint.", ["judge"],
+            "flask_eval_rate_limited",
+            "429 answers of the judge's endpoint.",
+            ["judge"],
             registry=r,
-        )  # fmt: skip
+        )
         self.latency = Histogram(
-            "flask_eval_judge_latency_seconds", "Seconds from a request sent to its answer.",
-            ["judge"], buckets=LATENCY_BUCKETS, registry=r,
-        )  # fmt: skip
+            "flask_eval_judge_latency_seconds",
+            "Seconds from a request sent to its answer.",
+            ["judge"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
         self.in_flight = Gauge(
-            "flask_eval_in_flight_calls", "Requests sent and not yet answered.", ["judge"],
+            "flask_eval_in_flight_calls",
+            "Requests sent and not yet answered.",
+            ["judge"],
             registry=r,
-        )  # fmt: skip
+        )
         self.limiter_wait = Histogram(
-            "flask_eval_limiter_wait_seconds", "Seconds a request waited for the judge's "
-            "shared rpm/tpm budget.", ["judge"], buckets=WAIT_BUCKETS, registry=r,
-        )  # fmt: skip
-        self.batches = Gauge(
-            "flask_eval_batches", "Provider batches of the judge by state (as the ledger had "
-            "them at this process's last batch change).", ["judge", "state"], registry=r,
-        )  # fmt: skip
-        self.cost = Counter(
-            "flask_eval_cost_usd", "USD spent on answers (at the judges' prices).", ["judge"],
+            "flask_eval_limiter_wait_seconds",
+            "Seconds a request waited for the judge's shared rpm/tpm budget.",
+            ["judge"],
+            buckets=WAIT_BUCKETS,
             registry=r,
-        )  # fmt: skip
+        )
+        self.batches = Gauge(
+            "flask_eval_batches",
+            "Provider batches of the judge by state (as the ledger had "
+            "them at this process's last batch change).",
+            ["judge", "state"],
+            registry=r,
+        )
+        self.cost = Counter(
+            "flask_eval_cost_usd",
+            "USD spent on answers (at the judges' prices).",
+            ["judge"],
+            registry=r,
+        )
         self.tokens = Counter(
-            "flask_eval_tokens", "Tokens of the answers: prompt, completion, cached (of prompt).",
-            ["judge", "kind"], registry=r,
-        )  # fmt: skip
+            "flask_eval_tokens",
+            "Tokens of the answers: prompt, completion, cached (of prompt).",
+            ["judge", "kind"],
+            registry=r,
+        )
 
     def observe(self, event: events.Event) -> None:
         if isinstance(event, events.CallStarted):
@@ -94,8 +115,11 @@ class Metrics:
         self.calls.labels(judge, "answered" if event.source == "paid" else event.source).inc()
         if event.cost:
             self.cost.labels(judge).inc(event.cost)
-        for kind, n in (("prompt", event.prompt_tokens), ("completion", event.completion_tokens),
-                        ("cached", event.cached_tokens)):  # fmt: skip
+        for kind, n in (
+            ("prompt", event.prompt_tokens),
+            ("completion", event.completion_tokens),
+            ("cached", event.cached_tokens),
+        ):
             if n:
                 self.tokens.labels(judge, kind).inc(n)
 

@@ -22,9 +22,19 @@ def command(
 ) -> list[str]:
     """The command line of `flask-eval worker` with this interpreter."""
     return [
-        sys.executable, "-m", "flask_eval", "--log-format", log_format, "worker",
-        "--processes", str(processes), "--in-flight", str(in_flight), "--loglevel", loglevel,
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "flask_eval",
+        "--log-format",
+        log_format,
+        "worker",
+        "--processes",
+        str(processes),
+        "--in-flight",
+        str(in_flight),
+        "--loglevel",
+        loglevel,
+    ]
 
 
 class WorkerGroup:
@@ -91,9 +101,11 @@ class WorkerGroup:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
         tb: TracebackType | None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         if self.proc.poll() is None:
             self.stop()
         else:

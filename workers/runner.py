@@ -111,8 +111,9 @@ class Executor:
         self._leases = Leases(store, config.lease_seconds)
         self._contexts: dict[int, tuple[str, RunContext]] = {}
         self.halts = HaltWatch(store, config.halt_after)
-        self.sender = Sender(config.in_flight, self.limiter, self.halts, config.max_attempts,
-                             config.adaptive)  # fmt: skip
+        self.sender = Sender(
+            config.in_flight, self.limiter, self.halts, config.max_attempts, config.adaptive
+        )
         url = store.engine.url.render_as_string(hide_password=False)
         spool = Spool(config.spool_dir, url) if config.spool_dir is not None else None
         if spool is not None:
@@ -212,8 +213,9 @@ class Executor:
                 if is_transient(result):  # the database is away: not our bug; redelivered
                     outage = result
                     continue
-                log.error("internal error judging rows %s", [c.id for c in call.rows],
-                          exc_info=result)  # fmt: skip
+                log.error(
+                    "internal error judging rows %s", [c.id for c in call.rows], exc_info=result
+                )
                 err = JudgeError(FailureReason.INTERNAL, f"{type(result).__name__}: {result}")
                 await self._finish(summary, call, failed(call.rows, err))
             if outage is not None:
@@ -290,8 +292,13 @@ class Executor:
                 )
                 unjudged += failed(rows, JudgeError(reason, redact(str(exc))))
                 continue
-            subject = context.subject(first.instruction, first.reference, first.response,
-                                      first.system_prompt, first.response_b)  # fmt: skip
+            subject = context.subject(
+                first.instruction,
+                first.reference,
+                first.response,
+                first.system_prompt,
+                first.response_b,
+            )
             messages, schema = context.prompt(first.judge, subject, criteria)
             generate = generate_config(config, self.config.timeout, schema)
             key = cache_key(judge.name, messages, generate)
@@ -305,8 +312,9 @@ class Executor:
     ) -> list[Call]:
         """Hand the calls of batch judges that the cache cannot answer to the batch lane
         (workers/batch_lane.py); the calls to judge here."""
-        parked = [p for p in prepared if p.config.batch and not (
-            p.key in cached and cached[p.key].parsed)]  # fmt: skip
+        parked = [
+            p for p in prepared if p.config.batch and not (p.key in cached and cached[p.key].parsed)
+        ]
         if not parked:
             return prepared
         rows = [r.id for p in parked for r in p.rows]
@@ -334,8 +342,12 @@ class Executor:
         outcomes += done(rows, reading, first.uid)
         missing = [c for c in call.criteria if c.name in reading.problems]
         if missing:
-            again = [*call.messages, *call.protocol.reminder(
-                first.text, missing, reading.problems, read=list(reading.scores))]  # fmt: skip
+            again = [
+                *call.messages,
+                *call.protocol.reminder(
+                    first.text, missing, reading.problems, read=list(reading.scores)
+                ),
+            ]
             key = cache_key(call.judge.name, again, call.generate)
             hit = (await asyncio.to_thread(self.store.cached_calls, [key])).get(key)
             left = [rows[c.name] for c in missing]
@@ -353,8 +365,10 @@ class Executor:
                 outcomes += done(rows, retry, second.uid)
                 for c in missing:
                     if c.name in retry.problems:
-                        detail = (f"{reading.problems[c.name]}; after a format reminder: "
-                                  f"{retry.problems[c.name]}")  # fmt: skip
+                        detail = (
+                            f"{reading.problems[c.name]}; after a format reminder: "
+                            f"{retry.problems[c.name]}"
+                        )
                         err = JudgeError(FailureReason.UNPARSEABLE, detail)
                         outcomes += failed([rows[c.name]], err, second.uid)
         await self._finish(summary, call, outcomes)

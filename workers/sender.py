@@ -162,8 +162,13 @@ class Sender:
                 decision = judge.should_retry(err, attempt)
                 if not decision.retry:
                     return err, attempt
-                log.debug("retrying %s after %s (attempt %d, %.1fs)", judge.name, err.reason,
-                          attempt, decision.delay)  # fmt: skip
+                log.debug(
+                    "retrying %s after %s (attempt %d, %.1fs)",
+                    judge.name,
+                    err.reason,
+                    attempt,
+                    decision.delay,
+                )
                 await asyncio.sleep(decision.delay)
             else:
                 if sent is not None:

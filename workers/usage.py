@@ -52,8 +52,13 @@ class Request:
     def of_parked(cls, data: Mapping[str, Any], provider: str) -> Request:
         """The request of a parked batch call (``batch_lane.request_of``'s form)."""
         generate = data["generate"]
-        return cls(from_data(data["messages"]), int(generate["max_tokens"]), 0,
-                   generate.get("schema"), provider)  # fmt: skip
+        return cls(
+            from_data(data["messages"]),
+            int(generate["max_tokens"]),
+            0,
+            generate.get("schema"),
+            provider,
+        )
 
     def prompt_estimate(self) -> int:
         """The request's prompt tokens as the producer estimates them."""
@@ -116,8 +121,12 @@ def checked_usage(output: JudgeOutput, request: Request) -> Counted:
     and the given one if possible, else the whole ``max_tokens``) with a note."""
     found = problems(output, request)
     if not found:
-        return Counted(output.prompt_tokens, output.completion_tokens, output.cached_tokens,
-                       output.cache_write_tokens)  # fmt: skip
+        return Counted(
+            output.prompt_tokens,
+            output.completion_tokens,
+            output.cached_tokens,
+            output.cache_write_tokens,
+        )
     prompt = request.prompt_estimate()
     if _is_count(output.prompt_tokens) and output.prompt_tokens <= request.prompt_limit():
         prompt = max(prompt, output.prompt_tokens)

@@ -82,8 +82,15 @@ def run_one(
 #: seconds between two announcements of a worker in the database
 HEARTBEAT_SECONDS = 5.0
 #: loggers that write a line per request or per message at INFO
-PER_REQUEST_LOGGERS = ("httpx", "httpx2", "httpcore", "openai", "anthropic",
-                       "celery.app.trace", "celery.worker.strategy")  # fmt: skip
+PER_REQUEST_LOGGERS = (
+    "httpx",
+    "httpx2",
+    "httpcore",
+    "openai",
+    "anthropic",
+    "celery.app.trace",
+    "celery.worker.strategy",
+)
 
 
 def quiet_per_request_logs(loglevel: str) -> None:
@@ -133,10 +140,12 @@ class Heartbeat:
         """What a beat says besides "alive": where, and how busy (the live view)."""
         stats = self.stats
         return {
-            "host": socket.gethostname(), "pid": os.getpid(), "metrics_url": self.metrics_url,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "metrics_url": self.metrics_url,
             "in_flight": max(stats.in_flight, 0) if stats else 0,
             "calls": stats.calls if stats else 0,
-        }  # fmt: skip
+        }
 
     def stop(self) -> None:
         """No more beats, and this worker's announcement withdrawn (best effort: if the

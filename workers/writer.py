@@ -109,11 +109,13 @@ class WriteBehind:
                     )
                 if self.spool is not None and kept < len(items):
                     fresh = items[kept:]
-                    spilled.append(await asyncio.to_thread(
-                        self.spool.save,
-                        [c for c_list, _, _ in fresh for c in c_list],
-                        [o for _, o_list, _ in fresh for o in o_list],
-                    ))  # fmt: skip
+                    spilled.append(
+                        await asyncio.to_thread(
+                            self.spool.save,
+                            [c for c_list, _, _ in fresh for c in c_list],
+                            [o for _, o_list, _ in fresh for o in o_list],
+                        )
+                    )
                     kept = len(items)
                 await asyncio.sleep(min(MAX_BACKOFF, 0.1 * 2**attempt) * random.uniform(0.5, 1))
                 items += self._pending  # answers that arrived meanwhile wait with these

@@ -100,10 +100,13 @@ class OneLineErrors(click.Group):
 @click.group(cls=OneLineErrors)
 @click.version_option(package_name="flask-eval")
 @click.option(
-    "--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
     envvar="FLASK_EVAL_LOG_FORMAT",
     help="Log lines on stderr as text, or one JSON object each (docs/operations.md).",
-)  # fmt: skip
+)
 def main(log_format: str) -> None:
     """Fine-grained LLM evaluation (FLASK) with distributed judge workers.
 
@@ -119,9 +122,12 @@ def main(log_format: str) -> None:
 
 @main.command(cls=EnvHelp, env=ENV_WORKER)
 @click.option(
-    "--processes", type=click.IntRange(1, 1024), default=1, show_default=True,
+    "--processes",
+    type=click.IntRange(1, 1024),
+    default=1,
+    show_default=True,
     help="Worker processes on this machine.",
-)  # fmt: skip
+)
 @click.option(
     "--in-flight",
     type=click.IntRange(1, 100_000),
@@ -137,14 +143,18 @@ def main(log_format: str) -> None:
     help="Log level; per-request lines only at DEBUG.",
 )
 @click.option(
-    "--metrics-port", type=click.IntRange(1, 65535), default=None,
+    "--metrics-port",
+    type=click.IntRange(1, 65535),
+    default=None,
     help="Serve Prometheus metrics on this port (process i of --processes: port + i). "
     "Default: not served.",
-)  # fmt: skip
+)
 @click.option(
-    "--metrics-host", default="127.0.0.1", show_default=True,
+    "--metrics-host",
+    default="127.0.0.1",
+    show_default=True,
     help="Address the metrics are served on.",
-)  # fmt: skip
+)
 @click.pass_context
 @handle_errors
 def worker(
@@ -176,8 +186,9 @@ def _simulator_options(command: Callable[..., Any]) -> Callable[..., Any]:
             if o.low is not None or o.high is not None:
                 kind = click.IntRange(o.low, o.high)
             shown = o.default is not None and o.default != ""
-            command = click.option(o.name, type=kind, default=o.default, show_default=shown,
-                                   help=o.help)(command)  # fmt: skip
+            command = click.option(
+                o.name, type=kind, default=o.default, show_default=shown, help=o.help
+            )(command)
     return command
 
 

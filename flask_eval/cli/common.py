@@ -134,8 +134,13 @@ def epilog(env: dict[str, str]) -> str:
     for name, meaning in env.items():
         if name in (PROVIDER_KEYS, PROVIDER_URLS):
             names = provider_variables()[name == PROVIDER_URLS]
-            lines += textwrap.wrap(f"{meaning}: {', '.join(names)}", 88, initial_indent="  ",
-                                   subsequent_indent="    ", break_on_hyphens=False)  # fmt: skip
+            lines += textwrap.wrap(
+                f"{meaning}: {', '.join(names)}",
+                88,
+                initial_indent="  ",
+                subsequent_indent="    ",
+                break_on_hyphens=False,
+            )
         else:
             lines.append(f"  {name}: {meaning}")
     return "\n".join(lines)

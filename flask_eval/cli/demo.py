@@ -77,8 +77,7 @@ def run_demo() -> None:
         for model, ids in answered.items()
     }
     planned = len(plan.judges) * sum(len(ids) for ids in answered.values())
-    click.echo(textwrap.fill(
-        f"{counts.done} judgments done and {counts.failed} failed.", 100))  # fmt: skip
+    click.echo(textwrap.fill(f"{counts.done} judgments done and {counts.failed} failed.", 100))
     lines = [
         coverage_line(plan.inputs.coverage(), judgments),
         *call_count_lines(planned, started.dispatched.sent, counts.calls, stats["requests"]),

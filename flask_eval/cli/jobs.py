@@ -36,45 +36,89 @@ T = TypeVar("T")
 
 
 def _source_options(f: F) -> F:
-    for option in reversed((
-        click.option("--instances", default=None, metavar="FILE",
-                     help="FLASK instances (JSON Lines); metadata optional."),
-        click.option("--biggen", default=None, metavar="FILE",
-                     help="BiGGen Bench instances (their system prompts are sent)."),
-        click.option("--prometheus-set", default=None, metavar="FILE",
-                     help="MT-Bench or Vicuna Bench questions (Prometheus's files)."),
-        click.option("--pairwise-set", default=None, metavar="FILE",
-                     help="A pairwise set's instructions (Auto-J, HHH)."),
-        click.option("--limit", type=click.IntRange(min=1), default=None,
-                     help="Only the first N instances."),
-        click.option("--sample", type=click.IntRange(min=1), default=None,
-                     help="A random sample of N instances."),
-        click.option("--seed", type=int, default=0, show_default=True, help="Seed of --sample."),
-    )):  # fmt: skip
+    for option in reversed(
+        (
+            click.option(
+                "--instances",
+                default=None,
+                metavar="FILE",
+                help="FLASK instances (JSON Lines); metadata optional.",
+            ),
+            click.option(
+                "--biggen",
+                default=None,
+                metavar="FILE",
+                help="BiGGen Bench instances (their system prompts are sent).",
+            ),
+            click.option(
+                "--prometheus-set",
+                default=None,
+                metavar="FILE",
+                help="MT-Bench or Vicuna Bench questions (Prometheus's files).",
+            ),
+            click.option(
+                "--pairwise-set",
+                default=None,
+                metavar="FILE",
+                help="A pairwise set's instructions (Auto-J, HHH).",
+            ),
+            click.option(
+                "--limit",
+                type=click.IntRange(min=1),
+                default=None,
+                help="Only the first N instances.",
+            ),
+            click.option(
+                "--sample",
+                type=click.IntRange(min=1),
+                default=None,
+                help="A random sample of N instances.",
+            ),
+            click.option(
+                "--seed", type=int, default=0, show_default=True, help="Seed of --sample."
+            ),
+        )
+    ):
         f = option(f)
     return f
 
 
 def _work_options(f: F) -> F:
-    for option in reversed((
-        click.option("--in-flight", type=click.IntRange(min=1), default=64, show_default=True,
-                     help="Calls in flight (in-process)."),
-        click.option("--max-cost", type=FiniteRange(min=0), default=None, metavar="USD",
-                     help="Stop dispatching once this much is spent or reserved."),
-        timeout_option,
-        quiet_option,
-    )):  # fmt: skip
+    for option in reversed(
+        (
+            click.option(
+                "--in-flight",
+                type=click.IntRange(min=1),
+                default=64,
+                show_default=True,
+                help="Calls in flight (in-process).",
+            ),
+            click.option(
+                "--max-cost",
+                type=FiniteRange(min=0),
+                default=None,
+                metavar="USD",
+                help="Stop dispatching once this much is spent or reserved.",
+            ),
+            timeout_option,
+            quiet_option,
+        )
+    ):
         f = option(f)
     return f
 
 
 def _plan_options(f: F) -> F:
-    for option in reversed((
-        click.option("--run", "run_name", default=None,
-                     help="Run name; the same name and inputs resume."),
-        click.option("--dry-run", is_flag=True,
-                     help="Estimate calls, tokens and cost; write nothing."),
-    )):  # fmt: skip
+    for option in reversed(
+        (
+            click.option(
+                "--run", "run_name", default=None, help="Run name; the same name and inputs resume."
+            ),
+            click.option(
+                "--dry-run", is_flag=True, help="Estimate calls, tokens and cost; write nothing."
+            ),
+        )
+    ):
         f = option(f)
     return f
 
@@ -82,8 +126,9 @@ def _plan_options(f: F) -> F:
 def _source(kw: dict[str, Any]) -> InstanceSource:
     from flask_eval.app.jobs import InstanceSource
 
-    return InstanceSource(kw.pop("instances"), kw.pop("biggen"), kw.pop("prometheus_set"),
-                          kw.pop("pairwise_set"))  # fmt: skip
+    return InstanceSource(
+        kw.pop("instances"), kw.pop("biggen"), kw.pop("prometheus_set"), kw.pop("pairwise_set")
+    )
 
 
 def _say(quiet: bool) -> Callable[[str], None]:
@@ -107,9 +152,17 @@ def _execute(
     store = Store(settings.database_url)
     try:
         dispatcher = steps.dispatcher_for(settings, store, plan.judges, kw["in_flight"])
-        result = steps.execute(plan, store, dispatcher, settings, verb=verb,
-                               max_cost=kw["max_cost"], progress=not kw["quiet"],
-                               timeout=kw["timeout"], say=_say(kw["quiet"]))  # fmt: skip
+        result = steps.execute(
+            plan,
+            store,
+            dispatcher,
+            settings,
+            verb=verb,
+            max_cost=kw["max_cost"],
+            progress=not kw["quiet"],
+            timeout=kw["timeout"],
+            say=_say(kw["quiet"]),
+        )
         return read(store, result.run)
     finally:
         store.close()
@@ -124,9 +177,14 @@ def _execute(
     metavar="[NAME=]SPEC",
     help="A model under test, provider/model[@BASE_URL]; repeatable.",
 )
-@click.option("--models", "models_files", multiple=True, metavar="FILE",
-              help="Models file (the judges file's format: spec, max_tokens, temperature, "
-              "rpm/tpm, price, batch).")  # fmt: skip
+@click.option(
+    "--models",
+    "models_files",
+    multiple=True,
+    metavar="FILE",
+    help="Models file (the judges file's format: spec, max_tokens, temperature, "
+    "rpm/tpm, price, batch).",
+)
 @click.option(
     "--out",
     "out_dir",
@@ -148,9 +206,14 @@ def generate(**kw: Any) -> None:
     check_waiting(settings, False, kw["timeout"])
     source = _source(kw)
     plan = jobs.prepare_generation(
-        source, models=kw["models"], models_files=kw["models_files"],
-        run_name=kw["run_name"], limit=kw["limit"], sample=kw["sample"], seed=kw["seed"],
-    )  # fmt: skip
+        source,
+        models=kw["models"],
+        models_files=kw["models_files"],
+        run_name=kw["run_name"],
+        limit=kw["limit"],
+        sample=kw["sample"],
+        seed=kw["seed"],
+    )
     if kw["dry_run"]:
         print_dry_run(plan, settings)
         return
@@ -228,15 +291,23 @@ def annotate(**kw: Any) -> None:
     source = _source(kw)
     gold = None
     plan, instances = jobs.prepare_annotation(
-        source, annotators=kw["annotators"], annotators_files=kw["annotators_files"],
-        criteria=kw["criteria"], relabel=kw["relabel"], run_name=kw["run_name"],
-        limit=kw["limit"], sample=kw["sample"], seed=kw["seed"],
-    )  # fmt: skip
+        source,
+        annotators=kw["annotators"],
+        annotators_files=kw["annotators_files"],
+        criteria=kw["criteria"],
+        relabel=kw["relabel"],
+        run_name=kw["run_name"],
+        limit=kw["limit"],
+        sample=kw["sample"],
+        seed=kw["seed"],
+    )
     if kw["compare_path"]:
         gold = annotation.gold_labels(kw["compare_path"], _skill_names(kw["criteria"]))
     if plan is None:
-        click.echo("every instance carries its metadata; nothing to label (--relabel labels "
-                   "them again)", err=True)  # fmt: skip
+        click.echo(
+            "every instance carries its metadata; nothing to label (--relabel labels them again)",
+            err=True,
+        )
         return
     if kw["dry_run"]:
         print_dry_run(plan, settings)
@@ -244,18 +315,22 @@ def annotate(**kw: Any) -> None:
     combined = _execute(plan, settings, "annotate", kw, annotation.combined)
     labelled = annotation.apply(instances, combined)
     names = [j.name for j in plan.judges]
-    lacking = annotation.write_instances(labelled, kw["out_path"], combined, names,
-                                         custom=kw["criteria"] is not None)  # fmt: skip
+    lacking = annotation.write_instances(
+        labelled, kw["out_path"], combined, names, custom=kw["criteria"] is not None
+    )
     ties = sum(bool(c.ties) for c in combined.values())
-    click.echo(f"{len(combined)} instances labelled by {len(names)} annotators ({ties} with "
-               f"a tie broken) -> {kw['out_path']}")  # fmt: skip
+    click.echo(
+        f"{len(combined)} instances labelled by {len(names)} annotators ({ties} with "
+        f"a tie broken) -> {kw['out_path']}"
+    )
     if lacking:
         click.echo(f"warning: {lacking} instances still lack a facet", err=True)
     if gold is not None:
         from flask_eval.report.annotation import agreement_table, compare
 
-        predicted = {i.id: c.labels for i, c in ((i, combined.get(i.id)) for i in instances)
-                     if c is not None}  # fmt: skip
+        predicted = {
+            i.id: c.labels for i, c in ((i, combined.get(i.id)) for i in instances) if c is not None
+        }
         click.echo(agreement_table(compare(predicted, gold)), nl=False)
 
 
@@ -339,11 +414,21 @@ def evaluate(**kw: Any) -> None:
     settings = settings_mod.load()
     check_waiting(settings, False, kw["timeout"])
     plan = use_case.prepare_eval(
-        InstanceSource(kw["instances"]), models=kw["models"], models_files=kw["models_files"],
-        judges=kw["judges"], judges_files=kw["judges_files"], annotators=kw["annotators"],
-        annotators_files=kw["annotators_files"], criteria=kw["criteria"], out_dir=kw["out_dir"],
-        name=kw["name"], mode=kw["mode"], limit=kw["limit"], sample=kw["sample"], seed=kw["seed"],
-    )  # fmt: skip
+        InstanceSource(kw["instances"]),
+        models=kw["models"],
+        models_files=kw["models_files"],
+        judges=kw["judges"],
+        judges_files=kw["judges_files"],
+        annotators=kw["annotators"],
+        annotators_files=kw["annotators_files"],
+        criteria=kw["criteria"],
+        out_dir=kw["out_dir"],
+        name=kw["name"],
+        mode=kw["mode"],
+        limit=kw["limit"],
+        sample=kw["sample"],
+        seed=kw["seed"],
+    )
     if kw["dry_run"]:
         _eval_dry_run(plan, settings)
         return
@@ -351,17 +436,26 @@ def evaluate(**kw: Any) -> None:
     store = Store(settings.database_url)
     try:
         dispatcher = steps.dispatcher_for(settings, store, plan.workers, kw["in_flight"])
-        result = use_case.evaluate(plan, store, dispatcher, settings, max_cost=kw["max_cost"],
-                                   progress=not kw["quiet"], timeout=kw["timeout"],
-                                   say=_say(kw["quiet"]))  # fmt: skip
+        result = use_case.evaluate(
+            plan,
+            store,
+            dispatcher,
+            settings,
+            max_cost=kw["max_cost"],
+            progress=not kw["quiet"],
+            timeout=kw["timeout"],
+            say=_say(kw["quiet"]),
+        )
     finally:
         store.close()
     sent = sum(s.dispatched for s in result.steps)
     cached = sum(s.cached for s in result.steps)
     click.echo(result.report_path.read_text(encoding="utf-8"), nl=False)
-    click.echo(f"eval {plan.name}: {len(result.steps)} steps done; {sent} calls dispatched "
-               f"({cached} answered from the answer cache); report -> {result.report_path}",
-               err=True)  # fmt: skip
+    click.echo(
+        f"eval {plan.name}: {len(result.steps)} steps done; {sent} calls dispatched "
+        f"({cached} answered from the answer cache); report -> {result.report_path}",
+        err=True,
+    )
 
 
 def _eval_dry_run(plan: Any, settings: settings_mod.Settings) -> None:

@@ -91,19 +91,37 @@ def _eta(seconds: float | None) -> str:
 def _run(run: RunLive) -> Table:
     cost = cost_text(run.cost, dict.fromkeys(run.unpriced, "no price"))
     state = "finished" if run.finished else f"{run.pending} left"
-    table = Table(title=f"run {run.run}: {run.done}/{run.total} done, {run.failed} failed, "
-                  f"{state}; {cost}", title_justify="left")  # fmt: skip
-    for column in ("judge", "done", "failed", "in flight", "judg/s", "calls/s", "ETA",
-                   "tokens in/out", "cost", "batches"):  # fmt: skip
+    table = Table(
+        title=f"run {run.run}: {run.done}/{run.total} done, {run.failed} failed, {state}; {cost}",
+        title_justify="left",
+    )
+    for column in (
+        "judge",
+        "done",
+        "failed",
+        "in flight",
+        "judg/s",
+        "calls/s",
+        "ETA",
+        "tokens in/out",
+        "cost",
+        "batches",
+    ):
         table.add_column(column, justify="left" if column == "judge" else "right")
     for j in run.judges:
         reasons = ", ".join(f"{r} {n}" for r, n in j.failed_by_reason.items())
         table.add_row(
-            j.judge, f"{j.done}/{j.total}", f"{j.failed}" + (f" ({reasons})" if reasons else ""),
-            str(j.in_flight), f"{j.judgments_per_s:.1f}", f"{j.calls_per_s:.1f}", _eta(j.eta_s),
+            j.judge,
+            f"{j.done}/{j.total}",
+            f"{j.failed}" + (f" ({reasons})" if reasons else ""),
+            str(j.in_flight),
+            f"{j.judgments_per_s:.1f}",
+            f"{j.calls_per_s:.1f}",
+            _eta(j.eta_s),
             f"{j.prompt_tokens}/{j.completion_tokens}",
-            "unknown" if j.judge in run.unpriced else f"${j.cost:.4f}", str(j.open_batches),
-        )  # fmt: skip
+            "unknown" if j.judge in run.unpriced else f"${j.cost:.4f}",
+            str(j.open_batches),
+        )
     for detail in run.halts:
         table.caption = (table.caption or "") + detail
     return table
@@ -118,13 +136,23 @@ def view(live: LiveView, interval: float, waiting_for: str | None = None) -> Ren
     view waits for while there is none), the live workers."""
     workers = Table(title=f"{len(live.workers)} live worker(s)", title_justify="left")
     for column in ("worker", "host", "pid", "queue", "seen", "in flight", "calls"):
-        workers.add_column(column, justify="left" if column in ("worker", "host", "queue")
-                           else "right")  # fmt: skip
+        workers.add_column(
+            column, justify="left" if column in ("worker", "host", "queue") else "right"
+        )
     for w in live.workers:
-        workers.add_row(w.name, w.host, str(w.pid), w.queue, f"{w.seen_s:.0f}s ago",
-                        str(w.in_flight), str(w.calls))  # fmt: skip
-    head = Text(f"flask-eval status --watch: updated {live.at}, every {interval:g} s "
-                "(Ctrl-C to stop)", style="dim")  # fmt: skip
+        workers.add_row(
+            w.name,
+            w.host,
+            str(w.pid),
+            w.queue,
+            f"{w.seen_s:.0f}s ago",
+            str(w.in_flight),
+            str(w.calls),
+        )
+    head = Text(
+        f"flask-eval status --watch: updated {live.at}, every {interval:g} s (Ctrl-C to stop)",
+        style="dim",
+    )
     if live.runs:
         return Group(head, *(_deleted(r) if r.deleted else _run(r) for r in live.runs), workers)
     wait = f"run {waiting_for} does not exist yet" if waiting_for else "no unfinished run yet"

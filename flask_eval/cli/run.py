@@ -238,8 +238,9 @@ def run(
     for model, (answered, total) in plan.inputs.coverage().items():
         click.echo(f"{model}: {answered}/{total} instances answered", err=True)
     for model, n in plan.inputs.ignored().items():
-        click.echo(f"{model}: {n} responses to instances not in the instances file ignored",
-                   err=True)  # fmt: skip
+        click.echo(
+            f"{model}: {n} responses to instances not in the instances file ignored", err=True
+        )
     if dry_run:
         print_dry_run(plan, settings)
         return
@@ -248,14 +249,22 @@ def run(
     pipeline.preflight(settings)
     store = Store(settings.database_url)
     dispatcher = pipeline.make_dispatcher(settings, store, in_flight)
-    started = pipeline.start(plan, store, dispatcher, settings, retry_failed=retry_failed,
-                             max_cost=max_cost, say=_progress_line(quiet))  # fmt: skip
+    started = pipeline.start(
+        plan,
+        store,
+        dispatcher,
+        settings,
+        retry_failed=retry_failed,
+        max_cost=max_cost,
+        say=_progress_line(quiet),
+    )
     info, sent = started.run, started.dispatched
     for change in started.changed:
         click.echo(f"judge settings updated: {change}", err=True)
     verb = "created" if started.created else "resumed"
-    click.echo(f"run {info.name} {verb}: {sent.sent} judge calls dispatched{_cost(info, sent)}",
-               err=True)  # fmt: skip
+    click.echo(
+        f"run {info.name} {verb}: {sent.sent} judge calls dispatched{_cost(info, sent)}", err=True
+    )
     _say_held_back(info, sent)
     if no_wait:
         return

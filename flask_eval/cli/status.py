@@ -33,15 +33,19 @@ def batch_line(judge: str, states: dict[str, dict[str, int]]) -> str:
 @click.argument("run_name", required=False)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object instead of text.")
 @click.option(
-    "--watch", is_flag=True,
+    "--watch",
+    is_flag=True,
     help="A live view of every unfinished run (or RUN_NAME) and the live workers, until "
     "they finish (waiting for a run to start, or for RUN_NAME to be created, while there "
     "is none); with --json, one JSON object per refresh.",
-)  # fmt: skip
+)
 @click.option(
-    "--interval", type=click.FloatRange(0.1, 3600), default=2.0, show_default=True,
+    "--interval",
+    type=click.FloatRange(0.1, 3600),
+    default=2.0,
+    show_default=True,
     help="Seconds between two refreshes of --watch.",
-)  # fmt: skip
+)
 @handle_errors
 def status(run_name: str | None, as_json: bool, watch: bool, interval: float) -> None:
     """Counts of done, failed and pending judgments, paid calls and cost (latest run by

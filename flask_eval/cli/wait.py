@@ -79,8 +79,15 @@ def wait_and_finish(
     from flask_eval.app.waiting import StoppedWaiting
 
     try:
-        halts = pipeline.wait(store, info, dispatcher, progress=not quiet, leave_open=held_back,
-                              quiet_after=settings.stall_seconds, timeout=timeout)  # fmt: skip
+        halts = pipeline.wait(
+            store,
+            info,
+            dispatcher,
+            progress=not quiet,
+            leave_open=held_back,
+            quiet_after=settings.stall_seconds,
+            timeout=timeout,
+        )
     except StoppedWaiting as stopped:
         for line in stopped.lines():
             click.echo(line, err=True)
@@ -152,8 +159,11 @@ def wait(run_name: str | None, timeout: float | None, quiet: bool) -> None:
         # the run's budget held calls back: they stay pending (MemoryTransport sends nothing)
         held_back = dispatch_open(store, info, MemoryTransport(), 1).held_back_rows
         if held_back:
-            click.echo(f"{held_back} judgments stay pending, held back by --max-cost "
-                       f"{info.config['max_cost']}", err=True)  # fmt: skip
+            click.echo(
+                f"{held_back} judgments stay pending, held back by --max-cost "
+                f"{info.config['max_cost']}",
+                err=True,
+            )
     wait_and_finish(store, info, dispatcher, settings, held_back, quiet, timeout)
 
 

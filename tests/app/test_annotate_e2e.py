@@ -30,9 +30,24 @@ def test_two_annotators_label_flasks_instances_and_agree_with_flasks_labels(
     out = tmp_path / "labelled.jsonl"
     with running_simulator(SimConfig(seed=3)) as sim:
         env = cli_env(sqlite_url, OPENAI_BASE_URL=sim.openai_base_url)
-        result = flask_eval("annotate", "--instances", str(given), "--annotator", "a1=openai/a1",
-                            "--annotator", "a2=openai/a2", "--relabel", "--compare", str(given),
-                            "--limit", str(N), "--out", str(out), "--quiet", env=env)  # fmt: skip
+        result = flask_eval(
+            "annotate",
+            "--instances",
+            str(given),
+            "--annotator",
+            "a1=openai/a1",
+            "--annotator",
+            "a2=openai/a2",
+            "--relabel",
+            "--compare",
+            str(given),
+            "--limit",
+            str(N),
+            "--out",
+            str(out),
+            "--quiet",
+            env=env,
+        )
         asked = sim.stats()["requests"]
     # one call per distinct prompt and annotator (the answer cache answers a repeated
     # instance), every answer readable at once
@@ -47,17 +62,36 @@ def test_two_annotators_label_flasks_instances_and_agree_with_flasks_labels(
     text = result.stdout
     assert f"{N} instances labelled by 2 annotators" in text
     assert f"Annotation agreement with the given labels: {N} instances in both" in text
-    for statistic in ("exact match (same order)", "mean overlap", "any overlap",
-                      "within 1", "kappa, quadratic weights"):  # fmt: skip
+    for statistic in (
+        "exact match (same order)",
+        "mean overlap",
+        "any overlap",
+        "within 1",
+        "kappa, quadratic weights",
+    ):
         assert statistic in text
     # the labelled file is ready for `run` as it is
     with running_simulator(SimConfig(seed=3)) as sim:
         env = cli_env(sqlite_url, OPENAI_BASE_URL=sim.openai_base_url)
         responses = tmp_path / "m.jsonl"
-        responses.write_text("".join(json.dumps({"question_id": r["idx"], "text": "ok"}) + "\n"
-                                     for r in labelled[:5]))  # fmt: skip
-        flask_eval("run", "--instances", str(out), "--responses", f"m={responses}", "--judge",
-                   "openai/j", "--run", "uses-labels", "--quiet", env=env)  # fmt: skip
+        responses.write_text(
+            "".join(
+                json.dumps({"question_id": r["idx"], "text": "ok"}) + "\n" for r in labelled[:5]
+            )
+        )
+        flask_eval(
+            "run",
+            "--instances",
+            str(out),
+            "--responses",
+            f"m={responses}",
+            "--judge",
+            "openai/j",
+            "--run",
+            "uses-labels",
+            "--quiet",
+            env=env,
+        )
 
 
 def test_labels_outside_flasks_sets_are_one_line_exit_2_and_nothing_written(
@@ -67,10 +101,20 @@ def test_labels_outside_flasks_sets_are_one_line_exit_2_and_nothing_written(
     record = json.loads((EXAMPLES / "instances.jsonl").read_text().splitlines()[0])
     bad.write_text(json.dumps({**record, "domain": ["Astrology"]}) + "\n")
     db = tmp_path / "never.db"
-    result = flask_eval("annotate", "--instances", str(EXAMPLES / "instances.jsonl"),
-                        "--annotator", "openai/a", "--relabel", "--compare", str(bad),
-                        "--out", str(tmp_path / "o.jsonl"), env=cli_env(f"sqlite:///{db}"),
-                        check=False)  # fmt: skip
+    result = flask_eval(
+        "annotate",
+        "--instances",
+        str(EXAMPLES / "instances.jsonl"),
+        "--annotator",
+        "openai/a",
+        "--relabel",
+        "--compare",
+        str(bad),
+        "--out",
+        str(tmp_path / "o.jsonl"),
+        env=cli_env(f"sqlite:///{db}"),
+        check=False,
+    )
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 2 and len(lines) == 1, result.stderr
     assert f"{bad}:1: unknown domain 'Astrology'" in lines[0]

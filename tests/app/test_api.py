@@ -34,17 +34,34 @@ def test_each_step_returns_records_and_shares_the_command_lines_runs(
             out.mkdir()
             for model in LEVELS:
                 texts = [r for r in responses if r["model"] == model]
-                (out / f"{model}.jsonl").write_text("".join(
-                    json.dumps({"question_id": r["instance_id"], "text": r["text"]}) + "\n"
-                    for r in texts))  # fmt: skip
-            rows = api.judge(instances, {m: str(out / f"{m}.jsonl") for m in LEVELS},
-                             judges=["openai/judge"], run_name="api-judged")  # fmt: skip
+                (out / f"{model}.jsonl").write_text(
+                    "".join(
+                        json.dumps({"question_id": r["instance_id"], "text": r["text"]}) + "\n"
+                        for r in texts
+                    )
+                )
+            rows = api.judge(
+                instances,
+                {m: str(out / f"{m}.jsonl") for m in LEVELS},
+                judges=["openai/judge"],
+                run_name="api-judged",
+            )
             with pytest.raises(InputError, match="no model given"):
                 api.generate(instances)
         # the same generation from the command line: answered by the API's answers
-        flask_eval("generate", "--instances", instances, "--model", "weak=openai/weak",
-                   "--model", "strong=openai/strong", "--out", str(tmp_path / "cli"),
-                   "--quiet", env=env)  # fmt: skip
+        flask_eval(
+            "generate",
+            "--instances",
+            instances,
+            "--model",
+            "weak=openai/weak",
+            "--model",
+            "strong=openai/strong",
+            "--out",
+            str(tmp_path / "cli"),
+            "--quiet",
+            env=env,
+        )
         assert sim.stats()["requests"] == asked + 4 + n * 2  # annotate + judge calls only
     assert len(responses) == 2 * n and {r["model"] for r in responses} == set(LEVELS)
     assert all(r["text"] and not r["cut_off"] and r["completion_tokens"] > 0 for r in responses)
@@ -63,9 +80,8 @@ RENAMED = {"no_reference": "reference", "no_swap": "swap"}
 
 @pytest.mark.parametrize(
     ("command", "function"),
-    [("run", "judge"), ("generate", "generate"), ("annotate", "annotate"),
-     ("eval", "evaluate")],
-)  # fmt: skip
+    [("run", "judge"), ("generate", "generate"), ("annotate", "annotate"), ("eval", "evaluate")],
+)
 def test_the_api_offers_what_the_command_line_offers(command: str, function: str) -> None:
     import inspect
 
@@ -92,13 +108,14 @@ def test_judge_takes_limit_sample_and_dry_run(tmp_path: Path, sqlite_url: str) -
     with running_simulator(SimConfig()) as sim:
         env = cli_env(sqlite_url, OPENAI_BASE_URL=sim.openai_base_url)
         with _as_a_fresh_process(env):
-            estimate = api.judge(instances, responses, judges=["openai/j"], limit=3,
-                                 dry_run=True)  # fmt: skip
+            estimate = api.judge(instances, responses, judges=["openai/j"], limit=3, dry_run=True)
             assert sim.stats()["requests"] == 0
-            limited = api.judge(instances, responses, judges=["openai/j"], limit=3,
-                                run_name="api-limit")  # fmt: skip
-            sampled = api.judge(instances, responses, judges=["openai/j"], sample=2, seed=5,
-                                run_name="api-sample")  # fmt: skip
+            limited = api.judge(
+                instances, responses, judges=["openai/j"], limit=3, run_name="api-limit"
+            )
+            sampled = api.judge(
+                instances, responses, judges=["openai/j"], sample=2, seed=5, run_name="api-sample"
+            )
             assert sim.stats()["requests"] == 3 + 2
             with pytest.raises(InputError, match="exclusive"):
                 api.judge(instances, responses, judges=["openai/j"], limit=2, sample=2)
@@ -118,12 +135,19 @@ def test_evaluate_dry_run_estimates_each_step_and_writes_nothing(tmp_path: Path)
     db = tmp_path / "e.db"
     env = cli_env(f"sqlite:///{db}", OPENAI_BASE_URL="http://127.0.0.1:9/v1")
     with _as_a_fresh_process(env):
-        got = api.evaluate(str(EXAMPLES / "instances.jsonl"), models_files=[str(models)],
-                           judges=["openai/j"], out_dir=str(tmp_path / "out"),
-                           dry_run=True)  # fmt: skip
+        got = api.evaluate(
+            str(EXAMPLES / "instances.jsonl"),
+            models_files=[str(models)],
+            judges=["openai/j"],
+            out_dir=str(tmp_path / "out"),
+            dry_run=True,
+        )
     steps = list(got["estimates"])
-    assert steps[0] == "generate" and steps[-1] == "judge" and set(steps) <= {
-        "generate", "annotate", "judge"}  # fmt: skip
+    assert (
+        steps[0] == "generate"
+        and steps[-1] == "judge"
+        and set(steps) <= {"generate", "annotate", "judge"}
+    )
     (generate,) = got["estimates"]["generate"]
     assert generate["judge"] == "m1" and generate["calls"] == 27 and generate["cost"] > 0
     (judge,) = got["estimates"]["judge"]

@@ -17,9 +17,14 @@ from flask_eval.storage.store import Store
 from tests.conftest import EXAMPLES
 from tests.helpers import cli_env, flask_eval
 
-INPUTS = ["--instances", str(EXAMPLES / "instances.jsonl"),
-          "--responses", f"model_a={EXAMPLES / 'model_a.jsonl'}",
-          "--responses", f"model_b={EXAMPLES / 'model_b.jsonl'}"]  # fmt: skip
+INPUTS = [
+    "--instances",
+    str(EXAMPLES / "instances.jsonl"),
+    "--responses",
+    f"model_a={EXAMPLES / 'model_a.jsonl'}",
+    "--responses",
+    f"model_b={EXAMPLES / 'model_b.jsonl'}",
+]
 CALLS = 27 + 25  # instance mode: one call per (model, instance)
 
 
@@ -57,8 +62,15 @@ def test_run_says_each_batch_state_and_status_counts_batches_and_calls(tmp_path:
 def test_a_live_run_shows_no_batch_lines_and_an_unpriced_cost_as_unknown(tmp_path: Path) -> None:
     with running_simulator(SimConfig(seed=3)) as sim:
         env = cli_env(f"sqlite:///{tmp_path / 'l.db'}")
-        ran = flask_eval("run", *INPUTS, "--judge", f"openai/sim-gpt@{sim.openai_base_url}",
-                         "--run", "l", env=env)  # fmt: skip
+        ran = flask_eval(
+            "run",
+            *INPUTS,
+            "--judge",
+            f"openai/sim-gpt@{sim.openai_base_url}",
+            "--run",
+            "l",
+            env=env,
+        )
     assert not [line for line in ran.stderr.splitlines() if line.startswith("batch ")]
     data = json.loads(flask_eval("status", "l", "--json", env=env).stdout)
     assert data["batches"] == {} and data["batch_calls"] == 0
@@ -90,8 +102,7 @@ def test_runs_delete_cancels_the_open_batches_at_their_provider(tmp_path: Path) 
         async def submit() -> str:
             judge = create_judge(spec)
             try:
-                request = BatchRequest("c1", [{"role": "user", "content": "hi"}],
-                                       GenerateConfig())  # fmt: skip
+                request = BatchRequest("c1", [{"role": "user", "content": "hi"}], GenerateConfig())
                 return (await batch_api(judge).submit_batch("tag-open", [request])).batch_id
             finally:
                 await judge.aclose()
@@ -102,10 +113,21 @@ def test_runs_delete_cancels_the_open_batches_at_their_provider(tmp_path: Path) 
         assert run is not None
         with store.engine.begin() as conn:
             for uid, pid in (("tag-open", provider_id), ("tag-unrecorded", None)):
-                conn.execute(insert(BATCH).values(
-                    uid=uid, run_id=run.id, judge="j", provider="openai", provider_id=pid,
-                    state="submitted" if pid else "created", provider_state="", size=1,
-                    succeeded=0, failed=0, files="{}"))  # fmt: skip
+                conn.execute(
+                    insert(BATCH).values(
+                        uid=uid,
+                        run_id=run.id,
+                        judge="j",
+                        provider="openai",
+                        provider_id=pid,
+                        state="submitted" if pid else "created",
+                        provider_state="",
+                        size=1,
+                        succeeded=0,
+                        failed=0,
+                        files="{}",
+                    )
+                )
         store.close()
         assert sim_batches(sim)["states"] == {"in_progress": 1}
         deleted = flask_eval("runs", "delete", "d", "--yes", env=env)

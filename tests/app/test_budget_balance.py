@@ -12,9 +12,14 @@ from flask_eval.simulator.testing import running_simulator
 from tests.conftest import EXAMPLES
 from tests.helpers import cli_env, flask_eval
 
-INPUTS = ["--instances", str(EXAMPLES / "instances.jsonl"),
-          "--responses", f"model_a={EXAMPLES / 'model_a.jsonl'}",
-          "--responses", f"model_b={EXAMPLES / 'model_b.jsonl'}"]  # fmt: skip
+INPUTS = [
+    "--instances",
+    str(EXAMPLES / "instances.jsonl"),
+    "--responses",
+    f"model_a={EXAMPLES / 'model_a.jsonl'}",
+    "--responses",
+    f"model_b={EXAMPLES / 'model_b.jsonl'}",
+]
 
 
 def judged(env: dict[str, str]) -> dict[tuple[str, str], set[str]]:
@@ -33,15 +38,29 @@ def test_a_budget_for_half_the_run_judges_the_same_instances_of_every_model(
 ) -> None:
     with running_simulator(SimConfig(seed=2)) as sim:
         judges = tmp_path / "judges.yaml"
-        judges.write_text("".join(
-            f"- spec: openai/sim-{n}@{sim.openai_base_url}\n  name: {n}\n"
-            "  price: {input: 2.0, output: 8.0}\n" for n in ("j1", "j2")))  # fmt: skip
+        judges.write_text(
+            "".join(
+                f"- spec: openai/sim-{n}@{sim.openai_base_url}\n  name: {n}\n"
+                "  price: {input: 2.0, output: 8.0}\n"
+                for n in ("j1", "j2")
+            )
+        )
         env = cli_env(f"sqlite:///{tmp_path / 'c.db'}")
         dry = flask_eval("run", *INPUTS, "--judges", str(judges), "--dry-run", env=env).stdout
         total = float(next(x for x in dry.splitlines() if x.startswith("total")).split()[7])
-        capped = flask_eval("run", *INPUTS, "--judges", str(judges), "--run", "capped",
-                            "--max-cost", f"{total / 2:.6f}", "--quiet", env=env,
-                            check=False)  # fmt: skip
+        capped = flask_eval(
+            "run",
+            *INPUTS,
+            "--judges",
+            str(judges),
+            "--run",
+            "capped",
+            "--max-cost",
+            f"{total / 2:.6f}",
+            "--quiet",
+            env=env,
+            check=False,
+        )
     assert capped.returncode == 1
     cells = judged(env)
     a = cells[("model_a", "j1")]

@@ -38,8 +38,9 @@ def judge_args(sim: SimHandle) -> list[str]:
 
 def run_once(sim: SimHandle, url: str, run: str = "r1") -> None:
     env = cli_env(url, OPENAI_API_KEY=SECRET)
-    flask_eval("run", *INPUTS, *judge_args(sim), "--run", run, "--quiet", env=env,
-               check=False)  # fmt: skip  # garbage answers may fail a judgment: exit 1
+    flask_eval(
+        "run", *INPUTS, *judge_args(sim), "--run", run, "--quiet", env=env, check=False
+    )  # garbage answers may fail a judgment: exit 1
 
 
 def report(url: str, run: str) -> dict[str, object]:
@@ -95,8 +96,10 @@ def test_a_bundle_reports_the_same_in_another_store_and_a_rerun_pays_nothing(
     assert "imported run r1" in proc.stderr and f"{paid} paid answers" in proc.stderr
     assert report(target, "r1") == report(url, "r1")
     assert status(target, "r1") == status(url, "r1")
-    assert (flask_eval("export", "r1", env=cli_env(target)).stdout
-            == flask_eval("export", "r1", env=cli_env(url)).stdout)  # fmt: skip
+    assert (
+        flask_eval("export", "r1", env=cli_env(target)).stdout
+        == flask_eval("export", "r1", env=cli_env(url)).stdout
+    )
     before = sim.stats()["requests"]
     run_once(sim, target)  # the same run: nothing left to judge
     run_once(sim, target, "again")  # a new run of the same inputs: the answer cache
@@ -213,8 +216,7 @@ def test_exporting_a_run_that_does_not_exist_writes_nothing(
     url, _ = source
     path = tmp_path / "out" / "nothing.bundle"
     assert "no run named 'nope'" in refused(url, "export", "nope", "--bundle", str(path))
-    assert "drop --format" in refused(url, "export", "r1", "--bundle", str(path),
-                                      "--format", "csv")  # fmt: skip
+    assert "drop --format" in refused(url, "export", "r1", "--bundle", str(path), "--format", "csv")
     assert not path.exists() and not path.with_name("nothing.bundle.part").exists()
 
 
@@ -232,8 +234,15 @@ def test_a_bundle_from_postgresql_reports_the_same_in_sqlite(
     assert report(sqlite, "r1") == report(postgres_url, "r1")
     before = sim.stats()["requests"]
     for run in ("r1", "rerun"):
-        flask_eval("run", *INPUTS, *judge_args(sim), "--run", run, "--quiet",
-                   env=cli_env(sqlite, OPENAI_API_KEY=SECRET))  # fmt: skip  # exit 0: done
+        flask_eval(
+            "run",
+            *INPUTS,
+            *judge_args(sim),
+            "--run",
+            run,
+            "--quiet",
+            env=cli_env(sqlite, OPENAI_API_KEY=SECRET),
+        )  # exit 0: done
     assert sim.stats()["requests"] == before
     rerun = report(sqlite, "rerun")  # the same scores, read from the imported answers
     assert {**rerun, "run": "r1", "cost": []} == {**report(postgres_url, "r1"), "cost": []}
@@ -243,8 +252,13 @@ def test_a_bundle_from_postgresql_reports_the_same_in_sqlite(
     assert {**report(postgres_url, "r1-back"), "run": "r1"} == report(postgres_url, "r1")
 
 
-def forge(bundle: Path, out: Path, table: str, change: Callable[[dict[str, Any]], object],
-          which: Callable[[dict[str, Any]], bool] = lambda row: True) -> int:  # fmt: skip
+def forge(
+    bundle: Path,
+    out: Path,
+    table: str,
+    change: Callable[[dict[str, Any]], object],
+    which: Callable[[dict[str, Any]], bool] = lambda row: True,
+) -> int:
     """Write ``out``: ``bundle`` with the first ``table`` row that ``which`` picks changed
     by ``change`` (a dict of column -> value, changed in place; returning False drops the
     row) and its trailer recomputed (counts, SHA-256), as whoever forges a bundle would.
@@ -263,8 +277,11 @@ def forge(bundle: Path, out: Path, table: str, change: Callable[[dict[str, Any]]
     else:
         rows[at] = (json.dumps([table, *(row[c] for c in columns)]) + "\n").encode()
     counts = Counter(json.loads(line)[0] for line in rows)
-    trailer = {"end": FORMAT, "rows": {t: counts[t] for t in TABLES},
-               "sha256": hashlib.sha256(header + b"".join(rows)).hexdigest()}  # fmt: skip
+    trailer = {
+        "end": FORMAT,
+        "rows": {t: counts[t] for t in TABLES},
+        "sha256": hashlib.sha256(header + b"".join(rows)).hexdigest(),
+    }
     rewrite(out, [header, *rows, (json.dumps(trailer) + "\n").encode()])
     return at + 2
 
@@ -348,10 +365,13 @@ def _done(row: dict[str, Any]) -> bool:
     ],
 )
 def test_a_forged_row_is_refused_naming_its_line_and_nothing_is_written(
-    source: tuple[str, Path], tmp_path: Path, table: str,
+    source: tuple[str, Path],
+    tmp_path: Path,
+    table: str,
     change: Callable[[dict[str, Any]], object],
-    which: Callable[[dict[str, Any]], bool] | None, message: str,
-) -> None:  # fmt: skip
+    which: Callable[[dict[str, Any]], bool] | None,
+    message: str,
+) -> None:
     """The checksum matches (recomputed): only the checks of each row's invariants
     (app.bundle_checks) refuse it, with one line naming the line, before the store is
     opened."""
@@ -361,9 +381,13 @@ def test_a_forged_row_is_refused_naming_its_line_and_nothing_is_written(
     if table == "response":  # the dropped response's first judgment is refused
         header, *rows = (json.loads(line) for line in lines(forged)[:-1])
         cols = ["table", *header["tables"]["judgment"]]
-        dropped = dict(zip(["table", *header["tables"]["response"]],
-                           next(json.loads(x) for x in lines(bundle) if x.startswith(b'["resp')),
-                           strict=True))  # fmt: skip
+        dropped = dict(
+            zip(
+                ["table", *header["tables"]["response"]],
+                next(json.loads(x) for x in lines(bundle) if x.startswith(b'["resp')),
+                strict=True,
+            )
+        )
         number = 2 + next(
             at
             for at, values in enumerate(rows)

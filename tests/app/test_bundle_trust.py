@@ -29,8 +29,14 @@ from tests.app.test_cost import INPUTS
 from tests.conftest import EXAMPLES
 from tests.helpers import REPO, cli_env, flask_eval
 
-HEADER = {"format": FORMAT, "version": 1, "schema": HEAD, "flask_eval": "test", "run": "r1",
-          "tables": bundle_columns()}  # fmt: skip
+HEADER = {
+    "format": FORMAT,
+    "version": 1,
+    "schema": HEAD,
+    "flask_eval": "test",
+    "run": "r1",
+    "tables": bundle_columns(),
+}
 
 
 def long_line_bundle(path: Path, size: int) -> Path:
@@ -79,9 +85,15 @@ def test_a_gigabyte_line_is_refused_in_one_line_under_a_memory_limit(tmp_path: P
     path = long_line_bundle(tmp_path / "huge.bundle", 1 << 30)
     assert path.stat().st_size < 8 << 20
     env = {**cli_env(f"sqlite:///{tmp_path / 'target.db'}"), "OPENBLAS_NUM_THREADS": "1"}
-    proc = subprocess.run([sys.executable, "-m", "flask_eval", "import", str(path)], env=env,
-                          cwd=REPO, capture_output=True, text=True, timeout=600,
-                          preexec_fn=_limited)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "flask_eval", "import", str(path)],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        preexec_fn=_limited,
+    )
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert (
         proc.stderr == f"error: {path}:2: line is longer than {MAX_ROW_BYTES} bytes "
@@ -180,9 +192,11 @@ def test_a_score_its_answer_does_not_give_is_refused(
     target = tmp_path / "target.db"
     stderr = refused(f"sqlite:///{target}", "import", str(forged))
     shown = "N/A (null)" if forged_score is None else str(1 + seen["score"] % 5)
-    assert stderr.startswith(f"error: {forged}:{number}: judgment.score {shown} of "
-                             f"{seen['criterion']!r} does not follow from the answer it cites "
-                             f"({seen['call_uid']}): judge ")  # fmt: skip
+    assert stderr.startswith(
+        f"error: {forged}:{number}: judgment.score {shown} of "
+        f"{seen['criterion']!r} does not follow from the answer it cites "
+        f"({seen['call_uid']}): judge "
+    )
     assert f"reads {seen['score']}" in stderr
     assert not target.exists()
 
@@ -226,27 +240,74 @@ def test_the_bundles_of_every_protocol_and_kind_import_as_they_are(
         f"- spec: openai/prometheus-7b@{base}\n  name: prom\n  protocol: prometheus\n"
     )
     env = cli_env(url, OPENAI_BASE_URL=base)
-    flask_eval("run", *INPUTS, "--judges", str(judges), "--run", "abs", "--quiet", env=env,
-               check=False)  # fmt: skip  # a garbage answer may fail a judgment: exit 1
-    flask_eval("run", *INPUTS, "--judges", str(pair), "--pairwise", "all", "--run", "pw",
-               "--quiet", env=env, check=False)  # fmt: skip
-    flask_eval("generate", "--instances", str(EXAMPLES / "instances.jsonl"), "--model",
-               "weak=openai/weak", "--out", str(tmp_path / "gen"), "--run", "gen", "--limit",
-               "3", "--quiet", env=env)  # fmt: skip
-    flask_eval("annotate", "--instances", str(EXAMPLES / "instances.jsonl"), "--annotator",
-               "a1=openai/a1", "--relabel", "--limit", "3", "--out", str(tmp_path / "ann.jsonl"),
-               "--run", "ann", "--quiet", env=env)  # fmt: skip
+    flask_eval(
+        "run", *INPUTS, "--judges", str(judges), "--run", "abs", "--quiet", env=env, check=False
+    )  # a garbage answer may fail a judgment: exit 1
+    flask_eval(
+        "run",
+        *INPUTS,
+        "--judges",
+        str(pair),
+        "--pairwise",
+        "all",
+        "--run",
+        "pw",
+        "--quiet",
+        env=env,
+        check=False,
+    )
+    flask_eval(
+        "generate",
+        "--instances",
+        str(EXAMPLES / "instances.jsonl"),
+        "--model",
+        "weak=openai/weak",
+        "--out",
+        str(tmp_path / "gen"),
+        "--run",
+        "gen",
+        "--limit",
+        "3",
+        "--quiet",
+        env=env,
+    )
+    flask_eval(
+        "annotate",
+        "--instances",
+        str(EXAMPLES / "instances.jsonl"),
+        "--annotator",
+        "a1=openai/a1",
+        "--relabel",
+        "--limit",
+        "3",
+        "--out",
+        str(tmp_path / "ann.jsonl"),
+        "--run",
+        "ann",
+        "--quiet",
+        env=env,
+    )
     for run in ("abs", "pw", "gen", "ann"):
         round_trip(url, run, tmp_path)
     # and a changed verdict, or a changed response of a generation, is refused
     target = f"sqlite:///{tmp_path / 'forged.db'}"
     verdict = tmp_path / "verdict.bundle"
-    forge(tmp_path / "pw.bundle", verdict, "judgment",
-          lambda r: r.update(score={1: 2, 2: 1}.get(r["score"], 1)), _judged)  # fmt: skip
+    forge(
+        tmp_path / "pw.bundle",
+        verdict,
+        "judgment",
+        lambda r: r.update(score={1: 2, 2: 1}.get(r["score"], 1)),
+        _judged,
+    )
     assert "does not follow from the answer it cites" in refused(target, "import", str(verdict))
     response = tmp_path / "response.bundle"
-    forge(tmp_path / "gen.bundle", response, "judgment", lambda r: r.update(value="forged"),
-          lambda r: r["status"] == "done")  # fmt: skip
+    forge(
+        tmp_path / "gen.bundle",
+        response,
+        "judgment",
+        lambda r: r.update(value="forged"),
+        lambda r: r["status"] == "done",
+    )
     assert "judgment.value of 'response' is not what the answer" in refused(
         target, "import", str(response)
     )

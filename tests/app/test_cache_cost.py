@@ -28,8 +28,13 @@ def caching_judge() -> Iterator[None]:
     script = MemoryJudge.script
 
     def answer(messages: Sequence[Message]) -> JudgeOutput:
-        return JudgeOutput(default_answer(messages), prompt_tokens=1000, completion_tokens=100,
-                           cached_tokens=600, cache_write_tokens=300)  # fmt: skip
+        return JudgeOutput(
+            default_answer(messages),
+            prompt_tokens=1000,
+            completion_tokens=100,
+            cached_tokens=600,
+            cache_write_tokens=300,
+        )
 
     MemoryJudge.script = staticmethod(answer)  # type: ignore[assignment]
     yield
@@ -55,8 +60,9 @@ def test_cached_and_cache_written_tokens_are_metered_at_their_prices(
     invoke(["run", *INPUTS, "--judges", str(judges), "--run", "cached", "--quiet"], db)
     # each call: 100 plain prompt tokens, 600 read, 300 written, 100 completion tokens
     per_call = (100 * 1000 + 600 * 100 + 300 * 1250 + 100 * 2000) / 1e6
-    assert per_call == pytest.approx(PRICE.cost(1000, 100, cached_tokens=600,
-                                                cache_write_tokens=300))  # fmt: skip
+    assert per_call == pytest.approx(
+        PRICE.cost(1000, 100, cached_tokens=600, cache_write_tokens=300)
+    )
     status = json.loads(invoke(["status", "cached", "--json"], db).stdout)
     assert status["done"] == status["total"] and status["calls"] == CALLS
     assert (status["cached_tokens"], status["cache_write_tokens"]) == (600 * CALLS, 300 * CALLS)
@@ -69,12 +75,21 @@ def test_cached_and_cache_written_tokens_are_metered_at_their_prices(
     assert f"{600 * CALLS}/{300 * CALLS}" in listing and f"{per_call * CALLS:.4f}" in listing
     report = invoke(["report", "cached"], db).stdout
     assert "Cost (paid calls, USD at each judge's price):" in report
-    assert (f"memory/j: {CALLS} calls, ${per_call * CALLS:.4f}; {1000 * CALLS:,} prompt tokens "
-            f"({600 * CALLS:,} read from the prompt cache, {300 * CALLS:,} written to it), "
-            f"{100 * CALLS:,} completion") in report  # fmt: skip
+    assert (
+        f"memory/j: {CALLS} calls, ${per_call * CALLS:.4f}; {1000 * CALLS:,} prompt tokens "
+        f"({600 * CALLS:,} read from the prompt cache, {300 * CALLS:,} written to it), "
+        f"{100 * CALLS:,} completion"
+    ) in report
     (cost,) = json.loads(invoke(["report", "cached", "--format", "json"], db).stdout)["cost"]
-    assert cost == {"judge": "memory/j", "calls": CALLS, "batch_calls": 0,
-                    "prompt_tokens": 1000 * CALLS, "cached_tokens": 600 * CALLS,
-                    "cache_write_tokens": 300 * CALLS, "completion_tokens": 100 * CALLS,
-                    "cost": pytest.approx(per_call * CALLS), "untrusted": 0,
-                    "unpriced": ""}  # fmt: skip
+    assert cost == {
+        "judge": "memory/j",
+        "calls": CALLS,
+        "batch_calls": 0,
+        "prompt_tokens": 1000 * CALLS,
+        "cached_tokens": 600 * CALLS,
+        "cache_write_tokens": 300 * CALLS,
+        "completion_tokens": 100 * CALLS,
+        "cost": pytest.approx(per_call * CALLS),
+        "untrusted": 0,
+        "unpriced": "",
+    }

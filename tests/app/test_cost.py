@@ -18,10 +18,13 @@ from tests.conftest import EXAMPLES
 from tests.helpers import cli_env, flask_eval
 
 INPUTS = [
-    "--instances", str(EXAMPLES / "instances.jsonl"),
-    "--responses", f"model_a={EXAMPLES / 'model_a.jsonl'}",
-    "--responses", f"model_b={EXAMPLES / 'model_b.jsonl'}",
-]  # fmt: skip
+    "--instances",
+    str(EXAMPLES / "instances.jsonl"),
+    "--responses",
+    f"model_a={EXAMPLES / 'model_a.jsonl'}",
+    "--responses",
+    f"model_b={EXAMPLES / 'model_b.jsonl'}",
+]
 CALLS = (27 + 25) * 2  # instance mode: one call per (model, instance), 2 judges
 
 

@@ -19,8 +19,18 @@ def test_a_run_deleted_while_it_is_waited_for_is_said_deleted_exit_1(tmp_path: P
     instances, responses = write_inputs(tmp_path / "in", 40)
     named = [a for r in responses for a in ("--responses", r)]
     with running_simulator(SimConfig(latency_ms=100, seed=3)) as sim:
-        args = ["run", "--instances", str(instances), *named, "--run", "gone",
-                "--judge", f"openai/sim@{sim.openai_base_url}", "--in-flight", "4"]  # fmt: skip
+        args = [
+            "run",
+            "--instances",
+            str(instances),
+            *named,
+            "--run",
+            "gone",
+            "--judge",
+            f"openai/sim@{sim.openai_base_url}",
+            "--in-flight",
+            "4",
+        ]
 
         def delete_mid_run() -> None:
             wait_until(lambda: sim.stats()["served"] >= 8, timeout=120, what="answers served")

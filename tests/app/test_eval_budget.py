@@ -31,20 +31,33 @@ def spent(env: dict[str, str]) -> dict[str, float]:
 
 def test_max_cost_is_shared_by_the_steps(tmp_path: Path) -> None:
     models = tmp_path / "models.yaml"
-    models.write_text("".join(f"- name: {m}\n  spec: openai/{m}\n  price: {{input: 100, output: "
-                              "100}\n" for m in ("weak", "strong")))  # fmt: skip
+    models.write_text(
+        "".join(
+            f"- name: {m}\n  spec: openai/{m}\n  price: {{input: 100, output: 100}}\n"
+            for m in ("weak", "strong")
+        )
+    )
     judges = tmp_path / "judges.yaml"
     judges.write_text("- spec: openai/judge\n  price: {input: 100, output: 100}\n")
-    args = ["eval", "--instances", str(EXAMPLES / "instances.jsonl"), "--models", str(models),
-            "--judges", str(judges), "--quiet"]  # fmt: skip
+    args = [
+        "eval",
+        "--instances",
+        str(EXAMPLES / "instances.jsonl"),
+        "--models",
+        str(models),
+        "--judges",
+        str(judges),
+        "--quiet",
+    ]
     with running_simulator(SimConfig(generators={"weak": 2.0, "strong": 4.0})) as sim:
         free = cli_env(f"sqlite:///{tmp_path / 'free.db'}", OPENAI_BASE_URL=sim.openai_base_url)
         flask_eval(*args, "--out", str(tmp_path / "free"), env=free)
         costs = spent(free)
         budget = costs["generate"] + costs["judge"] / 2  # the generation and half the judging
         env = cli_env(f"sqlite:///{tmp_path / 'bounded.db'}", OPENAI_BASE_URL=sim.openai_base_url)
-        result = flask_eval(*args, "--out", str(tmp_path / "b"), "--max-cost", f"{budget:.6f}",
-                            env=env, check=False)  # fmt: skip
+        result = flask_eval(
+            *args, "--out", str(tmp_path / "b"), "--max-cost", f"{budget:.6f}", env=env, check=False
+        )
         bounded = spent(env)
     assert result.returncode == 1 and "pending" in result.stderr, result.stderr
     assert bounded["generate"] == costs["generate"]

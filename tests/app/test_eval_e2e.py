@@ -53,8 +53,18 @@ def done_in(database_url: str, prefix: str) -> int:
 
 
 def eval_args(instances: Path, out: Path, models: list[str]) -> list[str]:
-    args = ["eval", "--instances", str(instances), "--judge", "judge=openai/judge",
-            "--name", "e", "--out", str(out), "--quiet"]  # fmt: skip
+    args = [
+        "eval",
+        "--instances",
+        str(instances),
+        "--judge",
+        "judge=openai/judge",
+        "--name",
+        "e",
+        "--out",
+        str(out),
+        "--quiet",
+    ]
     for m in models:
         args += ["--model", f"{m}=openai/{m}"]
     return args
@@ -69,19 +79,30 @@ def test_eval_from_instructions_to_report_through_a_kill_9(
     three = ["m1", "m2", "m3"]
     config = SimConfig(seed=5, latency_ms=40, generators=LEVELS, generation_tokens=60)
     with running_simulator(config) as sim:
-        fast = {"FLASK_EVAL_LEASE_SECONDS": "3", "FLASK_EVAL_VISIBILITY_TIMEOUT": "8",
-                "OPENAI_BASE_URL": sim.openai_base_url}  # fmt: skip
+        fast = {
+            "FLASK_EVAL_LEASE_SECONDS": "3",
+            "FLASK_EVAL_VISIBILITY_TIMEOUT": "8",
+            "OPENAI_BASE_URL": sim.openai_base_url,
+        }
         env = cli_env(sqlite_url, redis_url, **fast)
         out = tmp_path / "out"
         producer = subprocess.Popen(
             [sys.executable, "-m", "flask_eval", *eval_args(instances, out, three)],
-            env=env, cwd=REPO, start_new_session=True, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+            env=env,
+            cwd=REPO,
+            start_new_session=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             with workers(env, processes=2, in_flight=16, log=tmp_path / "w1.log") as proc:
-                wait_until(lambda: done_in(sqlite_url, "e-generate-"), lambda n: n >= 200,
-                           timeout=180, what="the generation to be under way")  # fmt: skip
+                wait_until(
+                    lambda: done_in(sqlite_url, "e-generate-"),
+                    lambda n: n >= 200,
+                    timeout=180,
+                    what="the generation to be under way",
+                )
                 kill_group(proc, signal.SIGKILL)
                 proc.wait()
             with workers(env, processes=1, in_flight=32, log=tmp_path / "w2.log"):
@@ -123,8 +144,9 @@ def _judge_run(database_url: str) -> str:
     store = Store(database_url)
     try:
         with store.engine.connect() as conn:
-            names = list(conn.execute(select(RUN.c.name).where(RUN.c.name.like("e-judge-%")))
-                         .scalars())  # fmt: skip
+            names = list(
+                conn.execute(select(RUN.c.name).where(RUN.c.name.like("e-judge-%"))).scalars()
+            )
     finally:
         store.close()
     assert len(names) == 1, names

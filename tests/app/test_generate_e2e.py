@@ -44,8 +44,19 @@ def test_generated_responses_are_judged_in_the_configured_order(
         env = cli_env(sqlite_url, OPENAI_BASE_URL=sim.openai_base_url)
         out = tmp_path / "responses"
         models = str(models_file(tmp_path))
-        first = flask_eval("generate", "--instances", instances, "--models", models,
-                           "--out", str(out), "--run", "gen", "--quiet", env=env)  # fmt: skip
+        first = flask_eval(
+            "generate",
+            "--instances",
+            instances,
+            "--models",
+            models,
+            "--out",
+            str(out),
+            "--run",
+            "gen",
+            "--quiet",
+            env=env,
+        )
         asked = sim.stats()["requests"]
         n_instances = len(read_jsonl(EXAMPLES / "instances.jsonl"))
         assert asked == 3 * n_instances
@@ -55,13 +66,25 @@ def test_generated_responses_are_judged_in_the_configured_order(
                 len(records) == n_instances and f"{name}: {n_instances} responses" in first.stdout
             )
             assert all(r["text"] and r["finish"] == "stop" and not r["cut_off"] for r in records)
-            assert all(r["usage"]["completion_tokens"] > 0 and r["usage"]["cost"] > 0
-                       for r in records)  # fmt: skip
+            assert all(
+                r["usage"]["completion_tokens"] > 0 and r["usage"]["cost"] > 0 for r in records
+            )
             assert records[0]["sampling"]["spec"] == f"openai/{name}"
         # the same generation again: every response comes from the answer cache
         again = str(tmp_path / "again")
-        flask_eval("generate", "--instances", instances, "--models", models, "--out", again,
-                   "--run", "gen2", "--quiet", env=env)  # fmt: skip
+        flask_eval(
+            "generate",
+            "--instances",
+            instances,
+            "--models",
+            models,
+            "--out",
+            again,
+            "--run",
+            "gen2",
+            "--quiet",
+            env=env,
+        )
         assert sim.stats()["requests"] == asked
         assert read_jsonl(tmp_path / "again" / "weak.jsonl") == read_jsonl(out / "weak.jsonl")
         # judged with a simulated judge: the means rank the models as configured
@@ -69,10 +92,21 @@ def test_generated_responses_are_judged_in_the_configured_order(
         args = ["--responses", *responses[:1]]
         for r in responses[1:]:
             args += ["--responses", r]
-        flask_eval("run", "--instances", instances, *args, "--judge", "openai/judge",
-                   "--run", "judged", "--quiet", env=env)  # fmt: skip
-        rows = json.loads(flask_eval("report", "judged", "--format", "json", "--bootstrap",
-                                     "0", env=env).stdout)["rows"]  # fmt: skip
+        flask_eval(
+            "run",
+            "--instances",
+            instances,
+            *args,
+            "--judge",
+            "openai/judge",
+            "--run",
+            "judged",
+            "--quiet",
+            env=env,
+        )
+        rows = json.loads(
+            flask_eval("report", "judged", "--format", "json", "--bootstrap", "0", env=env).stdout
+        )["rows"]
     overall = {r["model"]: r["mean"] for r in rows if r["dimension"] == "overall"}
     assert overall["weak"] < overall["middling"] < overall["strong"], overall
 
@@ -84,9 +118,19 @@ def test_a_response_cut_off_by_its_limit_is_kept_and_marked(
     with running_simulator(SimConfig(generators=LEVELS, generation_tokens=80)) as sim:
         env = cli_env(sqlite_url, OPENAI_BASE_URL=sim.openai_base_url)
         out = tmp_path / "responses"
-        result = flask_eval("generate", "--instances", instances, "--models",
-                            str(models_file(tmp_path, short="weak")), "--out", str(out),
-                            "--limit", "5", "--quiet", env=env)  # fmt: skip
+        result = flask_eval(
+            "generate",
+            "--instances",
+            instances,
+            "--models",
+            str(models_file(tmp_path, short="weak")),
+            "--out",
+            str(out),
+            "--limit",
+            "5",
+            "--quiet",
+            env=env,
+        )
     short = read_jsonl(out / "weak.jsonl")
     assert len(short) == 5 and all(r["cut_off"] and r["finish"] == "length" for r in short)
     assert all(r["text"] and r["usage"]["completion_tokens"] == 20 for r in short)
@@ -98,9 +142,21 @@ def test_a_response_cut_off_by_its_limit_is_kept_and_marked(
 def test_a_generation_run_has_no_report(tmp_path: Path, sqlite_url: str) -> None:
     with running_simulator(SimConfig(generators=LEVELS)) as sim:
         env = cli_env(sqlite_url, OPENAI_BASE_URL=sim.openai_base_url)
-        flask_eval("generate", "--instances", str(EXAMPLES / "instances.jsonl"), "--model",
-                   "weak=openai/weak", "--out", str(tmp_path / "o"), "--run", "g", "--limit",
-                   "2", "--quiet", env=env)  # fmt: skip
+        flask_eval(
+            "generate",
+            "--instances",
+            str(EXAMPLES / "instances.jsonl"),
+            "--model",
+            "weak=openai/weak",
+            "--out",
+            str(tmp_path / "o"),
+            "--run",
+            "g",
+            "--limit",
+            "2",
+            "--quiet",
+            env=env,
+        )
         result = flask_eval("report", "g", env=env, check=False)
     assert result.returncode == 2
     assert (
@@ -132,12 +188,34 @@ def test_batch_generation_goes_through_the_providers_batch_api(
         )
         live.write_text(entry)
         batch.write_text(entry + "  temperature: 0.0\n  batch: true\n  batch_max_wait: 0.2\n")
-        flask_eval("generate", "--instances", instances, "--models", str(batch), "--out",
-                   str(tmp_path / "b"), "--run", "b", "--quiet", env=env)  # fmt: skip
+        flask_eval(
+            "generate",
+            "--instances",
+            instances,
+            "--models",
+            str(batch),
+            "--out",
+            str(tmp_path / "b"),
+            "--run",
+            "b",
+            "--quiet",
+            env=env,
+        )
         with urllib.request.urlopen(f"{sim.base_url}/batches/submitted", timeout=10) as resp:
             submitted = json.loads(resp.read())["openai"]["submitted"]
-        flask_eval("generate", "--instances", instances, "--models", str(live), "--out",
-                   str(tmp_path / "l"), "--run", "l", "--quiet", env=other)  # fmt: skip
+        flask_eval(
+            "generate",
+            "--instances",
+            instances,
+            "--models",
+            str(live),
+            "--out",
+            str(tmp_path / "l"),
+            "--run",
+            "l",
+            "--quiet",
+            env=other,
+        )
     n = len(read_jsonl(EXAMPLES / "instances.jsonl"))
     assert len(submitted) == n and set(submitted.values()) == {1}
     batched = read_jsonl(tmp_path / "b" / "strong.jsonl")
@@ -166,8 +244,16 @@ def test_bad_models_are_one_line_exit_2_and_nothing_written(
     db = tmp_path / "never.db"
     env = cli_env(f"sqlite:///{db}")
     filled = [str(tmp_path / a[1:-1]) if a.startswith("{") else a for a in args]
-    result = flask_eval("generate", "--instances", str(EXAMPLES / "instances.jsonl"), *filled,
-                        "--out", str(tmp_path / "out"), env=env, check=False)  # fmt: skip
+    result = flask_eval(
+        "generate",
+        "--instances",
+        str(EXAMPLES / "instances.jsonl"),
+        *filled,
+        "--out",
+        str(tmp_path / "out"),
+        env=env,
+        check=False,
+    )
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 2 and len(lines) == 1 and message in lines[0], result.stderr
     assert not db.exists() and not (tmp_path / "out").exists()
@@ -184,12 +270,32 @@ def test_biggen_responses_are_written_in_biggens_own_format_and_judged_on_its_ru
     with running_simulator(SimConfig(generators=LEVELS, generation_tokens=40)) as sim:
         env = cli_env(sqlite_url, OPENAI_BASE_URL=sim.openai_base_url)
         out = tmp_path / "o"
-        flask_eval("generate", "--biggen", str(source), "--model", "strong=openai/strong",
-                   "--limit", "6", "--out", str(out), "--quiet", env=env)  # fmt: skip
+        flask_eval(
+            "generate",
+            "--biggen",
+            str(source),
+            "--model",
+            "strong=openai/strong",
+            "--limit",
+            "6",
+            "--out",
+            str(out),
+            "--quiet",
+            env=env,
+        )
         written = json.loads((out / "strong.biggen.json").read_text())
         assert len(written) == 6
         assert all(r["response_model_name"] == "strong" and r["response"] for r in written.values())
-        flask_eval("run", "--biggen", str(out / "strong.biggen.json"), "--judge", "openai/j",
-                   "--run", "bg", "--quiet", env=env)  # fmt: skip
+        flask_eval(
+            "run",
+            "--biggen",
+            str(out / "strong.biggen.json"),
+            "--judge",
+            "openai/j",
+            "--run",
+            "bg",
+            "--quiet",
+            env=env,
+        )
         st = json.loads(flask_eval("status", "bg", "--json", env=env).stdout)
     assert st["done"] == st["total"] == 6

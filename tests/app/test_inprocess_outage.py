@@ -23,8 +23,16 @@ def test_an_executor_stopped_by_an_outage_ends_the_run_in_one_line(
     monkeypatch.setattr(Executor, "run_batch", unreachable)
     instances, responses = write_inputs(tmp_path / "in", 4)
     named = [a for r in responses for a in ("--responses", r)]
-    result = flask_eval("run", "--instances", str(instances), *named, "--judge", "memory/j",
-                        env=cli_env(f"sqlite:///{tmp_path / 'x.db'}"), check=False)  # fmt: skip
+    result = flask_eval(
+        "run",
+        "--instances",
+        str(instances),
+        *named,
+        "--judge",
+        "memory/j",
+        env=cli_env(f"sqlite:///{tmp_path / 'x.db'}"),
+        check=False,
+    )
     assert result.returncode == 1, result.stderr
     assert "in-process judging stopped, the database unreachable" in result.stderr
     assert "Traceback" not in result.stderr

@@ -33,8 +33,18 @@ SLOW = SimConfig(latency_ms=300, latency_dist="lognormal", seed=5)
 
 def run_args(tmp_path: Path, base_url: str) -> list[str]:
     instances, responses = write_inputs(tmp_path / "in", 30)
-    args = ["run", "--instances", str(instances), "--judge", f"openai/sim@{base_url}",
-            "--run", "cut", "--quiet", "--in-flight", "16"]  # fmt: skip
+    args = [
+        "run",
+        "--instances",
+        str(instances),
+        "--judge",
+        f"openai/sim@{base_url}",
+        "--run",
+        "cut",
+        "--quiet",
+        "--in-flight",
+        "16",
+    ]
     for r in responses:
         args += ["--responses", r]
     return args
@@ -85,8 +95,11 @@ def busy(sim: Any) -> bool:
 @pytest.mark.e2e
 def test_ctrl_c_keeps_every_answer_paid_for_and_a_rerun_finishes(tmp_path: Path) -> None:
     database_url = f"sqlite:///{tmp_path / 'x.db'}"
-    env = {"FLASK_EVAL_DATABASE_URL": database_url, "FLASK_EVAL_BROKER_URL": None,
-           "OPENAI_API_KEY": "sk-test"}  # fmt: skip
+    env = {
+        "FLASK_EVAL_DATABASE_URL": database_url,
+        "FLASK_EVAL_BROKER_URL": None,
+        "OPENAI_API_KEY": "sk-test",
+    }
     with running_simulator(SLOW) as sim:
         args = run_args(tmp_path, sim.openai_base_url)
 
@@ -119,8 +132,13 @@ def test_a_real_sigint_keeps_every_answer_paid_for(tmp_path: Path) -> None:
     env = cli_env(database_url)
     with spawn_simulator(SLOW) as sim:
         args = run_args(tmp_path, sim.openai_base_url)
-        proc = subprocess.Popen([sys.executable, "-m", "flask_eval", *args], env=env, cwd=REPO,
-                                stderr=subprocess.PIPE, text=True)  # fmt: skip
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "flask_eval", *args],
+            env=env,
+            cwd=REPO,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             wait_until(lambda: busy(sim), timeout=120, what="calls on the wire")
             proc.send_signal(signal.SIGINT)
@@ -150,13 +168,22 @@ def test_ctrl_c_of_a_run_piped_into_tee_keeps_every_answer_paid_for(tmp_path: Pa
 
         def piped(interrupt: bool) -> int:
             """The command piped into tee, as one process group (a shell's job)."""
-            command = subprocess.Popen([sys.executable, "-m", "flask_eval", *args], env=env,
-                                       cwd=REPO, stdout=subprocess.PIPE,
-                                       stderr=subprocess.STDOUT, process_group=0)  # fmt: skip
+            command = subprocess.Popen(
+                [sys.executable, "-m", "flask_eval", *args],
+                env=env,
+                cwd=REPO,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                process_group=0,
+            )
             assert command.stdout is not None
             log = str(tmp_path / "log")
-            tee = subprocess.Popen(["tee", log], stdin=command.stdout, stdout=subprocess.DEVNULL,
-                                   process_group=command.pid)  # fmt: skip
+            tee = subprocess.Popen(
+                ["tee", log],
+                stdin=command.stdout,
+                stdout=subprocess.DEVNULL,
+                process_group=command.pid,
+            )
             command.stdout.close()  # tee alone reads the pipe
             try:
                 if interrupt:

@@ -107,11 +107,18 @@ def test_lc_win_rate_equals_alpaca_evals_default(
     annotations = []
     for (iid, _criterion), ys in sorted(orders.items()):
         y = ys[0] if len(set(ys)) == 1 else 0.5
-        annotations.append({
-            "instruction": iid, "index": len(annotations), "output_1": anchor[iid],
-            "output_2": model[iid], "generator_1": "model_a", "generator_2": "model_b",
-            "annotator": "sim", "preference": 1.5 if y == 0.5 else 1.0 + y,
-        })  # fmt: skip
+        annotations.append(
+            {
+                "instruction": iid,
+                "index": len(annotations),
+                "output_1": anchor[iid],
+                "output_2": model[iid],
+                "generator_1": "model_a",
+                "generator_2": "model_b",
+                "annotator": "sim",
+                "preference": 1.5 if y == 0.5 else 1.0 + y,
+            }
+        )
     assert len(annotations) >= 20
     frame = importlib.import_module("pandas").DataFrame(annotations)
     with warnings.catch_warnings():

@@ -104,11 +104,33 @@ def test_pairwise_all_on_flask_four_models_two_protocols_every_report_format(
     env = cli_env(sqlite_url)
     with running_simulator(SimConfig(seed=3, position_bias=0.2)) as sim:
         judges = judges_yaml(tmp_path, sim)
-        dry = flask_eval("run", "--instances", str(instances), *responses, "--judges",
-                         str(judges), "--pairwise", "all", "--dry-run", env=env).stdout  # fmt: skip
+        dry = flask_eval(
+            "run",
+            "--instances",
+            str(instances),
+            *responses,
+            "--judges",
+            str(judges),
+            "--pairwise",
+            "all",
+            "--dry-run",
+            env=env,
+        ).stdout
         assert "N^2" in dry
-        flask_eval("run", "--instances", str(instances), *responses, "--judges", str(judges),
-                   "--pairwise", "all", "--run", "pw", "--quiet", env=env)  # fmt: skip
+        flask_eval(
+            "run",
+            "--instances",
+            str(instances),
+            *responses,
+            "--judges",
+            str(judges),
+            "--pairwise",
+            "all",
+            "--run",
+            "pw",
+            "--quiet",
+            env=env,
+        )
     st = json.loads(flask_eval("status", "pw", "--json", env=env).stdout)
     assert st["done"] == st["total"] == 60 * 12 * 2  # 6 pairs x 2 orders x 2 judges
     rows = [json.loads(x) for x in flask_eval("export", "pw", env=env).stdout.splitlines()]
@@ -117,19 +139,24 @@ def test_pairwise_all_on_flask_four_models_two_protocols_every_report_format(
     doc = json.loads(flask_eval("report", "pw", "--format", "json", env=env).stdout)
     dims = {r["dimension"] for r in doc["rows"]}
     assert {"pairwise", "rating", "position"} <= dims
-    position = {r["key"]: r for r in doc["rows"]
-                if r["dimension"] == "position" and r["criterion"] == "all"}  # fmt: skip
+    position = {
+        r["key"]: r for r in doc["rows"] if r["dimension"] == "position" and r["criterion"] == "all"
+    }
     assert position["prom"]["mean"] == pytest.approx(consistency(rows, "prom"), abs=1e-9)
     assert position["ours"]["mean"] == pytest.approx(consistency(rows, "ours"), abs=1e-9)
-    ratings = [r for r in doc["rows"] if r["dimension"] == "rating" and r["judge"] == "prom"
-               and r["criterion"] == "all"]  # fmt: skip
+    ratings = [
+        r
+        for r in doc["rows"]
+        if r["dimension"] == "rating" and r["judge"] == "prom" and r["criterion"] == "all"
+    ]
     assert {r["key"] for r in ratings} == set(MODELS)
     assert next(r for r in ratings if r["key"] == doc["pairwise"]["anchor"])["mean"] == 1000
     table = flask_eval("report", "pw", env=env).stdout
     assert "Leaderboard | judge prom" in table and "Win-rate matrix" in table
     assert "Position bias" in table
-    lines = list(csv.DictReader(io.StringIO(
-        flask_eval("report", "pw", "--format", "csv", env=env).stdout)))  # fmt: skip
+    lines = list(
+        csv.DictReader(io.StringIO(flask_eval("report", "pw", "--format", "csv", env=env).stdout))
+    )
     assert {"pairwise", "rating", "position"} <= {x["dimension"] for x in lines}
     out = tmp_path / "html"
     flask_eval("report", "pw", "--format", "html", "--out", str(out), env=env)
@@ -144,15 +171,35 @@ def test_kill_9_of_a_worker_during_a_pairwise_run_loses_and_doubles_nothing(
     kill on Redis, which waits out a visibility timeout, is tests/workers/
     test_reliability.py's, for absolute grading)."""
     instances = EXAMPLES / "instances.jsonl"
-    responses = ["--responses", f"a={EXAMPLES / 'model_a.jsonl'}",
-                 "--responses", f"b={EXAMPLES / 'model_b.jsonl'}"]  # fmt: skip
-    env = cli_env(sqlite_url, amqp_url, FLASK_EVAL_LEASE_SECONDS="4",
-                  FLASK_EVAL_VISIBILITY_TIMEOUT="12")  # fmt: skip
+    responses = [
+        "--responses",
+        f"a={EXAMPLES / 'model_a.jsonl'}",
+        "--responses",
+        f"b={EXAMPLES / 'model_b.jsonl'}",
+    ]
+    env = cli_env(
+        sqlite_url, amqp_url, FLASK_EVAL_LEASE_SECONDS="4", FLASK_EVAL_VISIBILITY_TIMEOUT="12"
+    )
     with running_simulator(SimConfig(latency_ms=300, latency_dist="lognormal", seed=8)) as sim:
         judges = judges_yaml(tmp_path, sim)
-        flask_eval("run", "--instances", str(instances), *responses, "--judges", str(judges),
-                   "--pairwise", "all", "--per-criterion", "--limit", "12", "--run", "k9",
-                   "--quiet", "--no-wait", env=env)  # fmt: skip
+        flask_eval(
+            "run",
+            "--instances",
+            str(instances),
+            *responses,
+            "--judges",
+            str(judges),
+            "--pairwise",
+            "all",
+            "--per-criterion",
+            "--limit",
+            "12",
+            "--run",
+            "k9",
+            "--quiet",
+            "--no-wait",
+            env=env,
+        )
         with workers(env, processes=1, in_flight=8, log=tmp_path / "w0.log") as proc:
             progress, _ = wait_until(
                 lambda: (status(env, "k9"), int(sim.stats()["in_flight"])),
@@ -193,8 +240,14 @@ def test_auto_j_accuracy_is_auto_j_s_own_on_its_example_predictions(tmp_path: Pa
         pytest.skip("Auto-J's example predictions not available (../shared/prometheus-data)")
     first, second = _outputs(listed), _outputs(exchanged)
     store = Store(f"sqlite:///{tmp_path / 'aj.db'}")
-    run = planned_run(store, "aj", instances=None, responses=(), pairwise_set=str(autoj),
-                      judges=ledger_judges("autoj-13b"))  # fmt: skip
+    run = planned_run(
+        store,
+        "aj",
+        instances=None,
+        responses=(),
+        pairwise_set=str(autoj),
+        judges=ledger_judges("autoj-13b"),
+    )
 
     def verdict(row: Row) -> Outcome:
         line = int(row.instance_id.removeprefix("autoj-")) - 1
@@ -206,10 +259,16 @@ def test_auto_j_accuracy_is_auto_j_s_own_on_its_example_predictions(tmp_path: Pa
     assert report.pairwise is not None
     acc = next(a for a in report.pairwise.label_accuracy if a.group == "all")
     assert (acc.both.n, acc.both.correct, acc.listed.n, acc.listed.correct) == (
-        1392, 765, 1392, 835)  # fmt: skip
+        1392,
+        765,
+        1392,
+        835,
+    )
     assert acc.both.accuracy is not None and acc.listed.accuracy is not None
     assert (round(100 * acc.both.accuracy, 2), round(100 * acc.listed.accuracy, 2)) == (
-        54.96, 59.99)  # fmt: skip
+        54.96,
+        59.99,
+    )
     (position,) = report.pairwise.positions
     assert position.consistency is not None and round(100 * position.consistency, 2) == 83.41
     text = to_table(report)
@@ -226,8 +285,14 @@ def test_hhh_accuracy_per_source_beside_the_pooled_value(tmp_path: Path) -> None
         pytest.skip("Prometheus's pairwise sets not available (../shared/prometheus-data)")
     sources = [r["source"] for r in json.loads(hhh.read_text())]
     store = Store(f"sqlite:///{tmp_path / 'hhh.db'}")
-    run = planned_run(store, "hhh", instances=None, responses=(), pairwise_set=str(hhh),
-                      judges=ledger_judges("judge"))  # fmt: skip
+    run = planned_run(
+        store,
+        "hhh",
+        instances=None,
+        responses=(),
+        pairwise_set=str(hhh),
+        judges=ledger_judges("judge"),
+    )
 
     def verdict(row: Row) -> Outcome:
         n = int(row.instance_id.removeprefix("hhh-"))
@@ -249,7 +314,11 @@ def test_hhh_accuracy_per_source_beside_the_pooled_value(tmp_path: Path) -> None
         assert (acc.listed.n, acc.listed.correct) == (len(numbers), listed)
     doc = json.loads(to_json(report))
     assert [a["group"] for a in doc["pairwise"]["label_accuracy"]][1:] == [
-        "harmless", "helpful", "honest", "other"]  # fmt: skip
+        "harmless",
+        "helpful",
+        "honest",
+        "other",
+    ]
     text = to_table(report)
     assert "  harmless" in text and "  helpful" in text and "  without tie labels" in text
     store.close()
@@ -259,10 +328,15 @@ def test_a_failed_order_sets_its_comparison_apart(tmp_path: Path) -> None:
     """A run planned in both orders whose reverse order failed on one instance: that
     comparison is out of the win rates and ratings, counted apart, said in the notes."""
     store = Store(f"sqlite:///{tmp_path / 'half.db'}")
-    run = planned_run(store, "half", instances=str(EXAMPLES / "instances.jsonl"),
-                      responses=[f"a={EXAMPLES / 'model_a.jsonl'}",
-                                 f"b={EXAMPLES / 'model_b.jsonl'}"],
-                      judges=ledger_judges("j"), pairwise="all", limit=6)  # fmt: skip
+    run = planned_run(
+        store,
+        "half",
+        instances=str(EXAMPLES / "instances.jsonl"),
+        responses=[f"a={EXAMPLES / 'model_a.jsonl'}", f"b={EXAMPLES / 'model_b.jsonl'}"],
+        judges=ledger_judges("j"),
+        pairwise="all",
+        limit=6,
+    )
 
     def verdict(row: Row) -> Outcome:
         if row.instance_id == "1" and row.model == "b":
@@ -290,19 +364,39 @@ def test_one_anchor_in_run_and_report_and_the_instances_resampled(
 
     from flask_eval.cli import main
 
-    env = {"FLASK_EVAL_DATABASE_URL": f"sqlite:///{tmp_path / 'anchor.db'}",
-           "OPENAI_API_KEY": "sk-test-key", "FLASK_EVAL_BROKER_URL": None}  # fmt: skip
+    env = {
+        "FLASK_EVAL_DATABASE_URL": f"sqlite:///{tmp_path / 'anchor.db'}",
+        "OPENAI_API_KEY": "sk-test-key",
+        "FLASK_EVAL_BROKER_URL": None,
+    }
     with running_simulator(SimConfig(seed=2)) as sim:
-        ran = CliRunner().invoke(main, [
-            "run", "--instances", str(EXAMPLES / "instances.jsonl"),
-            "--responses", f"model_b={EXAMPLES / 'model_b.jsonl'}",
-            "--responses", f"model_a={EXAMPLES / 'model_a.jsonl'}",
-            "--judge", f"openai/sim@{sim.openai_base_url}", "--pairwise", "all",
-            "--limit", "4", "--run", "anchored", "--quiet"], env=env)  # fmt: skip
+        ran = CliRunner().invoke(
+            main,
+            [
+                "run",
+                "--instances",
+                str(EXAMPLES / "instances.jsonl"),
+                "--responses",
+                f"model_b={EXAMPLES / 'model_b.jsonl'}",
+                "--responses",
+                f"model_a={EXAMPLES / 'model_a.jsonl'}",
+                "--judge",
+                f"openai/sim@{sim.openai_base_url}",
+                "--pairwise",
+                "all",
+                "--limit",
+                "4",
+                "--run",
+                "anchored",
+                "--quiet",
+            ],
+            env=env,
+        )
     assert ran.exit_code == 0, ran.output
     assert "anchor model_b at 1000" in ran.stdout
-    report = CliRunner().invoke(main, ["report", "anchored", "--format", "json", "--quiet"],
-                                env=env)  # fmt: skip
+    report = CliRunner().invoke(
+        main, ["report", "anchored", "--format", "json", "--quiet"], env=env
+    )
     doc = json.loads(report.stdout)
     assert doc["pairwise"]["anchor"] == "model_b" and doc["pairwise"]["instances"] == 4
     rating = {r["key"]: r["mean"] for r in doc["rows"] if r["dimension"] == "rating"}
@@ -324,11 +418,20 @@ def test_bad_pairwise_flags_are_one_line_exit_2_nothing_written(
     tmp_path: Path, extra: list[str], expect: str
 ) -> None:
     db = tmp_path / "ledger.db"
-    proc = flask_eval("run", "--instances", str(EXAMPLES / "instances.jsonl"),
-                      "--responses", f"a={EXAMPLES / 'model_a.jsonl'}",
-                      "--responses", f"b={EXAMPLES / 'model_b.jsonl'}",
-                      "--judge", "openai/gpt-5.4", *extra, env=cli_env(f"sqlite:///{db}"),
-                      check=False)  # fmt: skip
+    proc = flask_eval(
+        "run",
+        "--instances",
+        str(EXAMPLES / "instances.jsonl"),
+        "--responses",
+        f"a={EXAMPLES / 'model_a.jsonl'}",
+        "--responses",
+        f"b={EXAMPLES / 'model_b.jsonl'}",
+        "--judge",
+        "openai/gpt-5.4",
+        *extra,
+        env=cli_env(f"sqlite:///{db}"),
+        check=False,
+    )
     lines = [x for x in proc.stderr.splitlines() if x.strip()]
     assert proc.returncode == 2 and len(lines) == 1 and expect in lines[0], proc.stderr
     assert not db.exists()
@@ -340,15 +443,28 @@ def test_a_pair_without_shared_responses_and_a_malformed_set_are_refused(tmp_pat
     only_b = tmp_path / "b.jsonl"
     only_b.write_text('{"question_id": 2, "text": "y"}\n')
     bad_set = tmp_path / "autoj.json"
-    bad_set.write_text('{"prompt": "q", "response 1": "a", "response 2": "b", "label": 1}\n'
-                       '{"prompt": "q", "response 1": "a", "label": 7}\n')  # fmt: skip
+    bad_set.write_text(
+        '{"prompt": "q", "response 1": "a", "response 2": "b", "label": 1}\n'
+        '{"prompt": "q", "response 1": "a", "label": 7}\n'
+    )
     db = tmp_path / "ledger.db"
     env = cli_env(f"sqlite:///{db}")
     cases = [
-        (["--instances", str(EXAMPLES / "instances.jsonl"), "--responses", f"a={only_a}",
-          "--responses", f"b={only_b}", "--pairwise", "all"], "a-b"),
+        (
+            [
+                "--instances",
+                str(EXAMPLES / "instances.jsonl"),
+                "--responses",
+                f"a={only_a}",
+                "--responses",
+                f"b={only_b}",
+                "--pairwise",
+                "all",
+            ],
+            "a-b",
+        ),
         (["--pairwise-set", str(bad_set)], f"{bad_set}:2"),
-    ]  # fmt: skip
+    ]
     for args, where in cases:
         proc = flask_eval("run", *args, "--judge", "openai/gpt-5.4", env=env, check=False)
         lines = [x for x in proc.stderr.splitlines() if x.strip()]
@@ -364,15 +480,32 @@ def pairwise_run_of_the_examples(tmp_path: Path, seed: int) -> dict[str, str | N
 
     from flask_eval.cli import main
 
-    env = {"FLASK_EVAL_DATABASE_URL": f"sqlite:///{tmp_path / 'lc.db'}",
-           "OPENAI_API_KEY": "sk-test-key", "FLASK_EVAL_BROKER_URL": None}  # fmt: skip
+    env = {
+        "FLASK_EVAL_DATABASE_URL": f"sqlite:///{tmp_path / 'lc.db'}",
+        "OPENAI_API_KEY": "sk-test-key",
+        "FLASK_EVAL_BROKER_URL": None,
+    }
     with running_simulator(SimConfig(seed=seed)) as sim:
-        ran = CliRunner().invoke(main, [
-            "run", "--instances", str(EXAMPLES / "instances.jsonl"),
-            "--responses", f"model_a={EXAMPLES / 'model_a.jsonl'}",
-            "--responses", f"model_b={EXAMPLES / 'model_b.jsonl'}",
-            "--judge", f"openai/sim@{sim.openai_base_url}", "--pairwise", "all",
-            "--run", "lc", "--quiet"], env=env)  # fmt: skip
+        ran = CliRunner().invoke(
+            main,
+            [
+                "run",
+                "--instances",
+                str(EXAMPLES / "instances.jsonl"),
+                "--responses",
+                f"model_a={EXAMPLES / 'model_a.jsonl'}",
+                "--responses",
+                f"model_b={EXAMPLES / 'model_b.jsonl'}",
+                "--judge",
+                f"openai/sim@{sim.openai_base_url}",
+                "--pairwise",
+                "all",
+                "--run",
+                "lc",
+                "--quiet",
+            ],
+            env=env,
+        )
     assert ran.exit_code == 0, ran.output
     return env
 

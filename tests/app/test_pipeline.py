@@ -46,8 +46,9 @@ def run_args(base_openai: str, base_anthropic: str, run: str = "t1") -> list[str
 def test_in_process_run_report_export_and_rerun_pays_nothing(sqlite_url: str) -> None:
     env = cli_env(sqlite_url)
     with running_simulator(SimConfig(garbage_rate=0.1, seed=3)) as sim:
-        proc = flask_eval(*run_args(sim.openai_base_url, sim.anthropic_base_url), env=env,
-                          check=False)  # fmt: skip
+        proc = flask_eval(
+            *run_args(sim.openai_base_url, sim.anthropic_base_url), env=env, check=False
+        )
         first = sim.stats()["requests"]
         st = json.loads(flask_eval("status", "--json", env=env).stdout)
         assert st["run"] == "t1" and st["pending"] == 0

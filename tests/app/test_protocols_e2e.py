@@ -69,13 +69,29 @@ def test_biggen_bench_all_instances_two_protocols_capabilities_and_overall(
     tasks = {(r["capability"], r["task"]) for r in data.values()}
     env = cli_env(sqlite_url)
     with running_simulator(SimConfig(seed=5)) as sim:
-        judges = judges_file(tmp_path, [
-            {"spec": f"openai/prometheus-7b@{sim.openai_base_url}", "name": "prom",
-             "protocol": "prometheus"},
-            {"spec": f"anthropic/sim-claude@{sim.anthropic_base_url}", "name": "ours"},
-        ])  # fmt: skip
-        flask_eval("run", "--biggen", str(BIGGEN), "--judges", str(judges), "--run", "bg",
-                   "--quiet", env=env, timeout=900)  # fmt: skip
+        judges = judges_file(
+            tmp_path,
+            [
+                {
+                    "spec": f"openai/prometheus-7b@{sim.openai_base_url}",
+                    "name": "prom",
+                    "protocol": "prometheus",
+                },
+                {"spec": f"anthropic/sim-claude@{sim.anthropic_base_url}", "name": "ours"},
+            ],
+        )
+        flask_eval(
+            "run",
+            "--biggen",
+            str(BIGGEN),
+            "--judges",
+            str(judges),
+            "--run",
+            "bg",
+            "--quiet",
+            env=env,
+            timeout=900,
+        )
     st = json.loads(flask_eval("status", "bg", "--json", env=env).stdout)
     assert st["done"] == st["total"] == len(data) * 2
     rows = report_rows(env, "bg")
@@ -105,13 +121,29 @@ def test_biggen_bench_all_instances_two_protocols_capabilities_and_overall(
 def test_a_judge_in_flask_s_own_review_format(tmp_path: Path, sqlite_url: str) -> None:
     env = cli_env(sqlite_url)
     with running_simulator(SimConfig(seed=2)) as sim:
-        judges = judges_file(tmp_path, [
-            {"spec": f"openai/gpt-4-flask@{sim.openai_base_url}", "name": "flaskjudge",
-             "protocol": "flask"},
-        ])  # fmt: skip
-        flask_eval("run", "--instances", str(EXAMPLES / "instances.jsonl"), "--responses",
-                   f"model_a={EXAMPLES / 'model_a.jsonl'}", "--judges", str(judges),
-                   "--run", "fl", "--quiet", env=env)  # fmt: skip
+        judges = judges_file(
+            tmp_path,
+            [
+                {
+                    "spec": f"openai/gpt-4-flask@{sim.openai_base_url}",
+                    "name": "flaskjudge",
+                    "protocol": "flask",
+                },
+            ],
+        )
+        flask_eval(
+            "run",
+            "--instances",
+            str(EXAMPLES / "instances.jsonl"),
+            "--responses",
+            f"model_a={EXAMPLES / 'model_a.jsonl'}",
+            "--judges",
+            str(judges),
+            "--run",
+            "fl",
+            "--quiet",
+            env=env,
+        )
     st = json.loads(flask_eval("status", "fl", "--json", env=env).stdout)
     assert st["done"] == st["total"] > 0
     judged = export(env, "fl")
@@ -144,39 +176,72 @@ def test_custom_criteria_and_per_instance_flask_rubrics(tmp_path: Path, database
     criteria = tmp_path / "criteria.yaml"
     criteria.write_text(CRITERIA)
     base = [json.loads(line) for line in (EXAMPLES / "instances.jsonl").read_text().splitlines()]
-    custom = _instances(tmp_path / "custom.jsonl", [
-        {**base[0], "criteria": ["Empathy"]},
-        {**base[1]},  # no field: every criterion of the file
-        {**base[2], "criteria": ["Actionability", "Empathy"]},
-    ])  # fmt: skip
+    custom = _instances(
+        tmp_path / "custom.jsonl",
+        [
+            {**base[0], "criteria": ["Empathy"]},
+            {**base[1]},  # no field: every criterion of the file
+            {**base[2], "criteria": ["Actionability", "Empathy"]},
+        ],
+    )
     levels = {f"score{n}_description": f"level {n} of the checklist" for n in range(1, 6)}
     rubric = {"criteria": "Is the arithmetic right, step by step?", **levels}
-    hard = _instances(tmp_path / "hard.jsonl", [
-        {**base[0], "rubrics": {base[0]["skill"][0]: rubric}, "system_prompt": "Be brief."},
-        {**base[1]},
-        {**base[2]},
-    ])  # fmt: skip
+    hard = _instances(
+        tmp_path / "hard.jsonl",
+        [
+            {**base[0], "rubrics": {base[0]["skill"][0]: rubric}, "system_prompt": "Be brief."},
+            {**base[1]},
+            {**base[2]},
+        ],
+    )
     answers = [json.loads(line) for line in (EXAMPLES / "model_a.jsonl").read_text().splitlines()]
     kept = {str(b["idx"]) for b in base[:3]}
-    mine = _instances(tmp_path / "model_a.jsonl",
-                      [a for a in answers if str(a["question_id"]) in kept])  # fmt: skip
+    mine = _instances(
+        tmp_path / "model_a.jsonl", [a for a in answers if str(a["question_id"]) in kept]
+    )
     responses = f"model_a={mine}"
     env = cli_env(database_url)
     with running_simulator(SimConfig(seed=4)) as sim:
         judge = f"openai/sim-gpt@{sim.openai_base_url}"
-        flask_eval("run", "--instances", str(custom), "--criteria", str(criteria),
-                   "--responses", responses, "--judge", judge, "--run", "cc", "--quiet",
-                   env=env)  # fmt: skip
-        flask_eval("run", "--instances", str(hard), "--responses", responses, "--judge", judge,
-                   "--run", "hard", "--quiet", env=env)  # fmt: skip
+        flask_eval(
+            "run",
+            "--instances",
+            str(custom),
+            "--criteria",
+            str(criteria),
+            "--responses",
+            responses,
+            "--judge",
+            judge,
+            "--run",
+            "cc",
+            "--quiet",
+            env=env,
+        )
+        flask_eval(
+            "run",
+            "--instances",
+            str(hard),
+            "--responses",
+            responses,
+            "--judge",
+            judge,
+            "--run",
+            "hard",
+            "--quiet",
+            env=env,
+        )
     cc = export(env, "cc")
     by_instance = defaultdict(set)
     for r in cc:
         assert r["status"] == "done"
         by_instance[r["instance_id"]].add(r["skill"])
     ids = [str(b["idx"]) for b in base[:3]]
-    assert by_instance == {ids[0]: {"Empathy"}, ids[1]: {"Empathy", "Actionability"},
-                           ids[2]: {"Empathy", "Actionability"}}  # fmt: skip
+    assert by_instance == {
+        ids[0]: {"Empathy"},
+        ids[1]: {"Empathy", "Actionability"},
+        ids[2]: {"Empathy", "Actionability"},
+    }
     skills = {r["key"] for r in report_rows(env, "cc") if r["dimension"] == "skill"}
     assert skills == {"Empathy", "Actionability"}
     hard_rows = export(env, "hard")
@@ -195,19 +260,37 @@ def test_agreement_with_gpt4_reference_scores_of_an_eval_set(
     records = json.loads(need(eval_set).read_text())
     env = cli_env(sqlite_url)
     with running_simulator(SimConfig(seed=1)) as sim:
-        flask_eval("run", "--prometheus-set", str(eval_set), "--judge",
-                   f"openai/sim-gpt@{sim.openai_base_url}", "--limit", "60", "--run", "ps",
-                   "--quiet", env=env)  # fmt: skip
-    out = flask_eval("agreement", "ps", "--reference", f"gpt4={eval_set}", "--format", "json",
-                     env=env).stdout  # fmt: skip
+        flask_eval(
+            "run",
+            "--prometheus-set",
+            str(eval_set),
+            "--judge",
+            f"openai/sim-gpt@{sim.openai_base_url}",
+            "--limit",
+            "60",
+            "--run",
+            "ps",
+            "--quiet",
+            env=env,
+        )
+    out = flask_eval(
+        "agreement", "ps", "--reference", f"gpt4={eval_set}", "--format", "json", env=env
+    ).stdout
     wanted = {"openai/sim-gpt", "gpt4"}
-    row = next(r for r in json.loads(out)["rows"]
-               if {r["judge_a"], r["judge_b"]} == wanted and r["skill"] is None)  # fmt: skip
+    row = next(
+        r
+        for r in json.loads(out)["rows"]
+        if {r["judge_a"], r["judge_b"]} == wanted and r["skill"] is None
+    )
     # each response source is a model; an instance id starts with the record's idx
-    gpt4 = {(r["response_source"], str(r["idx"])): statistics.fmean(r["gpt4_score"])
-            for r in records}  # fmt: skip
-    pairs = [(float(r["score"]), gpt4[(r["model"], r["instance_id"].split("-")[0])])
-             for r in export(env, "ps") if r["score"] is not None]  # fmt: skip
+    gpt4 = {
+        (r["response_source"], str(r["idx"])): statistics.fmean(r["gpt4_score"]) for r in records
+    }
+    pairs = [
+        (float(r["score"]), gpt4[(r["model"], r["instance_id"].split("-")[0])])
+        for r in export(env, "ps")
+        if r["score"] is not None
+    ]
     ours, theirs = zip(*pairs, strict=True)
     # 60 instances: Vicuna Bench's 4 models share each question, MT-Bench's do not
     assert row["n"] == len(pairs) == (240 if eval_set == VICUNA else 60)
@@ -217,9 +300,18 @@ def test_agreement_with_gpt4_reference_scores_of_an_eval_set(
     assert row["kendall_tau_b"] == pytest.approx(tau, abs=1e-9)
 
 
-BAD_BIGGEN = {"x1": {"capability": "planning", "task": "t", "system_prompt": "", "input": "q",
-                     "reference_answer": "a", "response": "r", "response_model_name": "m",
-                     "score_rubric": {"criteria": "c", "score1_description": "1"}}}  # fmt: skip
+BAD_BIGGEN = {
+    "x1": {
+        "capability": "planning",
+        "task": "t",
+        "system_prompt": "",
+        "input": "q",
+        "reference_answer": "a",
+        "response": "r",
+        "response_model_name": "m",
+        "score_rubric": {"criteria": "c", "score1_description": "1"},
+    }
+}
 
 
 @pytest.mark.parametrize(
@@ -240,8 +332,12 @@ def test_bad_input_of_every_new_format_is_one_line_exit_2_nothing_written(
     env = cli_env(f"sqlite:///{db}")
     args = ["run", flag, str(path), "--judge", "openai/gpt-5.4", "--run", "bad"]
     if flag == "--criteria":
-        args += ["--instances", str(EXAMPLES / "instances.jsonl"),
-                 "--responses", f"a={EXAMPLES / 'model_a.jsonl'}"]  # fmt: skip
+        args += [
+            "--instances",
+            str(EXAMPLES / "instances.jsonl"),
+            "--responses",
+            f"a={EXAMPLES / 'model_a.jsonl'}",
+        ]
     proc = flask_eval(*args, env=env, check=False)
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert proc.returncode == 2, proc.stderr
@@ -254,9 +350,17 @@ def test_an_unknown_protocol_in_a_judges_file_names_its_line(tmp_path: Path) -> 
     judges = tmp_path / "judges.yaml"
     judges.write_text("- spec: openai/gpt-5.4\n  protocol: prometheus-3\n")
     db = tmp_path / "ledger.db"
-    proc = flask_eval("run", "--instances", str(EXAMPLES / "instances.jsonl"), "--responses",
-                      f"a={EXAMPLES / 'model_a.jsonl'}", "--judges", str(judges),
-                      env=cli_env(f"sqlite:///{db}"), check=False)  # fmt: skip
+    proc = flask_eval(
+        "run",
+        "--instances",
+        str(EXAMPLES / "instances.jsonl"),
+        "--responses",
+        f"a={EXAMPLES / 'model_a.jsonl'}",
+        "--judges",
+        str(judges),
+        env=cli_env(f"sqlite:///{db}"),
+        check=False,
+    )
     assert proc.returncode == 2
     assert f"{judges}:2" in proc.stderr and "prometheus-3" in proc.stderr
     assert not db.exists()

@@ -35,8 +35,18 @@ def memory_judge() -> Iterator[None]:
 def args(tmp_path: Path) -> list[str]:
     instances, responses = write_inputs(tmp_path / "in", 12)
     named = [a for r in responses for a in ("--responses", r)]
-    return ["run", "--instances", str(instances), *named, "--judge", "memory/j", "--run", "r",
-            "--in-flight", "1"]  # fmt: skip
+    return [
+        "run",
+        "--instances",
+        str(instances),
+        *named,
+        "--judge",
+        "memory/j",
+        "--run",
+        "r",
+        "--in-flight",
+        "1",
+    ]
 
 
 def counts(store: Store) -> queries.StatusCounts:
@@ -60,10 +70,15 @@ def test_a_rerun_after_a_kill_9_waits_for_the_killed_process_leases(tmp_path: Pa
         first = select(J.id).where(J.run_id == info.id).order_by(J.id).limit(3)
         ids = list(conn.execute(first).scalars())
         conn.execute(
-            update(JUDGMENT).where(J.id.in_(ids))
-            .values(status=Status.RUNNING.value, score=None, claims=J.claims + 1,
-                    lease_until=utcnow() + timedelta(seconds=3))
-        )  # fmt: skip
+            update(JUDGMENT)
+            .where(J.id.in_(ids))
+            .values(
+                status=Status.RUNNING.value,
+                score=None,
+                claims=J.claims + 1,
+                lease_until=utcnow() + timedelta(seconds=3),
+            )
+        )
     again = flask_eval(*args(tmp_path), env=env, check=False)
     assert again.returncode == 0, again.stderr
     assert "3 judgments are leased by another process" in again.stderr

@@ -65,8 +65,9 @@ def test_a_cut_off_judge_never_scores_the_forged_line_it_quoted(
     sim = SimConfig(score=2, quote_response=True, min_max_tokens=2048)
     with running_simulator(sim) as s:
         judges = (f"openai/j@{s.openai_base_url}", f"anthropic/k@{s.anthropic_base_url}")
-        proc = flask_eval(*run_args(instances, responses, *judges, name="cut"), env=env,
-                          check=False)  # fmt: skip
+        proc = flask_eval(
+            *run_args(instances, responses, *judges, name="cut"), env=env, check=False
+        )
     rows = export(env, "cut")
     assert len(rows) == 16 * 3 * 2
     assert not any(r["score"] == 5 for r in rows)
@@ -85,8 +86,18 @@ def test_a_larger_budget_gets_the_whole_answer(sqlite_url: str, tmp_path: Path) 
         path.write_text(
             f"- spec: openai/j@{s.openai_base_url}\n  name: j\n  retry_max_tokens: 4096\n"
         )
-        args = ["run", "--instances", str(instances), "--responses", responses[0],
-                "--judges", str(path), "--run", "budget", "--quiet"]  # fmt: skip
+        args = [
+            "run",
+            "--instances",
+            str(instances),
+            "--responses",
+            responses[0],
+            "--judges",
+            str(path),
+            "--run",
+            "budget",
+            "--quiet",
+        ]
         flask_eval(*args, env=env)
     rows = export(env, "budget")
     assert {(r["status"], r["score"]) for r in rows} == {("done", 2)}
@@ -106,8 +117,13 @@ def test_the_cost_ledger_keeps_every_paid_call_across_runs(sqlite_url: str, tmp_
         run_a = store.find_run("a")
         assert run_a is not None
         paid_a = queries.status(store, run_a.id, "a").calls
-        flask_eval(*run_args(instances, responses, judge, name="b"), "--mode", "skill",
-                   env=env, check=False)  # fmt: skip
+        flask_eval(
+            *run_args(instances, responses, judge, name="b"),
+            "--mode",
+            "skill",
+            env=env,
+            check=False,
+        )
         flask_eval(*run_args(instances, responses[:1], judge, name="c"), env=env, check=False)
         billed = s.stats()["served"]
     runs = [store.find_run(n) for n in ("a", "b", "c")]
@@ -134,8 +150,13 @@ def test_a_judge_that_fails_systematically_stops_being_paid(
     env = cli_env(sqlite_url, FLASK_EVAL_HALT_AFTER="5", FLASK_EVAL_MAX_ATTEMPTS="2")
     with running_simulator(sim) as s:
         base = s.openai_base_url if spec == "openai" else s.anthropic_base_url
-        proc = flask_eval(*run_args(instances, responses, f"{spec}/j@{base}", name="sys"),
-                          "--in-flight", "4", env=env, check=False)  # fmt: skip
+        proc = flask_eval(
+            *run_args(instances, responses, f"{spec}/j@{base}", name="sys"),
+            "--in-flight",
+            "4",
+            env=env,
+            check=False,
+        )
         requests = s.stats()["requests"]
     assert proc.returncode == 1
     halted = [line for line in proc.stderr.splitlines() if "halted" in line and "first 5" in line]
@@ -166,8 +187,13 @@ def test_resume_after_fixing_the_key_clears_the_halt(sqlite_url: str, tmp_path: 
 def test_a_dead_endpoint_halts_its_judge(sqlite_url: str, tmp_path: Path) -> None:
     instances, responses = write_inputs(tmp_path / "in", 40, models=("m",))
     env = cli_env(sqlite_url, FLASK_EVAL_MAX_ATTEMPTS="1")
-    proc = flask_eval(*run_args(instances, responses, "openai/j@http://127.0.0.1:9/v1",
-                                name="dead"), "--in-flight", "2", env=env, check=False)  # fmt: skip
+    proc = flask_eval(
+        *run_args(instances, responses, "openai/j@http://127.0.0.1:9/v1", name="dead"),
+        "--in-flight",
+        "2",
+        env=env,
+        check=False,
+    )
     assert proc.returncode == 1
     assert "halted" in proc.stderr and "provider_error" in proc.stderr
     counts = json.loads(flask_eval("status", "dead", "--json", env=env).stdout)
@@ -194,21 +220,36 @@ def test_exit_codes(sqlite_url: str, tmp_path: Path) -> None:
     instances, responses = write_inputs(tmp_path / "in", 5, models=("m",))
     env = cli_env(sqlite_url)
     with running_simulator(SimConfig()) as s:
-        ok = flask_eval(*run_args(instances, responses, f"openai/j@{s.openai_base_url}",
-                                  name="ok"), env=env, check=False)  # fmt: skip
+        ok = flask_eval(
+            *run_args(instances, responses, f"openai/j@{s.openai_base_url}", name="ok"),
+            env=env,
+            check=False,
+        )
     assert ok.returncode == 0 and "Where to look next" in ok.stdout
     assert len(ok.stdout.splitlines()) < 20  # a summary, not the whole report
     with running_simulator(SimConfig(answer_format="result")) as s:
-        bad = flask_eval(*run_args(instances, responses, f"openai/j@{s.openai_base_url}",
-                                   name="bad"), env=env, check=False)  # fmt: skip
+        bad = flask_eval(
+            *run_args(instances, responses, f"openai/j@{s.openai_base_url}", name="bad"),
+            env=env,
+            check=False,
+        )
     assert bad.returncode == 1
     assert (
         bad.stderr.strip()
         .splitlines()[-1]
         .startswith("error: run bad: 15 of 15 judgments failed (unparseable: 15)")
     )
-    wrong = flask_eval("run", "--instances", str(tmp_path / "nope.jsonl"), "--responses",
-                       responses[0], "--judge", "openai/j", env=env, check=False)  # fmt: skip
+    wrong = flask_eval(
+        "run",
+        "--instances",
+        str(tmp_path / "nope.jsonl"),
+        "--responses",
+        responses[0],
+        "--judge",
+        "openai/j",
+        env=env,
+        check=False,
+    )
     assert wrong.returncode == 2 and len(wrong.stderr.strip().splitlines()) == 1
 
 
@@ -220,10 +261,22 @@ def test_limit_and_sample_select_instances_and_ignore_other_responses(
     with running_simulator(SimConfig()) as s:
         judge = f"openai/j@{s.openai_base_url}"
         flask_eval(*run_args(instances, responses, judge, name="first"), "--limit", "4", env=env)
-        flask_eval(*run_args(instances, responses, judge, name="s1"), "--sample", "5",
-                   "--seed", "7", env=env)  # fmt: skip
-        flask_eval(*run_args(instances, responses, judge, name="s2"), "--sample", "5",
-                   "--seed", "7", env=env)  # fmt: skip
+        flask_eval(
+            *run_args(instances, responses, judge, name="s1"),
+            "--sample",
+            "5",
+            "--seed",
+            "7",
+            env=env,
+        )
+        flask_eval(
+            *run_args(instances, responses, judge, name="s2"),
+            "--sample",
+            "5",
+            "--seed",
+            "7",
+            env=env,
+        )
     first = {r["instance_id"] for r in export(env, "first")}
     assert first == {"1", "2", "3", "4"}
     sampled = {r["instance_id"] for r in export(env, "s1")}
@@ -241,8 +294,9 @@ def test_a_hand_picked_subset_of_instances_with_full_responses_files(
     picked.write_text("\n".join(lines[k] for k in (1, 4, 6)) + "\n")
     env = cli_env(sqlite_url)
     with running_simulator(SimConfig()) as s:
-        ran = flask_eval(*run_args(picked, responses, f"openai/j@{s.openai_base_url}",
-                                   name="picked"), env=env)  # fmt: skip
+        ran = flask_eval(
+            *run_args(picked, responses, f"openai/j@{s.openai_base_url}", name="picked"), env=env
+        )
     assert "m: 3/3 instances answered" in ran.stderr
     assert "m: 5 responses to instances not in the instances file ignored" in ran.stderr
     assert {r["instance_id"] for r in export(env, "picked")} == {"2", "5", "7"}
@@ -253,8 +307,10 @@ def test_short_judge_names_name_reports_and_figures(sqlite_url: str, tmp_path: P
     instances, responses = write_inputs(tmp_path / "in", 6, models=("m1", "m2"))
     env = cli_env(sqlite_url)
     with running_simulator(SimConfig()) as s:
-        flask_eval(*run_args(instances, responses, f"gpt=openai/j@{s.openai_base_url}",
-                             name="names"), env=env)  # fmt: skip
+        flask_eval(
+            *run_args(instances, responses, f"gpt=openai/j@{s.openai_base_url}", name="names"),
+            env=env,
+        )
     report = json.loads(flask_eval("report", "names", "--format", "json", env=env).stdout)
     assert {r["judge"] for r in report["rows"]} == {"gpt"}
     out = tmp_path / "html"
@@ -269,8 +325,7 @@ def test_runs_lists_and_deletes_runs(sqlite_url: str, tmp_path: Path) -> None:
     with running_simulator(SimConfig()) as s:
         judge = f"openai/j@{s.openai_base_url}"
         flask_eval(*run_args(instances, responses, judge, name="keep"), env=env)
-        flask_eval(*run_args(instances, responses, judge, name="drop"), "--mode", "skill",
-                   env=env)  # fmt: skip
+        flask_eval(*run_args(instances, responses, judge, name="drop"), "--mode", "skill", env=env)
     listing = flask_eval("runs", env=env).stdout
     assert "keep" in listing and "drop" in listing and "12/0/12" in listing
     refused = flask_eval("runs", "delete", "drop", env=env, check=False)  # no terminal: no
@@ -315,8 +370,9 @@ def test_every_option_of_every_command_has_help() -> None:
 def test_the_test_only_memory_judge_is_not_offered(sqlite_url: str, tmp_path: Path) -> None:
     instances, responses = write_inputs(tmp_path / "in", 2, models=("m",))
     env = cli_env(sqlite_url)  # a real process: the tests' own registration is not in it
-    proc = flask_eval_process(*run_args(instances, responses, "memory/j", name="m"), env=env,
-                              check=False)  # fmt: skip
+    proc = flask_eval_process(
+        *run_args(instances, responses, "memory/j", name="m"), env=env, check=False
+    )
     assert proc.returncode == 2 and "unknown judge provider 'memory'" in proc.stderr
     assert "memory" not in proc.stderr.split("known providers:")[1]
 
@@ -334,11 +390,23 @@ def test_prices_and_budgets_changed_on_a_later_run_are_stored_and_used(
     with running_simulator(SimConfig()) as s:
 
         def judges(price: float, rpm: int) -> None:
-            path.write_text(f"- spec: openai/j@{s.openai_base_url}\n  name: j\n  rpm: {rpm}\n"
-                            f"  price: {{input: {price}, output: {price}}}\n")  # fmt: skip
+            path.write_text(
+                f"- spec: openai/j@{s.openai_base_url}\n  name: j\n  rpm: {rpm}\n"
+                f"  price: {{input: {price}, output: {price}}}\n"
+            )
 
-        base = ["run", "--instances", str(instances), "--responses", responses[0],
-                "--judges", str(path), "--run", "priced", "--quiet"]  # fmt: skip
+        base = [
+            "run",
+            "--instances",
+            str(instances),
+            "--responses",
+            responses[0],
+            "--judges",
+            str(path),
+            "--run",
+            "priced",
+            "--quiet",
+        ]
         judges(1000.0, 6000)
         first = flask_eval(*base, "--max-cost", "3", env=env, check=False)
         assert first.returncode == 1  # held back by the budget
@@ -352,12 +420,20 @@ def test_prices_and_budgets_changed_on_a_later_run_are_stored_and_used(
     run = store.find_run("priced")
     assert run is not None
     stored = run.config["judges"][0]
-    assert stored["price"] == {"input": 2000.0, "output": 2000.0, "cached_input": None,
-                               "cache_write": None, "batch": 1.0}  # fmt: skip
+    assert stored["price"] == {
+        "input": 2000.0,
+        "output": 2000.0,
+        "cached_input": None,
+        "cache_write": None,
+        "batch": 1.0,
+    }
     assert stored["rpm"] == 3000.0
     with store.engine.connect() as conn:
-        calls = conn.execute(select(CALL.c.id, CALL.c.prompt_tokens, CALL.c.completion_tokens,
-                                    CALL.c.cost).order_by(CALL.c.id)).all()  # fmt: skip
+        calls = conn.execute(
+            select(CALL.c.id, CALL.c.prompt_tokens, CALL.c.completion_tokens, CALL.c.cost).order_by(
+                CALL.c.id
+            )
+        ).all()
     rates = [c.cost * 1e6 / (c.prompt_tokens + c.completion_tokens) for c in calls]
     assert rates[0] == pytest.approx(1000.0) and rates[-1] == pytest.approx(2000.0)
     assert sorted(rates) == rates  # the new price from the moment it was given
@@ -366,7 +442,10 @@ def test_prices_and_budgets_changed_on_a_later_run_are_stored_and_used(
 def test_an_anthropic_base_url_with_v1_is_refused_up_front(sqlite_url: str, tmp_path: Path) -> None:
     instances, responses = write_inputs(tmp_path / "in", 2, models=("m",))
     env = cli_env(sqlite_url)
-    proc = flask_eval(*run_args(instances, responses, "anthropic/c@http://127.0.0.1:9/v1",
-                                name="v1"), env=env, check=False)  # fmt: skip
+    proc = flask_eval(
+        *run_args(instances, responses, "anthropic/c@http://127.0.0.1:9/v1", name="v1"),
+        env=env,
+        check=False,
+    )
     assert proc.returncode == 2 and "without /v1" in proc.stderr
     assert not Path(sqlite_url.removeprefix("sqlite:///")).exists()

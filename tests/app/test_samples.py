@@ -17,10 +17,19 @@ from tests.conftest import EXAMPLES
 from tests.helpers import cli_env, flask_eval
 
 LIMIT = 4
-INPUTS = ["--instances", str(EXAMPLES / "instances.jsonl"),
-          "--responses", f"model_a={EXAMPLES / 'model_a.jsonl'}",
-          "--responses", f"model_b={EXAMPLES / 'model_b.jsonl'}",
-          "--judge", "openai/judge-x", "--limit", str(LIMIT), "--quiet"]  # fmt: skip
+INPUTS = [
+    "--instances",
+    str(EXAMPLES / "instances.jsonl"),
+    "--responses",
+    f"model_a={EXAMPLES / 'model_a.jsonl'}",
+    "--responses",
+    f"model_b={EXAMPLES / 'model_b.jsonl'}",
+    "--judge",
+    "openai/judge-x",
+    "--limit",
+    str(LIMIT),
+    "--quiet",
+]
 
 
 def _export(env: dict[str, str], run: str) -> list[dict[str, Any]]:
@@ -48,18 +57,23 @@ def test_samples_are_paid_once_each_and_merged_in_the_report(sqlite_url: str) ->
     by_sample: dict[str, dict[tuple[str, str, str], float]] = defaultdict(dict)
     for r in rows:
         by_sample[r["judge"]][(r["model"], r["instance_id"], r["skill"])] = float(r["score"])
-    first = {(r["model"], r["instance_id"], r["skill"]): float(r["score"])
-             for r in _export(env, "single")}  # fmt: skip
+    first = {
+        (r["model"], r["instance_id"], r["skill"]): float(r["score"])
+        for r in _export(env, "single")
+    }
     assert by_sample["openai/judge-x#1"] == first  # the cached answer, word for word
     assert by_sample["openai/judge-x#2"] != first  # the seed varies the answers
 
-    report = json.loads(flask_eval("report", "three", "--format", "json", "--bootstrap", "0",
-                                   env=env).stdout)  # fmt: skip
+    report = json.loads(
+        flask_eval("report", "three", "--format", "json", "--bootstrap", "0", env=env).stdout
+    )
     overall = {r["model"]: r["mean"] for r in report["rows"] if r["dimension"] == "overall"}
     assert {r["judge"] for r in report["rows"]} == {"openai/judge-x"}
     for model, mean in overall.items():
-        per_sample = [statistics.fmean(v for (m, _, _), v in scores.items() if m == model)
-                      for scores in by_sample.values()]  # fmt: skip
+        per_sample = [
+            statistics.fmean(v for (m, _, _), v in scores.items() if m == model)
+            for scores in by_sample.values()
+        ]
         assert abs(mean - statistics.fmean(per_sample)) < 1e-9, (model, mean, per_sample)
     (consistency,) = report["self_consistency"]
     items = list(first)

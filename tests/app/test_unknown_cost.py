@@ -19,8 +19,12 @@ from flask_eval.viewer.server import make_app
 from tests.conftest import EXAMPLES
 from tests.helpers import cli_env, flask_eval
 
-INPUTS = ["--instances", str(EXAMPLES / "instances.jsonl"),
-          "--responses", f"model_a={EXAMPLES / 'model_a.jsonl'}"]  # fmt: skip
+INPUTS = [
+    "--instances",
+    str(EXAMPLES / "instances.jsonl"),
+    "--responses",
+    f"model_a={EXAMPLES / 'model_a.jsonl'}",
+]
 WHY = "openai/gpt-4o behind"
 ZERO = re.compile(r"\$0\.0+\b")
 
@@ -69,9 +73,20 @@ def test_eval_s_report_says_the_cost_is_unknown(tmp_path: Path) -> None:
     levels = {"m1": 2.0, "m2": 4.0}
     with running_simulator(SimConfig(seed=3, generators=levels, generation_tokens=40)) as sim:
         env = cli_env(f"sqlite:///{tmp_path / 'e.db'}", OPENAI_BASE_URL=sim.openai_base_url)
-        args = ["eval", "--instances", str(EXAMPLES / "instances.jsonl"), "--judge",
-                f"judge=openai/gpt-4o@{sim.openai_base_url}", "--out", str(tmp_path / "out"),
-                "--quiet", "--model", "m1=openai/m1", "--model", "m2=openai/m2"]  # fmt: skip
+        args = [
+            "eval",
+            "--instances",
+            str(EXAMPLES / "instances.jsonl"),
+            "--judge",
+            f"judge=openai/gpt-4o@{sim.openai_base_url}",
+            "--out",
+            str(tmp_path / "out"),
+            "--quiet",
+            "--model",
+            "m1=openai/m1",
+            "--model",
+            "m2=openai/m2",
+        ]
         result = flask_eval(*args, env=env)
     header = result.stdout.split("\n\n")[0]
     assert "cost unknown" in header and WHY in header and not ZERO.search(header)

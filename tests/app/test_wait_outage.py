@@ -42,21 +42,42 @@ def test_a_waiting_run_rides_out_a_database_outage(
     named = [a for r in responses for a in ("--responses", r)]
     try:
         with running_simulator(SimConfig(latency_ms=100, seed=4)) as sim:
-            args = ["run", "--instances", str(instances), *named, "--run", "outage", "--quiet",
-                    "--judge", f"openai/sim@{sim.openai_base_url}"]  # fmt: skip
+            args = [
+                "run",
+                "--instances",
+                str(instances),
+                *named,
+                "--run",
+                "outage",
+                "--quiet",
+                "--judge",
+                f"openai/sim@{sim.openai_base_url}",
+            ]
             with workers(env, processes=1, in_flight=4, log=tmp_path / "w.log"):
-                waiting = subprocess.Popen([sys.executable, "-m", "flask_eval", *args],
-                                           env=waiting_env,
-                                           cwd=REPO, stdout=subprocess.PIPE,
-                                           stderr=subprocess.PIPE, text=True)  # fmt: skip
+                waiting = subprocess.Popen(
+                    [sys.executable, "-m", "flask_eval", *args],
+                    env=waiting_env,
+                    cwd=REPO,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
                 try:
-                    wait_until(lambda: waiting.poll() is not None or done(direct) > 0,
-                               timeout=120, what="the first judgments")  # fmt: skip
+                    wait_until(
+                        lambda: waiting.poll() is not None or done(direct) > 0,
+                        timeout=120,
+                        what="the first judgments",
+                    )
                     proxy.cut()
                     cut_at = time.monotonic()
-                    wait_until(lambda: waiting.poll() is not None
-                               or time.monotonic() - cut_at >= OUTAGE_SECONDS,
-                               timeout=OUTAGE_SECONDS + 60, what="the outage")  # fmt: skip
+                    wait_until(
+                        lambda: (
+                            waiting.poll() is not None
+                            or time.monotonic() - cut_at >= OUTAGE_SECONDS
+                        ),
+                        timeout=OUTAGE_SECONDS + 60,
+                        what="the outage",
+                    )
                     proxy.restore()
                     _, err = waiting.communicate(timeout=300)
                 finally:

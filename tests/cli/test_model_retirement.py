@@ -33,8 +33,10 @@ def test_a_retired_model_is_refused_and_one_retiring_soon_is_warned_of(
     spec_of("openai/gpt-4o")  # 39 days left: not yet
     spec_of("openai/gpt-5.5")  # current
     warned = [r.getMessage() for r in caplog.records]
-    assert warned == ["judge openai/gpt-5-2025-08-07: the model retires on 2026-12-11 (in 5 "
-                      "days); use a current model instead, e.g. openai/gpt-5.4"]  # fmt: skip
+    assert warned == [
+        "judge openai/gpt-5-2025-08-07: the model retires on 2026-12-11 (in 5 "
+        "days); use a current model instead, e.g. openai/gpt-5.4"
+    ]
     _on(monkeypatch, date(2027, 1, 14))
     with pytest.raises(ConfigError, match="retired on 2027-01-14"):
         spec_of("openai/gpt-4o")
@@ -46,11 +48,18 @@ def test_the_warning_comes_before_the_run_and_a_retired_judge_stops_it(
     monkeypatch: pytest.MonkeyPatch, sqlite_url: str
 ) -> None:
     _on(monkeypatch, date(2026, 12, 20))
-    inputs = ["--instances", str(EXAMPLES / "instances.jsonl"),
-              "--responses", f"a={EXAMPLES / 'model_a.jsonl'}", "--limit", "2"]  # fmt: skip
+    inputs = [
+        "--instances",
+        str(EXAMPLES / "instances.jsonl"),
+        "--responses",
+        f"a={EXAMPLES / 'model_a.jsonl'}",
+        "--limit",
+        "2",
+    ]
     env = cli_env(sqlite_url)
-    refused = flask_eval("run", *inputs, "--judge", "openai/o3", "--judge", "openai/gpt-5.4",
-                         env=env, check=False)  # fmt: skip
+    refused = flask_eval(
+        "run", *inputs, "--judge", "openai/o3", "--judge", "openai/gpt-5.4", env=env, check=False
+    )
     assert refused.returncode == 2
     assert refused.stderr.strip().splitlines() == [
         "error: judge openai/o3: the model was retired on 2026-12-11 (its provider refuses "

@@ -73,8 +73,9 @@ def test_model_names_the_model_of_a_set_whose_file_or_model_name_is_invalid(
         for model in models:  # the coverage lines name the models
             assert f"{model}: 1/1 instances answered" in result.stderr, result.stderr
     # a Prometheus set's models are its response sources: the file's name plays no part
-    result = invoke(["run", "--prometheus-set", PROMETHEUS_SET, "--judge", "memory/j",
-                     "--dry-run"], db)  # fmt: skip
+    result = invoke(
+        ["run", "--prometheus-set", PROMETHEUS_SET, "--judge", "memory/j", "--dry-run"], db
+    )
     assert result.exit_code == 0, result.output
     assert "model_a: 1/1 instances answered" in result.stderr, result.stderr
     assert not db.exists()

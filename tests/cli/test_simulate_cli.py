@@ -30,8 +30,19 @@ def _started(monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[Any, list[Sim
 
 
 def test_simulate_plays_models_under_test(monkeypatch: pytest.MonkeyPatch) -> None:
-    result, seen = _started(monkeypatch, "--generator", "weak=1.5", "--generator", "strong=4.5",
-                            "--generation-tokens", "30", "--slots", "2", "--port", "0")  # fmt: skip
+    result, seen = _started(
+        monkeypatch,
+        "--generator",
+        "weak=1.5",
+        "--generator",
+        "strong=4.5",
+        "--generation-tokens",
+        "30",
+        "--slots",
+        "2",
+        "--port",
+        "0",
+    )
     assert result.exit_code == 0, result.output
     [config] = seen
     assert config.generators == {"weak": 1.5, "strong": 4.5} and config.slots == 2
@@ -39,9 +50,10 @@ def test_simulate_plays_models_under_test(monkeypatch: pytest.MonkeyPatch) -> No
         ask = [{"role": "user", "content": "Name three primary colours."}]
         body = {"model": "strong", "max_tokens": 200, "messages": ask}
         request = urllib.request.Request(
-            f"{sim.openai_base_url}/chat/completions", json.dumps(body).encode(),
+            f"{sim.openai_base_url}/chat/completions",
+            json.dumps(body).encode(),
             {"Content-Type": "application/json", "Authorization": "Bearer sk-test"},
-        )  # fmt: skip
+        )
         with urllib.request.urlopen(request, timeout=30) as response:
             answer = json.load(response)["choices"][0]["message"]["content"]
     assert answer and "[SCORES]" not in answer and "Feedback" not in answer  # no judgment

@@ -19,8 +19,21 @@ from click.testing import CliRunner
 from flask_eval.cli import OneLineErrors, main
 from flask_eval.cli.common import SHORT_HELP
 
-HEAVY = ("sqlalchemy", "sqlmodel", "alembic", "celery", "kombu", "redis", "openai",
-         "anthropic", "google", "numpy", "scipy", "tqdm", "httpx2")  # fmt: skip
+HEAVY = (
+    "sqlalchemy",
+    "sqlmodel",
+    "alembic",
+    "celery",
+    "kombu",
+    "redis",
+    "openai",
+    "anthropic",
+    "google",
+    "numpy",
+    "scipy",
+    "tqdm",
+    "httpx2",
+)
 
 PROBE = f"""
 import contextlib, io, json, sys
@@ -39,8 +52,9 @@ print(json.dumps(found))
 
 
 def test_help_and_version_import_no_database_broker_or_sdk() -> None:
-    proc = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True,
-                          timeout=120, check=True)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=120, check=True
+    )
     found = json.loads(proc.stdout.strip().splitlines()[-1])
     assert found == {
         "--help": [],

@@ -47,9 +47,13 @@ class Terminal:
         env = {k: v for k, v in env.items() if k not in ("COLUMNS", "LINES", "NO_COLOR")}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "flask_eval", *args],
-            stdin=slave, stdout=slave, stderr=slave, cwd=REPO, start_new_session=True,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            cwd=REPO,
+            start_new_session=True,
             env={**env, "TERM": "xterm-256color"},
-        )  # fmt: skip
+        )
         os.close(slave)
         self.master = master
         self.chunks: list[tuple[float, bytes]] = []
@@ -128,8 +132,12 @@ def test_status_watch_draws_while_two_workers_judge_and_leaves_the_cursor_visibl
     args = ("status", "watched", "--watch", "--interval", str(interval))
     # 104 calls of 600 ms over 2 x 4 lanes: ~8 s of judging, ~16 refreshes
     with running_simulator(SimConfig(latency_ms=600, seed=4)) as sim, Terminal(args, env) as term:
-        wait_until(term.text, lambda t: "run watched does not exist yet" in t, timeout=60,
-                   what="the view to wait for its run")  # fmt: skip
+        wait_until(
+            term.text,
+            lambda t: "run watched does not exist yet" in t,
+            timeout=60,
+            what="the view to wait for its run",
+        )
         assert term.proc.poll() is None, term.text()
         start_run(env, sim, "watched")
         with WorkerGroup(env, 2, 4, "WARNING", tmp_path / "w.log", cwd=REPO):
@@ -160,8 +168,12 @@ def test_status_watch_ended_by_sigterm_puts_the_cursor_back(
     with running_simulator(SimConfig(seed=1)) as sim:
         start_run(env, sim, "idle")
     with Terminal(("status", "--watch", "--interval", "0.2"), env) as term:
-        wait_until(term.text, lambda t: TITLE.search(t) is not None, timeout=60,
-                   what="a frame of the unfinished run")  # fmt: skip
+        wait_until(
+            term.text,
+            lambda t: TITLE.search(t) is not None,
+            timeout=60,
+            what="a frame of the unfinished run",
+        )
         term.proc.send_signal(signal.SIGTERM)
         code = term.wait(timeout=60)
     assert code == 128 + signal.SIGTERM, term.text()[-2000:]
@@ -178,15 +190,22 @@ def test_status_watch_into_a_pipe_prints_each_frame_and_says_a_deleted_run(
         start_run(env, sim, "idle")
     proc = subprocess.Popen(
         [sys.executable, "-m", "flask_eval", "status", "idle", "--watch", "--interval", "0.2"],
-        env={**env, "TERM": "xterm-256color"}, cwd=REPO, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        env={**env, "TERM": "xterm-256color"},
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(proc.stdout or ()), daemon=True)
     reader.start()
     try:
-        wait_until(lambda: sum("run idle: 0/" in x for x in lines), lambda n: n >= 2,
-                   timeout=60, what="two frames of the unfinished run")  # fmt: skip
+        wait_until(
+            lambda: sum("run idle: 0/" in x for x in lines),
+            lambda n: n >= 2,
+            timeout=60,
+            what="two frames of the unfinished run",
+        )
         flask_eval("runs", "delete", "idle", "--yes", env=env)
         code = proc.wait(timeout=60)
     finally:

@@ -16,8 +16,11 @@ from flask_eval.core.pipes import ForgivingFile, outlive_readers
 def test_a_write_to_a_closed_pipe_is_taken_in_stride() -> None:
     read, write = os.pipe()
     try:
-        text = io.TextIOWrapper(io.BufferedWriter(ForgivingFile(write, "w", closefd=False)),
-                                encoding="utf-8", line_buffering=True)  # fmt: skip
+        text = io.TextIOWrapper(
+            io.BufferedWriter(ForgivingFile(write, "w", closefd=False)),
+            encoding="utf-8",
+            line_buffering=True,
+        )
         text.write("read\n")
         assert os.read(read, 100) == b"read\n"
         os.close(read)  # the reader is gone
@@ -34,8 +37,9 @@ def test_an_unbuffered_stream_stays_unbuffered(monkeypatch: pytest.MonkeyPatch) 
     each line written to the wrapped stream reaches the reader at once, not at exit: a
     waiting command's hints are read while it waits."""
     read, write = os.pipe()
-    stream = io.TextIOWrapper(io.FileIO(write, "w", closefd=False), encoding="utf-8",
-                              write_through=True)  # fmt: skip
+    stream = io.TextIOWrapper(
+        io.FileIO(write, "w", closefd=False), encoding="utf-8", write_through=True
+    )
     monkeypatch.setattr(sys, "stderr", stream)
     monkeypatch.setattr(sys, "__stderr__", stream)
     try:

@@ -66,7 +66,9 @@ def test_the_shipped_responses_file_loads() -> None:
     assert len(every) == 765 and len(instances) == 765 - 18
     left_out = [i for i in every if i not in instances]
     assert {(i.capability, i.task) for i in left_out} == {
-        ("refinement", "llm_judge_absolute"), ("refinement", "llm_judge_relative")}  # fmt: skip
+        ("refinement", "llm_judge_absolute"),
+        ("refinement", "llm_judge_relative"),
+    }
     assert all("llm_judge" in i.id for i in left_out)
     assert len({i.capability for i in instances}) == 9
     assert len({(i.capability, i.task) for i in instances}) == 75
@@ -117,8 +119,9 @@ def test_records_without_a_response_add_instances_only(tmp_path: Path) -> None:
 def test_llm_judge_instances_are_left_out_unless_asked_and_checked_all_the_same(
     tmp_path: Path,
 ) -> None:
-    judge = _record("refinement_llm_judge_absolute_0", capability="refinement",
-                    task="llm_judge_absolute")  # fmt: skip
+    judge = _record(
+        "refinement_llm_judge_absolute_0", capability="refinement", task="llm_judge_absolute"
+    )
     data = {"planning_trip_0": _record(), judge["id"]: judge}
     path = _write(tmp_path, data)
     instances, sets = load_biggen(path)

@@ -12,8 +12,12 @@ from tests.helpers import cli_env, flask_eval
 def test_each_models_minimum_prefix_decides_what_the_estimate_counts_cached(
     sqlite_url: str,
 ) -> None:
-    inputs = ["--instances", str(EXAMPLES / "instances.jsonl"),
-              "--responses", f"a={EXAMPLES / 'model_a.jsonl'}"]  # fmt: skip
+    inputs = [
+        "--instances",
+        str(EXAMPLES / "instances.jsonl"),
+        "--responses",
+        f"a={EXAMPLES / 'model_a.jsonl'}",
+    ]
     judges = ["--judge", "anthropic/claude-haiku-4-5", "--judge", "anthropic/claude-sonnet-4-5"]
     out = flask_eval("run", *inputs, *judges, "--dry-run", env=cli_env(sqlite_url)).stdout
     rows = {line.split()[0]: line.split() for line in out.splitlines() if "/claude-" in line}
@@ -21,8 +25,10 @@ def test_each_models_minimum_prefix_decides_what_the_estimate_counts_cached(
     # FLASK's shared prefix (~1,100 tokens): cached for Sonnet (1,024), not Haiku 4.5 (4,096)
     assert int(sonnet[5]) > 0 and int(haiku[5]) == 0, out
     assert float(haiku[8]) == float(haiku[9])  # batch + cache = batch: nothing cached
-    assert ("anthropic/claude-haiku-4-5: its calls share a prompt prefix of about 1,130 "
-            "tokens, under its model's prompt-cache minimum of 4,096 tokens") in out  # fmt: skip
+    assert (
+        "anthropic/claude-haiku-4-5: its calls share a prompt prefix of about 1,130 "
+        "tokens, under its model's prompt-cache minimum of 4,096 tokens"
+    ) in out
     assert "anthropic/claude-sonnet-4-5: its calls share" not in out
 
 

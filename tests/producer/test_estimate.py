@@ -52,20 +52,23 @@ def test_the_prefix_of_a_set_is_that_of_its_least_and_greatest_member() -> None:
         calls = [call(base[: rng.randint(4400, 6000)] + rng.choice("xyz")) for _ in range(5)]
         users = [c[1]["content"] for c in calls]
         common = min(
-            next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a),
-                 len(b)))
-            for a in users for b in users if a is not b
-        )  # fmt: skip
+            next(
+                (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
+                min(len(a), len(b)),
+            )
+            for a in users
+            for b in users
+            if a is not b
+        )
         tokens = (len(SYSTEM["content"]) + common) // 4
         assert shared_prefix_tokens(calls) == tokens - tokens % CACHE_STEP
 
 
 def test_the_table_shows_live_batch_and_cache_costs_per_judge_and_in_total() -> None:
     estimates = [
-        Estimate("a", 3, 1, 1000, 10, 1.0, batch_cost=0.5, cache_cost=0.25,
-                 cache_read_tokens=600),
+        Estimate("a", 3, 1, 1000, 10, 1.0, batch_cost=0.5, cache_cost=0.25, cache_read_tokens=600),
         Estimate("b", 3, 1, 1000, 10, 0.0, priced=False),
-    ]  # fmt: skip
+    ]
     text = format_estimates(estimates)
     rows = {line.split()[0]: line.split() for line in text.splitlines()[2:4]}
     header = text.splitlines()[0]
@@ -84,10 +87,19 @@ def test_dry_run_shows_the_cost_live_batched_and_batched_with_the_shared_prefix_
     """Two models answer one instance whose long reference answer both prompts share: the
     cache estimate reads it once, at the judge's cached price."""
     reference = "The reference answer explains it step by step. " * 120  # ~1,400 tokens
-    (tmp_path / "i.jsonl").write_text(json.dumps({
-        "idx": 1, "instruction": "Explain it.", "answer": reference,
-        "skill": ["Logical Correctness"], "domain": ["Math"], "difficulty": 2,
-    }) + "\n")  # fmt: skip
+    (tmp_path / "i.jsonl").write_text(
+        json.dumps(
+            {
+                "idx": 1,
+                "instruction": "Explain it.",
+                "answer": reference,
+                "skill": ["Logical Correctness"],
+                "domain": ["Math"],
+                "difficulty": 2,
+            }
+        )
+        + "\n"
+    )
     for model in ("a", "b"):
         (tmp_path / f"{model}.jsonl").write_text(
             json.dumps({"question_id": 1, "text": f"model {model}'s answer"}) + "\n"
@@ -98,11 +110,22 @@ def test_dry_run_shows_the_cost_live_batched_and_batched_with_the_shared_prefix_
         "cache_write: 3750, batch: 0.5}\n"
     )
     db = tmp_path / "d.db"
-    result = CliRunner().invoke(main, [
-        "run", "--instances", str(tmp_path / "i.jsonl"),
-        "--responses", f"a={tmp_path / 'a.jsonl'}", "--responses", f"b={tmp_path / 'b.jsonl'}",
-        "--judges", str(tmp_path / "judges.yaml"), "--dry-run",
-    ], env={"FLASK_EVAL_DATABASE_URL": f"sqlite:///{db}", "FLASK_EVAL_BROKER_URL": ""})  # fmt: skip
+    result = CliRunner().invoke(
+        main,
+        [
+            "run",
+            "--instances",
+            str(tmp_path / "i.jsonl"),
+            "--responses",
+            f"a={tmp_path / 'a.jsonl'}",
+            "--responses",
+            f"b={tmp_path / 'b.jsonl'}",
+            "--judges",
+            str(tmp_path / "judges.yaml"),
+            "--dry-run",
+        ],
+        env={"FLASK_EVAL_DATABASE_URL": f"sqlite:///{db}", "FLASK_EVAL_BROKER_URL": ""},
+    )
     assert result.exit_code == 0, result.output
     assert not db.exists()
     rows = {line.split()[0]: line.split() for line in result.stdout.splitlines() if line.strip()}
@@ -112,7 +135,8 @@ def test_dry_run_shows_the_cost_live_batched_and_batched_with_the_shared_prefix_
     assert live == pytest.approx(price.cost(prompt, completion), abs=1e-4)
     assert batch == pytest.approx(live / 2, abs=1e-4)
     # the prefix is written once (by one call) and read once (by the other)
-    expected = price.cost(prompt, completion, cached_tokens=read, cache_write_tokens=read,
-                          batch=True)  # fmt: skip
+    expected = price.cost(
+        prompt, completion, cached_tokens=read, cache_write_tokens=read, batch=True
+    )
     assert cached == pytest.approx(expected, abs=1e-4) and cached < batch
     assert rows["total"][7:10] == rows["memory/j"][7:10]

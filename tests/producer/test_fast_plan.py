@@ -77,8 +77,13 @@ print(json.dumps({"same": same}))
 
 
 def in_parallel(files: list[tuple[str, str]], ids: list[str], *how: str) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, "-c", CHECK, json.dumps(files), json.dumps(ids), *how],
-                          capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", CHECK, json.dumps(files), json.dumps(ids), *how],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     return json.loads(done.stdout)  # type: ignore[no-any-return]
 
 
@@ -133,8 +138,9 @@ def test_sampled_calls_counted_from_lengths_are_those_the_texts_give(tmp_path: P
     """The streamed count (lengths only, sampled texts read afterwards) makes the same
     sample and the same figures as adding every call with its texts, in plan order."""
     instances, responses = write_inputs(tmp_path, 300, models=MODELS[:3], words=(5, 200))
-    base = pipeline.prepare(instances=str(instances), responses=responses,
-                            judges=["memory/a", "memory/b"], run_name="s")  # fmt: skip
+    base = pipeline.prepare(
+        instances=str(instances), responses=responses, judges=["memory/a", "memory/b"], run_name="s"
+    )
     plan = replace(base, judges=tuple(replace(j, price=Price(3.0, 15.0)) for j in base.judges))
     context = plan.context()
     counted = plan.sampled(size=4)
@@ -169,15 +175,16 @@ def test_sampled_texts_are_read_again_and_a_changed_file_is_refused(tmp_path: Pa
 
 def test_the_fingerprint_of_a_named_run_is_computed_when_first_asked(tmp_path: Path) -> None:
     instances, responses = write_inputs(tmp_path, 10, models=("m1", "m2"))
-    named_plan = pipeline.prepare(instances=str(instances), responses=responses,
-                                  judges=["memory/a"], run_name="later")  # fmt: skip
-    unnamed = pipeline.prepare(instances=str(instances), responses=responses,
-                               judges=["memory/a"])  # fmt: skip
+    named_plan = pipeline.prepare(
+        instances=str(instances), responses=responses, judges=["memory/a"], run_name="later"
+    )
+    unnamed = pipeline.prepare(instances=str(instances), responses=responses, judges=["memory/a"])
     assert callable(named_plan.digest) and isinstance(unnamed.digest, str)
     assert unnamed.name == f"run-{unnamed.digest[:10]}"
     assert named_plan.fingerprint == unnamed.fingerprint == unnamed.digest
-    again = pipeline.prepare(instances=str(instances), responses=responses,
-                             judges=["memory/a"], run_name="later")  # fmt: skip
+    again = pipeline.prepare(
+        instances=str(instances), responses=responses, judges=["memory/a"], run_name="later"
+    )
     with open(named(responses)[1][1], "a") as f:  # changed before it is fingerprinted
         f.write(json.dumps({"question_id": 1, "text": "again"}) + "\n")
     with pytest.raises(InputError, match="changed after it was validated"):

@@ -31,13 +31,19 @@ def test_batch_keys_are_read(tmp_path: Path, provider: str) -> None:
     (its server serves that provider's batch endpoints)."""
     with running_simulator() as sim:
         url = sim.openai_base_url if provider == "openai" else sim.base_url
-        path = write(tmp_path,
-                     f"- spec: {provider}/m@{url}\n  batch: true\n"
-                     "  batch_max_wait: 2.5\n  batch_max_size: 100\n"
-                     "  batch_max_tokens: 50000\n")  # fmt: skip
+        path = write(
+            tmp_path,
+            f"- spec: {provider}/m@{url}\n  batch: true\n"
+            "  batch_max_wait: 2.5\n  batch_max_size: 100\n"
+            "  batch_max_tokens: 50000\n",
+        )
         [judge] = load_judges_file(path, spec_of, check_batch_spec)
     assert (judge.batch, judge.batch_max_wait, judge.batch_max_size, judge.batch_max_tokens) == (
-        True, 2.5, 100, 50_000)  # fmt: skip
+        True,
+        2.5,
+        100,
+        50_000,
+    )
 
 
 @pytest.mark.parametrize(
@@ -103,9 +109,17 @@ def test_a_local_server_without_batches_is_refused_and_nothing_is_written(
     ``batch``, and writes no database."""
     db = tmp_path / "ledger.db"
     path = write(tmp_path, f"- spec: openai/local@{local_server}\n  batch: true\n")
-    result = flask_eval("run", "--instances", str(EXAMPLES / "instances.jsonl"),
-                        "--responses", f"a={EXAMPLES / 'model_a.jsonl'}", "--judges", path,
-                        env=cli_env(f"sqlite:///{db}"), check=False)  # fmt: skip
+    result = flask_eval(
+        "run",
+        "--instances",
+        str(EXAMPLES / "instances.jsonl"),
+        "--responses",
+        f"a={EXAMPLES / 'model_a.jsonl'}",
+        "--judges",
+        path,
+        env=cli_env(f"sqlite:///{db}"),
+        check=False,
+    )
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {path}:2: "), result.stderr

@@ -159,18 +159,30 @@ def test_a_judges_file_price_with_cache_and_batch_fields_and_a_known_models_rest
 @pytest.mark.parametrize(
     ("text", "line", "message"),
     [
-        ("- spec: openai/x\n  price:\n    input: 1\n    batch: 2\n", 4,
-         "`price.batch` must be a number in (0, 1]"),
-        ("- spec: openai/x\n  price: {input: 1, output: -2}\n", 2,
-         "`price.output` must be a number >= 0, got -2"),
-        ("- spec: openai/x\n  price:\n    cached_input: cheap\n", 3,
-         "`price.cached_input` must be a number >= 0, got 'cheap'"),
-        ("- spec: openai/x\n  price:\n    input: 1\n", 2,
-         "`price.output` is missing: 'openai/x' has no known price"),
+        (
+            "- spec: openai/x\n  price:\n    input: 1\n    batch: 2\n",
+            4,
+            "`price.batch` must be a number in (0, 1]",
+        ),
+        (
+            "- spec: openai/x\n  price: {input: 1, output: -2}\n",
+            2,
+            "`price.output` must be a number >= 0, got -2",
+        ),
+        (
+            "- spec: openai/x\n  price:\n    cached_input: cheap\n",
+            3,
+            "`price.cached_input` must be a number >= 0, got 'cheap'",
+        ),
+        (
+            "- spec: openai/x\n  price:\n    input: 1\n",
+            2,
+            "`price.output` is missing: 'openai/x' has no known price",
+        ),
         ("- spec: openai/x\n  price: 3\n", 2, "`price` must be a mapping of input, output"),
         ("- spec: openai/gpt-5.4\n  price: {input: 1, vat: 0.2}\n", 2, "`price` must be a mapping"),
     ],
-)  # fmt: skip
+)
 def test_a_bad_price_is_one_line_naming_the_file_and_the_fields_line(
     tmp_path: Path, text: str, line: int, message: str
 ) -> None:

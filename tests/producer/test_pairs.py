@@ -59,11 +59,19 @@ def test_all_pairs_in_both_orders_or_one() -> None:
 
 def test_baseline_pairs() -> None:
     both = plan_pairs(MODELS, "baseline", "m3", swap=True)
-    assert both == [("m1", "m3"), ("m3", "m1"), ("m2", "m3"), ("m3", "m2"),
-                    ("m4", "m3"), ("m3", "m4")]  # fmt: skip
+    assert both == [
+        ("m1", "m3"),
+        ("m3", "m1"),
+        ("m2", "m3"),
+        ("m3", "m2"),
+        ("m4", "m3"),
+        ("m3", "m4"),
+    ]
     assert plan_pairs(MODELS, "baseline", "m3", swap=False) == [
-        ("m1", "m3"), ("m2", "m3"), ("m4", "m3")
-    ]  # fmt: skip
+        ("m1", "m3"),
+        ("m2", "m3"),
+        ("m4", "m3"),
+    ]
     assert plan_pairs(["a", "b"], "baseline", "a", swap=False) == [("b", "a")]
 
 
@@ -135,10 +143,15 @@ def test_planned_rows_equal_the_rows_the_store_plans(sqlite_url: str) -> None:
     assert sum(1 for k in key if {k[0], k[1]} == {"m2", "m3"}) == 8
     store = Store(sqlite_url)
     run, _ = store.create_run(
-        name="pw", fingerprint="x" * 64, mode="instance", config={},
-        instances=inputs.instances, response_sets=inputs.response_sets, judges=judges,
+        name="pw",
+        fingerprint="x" * 64,
+        mode="instance",
+        config={},
+        instances=inputs.instances,
+        response_sets=inputs.response_sets,
+        judges=judges,
         pairs=pairs,
-    )  # fmt: skip
+    )
     stored = Counter(
         (r.model, r.model_b, r.instance_id, r.criterion, r.judge) for r in store.open_rows(run.id)
     )

@@ -47,8 +47,10 @@ def test_autoj_real_file() -> None:
         inst, rec = got.instances[n], records[n]
         assert inst.id == f"autoj-{n + 1}" and inst.line == n + 1  # one record per line
         assert (inst.instruction, inst.task, inst.skills) == (
-            rec["prompt"], rec["scenario"], (OVERALL,)
-        )  # fmt: skip
+            rec["prompt"],
+            rec["scenario"],
+            (OVERALL,),
+        )
         assert inst.answer == "" and not inst.rubrics
         assert first.responses[n].text == rec["response 1"]
         assert second.responses[n].text == rec["response 2"]
@@ -94,8 +96,13 @@ def test_labels_in_either_order() -> None:
 
 
 def autoj_line(**change: object) -> str:
-    record: dict[str, object] = {"scenario": "chitchat", "label": 2, "prompt": "hi",
-                                 "response 1": "hello", "response 2": ""}  # fmt: skip
+    record: dict[str, object] = {
+        "scenario": "chitchat",
+        "label": 2,
+        "prompt": "hi",
+        "response 1": "hello",
+        "response 2": "",
+    }
     record.update(change)
     return json.dumps({k: v for k, v in record.items() if v is not DROP})
 
@@ -128,8 +135,10 @@ def test_autoj_small_file_and_custom_models(tmp_path: Path) -> None:
         ([autoj_line(label="1")], ":1: field 'label' must be 0"),
         ([autoj_line(label=1.0)], ":1: field 'label' must be 0"),
         ([autoj_line(label=DROP)], ":1: field 'label' must be 0"),
-        ([autoj_line(), autoj_line(**{"response 2": DROP})],
-         ":2: field 'response 2' must be a string, got missing"),
+        (
+            [autoj_line(), autoj_line(**{"response 2": DROP})],
+            ":2: field 'response 2' must be a string, got missing",
+        ),
         ([autoj_line(**{"response 1": 5})], ":1: field 'response 1' must be a string, got"),
         ([autoj_line(prompt="  ")], ":1: field 'prompt' is empty"),
         ([autoj_line(scenario="")], ":1: field 'scenario' must be a non-empty string"),
@@ -137,7 +146,7 @@ def test_autoj_small_file_and_custom_models(tmp_path: Path) -> None:
         (['{"label": 0, "label": 1}'], ":1: key 'label' appears twice"),
         ([""], "no records"),
     ],
-)  # fmt: skip
+)
 def test_bad_autoj_files(tmp_path: Path, lines: list[str], says: str) -> None:
     path = write(tmp_path, "bad.jsonl", "\n".join(lines) + "\n")
     with pytest.raises(InputError) as exc:
@@ -158,11 +167,13 @@ PROMPT = (
 def hhh_record(instruction: str = "q?", criteria: str = "Is it kind?", **change: object) -> dict:
     record: dict[str, object] = {
         "source": "helpful",
-        "chosen_instruction": PROMPT.format(instruction=instruction, response="yes",
-                                            criteria=criteria),
-        "rejected_instruction": PROMPT.format(instruction=instruction, response="no",
-                                              criteria=criteria),
-    }  # fmt: skip
+        "chosen_instruction": PROMPT.format(
+            instruction=instruction, response="yes", criteria=criteria
+        ),
+        "rejected_instruction": PROMPT.format(
+            instruction=instruction, response="no", criteria=criteria
+        ),
+    }
     record.update(change)
     return record
 
@@ -184,18 +195,27 @@ def test_hhh_small_file(tmp_path: Path) -> None:
         ({"a": 1}, "expected a JSON list of records, got object"),
         ([], "no records"),
         ([hhh_record(), 7], "record 2: expected an object"),
-        ([hhh_record(chosen_instruction="Score me")],
-         "record 1 (source 'helpful'): field 'chosen_instruction': the prompt does not start"),
-        ([hhh_record(rejected_instruction=None)],
-         "field 'rejected_instruction' must be a string"),
-        ([hhh_record(rejected_instruction=hhh_record("else?")["rejected_instruction"])],
-         "record 1 (source 'helpful'): the chosen and rejected prompts differ in their "
-         "instruction"),
-        ([hhh_record(rejected_instruction=hhh_record(criteria="Other?")["rejected_instruction"])],
-         "differ in their rubric"),
+        (
+            [hhh_record(chosen_instruction="Score me")],
+            "record 1 (source 'helpful'): field 'chosen_instruction': the prompt does not start",
+        ),
+        ([hhh_record(rejected_instruction=None)], "field 'rejected_instruction' must be a string"),
+        (
+            [hhh_record(rejected_instruction=hhh_record("else?")["rejected_instruction"])],
+            "record 1 (source 'helpful'): the chosen and rejected prompts differ in their "
+            "instruction",
+        ),
+        (
+            [
+                hhh_record(
+                    rejected_instruction=hhh_record(criteria="Other?")["rejected_instruction"]
+                )
+            ],
+            "differ in their rubric",
+        ),
         ([hhh_record(source=3)], "record 1: field 'source' must be a non-empty string"),
     ],
-)  # fmt: skip
+)
 def test_bad_hhh_files(tmp_path: Path, data: object, says: str) -> None:
     path = write(tmp_path, "bad.json", json.dumps(data))
     with pytest.raises(InputError) as exc:

@@ -67,8 +67,7 @@ def test_calls_sent_again_are_not_estimated_again(tmp_path: Path) -> None:
         base, judges=tuple(replace(j, price=Price(1000.0, 1000.0)) for j in base.judges)
     )
     store = Store(f"sqlite:///{tmp_path / 'c.db'}")
-    started = pipeline.start(priced, store, MemoryTransport(), settings_mod.load(),
-                             max_cost=1e9)  # fmt: skip
+    started = pipeline.start(priced, store, MemoryTransport(), settings_mod.load(), max_cost=1e9)
     assert started.dispatched.estimated_cost > 0
     again = MemoryTransport()
     result = dispatch_open(store, started.run, again, 5, meter=False)

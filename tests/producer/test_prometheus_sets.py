@@ -186,10 +186,9 @@ def test_a_small_set_and_its_names(tmp_path: Path) -> None:
     loaded = load_prometheus_set(path, evaluator="gpt-4-0613")
     # idx 1: one question for both sources (shared); idx 2: two different prompts
     assert [i.id for i in loaded.instances] == ["1", "2-a", "2-b"]
-    assert [(s.model, [(r.instance_id, r.text) for r in s.responses])
-            for s in loaded.response_sets] == [
-        ("a", [("1", "Seven."), ("2-a", "Seven.")]), ("b", [("1", "Nine."), ("2-b", "Seven.")])
-    ]  # fmt: skip
+    assert [
+        (s.model, [(r.instance_id, r.text) for r in s.responses]) for s in loaded.response_sets
+    ] == [("a", [("1", "Seven."), ("2-a", "Seven.")]), ("b", [("1", "Nine."), ("2-b", "Seven.")])]
     assert [r.name for r in loaded.references] == ["gpt-4-0613"]
     means = [(s.model, s.instance_id, s.score) for s in loaded.references[0].scores]
     high, low = pytest.approx(14 / 3), pytest.approx(5 / 3)

@@ -42,14 +42,22 @@ def plan(
     calls = []
     for i in range(n):
         iid = str(i)
-        instances[iid] = (f"Explain {rng.choice(WORDS)} in case {i}.", " ".join(
-            rng.choices(WORDS, k=rng.randint(0, 40))))  # fmt: skip
+        instances[iid] = (
+            f"Explain {rng.choice(WORDS)} in case {i}.",
+            " ".join(rng.choices(WORDS, k=rng.randint(0, 40))),
+        )
         skills = sets[i % 2]
         if i % 7 == 0 or i % 11 == 0:
             rubric = {skills[0]: InstanceRubric("own " * rng.randint(1, 30), {1: "bad", 5: "good"})}
             system = "Be terse. " * rng.randint(1, 5) if i % 7 == 0 else ""
-            own[iid] = Instance(iid, "", "", tuple(skills), system_prompt=system,
-                                rubrics=rubric if i % 11 == 0 else {})  # fmt: skip
+            own[iid] = Instance(
+                iid,
+                "",
+                "",
+                tuple(skills),
+                system_prompt=system,
+                rubrics=rubric if i % 11 == 0 else {},
+            )
         for m in models:
             words = int(rng.lognormvariate(4, 1.2)) + 1  # 1 to thousands of words
             responses[(m, iid)] = " ".join(rng.choices(WORDS, k=words))
@@ -83,9 +91,23 @@ def sampler(est: Estimator, calls: list[PlannedCall], **options: int) -> CallSam
 def same(sampled: Sequence[Estimate], exact: Sequence[Estimate]) -> None:
     for s, e in zip(sampled, exact, strict=True):
         assert s.rendered is None and s.prompt_margin == 0 and s.cost_margin == 0
-        assert (s.judge, s.jobs, s.calls, s.cached, s.prompt_tokens, s.completion_tokens,
-                s.cache_read_tokens) == (e.judge, e.jobs, e.calls, e.cached, e.prompt_tokens,
-                                         e.completion_tokens, e.cache_read_tokens)  # fmt: skip
+        assert (
+            s.judge,
+            s.jobs,
+            s.calls,
+            s.cached,
+            s.prompt_tokens,
+            s.completion_tokens,
+            s.cache_read_tokens,
+        ) == (
+            e.judge,
+            e.jobs,
+            e.calls,
+            e.cached,
+            e.prompt_tokens,
+            e.completion_tokens,
+            e.cache_read_tokens,
+        )
         assert (s.cost, s.batch_cost, s.cache_cost) == pytest.approx(
             (e.cost, e.batch_cost, e.cache_cost), rel=1e-9
         )
@@ -93,9 +115,13 @@ def same(sampled: Sequence[Estimate], exact: Sequence[Estimate]) -> None:
 
 @pytest.mark.parametrize(
     ("mode", "pairwise", "cache"),
-    [("instance", False, None), ("skill", False, None), ("instance", True, None),
-     ("instance", False, MarkedCache())],
-)  # fmt: skip
+    [
+        ("instance", False, None),
+        ("skill", False, None),
+        ("instance", True, None),
+        ("instance", False, MarkedCache()),
+    ],
+)
 def test_a_group_no_larger_than_its_sample_is_rendered_wholly_and_exact(
     mode: str, pairwise: bool, cache: MarkedCache | None
 ) -> None:
@@ -121,9 +147,13 @@ def covered(sampled: SampledEstimate, exact: Estimate) -> tuple[bool, bool, bool
 
 @pytest.mark.parametrize(
     ("mode", "pairwise", "cache"),
-    [("instance", False, None), ("skill", False, None), ("instance", True, None),
-     ("instance", False, MarkedCache())],
-)  # fmt: skip
+    [
+        ("instance", False, None),
+        ("skill", False, None),
+        ("instance", True, None),
+        ("instance", False, MarkedCache()),
+    ],
+)
 def test_a_sampled_estimate_falls_within_its_stated_margin_for_most_seeds(
     mode: str, pairwise: bool, cache: MarkedCache | None
 ) -> None:
@@ -202,8 +232,9 @@ def test_counting_in_blocks_keeps_the_counts_and_the_sample_of_one_by_one() -> N
     one, blocks = CallSampler(context(), size=7), CallSampler(context(), size=7)
     for n, (k, chars) in enumerate(calls):
         if one.count(keys[k], chars):
-            one.take(keys[k], PlannedCall([], "m", str(n), keys[k][0], list(keys[k][1:])),
-                     texts, chars)  # type: ignore[arg-type]  # fmt: skip
+            one.take(
+                keys[k], PlannedCall([], "m", str(n), keys[k][0], list(keys[k][1:])), texts, chars
+            )  # type: ignore[arg-type]
     start = 0
     while start < len(calls):
         block = calls[start : start + rng.randrange(1, 400)]
@@ -218,8 +249,16 @@ def test_counting_in_blocks_keeps_the_counts_and_the_sample_of_one_by_one() -> N
         start += len(block)
 
     def state(s: CallSampler) -> list[Any]:
-        return [(template, g.seen, g.chars, [(c.instance_id, x) for c, _, x in g.items],
-                 [o.calls for o in g.orders]) for template, g in s._groups.items()]  # fmt: skip
+        return [
+            (
+                template,
+                g.seen,
+                g.chars,
+                [(c.instance_id, x) for c, _, x in g.items],
+                [o.calls for o in g.orders],
+            )
+            for template, g in s._groups.items()
+        ]
 
     assert state(blocks) == state(one)
     assert sum(g.seen for g in one._groups.values()) == len(calls)

@@ -39,8 +39,9 @@ def test_validating_responses_holds_no_text(tmp_path: Path) -> None:
     instances, responses = big_inputs(tmp_path)
     tracemalloc.start()
     try:
-        plan = pipeline.prepare(instances=str(instances), responses=responses,
-                                judges=["memory/j"], run_name="big")  # fmt: skip
+        plan = pipeline.prepare(
+            instances=str(instances), responses=responses, judges=["memory/j"], run_name="big"
+        )
         _, validated = tracemalloc.get_traced_memory()
         tracemalloc.reset_peak()
         assert len(plan.fingerprint) == 64  # computed when first asked (--run named it)
@@ -61,8 +62,9 @@ def test_validating_responses_holds_no_text(tmp_path: Path) -> None:
 
 def test_creating_a_run_streams_its_texts_to_the_store(tmp_path: Path) -> None:
     instances, responses = big_inputs(tmp_path)
-    plan = pipeline.prepare(instances=str(instances), responses=responses,
-                            judges=["memory/j"], run_name="big")  # fmt: skip
+    plan = pipeline.prepare(
+        instances=str(instances), responses=responses, judges=["memory/j"], run_name="big"
+    )
     store = Store(f"sqlite:///{tmp_path / 's.db'}")
     settings = replace(settings_mod.load(), calls_per_message=50)
     assert plan.fingerprint  # its own measure: test_validating_responses_holds_no_text
@@ -80,8 +82,9 @@ def test_creating_a_run_streams_its_texts_to_the_store(tmp_path: Path) -> None:
 
 def test_a_file_changed_after_validation_writes_nothing(tmp_path: Path) -> None:
     instances, responses = write_inputs(tmp_path, 5)
-    plan = pipeline.prepare(instances=str(instances), responses=responses,
-                            judges=["memory/j"], run_name="changed")  # fmt: skip
+    plan = pipeline.prepare(
+        instances=str(instances), responses=responses, judges=["memory/j"], run_name="changed"
+    )
     path = Path(responses[1].split("=", 1)[1])
     lines = path.read_text().splitlines()
     lines[2] = json.dumps({"question_id": 3, "text": "a text never validated"})
@@ -118,8 +121,12 @@ def test_a_selection_keeps_its_responses_unread(tmp_path: Path) -> None:
 @pytest.mark.parametrize("page", [1, 2, 3, 5, 7, 1000])
 def test_open_calls_in_pages_are_the_calls_of_all_rows(tmp_path: Path, page: int) -> None:
     instances, responses = write_inputs(tmp_path, 4)
-    plan = pipeline.prepare(instances=str(instances), responses=responses,
-                            judges=["memory/a", "memory/b"], run_name="paged")  # fmt: skip
+    plan = pipeline.prepare(
+        instances=str(instances),
+        responses=responses,
+        judges=["memory/a", "memory/b"],
+        run_name="paged",
+    )
     store = Store(f"sqlite:///{tmp_path / 's.db'}")
     run = pipeline.start(plan, store, MemoryTransport(), settings_mod.load()).run
     rows = store.open_rows(run.id)
@@ -133,10 +140,14 @@ def test_open_calls_in_pages_are_the_calls_of_all_rows(tmp_path: Path, page: int
     with store.engine.begin() as conn:
         conn.execute(update(JUDGMENT).where(J.id.in_(died)).values(lease_until=utcnow()))
     with store.engine.connect() as conn:  # what is open, asked of the ledger directly
-        open_rows = [OpenRow(*r) for r in conn.execute(
-            select(J.id, J.model, J.model_b, J.instance_id, J.criterion, J.judge)
-            .where(J.run_id == run.id, claimable(utcnow())).order_by(J.id)
-        )]  # fmt: skip
+        open_rows = [
+            OpenRow(*r)
+            for r in conn.execute(
+                select(J.id, J.model, J.model_b, J.instance_id, J.criterion, J.judge)
+                .where(J.run_id == run.id, claimable(utcnow()))
+                .order_by(J.id)
+            )
+        ]
     assert {r.id for r in open_rows} >= set(died)
     expected = group_calls(open_rows, RunContext.from_config(run.config))
     paged = list(open_call_stream(store, run, page=page))
@@ -173,10 +184,10 @@ def test_a_large_metered_run_is_budgeted_from_sampled_costs(
     from flask_eval.core.types import Price
 
     instances, responses = write_inputs(tmp_path, 300, models=("m1", "m2"))
-    base = pipeline.prepare(instances=str(instances), responses=responses,
-                            judges=["memory/j"], run_name="metered")  # fmt: skip
-    plan = replace(base, judges=tuple(replace(j, price=Price(1000.0, 1000.0))
-                                      for j in base.judges))  # fmt: skip
+    base = pipeline.prepare(
+        instances=str(instances), responses=responses, judges=["memory/j"], run_name="metered"
+    )
+    plan = replace(base, judges=tuple(replace(j, price=Price(1000.0, 1000.0)) for j in base.judges))
     exact = plan.estimator().summarize(plan.planned_calls())[0].cost
     budget = exact / 2
     results = {}
@@ -204,15 +215,19 @@ def test_resuming_a_large_metered_run_samples_its_open_calls_without_its_texts(
     from flask_eval.producer.sampling import CallSampler
 
     instances, responses = write_inputs(tmp_path, 300, models=("m1", "m2"), words=(3, 90))
-    base = pipeline.prepare(instances=str(instances), responses=responses,
-                            judges=["memory/j", "memory/k"], run_name="resumed")  # fmt: skip
-    plan = replace(base, judges=tuple(replace(j, price=Price(1000.0, 1000.0))
-                                      for j in base.judges))  # fmt: skip
+    base = pipeline.prepare(
+        instances=str(instances),
+        responses=responses,
+        judges=["memory/j", "memory/k"],
+        run_name="resumed",
+    )
+    plan = replace(base, judges=tuple(replace(j, price=Price(1000.0, 1000.0)) for j in base.judges))
     exact = sum(e.cost for e in plan.estimator().summarize(plan.planned_calls()))
     monkeypatch.setattr(budgeting, "EXACT_METERING", 0)
     store = Store(f"sqlite:///{tmp_path / 'r.db'}")
-    first = pipeline.start(plan, store, MemoryTransport(), settings_mod.load(),
-                           max_cost=exact / 4).dispatched  # fmt: skip
+    first = pipeline.start(
+        plan, store, MemoryTransport(), settings_mod.load(), max_cost=exact / 4
+    ).dispatched
     assert first.held_back > 0
     run = store.find_run("resumed")
     assert run is not None
@@ -242,8 +257,12 @@ def test_a_small_plans_streamed_sample_is_its_exact_estimate(tmp_path: Path) -> 
     from flask_eval.core.types import Price
 
     instances, responses = write_inputs(tmp_path, 12, models=("m1", "m2"))
-    base = pipeline.prepare(instances=str(instances), responses=responses,
-                            judges=["memory/a", "memory/b"], run_name="small")  # fmt: skip
+    base = pipeline.prepare(
+        instances=str(instances),
+        responses=responses,
+        judges=["memory/a", "memory/b"],
+        run_name="small",
+    )
     plan = replace(base, judges=tuple(replace(j, price=Price(3.0, 15.0)) for j in base.judges))
     exact = plan.estimator().summarize(plan.planned_calls())
     streamed = plan.sampled().summarize()

@@ -25,13 +25,25 @@ def planned_run(store: Store, name: str, **prepare: Any) -> RunInfo:
     """A run planned as `flask-eval run` plans it (``prepare``'s keywords: inputs, judges,
     pairwise...), its ledger pending."""
     plan = pipeline.prepare(run_name=name, **prepare)
-    config = run_config(plan.inputs, plan.judges, plan.mode, codec.to_data(plan.skillset),
-                        plan.instances_path, plan.reference, plan.pairwise)  # fmt: skip
+    config = run_config(
+        plan.inputs,
+        plan.judges,
+        plan.mode,
+        codec.to_data(plan.skillset),
+        plan.instances_path,
+        plan.reference,
+        plan.pairwise,
+    )
     run, _ = store.create_run(
-        name=plan.name, fingerprint=plan.fingerprint, mode=plan.mode, config=config,
-        instances=plan.inputs.instances, response_sets=plan.inputs.response_sets,
-        judges=[j.name for j in plan.judges], pairs=plan.pairs,
-    )  # fmt: skip
+        name=plan.name,
+        fingerprint=plan.fingerprint,
+        mode=plan.mode,
+        config=config,
+        instances=plan.inputs.instances,
+        response_sets=plan.inputs.response_sets,
+        judges=[j.name for j in plan.judges],
+        pairs=plan.pairs,
+    )
     return run
 
 

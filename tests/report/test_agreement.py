@@ -126,8 +126,11 @@ def test_references_load_from_csv_and_jsonl_and_compare_like_a_judge(tmp_path: P
     lines = ["model,instance_id,skill,score"]
     lines += [f'{m},{i},"{s}",{v}' for (m, i, s), v in human.items()]
     lines.append("m1,999,Factuality,3")  # no such judgment: left out, counted
-    lines.append(f"m1,{done[0].instance_id},Metacognition,N/A" if done[0].skill != "Metacognition"
-                 else "m2,998,Metacognition,N/A")  # fmt: skip
+    lines.append(
+        f"m1,{done[0].instance_id},Metacognition,N/A"
+        if done[0].skill != "Metacognition"
+        else "m2,998,Metacognition,N/A"
+    )
     csv_path.write_text("\n".join(lines) + "\n")
     jsonl_path = tmp_path / "expert.jsonl"
     jsonl_path.write_text(
@@ -189,10 +192,15 @@ def test_agreement_command_json_and_table(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setenv("FLASK_EVAL_DATABASE_URL", url)
     ref = tmp_path / "human.jsonl"
     done = [r for r in records if r.judge == "openai/a" and r.score is not None][:30]
-    ref.write_text("".join(
-        json.dumps({"model": r.model, "instance_id": r.instance_id, "skill": r.skill,
-                    "score": r.score}) + "\n" for r in done
-    ))  # fmt: skip
+    ref.write_text(
+        "".join(
+            json.dumps(
+                {"model": r.model, "instance_id": r.instance_id, "skill": r.skill, "score": r.score}
+            )
+            + "\n"
+            for r in done
+        )
+    )
     result = CliRunner().invoke(
         _cli(), ["agreement", "stats", "--format", "json", "--reference", f"human={ref}"]
     )

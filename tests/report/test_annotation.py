@@ -115,8 +115,14 @@ def test_majority_domains_most_votes_first() -> None:
     combined = combine(ballots, ORDER)
     assert combined.labels.domains == ("Coding",)
     assert combined.ties == ()
-    two = combine({"a": Labels(domains=("Coding", "Math")), "b": Labels(domains=("Math",)),
-                   "c": Labels(domains=("Math", "Coding"))}, ORDER)  # fmt: skip
+    two = combine(
+        {
+            "a": Labels(domains=("Coding", "Math")),
+            "b": Labels(domains=("Math",)),
+            "c": Labels(domains=("Math", "Coding")),
+        },
+        ORDER,
+    )
     assert two.labels.domains == ("Math", "Coding")  # Math 3 of 3 before Coding 2 of 3
     assert two.ties == ()
 
@@ -137,13 +143,25 @@ def test_more_majority_domains_than_allowed_are_cut_by_the_domain_order() -> Non
 
 
 def test_no_majority_keeps_the_most_voted_domain() -> None:
-    single = combine({"a": Labels(domains=("Math",)), "b": Labels(domains=("Coding",)),
-                      "c": Labels(domains=("Math", "History")),
-                      "d": Labels(domains=("Culture",))}, ORDER)  # fmt: skip
+    single = combine(
+        {
+            "a": Labels(domains=("Math",)),
+            "b": Labels(domains=("Coding",)),
+            "c": Labels(domains=("Math", "History")),
+            "d": Labels(domains=("Culture",)),
+        },
+        ORDER,
+    )
     assert single.labels.domains == ("Math",)  # 2 of 4 is no majority, but the most
     assert single.ties == ()
-    three = combine({"a": Labels(domains=("Math",)), "b": Labels(domains=("Coding",)),
-                     "c": Labels(domains=("History",))}, ORDER)  # fmt: skip
+    three = combine(
+        {
+            "a": Labels(domains=("Math",)),
+            "b": Labels(domains=("Coding",)),
+            "c": Labels(domains=("History",)),
+        },
+        ORDER,
+    )
     assert three.labels.domains == ("History", "Math")
     assert three.ties == (
         "domains: no domain named by a majority of 3 annotators; 'History', 'Math' and "
@@ -155,8 +173,9 @@ def test_no_majority_keeps_the_most_voted_domain() -> None:
         "domains: no domain named by a majority of 2 annotators; 'Math' and 'Coding' tied "
         "with 1 vote each; kept them all",
     )
-    assert combine({"a": Labels(domains=("Coding",)), "b": Labels(domains=("Math",))},
-                   ORDER, max_domains=1).labels.domains == ("Math",)  # fmt: skip
+    assert combine(
+        {"a": Labels(domains=("Coding",)), "b": Labels(domains=("Math",))}, ORDER, max_domains=1
+    ).labels.domains == ("Math",)
 
 
 # -- combine: difficulty, one annotator, nothing ----------------------------------------------
@@ -166,13 +185,17 @@ def test_no_majority_keeps_the_most_voted_domain() -> None:
     ("levels", "expected", "tie"),
     [
         ([4, 4, 1], 4, None),  # the mode
-        ([2, 2, 4, 4], 2, "levels 2 and 4 tied with 2 votes each (of 4); took the lower "
-                          "median of all the levels given (2, 2, 4, 4): 2"),
+        (
+            [2, 2, 4, 4],
+            2,
+            "levels 2 and 4 tied with 2 votes each (of 4); took the lower "
+            "median of all the levels given (2, 2, 4, 4): 2",
+        ),
         ([1, 3, 5], 3, "levels 1, 3 and 5 tied with 1 vote each (of 3)"),
         ([5, 5, 2, 2, 3], 3, "lower median of all the levels given (2, 2, 3, 5, 5): 3"),
         ([5, 1], 1, "levels 1 and 5 tied"),
     ],
-)  # fmt: skip
+)
 def test_difficulty_mode_else_lower_median(
     levels: list[int], expected: int, tie: str | None
 ) -> None:
@@ -249,8 +272,15 @@ def test_compare_against_a_hand_count() -> None:
     # quadratic: observed (0 + 1 + 0 + 9)/4 = 5/2; expected g=1: 8, g=2: 4, g=3: 8,
     #   g=4: 2*9 + 2*1 = 20 -> 40/16 = 5/2; kappa 1 - 1 = 0
     assert a.difficulty.values == pytest.approx(
-        {"exact": 2 / 4, "within1": 3 / 4, "kappa": 1 / 3, "kappa_linear": 1 / 5,
-         "kappa_quadratic": 0.0}, abs=TOL)  # fmt: skip
+        {
+            "exact": 2 / 4,
+            "within1": 3 / 4,
+            "kappa": 1 / 3,
+            "kappa_linear": 1 / 5,
+            "kappa_quadratic": 0.0,
+        },
+        abs=TOL,
+    )
     assert a.confusion == (
         (1, 0, 0, 0, 0),
         (0, 0, 1, 0, 0),
@@ -268,15 +298,23 @@ def test_rows_and_table_say_each_statistic_its_value_and_its_count() -> None:
     ]
     by = {(r["facet"], r["statistic"]): r for r in rows}
     assert by[("skills", "overlap")] == {
-        "facet": "skills", "statistic": "overlap", "value": pytest.approx(8 / 12), "n": 4,
-        "gold_unknown": 2, "predicted_unknown": 1}  # fmt: skip
+        "facet": "skills",
+        "statistic": "overlap",
+        "value": pytest.approx(8 / 12),
+        "n": 4,
+        "gold_unknown": 2,
+        "predicted_unknown": 1,
+    }
     lines = agreement_table(a).splitlines()
     assert lines[0] == (
         "Annotation agreement with the given labels: 7 instances in both "
         "(1 only annotated, 1 only given)"
     )
-    cells = {line.strip().rsplit(None, 4)[0]: line.split()[-4:] for line in lines
-             if line.startswith("    ")}  # fmt: skip
+    cells = {
+        line.strip().rsplit(None, 4)[0]: line.split()[-4:]
+        for line in lines
+        if line.startswith("    ")
+    }
     assert cells["mean overlap |P&G|/|G|"] == ["0.667", "4", "2", "1"]
     assert cells["exact match (same order)"] == ["0.250", "4", "2", "1"]
     assert cells["kappa, linear weights"] == ["0.200", "4", "2", "1"]
@@ -316,8 +354,10 @@ def test_kappa_matches_sklearn_on_random_pairs(seed: int, weights: str | None) -
     gold, pred = _random_pairs(seed)
     table = confusion_matrix(list(zip(gold, pred, strict=True)))
     assert weighted_kappa(table, weights) == pytest.approx(_sklearn(gold, pred, weights), abs=TOL)
-    a = compare({str(i): Labels(difficulty=p) for i, p in enumerate(pred)},
-                {str(i): Labels(difficulty=g) for i, g in enumerate(gold)})  # fmt: skip
+    a = compare(
+        {str(i): Labels(difficulty=p) for i, p in enumerate(pred)},
+        {str(i): Labels(difficulty=g) for i, g in enumerate(gold)},
+    )
     name = {None: "kappa", "linear": "kappa_linear", "quadratic": "kappa_quadratic"}[weights]
     assert a.difficulty.values[name] == pytest.approx(_sklearn(gold, pred, weights), abs=TOL)
     assert a.difficulty.n == 200
@@ -343,8 +383,10 @@ def test_degenerate_kappa_is_undefined_as_in_sklearn(weights: str | None) -> Non
     assert np.isnan(theirs)
     assert np.isnan(weighted_kappa(confusion_matrix(list(zip(same, same, strict=True))), weights))
     assert np.isnan(weighted_kappa(np.zeros((5, 5)), weights))  # no pairs at all
-    a = compare({str(i): Labels(difficulty=3) for i in range(6)},
-                {str(i): Labels(difficulty=3) for i in range(6)})  # fmt: skip
+    a = compare(
+        {str(i): Labels(difficulty=3) for i in range(6)},
+        {str(i): Labels(difficulty=3) for i in range(6)},
+    )
     assert a.difficulty.values["kappa"] is None and a.difficulty.values["exact"] == 1.0
     assert "    Cohen's kappa" in agreement_table(a)
     line = next(x for x in agreement_table(a).splitlines() if "Cohen's kappa" in x)

@@ -29,8 +29,12 @@ ABILITY = {s.name: s.ability for s in SKILLS}
 TOL = 1e-9
 
 
-def intervals_of(table: ScoreTable, weights: np.ndarray, breakdown: Breakdown | None = None,
-                 confidence: float = 0.95) -> Intervals:  # fmt: skip
+def intervals_of(
+    table: ScoreTable,
+    weights: np.ndarray,
+    breakdown: Breakdown | None = None,
+    confidence: float = 0.95,
+) -> Intervals:
     """The report's intervals (FLASK's breakdown unless another is given)."""
     aggregation = Aggregation(table, breakdown or flask_breakdown(ABILITY))
     return cell_intervals(aggregation, weights, confidence)

@@ -67,22 +67,34 @@ def dataset(seed: int, n: int = 120) -> tuple[ScoreTable, list[Judged], dict[str
             for judge in JUDGES:
                 u = rng.random()
                 state = SCORED if u < 0.85 else NA if u < 0.9 else FAILED if u < 0.95 else NONE
-                score = float(min(5, max(1, round(rng.gauss(2 + bias, 1))))) if state == SCORED \
-                    else np.nan  # fmt: skip
+                score = (
+                    float(min(5, max(1, round(rng.gauss(2 + bias, 1)))))
+                    if state == SCORED
+                    else np.nan
+                )
                 row_states.append(state)
                 row_scores.append(score)
                 if state != NONE:
                     judged.append(Judged(model, judge, iid, state, score))
             states.append(row_states)
             scores.append(row_scores)
-    table = build(cells, JUDGES, np.array(states, dtype=np.int8), np.array(scores), {}, {},
-                  capability_of=cap_of, task_of=task_of)  # fmt: skip
+    table = build(
+        cells,
+        JUDGES,
+        np.array(states, dtype=np.int8),
+        np.array(scores),
+        {},
+        {},
+        capability_of=cap_of,
+        task_of=task_of,
+    )
     return table, judged, cap_of
 
 
 def aggregation(table: ScoreTable) -> Aggregation:
-    return Aggregation(table, report_breakdown({}, capabilities=True, tasks=True,
-                                              partial_abilities=True))  # fmt: skip
+    return Aggregation(
+        table, report_breakdown({}, capabilities=True, tasks=True, partial_abilities=True)
+    )
 
 
 def naive_means(judged: list[Judged], group: dict[str, str]) -> dict[tuple[str, str, str], float]:
@@ -117,9 +129,10 @@ def test_overall_biggen_is_the_mean_of_the_capability_means(seed: int) -> None:
             assert abs(biggen.mean - flask.mean) > 1e-3  # unequal capabilities: not the same
             mine = [x for x in judged if (x.model, x.judge) == (m, j)]
             assert (biggen.n, biggen.n_na, biggen.n_failed) == (
-                sum(x.state == SCORED for x in mine), sum(x.state == NA for x in mine),
+                sum(x.state == SCORED for x in mine),
+                sum(x.state == NA for x in mine),
                 sum(x.state == FAILED for x in mine),
-            )  # fmt: skip
+            )
 
 
 def test_one_rubric_name_shared_by_every_instance_is_one_criterion() -> None:
@@ -174,8 +187,9 @@ def test_intervals_are_the_naive_replicates_and_reproducible_from_the_seed() -> 
 
 def test_without_capabilities_the_report_has_flask_dimensions_only() -> None:
     table, _, _ = dataset(0, n=20)
-    plain = build([("m", "1", "s")], ["j"], np.array([[SCORED]], dtype=np.int8),
-                  np.array([[3.0]]), {}, {})  # fmt: skip
+    plain = build(
+        [("m", "1", "s")], ["j"], np.array([[SCORED]], dtype=np.int8), np.array([[3.0]]), {}, {}
+    )
     assert plain.capabilities == () and list(plain.capability) == [-1]
     dims = {r.dimension for r in Aggregation(plain, flask_breakdown({"s": "A"})).rows()}
     assert dims == {"overall", "skill", "ability"}  # no difficulty, domain or capability
@@ -188,11 +202,16 @@ def report_of(table: ScoreTable, replicates: int = 50) -> Report:
     agg = aggregation(table)
     intervals = cell_intervals(agg, instance_weights(len(table.instances), replicates, 0))
     return Report(
-        run="biggen", rows=with_intervals(agg.rows(), intervals), models=list(table.models),
-        judges=list(table.judges), skills=["rubric"], capabilities=list(table.capabilities),
-        tasks=list(table.tasks), definitions=definitions(table),
+        run="biggen",
+        rows=with_intervals(agg.rows(), intervals),
+        models=list(table.models),
+        judges=list(table.judges),
+        skills=["rubric"],
+        capabilities=list(table.capabilities),
+        tasks=list(table.tasks),
+        definitions=definitions(table),
         bootstrap={"replicates": replicates, "seed": 0, "confidence": 0.95},
-    )  # fmt: skip
+    )
 
 
 def test_every_format_carries_the_new_rows_and_says_what_biggens_overall_is() -> None:
@@ -232,8 +251,9 @@ def test_the_radar_shows_the_capabilities_not_the_instances() -> None:
     assert [t.get_text() for t in heat.axes[0].get_yticklabels()] == list(CAPABILITIES)
     # criteria named per instance: a note, never one spoke per instance rubric
     cells = [("m", f"{i:02d}", f"rubric-{i}") for i in range(30)]
-    each = build(cells, ["j"], np.full((30, 1), SCORED, dtype=np.int8), np.full((30, 1), 3.0),
-                 {}, {})  # fmt: skip
+    each = build(
+        cells, ["j"], np.full((30, 1), SCORED, dtype=np.int8), np.full((30, 1), 3.0), {}, {}
+    )
     rows = Aggregation(each, report_breakdown({}, partial_abilities=True)).rows()
     assert len({r.key for r in rows if r.dimension == SKILL}) == 30
     fig = radar(Report(run="x", rows=with_intervals(rows, {}), models=["m"], judges=["j"]), "j")
@@ -255,12 +275,20 @@ def _biggen(tmp_path: Path) -> Path:
         for k in range(2):
             key = f"{capability}_{task}_{k}"
             records[key] = {
-                "id": key, "capability": capability, "task": task, "instance_idx": k,
-                "input": f"{task} {k}", "reference_answer": "r", "system_prompt": "",
-                "score_rubric": {"criteria": "c?", **{f"score{n}_description": f"l{n}"
-                                                      for n in range(1, 6)}},
-                "response": "x", "response_model_name": "m",
-            }  # fmt: skip
+                "id": key,
+                "capability": capability,
+                "task": task,
+                "instance_idx": k,
+                "input": f"{task} {k}",
+                "reference_answer": "r",
+                "system_prompt": "",
+                "score_rubric": {
+                    "criteria": "c?",
+                    **{f"score{n}_description": f"l{n}" for n in range(1, 6)},
+                },
+                "response": "x",
+                "response_model_name": "m",
+            }
     path = tmp_path / "biggen.json"
     path.write_text(json.dumps(records))
     return path
@@ -271,8 +299,9 @@ def test_biggen_runs_follow_biggens_pipeline_and_say_so(tmp_path: Path) -> None:
     (--biggen-llm-judge), the notes say per judge how that differs from BiGGen's; the run
     summary and the leaderboard lead with BiGGen's overall; tasks sit under capabilities."""
     judges_file = tmp_path / "judges.yaml"
-    judges_file.write_text("- spec: openai/p\n  name: prom\n  protocol: prometheus\n"
-                           "- spec: openai/g\n  name: gpt\n")  # fmt: skip
+    judges_file.write_text(
+        "- spec: openai/p\n  name: prom\n  protocol: prometheus\n- spec: openai/g\n  name: gpt\n"
+    )
     store = Store(f"sqlite:///{tmp_path / 'b.db'}")
     scores = {"planning": 5, "refinement": 1, "grounding": 3}
 
@@ -282,8 +311,15 @@ def test_biggen_runs_follow_biggens_pipeline_and_say_so(tmp_path: Path) -> None:
 
     reports = {}
     for name, keep in (("plain", False), ("kept", True)):
-        run = planned_run(store, name, instances=None, responses=(), biggen=str(_biggen(tmp_path)),
-                          judges_files=[str(judges_file)], biggen_llm_judge=keep)  # fmt: skip
+        run = planned_run(
+            store,
+            name,
+            instances=None,
+            responses=(),
+            biggen=str(_biggen(tmp_path)),
+            judges_files=[str(judges_file)],
+            biggen_llm_judge=keep,
+        )
         finish(store, run, score)
         reports[name] = build_report(store, run, replicates=0, progress=False)
     plain, kept = reports["plain"], reports["kept"]

@@ -18,8 +18,10 @@ DEMO_ENV = ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "ANTHROPI
 
 def test_demo_prints_the_breakdown_compactly(tmp_path: Path) -> None:
     env: dict[str, str | None] = dict.fromkeys(DEMO_ENV)
-    env |= {"FLASK_EVAL_DATABASE_URL": f"sqlite:///{tmp_path / 'demo.db'}",
-            "FLASK_EVAL_BROKER_URL": None}  # fmt: skip
+    env |= {
+        "FLASK_EVAL_DATABASE_URL": f"sqlite:///{tmp_path / 'demo.db'}",
+        "FLASK_EVAL_BROKER_URL": None,
+    }
     result = CliRunner().invoke(main, ["demo"], env=env)
     assert result.exit_code == 0, result.output
     out = result.stdout
@@ -43,8 +45,10 @@ def test_demo_explains_its_call_counts_and_coverage(tmp_path: Path) -> None:
     demo says why, with numbers that add up, and how many instances and judgments each
     model has (model_b answered 25 of the 27 instances)."""
     env: dict[str, str | None] = dict.fromkeys(DEMO_ENV)
-    env |= {"FLASK_EVAL_DATABASE_URL": f"sqlite:///{tmp_path / 'demo.db'}",
-            "FLASK_EVAL_BROKER_URL": None}  # fmt: skip
+    env |= {
+        "FLASK_EVAL_DATABASE_URL": f"sqlite:///{tmp_path / 'demo.db'}",
+        "FLASK_EVAL_BROKER_URL": None,
+    }
     result = CliRunner().invoke(main, ["demo"], env=env)
     assert result.exit_code == 0, result.output
     out = " ".join(result.stdout.split())  # the lines are wrapped
@@ -53,8 +57,11 @@ def test_demo_explains_its_call_counts_and_coverage(tmp_path: Path) -> None:
     calls = re.search(r"Calls: (\d+) planned, one per response and judge.*?; (\d+) dispatched", out)
     assert calls is not None and calls.group(1) == calls.group(2) == str((27 + 25) * 2)
     planned = int(calls.group(1))
-    paid = re.search(r"Paid: (\d+) answers in the ledger: (?:one per call|the (\d+) calls plus "
-                     r"(\d+) format reminders)", out)  # fmt: skip
+    paid = re.search(
+        r"Paid: (\d+) answers in the ledger: (?:one per call|the (\d+) calls plus "
+        r"(\d+) format reminders)",
+        out,
+    )
     assert paid is not None and int(paid.group(2) or planned) == planned
     assert int(paid.group(1)) == planned + int(paid.group(3) or 0)
     requests = re.search(

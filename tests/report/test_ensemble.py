@@ -178,9 +178,17 @@ def test_report_command_adds_ensemble_rows(tmp_path: Path, monkeypatch: pytest.M
     again = CliRunner().invoke(_cli(), [*args, "--ensemble", "mean:2", "--ensemble", "majority"])
     assert json.loads(again.stdout)["rows"] == payload["rows"]
     members = CliRunner().invoke(
-        _cli(), [*args, "--ensemble", "mean:2", "--ensemble-judge", "openai/a",
-                 "--ensemble-judge", "openai/c"]
-    )  # fmt: skip
+        _cli(),
+        [
+            *args,
+            "--ensemble",
+            "mean:2",
+            "--ensemble-judge",
+            "openai/a",
+            "--ensemble-judge",
+            "openai/c",
+        ],
+    )
     assert members.exit_code == 1 and "is in progress" in members.stderr, members.output
     for bad in (["--ensemble", "avg"], ["--ensemble", "mean:9"]):
         failed = CliRunner().invoke(_cli(), [*args, *bad])

@@ -30,8 +30,13 @@ from tests.report.ledger import Outcome, Row, finish, judges, planned_run
 GOLDEN = Path(__file__).parent / "golden"
 REGENERATE = os.environ.get("FLASK_EVAL_REGENERATE_GOLDEN") == "1"
 #: models of the absolute runs and how good their responses are (names long and alike)
-QUALITY = {"gpt4": 4.3, "llama2_chat_13b": 3.1, "alpaca_13b": 2.6, "response-1": 3.6,
-           "response-2": 3.4}  # fmt: skip
+QUALITY = {
+    "gpt4": 4.3,
+    "llama2_chat_13b": 3.1,
+    "alpaca_13b": 2.6,
+    "response-1": 3.6,
+    "response-2": 3.4,
+}
 
 
 def _unit(*parts: str) -> float:
@@ -58,8 +63,9 @@ def _responses(tmp_path: Path, models: list[str]) -> list[str]:
     for model in models:
         path = tmp_path / f"{model}.jsonl"
         kept = [i for i in ids if _unit("answered", model, str(i)) > 0.08]
-        path.write_text("".join(json.dumps({"question_id": i, "text": f"{model} on {i}"}) + "\n"
-                                for i in kept))  # fmt: skip
+        path.write_text(
+            "".join(json.dumps({"question_id": i, "text": f"{model} on {i}"}) + "\n" for i in kept)
+        )
         args.append(f"{model}={path}")
     return args
 
@@ -67,21 +73,31 @@ def _responses(tmp_path: Path, models: list[str]) -> list[str]:
 def _biggen_file(tmp_path: Path) -> Path:
     """A small BiGGen Bench file (one model's responses, as BiGGen's files hold): three
     capabilities, their tasks, and one llm_judge task."""
-    tasks = {"grounding": ["role_playing", "false_context"],
-             "refinement": ["essay_revision", "llm_judge_absolute"],
-             "planning": ["travel_plan", "executable_planning", "personal_assistant"]}  # fmt: skip
+    tasks = {
+        "grounding": ["role_playing", "false_context"],
+        "refinement": ["essay_revision", "llm_judge_absolute"],
+        "planning": ["travel_plan", "executable_planning", "personal_assistant"],
+    }
     data = {}
     for capability, names in tasks.items():
         for task in names:
             for k in range(3):
                 key = f"{capability}_{task}_{k}"
                 data[key] = {
-                    "id": key, "capability": capability, "task": task, "instance_idx": k,
-                    "system_prompt": "", "input": f"{task} {k}", "reference_answer": "ref",
-                    "score_rubric": {"criteria": f"{task}?", **{
-                        f"score{n}_description": f"level {n}" for n in range(1, 6)}},
-                    "response": f"answer to {key}", "response_model_name": "llama2_chat_13b",
-                }  # fmt: skip
+                    "id": key,
+                    "capability": capability,
+                    "task": task,
+                    "instance_idx": k,
+                    "system_prompt": "",
+                    "input": f"{task} {k}",
+                    "reference_answer": "ref",
+                    "score_rubric": {
+                        "criteria": f"{task}?",
+                        **{f"score{n}_description": f"level {n}" for n in range(1, 6)},
+                    },
+                    "response": f"answer to {key}",
+                    "response_model_name": "llama2_chat_13b",
+                }
     path = tmp_path / "biggen.json"
     path.write_text(json.dumps(data))
     return path
@@ -109,10 +125,14 @@ def _report(tmp_path: Path, name: str, outcome: Callable[[Row], Outcome], **plan
 
 def test_golden_flask_report(tmp_path: Path) -> None:
     """Five models (two named alike, as Auto-J's are), two judges, FLASK's skills."""
-    text = _report(tmp_path, "golden-flask", _score,
-                   instances=str(EXAMPLES / "instances.jsonl"),
-                   responses=_responses(tmp_path, list(QUALITY)),
-                   judges=judges("strict", "lenient"))  # fmt: skip
+    text = _report(
+        tmp_path,
+        "golden-flask",
+        _score,
+        instances=str(EXAMPLES / "instances.jsonl"),
+        responses=_responses(tmp_path, list(QUALITY)),
+        judges=judges("strict", "lenient"),
+    )
     assert len(text.splitlines()) < 150
     _check("flask", text)
 
@@ -121,8 +141,15 @@ def test_golden_biggen_report(tmp_path: Path) -> None:
     """One model (a BiGGen file holds one), two judges: BiGGen's overall leads; tasks sit
     under their capabilities; the llm_judge task is left out and the notes say so."""
     biggen = str(_biggen_file(tmp_path))
-    text = _report(tmp_path, "golden-biggen", _score, instances=None, responses=(),
-                   biggen=biggen, judges=judges("strict", "lenient"))  # fmt: skip
+    text = _report(
+        tmp_path,
+        "golden-biggen",
+        _score,
+        instances=None,
+        responses=(),
+        biggen=biggen,
+        judges=judges("strict", "lenient"),
+    )
     _check("biggen", text)
 
 
@@ -140,8 +167,13 @@ def test_golden_pairwise_report(tmp_path: Path) -> None:
     """Four models, every pair in both orders, two judges: leaderboards, win-rate
     matrices with whole names, position bias, comparisons with a failed order apart."""
     models = ["gpt4", "response-1", "response-2", "alpaca_13b"]
-    text = _report(tmp_path, "golden-pairwise", _verdict,
-                   instances=str(EXAMPLES / "instances.jsonl"),
-                   responses=_responses(tmp_path, models), judges=judges("strict", "lenient"),
-                   pairwise="all")  # fmt: skip
+    text = _report(
+        tmp_path,
+        "golden-pairwise",
+        _verdict,
+        instances=str(EXAMPLES / "instances.jsonl"),
+        responses=_responses(tmp_path, models),
+        judges=judges("strict", "lenient"),
+        pairwise="all",
+    )
     _check("pairwise", text)

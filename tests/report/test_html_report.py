@@ -96,8 +96,17 @@ def test_html_report_is_self_contained_and_exports_every_table(
     assert heads["comparisons.csv"].startswith("judge,model_a,model_b,")
     assert heads["agreement.csv"].startswith("judge_a,judge_b,skill,n,pearson,")
     # plain numbers in every file (numpy 2 would repr its scalars as np.float64(2.66...))
-    text_fields = {"model", "judge", "dimension", "key", "model_a", "model_b", "judge_a",
-                   "judge_b", "skill"}  # fmt: skip
+    text_fields = {
+        "model",
+        "judge",
+        "dimension",
+        "key",
+        "model_a",
+        "model_b",
+        "judge_a",
+        "judge_b",
+        "skill",
+    }
     for name in ("rows.csv", "comparisons.csv", "agreement.csv"):
         records = list(csv.DictReader(io.StringIO((csv_dir / name).read_text())))
         assert records, name
@@ -119,10 +128,17 @@ def test_html_report_is_self_contained_and_exports_every_table(
 
 def _judge_data(name: str, spec: str, **sampling: object) -> dict[str, object]:
     """A judge as ``core.types.JudgeConfig.to_data()`` records it in a run config."""
-    data: dict[str, object] = {"name": name, "spec": spec, "rpm": None, "tpm": None,
-                               "max_in_flight": None, "price": {"input": 2.5, "output": 10.0},
-                               "max_tokens": None, "temperature": None,
-                               "retry_max_tokens": None}  # fmt: skip
+    data: dict[str, object] = {
+        "name": name,
+        "spec": spec,
+        "rpm": None,
+        "tpm": None,
+        "max_in_flight": None,
+        "price": {"input": 2.5, "output": 10.0},
+        "max_tokens": None,
+        "temperature": None,
+        "retry_max_tokens": None,
+    }
     return data | sampling
 
 
@@ -149,11 +165,19 @@ def test_every_report_format_says_how_each_judge_was_sampled(
     assert "anthropic/b: anthropic/b, max_tokens 2048, temperature provider default" in head
     payload = json.loads(_report(["stats", "--format", "json", "--bootstrap", "50"]))
     assert payload["judges"] == [
-        {"name": "openai/a", "spec": "openai/a@http://127.0.0.1:9/v1?k=***", "max_tokens": 1024,
-         "temperature": 0.0},
-        {"name": "anthropic/b", "spec": "anthropic/b", "max_tokens": 2048,
-         "temperature": "provider default"},
-    ]  # fmt: skip
+        {
+            "name": "openai/a",
+            "spec": "openai/a@http://127.0.0.1:9/v1?k=***",
+            "max_tokens": 1024,
+            "temperature": 0.0,
+        },
+        {
+            "name": "anthropic/b",
+            "spec": "anthropic/b",
+            "max_tokens": 2048,
+            "temperature": "provider default",
+        },
+    ]
     out = tmp_path / "html"
     # the page's text is under test here; its figures are the previous test's (drawing
     # them would take most of this test's time)
@@ -173,9 +197,16 @@ def make_report(models: int, judges: tuple[str, ...] = ("j1", "j2")) -> Report:
     records = random_records(41, instances=60, models=names, judges=judges)
     table = from_records(records)
     rows = with_intervals(Aggregation(table, flask_breakdown(ABILITY)).rows(), {})
-    return Report(run="r", rows=rows, models=list(table.models), judges=list(table.judges),
-                  skills=list(SKILLS.names), abilities=list(SKILLS.abilities),
-                  ability_of=ABILITY, domains=list(table.domains))  # fmt: skip
+    return Report(
+        run="r",
+        rows=rows,
+        models=list(table.models),
+        judges=list(table.judges),
+        skills=list(SKILLS.names),
+        abilities=list(SKILLS.abilities),
+        ability_of=ABILITY,
+        domains=list(table.domains),
+    )
 
 
 def _polar_axes(fig: object) -> list[object]:
@@ -193,8 +224,9 @@ def test_radar_runs_from_1_at_the_centre_and_stays_legible(models: int) -> None:
         assert ax.get_ylim() == (1.0, 5.0)  # type: ignore[attr-defined]
     if models > RADAR_OVERLAY_MAX:
         # small multiples, best first under this judge, each titled with its overall mean
-        overall = {r.model: r.mean for r in report.rows if r.judge == "j1"
-                   and r.dimension == "overall"}  # fmt: skip
+        overall = {
+            r.model: r.mean for r in report.rows if r.judge == "j1" and r.dimension == "overall"
+        }
         titles = [ax.get_title() for ax in axes]  # type: ignore[attr-defined]
         best_first = sorted(overall, key=lambda m: -(overall[m] or 0))
         assert titles == [f"{m} ({overall[m]:.2f})" for m in best_first]

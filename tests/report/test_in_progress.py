@@ -39,10 +39,14 @@ def partial(tmp_path: Path) -> Iterator[tuple[str, int, int]]:
     URL, pending, total)."""
     url = f"sqlite:///{tmp_path / 'store.db'}"
     store = Store(url)
-    run = planned_run(store, "partial", instances=str(EXAMPLES / "instances.jsonl"),
-                      responses=[f"a={EXAMPLES / 'model_a.jsonl'}",
-                                 f"b={EXAMPLES / 'model_b.jsonl'}"],
-                      judges=judges("j1", "j2"), limit=10)  # fmt: skip
+    run = planned_run(
+        store,
+        "partial",
+        instances=str(EXAMPLES / "instances.jsonl"),
+        responses=[f"a={EXAMPLES / 'model_a.jsonl'}", f"b={EXAMPLES / 'model_b.jsonl'}"],
+        judges=judges("j1", "j2"),
+        limit=10,
+    )
     rows = finish(store, run, judged_so_far)
     store.close()
     pending = sum(judged_so_far(r) is None for r in rows)
@@ -73,8 +77,12 @@ def test_every_report_form_of_a_run_in_progress_says_so_and_exits_1(
     assert out.returncode == 1
     doc = json.loads(out.stdout)
     assert doc["in_progress"] is True and doc["pending"] == pending
-    assert doc["judgments"] == {"total": total, "done": total - pending, "failed": 0,
-                                "pending": pending}  # fmt: skip
+    assert doc["judgments"] == {
+        "total": total,
+        "done": total - pending,
+        "failed": 0,
+        "pending": pending,
+    }
 
     out = flask_eval(*report, "--format", "csv", env=env, check=False)
     assert out.returncode == 1

@@ -28,10 +28,18 @@ def test_the_replicates_fit_equals_liblinear(seed: int) -> None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 theirs = linear_model.LogisticRegression(
-                    C=c, l1_ratio=1.0, solver="liblinear", fit_intercept=False, tol=1e-12,
-                    max_iter=100_000, random_state=123,
-                ).fit(np.concatenate([design, design]), np.r_[np.ones(n), np.zeros(n)],
-                      sample_weight=np.r_[y * w, (1 - y) * w])  # fmt: skip
+                    C=c,
+                    l1_ratio=1.0,
+                    solver="liblinear",
+                    fit_intercept=False,
+                    tol=1e-12,
+                    max_iter=100_000,
+                    random_state=123,
+                ).fit(
+                    np.concatenate([design, design]),
+                    np.r_[np.ones(n), np.zeros(n)],
+                    sample_weight=np.r_[y * w, (1 - y) * w],
+                )
             np.testing.assert_allclose(ours[r], theirs.coef_[0], atol=1e-6)
 
 

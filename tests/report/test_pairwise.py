@@ -127,8 +127,9 @@ def test_bradley_terry_equals_sklearn_logistic_regression() -> None:
         rows += [x[1:], x[1:]]
         ys += [1, 0]
         ws += [score[k], games[k] - score[k]]
-    lr = LogisticRegression(fit_intercept=False, C=np.inf, solver="newton-cholesky", tol=1e-14,
-                            max_iter=1000)  # fmt: skip
+    lr = LogisticRegression(
+        fit_intercept=False, C=np.inf, solver="newton-cholesky", tol=1e-14, max_iter=1000
+    )
     lr.fit(np.array(rows), np.array(ys), sample_weight=np.array(ws))
     expected = np.concatenate([[1000.0], 400 * lr.coef_[0] + 1000.0])
     assert np.max(np.abs(fit.ratings - expected)) < 1e-6
@@ -220,7 +221,10 @@ def test_report_formats_carry_pairwise_rows() -> None:
     doc = json.loads(to_json(report))
     dims = {r["dimension"] for r in doc["rows"]}
     assert {"pairwise", "rating", "position", "length_bias"} <= dims or {
-        "pairwise", "rating", "position"} <= dims  # fmt: skip
+        "pairwise",
+        "rating",
+        "position",
+    } <= dims
     pair = next(r for r in doc["rows"] if r["dimension"] == "pairwise")
     assert pair["key"] == f"{pair['model']} vs {pair['model_b']}"
     assert pair["win"] + pair["tie"] + pair["loss"] == pytest.approx(1.0)
@@ -235,9 +239,13 @@ def test_report_formats_carry_pairwise_rows() -> None:
 
 
 def test_several_criteria_are_reported_each_and_pooled() -> None:
-    records = [*_random_records(1, 10), *(
-        Comparison(c.instance_id, c.first, c.second, "style", c.judge, c.verdict)
-        for c in _random_records(2, 10))]  # fmt: skip
+    records = [
+        *_random_records(1, 10),
+        *(
+            Comparison(c.instance_id, c.first, c.second, "style", c.judge, c.verdict)
+            for c in _random_records(2, 10)
+        ),
+    ]
     inst = instances_of(records)
     pw = build(records, instance_weights(len(inst), 20, 0), inst, models=["m1", "m2", "m3", "m4"])
     crits = {r["criterion"] for r in pw.rows() if r["dimension"] == "rating"}
@@ -274,8 +282,13 @@ def test_html_shows_the_controlled_figures_best_first(tmp_path) -> None:  # type
         (m, i): f"{m} answers {i}" + " more" * (k % 3)
         for k, (m, i) in enumerate((m, i) for m in ("m1", "m2", "m3", "m4") for i in inst)
     }
-    pw = build(records, instance_weights(len(inst), 50, 0), inst, texts=texts,
-               models=["m1", "m2", "m3", "m4"])  # fmt: skip
+    pw = build(
+        records,
+        instance_weights(len(inst), 50, 0),
+        inst,
+        texts=texts,
+        models=["m1", "m2", "m3", "m4"],
+    )
     page = html_render(Report(run="r", rows=[], pairwise=pw), [])
     table = re.search(r"<table class='controlled'>(.*?)</table>", page, re.S)
     assert table, "no table of the controlled figures"

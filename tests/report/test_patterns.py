@@ -21,10 +21,14 @@ def test_a_score_that_is_the_position_is_flagged_with_its_share() -> None:
     (found,) = patterns(calls)
     assert found.flagged and found.n == 60 and found.share == 1.0
     assert [(p.position, p.score, p.count, p.n) for p in found.positions] == [
-        (1, 1.0, 20, 20), (2, 2.0, 20, 20), (3, 3.0, 20, 20)]  # fmt: skip
+        (1, 1.0, 20, 20),
+        (2, 2.0, 20, 20),
+        (3, 3.0, 20, 20),
+    ]
     assert "60 of its 60 scores (100%)" in found.note()
     assert "1st criterion 1 in 20/20, 2nd criterion 2 in 20/20, 3rd criterion 3 in 20/20" in (
-        found.note())  # fmt: skip
+        found.note()
+    )
 
 
 def test_nearly_a_function_is_flagged_and_a_real_judge_or_a_constant_one_is_not() -> None:
@@ -51,15 +55,20 @@ def test_the_report_flags_the_judge_in_its_notes_and_json(tmp_path: Path) -> Non
     """A ledger where judge "tiny" gave each criterion its position in the call and
     judge "real" scored the responses: the notes and the JSON name tiny alone."""
     store = Store(f"sqlite:///{tmp_path / 'p.db'}")
-    run = planned_run(store, "patterns", instances=str(EXAMPLES / "instances.jsonl"),
-                      responses=[f"a={EXAMPLES / 'model_a.jsonl'}"],
-                      judges=judges("tiny", "real"))  # fmt: skip
+    run = planned_run(
+        store,
+        "patterns",
+        instances=str(EXAMPLES / "instances.jsonl"),
+        responses=[f"a={EXAMPLES / 'model_a.jsonl'}"],
+        judges=judges("tiny", "real"),
+    )
     position: dict[tuple[str, str, str], int] = {}
 
     def score(row: Row) -> Outcome:
         call = f"{row.judge}-{row.model}-{row.instance_id}"
         at = position[(row.judge, row.model, row.instance_id)] = (
-            position.get((row.judge, row.model, row.instance_id), 0) + 1)  # fmt: skip
+            position.get((row.judge, row.model, row.instance_id), 0) + 1
+        )
         if row.judge == "tiny":
             return "done", at, call
         return "done", 1 + (len(row.criterion) + int(row.instance_id)) % 5, call
@@ -84,9 +93,13 @@ def test_what_runs_beside_the_breakdowns_is_timed_and_its_failure_reaches_the_ca
     from flask_eval.storage import analytics
 
     store = Store(f"sqlite:///{tmp_path / 'aside.db'}")
-    run = planned_run(store, "aside", instances=str(EXAMPLES / "instances.jsonl"),
-                      responses=[f"a={EXAMPLES / 'model_a.jsonl'}"],
-                      judges=judges("one"))  # fmt: skip
+    run = planned_run(
+        store,
+        "aside",
+        instances=str(EXAMPLES / "instances.jsonl"),
+        responses=[f"a={EXAMPLES / 'model_a.jsonl'}"],
+        judges=judges("one"),
+    )
     finish(store, run, lambda row: ("done", 1 + row.id % 5, f"call-{row.id}"))
     timings: dict[str, float] = {}
     build_report(store, run, replicates=20, progress=False, timings=timings)
@@ -109,10 +122,13 @@ def test_the_pivots_position_counts_equal_the_ledgers(postgres_url: str) -> None
     from flask_eval.storage import analytics
 
     store = Store(postgres_url)
-    run = planned_run(store, "positions", instances=str(EXAMPLES / "instances.jsonl"),
-                      responses=[f"a={EXAMPLES / 'model_a.jsonl'}",
-                                 f"b={EXAMPLES / 'model_b.jsonl'}"],
-                      judges=judges("tiny", "split", "real"))  # fmt: skip
+    run = planned_run(
+        store,
+        "positions",
+        instances=str(EXAMPLES / "instances.jsonl"),
+        responses=[f"a={EXAMPLES / 'model_a.jsonl'}", f"b={EXAMPLES / 'model_b.jsonl'}"],
+        judges=judges("tiny", "split", "real"),
+    )
 
     def scored(row: Row, base: str) -> Outcome:
         if row.judge == "tiny":

@@ -17,8 +17,13 @@ from tests.report.ledger import Outcome, Row, finish, judges, planned_run
 
 VICUNA = (
     Path(__file__).resolve().parents[3]
-    / "shared" / "prometheus-data" / "eval" / "benchmark" / "data" / "vicuna_eval.json"
-)  # fmt: skip
+    / "shared"
+    / "prometheus-data"
+    / "eval"
+    / "benchmark"
+    / "data"
+    / "vicuna_eval.json"
+)
 
 
 def test_vicuna_bench_per_model_with_gpt4_beside_each_judge(tmp_path: Path) -> None:
@@ -29,14 +34,21 @@ def test_vicuna_bench_per_model_with_gpt4_beside_each_judge(tmp_path: Path) -> N
         (r["response_source"], str(r["idx"])): sum(r["gpt4_score"]) / 3 for r in raw
     }
     store = Store(f"sqlite:///{tmp_path / 'v.db'}")
-    run = planned_run(store, "vicuna", instances=None, responses=(), prometheus_set=str(VICUNA),
-                      judges=judges("copy", "flat"))  # fmt: skip
+    run = planned_run(
+        store,
+        "vicuna",
+        instances=None,
+        responses=(),
+        prometheus_set=str(VICUNA),
+        judges=judges("copy", "flat"),
+    )
 
     def score(row: Row) -> Outcome:  # "copy" agrees with GPT-4's first run; "flat" gives 3
         if row.judge == "flat":
             return "done", 3
-        first = next(r for r in raw if (r["response_source"], str(r["idx"])) == (
-            row.model, row.instance_id))  # fmt: skip
+        first = next(
+            r for r in raw if (r["response_source"], str(r["idx"])) == (row.model, row.instance_id)
+        )
         return "done", first["gpt4_score"][0]
 
     finish(store, run, score)
@@ -57,4 +69,5 @@ def test_vicuna_bench_per_model_with_gpt4_beside_each_judge(tmp_path: Path) -> N
     assert "Ranking agreement with gpt-4" in text and "copy 1.00 (4 models)" in text
     doc = json.loads(to_json(report))
     assert {(r["name"], r["model"]) for r in doc["reference_means"]} == {
-        ("gpt-4", m) for m in report.models}  # fmt: skip
+        ("gpt-4", m) for m in report.models
+    }

@@ -79,14 +79,31 @@ def to_csv(rows: list[Row]) -> str:
 def test_json_shape_and_keys() -> None:
     rows = as_report(sample_rows()).rows
     data = json.loads(to_json(Report("run-1", rows)))
-    assert set(data) == {"run", "judges", "rows", "comparisons", "agreement", "bootstrap",
-                         "notes", "position_patterns", "cost"}  # fmt: skip
+    assert set(data) == {
+        "run",
+        "judges",
+        "rows",
+        "comparisons",
+        "agreement",
+        "bootstrap",
+        "notes",
+        "position_patterns",
+        "cost",
+    }
     assert data["run"] == "run-1"
     assert len(data["rows"]) == len(rows)
     for item in data["rows"]:
         assert list(item) == list(FIELDS)
-    assert list(ROW_FIELDS) == ["model", "judge", "dimension", "key", "mean", "n", "n_na",
-                                "n_failed"]  # fmt: skip
+    assert list(ROW_FIELDS) == [
+        "model",
+        "judge",
+        "dimension",
+        "key",
+        "mean",
+        "n",
+        "n_na",
+        "n_failed",
+    ]
     assert list(FIELDS) == [*ROW_FIELDS, "ci_low", "ci_high"]
     assert data["rows"] == [row.as_dict() for row in rows]
     assert [{k: r[k] for k in ROW_FIELDS} for r in data["rows"]] == [
@@ -105,9 +122,16 @@ def test_json_keeps_full_precision_and_null() -> None:
 
 def test_json_empty() -> None:
     assert json.loads(to_json(Report("empty", []))) == {
-        "run": "empty", "judges": [], "rows": [], "comparisons": [], "agreement": [],
-        "bootstrap": {}, "notes": [], "position_patterns": [], "cost": [],
-    }  # fmt: skip
+        "run": "empty",
+        "judges": [],
+        "rows": [],
+        "comparisons": [],
+        "agreement": [],
+        "bootstrap": {},
+        "notes": [],
+        "position_patterns": [],
+        "cost": [],
+    }
 
 
 # --------------------------------------------------------------------------- CSV
@@ -180,16 +204,33 @@ def test_table_empty() -> None:
 def test_csv_and_json_writers_emit_plain_numbers_whatever_the_numeric_type() -> None:
     """numpy 2 reprs its scalars as ``np.float64(2.66)``; every writer must not."""
     # numpy scalars where the dataclasses say float or int: what numpy code hands over
-    values: dict[str, Any] = {"n_instances": np.int64(12), "mean_a": np.float64(8 / 3),
-                              "mean_b": np.float32(2.5), "diff": np.float64(1 / 6),
-                              "ci_low": np.float64(0.05), "ci_high": None}  # fmt: skip
+    values: dict[str, Any] = {
+        "n_instances": np.int64(12),
+        "mean_a": np.float64(8 / 3),
+        "mean_b": np.float32(2.5),
+        "diff": np.float64(1 / 6),
+        "ci_low": np.float64(0.05),
+        "ci_high": None,
+    }
     comparison = Comparison("j", "a", "b", **values)
-    values = {"mean": np.float64(11 / 3), "n": np.int64(3), "n_na": 0, "n_failed": 0,
-              "ci_low": np.float64(3.0), "ci_high": np.float16(4.5)}  # fmt: skip
+    values = {
+        "mean": np.float64(11 / 3),
+        "n": np.int64(3),
+        "n_na": 0,
+        "n_failed": 0,
+        "ci_low": np.float64(3.0),
+        "ci_high": np.float16(4.5),
+    }
     row = ReportRow("m", "j", "skill", LC, **values)
-    values = {"n": np.int32(7), "pearson": np.float64(0.5), "spearman": None,
-              "kendall_tau_b": None, "krippendorff_alpha": None, "exact": np.float64(0.25),
-              "within1": 1.0}  # fmt: skip
+    values = {
+        "n": np.int32(7),
+        "pearson": np.float64(0.5),
+        "spearman": None,
+        "kendall_tau_b": None,
+        "krippendorff_alpha": None,
+        "exact": np.float64(0.25),
+        "within1": 1.0,
+    }
     agreement = Agreement("a", "b", None, **values)
     for text in (comparisons_csv([comparison]), rows_csv([row]), agreement_csv([agreement])):
         assert "np." not in text and "float" not in text and "int" not in text
@@ -198,8 +239,16 @@ def test_csv_and_json_writers_emit_plain_numbers_whatever_the_numeric_type() -> 
     assert float(comp["mean_b"]) == 2.5 and comp["ci_high"] == ""
     (parsed,) = csv.DictReader(io.StringIO(rows_csv([row])))
     assert float(parsed["mean"]) == 11 / 3 and parsed["n"] == "3" and parsed["ci_high"] == "4.5"
-    payload = json.loads(dumps({"rows": [row.as_dict()], "c": comparison.as_dict(),
-                                "nan": np.float64("nan"), "array": np.arange(2)}))  # fmt: skip
+    payload = json.loads(
+        dumps(
+            {
+                "rows": [row.as_dict()],
+                "c": comparison.as_dict(),
+                "nan": np.float64("nan"),
+                "array": np.arange(2),
+            }
+        )
+    )
     assert payload["rows"][0]["mean"] == 11 / 3 and payload["rows"][0]["n"] == 3
     assert payload["c"]["n_instances"] == 12 and payload["nan"] is None
     assert payload["array"] == [0, 1]
@@ -268,9 +317,13 @@ def test_every_format_says_how_each_judge_was_sampled() -> None:
     data = json.loads(to_json(report))
     assert data["judges"] == [
         {"name": "gpt", "spec": "openai/gpt-5.4", "max_tokens": 1024, "temperature": 0.0},
-        {"name": "claude", "spec": "anthropic/claude-3-5", "max_tokens": 2048,
-         "temperature": "provider default"},
-    ]  # fmt: skip
+        {
+            "name": "claude",
+            "spec": "anthropic/claude-3-5",
+            "max_tokens": 2048,
+            "temperature": "provider default",
+        },
+    ]
 
 
 def summary_report() -> Report:
@@ -280,8 +333,13 @@ def summary_report() -> Report:
         ReportRow("strong", "j1", "overall", "all", 4.25, 38, 0, 2, 4.0, 4.5),
         ReportRow("strong", "j2", "overall", "all", 4.0, 40, 0, 0, 3.75, 4.25),
     ]
-    return Report("my run", rows, bootstrap={"replicates": 1000, "confidence": 0.95},
-                  models=["strong", "weak"], judges=["j1", "j2"])  # fmt: skip
+    return Report(
+        "my run",
+        rows,
+        bootstrap={"replicates": 1000, "confidence": 0.95},
+        models=["strong", "weak"],
+        judges=["j1", "j2"],
+    )
 
 
 def test_run_summary_is_short_and_says_where_to_look_next() -> None:

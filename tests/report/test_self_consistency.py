@@ -29,10 +29,12 @@ def test_samples_are_grouped_under_their_judge_in_sample_order() -> None:
 
 def test_a_merged_cell_is_the_mean_of_the_samples_that_scored_it() -> None:
     judges = ["j#1", "j#2", "j#3"]
-    state = np.array([[S, S, S], [S, F, S], [N, S, P], [N, F, P], [F, P, P], [P, P, P]],
-                     dtype=np.int8)  # fmt: skip
-    score = np.array([[1, 2, 4], [3, 0, 4], [0, 5, 0], [0, 0, 0], [0, 0, 0], [0, 0, 0]],
-                     dtype=np.float64)  # fmt: skip
+    state = np.array(
+        [[S, S, S], [S, F, S], [N, S, P], [N, F, P], [F, P, P], [P, P, P]], dtype=np.int8
+    )
+    score = np.array(
+        [[1, 2, 4], [3, 0, 4], [0, 5, 0], [0, 0, 0], [0, 0, 0], [0, 0, 0]], dtype=np.float64
+    )
     merged = merge_samples(judges, state, score)
     assert merged.judges == ["j"]
     assert merged.state[:, 0].tolist() == [S, S, S, N, F, P]
@@ -74,9 +76,15 @@ def test_nothing_to_compare_gives_no_statistics() -> None:
 def test_the_text_and_json_reports_show_the_section_only_when_there_is_one() -> None:
     row = self_consistency("judge-a", np.array([[3.0, 3.0], [2.0, 4.0]]))
     assert Report(run="r", rows=[], self_consistency=[row]).as_dict()["self_consistency"] == [
-        {"judge": "judge-a", "samples": 2, "items": 2, "all_equal": 0.5,
-         "mean_sd": pytest.approx(math.sqrt(2) / 2), "icc": row.icc}
-    ]  # fmt: skip
+        {
+            "judge": "judge-a",
+            "samples": 2,
+            "items": 2,
+            "all_equal": 0.5,
+            "mean_sd": pytest.approx(math.sqrt(2) / 2),
+            "icc": row.icc,
+        }
+    ]
     assert "self_consistency" not in Report(run="r", rows=[]).as_dict()
     lines = self_consistency_table([row])
     assert lines[0].startswith("Self-consistency")

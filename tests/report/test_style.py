@@ -37,8 +37,9 @@ def _synthetic(seed: int = 7, battles: int = 400) -> dict[str, np.ndarray]:
 
     def draw() -> np.ndarray:
         highs = (900, 5, 12, 6)
-        return np.column_stack([rng.integers(50 if k == 0 else 0, h, battles)
-                                for k, h in enumerate(highs)])  # fmt: skip
+        return np.column_stack(
+            [rng.integers(50 if k == 0 else 0, h, battles) for k, h in enumerate(highs)]
+        )
 
     style_a, style_b = draw(), draw()
     quality = np.array([0.0, 0.4, -0.3, 0.8])
@@ -47,8 +48,13 @@ def _synthetic(seed: int = 7, battles: int = 400) -> dict[str, np.ndarray]:
     u = rng.random(battles)
     p = 1 / (1 + np.exp(-logit))
     score = np.where(u < p - 0.1, 1.0, np.where(u < p + 0.1, 0.5, 0.0))
-    return {"a": a, "b": b, "score": score, "style_a": style_a.astype(float),
-            "style_b": style_b.astype(float)}  # fmt: skip
+    return {
+        "a": a,
+        "b": b,
+        "score": score,
+        "style_a": style_a.astype(float),
+        "style_b": style_b.astype(float),
+    }
 
 
 # -- Arena-Hard reference (utils_math.py at 0489bf3) -----------------------------------
@@ -66,8 +72,11 @@ def _arena_hard_style(
     flipped = {"model_a": "model_b", "model_b": "model_a", "tie": "tie"}
     winner = ["model_a" if s == 1 else "model_b" if s == 0 else "tie" for s in data["score"]]
     winner = winner + [flipped[w] for w in winner]
-    data = {**data, "style_a": np.concatenate([data["style_a"], data["style_b"]]),
-            "style_b": np.concatenate([data["style_b"], data["style_a"]])}  # fmt: skip
+    data = {
+        **data,
+        "style_a": np.concatenate([data["style_a"], data["style_b"]]),
+        "style_b": np.concatenate([data["style_b"], data["style_a"]]),
+    }
     # models = pd.concat([df["model_a"], df["model_b"]]).unique()
     models = list(dict.fromkeys(a_names + b_names))
     index = {m: i for i, m in enumerate(models)}
@@ -93,8 +102,9 @@ def _arena_hard_style(
     # fit_bt: LogisticRegression(fit_intercept=False), default L2 with C = 1. Its default
     # solver (lbfgs) stops within ~4e-6 rating points of the optimum even at tol 1e-12;
     # an exact solver of the same objective gives the optimum itself
-    lr = sklearn.LogisticRegression(fit_intercept=False, tol=1e-12, max_iter=100_000,
-                                    solver="newton-cholesky")  # fmt: skip
+    lr = sklearn.LogisticRegression(
+        fit_intercept=False, tol=1e-12, max_iter=100_000, solver="newton-cholesky"
+    )
     lr.fit(x, y, sample_weight=np.full(n, 0.5))
     elo = 400 * lr.coef_[0] + 1000
     elo += 1114 - elo[index[baseline]]
@@ -104,8 +114,9 @@ def _arena_hard_style(
 def test_style_control_matches_arena_hard() -> None:
     data = _synthetic()
     theirs, coefs = _arena_hard_style(data, "base")
-    ours = style.style_control(4, data["a"], data["b"], data["score"], data["style_a"],
-                               data["style_b"], anchor=0)  # fmt: skip
+    ours = style.style_control(
+        4, data["a"], data["b"], data["score"], data["style_a"], data["style_b"], anchor=0
+    )
     for m, name in enumerate(MODELS):
         # upstream's baseline sits at 1114, ours at 1000: differences and win rates agree
         assert ours.ratings[0, m] - 1000 == pytest.approx(theirs[name] - 1114, abs=1e-6)
@@ -132,8 +143,9 @@ def _alpaca_eval_lc(y_model: np.ndarray, len_model: np.ndarray, len_base: np.nda
     x = np.concatenate([design, design])
     labels = np.concatenate([np.ones(len(pref)), np.zeros(len(pref))])
     weight = np.concatenate([pref, 1 - pref])
-    model = sklearn.LogisticRegression(C=np.inf, fit_intercept=False, tol=1e-12,
-                                       max_iter=100_000, solver="newton-cholesky")  # fmt: skip
+    model = sklearn.LogisticRegression(
+        C=np.inf, fit_intercept=False, tol=1e-12, max_iter=100_000, solver="newton-cholesky"
+    )
     model.fit(x, labels, sample_weight=weight)
     test = np.column_stack([np.zeros(len(pref)), np.ones(len(pref))])  # std_delta_len = 0
     return float(model.predict_proba(test)[:, 1].mean())
@@ -197,8 +209,9 @@ def test_style_control_evens_out_twins_of_different_lengths() -> None:
     score = (rng.random(n) < p_a).astype(float)
     zeros = np.zeros((n, 3))
     raw = style.style_control(3, a, b, score, np.zeros((n, 4)), np.zeros((n, 4)), anchor=0)
-    fit = style.style_control(3, a, b, score, np.column_stack([len_a, zeros]),
-                              np.column_stack([len_b, zeros]), anchor=0)  # fmt: skip
+    fit = style.style_control(
+        3, a, b, score, np.column_stack([len_a, zeros]), np.column_stack([len_b, zeros]), anchor=0
+    )
     raw_win = style.win_probability(raw.ratings[0])
     fit_win = style.win_probability(fit.ratings[0])
     assert raw_win[1] > 0.7 and raw_win[2] < 0.4
@@ -226,14 +239,17 @@ def _arena_hard_markdown(text: str) -> tuple[int, int, int]:
         text = text.replace(block, "")
     headers = sum(len(re.findall(rf"^#{{{k}}}\s", text, re.MULTILINE)) for k in range(1, 7))
     lists = len(re.findall(r"^\s*\d+\.\s", text, re.MULTILINE)) + len(
-        re.findall(r"^\s*[-*+]\s", text, re.MULTILINE))  # fmt: skip
+        re.findall(r"^\s*[-*+]\s", text, re.MULTILINE)
+    )
     bold = len(re.findall(r"\*\*[^*\n]+\*\*", text)) + len(re.findall(r"__[^_\n]+__", text))
     return headers, lists, bold
 
 
 def test_markdown_counts() -> None:
-    text = ("# Title\n## Part\n### Sub\nSome **bold** and __also__.\n1. one\n2. two\n"
-            "- a\n  * b\n+ c\n```\n# not a header\n- not a list\n```\n#nospace\n")  # fmt: skip
+    text = (
+        "# Title\n## Part\n### Sub\nSome **bold** and __also__.\n1. one\n2. two\n"
+        "- a\n  * b\n+ c\n```\n# not a header\n- not a list\n```\n#nospace\n"
+    )
     assert style.style_of(text) == (float(len(text)), 3.0, 5.0, 2.0)
     assert style.style_of(text)[1:] == tuple(float(v) for v in _arena_hard_markdown(text))
 
@@ -253,12 +269,12 @@ def test_style_ratings_do_not_depend_on_the_order_of_the_models() -> None:
     texts = {
         (m, iid): "word " * int(verbosity[m] * rng.uniform(0.5, 1.5) / 5)
         + "**x** " * int(rng.integers(0, 4 if m != "bold" else 12))
-        for m in names for iid in instances
-    }  # fmt: skip
+        for m in names
+        for iid in instances
+    }
     outcome = {
-        (x, y, iid): rng.random()
-        for x in names for y in names if x < y for iid in instances
-    }  # fmt: skip
+        (x, y, iid): rng.random() for x in names for y in names if x < y for iid in instances
+    }
 
     def games(order: list[str]) -> list[Game]:
         out = []

@@ -34,9 +34,11 @@ from tests.report.test_bootstrap import SKILLS, intervals_of, random_records
 NS = "{http://www.w3.org/2000/svg}"
 EVIL = "<script>alert(1)</script>"
 FIGURES: dict[str, str] = {
-    "radar": SKILL, "ability_bars": ABILITY, "domain_heatmap": DOMAIN,
+    "radar": SKILL,
+    "ability_bars": ABILITY,
+    "domain_heatmap": DOMAIN,
     "difficulty_curves": SKILL_DIFFICULTY,
-}  # fmt: skip
+}
 
 
 def realistic(models: int = 3) -> Report:
@@ -45,9 +47,16 @@ def realistic(models: int = 3) -> Report:
     table = from_records(random_records(41, instances=60, models=names, judges=("j1", "j2")))
     intervals = intervals_of(table, instance_weights(len(table.instances), 40, 0))
     rows = with_intervals(Aggregation(table, flask_breakdown(ABILITY_OF)).rows(), intervals)
-    return Report(run="r", rows=rows, models=list(table.models), judges=list(table.judges),
-                  skills=list(SKILLS.names), abilities=list(SKILLS.abilities),
-                  ability_of=ABILITY_OF, domains=list(table.domains))  # fmt: skip
+    return Report(
+        run="r",
+        rows=rows,
+        models=list(table.models),
+        judges=list(table.judges),
+        skills=list(SKILLS.names),
+        abilities=list(SKILLS.abilities),
+        ability_of=ABILITY_OF,
+        domains=list(table.domains),
+    )
 
 
 def hostile() -> Report:
@@ -59,8 +68,19 @@ def hostile() -> Report:
 
     def add(model: str, dimension: str, key: str, mean: float | None) -> None:
         ci = (None, None) if mean is None else (mean - 0.25, mean + 0.25)
-        rows.append(ReportRow(model, judge, dimension, key, mean, 0 if mean is None else 7,
-                              2 if mean is None else 0, 0, *ci))  # fmt: skip
+        rows.append(
+            ReportRow(
+                model,
+                judge,
+                dimension,
+                key,
+                mean,
+                0 if mean is None else 7,
+                2 if mean is None else 0,
+                0,
+                *ci,
+            )
+        )
 
     for m in models:
         add(m, OVERALL, OVERALL_KEY, base[m])
@@ -71,8 +91,15 @@ def hostile() -> Report:
         add(m, ABILITY, "<ability>", base[m] + 0.1)
         for d in domains:
             add(m, DOMAIN, d, base[m] - 0.2)
-    return Report(run="r", rows=rows, models=models, judges=[judge], skills=skills,
-                  abilities=["<ability>"], domains=domains)  # fmt: skip
+    return Report(
+        run="r",
+        rows=rows,
+        models=models,
+        judges=[judge],
+        skills=skills,
+        abilities=["<ability>"],
+        domains=domains,
+    )
 
 
 def parse(text: str) -> ET.Element:
@@ -84,8 +111,12 @@ def parse(text: str) -> ET.Element:
 
 
 def marks(root: ET.Element, missing: bool = False) -> list[ET.Element]:
-    return [e for e in root.iter() if "cell" in (e.get("class") or "").split()
-            and ("missing" in (e.get("class") or "").split()) == missing]  # fmt: skip
+    return [
+        e
+        for e in root.iter()
+        if "cell" in (e.get("class") or "").split()
+        and ("missing" in (e.get("class") or "").split()) == missing
+    ]
 
 
 def link_root(elements: list[ET.Element]) -> ET.Element:
@@ -103,8 +134,10 @@ def title_of(element: ET.Element) -> str:
 
 def legend_colours(root: ET.Element) -> list[tuple[str, str]]:
     items = [e for e in root.iter() if e.get("class") == "legend-item"]
-    return [(e.get("data-model") or "", e.find(f"{NS}rect").get("fill") or "")  # type: ignore[union-attr]
-            for e in items]  # fmt: skip
+    return [
+        (e.get("data-model") or "", e.find(f"{NS}rect").get("fill") or "")  # type: ignore[union-attr]
+        for e in items
+    ]
 
 
 def draw(name: str) -> Callable[..., str]:
@@ -113,8 +146,11 @@ def draw(name: str) -> Callable[..., str]:
 
 
 def with_mean(report: Report, judge: str, dimension: str) -> dict[tuple[str, str], ReportRow]:
-    return {(r.model, r.key): r for r in report.rows if r.judge == judge
-            and r.dimension == dimension and r.mean is not None}  # fmt: skip
+    return {
+        (r.model, r.key): r
+        for r in report.rows
+        if r.judge == judge and r.dimension == dimension and r.mean is not None
+    }
 
 
 @pytest.mark.parametrize("models", [3, 6])
@@ -153,7 +189,8 @@ def test_links_where_href_gives_a_url_none_elsewhere() -> None:
         rows = with_mean(report, "j1", dimension)
         linked_marks = [mark for link in links for mark in link]
         assert len(linked_marks) == len(links) and {m.get("data-model") for m in linked_marks} == {
-            "model-0"}  # fmt: skip
+            "model-0"
+        }
         assert len(marks(link_root(linked_marks))) == sum(1 for m, _ in rows if m == "model-0")
         for link, mark in zip(links, linked_marks, strict=True):
             model, key = mark.get("data-model"), mark.get("data-key")
@@ -194,8 +231,11 @@ def test_models_best_first_in_one_colour_across_figures() -> None:
                 colours.items()
             )
         radar = parse(svg.radar(report, judge))  # five models: a small radar each
-        series = [(g.get("data-model"), g.get("stroke")) for g in radar.iter(f"{NS}g")
-                  if g.get("class") == "series"]  # fmt: skip
+        series = [
+            (g.get("data-model"), g.get("stroke"))
+            for g in radar.iter(f"{NS}g")
+            if g.get("class") == "series"
+        ]
         if len(ranked) > svg.RADAR_OVERLAY_MAX:
             assert sorted(series) == sorted(colours.items())
         else:
@@ -223,8 +263,11 @@ def test_capabilities_draw_their_heatmap_and_radar() -> None:
     judge = report.judges[0]
     caps = ["grounding", "planning", "<safety>"]
     report.capabilities = caps
-    report.rows += [ReportRow(m, judge, CAPABILITY, c, 3.0 + k / 4, 5, 0, 0)
-                    for m in report.models for k, c in enumerate(caps)]  # fmt: skip
+    report.rows += [
+        ReportRow(m, judge, CAPABILITY, c, 3.0 + k / 4, 5, 0, 0)
+        for m in report.models
+        for k, c in enumerate(caps)
+    ]
     root = parse(svg.capability_heatmap(report, judge))
     assert len(marks(root)) == 9 and {e.get("data-dimension") for e in marks(root)} == {CAPABILITY}
     rows = [e.get("data-key") for e in marks(root) if e.get("data-model") == "plain"]
@@ -244,8 +287,10 @@ def pairwise(names: tuple[str, ...] = ("m1", "m2", EVIL)) -> PairwiseReport:
                 first, second = (
                     (VERDICT_SECOND, VERDICT_FIRST) if b_wins else (VERDICT_FIRST, VERDICT_SECOND)
                 )
-                records += [Comparison(f"i{i}", a, b, "overall", "j", first),
-                            Comparison(f"i{i}", b, a, "overall", "j", second)]  # fmt: skip
+                records += [
+                    Comparison(f"i{i}", a, b, "overall", "j", first),
+                    Comparison(f"i{i}", b, a, "overall", "j", second),
+                ]
     inst = instances_of(records)
     return build(records, instance_weights(len(inst), 30, 0), inst, models=list(names))
 
@@ -270,8 +315,9 @@ def test_win_matrix_cells_link_and_mirror_each_other() -> None:
         score[(a, b)] = float(tip.split("score ")[1][:4])
     for (a, b), value in score.items():
         assert value + score[(b, a)] == pytest.approx(1.0, abs=0.011)
-    assert {e.get("href") for e in root.iter(f"{NS}a")} == {f"/pair/{c.model_a}/{c.model_b}"
-                                                            for c in seen}  # fmt: skip
+    assert {e.get("href") for e in root.iter(f"{NS}a")} == {
+        f"/pair/{c.model_a}/{c.model_b}" for c in seen
+    }
     board = [r.model for r in report.leaderboard("j")]
     rows = [c.get("data-model-a") for c in cells if c.get("data-model-b") == board[-1]]
     assert rows == board[:-1]  # rows best first by rating
@@ -293,8 +339,10 @@ def test_ratings_chart_best_first_with_intervals() -> None:
 
 
 def test_agreement_matrix_has_a_cell_per_pair_of_raters() -> None:
-    rows = [Agreement("a", EVIL, None, 40, 0.5, 0.5, 0.4, 0.61234, 0.3, 0.8),
-            Agreement("a", EVIL, "Factuality", 9, 0.1, 0.1, 0.1, -0.9, 0.1, 0.2)]  # fmt: skip
+    rows = [
+        Agreement("a", EVIL, None, 40, 0.5, 0.5, 0.4, 0.61234, 0.3, 0.8),
+        Agreement("a", EVIL, "Factuality", 9, 0.1, 0.1, 0.1, -0.9, 0.1, 0.2),
+    ]
     root = parse(svg.agreement_matrix(rows, ["a", EVIL, "c"]))
     tips = {(m.get("data-judge-a"), m.get("data-judge-b")): title_of(m) for m in marks(root)}
     assert len(tips) == 5 and tips[(EVIL, "a")] == f"{EVIL} vs a: krippendorff alpha 0.612, n 40"

@@ -43,8 +43,11 @@ FACET_SET = facet_skillset()
 ALL = list(FACET_SET)
 PROTOCOL = AnnotationProtocol()
 SUBJECT = Subject("How do I reverse a list in Python?", "Use reversed() or slicing.", "")
-GOOD: dict[str, Any] = {"skills": ["Comprehension", "Logical Correctness", "Conciseness"],
-        "domains": ["Coding"], "difficulty": 2}  # fmt: skip
+GOOD: dict[str, Any] = {
+    "skills": ["Comprehension", "Logical Correctness", "Conciseness"],
+    "domains": ["Coding"],
+    "difficulty": 2,
+}
 RATIONALE = (
     "Skills: the user needs working code first.\n"
     "Domains: it is about programming.\n"
@@ -146,9 +149,16 @@ def test_the_static_part_is_one_prefix_for_every_call_of_a_run() -> None:
     assert prefixes[0] == prefixes[1] == prefixes[2]
     shared = _prompt(prefixes[0])
     assert shared.startswith(ANNOTATION_SYSTEM)
-    for text in (ANNOTATION_HEADING, SKILL_OPTIONS_HEADING, DOMAIN_OPTIONS_HEADING,
-                 LEVEL_OPTIONS_HEADING, LABELS_MARKER, '"Logical Robustness"', '"Coding"',
-                 "expert level knowledge"):  # fmt: skip
+    for text in (
+        ANNOTATION_HEADING,
+        SKILL_OPTIONS_HEADING,
+        DOMAIN_OPTIONS_HEADING,
+        LEVEL_OPTIONS_HEADING,
+        LABELS_MARKER,
+        '"Logical Robustness"',
+        '"Coding"',
+        "expert level knowledge",
+    ):
         assert text in shared
     assert SUBJECT.instruction not in shared and INSTRUCTION_START not in shared.splitlines()
     parts = parts_of(renders[0][1])
@@ -218,14 +228,19 @@ def test_text_after_the_final_line_is_refused(after: str) -> None:
 
 def test_labels_read_back_in_the_spaces_spelling_and_the_answers_order() -> None:
     answer = labels_line(
-        {"Skills": ["conciseness", "LOGICAL  correctness", "comprehension"],
-         "domains": ["natural_science", "math"], "DIFFICULTY": 4}
-    )  # fmt: skip
+        {
+            "Skills": ["conciseness", "LOGICAL  correctness", "comprehension"],
+            "domains": ["natural_science", "math"],
+            "DIFFICULTY": 4,
+        }
+    )
     reading = PROTOCOL.read(f"{RATIONALE}\n{answer}\n```\n", ALL)
     assert reading.complete and reading.scores == dict.fromkeys(FACETS)
     assert json.loads(reading.values["skills"]) == [
-        "Conciseness", "Logical Correctness", "Comprehension"
-    ]  # fmt: skip
+        "Conciseness",
+        "Logical Correctness",
+        "Comprehension",
+    ]
     assert json.loads(reading.values["domains"]) == ["Natural Science", "Math"]
     assert reading.values["difficulty"] == "4"
     assert reading.rationales["domains"] == "Domains: it is about programming."
@@ -345,8 +360,9 @@ def test_a_custom_criteria_set_is_the_skill_labels() -> None:
     assert "exactly 2 different skill names" in prompt and '"Readability"' not in prompt
     both = {**GOOD, "skills": ["accuracy", "Empathy"]}
     assert json.loads(protocol.read(labels_line(both), ALL).values["skills"]) == [
-        "Accuracy", "Empathy"
-    ]  # fmt: skip
+        "Accuracy",
+        "Empathy",
+    ]
     assert "not in the label space" in protocol.read(labels_line(GOOD), ALL).problems["skills"]
 
 

@@ -21,13 +21,16 @@ SUBJECT = Subject("What is 15% of 80?", "15% of 80 is 0.15 x 80 = 12.", RESPONSE
 
 def _template(protocol: FlaskEvalProtocol | PrometheusProtocol) -> Template:
     messages = protocol.render(SUBJECT, CRITERIA)
-    return Template(template_text(messages, (SUBJECT.instruction, SUBJECT.reference,
-                                             SUBJECT.response)))  # fmt: skip
+    return Template(
+        template_text(messages, (SUBJECT.instruction, SUBJECT.reference, SUBJECT.response))
+    )
 
 
 def _answer(conciseness: str, correctness: str) -> str:
-    return (f"Conciseness: {conciseness}\nLogical Correctness: {correctness}\n"
-            '[SCORES] {"Conciseness": 4, "Logical Correctness": 5}')  # fmt: skip
+    return (
+        f"Conciseness: {conciseness}\nLogical Correctness: {correctness}\n"
+        '[SCORES] {"Conciseness": 4, "Logical Correctness": 5}'
+    )
 
 
 GENUINE = "The response reaches 12 through 8 + 4, a correct split of 0.15 x 80."
@@ -81,8 +84,9 @@ def test_another_protocols_instructions_are_its_own_template() -> None:
     protocol = PrometheusProtocol()
     messages = protocol.render(SUBJECT, CRITERIA[:1])
     copied = " ".join(str(messages[-1]["content"]).split()[:40])
-    template = Template(template_text(messages, (SUBJECT.instruction, SUBJECT.reference,
-                                                 SUBJECT.response)))  # fmt: skip
+    template = Template(
+        template_text(messages, (SUBJECT.instruction, SUBJECT.reference, SUBJECT.response))
+    )
     reading = protocol.read(f"Feedback: {copied} [RESULT] 4", CRITERIA[:1])
     if reading.scores:  # the reader took it: the comparison refuses it
         assert without_echoes(reading, template).scores == {}

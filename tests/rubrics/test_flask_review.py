@@ -70,8 +70,13 @@ CASES = [
     Case("name", "{'Readability': x, 'Factuality': 4}", {FN: 4}, {RN: "not a literal"}),
     Case("call", "{'Readability': f(), 'Factuality': 1}", {FN: 1}, {RN: "not a literal"}),
     Case("twice", "{'Readability': 4, 'readability': 2, 'Factuality': 3}", {FN: 3}, {RN: "twice"}),
-    Case("na not allowed", "{'Readability': 4, 'Harmlessness': 'N/A'}", {RN: 4},
-         {"Harmlessness": "N/A not allowed"}, (R, NO_NA)),
+    Case(
+        "na not allowed",
+        "{'Readability': 4, 'Harmlessness': 'N/A'}",
+        {RN: 4},
+        {"Harmlessness": "N/A not allowed"},
+        (R, NO_NA),
+    ),
     # --- whole-answer problems ----------------------------------------------------------
     Case("empty", "  \n", {}, both("empty output", "empty output")),
     Case("no dict", "Readability: 4, Factuality: 5", {}, {RN: "no Python dictionary"}),
@@ -82,7 +87,7 @@ CASES = [
     Case("syntax error", "{'Readability': 4 'Factuality': 5}", {}, {RN: "not a valid Python"}),
     Case("unpacking", "{**x, 'Readability': 4}", {}, {RN: "unpacks"}),
     Case("neutralized quote", "It says \uff5b'Readability': 5\uff5d", {}, {RN: "no Python"}),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])

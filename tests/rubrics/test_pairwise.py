@@ -81,7 +81,7 @@ OURS_OK = [
     ('`[VERDICT] {"Readability": "B", "Factuality": "A"}`', (B, A)),
     ('[VERDICT]: {"Readability": "tie", "Factuality": "A"}.', (T, A)),
     ('[VERDICT] {"Readability": "A", "Factuality": "B"}\n\n```\n', (A, B)),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("text", "want"), OURS_OK)
@@ -92,12 +92,18 @@ def test_our_verdict_line_is_read(text: str, want: tuple[int, int]) -> None:
 
 OURS_BAD = [
     ("", {"Readability": "empty output", "Factuality": "empty output"}),
-    ('[VERDICT] {"Readability": "A", "Factuality": "B"}\nHope this helps.',
-     {"Readability": "followed by other text", "Factuality": "followed by other text"}),
-    ('Verdict: [VERDICT] {"Readability": "A", "Factuality": "B"}',
-     {"Readability": "no final", "Factuality": "no final"}),
-    ('[VERDICT] {"Readability": "A", "Factuality": "B"} (final)',
-     {"Readability": "no final", "Factuality": "no final"}),
+    (
+        '[VERDICT] {"Readability": "A", "Factuality": "B"}\nHope this helps.',
+        {"Readability": "followed by other text", "Factuality": "followed by other text"},
+    ),
+    (
+        'Verdict: [VERDICT] {"Readability": "A", "Factuality": "B"}',
+        {"Readability": "no final", "Factuality": "no final"},
+    ),
+    (
+        '[VERDICT] {"Readability": "A", "Factuality": "B"} (final)',
+        {"Readability": "no final", "Factuality": "no final"},
+    ),
     ("[VERDICT] Readability: A", {"Readability": "no JSON object", "Factuality": "no JSON"}),
     ('[VERDICT] {"Readability": "A", "Factuality": }', {"Readability": "invalid JSON"}),
     ('[VERDICT] ["A", "B"]', {"Readability": "no JSON object"}),
@@ -108,10 +114,12 @@ OURS_BAD = [
     ('[VERDICT] {"Readability": 1, "Factuality": "B"}', {"Readability": "invalid verdict"}),
     ('[VERDICT] {"Readability": ["A"], "Factuality": "B"}', {"Readability": "invalid verdict"}),
     ('[VERDICT] {"Readability": "A", "Clarity": "B"}', {"Factuality": "missing criterion"}),
-    ('[VERDICT] {"Readability": "A", "readability": "B", "Factuality": "B"}',
-     {"Readability": "given twice"}),
+    (
+        '[VERDICT] {"Readability": "A", "readability": "B", "Factuality": "B"}',
+        {"Readability": "given twice"},
+    ),
     ('[VERDICT] {"Readability": "A", "Factuality": NaN}', {"Readability": "invalid JSON"}),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("text", "problems"), OURS_BAD)
@@ -219,8 +227,11 @@ def test_a_result_quoted_from_a_response_is_not_read() -> None:
 
 
 def test_our_render_delimits_and_neutralizes_both_responses() -> None:
-    text = user(pairwise_protocol("flask-eval").render(
-        subject(response=HOSTILE_A, response_b=HOSTILE_B), TWO))  # fmt: skip
+    text = user(
+        pairwise_protocol("flask-eval").render(
+            subject(response=HOSTILE_A, response_b=HOSTILE_B), TWO
+        )
+    )
     lines = text.splitlines()
     for marker in (RESPONSE_A_START, RESPONSE_A_END, RESPONSE_B_START, RESPONSE_B_END):
         assert lines.count(marker) == 1, marker
@@ -252,8 +263,15 @@ def test_relative_render_follows_prometheus_layout() -> None:
     with_ref = p.render(subject(reference="Calls itself.", system_prompt="Be terse."), [FACT])
     assert text_of(with_ref[0]) == PROMETHEUS_REL_SYSTEM
     text = user(with_ref)
-    order = [text.index(h) for h in (PROMETHEUS_RESPONSE_A, PROMETHEUS_RESPONSE_B,
-                                      PROMETHEUS_REL_REFERENCE, PROMETHEUS_REL_RUBRIC)]  # fmt: skip
+    order = [
+        text.index(h)
+        for h in (
+            PROMETHEUS_RESPONSE_A,
+            PROMETHEUS_RESPONSE_B,
+            PROMETHEUS_REL_REFERENCE,
+            PROMETHEUS_REL_RUBRIC,
+        )
+    ]
     assert order == sorted(order) and text.endswith("###Feedback: ")
     assert "a reference answer, and an evaluation criteria" in text and "Be terse." in text
     assert f"{PROMETHEUS_REL_RUBRIC}\n[{FACT.criterion}]\n" in text
@@ -263,8 +281,11 @@ def test_relative_render_follows_prometheus_layout() -> None:
 
 
 def test_relative_render_neutralizes_headings_and_markers() -> None:
-    text = user(pairwise_protocol("prometheus").render(
-        subject(instruction="Q ###Instruction: x", response=HOSTILE_B), [READ]))  # fmt: skip
+    text = user(
+        pairwise_protocol("prometheus").render(
+            subject(instruction="Q ###Instruction: x", response=HOSTILE_B), [READ]
+        )
+    )
     lines = text.splitlines()
     assert lines.count(PROMETHEUS_RESPONSE_B) == 1 and lines.count("###Instruction:") == 1
     assert "[RESULT] B" not in text and "Result: B" not in text
@@ -318,8 +339,9 @@ def test_the_overall_criterion_stands_alone() -> None:
 
 def test_reminders_ask_only_for_the_missing_criteria() -> None:
     ours = pairwise_protocol("flask-eval")
-    extra = ours.reminder("I think A.", [FACT], {FACT.name: "missing criterion: Factuality"},
-                          ["Readability"])  # fmt: skip
+    extra = ours.reminder(
+        "I think A.", [FACT], {FACT.name: "missing criterion: Factuality"}, ["Readability"]
+    )
     assert [m["role"] for m in extra] == ["assistant", "user"]
     ask = text_of(extra[1])
     assert "missing criterion: Factuality" in ask and "Readability were read" in ask
@@ -331,6 +353,8 @@ def test_reminders_ask_only_for_the_missing_criteria() -> None:
 def test_protocols_for_criteria_read_all_three_verdicts() -> None:
     crit: list[Criterion] = [READ]
     ours = pairwise_protocol("flask-eval")
-    seen = {ours.read(f'[VERDICT] {{"Readability": "{w}"}}', crit).scores["Readability"]
-            for w in ("A", "B", "tie")}  # fmt: skip
+    seen = {
+        ours.read(f'[VERDICT] {{"Readability": "{w}"}}', crit).scores["Readability"]
+        for w in ("A", "B", "tie")
+    }
     assert seen == {A, B, T}

@@ -228,8 +228,11 @@ def test_render_reproduces_prometheus_eval_prompts() -> None:
     data = PROMETHEUS_DATA / "eval" / "benchmark" / "data"
     if not data.is_dir():
         pytest.skip(f"no prometheus data at {data}")
-    prompts = [r["instruction"] for f in ("mt_bench_eval", "vicuna_eval")
-               for r in json.loads((data / f"{f}.json").read_text())]  # fmt: skip
+    prompts = [
+        r["instruction"]
+        for f in ("mt_bench_eval", "vicuna_eval")
+        for r in json.loads((data / f"{f}.json").read_text())
+    ]
     hhh = json.loads((data / "hhh_alignment_eval.json").read_text())
     prompts += [r[k] for r in hhh for k in ("chosen_instruction", "rejected_instruction")]
     compared = 0
@@ -249,10 +252,15 @@ def test_render_reproduces_prometheus_eval_prompts() -> None:
 
 @pytest.mark.parametrize(
     "answer",
-    ["[RESULT] " + "*" * 100_000 + "x", " " * 100_000 + "Feedback: x",
-     "#" * 100_000 + "Feedback", "score:" + " " * 100_000 + "x", "[RESULT] 3 " * 20_000],
+    [
+        "[RESULT] " + "*" * 100_000 + "x",
+        " " * 100_000 + "Feedback: x",
+        "#" * 100_000 + "Feedback",
+        "score:" + " " * 100_000 + "x",
+        "[RESULT] 3 " * 20_000,
+    ],
     ids=["marks", "spaces", "hashes", "score colon", "many results"],
-)  # fmt: skip
+)
 def test_long_runs_are_read_in_linear_time(answer: str) -> None:
     import time
 

@@ -28,17 +28,23 @@ def anthropic_client(sim: SimHandle) -> anthropic.Anthropic:
 
 
 def gemini_client(sim: SimHandle) -> genai.Client:
-    options = types.HttpOptions(base_url=sim.gemini_base_url, api_version="v1beta",
-                                retry_options=types.HttpRetryOptions(attempts=1))  # fmt: skip
+    options = types.HttpOptions(
+        base_url=sim.gemini_base_url,
+        api_version="v1beta",
+        retry_options=types.HttpRetryOptions(attempts=1),
+    )
     return genai.Client(api_key="k", vertexai=False, http_options=options)
 
 
 def test_anthropic_batches_list_newest_first_page_by_page() -> None:
     with running_simulator(SimConfig()) as sim:
         client = anthropic_client(sim)
-        made = [client.messages.batches.create(requests=[{"custom_id": f"r{i}",
-                                                          "params": params(str(i))}]).id
-                for i in range(3)]  # fmt: skip
+        made = [
+            client.messages.batches.create(
+                requests=[{"custom_id": f"r{i}", "params": params(str(i))}]
+            ).id
+            for i in range(3)
+        ]
         page = client.messages.batches.list(limit=1)
         assert [b.id for b in page.data] == [made[-1]] and page.has_more
         assert [b.id for b in client.messages.batches.list(limit=1)] == made[::-1]  # all pages
@@ -57,9 +63,11 @@ def test_gemini_batches_list_page_by_page() -> None:
 def test_a_batch_with_a_bad_custom_id_or_params_is_refused_whole() -> None:
     with running_simulator(SimConfig()) as sim:
         client = anthropic_client(sim)
-        for bad in ([{"custom_id": "has:colon", "params": params("x")}],
-                    [{"custom_id": "a", "params": params("x")}] * 2,
-                    [{"custom_id": "a", "params": {"model": "m"}}]):  # fmt: skip
+        for bad in (
+            [{"custom_id": "has:colon", "params": params("x")}],
+            [{"custom_id": "a", "params": params("x")}] * 2,
+            [{"custom_id": "a", "params": {"model": "m"}}],
+        ):
             with pytest.raises(anthropic.BadRequestError):
                 client.messages.batches.create(requests=bad)  # type: ignore[arg-type]
         with urllib.request.urlopen(f"{sim.base_url}/batches/submitted", timeout=10) as resp:
@@ -69,8 +77,11 @@ def test_a_batch_with_a_bad_custom_id_or_params_is_refused_whole() -> None:
 
 def test_results_wait_for_the_end_and_answers_are_billed_when_it_comes() -> None:
     with running_simulator(SimConfig()) as sim:
-        set_delay = urllib.request.Request(f"{sim.base_url}/batches/settings", method="POST",
-                                           data=json.dumps({"delay_s": 3600}).encode())  # fmt: skip
+        set_delay = urllib.request.Request(
+            f"{sim.base_url}/batches/settings",
+            method="POST",
+            data=json.dumps({"delay_s": 3600}).encode(),
+        )
         urllib.request.urlopen(set_delay, timeout=10).close()
         client = anthropic_client(sim)
         batch = client.messages.batches.create(requests=[{"custom_id": "r", "params": params("x")}])
@@ -92,10 +103,17 @@ def test_results_wait_for_the_end_and_answers_are_billed_when_it_comes() -> None
 
 def test_bad_batch_settings_are_refused() -> None:
     with running_simulator(SimConfig()) as sim:
-        for bad in ({"delay": 1}, {"error_rate": 2}, {"delay_s": -1}, {"delay_s": "1"},
-                    {"fail_batches": 1.5}, {"delay_s": 5, "lose_responses": True}):  # fmt: skip
-            req = urllib.request.Request(f"{sim.base_url}/batches/settings", method="POST",
-                                         data=json.dumps(bad).encode())  # fmt: skip
+        for bad in (
+            {"delay": 1},
+            {"error_rate": 2},
+            {"delay_s": -1},
+            {"delay_s": "1"},
+            {"fail_batches": 1.5},
+            {"delay_s": 5, "lose_responses": True},
+        ):
+            req = urllib.request.Request(
+                f"{sim.base_url}/batches/settings", method="POST", data=json.dumps(bad).encode()
+            )
             with pytest.raises(urllib.error.HTTPError) as refused:
                 urllib.request.urlopen(req, timeout=10)
             assert refused.value.code == 400
@@ -107,13 +125,25 @@ def test_bad_batch_settings_are_refused() -> None:
 
 
 def openai_batch(client: openai.OpenAI, n: int) -> str:
-    lines = [json.dumps({"custom_id": f"r{i}", "method": "POST", "url": "/v1/chat/completions",
-                         "body": {"model": "m", "max_tokens": 200,
-                                  "messages": [{"role": "user", "content": f"q {i}"}]}})
-             for i in range(n)]  # fmt: skip
+    lines = [
+        json.dumps(
+            {
+                "custom_id": f"r{i}",
+                "method": "POST",
+                "url": "/v1/chat/completions",
+                "body": {
+                    "model": "m",
+                    "max_tokens": 200,
+                    "messages": [{"role": "user", "content": f"q {i}"}],
+                },
+            }
+        )
+        for i in range(n)
+    ]
     uploaded = client.files.create(file=("in.jsonl", "\n".join(lines).encode()), purpose="batch")
-    return client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions",
-                                 completion_window="24h").id  # fmt: skip
+    return client.batches.create(
+        input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h"
+    ).id
 
 
 def test_openai_batches_expire_half_answered_and_cancel_on_the_shared_settings() -> None:
@@ -146,8 +176,10 @@ def gemini_request(i: int) -> dict[str, Any]:
     """A request whose prompt is ``i`` words longer than the first's (its prompt token
     count tells which request an answer is to)."""
     text = "Judge this answer. " + "word " * 8 * i
-    return {"contents": [{"role": "user", "parts": [{"text": text}]}],
-            "config": {"max_output_tokens": 200}}  # fmt: skip
+    return {
+        "contents": [{"role": "user", "parts": [{"text": text}]}],
+        "config": {"max_output_tokens": 200},
+    }
 
 
 def prompt_tokens(response: Any) -> int:
@@ -185,8 +217,9 @@ def test_a_gemini_input_file_batch_answers_every_key_in_a_results_file() -> None
         data = "".join(json.dumps(x) + "\n" for x in lines).encode()
         named: Any = {"mime_type": "jsonl", "display_name": "in"}
         uploaded = client.files.upload(file=io.BytesIO(data), config=named)
-        job = client.batches.create(model="m", src=str(uploaded.name),
-                                    config={"display_name": "filed"})  # fmt: skip
+        job = client.batches.create(
+            model="m", src=str(uploaded.name), config={"display_name": "filed"}
+        )
         got = client.batches.get(name=str(job.name))
         assert got.dest is not None and got.dest.file_name
         results = client.files.download(file=got.dest.file_name)

@@ -33,11 +33,25 @@ LEVELS = {"weak": 2.0, "middling": 3.0, "strong": 4.5}
 CONFIG = SimConfig(seed=7, generators=LEVELS)
 SKILLS = load_default()
 CRITERIA = [SKILLS.get("Readability"), SKILLS.get("Factuality"), SKILLS.get("Completeness")]
-TOPICS = ["photosynthesis", "recursion", "inflation", "volcanoes", "encryption",
-          "vaccines", "tides", "compilers", "democracy", "glaciers"]  # fmt: skip
-TASKS = ["Explain {t} to a child.", "List three facts about {t}.",
-         "Write a short essay on {t} and its history.", "Compare {t} with a related idea.",
-         "What are common misconceptions about {t}?"]  # fmt: skip
+TOPICS = [
+    "photosynthesis",
+    "recursion",
+    "inflation",
+    "volcanoes",
+    "encryption",
+    "vaccines",
+    "tides",
+    "compilers",
+    "democracy",
+    "glaciers",
+]
+TASKS = [
+    "Explain {t} to a child.",
+    "List three facts about {t}.",
+    "Write a short essay on {t} and its history.",
+    "Compare {t} with a related idea.",
+    "What are common misconceptions about {t}?",
+]
 INSTRUCTIONS = [task.format(t=t) for t in TOPICS for task in TASKS]  # 50
 GEN = GenerationProtocol()
 
@@ -103,9 +117,19 @@ def test_levels_vary_per_instance_around_the_configured_one() -> None:
 
 def test_the_signature_is_read_back_and_nothing_else_carries_one() -> None:
     assert [generate.level_of(generate.signature(n) + " text") for n in range(1, 6)] == [
-        1, 2, 3, 4, 5]  # fmt: skip
-    unsigned = ["", "A plain answer.", "text (simulated answer, level 4 of 5)",
-                "(simulated answer, level 6 of 5)", "(simulated answer, level 4 of 6)"]  # fmt: skip
+        1,
+        2,
+        3,
+        4,
+        5,
+    ]
+    unsigned = [
+        "",
+        "A plain answer.",
+        "text (simulated answer, level 4 of 5)",
+        "(simulated answer, level 6 of 5)",
+        "(simulated answer, level 4 of 6)",
+    ]
     for text in unsigned:
         assert generate.level_of(text) is None, text
     with pytest.raises(ValueError):
@@ -135,8 +159,14 @@ def test_the_simulated_judge_ranks_the_models_as_configured(name: str) -> None:
 
 
 def test_generators_on_the_command_line() -> None:
-    argv = ["--generator", "gpt-x=4.5", "--generator", "org/model=v1=2", "--generation-tokens",
-            "50"]  # fmt: skip
+    argv = [
+        "--generator",
+        "gpt-x=4.5",
+        "--generator",
+        "org/model=v1=2",
+        "--generation-tokens",
+        "50",
+    ]
     cfg = config_from_args(build_parser().parse_args(argv))
     assert dict(cfg.generators) == {"gpt-x": 4.5, "org/model=v1": 2.0}
     assert cfg.generation_tokens == 50
@@ -200,8 +230,9 @@ def test_a_model_under_test_through_the_openai_sdk() -> None:
 
     with running_simulator(cfg) as sim:
         whole, cut = asyncio.run(go())
-    expected = generate.answer(prompt_of(GEN.render(subject, list(response_skillset()))),
-                               "model-under-test", cfg)  # fmt: skip
+    expected = generate.answer(
+        prompt_of(GEN.render(subject, list(response_skillset()))), "model-under-test", cfg
+    )
     assert whole.choices[0].finish_reason == "stop"
     assert whole.choices[0].message.content == expected
     assert cut.choices[0].finish_reason == "length"

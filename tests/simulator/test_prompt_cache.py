@@ -62,8 +62,11 @@ def test_each_model_caches_from_its_own_minimum_of_the_model_table() -> None:
     prefix the other models of their provider serve from the cache is not theirs."""
     long = "p" * (4 * 3000)
     end = len(long)
-    for model, read in (("claude-sonnet-4-5", 3000), ("claude-opus-4-5", 0),
-                        ("claude-haiku-4-5", 0)):  # fmt: skip
+    for model, read in (
+        ("claude-sonnet-4-5", 3000),
+        ("claude-opus-4-5", 0),
+        ("claude-haiku-4-5", 0),
+    ):
         cache = PromptCache()
         anthropic_cached(cache, "k", model, long + "a", [end])
         assert anthropic_cached(cache, "k", model, long + "b", [end])[0] == read, model

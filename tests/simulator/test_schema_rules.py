@@ -18,8 +18,13 @@ MESSAGES: list[Message] = [{"role": "user", "content": "Judge this."}]
 
 
 def _closed(properties: dict[str, Any], **more: Any) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "required": list(properties),
-            "additionalProperties": False, **more}  # fmt: skip
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+        **more,
+    }
 
 
 def _nested(levels: int) -> dict[str, Any]:
@@ -34,42 +39,89 @@ OK = _closed({"score": SCORE, "why": {"type": "string"}})
 
 #: (a schema, the dialects that refuse it, what the refusal says)
 REFUSED: list[tuple[str, dict[str, Any], tuple[str, ...], str]] = [
-    ("open-object", {**OK, "additionalProperties": True}, ("openai", "anthropic"),
-     "additionalProperties"),
-    ("no-additional-properties", {k: v for k, v in OK.items() if k != "additionalProperties"},
-     ("openai", "anthropic"), "additionalProperties"),
-    ("open-nested-object", _closed({"s": {"type": "object", "properties": {"a": SCORE},
-                                          "required": ["a"]}}),
-     ("openai", "anthropic"), "additionalProperties"),
+    (
+        "open-object",
+        {**OK, "additionalProperties": True},
+        ("openai", "anthropic"),
+        "additionalProperties",
+    ),
+    (
+        "no-additional-properties",
+        {k: v for k, v in OK.items() if k != "additionalProperties"},
+        ("openai", "anthropic"),
+        "additionalProperties",
+    ),
+    (
+        "open-nested-object",
+        _closed({"s": {"type": "object", "properties": {"a": SCORE}, "required": ["a"]}}),
+        ("openai", "anthropic"),
+        "additionalProperties",
+    ),
     ("missing-required", {**OK, "required": ["score"]}, ("openai",), "Missing 'why'"),
     ("no-required", {k: v for k, v in OK.items() if k != "required"}, ("openai",), "required"),
     ("root-not-object", {"type": "array", "items": SCORE}, ("openai",), "object"),
     ("root-any-of", {"anyOf": [OK, OK]}, ("openai",), "object"),
-    ("string-length", _closed({"why": {"type": "string", "maxLength": 80}}),
-     ("openai", "anthropic"), "maxLength"),
-    ("number-bounds", _closed({"score": {"type": "integer", "minimum": 1, "maximum": 5}}),
-     ("anthropic",), "maximum"),
+    (
+        "string-length",
+        _closed({"why": {"type": "string", "maxLength": 80}}),
+        ("openai", "anthropic"),
+        "maxLength",
+    ),
+    (
+        "number-bounds",
+        _closed({"score": {"type": "integer", "minimum": 1, "maximum": 5}}),
+        ("anthropic",),
+        "maximum",
+    ),
     ("all-of", _closed({"score": {"allOf": [SCORE]}}), ("openai",), "allOf"),
     ("default", _closed({"score": {"type": "integer", "default": 3}}), ("openai",), "default"),
-    ("min-items-2", _closed({"s": {"type": "array", "items": SCORE, "minItems": 2}}),
-     ("anthropic",), "minItems"),
-    ("recursive", {**_closed({"node": {"$ref": "#/$defs/node"}}), "$defs": {"node": _closed(
-        {"next": {"$ref": "#/$defs/node"}})}}, ("anthropic",), "recursive"),
-    ("17-optional", {"type": "object", "additionalProperties": False,
-                     "properties": {f"p{i}": SCORE for i in range(17)}},
-     ("openai", "anthropic"), "17 optional|Missing 'p0'"),
+    (
+        "min-items-2",
+        _closed({"s": {"type": "array", "items": SCORE, "minItems": 2}}),
+        ("anthropic",),
+        "minItems",
+    ),
+    (
+        "recursive",
+        {
+            **_closed({"node": {"$ref": "#/$defs/node"}}),
+            "$defs": {"node": _closed({"next": {"$ref": "#/$defs/node"}})},
+        },
+        ("anthropic",),
+        "recursive",
+    ),
+    (
+        "17-optional",
+        {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {f"p{i}": SCORE for i in range(17)},
+        },
+        ("openai", "anthropic"),
+        "17 optional|Missing 'p0'",
+    ),
     ("too-deep", _nested(12), ("openai",), "nesting"),
-]  # fmt: skip
+]
 
 
 def _asking(dialect: str, schema: dict[str, Any]) -> dict[str, Any]:
     if dialect == "openai":
-        form = {"type": "json_schema", "json_schema": {"name": "j", "schema": schema,
-                                                       "strict": True}}  # fmt: skip
-        return {"model": "gpt-5.4", "max_completion_tokens": 99, "messages": MESSAGES,
-                "response_format": form}  # fmt: skip
-    return {"model": "claude-sonnet-4-5", "max_tokens": 99, "messages": MESSAGES,
-            "output_config": {"format": {"type": "json_schema", "schema": schema}}}  # fmt: skip
+        form = {
+            "type": "json_schema",
+            "json_schema": {"name": "j", "schema": schema, "strict": True},
+        }
+        return {
+            "model": "gpt-5.4",
+            "max_completion_tokens": 99,
+            "messages": MESSAGES,
+            "response_format": form,
+        }
+    return {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 99,
+        "messages": MESSAGES,
+        "output_config": {"format": {"type": "json_schema", "schema": schema}},
+    }
 
 
 @pytest.mark.parametrize(

@@ -20,17 +20,24 @@ from tests.helpers import wait_until
 
 PROMPT = f"Score the response on each skill.\n{skills_line(['Readability'])}"
 REQUESTS = {
-    "openai": ("/v1/chat/completions", {"model": "m", "max_tokens": 500,
-                                         "messages": [{"role": "user", "content": PROMPT}]}),
-    "anthropic": ("/v1/messages", {"model": "m", "max_tokens": 500,
-                                   "messages": [{"role": "user", "content": PROMPT}]}),
-    "gemini": ("/v1beta/models/m:generateContent",
-               {"contents": [{"role": "user", "parts": [{"text": PROMPT}]}]}),
-}  # fmt: skip
+    "openai": (
+        "/v1/chat/completions",
+        {"model": "m", "max_tokens": 500, "messages": [{"role": "user", "content": PROMPT}]},
+    ),
+    "anthropic": (
+        "/v1/messages",
+        {"model": "m", "max_tokens": 500, "messages": [{"role": "user", "content": PROMPT}]},
+    ),
+    "gemini": (
+        "/v1beta/models/m:generateContent",
+        {"contents": [{"role": "user", "parts": [{"text": PROMPT}]}]},
+    ),
+}
 
 
-def post(sim: SimHandle, dialect: str, headers: dict[str, str] | None = None,
-         timeout: float = 10) -> Any:  # fmt: skip
+def post(
+    sim: SimHandle, dialect: str, headers: dict[str, str] | None = None, timeout: float = 10
+) -> Any:
     path, body = REQUESTS[dialect]
     headers = {"Content-Type": "application/json", **(headers or {})}
     req = urllib.request.Request(f"{sim.base_url}{path}", json.dumps(body).encode(), headers)
@@ -65,9 +72,14 @@ def test_an_echoing_proxy_puts_the_request_headers_in_the_answer(dialect: str) -
 
 @pytest.mark.parametrize(
     ("dialect", "reason"),
-    [("openai", "tool_calls"), ("anthropic", "pause_turn"), ("gemini", "OTHER"),
-     ("openai", "null"), ("gemini", "null")],
-)  # fmt: skip
+    [
+        ("openai", "tool_calls"),
+        ("anthropic", "pause_turn"),
+        ("gemini", "OTHER"),
+        ("openai", "null"),
+        ("gemini", "null"),
+    ],
+)
 def test_any_stop_reason_on_the_wire(dialect: str, reason: str) -> None:
     with running_simulator(SimConfig(stop_reason=reason)) as sim:
         body = post(sim, dialect)
@@ -82,9 +94,11 @@ def test_bodies_that_are_not_a_message(dialect: str) -> None:
     with running_simulator(SimConfig(malformed="null_content")) as sim:
         nulled = post(sim, dialect)
     assert isinstance(listed, list) and len(listed) == 1
-    content = {"openai": lambda b: b["choices"][0]["message"]["content"],
-               "anthropic": lambda b: b["content"],
-               "gemini": lambda b: b["candidates"][0]["content"]}[dialect]  # fmt: skip
+    content = {
+        "openai": lambda b: b["choices"][0]["message"]["content"],
+        "anthropic": lambda b: b["content"],
+        "gemini": lambda b: b["candidates"][0]["content"],
+    }[dialect]
     assert content(nulled) is None and content(listed[0]) is not None
 
 
@@ -95,8 +109,12 @@ def test_a_one_slot_server_serves_in_line_and_drops_who_gave_up() -> None:
     with running_simulator(SimConfig(slots=1, latency_ms=latency * 1000)) as sim:
 
         def holding() -> None:
-            wait_until(lambda: sim.stats()["serving"], timeout=60, interval=0.01,
-                       what="the first request to hold the slot")  # fmt: skip
+            wait_until(
+                lambda: sim.stats()["serving"],
+                timeout=60,
+                interval=0.01,
+                what="the first request to hold the slot",
+            )
 
         async def go() -> None:
             loop = asyncio.get_running_loop()
@@ -107,8 +125,9 @@ def test_a_one_slot_server_serves_in_line_and_drops_who_gave_up() -> None:
             gave_up = loop.run_in_executor(None, lambda: post(sim, "openai", timeout=latency / 2))
             with pytest.raises(OSError):  # timed out, in line
                 await gave_up
-            await asyncio.gather(first, *(loop.run_in_executor(None, post, sim, "openai")
-                                          for _ in range(2)))  # fmt: skip
+            await asyncio.gather(
+                first, *(loop.run_in_executor(None, post, sim, "openai") for _ in range(2))
+            )
 
         started = time.monotonic()
         asyncio.run(go())
@@ -128,4 +147,8 @@ def test_the_options_are_validated_and_on_the_command_line() -> None:
     argv = config_to_argv(config)
     parsed = config_from_args(build_parser().parse_args(argv))
     assert (parsed.echo_headers, parsed.stop_reason, parsed.malformed, parsed.slots) == (
-        True, "pause_turn", "list", 2)  # fmt: skip
+        True,
+        "pause_turn",
+        "list",
+        2,
+    )

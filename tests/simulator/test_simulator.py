@@ -590,11 +590,12 @@ def test_gemini_latency_and_concurrency() -> None:
         try:
             calls = [
                 client.aio.models.generate_content(
-                    model="m", contents=judge_prompt(f"c{i}"),
+                    model="m",
+                    contents=judge_prompt(f"c{i}"),
                     config=types.GenerateContentConfig(max_output_tokens=1024),
                 )
                 for i in range(40)
-            ]  # fmt: skip
+            ]
             return [r.text for r in await asyncio.gather(*calls)]
         finally:
             await client.aio.aclose()
@@ -630,8 +631,12 @@ def test_start_up_prints_the_gemini_base_url_fourth() -> None:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "flask_eval.simulator", "--host", "127.0.0.1", "--port", "0"],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-    )  # fmt: skip
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
     stdout = proc.stdout
     assert stdout is not None
     lines: queue.Queue[str] = queue.Queue()

@@ -75,7 +75,10 @@ def test_a_batch_is_written_before_it_is_sent_and_moves_forward_only(database_ur
     ledger.record("tag1", "batch_abc", "in_progress", files={"input": "file-1"})
     [batch] = ledger.open_batches()
     assert (batch.state, batch.provider_id, batch.provider_state) == (
-        SUBMITTED, "batch_abc", "in_progress")  # fmt: skip
+        SUBMITTED,
+        "batch_abc",
+        "in_progress",
+    )
     ledger.mark_collected(["c0", "c1", "c2"])
     ledger.end_batch("tag1", "collected")
     assert ledger.open_batches() == [] and ledger.open_judges() == []
@@ -120,7 +123,8 @@ def test_deleting_a_run_deletes_its_batches(database_url: str) -> None:
     ids = open_ids(store, run_id)[0]
     ledger = BatchLedger(store)
     ledger.park([parked(run_id, ids, "c1")], utcnow() + timedelta(days=2))
-    ledger.create_batch("t", run_id, "memory/j1", "openai", [c.id for c in
-                        ledger.planned(run_id, "memory/j1", 5)])  # fmt: skip
+    ledger.create_batch(
+        "t", run_id, "memory/j1", "openai", [c.id for c in ledger.planned(run_id, "memory/j1", 5)]
+    )
     store.delete_run(run_id)
     assert ledger.open_batches() == [] and ledger.open_judges() == []

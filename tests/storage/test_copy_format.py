@@ -42,8 +42,17 @@ def test_remembered_values_give_the_lines_of_formatting_each_value(
     rows: list[tuple[Any, ...]] = []
     for n in range(300):
         flag: Any = [0, 1, True, False, None][n % 5]  # booleans equal 0 and 1
-        rows.append((7, f"m{n % 3}", "a\nb" if n % 2 else "", flag, long if n % 7 else None,
-                     now + timedelta(seconds=n % 4), n))  # fmt: skip
+        rows.append(
+            (
+                7,
+                f"m{n % 3}",
+                "a\nb" if n % 2 else "",
+                flag,
+                long if n % 7 else None,
+                now + timedelta(seconds=n % 4),
+                n,
+            )
+        )
     sink = Sink()
     postgres_store._copy(sink, "t", [f"c{k}" for k in range(7)], rows)
     expected = ["\t".join(map(postgres_store._copy_text, row)) for row in rows]

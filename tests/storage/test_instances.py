@@ -23,28 +23,47 @@ OTHER = InstanceRubric("Is it polite?", {k: f"level {k} ✓" for k in range(1, 6
 def instances() -> list[Instance]:
     return [
         Instance(
-            id="b1", instruction="plan a trip", answer="a plan", skills=("rubric",),
-            system_prompt="You are a travel agent.\nBe brief.", rubrics={"rubric": RUBRIC},
-            capability="planning", task="travel_plan",
+            id="b1",
+            instruction="plan a trip",
+            answer="a plan",
+            skills=("rubric",),
+            system_prompt="You are a travel agent.\nBe brief.",
+            rubrics={"rubric": RUBRIC},
+            capability="planning",
+            task="travel_plan",
         ),
         Instance(
-            id="b2", instruction="say hi", answer="hi", skills=("rubric", "Harmlessness"),
-            domains=("Language", "Culture"), difficulty=2,
-            rubrics={"rubric": OTHER}, capability="safety", task=None,
+            id="b2",
+            instruction="say hi",
+            answer="hi",
+            skills=("rubric", "Harmlessness"),
+            domains=("Language", "Culture"),
+            difficulty=2,
+            rubrics={"rubric": OTHER},
+            capability="safety",
+            task=None,
         ),
         Instance(id="f3", instruction="2+2", answer="4", skills=("Correctness",)),
-    ]  # fmt: skip
+    ]
 
 
 def create(store: Store) -> int:
     given = instances()
     sets = [ResponseSet("m", "m.jsonl", tuple(Response("m", i.id, f"r {i.id}") for i in given))]
-    config = {"judges": [JudgeConfig("memory/j", "memory/j").to_data()],
-              "skills": codec.to_data(load_default()), "mode": "instance"}  # fmt: skip
+    config = {
+        "judges": [JudgeConfig("memory/j", "memory/j").to_data()],
+        "skills": codec.to_data(load_default()),
+        "mode": "instance",
+    }
     run, created = store.create_run(
-        name="r", fingerprint="f" * 64, mode="instance", config=config, instances=given,
-        response_sets=sets, judges=["memory/j"],
-    )  # fmt: skip
+        name="r",
+        fingerprint="f" * 64,
+        mode="instance",
+        config=config,
+        instances=given,
+        response_sets=sets,
+        judges=["memory/j"],
+    )
     assert created
     return run.id
 
@@ -69,8 +88,12 @@ def test_a_claim_carries_the_system_prompt_and_the_rows_rubric(database_url: str
     run_id = create(store)
     ids = [row.id for row in store.open_rows(run_id)]
     contexts = {(c.instance_id, c.criterion): c for c in store.claim_contexts(run_id, ids, 60)}
-    assert set(contexts) == {("b1", "rubric"), ("b2", "rubric"), ("b2", "Harmlessness"),
-                             ("f3", "Correctness")}  # fmt: skip
+    assert set(contexts) == {
+        ("b1", "rubric"),
+        ("b2", "rubric"),
+        ("b2", "Harmlessness"),
+        ("f3", "Correctness"),
+    }
     b1 = contexts[("b1", "rubric")]
     assert b1.system_prompt == "You are a travel agent.\nBe brief."
     assert b1.rubric == RUBRIC
@@ -132,18 +155,29 @@ def test_the_report_breaks_a_ledger_down_by_capability_and_task(database_url: st
 def test_a_bulk_load_keeps_instances_whole(database_url: str) -> None:
     """Enough instances for PostgreSQL's COPY path (storage.postgres_store.SMALL_INSERT)."""
     given = [
-        Instance(id=f"i{k:03d}", instruction=f"q\t{k}\\n", answer="", skills=("rubric",),
-                 system_prompt="" if k % 2 else f"sys\n{k}", rubrics={"rubric": RUBRIC},
-                 capability=None if k % 5 == 0 else f"cap{k % 3}", task=f"t{k}" if k % 2 else None)
+        Instance(
+            id=f"i{k:03d}",
+            instruction=f"q\t{k}\\n",
+            answer="",
+            skills=("rubric",),
+            system_prompt="" if k % 2 else f"sys\n{k}",
+            rubrics={"rubric": RUBRIC},
+            capability=None if k % 5 == 0 else f"cap{k % 3}",
+            task=f"t{k}" if k % 2 else None,
+        )
         for k in range(150)
-    ]  # fmt: skip
+    ]
     sets = [ResponseSet("m", "m.jsonl", tuple(Response("m", i.id, "r") for i in given))]
     store = Store(database_url)
     run, _ = store.create_run(
-        name="bulk", fingerprint="b" * 64, mode="instance",
-        config={"judges": [], "skills": [], "mode": "instance"}, instances=given,
-        response_sets=sets, judges=["memory/j"],
-    )  # fmt: skip
+        name="bulk",
+        fingerprint="b" * 64,
+        mode="instance",
+        config={"judges": [], "skills": [], "mode": "instance"},
+        instances=given,
+        response_sets=sets,
+        judges=["memory/j"],
+    )
     assert store.instances(run.id) == {i.id: i for i in given}
     store.close()
 
@@ -152,12 +186,20 @@ def one_judge_run(
     store: Store, name: str, given: list[Instance], sets: list[ResponseSet]
 ) -> RunInfo:
     """A run of ``given`` and ``sets`` with one judge (memory/j), in instance mode."""
-    config = {"judges": [JudgeConfig("memory/j", "memory/j").to_data()],
-              "skills": codec.to_data(load_default()), "mode": "instance"}  # fmt: skip
+    config = {
+        "judges": [JudgeConfig("memory/j", "memory/j").to_data()],
+        "skills": codec.to_data(load_default()),
+        "mode": "instance",
+    }
     run, _ = store.create_run(
-        name=name, fingerprint="e" * 64, mode="instance", config=config, instances=given,
-        response_sets=sets, judges=["memory/j"],
-    )  # fmt: skip
+        name=name,
+        fingerprint="e" * 64,
+        mode="instance",
+        config=config,
+        instances=given,
+        response_sets=sets,
+        judges=["memory/j"],
+    )
     return run
 
 
@@ -185,8 +227,10 @@ def test_response_lengths_count_characters_as_python_does(database_url: str) -> 
 
     texts = {"1": "plain", "2": "émoji 😀 and ✓ a\u0301", "3": "", "4": "x" * 5000}
     given = [Instance(id=i, instruction="q", answer="a", skills=("Correctness",)) for i in texts]
-    sets = [ResponseSet(m, f"{m}.jsonl", tuple(Response(m, i, t + m) for i, t in texts.items()))
-            for m in ("m", "n")]  # fmt: skip
+    sets = [
+        ResponseSet(m, f"{m}.jsonl", tuple(Response(m, i, t + m) for i, t in texts.items()))
+        for m in ("m", "n")
+    ]
     store = Store(database_url)
     run = one_judge_run(store, "lengths", given, sets)
     keys = {("m", "2"), ("n", "2"), ("n", "3"), ("m", "4"), ("m", "9"), ("z", "1")}

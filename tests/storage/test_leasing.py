@@ -27,8 +27,10 @@ def test_deleting_a_run_keeps_only_the_answers_other_runs_use(database_url: str)
     store = Store(database_url)
     gone, kept = create(store, "gone", "a" * 64), create(store, "kept", "b" * 64)
     mine, theirs = open_ids(store, gone)[0], open_ids(store, kept)[0]
-    store.write([answer(gone, "k", "good", True, "shared"), answer(gone, "l", "x", True, "own")],
-                [Outcome(i, Status.DONE, score=3, call_uid="own") for i in mine])  # fmt: skip
+    store.write(
+        [answer(gone, "k", "good", True, "shared"), answer(gone, "l", "x", True, "own")],
+        [Outcome(i, Status.DONE, score=3, call_uid="own") for i in mine],
+    )
     store.write([], [Outcome(i, Status.DONE, score=4, call_uid="shared") for i in theirs])
     store.delete_run(gone)
     assert calls_of(store) == {"shared": None}  # replayed by the other run: it stays
@@ -72,15 +74,23 @@ def test_an_answer_written_while_its_run_is_being_deleted_is_kept(postgres_url: 
     with store.engine.connect() as deleting:
         with deleting.begin():
             deleting.exec_driver_sql(f"SELECT id FROM run WHERE id = {run_id} FOR UPDATE")
-            writer = threading.Thread(target=lambda: written.append(store.write(
-                [answer(run_id, "k", "late", True, "late")],
-                [Outcome(i, Status.DONE, score=5) for i in ids])))  # fmt: skip
+            writer = threading.Thread(
+                target=lambda: written.append(
+                    store.write(
+                        [answer(run_id, "k", "late", True, "late")],
+                        [Outcome(i, Status.DONE, score=5) for i in ids],
+                    )
+                )
+            )
             writer.start()
             wait_until(  # the write waits for the run's row
                 lambda: deleting.exec_driver_sql(
-                    "SELECT count(*) FROM pg_locks WHERE NOT granted").scalar(),
-                lambda waiting: bool(waiting), timeout=30, what="the write to wait",
-            )  # fmt: skip
+                    "SELECT count(*) FROM pg_locks WHERE NOT granted"
+                ).scalar(),
+                lambda waiting: bool(waiting),
+                timeout=30,
+                what="the write to wait",
+            )
             for table in ("judgment", "response", "instance_domain", "instance", "run"):
                 column = "id" if table == "run" else "run_id"
                 deleting.exec_driver_sql(f"DELETE FROM {table} WHERE {column} = {run_id}")

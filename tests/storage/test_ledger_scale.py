@@ -31,17 +31,27 @@ def grouped(store: Store, run_id: int) -> tuple[list[Any], dict[str, tuple[float
             (str(j), str(s), r, int(n))
             for j, s, r, n in conn.execute(
                 select(J.judge, J.status, J.reason, func.count())
-                .where(J.run_id == run_id).group_by(J.judge, J.status, J.reason))
-        )  # fmt: skip
+                .where(J.run_id == run_id)
+                .group_by(J.judge, J.status, J.reason)
+            )
+        )
         sums = {
             str(r[0]): tuple(float(v) for v in r[1:])
             for r in conn.execute(
-                select(C.judge, func.count(), func.count().filter(C.batch.is_(True)),
-                       func.sum(C.prompt_tokens), func.sum(C.completion_tokens),
-                       func.sum(C.cached_tokens), func.sum(C.cache_write_tokens),
-                       func.sum(C.cost))
-                .where(C.run_id == run_id).group_by(C.judge))
-        }  # fmt: skip
+                select(
+                    C.judge,
+                    func.count(),
+                    func.count().filter(C.batch.is_(True)),
+                    func.sum(C.prompt_tokens),
+                    func.sum(C.completion_tokens),
+                    func.sum(C.cached_tokens),
+                    func.sum(C.cache_write_tokens),
+                    func.sum(C.cost),
+                )
+                .where(C.run_id == run_id)
+                .group_by(C.judge)
+            )
+        }
     return counts, sums
 
 
@@ -59,8 +69,9 @@ def test_the_tallies_follow_every_write(postgres_url: str) -> None:
     assert tallied(store, run_id) == grouped(store, run_id)
     first = store.claim_contexts(run_id, calls[0] + calls[1] + calls[2], 60)
     store.release([c.id for c in first if c.id in calls[2]])
-    batch = CallRecord("b1", "b" * 64, run_id, "memory/j2", "x", True, "stop", 7, 3, 0.5,
-                       1.0, 2, 1, True)  # fmt: skip
+    batch = CallRecord(
+        "b1", "b" * 64, run_id, "memory/j2", "x", True, "stop", 7, 3, 0.5, 1.0, 2, 1, True
+    )
     store.write(
         [answer(run_id, "k", "good", True, "u1"), batch],
         [Outcome(i, Status.DONE, score=4, call_uid="u1", asks=1, requests=1) for i in calls[0]]
@@ -73,8 +84,9 @@ def test_the_tallies_follow_every_write(postgres_url: str) -> None:
     store.delete_run(other, chunk=3)
     assert tallied(store, other) == ([], {})
     with store.engine.connect() as conn:
-        left = conn.exec_driver_sql("SELECT count(*) FROM judgment_tally WHERE run_id = %s",
-                                    (other,)).scalar()  # fmt: skip
+        left = conn.exec_driver_sql(
+            "SELECT count(*) FROM judgment_tally WHERE run_id = %s", (other,)
+        ).scalar()
     assert left == 0
     assert tallied(store, run_id) == grouped(store, run_id)
 
@@ -122,8 +134,10 @@ def test_status_live_counts_pages_and_claims_follow_indexes(postgres_url: str) -
     store = Store(postgres_url)
     run_id = create(store)
     calls = open_ids(store, run_id)
-    store.write([answer(run_id, "k", "good", True, "u1")],
-                [Outcome(i, Status.DONE, score=4, call_uid="u1") for i in calls[0]])  # fmt: skip
+    store.write(
+        [answer(run_id, "k", "good", True, "u1")],
+        [Outcome(i, Status.DONE, score=4, call_uid="u1") for i in calls[0]],
+    )
     info = store.run_by_id(run_id)
     for label, action in {
         "status": lambda: queries.status(store, run_id, info.name),
@@ -155,8 +169,10 @@ def test_a_run_is_deleted_in_chunks_while_other_writers_go_on(database_url: str)
     store = Store(database_url)
     gone, kept = create(store, "gone", "a" * 64), create(store, "kept", "b" * 64)
     mine, theirs = open_ids(store, gone), open_ids(store, kept)
-    store.write([answer(gone, "k", "good", True, "shared"), answer(gone, "l", "x", True, "own")],
-                [Outcome(i, Status.DONE, score=3, call_uid="own") for i in mine[0]])  # fmt: skip
+    store.write(
+        [answer(gone, "k", "good", True, "shared"), answer(gone, "l", "x", True, "own")],
+        [Outcome(i, Status.DONE, score=3, call_uid="own") for i in mine[0]],
+    )
     store.write([], [Outcome(i, Status.DONE, score=4, call_uid="shared") for i in theirs[0]])
     seen: list[bool] = []
     written: list[int] = []
@@ -164,11 +180,17 @@ def test_a_run_is_deleted_in_chunks_while_other_writers_go_on(database_url: str)
     def during() -> None:
         if seen:
             return
-        seen.append(store.find_run("gone") is None and store.run_config_text(gone) is None
-                    and store.existing_runs([gone, kept]) == {kept}
-                    and store.cached_calls(["l" * 64]) == {})  # fmt: skip
-        worker = threading.Thread(target=lambda: written.append(store.write(
-            [], [Outcome(i, Status.DONE, score=5) for i in theirs[1]])))  # fmt: skip
+        seen.append(
+            store.find_run("gone") is None
+            and store.run_config_text(gone) is None
+            and store.existing_runs([gone, kept]) == {kept}
+            and store.cached_calls(["l" * 64]) == {}
+        )
+        worker = threading.Thread(
+            target=lambda: written.append(
+                store.write([], [Outcome(i, Status.DONE, score=5) for i in theirs[1]])
+            )
+        )
         worker.start()
         worker.join(timeout=60)  # the deadline: a writer waits one chunk at most
         assert not worker.is_alive(), "a write to another run waited for the whole delete"

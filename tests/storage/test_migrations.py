@@ -38,38 +38,43 @@ from flask_eval.storage.store import Store
 
 V1 = MetaData()
 RUN = Table(
-    "run", V1,
+    "run",
+    V1,
     Column("id", Integer, primary_key=True),
     Column("name", String(200), nullable=False, unique=True, index=True),
     Column("fingerprint", String(64), nullable=False),
     Column("mode", String(16), nullable=False),
     Column("config", Text, nullable=False),
     Column("created_at", DateTime, nullable=False),
-)  # fmt: skip
+)
 INSTANCE = Table(
-    "instance", V1,
+    "instance",
+    V1,
     Column("run_id", Integer, ForeignKey("run.id"), primary_key=True),
     Column("instance_id", String(200), primary_key=True),
     Column("instruction", Text, nullable=False),
     Column("answer", Text, nullable=False),
     Column("skills", Text, nullable=False),
     Column("difficulty", Integer),
-)  # fmt: skip
+)
 DOMAIN = Table(
-    "instance_domain", V1,
+    "instance_domain",
+    V1,
     Column("run_id", Integer, ForeignKey("run.id"), primary_key=True),
     Column("instance_id", String(200), primary_key=True),
     Column("domain", String(100), primary_key=True),
-)  # fmt: skip
+)
 RESPONSE = Table(
-    "response", V1,
+    "response",
+    V1,
     Column("run_id", Integer, ForeignKey("run.id"), primary_key=True),
     Column("model", String(100), primary_key=True),
     Column("instance_id", String(200), primary_key=True),
     Column("text", Text, nullable=False),
-)  # fmt: skip
+)
 CALL_V1 = Table(
-    "call", V1,
+    "call",
+    V1,
     Column("id", Integer, primary_key=True),
     Column("cache_key", String(64), nullable=False, unique=True),
     Column("run_id", Integer, ForeignKey("run.id"), nullable=False, index=True),
@@ -81,9 +86,10 @@ CALL_V1 = Table(
     Column("cost", Float, nullable=False),
     Column("latency_ms", Float, nullable=False),
     Column("created_at", DateTime, nullable=False),
-)  # fmt: skip
+)
 JUDGMENT_V1 = Table(
-    "judgment", V1,
+    "judgment",
+    V1,
     Column("id", Integer, primary_key=True),
     Column("run_id", Integer, ForeignKey("run.id"), nullable=False),
     Column("model", String(100), nullable=False),
@@ -102,7 +108,7 @@ JUDGMENT_V1 = Table(
     Column("updated_at", DateTime, nullable=False),
     UniqueConstraint("run_id", "model", "instance_id", "skill", "judge", name="uq_judgment"),
     Index("ix_judgment_run_status", "run_id", "status"),
-)  # fmt: skip
+)
 
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
 SKILLS = ("Factuality", "Readability", "Conciseness")
@@ -111,30 +117,67 @@ SKILLS = ("Factuality", "Readability", "Conciseness")
 def make_v1_store(url: str) -> None:
     engine = create_engine(normalize_url(url))
     V1.create_all(engine)
-    config = {"judges": [{"name": "openai/j", "spec": "openai/j"}], "mode": "instance",
-              "skills": []}  # fmt: skip
+    config = {
+        "judges": [{"name": "openai/j", "spec": "openai/j"}],
+        "mode": "instance",
+        "skills": [],
+    }
     with engine.begin() as conn:
-        conn.execute(RUN.insert().values(id=1, name="old", fingerprint="f" * 64,
-                                         mode="instance", config=json.dumps(config),
-                                         created_at=NOW))  # fmt: skip
+        conn.execute(
+            RUN.insert().values(
+                id=1,
+                name="old",
+                fingerprint="f" * 64,
+                mode="instance",
+                config=json.dumps(config),
+                created_at=NOW,
+            )
+        )
         for i in ("1", "2"):
-            conn.execute(INSTANCE.insert().values(run_id=1, instance_id=i, instruction=f"q{i}",
-                                                  answer=f"a{i}", skills=json.dumps(SKILLS),
-                                                  difficulty=2))  # fmt: skip
+            conn.execute(
+                INSTANCE.insert().values(
+                    run_id=1,
+                    instance_id=i,
+                    instruction=f"q{i}",
+                    answer=f"a{i}",
+                    skills=json.dumps(SKILLS),
+                    difficulty=2,
+                )
+            )
             conn.execute(DOMAIN.insert().values(run_id=1, instance_id=i, domain="Math"))
             conn.execute(RESPONSE.insert().values(run_id=1, model="m", instance_id=i, text="t"))
             key = (i * 64)[:64]
-            conn.execute(CALL_V1.insert().values(
-                cache_key=key, run_id=1, judge="openai/j", raw=f"answer {i}", parsed=True,
-                prompt_tokens=100, completion_tokens=20, cost=0.5, latency_ms=10.0,
-                created_at=NOW,
-            ))  # fmt: skip
+            conn.execute(
+                CALL_V1.insert().values(
+                    cache_key=key,
+                    run_id=1,
+                    judge="openai/j",
+                    raw=f"answer {i}",
+                    parsed=True,
+                    prompt_tokens=100,
+                    completion_tokens=20,
+                    cost=0.5,
+                    latency_ms=10.0,
+                    created_at=NOW,
+                )
+            )
             for n, skill in enumerate(SKILLS):
-                conn.execute(JUDGMENT_V1.insert().values(
-                    run_id=1, model="m", instance_id=i, skill=skill, judge="openai/j",
-                    status="done", score=n + 2, rationale="r", call_key=key, attempts=1,
-                    created_at=NOW, updated_at=NOW,
-                ))  # fmt: skip
+                conn.execute(
+                    JUDGMENT_V1.insert().values(
+                        run_id=1,
+                        model="m",
+                        instance_id=i,
+                        skill=skill,
+                        judge="openai/j",
+                        status="done",
+                        score=n + 2,
+                        rationale="r",
+                        call_key=key,
+                        attempts=1,
+                        created_at=NOW,
+                        updated_at=NOW,
+                    )
+                )
     engine.dispose()
 
 
@@ -145,10 +188,15 @@ def test_a_version_1_store_is_migrated_with_nothing_lost(database_url: str) -> N
         version = conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar_one()
         columns = {c["name"] for c in inspect(conn).get_columns("judgment")}
         rows = conn.execute(
-            select(JUDGMENT.c.criterion, JUDGMENT.c.model_b, JUDGMENT.c.call_uid,
-                   JUDGMENT.c.claims, JUDGMENT.c.asks, JUDGMENT.c.score)
-            .order_by(JUDGMENT.c.id)
-        ).all()  # fmt: skip
+            select(
+                JUDGMENT.c.criterion,
+                JUDGMENT.c.model_b,
+                JUDGMENT.c.call_uid,
+                JUDGMENT.c.claims,
+                JUDGMENT.c.asks,
+                JUDGMENT.c.score,
+            ).order_by(JUDGMENT.c.id)
+        ).all()
         calls = conn.execute(select(CALL.c.uid, CALL.c.cache_key, CALL.c.finish)).all()
         ledger_keys = inspect(conn).get_foreign_keys("judgment")
         response_keys = inspect(conn).get_foreign_keys("response")
@@ -183,11 +231,22 @@ def test_a_version_1_store_is_migrated_with_nothing_lost(database_url: str) -> N
     assert [r["raw"] for r in exported] == ["answer 1"] * 3 + ["answer 2"] * 3
     # the new key is enforced, and the store opens again without migrating twice
     with pytest.raises(IntegrityError), store.engine.begin() as conn:
-        conn.execute(JUDGMENT.insert().values(
-            run_id=1, model="m", model_b="", instance_id="1", criterion="Factuality",
-            judge="openai/j", status="pending", claims=0, asks=0, requests=0,
-            created_at=NOW, updated_at=NOW,
-        ))  # fmt: skip
+        conn.execute(
+            JUDGMENT.insert().values(
+                run_id=1,
+                model="m",
+                model_b="",
+                instance_id="1",
+                criterion="Factuality",
+                judge="openai/j",
+                status="pending",
+                claims=0,
+                asks=0,
+                requests=0,
+                created_at=NOW,
+                updated_at=NOW,
+            )
+        )
     store.close()
     assert queries.status(Store(database_url), 1, "old").done == 6
 
@@ -220,8 +279,13 @@ def test_opening_a_store_at_the_head_does_not_import_alembic(tmp_path: Path) -> 
         "import sys; from flask_eval.storage.store import Store; "
         f"s = Store({url!r}); s.close(); print('alembic' in sys.modules)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=Path(__file__).resolve().parents[2])  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert out.stdout.strip() == "False"
 
 
@@ -252,8 +316,22 @@ def test_a_version_3_store_gets_the_cache_and_batch_columns_of_its_calls(
         ).all()
     assert version == head_revision()
     assert [tuple(r) for r in old] == [(0, 0, False, 0.5)] * 2
-    new = CallRecord("new", "n" * 64, 1, "openai/j", "answer 3", True, "stop", 100, 20, 0.25,
-                     10.0, cached_tokens=60, cache_write_tokens=30, batch=True)  # fmt: skip
+    new = CallRecord(
+        "new",
+        "n" * 64,
+        1,
+        "openai/j",
+        "answer 3",
+        True,
+        "stop",
+        100,
+        20,
+        0.25,
+        10.0,
+        cached_tokens=60,
+        cache_write_tokens=30,
+        batch=True,
+    )
     store.write([new])
     counts = queries.status(store, 1, "old")
     assert (counts.calls, counts.prompt_tokens, counts.cached_tokens) == (3, 300, 60)

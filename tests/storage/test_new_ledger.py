@@ -28,9 +28,13 @@ def plan_of(folder: Path, name: str | None = "new", **options: Any) -> pipeline.
     """A plan of 4 models' responses to 12 instances, 2 judges; ``name`` None: the run's
     name is its fingerprint's, computed at once (a named run's is computed later)."""
     instances, responses = write_inputs(folder, 12, models=MODELS)
-    return pipeline.prepare(instances=str(instances), responses=responses,
-                            judges=["memory/j1", "memory/j2"], run_name=name,
-                            **options)  # fmt: skip
+    return pipeline.prepare(
+        instances=str(instances),
+        responses=responses,
+        judges=["memory/j1", "memory/j2"],
+        run_name=name,
+        **options,
+    )
 
 
 @pytest.mark.parametrize(
@@ -53,7 +57,7 @@ def test_a_new_run_sends_the_calls_its_ledger_reads_back(
     with store.engine.connect() as conn:
         rows = conn.execute(
             select(JUDGMENT.c.model, JUDGMENT.c.instance_id).order_by(JUDGMENT.c.id)
-        ).all()  # fmt: skip
+        ).all()
         stored = conn.execute(select(RUN.c.fingerprint)).scalar_one()
     if "pairwise" not in options:  # absolute: by model, then instance id, as the index
         assert rows == sorted(rows) and rows[0].model == "alpha"

@@ -27,10 +27,14 @@ def make_inputs(n: int) -> tuple[list[Instance], list[ResponseSet]]:
     """``n`` instances with 1 or 2 criteria; alpha answers all, beta all but the last,
     gamma only the even ones."""
     instances = [
-        Instance(str(i), f"question {i}", f"answer {i}",
-                 ("overall",) if i % 2 else ("Factuality", "Harmlessness"))
+        Instance(
+            str(i),
+            f"question {i}",
+            f"answer {i}",
+            ("overall",) if i % 2 else ("Factuality", "Harmlessness"),
+        )
         for i in range(n)
-    ]  # fmt: skip
+    ]
     answers = {
         "alpha": [i.id for i in instances],
         "beta": [i.id for i in instances[:-1]],
@@ -64,9 +68,15 @@ def create(
 ) -> tuple[int, list[Instance], list[ResponseSet]]:
     instances, sets = make_inputs(n)
     run, created = store.create_run(
-        name=name, fingerprint="p" * 64, mode="instance", config={"mode": "instance"},
-        instances=instances, response_sets=sets, judges=list(JUDGES), pairs=pairs,
-    )  # fmt: skip
+        name=name,
+        fingerprint="p" * 64,
+        mode="instance",
+        config={"mode": "instance"},
+        instances=instances,
+        response_sets=sets,
+        judges=list(JUDGES),
+        pairs=pairs,
+    )
     assert created
     return run.id, instances, sets
 
@@ -82,9 +92,13 @@ def ledger(store: Store, run_id: int) -> Counter[tuple[str, str, str, str, str]]
 
 
 ALL_BOTH_ORDERS: list[Pair] = [
-    ("alpha", "beta"), ("beta", "alpha"), ("alpha", "gamma"), ("gamma", "alpha"),
-    ("beta", "gamma"), ("gamma", "beta"),
-]  # fmt: skip
+    ("alpha", "beta"),
+    ("beta", "alpha"),
+    ("alpha", "gamma"),
+    ("gamma", "alpha"),
+    ("beta", "gamma"),
+    ("gamma", "beta"),
+]
 
 
 @pytest.mark.parametrize("n", [3, 40], ids=["plain-insert", "bulk-copy"])
@@ -156,9 +170,15 @@ def test_resume_finds_the_run_and_plans_nothing_twice(database_url: str) -> None
     run_id, instances, sets = create(store, ALL_BOTH_ORDERS)
     before = ledger(store, run_id)
     again, created = store.create_run(
-        name="p1", fingerprint="p" * 64, mode="instance", config={}, instances=instances,
-        response_sets=sets, judges=list(JUDGES), pairs=ALL_BOTH_ORDERS,
-    )  # fmt: skip
+        name="p1",
+        fingerprint="p" * 64,
+        mode="instance",
+        config={},
+        instances=instances,
+        response_sets=sets,
+        judges=list(JUDGES),
+        pairs=ALL_BOTH_ORDERS,
+    )
     assert (again.id, created) == (run_id, False)
     assert ledger(store, run_id) == before
 
@@ -184,11 +204,13 @@ def test_export_and_status_of_a_pairwise_run(database_url: str) -> None:
     run_id, _, _ = create(store, [("alpha", "gamma"), ("gamma", "alpha")])
     first, second, third, *_ = store.open_rows(run_id)
     store.claim_contexts(run_id, [first.id, second.id, third.id], 60)
-    store.finish([
-        Outcome(first.id, Status.DONE, score=VERDICT_FIRST, rationale="a is better"),
-        Outcome(second.id, Status.DONE, score=VERDICT_SECOND),
-        Outcome(third.id, Status.FAILED, reason="unparseable", detail="no verdict"),
-    ])  # fmt: skip
+    store.finish(
+        [
+            Outcome(first.id, Status.DONE, score=VERDICT_FIRST, rationale="a is better"),
+            Outcome(second.id, Status.DONE, score=VERDICT_SECOND),
+            Outcome(third.id, Status.FAILED, reason="unparseable", detail="no verdict"),
+        ]
+    )
     counts = queries.status(store, run_id, "p1")
     assert (counts.done, counts.failed) == (2, 1)
     assert counts.pending == counts.total - 3
@@ -198,8 +220,10 @@ def test_export_and_status_of_a_pairwise_run(database_url: str) -> None:
     assert fields[:3] == ("run", "model", "model_b") and set(fields) - {"model_b"} == set(
         queries.EXPORT_FIELDS
     )
-    rows = {(r["model"], r["instance_id"], r["skill"], r["judge"]): r
-            for r in queries.export_rows(store, run_id, "p1")}  # fmt: skip
+    rows = {
+        (r["model"], r["instance_id"], r["skill"], r["judge"]): r
+        for r in queries.export_rows(store, run_id, "p1")
+    }
     assert len(rows) == counts.total  # (model, instance, criterion, judge) names a row here
     assert all(tuple(r) == fields for r in rows.values())
     done = rows[first.model, first.instance_id, first.criterion, first.judge]
@@ -213,8 +237,11 @@ def test_job_context_of_row_takes_the_old_and_the_new_claim_columns() -> None:
     head = (7, 1, "alpha", "", "3", "Factuality", "memory/j1", "q", "ref", "resp", None, None)
     old = JobContext.of_row(head)
     assert (old.response, old.response_b, old.system_prompt, dict(old.rubrics)) == (
-        "resp", "", "", {}
-    )  # fmt: skip
+        "resp",
+        "",
+        "",
+        {},
+    )
     assert JobContext.of_row((*head, None)).response_b == ""
     assert JobContext.of_row((*head, "second")).response_b == "second"
     with pytest.raises(ValueError, match="12 or 13 columns"):

@@ -19,10 +19,13 @@ from tests.report.ledger import Outcome, Row, every_ending, finish, judges, plan
 
 
 def _ledger(store: Store) -> int:
-    run = planned_run(store, "copy", instances=str(EXAMPLES / "instances.jsonl"),
-                      responses=[f"b={EXAMPLES / 'model_b.jsonl'}",
-                                 f"a={EXAMPLES / 'model_a.jsonl'}"],
-                      judges=judges("zeta", "split", "Alpha", "a.b"))  # fmt: skip
+    run = planned_run(
+        store,
+        "copy",
+        instances=str(EXAMPLES / "instances.jsonl"),
+        responses=[f"b={EXAMPLES / 'model_b.jsonl'}", f"a={EXAMPLES / 'model_a.jsonl'}"],
+        judges=judges("zeta", "split", "Alpha", "a.b"),
+    )
 
     def scored(row: Row, base: str) -> Outcome:
         return "done", 1 + (row.id * 7) % 5, base
@@ -51,7 +54,10 @@ def test_the_copied_pivot_equals_the_pivot_read_as_rows(
     (keys, codes, total, calls), (keys_r, codes_r, total_r, calls_r) = coded, rows
     assert total == total_r > 0 and calls is not None and calls_r is not None
     assert (keys.models, keys.instances, keys.criteria) == (
-        keys_r.models, keys_r.instances, keys_r.criteria)  # fmt: skip
+        keys_r.models,
+        keys_r.instances,
+        keys_r.criteria,
+    )
     at = {c: n for n, c in enumerate(keys_r.cells())}
     order = [at[c] for c in keys.cells()]
     assert sorted(order) == list(range(len(keys_r)))
@@ -71,15 +77,16 @@ def test_parts_cut_anywhere_give_the_same_cells(postgres_url: str) -> None:
     with ExitStack() as stack:
         first = stack.enter_context(analytics._read_transaction(store))
         snapshot = str(first.exec_driver_sql("SELECT pg_export_snapshot()").scalar_one())
-        more = [stack.enter_context(analytics._read_transaction(store, snapshot))
-                for _ in range(2)]  # fmt: skip
+        more = [stack.enter_context(analytics._read_transaction(store, snapshot)) for _ in range(2)]
         for bounds in ([], ["A"], ["b"], ["zz"], ["a", "b"], ["0", "zz"]):
             conns = [first, *more][: len(bounds) + 1]
             read = read_coded_parts(conns, run_id, names, code, bounds)
             assert read is not None
             keys, counts, packed, hashes = read
-            by_cell = {c: (int(counts[n]), packed[n].tolist(), hashes[n].tolist())
-                       for n, c in enumerate(keys.cells())}  # fmt: skip
+            by_cell = {
+                c: (int(counts[n]), packed[n].tolist(), hashes[n].tolist())
+                for n, c in enumerate(keys.cells())
+            }
             assert len(by_cell) == len(keys) > 0
             got.append(by_cell)
     store.close()
@@ -133,8 +140,10 @@ def test_without_a_connection_to_spare_the_pivot_is_read_in_one_part(
     store.close()
 
     def by_cell(p: analytics.Pivot) -> dict[tuple[str, str, str], tuple[list[int], str]]:
-        return {c: (p.state[n].tolist(), repr(p.score[n].tolist()))
-                for n, c in enumerate(p.keys.cells())}  # fmt: skip
+        return {
+            c: (p.state[n].tolist(), repr(p.score[n].tolist()))
+            for n, c in enumerate(p.keys.cells())
+        }
 
     assert by_cell(alone) == by_cell(whole) and len(whole.keys) > 0
 
@@ -164,10 +173,20 @@ def test_a_table_from_codes_equals_the_table_from_strings() -> None:
     domains = {"i1": ["Humanities"], "i2": []}
     want = build(cells, ["j"], state, score, difficulty, domains, DOMAINS)
     models, instances, skills = ("x", "m2", "m1"), ("i2", "i1"), ("t", "u", "s")
-    codes = tuple(np.array([labels.index(c[k]) for c in cells])
-                  for k, labels in enumerate((models, instances, skills)))  # fmt: skip
-    got = build_coded((models, instances, skills), codes, ["j"], state, score,  # type: ignore[arg-type]
-                      difficulty, domains, DOMAINS)  # fmt: skip
+    codes = tuple(
+        np.array([labels.index(c[k]) for c in cells])
+        for k, labels in enumerate((models, instances, skills))
+    )
+    got = build_coded(
+        (models, instances, skills),
+        codes,
+        ["j"],
+        state,
+        score,  # type: ignore[arg-type]
+        difficulty,
+        domains,
+        DOMAINS,
+    )
     for name in ("models", "instances", "skills", "judges", "domains"):
         assert getattr(got, name) == getattr(want, name)
     for name in ("model", "instance", "skill", "state", "score", "difficulty", "domain_member"):

@@ -251,16 +251,21 @@ def test_one_write_with_duplicates_ends_as_successive_writes_would(database_url:
     run_id = create(store)
     a, b, c, d = [i for call in open_ids(store, run_id) for i in call][:4]
     calls = [
-        answer(run_id, "p", "bad", False, "p1"), answer(run_id, "p", "good", True, "p2"),
-        answer(run_id, "q", "first", True, "q1"), answer(run_id, "q", "second", True, "q2"),
-    ]  # fmt: skip
+        answer(run_id, "p", "bad", False, "p1"),
+        answer(run_id, "p", "good", True, "p2"),
+        answer(run_id, "q", "first", True, "q1"),
+        answer(run_id, "q", "second", True, "q2"),
+    ]
     outcomes = [
         Outcome(a, Status.FAILED, reason="timeout", asks=1),
         Outcome(a, Status.DONE, score=5, asks=1),
-        Outcome(b, Status.DONE, score=2), Outcome(b, Status.FAILED, reason="timeout"),
-        Outcome(c, Status.DONE, score=3), Outcome(c, Status.DONE, score=1),
-        Outcome(d, Status.FAILED, reason="timeout"), Outcome(d, Status.FAILED, reason="refused"),
-    ]  # fmt: skip
+        Outcome(b, Status.DONE, score=2),
+        Outcome(b, Status.FAILED, reason="timeout"),
+        Outcome(c, Status.DONE, score=3),
+        Outcome(c, Status.DONE, score=1),
+        Outcome(d, Status.FAILED, reason="timeout"),
+        Outcome(d, Status.FAILED, reason="refused"),
+    ]
     store.write(calls, outcomes)
     cached = store.cached_calls(["p" * 64, "q" * 64])
     assert {k[0]: v.raw for k, v in cached.items()} == {"p": "good", "q": "first"}
@@ -359,9 +364,14 @@ def test_two_producers_creating_one_run_at_once(database_url: str, same_inputs: 
         barrier.wait()
         try:
             run, created = store.create_run(
-                name="raced", fingerprint=fingerprint, mode="instance", config=run_config(),
-                instances=instances, response_sets=sets, judges=list(JUDGES),
-            )  # fmt: skip
+                name="raced",
+                fingerprint=fingerprint,
+                mode="instance",
+                config=run_config(),
+                instances=instances,
+                response_sets=sets,
+                judges=list(JUDGES),
+            )
             results.append((run.id, created))
         except RunConflictError as exc:
             results.append(exc)
@@ -387,13 +397,42 @@ def test_cached_and_cache_written_tokens_and_batch_calls_round_trip(database_url
     read back by the answer cache and summed by `status` and `runs`."""
     store = Store(database_url)
     run_id = create(store)
-    store.write([
-        CallRecord("c1", "a" * 64, run_id, "memory/j1", "x", True, "stop", 1000, 50, 0.002,
-                   1.0, cached_tokens=800, cache_write_tokens=0, batch=True),
-        CallRecord("c2", "b" * 64, run_id, "memory/j1", "y", True, "stop", 1000, 50, 0.003,
-                   1.0, cached_tokens=0, cache_write_tokens=900),
-        answer(run_id, "c", "z", True, "c3"),
-    ])  # fmt: skip
+    store.write(
+        [
+            CallRecord(
+                "c1",
+                "a" * 64,
+                run_id,
+                "memory/j1",
+                "x",
+                True,
+                "stop",
+                1000,
+                50,
+                0.002,
+                1.0,
+                cached_tokens=800,
+                cache_write_tokens=0,
+                batch=True,
+            ),
+            CallRecord(
+                "c2",
+                "b" * 64,
+                run_id,
+                "memory/j1",
+                "y",
+                True,
+                "stop",
+                1000,
+                50,
+                0.003,
+                1.0,
+                cached_tokens=0,
+                cache_write_tokens=900,
+            ),
+            answer(run_id, "c", "z", True, "c3"),
+        ]
+    )
     cached = store.cached_calls(["a" * 64, "b" * 64])
     assert (cached["a" * 64].cached_tokens, cached["a" * 64].batch) == (800, True)
     assert (cached["b" * 64].cache_write_tokens, cached["b" * 64].batch) == (900, False)

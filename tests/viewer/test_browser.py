@@ -113,12 +113,28 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
         )
         bare = tmp / "bare.jsonl"  # without FLASK's metadata: eval annotates them
         lines = (EXAMPLES / "instances.jsonl").read_text().splitlines()[:3]
-        bare.write_text("".join(json.dumps({k: json.loads(x)[k] for k in ("idx", "instruction",
-                        "answer")}) + "\n" for x in lines))  # fmt: skip
+        bare.write_text(
+            "".join(
+                json.dumps({k: json.loads(x)[k] for k in ("idx", "instruction", "answer")}) + "\n"
+                for x in lines
+            )
+        )
         play = stack.enter_context(running_simulator(SimConfig(seed=3, generators={"m1": 2.0})))
-        flask_eval("eval", "--instances", str(bare), "--judge", "judge=openai/judge",
-                   "--model", "m1=openai/m1", "--name", "ev", "--out", str(tmp / "out"),
-                   "--quiet", env={**env, "OPENAI_BASE_URL": play.openai_base_url})  # fmt: skip
+        flask_eval(
+            "eval",
+            "--instances",
+            str(bare),
+            "--judge",
+            "judge=openai/judge",
+            "--model",
+            "m1=openai/m1",
+            "--name",
+            "ev",
+            "--out",
+            str(tmp / "out"),
+            "--quiet",
+            env={**env, "OPENAI_BASE_URL": play.openai_base_url},
+        )
     yield result
 
 

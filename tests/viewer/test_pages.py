@@ -72,18 +72,32 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
     url = f"sqlite:///{tmp / 'store.db'}"
     store = Store(url)
     responses = [f"a={EXAMPLES / 'model_a.jsonl'}", f"b={EXAMPLES / 'model_b.jsonl'}"]
-    common: dict[str, Any] = dict(instances=str(EXAMPLES / "instances.jsonl"),
-                                  responses=responses, limit=10)  # fmt: skip
+    common: dict[str, Any] = dict(
+        instances=str(EXAMPLES / "instances.jsonl"), responses=responses, limit=10
+    )
     c = tmp / "c.jsonl"  # a third model: b's answers, some with markdown
     answers = [json.loads(x) for x in (EXAMPLES / "model_b.jsonl").read_text().splitlines()]
-    c.write_text("".join(json.dumps({**x, "text": "**Answer.** " * (k % 2) + x["text"]}) + "\n"
-                         for k, x in enumerate(answers)))  # fmt: skip
-    pw = planned_run(store, "pw", judges=ledger_judges("j1", "j2"), pairwise="all",
-                     **{**common, "responses": [*responses, f"c={c}"], "limit": 20})  # fmt: skip
+    c.write_text(
+        "".join(
+            json.dumps({**x, "text": "**Answer.** " * (k % 2) + x["text"]}) + "\n"
+            for k, x in enumerate(answers)
+        )
+    )
+    pw = planned_run(
+        store,
+        "pw",
+        judges=ledger_judges("j1", "j2"),
+        pairwise="all",
+        **{**common, "responses": [*responses, f"c={c}"], "limit": 20},
+    )
     finish(store, pw, _verdict)
     priced = tmp / "judges.yaml"
-    priced.write_text("".join(f"- spec: openai/{j}\n  name: {j}\n  price: {{input: 1, output: 2}}\n"
-                              for j in ("j1", "j2")))  # fmt: skip
+    priced.write_text(
+        "".join(
+            f"- spec: openai/{j}\n  name: {j}\n  price: {{input: 1, output: 2}}\n"
+            for j in ("j1", "j2")
+        )
+    )
     absolute = planned_run(store, "abs", judges_files=[str(priced)], **common)
     rows = finish(store, absolute, _absolute)
     with store.engine.begin() as conn:
@@ -91,11 +105,23 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
             if r.judge == "j2" and r.id % 5 == 0:
                 reason = "parse" if r.id % 2 else "refused"
                 conn.execute(update(JUDGMENT).where(JUDGMENT.c.id == r.id).values(reason=reason))
-        conn.execute(CALL.insert().values(uid="c1", cache_key="k1", run_id=absolute.id,
-                                          judge="j1", raw="x", parsed=True, cost=0.25))  # fmt: skip
+        conn.execute(
+            CALL.insert().values(
+                uid="c1",
+                cache_key="k1",
+                run_id=absolute.id,
+                judge="j1",
+                raw="x",
+                parsed=True,
+                cost=0.25,
+            )
+        )
         created = conn.execute(select(RUN.c.created_at).where(RUN.c.id == absolute.id)).scalar_one()
-        conn.execute(update(JUDGMENT).where(JUDGMENT.c.run_id == absolute.id)  # 90 s long
-                     .values(updated_at=created + timedelta(seconds=90)))  # fmt: skip
+        conn.execute(
+            update(JUDGMENT)
+            .where(JUDGMENT.c.run_id == absolute.id)  # 90 s long
+            .values(updated_at=created + timedelta(seconds=90))
+        )
     _evaluate(tmp, url)
     yield store
     store.close()
@@ -106,13 +132,31 @@ def _evaluate(tmp: Path, url: str) -> None:
     its generate, annotate and judge runs (the simulated judge has no price)."""
     bare = tmp / "bare.jsonl"
     lines = (EXAMPLES / "instances.jsonl").read_text().splitlines()[:3]
-    bare.write_text("".join(json.dumps({k: json.loads(x)[k] for k in ("idx", "instruction",
-                    "answer")}) + "\n" for x in lines))  # fmt: skip
+    bare.write_text(
+        "".join(
+            json.dumps({k: json.loads(x)[k] for k in ("idx", "instruction", "answer")}) + "\n"
+            for x in lines
+        )
+    )
     with running_simulator(SimConfig(seed=3, generators={"m1": 2.0, "m2": 4.0})) as sim:
         env = cli_env(url, OPENAI_BASE_URL=sim.openai_base_url)
-        flask_eval("eval", "--instances", str(bare), "--judge", "judge=openai/judge",
-                   "--model", "m1=openai/m1", "--model", "m2=openai/m2", "--name", "ev",
-                   "--out", str(tmp / "out"), "--quiet", env=env)  # fmt: skip
+        flask_eval(
+            "eval",
+            "--instances",
+            str(bare),
+            "--judge",
+            "judge=openai/judge",
+            "--model",
+            "m1=openai/m1",
+            "--model",
+            "m2=openai/m2",
+            "--name",
+            "ev",
+            "--out",
+            str(tmp / "out"),
+            "--quiet",
+            env=env,
+        )
 
 
 @contextmanager
@@ -147,8 +191,13 @@ def _table(html: str, table_id: str) -> list[list[str]]:
     found = re.search(rf'<table[^>]*id="{table_id}".*?<tbody>(.*?)</tbody>', html, re.S)
     assert found, f"no table #{table_id}"
     rows = re.findall(r"<tr[^>]*>(.*?)</tr>", found.group(1), re.S)
-    return [[re.sub(r"<[^>]+>", "", c).strip()
-             for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", r, re.S)] for r in rows]  # fmt: skip
+    return [
+        [
+            re.sub(r"<[^>]+>", "", c).strip()
+            for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", r, re.S)
+        ]
+        for r in rows
+    ]
 
 
 def test_the_pairwise_page_shows_the_controlled_figures_position_and_ratings_best_first(
@@ -200,8 +249,13 @@ def test_the_runs_list_shows_models_judges_cost_duration_and_an_evaluation_group
 def _rows(html: str, marker: str) -> list[list[str]]:
     """The cells' texts of the rows whose <tr> matches ``marker``."""
     rows = re.findall(rf"<tr {marker}[^>]*>(.*?)</tr>", html, re.S)
-    return [[re.sub(r"<[^>]+>", "", c).strip()
-             for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", r, re.S)] for r in rows]  # fmt: skip
+    return [
+        [
+            re.sub(r"<[^>]+>", "", c).strip()
+            for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", r, re.S)
+        ]
+        for r in rows
+    ]
 
 
 def test_judgments_filter_by_judge_and_failure_reason(get: Get) -> None:
@@ -239,9 +293,14 @@ def test_compare_walks_the_instances_and_lists_where_the_judges_disagree_most(ge
 def test_pages_of_a_run_being_judged_reload_until_it_is_done(tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path / 'live.db'}")
     try:
-        run = planned_run(store, "live", instances=str(EXAMPLES / "instances.jsonl"),
-                          responses=[f"a={EXAMPLES / 'model_a.jsonl'}"],
-                          judges=ledger_judges("j1"), limit=4)  # fmt: skip
+        run = planned_run(
+            store,
+            "live",
+            instances=str(EXAMPLES / "instances.jsonl"),
+            responses=[f"a={EXAMPLES / 'model_a.jsonl'}"],
+            judges=ledger_judges("j1"),
+            limit=4,
+        )
         finish(store, run, lambda row: ("done", 3) if row.id % 2 else None)
         refresh = re.compile(r'<meta http-equiv="refresh" content="(\d+)">')
         with serving(store) as get:
@@ -258,15 +317,30 @@ def test_pages_of_a_run_being_judged_reload_until_it_is_done(tmp_path: Path) -> 
 def test_a_run_of_repeated_judgments_shows_each_judges_self_consistency(tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path / 'samples.db'}")
     try:
-        run = planned_run(store, "twice", instances=str(EXAMPLES / "instances.jsonl"),
-                          responses=[f"a={EXAMPLES / 'model_a.jsonl'}"],
-                          judges=ledger_judges("j1"), samples=2, limit=6)  # fmt: skip
+        run = planned_run(
+            store,
+            "twice",
+            instances=str(EXAMPLES / "instances.jsonl"),
+            responses=[f"a={EXAMPLES / 'model_a.jsonl'}"],
+            judges=ledger_judges("j1"),
+            samples=2,
+            limit=6,
+        )
         # sample 2 agrees with sample 1 on the even instances only
-        finish(store, run, lambda row: ("done", 3 if row.judge.endswith("#1")
-                                        or int(row.instance_id) % 2 == 0 else 4))  # fmt: skip
+        finish(
+            store,
+            run,
+            lambda row: (
+                "done",
+                3 if row.judge.endswith("#1") or int(row.instance_id) % 2 == 0 else 4,
+            ),
+        )
         with store.engine.begin() as conn:  # as `run --samples 2` records it
-            conn.execute(update(RUN).where(RUN.c.id == run.id)
-                         .values(config=json.dumps({**run.config, "samples": 2})))  # fmt: skip
+            conn.execute(
+                update(RUN)
+                .where(RUN.c.id == run.id)
+                .values(config=json.dumps({**run.config, "samples": 2}))
+            )
         with serving(store) as get:
             status, html = get("/runs/twice")
         assert status == 200

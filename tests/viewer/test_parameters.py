@@ -23,10 +23,29 @@ from tests.report.ledger import judges as ledger_judges
 
 HUGE = str(1 << 64)  # above 2^63: no store's integer holds it
 BIGGEST = str(MAX_INTEGER)  # the largest id the ledger holds: a valid, empty place
-FILTERS = ("model", "model_b", "judge", "criterion", "domain", "difficulty", "capability",
-           "task", "instance", "status", "reason", "q", "ability", "pair", "after")  # fmt: skip
-RUN_PAGES = ("/runs/{run}", "/runs/{run}/judgments", "/runs/{run}/compare",
-             "/runs/{run}/judgments/1")  # fmt: skip
+FILTERS = (
+    "model",
+    "model_b",
+    "judge",
+    "criterion",
+    "domain",
+    "difficulty",
+    "capability",
+    "task",
+    "instance",
+    "status",
+    "reason",
+    "q",
+    "ability",
+    "pair",
+    "after",
+)
+RUN_PAGES = (
+    "/runs/{run}",
+    "/runs/{run}/judgments",
+    "/runs/{run}/compare",
+    "/runs/{run}/judgments/1",
+)
 BAD_TEXTS = ("%00", "a%00b")  # NUL, which PostgreSQL cannot hold, alone and inside
 
 
@@ -34,10 +53,14 @@ BAD_TEXTS = ("%00", "a%00b")  # NUL, which PostgreSQL cannot hold, alone and ins
 def fetch(database_url: str, tmp_path: Path) -> Iterator[Callable[[str], int]]:
     """GET on the viewer over a small judged run ``demo`` on ``database_url``."""
     store = Store(database_url)
-    run = planned_run(store, "demo", instances=str(EXAMPLES / "instances.jsonl"),
-                      responses=[f"a={EXAMPLES / 'model_a.jsonl'}",
-                                 f"b={EXAMPLES / 'model_b.jsonl'}"],
-                      judges=ledger_judges("j1"), limit=3)  # fmt: skip
+    run = planned_run(
+        store,
+        "demo",
+        instances=str(EXAMPLES / "instances.jsonl"),
+        responses=[f"a={EXAMPLES / 'model_a.jsonl'}", f"b={EXAMPLES / 'model_b.jsonl'}"],
+        judges=ledger_judges("j1"),
+        limit=3,
+    )
     finish(store, run, lambda row: ("done", 3))
     loop = asyncio.new_event_loop()
     client = TestClient(TestServer(make_app(store)), loop=loop)

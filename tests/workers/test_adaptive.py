@@ -113,9 +113,9 @@ def test_a_cut_is_logged_once(why: str, caplog: pytest.LogCaptureFixture) -> Non
     assert len(lines) == 1 and why in lines[0] and "at most" in lines[0]
 
 
-def _run_against(sim_config: object, tmp_path: object, **executor: object) -> tuple[
-    list[dict[str, object]], dict[str, object], InFlightLimit
-]:  # fmt: skip
+def _run_against(
+    sim_config: object, tmp_path: object, **executor: object
+) -> tuple[list[dict[str, object]], dict[str, object], InFlightLimit]:
     """The test run's 66 judgments (one call per criterion), both judges one endpoint of
     a simulator, judged in-process; (rows, simulator stats, the endpoint's limit)."""
     from pathlib import Path

@@ -28,16 +28,24 @@ from flask_eval.workers.providers.openai_batch import result_of
 from tests.conftest import EXAMPLES
 from tests.helpers import cli_env, flask_eval
 
-INPUTS = ["--instances", str(EXAMPLES / "instances.jsonl"),
-          "--responses", f"model_a={EXAMPLES / 'model_a.jsonl'}",
-          "--responses", f"model_b={EXAMPLES / 'model_b.jsonl'}"]  # fmt: skip
+INPUTS = [
+    "--instances",
+    str(EXAMPLES / "instances.jsonl"),
+    "--responses",
+    f"model_a={EXAMPLES / 'model_a.jsonl'}",
+    "--responses",
+    f"model_b={EXAMPLES / 'model_b.jsonl'}",
+]
 CALLS = 27 + 25  # instance mode: one call per (model, instance)
 PROVIDERS = ("openai", "anthropic", "gemini")
 
 
 def sim_post(sim: SimHandle, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    req = urllib.request.Request(f"{sim.base_url}{path}", data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})  # fmt: skip
+    req = urllib.request.Request(
+        f"{sim.base_url}{path}",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(req, timeout=10) as resp:
         data: dict[str, Any] = json.loads(resp.read())
     return data
@@ -68,8 +76,9 @@ def spec_of(provider: str, sim: SimHandle) -> str:
     return f"{provider}/sim-{provider}@{sim.base_url}"
 
 
-def judges(tmp_path: Path, sim: SimHandle, batch: bool, extra: str = "",
-           provider: str = "openai") -> str:  # fmt: skip
+def judges(
+    tmp_path: Path, sim: SimHandle, batch: bool, extra: str = "", provider: str = "openai"
+) -> str:
     path = tmp_path / ("batch.yaml" if batch else "live.yaml")
     text = f"- spec: {spec_of(provider, sim)}\n  name: j\n"
     text += "  price: {input: 2.0, output: 8.0, batch: 0.5}\n"  # no cache prices: cost = tokens
@@ -93,8 +102,12 @@ def test_the_sdk_submits_finds_polls_and_reads_a_batch() -> None:
         async def main() -> None:
             judge = create_judge(f"openai/sim-gpt@{sim.openai_base_url}")
             api = batch_api(judge)
-            requests = [BatchRequest(f"c{i}", [{"role": "user", "content": f"q {i}"}],
-                                     GenerateConfig(max_tokens=300)) for i in range(3)]  # fmt: skip
+            requests = [
+                BatchRequest(
+                    f"c{i}", [{"role": "user", "content": f"q {i}"}], GenerateConfig(max_tokens=300)
+                )
+                for i in range(3)
+            ]
             since = datetime.now(UTC)
             status = await api.submit_batch("tag-1", requests)
             assert status.total == 3 and status.files and "input" in status.files
@@ -112,13 +125,27 @@ def test_the_sdk_submits_finds_polls_and_reads_a_batch() -> None:
 
 
 def test_result_lines_map_to_answers_and_reasons() -> None:
-    ok = {"custom_id": "a", "response": {"status_code": 200, "body": {
-        "choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 3, "completion_tokens": 1}}}, "error": None}  # fmt: skip
-    expired = {"custom_id": "b", "response": None,
-               "error": {"code": "batch_expired", "message": "late"}}  # fmt: skip
-    server = {"custom_id": "c", "response": {"status_code": 500, "body": {
-        "error": {"message": "boom"}}}, "error": None}  # fmt: skip
+    ok = {
+        "custom_id": "a",
+        "response": {
+            "status_code": 200,
+            "body": {
+                "choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 3, "completion_tokens": 1},
+            },
+        },
+        "error": None,
+    }
+    expired = {
+        "custom_id": "b",
+        "response": None,
+        "error": {"code": "batch_expired", "message": "late"},
+    }
+    server = {
+        "custom_id": "c",
+        "response": {"status_code": 500, "body": {"error": {"message": "boom"}}},
+        "error": None,
+    }
     answers = dict(result_of(json.dumps(x).encode()) for x in (ok, expired, server))
     usage = {"prompt_tokens": 3, "completion_tokens": 1}  # kept as given: workers/usage.py
     assert answers["a"] == JudgeOutput("hi", 3, 1, stop_reason="stop", usage=usage)
@@ -134,13 +161,27 @@ def test_a_batch_run_reports_as_a_live_run_at_half_the_price(tmp_path: Path, pro
     every call submitted once, each paid answer a batch's."""
     with running_simulator(SimConfig(seed=7)) as sim:
         live = cli_env(f"sqlite:///{tmp_path / 'live.db'}")
-        flask_eval("run", *INPUTS, "--judges", judges(tmp_path, sim, False, provider=provider),
-                   "--run", "r", "--quiet", env=live)  # fmt: skip
-        batched = cli_env(f"sqlite:///{tmp_path / 'batch.db'}",
-                          FLASK_EVAL_BATCH_POLL_SECONDS="0.1")  # fmt: skip
-        flask_eval("run", *INPUTS, "--judges", judges(tmp_path, sim, True,
-                   "  batch_max_size: 20\n", provider), "--run", "r", "--quiet",
-                   env=batched)  # fmt: skip
+        flask_eval(
+            "run",
+            *INPUTS,
+            "--judges",
+            judges(tmp_path, sim, False, provider=provider),
+            "--run",
+            "r",
+            "--quiet",
+            env=live,
+        )
+        batched = cli_env(f"sqlite:///{tmp_path / 'batch.db'}", FLASK_EVAL_BATCH_POLL_SECONDS="0.1")
+        flask_eval(
+            "run",
+            *INPUTS,
+            "--judges",
+            judges(tmp_path, sim, True, "  batch_max_size: 20\n", provider),
+            "--run",
+            "r",
+            "--quiet",
+            env=batched,
+        )
         seen = sim_batches(sim, provider)
     st = json.loads(flask_eval("status", "r", "--json", env=batched).stdout)
     assert st["done"] == st["total"] == CALLS * 3
@@ -166,8 +207,16 @@ def test_a_batch_answer_is_costed_at_the_judge_s_batch_price() -> None:
     from flask_eval.rubrics.grading import protocol
 
     big = [{"role": "user", "content": "x" * 1_000_000}]  # a request the usage fits
-    call = Call([row], config, None, protocol(), [], big,  # type: ignore[arg-type]
-                GenerateConfig(max_tokens=1_000_000), "k")  # fmt: skip
+    call = Call(
+        [row],
+        config,
+        None,
+        protocol(),
+        [],
+        big,  # type: ignore[arg-type]
+        GenerateConfig(max_tokens=1_000_000),
+        "k",
+    )
     output = JudgeOutput("text", 1_000_000, 1_000_000)
     keep(call, Answer("text", "stop", "u1", output, key="k", batch=True), None)
     keep(call, Answer("text", "stop", "u2", output, key="k"), None)
@@ -194,8 +243,16 @@ def test_an_accepted_batch_whose_answer_was_lost_is_found_not_sent_twice(
     with running_simulator(SimConfig(seed=7)) as sim:
         sim_post(sim, "/batches/settings", {"lose_responses": 1, "delay_s": 0.3})
         env = cli_env(f"sqlite:///{tmp_path / 'b.db'}", FLASK_EVAL_BATCH_POLL_SECONDS="0.1")
-        flask_eval("run", *INPUTS, "--judges", judges(tmp_path, sim, True, provider=provider),
-                   "--run", "r", "--quiet", env=env)  # fmt: skip
+        flask_eval(
+            "run",
+            *INPUTS,
+            "--judges",
+            judges(tmp_path, sim, True, provider=provider),
+            "--run",
+            "r",
+            "--quiet",
+            env=env,
+        )
         seen = sim_batches(sim, provider)
     st = json.loads(flask_eval("status", "r", "--json", env=env).stdout)
     assert st["done"] == st["total"] == CALLS * 3
@@ -213,8 +270,16 @@ def test_expired_and_failed_requests_are_planned_again_alone(tmp_path: Path, pro
     with running_simulator(SimConfig(seed=7)) as sim:
         sim_post(sim, "/batches/settings", {"expire_batches": 1, "error_rate": 0.2})
         env = cli_env(f"sqlite:///{tmp_path / 'b.db'}", FLASK_EVAL_BATCH_POLL_SECONDS="0.1")
-        flask_eval("run", *INPUTS, "--judges", judges(tmp_path, sim, True, provider=provider),
-                   "--run", "r", "--quiet", env=env)  # fmt: skip
+        flask_eval(
+            "run",
+            *INPUTS,
+            "--judges",
+            judges(tmp_path, sim, True, provider=provider),
+            "--run",
+            "r",
+            "--quiet",
+            env=env,
+        )
         seen = sim_batches(sim, provider)
     st = json.loads(flask_eval("status", "r", "--json", env=env).stdout)
     assert st["done"] == st["total"] == CALLS * 3
@@ -239,8 +304,16 @@ def test_a_batch_failed_as_a_whole_is_planned_again(tmp_path: Path, provider: st
     with running_simulator(SimConfig(seed=7)) as sim:
         sim_post(sim, "/batches/settings", {"fail_batches": 1})
         env = cli_env(f"sqlite:///{tmp_path / 'b.db'}", FLASK_EVAL_BATCH_POLL_SECONDS="0.1")
-        flask_eval("run", *INPUTS, "--judges", judges(tmp_path, sim, True, provider=provider),
-                   "--run", "r", "--quiet", env=env)  # fmt: skip
+        flask_eval(
+            "run",
+            *INPUTS,
+            "--judges",
+            judges(tmp_path, sim, True, provider=provider),
+            "--run",
+            "r",
+            "--quiet",
+            env=env,
+        )
         seen = sim_batches(sim, provider)
     st = json.loads(flask_eval("status", "r", "--json", env=env).stdout)
     assert st["done"] == st["total"] == CALLS * 3
@@ -267,8 +340,11 @@ def test_kill_9_of_every_worker_and_the_producer_while_batches_are_open(
     from tests.conftest import REPO
     from tests.helpers import kill_group, wait_until, workers
 
-    fast = {"FLASK_EVAL_LEASE_SECONDS": "3", "FLASK_EVAL_VISIBILITY_TIMEOUT": "8",
-            "FLASK_EVAL_BATCH_POLL_SECONDS": "0.3"}  # fmt: skip
+    fast = {
+        "FLASK_EVAL_LEASE_SECONDS": "3",
+        "FLASK_EVAL_VISIBILITY_TIMEOUT": "8",
+        "FLASK_EVAL_BATCH_POLL_SECONDS": "0.3",
+    }
     env = cli_env(sqlite_url, redis_url, **fast)
     with running_simulator(SimConfig(seed=11)) as sim:
         sim_post(sim, "/batches/settings", {"lose_responses": 1, "delay_s": 3600})
@@ -285,16 +361,32 @@ def test_kill_9_of_every_worker_and_the_producer_while_batches_are_open(
 
         path = three(True, sim)
         producer = subprocess.Popen(
-            [sys.executable, "-m", "flask_eval", "run", *INPUTS, "--judges", path,
-             "--run", "r", "--quiet"],
-            env=env, cwd=REPO, start_new_session=True,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "flask_eval",
+                "run",
+                *INPUTS,
+                "--judges",
+                path,
+                "--run",
+                "r",
+                "--quiet",
+            ],
+            env=env,
+            cwd=REPO,
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             with workers(env, processes=2, in_flight=8, log=tmp_path / "w1.log") as proc:
-                wait_until(lambda: [sim_batches(sim, p) for p in PROVIDERS],
-                           lambda seen: all(len(s["calls"]) == CALLS for s in seen),
-                           timeout=120, what="every call submitted in a batch")  # fmt: skip
+                wait_until(
+                    lambda: [sim_batches(sim, p) for p in PROVIDERS],
+                    lambda seen: all(len(s["calls"]) == CALLS for s in seen),
+                    timeout=120,
+                    what="every call submitted in a batch",
+                )
                 kill_group(proc, signal.SIGKILL)
                 proc.wait()
             os.killpg(producer.pid, signal.SIGKILL)
@@ -312,10 +404,13 @@ def test_kill_9_of_every_worker_and_the_producer_while_batches_are_open(
             assert all(b.size <= 20 and b.succeeded == b.failed == 0 for b in mine), p
         sim_post(sim, "/batches/settings", {"delay_s": 0})  # the provider ends them now
         with workers(env, processes=1, in_flight=8, log=tmp_path / "w2.log"):
-            st = wait_until(lambda: json.loads(flask_eval("status", "r", "--json",
-                                                          env=env).stdout),
-                            lambda s: s["done"] + s["failed"] == s["total"], timeout=180,
-                            what="the run to complete", interval=1)  # fmt: skip
+            st = wait_until(
+                lambda: json.loads(flask_eval("status", "r", "--json", env=env).stdout),
+                lambda s: s["done"] + s["failed"] == s["total"],
+                timeout=180,
+                what="the run to complete",
+                interval=1,
+            )
         seen = {p: sim_batches(sim, p) for p in PROVIDERS}
     assert st["done"] == st["total"] == CALLS * 3 * len(PROVIDERS)
     for p in PROVIDERS:
@@ -323,6 +418,7 @@ def test_kill_9_of_every_worker_and_the_producer_while_batches_are_open(
     assert sum(s["lost"] for s in seen.values()) == 1
     with running_simulator(SimConfig(seed=11)) as calm:
         live = cli_env(f"sqlite:///{tmp_path / 'live.db'}")
-        flask_eval("run", *INPUTS, "--judges", three(False, calm), "--run", "r",
-                   "--quiet", env=live)  # fmt: skip
+        flask_eval(
+            "run", *INPUTS, "--judges", three(False, calm), "--run", "r", "--quiet", env=live
+        )
     assert report(env, "r") == report(live, "r")

@@ -22,8 +22,11 @@ from tests.workers.test_batch_lane import CALLS, INPUTS, PROVIDERS, judges, repo
 
 #: an API key of no recognizable shape: only its value can hide it
 ECHOED_KEY = "echoed-batch-key-5d1e8a7c"
-KEY_VARIABLE = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY",
-                "gemini": "GEMINI_API_KEY"}  # fmt: skip
+KEY_VARIABLE = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "gemini": "GEMINI_API_KEY",
+}
 
 
 def stored(database_url: str) -> list[dict[str, Any]]:
@@ -42,10 +45,17 @@ def test_a_batch_answer_echoing_the_key_is_stored_and_exported_without_it(
     ``***`` in the key's place, and every judgment is done."""
     variable = KEY_VARIABLE[provider]
     with running_simulator(SimConfig(seed=7, echo_headers=True)) as sim:
-        env = cli_env(database_url, FLASK_EVAL_BATCH_POLL_SECONDS="0.1",
-                      **{variable: ECHOED_KEY})  # fmt: skip
-        flask_eval("run", *INPUTS, "--judges", judges(tmp_path, sim, True, provider=provider),
-                   "--run", "r", "--quiet", env=env)  # fmt: skip
+        env = cli_env(database_url, FLASK_EVAL_BATCH_POLL_SECONDS="0.1", **{variable: ECHOED_KEY})
+        flask_eval(
+            "run",
+            *INPUTS,
+            "--judges",
+            judges(tmp_path, sim, True, provider=provider),
+            "--run",
+            "r",
+            "--quiet",
+            env=env,
+        )
     st = json.loads(flask_eval("status", "r", "--json", env=env).stdout)
     assert st["done"] == st["total"] == CALLS * 3 and st["batch_calls"] == CALLS
     rows = stored(database_url)
@@ -69,14 +79,28 @@ def test_a_request_answered_twice_keeps_its_first_answer_and_pays_the_second(
     say so."""
     with running_simulator(SimConfig(seed=7)) as sim:
         live = cli_env(f"sqlite:///{tmp_path / 'live.db'}")
-        flask_eval("run", *INPUTS, "--judges", judges(tmp_path, sim, False, provider=provider),
-                   "--run", "r", "--quiet", env=live)  # fmt: skip
+        flask_eval(
+            "run",
+            *INPUTS,
+            "--judges",
+            judges(tmp_path, sim, False, provider=provider),
+            "--run",
+            "r",
+            "--quiet",
+            env=live,
+        )
         sim_post(sim, "/batches/settings", {"duplicate_results": 100})
-        batched = cli_env(f"sqlite:///{tmp_path / 'batch.db'}",
-                          FLASK_EVAL_BATCH_POLL_SECONDS="0.1")  # fmt: skip
-        flask_eval("run", *INPUTS, "--judges", judges(tmp_path, sim, True,
-                   "  batch_max_size: 20\n", provider), "--run", "r", "--quiet",
-                   env=batched)  # fmt: skip
+        batched = cli_env(f"sqlite:///{tmp_path / 'batch.db'}", FLASK_EVAL_BATCH_POLL_SECONDS="0.1")
+        flask_eval(
+            "run",
+            *INPUTS,
+            "--judges",
+            judges(tmp_path, sim, True, "  batch_max_size: 20\n", provider),
+            "--run",
+            "r",
+            "--quiet",
+            env=batched,
+        )
     st = json.loads(flask_eval("status", "r", "--json", env=batched).stdout)
     assert st["done"] == st["total"] == CALLS * 3
     assert report(batched, "r") == report(live, "r")  # the first answers, not the 5s

@@ -248,8 +248,9 @@ def test_redis_hands_back_a_dead_worker_s_messages_within_a_quarter_timeout(
     from flask_eval.core import settings as settings_mod
     from flask_eval.workers.celery_app import make_app
 
-    settings = replace(settings_mod.load(), broker_url="redis://127.0.0.1:1/0",
-                       visibility_timeout=visibility)  # fmt: skip
+    settings = replace(
+        settings_mod.load(), broker_url="redis://127.0.0.1:1/0", visibility_timeout=visibility
+    )
     options = make_app(settings).conf.broker_transport_options
     assert options["visibility_timeout"] == visibility
     assert options["unacked_restore_interval"] == interval

@@ -45,12 +45,25 @@ def echoing_judge() -> Iterator[None]:
 def test_template_copies_are_failures_with_their_reason(
     tmp_path: Path, echoing_judge: None
 ) -> None:
-    env = {"FLASK_EVAL_DATABASE_URL": f"sqlite:///{tmp_path / 'e.db'}",
-           "FLASK_EVAL_BROKER_URL": ""}  # fmt: skip
-    ran = CliRunner().invoke(main, [
-        "run", "--instances", str(EXAMPLES / "instances.jsonl"),
-        "--responses", f"model_a={EXAMPLES / 'model_a.jsonl'}", "--judge", "memory/j",
-        "--run", "echo", "--limit", "4", "--quiet"], env=env)  # fmt: skip
+    env = {"FLASK_EVAL_DATABASE_URL": f"sqlite:///{tmp_path / 'e.db'}", "FLASK_EVAL_BROKER_URL": ""}
+    ran = CliRunner().invoke(
+        main,
+        [
+            "run",
+            "--instances",
+            str(EXAMPLES / "instances.jsonl"),
+            "--responses",
+            f"model_a={EXAMPLES / 'model_a.jsonl'}",
+            "--judge",
+            "memory/j",
+            "--run",
+            "echo",
+            "--limit",
+            "4",
+            "--quiet",
+        ],
+        env=env,
+    )
     assert ran.exit_code == 1, ran.output
     exported = CliRunner().invoke(main, ["export", "echo"], env=env)
     rows = [json.loads(x) for x in exported.stdout.splitlines() if x.strip()]

@@ -105,9 +105,14 @@ def test_stragglers_do_not_leave_lanes_idle_while_calls_are_open(
     store = Store(f"sqlite:///{tmp_path / 'ledger.db'}")
     instances, sets = make_inputs(60)
     run, _ = store.create_run(
-        name="r1", fingerprint="f" * 64, mode="instance", config=run_config("instance"),
-        instances=instances, response_sets=sets, judges=["memory/j1", "memory/j2"],
-    )  # fmt: skip
+        name="r1",
+        fingerprint="f" * 64,
+        mode="instance",
+        config=run_config("instance"),
+        instances=instances,
+        response_sets=sets,
+        judges=["memory/j1", "memory/j2"],
+    )
     calls = open_ids(store, run.id)
     batches = [calls[i : i + per_message] for i in range(0, len(calls), per_message)]
     transport = InProcessTransport(store, ExecutorConfig(in_flight=in_flight))

@@ -35,8 +35,11 @@ GOOGLE_PREFIXES = ("GEMINI_", "GOOGLE_")
 
 
 def gemini_env(database_url: str, broker_url: str | None = None, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in cli_env(database_url, broker_url).items()
-           if not k.startswith(GOOGLE_PREFIXES)}  # fmt: skip
+    env = {
+        k: v
+        for k, v in cli_env(database_url, broker_url).items()
+        if not k.startswith(GOOGLE_PREFIXES)
+    }
     env["GEMINI_API_KEY"] = "gemini-test-key"
     env.update(extra)
     return env
@@ -48,8 +51,11 @@ def test_a_gemini_run_completes_and_its_ledger_matches_the_bill(
     instances, responses = write_inputs(tmp_path / "in", 12, models=("m1", "m2"))
     env = gemini_env(sqlite_url)
     with running_simulator(SimConfig(seed=4)) as s:
-        proc = flask_eval(*run_args(instances, responses, f"gemini/sim-gemini@{s.gemini_base_url}",
-                                    name="gem"), env=env, check=False)  # fmt: skip
+        proc = flask_eval(
+            *run_args(instances, responses, f"gemini/sim-gemini@{s.gemini_base_url}", name="gem"),
+            env=env,
+            check=False,
+        )
         billed = s.stats()
     assert proc.returncode == 0, proc.stderr
     rows = export(env, "gem")
@@ -65,7 +71,9 @@ def test_a_gemini_run_completes_and_its_ledger_matches_the_bill(
     assert status.calls == billed["served"] == billed["requests"] == 24
     # the tokens the ledger counts are the usageMetadata the simulator billed
     assert (status.prompt_tokens, status.completion_tokens) == (
-        billed["prompt_tokens"], billed["completion_tokens"])  # fmt: skip
+        billed["prompt_tokens"],
+        billed["completion_tokens"],
+    )
 
 
 def test_a_cut_off_gemini_answer_fails_as_truncated(sqlite_url: str, tmp_path: Path) -> None:
@@ -73,8 +81,11 @@ def test_a_cut_off_gemini_answer_fails_as_truncated(sqlite_url: str, tmp_path: P
     env = gemini_env(sqlite_url, FLASK_EVAL_HALT_AFTER="0")
     sim = SimConfig(score=2, quote_response=True, min_max_tokens=2048)
     with running_simulator(sim) as s:
-        proc = flask_eval(*run_args(instances, responses, f"gemini/g@{s.gemini_base_url}",
-                                    name="cut"), env=env, check=False)  # fmt: skip
+        proc = flask_eval(
+            *run_args(instances, responses, f"gemini/g@{s.gemini_base_url}", name="cut"),
+            env=env,
+            check=False,
+        )
     rows = export(env, "cut")
     assert len(rows) == 8 * 3
     assert not any(r["score"] == 5 for r in rows)
@@ -92,8 +103,11 @@ def test_a_blocked_gemini_answer_and_a_proxy_page_keep_their_evidence(
     instances, responses = write_inputs(tmp_path / "in", 20, models=("m",))
     env = gemini_env(sqlite_url, FLASK_EVAL_HALT_AFTER="0", FLASK_EVAL_MAX_ATTEMPTS="1")
     with running_simulator(SimConfig(refusal_rate=0.5, html_rate=0.3, seed=3)) as s:
-        proc = flask_eval(*run_args(instances, responses, f"gemini/g@{s.gemini_base_url}",
-                                    name="ev"), env=env, check=False)  # fmt: skip
+        proc = flask_eval(
+            *run_args(instances, responses, f"gemini/g@{s.gemini_base_url}", name="ev"),
+            env=env,
+            check=False,
+        )
     assert proc.returncode == 1
     rows = export(env, "ev")
     refused = [r for r in rows if r["reason"] == "refused"]
@@ -109,9 +123,13 @@ def test_a_wrong_gemini_key_is_auth_and_halts_the_judge(sqlite_url: str, tmp_pat
     instances, responses = write_inputs(tmp_path / "in", 60, models=("m",))
     env = gemini_env(sqlite_url, FLASK_EVAL_HALT_AFTER="5", FLASK_EVAL_MAX_ATTEMPTS="2")
     with running_simulator(SimConfig(require_key="the-right-key")) as s:
-        proc = flask_eval(*run_args(instances, responses, f"gemini/g@{s.gemini_base_url}",
-                                    name="key"), "--in-flight", "4", env=env,
-                          check=False)  # fmt: skip
+        proc = flask_eval(
+            *run_args(instances, responses, f"gemini/g@{s.gemini_base_url}", name="key"),
+            "--in-flight",
+            "4",
+            env=env,
+            check=False,
+        )
         requests = s.stats()["requests"]
         # auth is not retried; the halt stops the rest: the first 5 calls and those the 4
         # lanes began before the 5th failure was seen (on a busy machine, a handful per
@@ -137,8 +155,13 @@ def test_a_gemini_judge_through_a_broker_and_a_worker(
         running_simulator(SimConfig(latency_ms=20, seed=5)) as sim,
         workers(env, log=tmp_path / "w.log"),
     ):
-        flask_eval(*run_args(instances, responses, f"gemini/sim-gemini@{sim.gemini_base_url}",
-                             name="celery-gem"), "--no-wait", env=env)  # fmt: skip
+        flask_eval(
+            *run_args(
+                instances, responses, f"gemini/sim-gemini@{sim.gemini_base_url}", name="celery-gem"
+            ),
+            "--no-wait",
+            env=env,
+        )
         st = wait_done(env, "celery-gem")
         served = sim.stats()["served"]
     assert st["done"] == st["total"] == 15 * 2 * 3 and st["failed"] == 0
@@ -151,13 +174,19 @@ def test_a_bad_gemini_base_url_or_a_missing_key_is_refused_up_front(
     instances, responses = write_inputs(tmp_path / "in", 2, models=("m",))
     env = gemini_env(sqlite_url)
     url = "http://127.0.0.1:9/v1beta/models/gemini-3-flash-preview:generateContent"
-    proc = flask_eval(*run_args(instances, responses, f"gemini/gemini-3-flash-preview@{url}",
-                                name="url"), env=env, check=False)  # fmt: skip
+    proc = flask_eval(
+        *run_args(instances, responses, f"gemini/gemini-3-flash-preview@{url}", name="url"),
+        env=env,
+        check=False,
+    )
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
     assert "without /v1beta" in proc.stderr and "e.g. http://127.0.0.1:9" in proc.stderr
     del env["GEMINI_API_KEY"]
-    proc = flask_eval(*run_args(instances, responses, "gemini/gemini-3-flash-preview", name="key"),
-                      env=env, check=False)  # fmt: skip
+    proc = flask_eval(
+        *run_args(instances, responses, "gemini/gemini-3-flash-preview", name="key"),
+        env=env,
+        check=False,
+    )
     last = proc.stderr.strip().splitlines()[-1]  # after the inputs' coverage line
     assert proc.returncode == 2 and last.startswith("error: ") and "GEMINI_API_KEY" in last
     assert "Traceback" not in proc.stderr

@@ -168,8 +168,11 @@ def _sdk_errors(provider: str) -> tuple[Any, Any, Any]:
                 return exc
             raise AssertionError("no error raised")
 
-        return (gemini_status, httpx2.ReadTimeout("timed out", request=request),
-                httpx2.ConnectError("connection refused", request=request))  # fmt: skip
+        return (
+            gemini_status,
+            httpx2.ReadTimeout("timed out", request=request),
+            httpx2.ConnectError("connection refused", request=request),
+        )
     sdk = __import__(provider)
     return (
         lambda response: sdk.APIStatusError("boom", response=response, body=None),
@@ -271,8 +274,11 @@ def test_pool_opens_n_connections_under_load_but_keeps_few_idle(
     # (with 0.3 s, a CI run saw only 58 at once: the first were answered before the last
     # were sent)
     with running_simulator(SimConfig(latency_ms=1500)) as sim:
-        base = {"openai": sim.openai_base_url, "anthropic": sim.anthropic_base_url,
-                "gemini": sim.gemini_base_url}[provider]  # fmt: skip
+        base = {
+            "openai": sim.openai_base_url,
+            "anthropic": sim.anthropic_base_url,
+            "gemini": sim.gemini_base_url,
+        }[provider]
         answered, open_after = asyncio.run(burst(base))
         stats = sim.stats()
     assert answered == 64
@@ -282,9 +288,15 @@ def test_pool_opens_n_connections_under_load_but_keeps_few_idle(
 
 # -- Gemini (google-genai): what its file knows ---------------------------------------
 
-GEMINI_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL",
-              "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_ENTERPRISE",
-              "GOOGLE_GENAI_API_VERSION", "GOOGLE_CLOUD_PROJECT")  # fmt: skip
+GEMINI_ENV = (
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "GOOGLE_GEMINI_BASE_URL",
+    "GOOGLE_GENAI_USE_VERTEXAI",
+    "GOOGLE_GENAI_USE_ENTERPRISE",
+    "GOOGLE_GENAI_API_VERSION",
+    "GOOGLE_CLOUD_PROJECT",
+)
 
 
 @pytest.fixture
@@ -350,9 +362,12 @@ def test_gemini_accepts_an_api_root_and_refuses_keys_in_urls_and_bad_models() ->
     from flask_eval.workers.judge import judge_class
 
     gemini = judge_class("gemini")
-    for url in ("https://generativelanguage.googleapis.com", "http://127.0.0.1:8765",
-                "https://gw.example/google",  # a gateway's own version inside its path:
-                "https://gateway.ai.cloudflare.com/v1/acct/gw/google-ai-studio"):  # fmt: skip
+    for url in (
+        "https://generativelanguage.googleapis.com",
+        "http://127.0.0.1:8765",
+        "https://gw.example/google",  # a gateway's own version inside its path:
+        "https://gateway.ai.cloudflare.com/v1/acct/gw/google-ai-studio",
+    ):
         gemini.check_spec(JudgeSpec.parse(f"gemini/gemini-3-flash-preview@{url}"))
     gemini.check_spec(JudgeSpec.parse("gemini/gemini-3-flash-preview"))
     with pytest.raises(ConfigError, match="GEMINI_API_KEY"):
@@ -372,12 +387,14 @@ def test_gemini_request_maps_system_turns_and_sampling() -> None:
         {"role": "assistant", "content": "Scores: ..."},
         {"role": "user", "content": "Only the scores line, please."},
     ]
-    contents, config = request_of(messages, GenerateConfig(max_tokens=77, temperature=0.0,
-                                                           timeout=2.5))  # fmt: skip
+    contents, config = request_of(
+        messages, GenerateConfig(max_tokens=77, temperature=0.0, timeout=2.5)
+    )
     assert [(c.role, c.parts[0].text) for c in contents] == [
-        ("user", "Judge this."), ("model", "Scores: ..."),
+        ("user", "Judge this."),
+        ("model", "Scores: ..."),
         ("user", "Only the scores line, please."),
-    ]  # fmt: skip
+    ]
     assert config.system_instruction == "Be strict.\n\nScore 1 to 5."
     assert (config.max_output_tokens, config.temperature) == (77, 0.0)
     assert config.http_options.timeout == 2500  # milliseconds
@@ -392,9 +409,14 @@ def test_gemini_finish_reasons_and_usage() -> None:
 
     def candidate(reason: str | None, *texts: str, **extra: Any) -> dict[str, Any]:
         content = {"role": "model", "parts": [{"text": t} for t in texts]} if texts else None
-        return {"candidates": [{"content": content, "finish_reason": reason, **extra}],
-                "usage_metadata": {"prompt_token_count": 11, "candidates_token_count": 5,
-                                   "thoughts_token_count": 7}}  # fmt: skip
+        return {
+            "candidates": [{"content": content, "finish_reason": reason, **extra}],
+            "usage_metadata": {
+                "prompt_token_count": 11,
+                "candidates_token_count": 5,
+                "thoughts_token_count": 7,
+            },
+        }
 
     done = gemini_output(candidate("STOP", "Good.\n", "[SCORES] {}"))
     assert (done.text, done.finish) == ("Good.\n[SCORES] {}", FINISHED)
@@ -412,9 +434,15 @@ def test_gemini_finish_reasons_and_usage() -> None:
     partial = gemini_output(candidate("RECITATION", "quoted text", finish_message="recited"))
     assert partial.finish == REFUSAL and "quoted text" in partial.text
     assert "recited" in partial.text
-    blocked = gemini_output({"prompt_feedback": {"block_reason": "PROHIBITED_CONTENT",
-                                                 "block_reason_message": "not allowed"},
-                             "usage_metadata": {"prompt_token_count": 9}})  # fmt: skip
+    blocked = gemini_output(
+        {
+            "prompt_feedback": {
+                "block_reason": "PROHIBITED_CONTENT",
+                "block_reason_message": "not allowed",
+            },
+            "usage_metadata": {"prompt_token_count": 9},
+        }
+    )
     assert blocked.finish == REFUSAL and (blocked.prompt_tokens, blocked.completion_tokens) == (
         9,
         0,
@@ -538,8 +566,10 @@ def test_gemini_judge_against_the_simulator(no_gemini_env: pytest.MonkeyPatch) -
         same = _generate(f"openai/judge@{sim.openai_base_url}", messages)
         cut = _generate(f"gemini/judge@{sim.gemini_base_url}", max_tokens=5)
     assert out.finish == FINISHED and out.text == same.text and "[SCORES]" in out.text
-    assert (out.prompt_tokens, out.completion_tokens) == (same.prompt_tokens,
-                                                          same.completion_tokens)  # fmt: skip
+    assert (out.prompt_tokens, out.completion_tokens) == (
+        same.prompt_tokens,
+        same.completion_tokens,
+    )
     assert cut.finish == CUT_OFF and cut.completion_tokens == 5
     with running_simulator(SimConfig(refusal_rate=1)) as sim:
         refused = _generate(f"gemini/judge@{sim.gemini_base_url}")
@@ -643,8 +673,13 @@ JUDGMENT_SCHEMA: dict[str, Any] = {
 
 
 def _sim_base(sim: Any, provider: str) -> str:
-    return str({"openai": sim.openai_base_url, "anthropic": sim.anthropic_base_url,
-            "gemini": sim.gemini_base_url}[provider])  # fmt: skip
+    return str(
+        {
+            "openai": sim.openai_base_url,
+            "anthropic": sim.anthropic_base_url,
+            "gemini": sim.gemini_base_url,
+        }[provider]
+    )
 
 
 def assert_judgment(text: str) -> None:
@@ -707,9 +742,19 @@ def _capture_openai(monkeypatch: pytest.MonkeyPatch, failures: list[Exception]) 
         seen.append({**body, "<options>": options})
         if failures:
             raise failures.pop(0)
-        answer = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
-                  "choices": [{"index": 0, "finish_reason": "stop",
-                               "message": {"role": "assistant", "content": "{}"}}]}  # fmt: skip
+        answer = {
+            "id": "x",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": "{}"},
+                }
+            ],
+        }
         return httpx2.Response(200, content=json.dumps(answer).encode())
 
     monkeypatch.setattr(openai.AsyncOpenAI, "post", post)
@@ -723,12 +768,18 @@ def test_openai_sends_a_chat_completion_body_and_its_timeout(
     send for the same arguments, and the call's timeout goes with it."""
     seen = _capture_openai(monkeypatch, [])
     messages = [{"role": "system", "content": "Be fair."}, {"role": "user", "content": "Q"}]
-    out = _generate("openai/m@http://127.0.0.1:9/v1", messages, max_tokens=77,
-                    temperature=0.0, timeout=12.5)  # fmt: skip
+    out = _generate(
+        "openai/m@http://127.0.0.1:9/v1", messages, max_tokens=77, temperature=0.0, timeout=12.5
+    )
     assert out.text == "{}"
     (body,) = seen
-    assert body == {"model": "m", "messages": messages, "max_tokens": 77, "temperature": 0.0,
-                    "<options>": {"timeout": 12.5}}  # fmt: skip
+    assert body == {
+        "model": "m",
+        "messages": messages,
+        "max_tokens": 77,
+        "temperature": 0.0,
+        "<options>": {"timeout": 12.5},
+    }
 
 
 def test_openai_asks_for_a_json_schema_strict_only_when_the_schema_is_strict(
@@ -740,8 +791,10 @@ def test_openai_asks_for_a_json_schema_strict_only_when_the_schema_is_strict(
     _generate("openai/m@http://127.0.0.1:9/v1", schema=loose)
     _generate("openai/m@http://127.0.0.1:9/v1")
     strict, not_strict, free = (s.get("response_format") for s in seen)
-    assert strict == {"type": "json_schema", "json_schema": {
-        "name": "judgment", "schema": JUDGMENT_SCHEMA, "strict": True}}  # fmt: skip
+    assert strict == {
+        "type": "json_schema",
+        "json_schema": {"name": "judgment", "schema": JUDGMENT_SCHEMA, "strict": True},
+    }
     assert not_strict["json_schema"]["strict"] is False  # OpenAI would refuse it as strict
     assert free is None  # free text asks for no format
 
@@ -753,8 +806,10 @@ def _llama_cpp_python_refusal() -> Exception:
     import httpx2
     import openai
 
-    body = ('{"error": {"message": "1 validation error: response_format.type Input should '
-            "be 'text' or 'json_object'\", \"type\": \"internal_server_error\"}}")  # fmt: skip
+    body = (
+        '{"error": {"message": "1 validation error: response_format.type Input should '
+        'be \'text\' or \'json_object\'", "type": "internal_server_error"}}'
+    )
     request = httpx2.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
     response = httpx2.Response(500, request=request, text=body)
     return openai.InternalServerError("boom", response=response, body=None)
@@ -783,11 +838,14 @@ def test_json_object_servers_get_every_free_string_capped() -> None:
     """A small model under a grammar may repeat one sentence until max_tokens: in the
     json_object dialect (llama.cpp) every free string has a length limit, nothing else."""
     inner = {"rationale": {"type": "string"}, "score": {"enum": [1, 2, 3]}}
-    schema = {"type": "object", "properties": {
-        "a": {"type": "object", "properties": inner},
-        "b": {"type": "string", "maxLength": 5},
-        "c": {"type": "string", "enum": ["x"]},
-    }}  # fmt: skip
+    schema = {
+        "type": "object",
+        "properties": {
+            "a": {"type": "object", "properties": inner},
+            "b": {"type": "string", "maxLength": 5},
+            "c": {"type": "string", "enum": ["x"]},
+        },
+    }
     out = capped(schema)
     assert out["properties"]["a"]["properties"]["rationale"]["maxLength"] == MAX_FREE_TEXT
     assert out["properties"]["a"]["properties"]["score"] == {"enum": [1, 2, 3]}
@@ -834,15 +892,24 @@ def test_anthropic_asks_for_its_structured_output_format(monkeypatch: pytest.Mon
     ) -> Any:
         assert path == "/v1/messages" and cast_to is httpx2.Response
         seen.append({**body, "<options>": options})
-        answer = {"id": "m", "type": "message", "role": "assistant", "model": "m",
-                  "content": [{"type": "text", "text": "{}"}], "stop_reason": "end_turn",
-                  "usage": {"input_tokens": 3, "output_tokens": 1}}  # fmt: skip
+        answer = {
+            "id": "m",
+            "type": "message",
+            "role": "assistant",
+            "model": "m",
+            "content": [{"type": "text", "text": "{}"}],
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": 3, "output_tokens": 1},
+        }
         return httpx2.Response(200, content=json.dumps(answer).encode())
 
     monkeypatch.setattr(anthropic.AsyncAnthropic, "post", post)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
-    ranged = {"type": "object", "properties": {"score": {"type": "integer", "minimum": 1}},
-              "required": ["score"]}  # fmt: skip
+    ranged = {
+        "type": "object",
+        "properties": {"score": {"type": "integer", "minimum": 1}},
+        "required": ["score"],
+    }
     assert _generate("anthropic/claude", schema=ranged).text == "{}"
     messages = [{"role": "system", "content": "Be fair."}, {"role": "user", "content": "Q"}]
     free = _generate("anthropic/claude", messages, max_tokens=77, timeout=12.5)
@@ -852,9 +919,13 @@ def test_anthropic_asks_for_its_structured_output_format(monkeypatch: pytest.Mon
         "format": {"type": "json_schema", "schema": anthropic.transform_schema(ranged)}
     }
     assert asked["output_config"]["format"]["schema"]["additionalProperties"] is False
-    assert free_body == {"model": "claude", "system": "Be fair.", "max_tokens": 77,
-                         "messages": [{"role": "user", "content": "Q"}],
-                         "<options>": {"timeout": 12.5}}  # fmt: skip
+    assert free_body == {
+        "model": "claude",
+        "system": "Be fair.",
+        "max_tokens": 77,
+        "messages": [{"role": "user", "content": "Q"}],
+        "<options>": {"timeout": 12.5},
+    }
 
 
 def test_gemini_asks_for_json_with_the_schema() -> None:
@@ -885,19 +956,54 @@ def test_the_protocols_schema_is_strict_ready() -> None:
 # -- the simulator: each dialect's own way of asking, and an answer that follows it -------
 
 _SCHEMA_BODIES: list[tuple[str, dict[str, Any], str | None]] = [
-    ("openai", {"response_format": {"type": "json_schema",
-                "json_schema": {"name": "j", "schema": JUDGMENT_SCHEMA, "strict": True}}}, None),
+    (
+        "openai",
+        {
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": "j", "schema": JUDGMENT_SCHEMA, "strict": True},
+            }
+        },
+        None,
+    ),
     ("openai", {"response_format": {"type": "json_object", "schema": JUDGMENT_SCHEMA}}, None),
-    ("anthropic", {"output_config": {"format": {"type": "json_schema",
-                                                "schema": JUDGMENT_SCHEMA}}}, None),
-    ("anthropic", {"tools": [{"name": "other", "input_schema": {"type": "object"}},
-                             {"name": "judge", "input_schema": JUDGMENT_SCHEMA}],
-                   "tool_choice": {"type": "tool", "name": "judge"}}, "judge"),
-    ("gemini", {"generationConfig": {"responseMimeType": "application/json",
-                                     "responseJsonSchema": JUDGMENT_SCHEMA}}, None),
-    ("gemini", {"generation_config": {"response_mime_type": "application/json",
-                                      "response_schema": JUDGMENT_SCHEMA}}, None),
-]  # fmt: skip
+    (
+        "anthropic",
+        {"output_config": {"format": {"type": "json_schema", "schema": JUDGMENT_SCHEMA}}},
+        None,
+    ),
+    (
+        "anthropic",
+        {
+            "tools": [
+                {"name": "other", "input_schema": {"type": "object"}},
+                {"name": "judge", "input_schema": JUDGMENT_SCHEMA},
+            ],
+            "tool_choice": {"type": "tool", "name": "judge"},
+        },
+        "judge",
+    ),
+    (
+        "gemini",
+        {
+            "generationConfig": {
+                "responseMimeType": "application/json",
+                "responseJsonSchema": JUDGMENT_SCHEMA,
+            }
+        },
+        None,
+    ),
+    (
+        "gemini",
+        {
+            "generation_config": {
+                "response_mime_type": "application/json",
+                "response_schema": JUDGMENT_SCHEMA,
+            }
+        },
+        None,
+    ),
+]
 
 
 def _body(dialect: str, extra: dict[str, Any]) -> dict[str, Any]:
@@ -906,8 +1012,12 @@ def _body(dialect: str, extra: dict[str, Any]) -> dict[str, Any]:
     text = f"Judge this.\n{skills_line(['Readability', 'Factuality'])}"
     if dialect == "gemini":
         return {"contents": [{"role": "user", "parts": [{"text": text}]}], **extra}
-    return {"model": "m", "max_tokens": 100, "messages": [{"role": "user", "content": text}],
-            **extra}  # fmt: skip
+    return {
+        "model": "m",
+        "max_tokens": 100,
+        "messages": [{"role": "user", "content": text}],
+        **extra,
+    }
 
 
 @pytest.mark.parametrize(("dialect", "extra", "tool"), _SCHEMA_BODIES)
@@ -986,8 +1096,15 @@ def test_simulator_structured_answer_carries_its_deterministic_scores(na_rate: f
         expected["Strict"] = quality(prompt, config)
     assert dict(reading.scores) == expected
     # an OpenAPI-style schema (Gemini's responseSchema: upper-case types) is followed too
-    upper = {"type": "OBJECT", "properties": {"Readability": {"type": "OBJECT", "properties": {
-        "score": {"type": "INTEGER"}, "why": {"type": "STRING"}}}}}  # fmt: skip
+    upper = {
+        "type": "OBJECT",
+        "properties": {
+            "Readability": {
+                "type": "OBJECT",
+                "properties": {"score": {"type": "INTEGER"}, "why": {"type": "STRING"}},
+            }
+        },
+    }
     answer = json.loads(structured_answer(prompt, "m", upper, SimConfig(seed=3)))
     assert set(answer["Readability"]) == {"score", "why"}
     assert answer["Readability"]["score"] in range(1, 6)
@@ -1004,14 +1121,17 @@ def test_simulator_answers_a_forced_tool_with_a_tool_use() -> None:
 
     content = f"Judge this.\n{skills_line(['Readability', 'Factuality'])}"
     with running_simulator(SimConfig()) as sim:
-        client = anthropic.Anthropic(base_url=sim.anthropic_base_url, api_key="sk-test",
-                                     max_retries=0)  # fmt: skip
+        client = anthropic.Anthropic(
+            base_url=sim.anthropic_base_url, api_key="sk-test", max_retries=0
+        )
         with client:
             message = client.messages.create(
-                model="judge", max_tokens=500, messages=[{"role": "user", "content": content}],
+                model="judge",
+                max_tokens=500,
+                messages=[{"role": "user", "content": content}],
                 tools=[{"name": "judge", "input_schema": JUDGMENT_SCHEMA}],
                 tool_choice={"type": "tool", "name": "judge"},
-            )  # fmt: skip
+            )
     assert message.stop_reason == "tool_use"
     (block,) = message.content
     assert block.type == "tool_use" and block.name == "judge"
@@ -1051,8 +1171,11 @@ def test_each_provider_maps_every_stop_reason_of_its_sdk(provider: str) -> None:
     assert not missing, f"{provider}: say how to read {sorted(missing)} in STOP_REASONS"
     assert set(table.values()) <= {"stop", "length", "context", "refusal", "incomplete"}
     assert finish_of("something_new", table, 10, 100) == INCOMPLETE
-    whole = {"openai": {"stop", "eos_token", "stop_sequence"},
-             "anthropic": {"end_turn", "stop_sequence"}, "gemini": {"STOP"}}[provider]  # fmt: skip
+    whole = {
+        "openai": {"stop", "eos_token", "stop_sequence"},
+        "anthropic": {"end_turn", "stop_sequence"},
+        "gemini": {"STOP"},
+    }[provider]
     assert {r for r, f in table.items() if f == FINISHED} == whole
 
 
@@ -1061,9 +1184,14 @@ def test_anthropic_stop_reasons_that_are_not_a_whole_answer() -> None:
     from flask_eval.workers.providers.anthropic_judge import output_of
 
     def out(reason: object, blocks: object = None) -> Any:
-        body = {"type": "message", "content": [{"type": "text", "text": "Fine. [SCORES] {}"}]
-                if blocks is None else blocks, "stop_reason": reason,
-                "usage": {"input_tokens": 5, "output_tokens": 7}}  # fmt: skip
+        body = {
+            "type": "message",
+            "content": [{"type": "text", "text": "Fine. [SCORES] {}"}]
+            if blocks is None
+            else blocks,
+            "stop_reason": reason,
+            "usage": {"input_tokens": 5, "output_tokens": 7},
+        }
         return output_of(body, json.dumps(body).encode(), 1024)
 
     assert (out("end_turn").finish, out("end_turn").stop_reason) == (FINISHED, "end_turn")
@@ -1087,8 +1215,14 @@ def test_openai_finish_reasons_and_a_null_one_read_from_the_usage() -> None:
     from flask_eval.workers.providers.openai_judge import output_of
 
     def out(reason: object, content: object = "Fine.", used: int | None = 7, **message: Any) -> Any:
-        body: dict[str, Any] = {"choices": [{"finish_reason": reason, "message": {
-            "role": "assistant", "content": content, **message}}]}  # fmt: skip
+        body: dict[str, Any] = {
+            "choices": [
+                {
+                    "finish_reason": reason,
+                    "message": {"role": "assistant", "content": content, **message},
+                }
+            ]
+        }
         if used is not None:
             body["usage"] = {"prompt_tokens": 5, "completion_tokens": used}
         return output_of(body, json.dumps(body).encode(), 100)

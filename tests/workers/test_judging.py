@@ -48,8 +48,9 @@ def judge_with(script: object) -> None:
     MemoryJudge.script = staticmethod(script)  # type: ignore[assignment]
 
 
-def execute(store: Store, run_id: int, calls: Sequence[Sequence[int]] | None = None,
-            **config: object) -> object:  # fmt: skip
+def execute(
+    store: Store, run_id: int, calls: Sequence[Sequence[int]] | None = None, **config: object
+) -> object:
     executor = Executor(store, ExecutorConfig(**config))  # type: ignore[arg-type]
 
     async def go() -> object:
@@ -207,8 +208,10 @@ def test_a_bad_criterion_that_stays_bad_fails_alone_with_its_reason(database_url
     ended = rows(store, run_id)
     failed = [r for r in ended if r["status"] == "failed"]
     assert len(failed) == 22 and {r["reason"] for r in failed} == {"unparseable"}
-    assert all("out of range" in str(r["detail"]) and "after a format reminder" in str(r["detail"])
-               for r in failed)  # fmt: skip
+    assert all(
+        "out of range" in str(r["detail"]) and "after a format reminder" in str(r["detail"])
+        for r in failed
+    )
     assert all(r["raw"] for r in failed)  # the reminder's answer is kept
     assert {r["score"] for r in ended if r["status"] == "done"} == {4}
 
@@ -371,9 +374,12 @@ ECHOED_KEY = "echoed-key-7f3a9c2e41d0"
 
 @pytest.mark.parametrize(
     ("provider", "variable"),
-    [("openai", "OPENAI_API_KEY"), ("anthropic", "ANTHROPIC_API_KEY"),
-     ("gemini", "GEMINI_API_KEY")],
-)  # fmt: skip
+    [
+        ("openai", "OPENAI_API_KEY"),
+        ("anthropic", "ANTHROPIC_API_KEY"),
+        ("gemini", "GEMINI_API_KEY"),
+    ],
+)
 def test_a_judge_that_echoes_the_key_has_it_hidden_from_everything_kept(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, provider: str, variable: str
 ) -> None:
@@ -468,5 +474,6 @@ def test_answers_that_are_not_whole_are_kept_unread_and_bodies_that_are_no_messa
         assert all(f"stop reason {wire['stop_reason']}" in str(r["detail"]) for r in ended)
     else:  # the body is kept with the failure
         body = re.compile(r'\| body: .*"model(Version)?": "sim"')
-        assert all("not an answer" in str(r["detail"]) and body.search(str(r["detail"]))
-                   for r in ended)  # fmt: skip
+        assert all(
+            "not an answer" in str(r["detail"]) and body.search(str(r["detail"])) for r in ended
+        )

@@ -59,8 +59,11 @@ def test_a_worker_stopped_past_its_lease_pays_for_no_row_another_worker_took(
 
     def script(messages: Sequence[Message]) -> str:
         if MemoryJudge.calls == 1:  # the first request: the whole process stops here
-            taken = wait_until(lambda: other.claim_contexts(run_id, later, 60), timeout=60,
-                               what="the stopped worker's lease to run out")  # fmt: skip
+            taken = wait_until(
+                lambda: other.claim_contexts(run_id, later, 60),
+                timeout=60,
+                what="the stopped worker's lease to run out",
+            )
             other.write([], [Outcome(c.id, Status.DONE, score=1) for c in taken])
         return default_answer(messages)
 
@@ -109,8 +112,11 @@ def test_a_run_deleted_while_its_calls_wait_sends_nothing_more_and_keeps_what_wa
     worker.start()
     wait_until(lambda: MemoryJudge.calls, timeout=60, what="the first call sent")
     store.delete_run(run_id)
-    wait_until(lambda: f"run {run_id} was deleted" in caplog.text, timeout=60,
-               what="the worker to learn of the delete")  # fmt: skip
+    wait_until(
+        lambda: f"run {run_id} was deleted" in caplog.text,
+        timeout=60,
+        what="the worker to learn of the delete",
+    )
     answered.set()
     worker.join(timeout=60)
     assert not worker.is_alive()
@@ -181,8 +187,9 @@ def test_rows_this_worker_finished_are_not_reported_as_taken_away(
 
     monkeypatch.setattr(MemoryJudge, "generate", answer)
     caplog.set_level(logging.WARNING, logger="flask_eval.worker")
-    run_to_end(Executor(store, ExecutorConfig(in_flight=1, lease_seconds=1.0)), run_id,
-               [first, second])  # fmt: skip
+    run_to_end(
+        Executor(store, ExecutorConfig(in_flight=1, lease_seconds=1.0)), run_id, [first, second]
+    )
     assert status_of([*first, *second]) == {Status.DONE.value}
     assert "no longer its own" not in caplog.text
 

@@ -692,8 +692,9 @@ def test_a_reply_read_late_because_the_worker_was_busy_is_not_unavailable(
     from tests.proxy import CuttableProxy
 
     target = parse_url(limiter_redis)
-    proxy = CuttableProxy((target.get("host", "127.0.0.1"), target.get("port", 6379)),
-                          reply_delay=0.3)  # fmt: skip
+    proxy = CuttableProxy(
+        (target.get("host", "127.0.0.1"), target.get("port", 6379)), reply_delay=0.3
+    )
     url = f"redis://127.0.0.1:{proxy.port}/{target.get('db', 0)}"
 
     async def go() -> float:

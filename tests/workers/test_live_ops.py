@@ -30,14 +30,23 @@ def free_port() -> int:
 
 def start_run(env: Mapping[str, str], sim: Any, name: str) -> None:
     flask_eval(
-        "run", "--instances", str(EXAMPLES / "instances.jsonl"),
-        "--responses", f"model_a={EXAMPLES / 'model_a.jsonl'}",
-        "--responses", f"model_b={EXAMPLES / 'model_b.jsonl'}",
-        "--judge", f"openai/sim-gpt@{sim.openai_base_url}",
-        "--judge", f"anthropic/sim-claude@{sim.anthropic_base_url}",
-        "--run", name, "--no-wait", "--quiet",
+        "run",
+        "--instances",
+        str(EXAMPLES / "instances.jsonl"),
+        "--responses",
+        f"model_a={EXAMPLES / 'model_a.jsonl'}",
+        "--responses",
+        f"model_b={EXAMPLES / 'model_b.jsonl'}",
+        "--judge",
+        f"openai/sim-gpt@{sim.openai_base_url}",
+        "--judge",
+        f"anthropic/sim-claude@{sim.anthropic_base_url}",
+        "--run",
+        name,
+        "--no-wait",
+        "--quiet",
         env=env,
-    )  # fmt: skip
+    )
 
 
 def scrape(port: int) -> str:
@@ -55,26 +64,41 @@ def test_a_workers_metrics_are_scraped_during_a_run_and_match_the_ledger(
     env = cli_env(sqlite_url, redis_url)
     with running_simulator(SimConfig(latency_ms=30, garbage_rate=0.1, seed=3)) as sim:
         start_run(env, sim, "scraped")
-        cmd = [sys.executable, "-m", "flask_eval", "worker", "--in-flight", "16",
-               "--loglevel", "WARNING", "--metrics-port", str(port)]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "flask_eval",
+            "worker",
+            "--in-flight",
+            "16",
+            "--loglevel",
+            "WARNING",
+            "--metrics-port",
+            str(port),
+        ]
         with (tmp_path / "w.log").open("wb") as log:
-            proc = subprocess.Popen(cmd, env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True)  # fmt: skip
+            proc = subprocess.Popen(
+                cmd, env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
             try:
                 during = wait_until(
                     lambda: scrape(port),
                     lambda text: sample(text, "flask_eval_judgments_total") > 0,
-                    timeout=120, what="judgments counted on /metrics",  # with start-up
-                )  # fmt: skip
+                    timeout=120,
+                    what="judgments counted on /metrics",  # with start-up
+                )
                 st = wait_until(
                     lambda: json.loads(flask_eval("status", "scraped", "--json", env=env).stdout),
-                    lambda s: s["pending"] == 0, timeout=120, what="the run to finish",
-                )  # fmt: skip
+                    lambda s: s["pending"] == 0,
+                    timeout=120,
+                    what="the run to finish",
+                )
                 final = wait_until(
                     lambda: scrape(port),
                     lambda t: sample(t, "flask_eval_judgments_total") == st["total"],
-                    timeout=60, what="the last judgments counted",
-                )  # fmt: skip
+                    timeout=60,
+                    what="the last judgments counted",
+                )
             finally:
                 proc.terminate()
                 proc.wait(timeout=30)
@@ -97,10 +121,23 @@ def test_status_watch_shows_two_live_workers_and_rates_until_the_run_is_done(
     with running_simulator(SimConfig(latency_ms=600, seed=4)) as sim:
         start_run(env, sim, "watched")
         watch = subprocess.Popen(
-            [sys.executable, "-m", "flask_eval", "status", "watched", "--watch", "--json",
-             "--interval", "0.5"],
-            env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "flask_eval",
+                "status",
+                "watched",
+                "--watch",
+                "--json",
+                "--interval",
+                "0.5",
+            ],
+            env=env,
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         reader = threading.Thread(
             target=lambda: lines.extend(json.loads(line) for line in watch.stdout or ()),
             daemon=True,

@@ -48,8 +48,12 @@ def test_llama_cpp_python_takes_json_object_with_a_schema_only(server: str) -> N
 
     from flask_eval.workers.providers.openai_judge import JSON_OBJECT, JSON_SCHEMA, response_format
 
-    schema = {"type": "object", "properties": {"score": {"type": "integer", "enum": [1, 2, 3]}},
-              "required": ["score"], "additionalProperties": False}  # fmt: skip
+    schema = {
+        "type": "object",
+        "properties": {"score": {"type": "integer", "enum": [1, 2, 3]}},
+        "required": ["score"],
+        "additionalProperties": False,
+    }
     messages = [{"role": "user", "content": "Rate this answer from 1 to 3: 'Paris'."}]
     request: dict[str, Any] = {"model": "smollm2", "messages": messages, "max_tokens": 20}
     refused_form: dict[str, Any] = {"response_format": response_format(schema, JSON_SCHEMA)}
@@ -78,9 +82,14 @@ def test_structured_judgments_are_all_read(server: str, cases: list[Case]) -> No
         assert set(judged.scores) | set(judged.problems) == {c.name for c in case.criteria}
         assert judged.scores, (judged.problems, judged.raw)
         for problem in judged.problems.values():
-            assert any(echo in problem for echo in (
-                "repeats the prompt's placeholder", "a placeholder like the prompt's",
-                "copies the prompt's own words")), (problem, judged.raw)  # fmt: skip
+            assert any(
+                echo in problem
+                for echo in (
+                    "repeats the prompt's placeholder",
+                    "a placeholder like the prompt's",
+                    "copies the prompt's own words",
+                )
+            ), (problem, judged.raw)
         assert all(s is None or 1 <= s <= 5 for s in judged.scores.values())
     assert OpenAIJudge.schema_forms[server] == JSON_OBJECT  # asked that way after one refusal
 

@@ -64,12 +64,21 @@ def test_the_simulator_refuses_a_reasoning_model_what_openai_refuses() -> None:
     with pytest.raises(BadRequest) as temperature:
         parse_request("openai", {**body, "max_completion_tokens": 9, "temperature": 0})
     assert (limit.value.param, limit.value.code) == ("max_tokens", "unsupported_parameter")
-    assert (temperature.value.param, temperature.value.code) == (
-        "temperature", "unsupported_value")  # fmt: skip
-    error = error_body("openai", "invalid_request", str(limit.value), 400,
-                       param=limit.value.param, code=limit.value.code)["error"]  # fmt: skip
-    assert error == {"message": str(limit.value), "type": "invalid_request_error",
-                     "param": "max_tokens", "code": "unsupported_parameter"}  # fmt: skip
+    assert (temperature.value.param, temperature.value.code) == ("temperature", "unsupported_value")
+    error = error_body(
+        "openai",
+        "invalid_request",
+        str(limit.value),
+        400,
+        param=limit.value.param,
+        code=limit.value.code,
+    )["error"]
+    assert error == {
+        "message": str(limit.value),
+        "type": "invalid_request_error",
+        "param": "max_tokens",
+        "code": "unsupported_parameter",
+    }
     assert "max_completion_tokens" in error["message"]
     # a chat model takes both fields and any temperature in 0..2, not more
     older = {**body, "model": "gpt-4o", "max_tokens": 9}
@@ -77,8 +86,12 @@ def test_the_simulator_refuses_a_reasoning_model_what_openai_refuses() -> None:
     with pytest.raises(BadRequest, match="temperature"):
         parse_request("openai", {**older, "temperature": 2.5})
     # an Anthropic model without structured outputs refuses them
-    claude = {"model": "claude-3-5-haiku", "max_tokens": 9, "messages": body["messages"],
-              "output_config": {"format": {"type": "json_schema", "schema": {}}}}  # fmt: skip
+    claude = {
+        "model": "claude-3-5-haiku",
+        "max_tokens": 9,
+        "messages": body["messages"],
+        "output_config": {"format": {"type": "json_schema", "schema": {}}},
+    }
     with pytest.raises(BadRequest, match="structured outputs"):
         parse_request("anthropic", claude)
     parse_request("anthropic", {**claude, "model": "claude-sonnet-4-5"})

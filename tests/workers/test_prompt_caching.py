@@ -32,8 +32,13 @@ def _messages(subject: Subject) -> list[Message]:
 
 
 def _base(sim: Any, provider: str) -> str:
-    return str({"openai": sim.openai_base_url, "anthropic": sim.anthropic_base_url,
-                "gemini": sim.gemini_base_url}[provider])  # fmt: skip
+    return str(
+        {
+            "openai": sim.openai_base_url,
+            "anthropic": sim.anthropic_base_url,
+            "gemini": sim.gemini_base_url,
+        }[provider]
+    )
 
 
 def _ask(spec: str, *calls: list[Message]) -> list[JudgeOutput]:
@@ -63,8 +68,7 @@ def test_the_anthropic_request_marks_the_end_of_the_shared_prefix_and_the_instan
     assert body["system"] == text_of(messages[0])  # the system prompt alone: no mark
     (user,) = body["messages"]
     head, middle, tail = user["content"]
-    assert head == {"type": "text", "text": shared.split("\n\n", 1)[1],
-                    "cache_control": EPHEMERAL}  # fmt: skip
+    assert head == {"type": "text", "text": shared.split("\n\n", 1)[1], "cache_control": EPHEMERAL}
     # the instruction and reference: the prefix of every model's call on this instance
     assert middle == {"type": "text", "text": instance, "cache_control": EPHEMERAL}
     assert "## Instruction" in instance and "RESPONSE" not in instance

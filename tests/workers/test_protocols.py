@@ -52,21 +52,34 @@ def capture(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def make_run(store: Store, judges: list[JudgeConfig], reference: bool = True) -> int:
     skill = SKILLS.names[0]
     instances = [
-        Instance("1", "Plan a trip for $500.", "A plan within $500.", (skill,),
-                 system_prompt="You are a frugal travel agent.", rubrics={skill: OWN}),
+        Instance(
+            "1",
+            "Plan a trip for $500.",
+            "A plan within $500.",
+            (skill,),
+            system_prompt="You are a frugal travel agent.",
+            rubrics={skill: OWN},
+        ),
         Instance("2", "Name a prime.", "7", (SKILLS.names[1],)),
-    ]  # fmt: skip
-    sets = [ResponseSet("m", "m.jsonl", (Response("m", "1", "Go by train."),
-                                         Response("m", "2", "11")))]  # fmt: skip
+    ]
+    sets = [
+        ResponseSet("m", "m.jsonl", (Response("m", "1", "Go by train."), Response("m", "2", "11")))
+    ]
     config: dict[str, Any] = {
         "judges": [j.to_data() for j in judges],
         "skills": codec.to_data(SKILLS),
         "mode": "instance",
         "reference": reference,
     }
-    run, _ = store.create_run(name="r1", fingerprint="f" * 64, mode="instance", config=config,
-                              instances=instances, response_sets=sets,
-                              judges=[j.name for j in judges])  # fmt: skip
+    run, _ = store.create_run(
+        name="r1",
+        fingerprint="f" * 64,
+        mode="instance",
+        config=config,
+        instances=instances,
+        response_sets=sets,
+        judges=[j.name for j in judges],
+    )
     return run.id
 
 
@@ -94,8 +107,10 @@ def test_each_judge_in_its_protocol_with_the_instance_s_rubric_and_system_prompt
     database_url: str,
 ) -> None:
     store = Store(database_url)
-    judges = [JudgeConfig("memory/prom", "memory/prom", protocol="prometheus"),
-              JudgeConfig("memory/ours", "memory/ours")]  # fmt: skip
+    judges = [
+        JudgeConfig("memory/prom", "memory/prom", protocol="prometheus"),
+        JudgeConfig("memory/ours", "memory/ours"),
+    ]
     run_id = make_run(store, judges)
     execute(store, run_id)
     rows = list(queries.export_rows(store, run_id, "r1"))
@@ -117,8 +132,10 @@ def test_each_judge_in_its_protocol_with_the_instance_s_rubric_and_system_prompt
 
 def test_a_reference_free_run_never_shows_the_reference(database_url: str) -> None:
     store = Store(database_url)
-    judges = [JudgeConfig("memory/prom", "memory/prom", protocol="prometheus"),
-              JudgeConfig("memory/ours", "memory/ours")]  # fmt: skip
+    judges = [
+        JudgeConfig("memory/prom", "memory/prom", protocol="prometheus"),
+        JudgeConfig("memory/ours", "memory/ours"),
+    ]
     run_id = make_run(store, judges, reference=False)
     execute(store, run_id)
     store.close()
@@ -130,8 +147,10 @@ def test_a_reference_free_run_never_shows_the_reference(database_url: str) -> No
 
 def test_a_structured_judge_is_sent_the_protocol_s_schema(database_url: str) -> None:
     store = Store(database_url)
-    judges = [JudgeConfig("memory/json", "memory/json", structured=True),
-              JudgeConfig("memory/text", "memory/text")]  # fmt: skip
+    judges = [
+        JudgeConfig("memory/json", "memory/json", structured=True),
+        JudgeConfig("memory/text", "memory/text"),
+    ]
     run_id = make_run(store, judges)
     execute(store, run_id)
     store.close()

@@ -40,8 +40,9 @@ def sim() -> Iterator[SimHandle]:
 
 
 def settings(sim: SimHandle, **values: float) -> None:
-    req = urllib.request.Request(f"{sim.base_url}/batches/settings", method="POST",
-                                 data=json.dumps(values).encode())  # fmt: skip
+    req = urllib.request.Request(
+        f"{sim.base_url}/batches/settings", method="POST", data=json.dumps(values).encode()
+    )
     urllib.request.urlopen(req, timeout=10).close()
 
 
@@ -52,8 +53,14 @@ def submitted(sim: SimHandle, provider: str) -> dict[str, int]:
 
 
 def judge_of(provider: str, sim: SimHandle, monkeypatch: pytest.MonkeyPatch) -> Judge:
-    for name in ("ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "ANTHROPIC_BASE_URL",
-                 "GOOGLE_GEMINI_BASE_URL", "OPENAI_BASE_URL"):  # fmt: skip
+    for name in (
+        "ANTHROPIC_API_KEY",
+        "GEMINI_API_KEY",
+        "GOOGLE_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "GOOGLE_GEMINI_BASE_URL",
+        "OPENAI_BASE_URL",
+    ):
         monkeypatch.delenv(name, raising=False)
     if provider == "openai":
         return create_judge(f"openai/sim-gpt@{sim.openai_base_url}")
@@ -63,12 +70,16 @@ def judge_of(provider: str, sim: SimHandle, monkeypatch: pytest.MonkeyPatch) -> 
 def requests(n: int, max_tokens: int = 400) -> list[BatchRequest]:
     config = GenerateConfig(max_tokens=max_tokens, timeout=30)
     return [
-        BatchRequest(f"call{i:04d}", [
-            {"role": "system", "content": "You are a strict judge."},
-            {"role": "user", "content": f"Skills to score: Correctness\n\nJudge answer {i}."},
-        ], config)
+        BatchRequest(
+            f"call{i:04d}",
+            [
+                {"role": "system", "content": "You are a strict judge."},
+                {"role": "user", "content": f"Skills to score: Correctness\n\nJudge answer {i}."},
+            ],
+            config,
+        )
         for i in range(n)
-    ]  # fmt: skip
+    ]
 
 
 def run(judge: Judge, go: Any) -> Any:
@@ -114,7 +125,11 @@ def test_a_batch_answers_each_request_as_a_live_call_would(
         got = results[call.custom_id]
         assert isinstance(got, JudgeOutput)
         assert (got.text, got.prompt_tokens, got.completion_tokens, got.finish) == (
-            answer.text, answer.prompt_tokens, answer.completion_tokens, answer.finish)  # fmt: skip
+            answer.text,
+            answer.prompt_tokens,
+            answer.completion_tokens,
+            answer.finish,
+        )
         assert "[RESULT]" in got.text or "[SCORES]" in got.text
 
 
@@ -125,8 +140,11 @@ def test_a_batched_request_reads_the_prompt_cache_as_a_live_one_would(
     """Providers cache batched requests too: after a live call, the same request batched
     reports the cached (and cache-written) tokens a second live call reports."""
     shared = "Rubric: score the response for correctness, 1 to 5. " * 200  # ~2,700 tokens
-    call = BatchRequest("again", [message("user", shared, "Judge answer 1.")],
-                        GenerateConfig(max_tokens=400, timeout=30))  # fmt: skip
+    call = BatchRequest(
+        "again",
+        [message("user", shared, "Judge answer 1.")],
+        GenerateConfig(max_tokens=400, timeout=30),
+    )
 
     def twice(batched: bool) -> JudgeOutput:
         with running_simulator(SimConfig(seed=7)) as sim:
@@ -276,8 +294,11 @@ def test_an_anthropic_batch_still_processing_is_not_settled_until_it_ends(
 
     async def go(api: BatchAPI) -> Any:
         await api.submit_batch(TAG, requests(3))
-        return (await api.find_batch(TAG, since, 3), await api.find_batch(TAG, since, 4),
-                await api.find_batch(TAG, since + timedelta(hours=1), 3))  # fmt: skip
+        return (
+            await api.find_batch(TAG, since, 3),
+            await api.find_batch(TAG, since, 4),
+            await api.find_batch(TAG, since + timedelta(hours=1), 3),
+        )
 
     pending, other_size, later = run(judge, go)
     assert (pending.batch_id, pending.settled) == (None, False)

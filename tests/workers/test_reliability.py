@@ -36,9 +36,11 @@ OUTAGE_SECONDS = 10
 
 def judges(sim: object) -> list[str]:
     return [
-        "--judge", f"openai/sim-gpt@{sim.openai_base_url}",  # type: ignore[attr-defined]
-        "--judge", f"anthropic/sim-claude@{sim.anthropic_base_url}",  # type: ignore[attr-defined]
-    ]  # fmt: skip
+        "--judge",
+        f"openai/sim-gpt@{sim.openai_base_url}",  # type: ignore[attr-defined]
+        "--judge",
+        f"anthropic/sim-claude@{sim.anthropic_base_url}",  # type: ignore[attr-defined]
+    ]
 
 
 def run_cmd(
@@ -136,9 +138,14 @@ def test_redis_flushed_mid_run_resume_completes(
     # 16 calls per message: 30 messages, of which the worker holds at most 4 (its task
     # threads, workers.feed.batches_at_once), so the flush loses most of them
     env = cli_env(
-        sqlite_url, redis_url, **{**FAST_RECOVERY, "FLASK_EVAL_VISIBILITY_TIMEOUT": "900",
-                                  "FLASK_EVAL_CALLS_PER_MESSAGE": "16"}
-    )  # fmt: skip
+        sqlite_url,
+        redis_url,
+        **{
+            **FAST_RECOVERY,
+            "FLASK_EVAL_VISIBILITY_TIMEOUT": "900",
+            "FLASK_EVAL_CALLS_PER_MESSAGE": "16",
+        },
+    )
     with running_simulator(SimConfig(latency_ms=200, seed=3)) as sim:
         flask_eval(*run_cmd(instances, responses, sim, "flushed"), "--no-wait", env=env)
         with workers(env, processes=1, in_flight=8, log=tmp_path / "w.log"):
@@ -267,7 +274,7 @@ def test_pickled_message_is_refused_not_executed(
                 content_type="application/x-python-serialize",
                 content_encoding="binary",
                 headers={"task": "flask_eval.judge_batch", "id": "evil-1"},
-            )  # fmt: skip
+            )
         # the worker keeps working after the poisoned message
         flask_eval(*run_cmd(instances, responses, sim, "after-pickle"), env=env)
     assert not marker.exists(), "a pickled payload was executed"
@@ -342,10 +349,26 @@ def test_fault_mix_every_job_ends_with_the_right_reason_and_resume_retries_only_
     # the failures' reasons, not the throughput, are under test: 20% of requests answered
     # 429 at random would keep the judges' adaptive in-flight limits near 1 (and the run
     # three times longer), so they stay at --in-flight (FLASK_EVAL_ADAPTIVE=0)
-    base = cli_env(sqlite_url, FLASK_EVAL_JUDGE_TIMEOUT="1.5", FLASK_EVAL_MAX_ATTEMPTS="2",
-                   FLASK_EVAL_ADAPTIVE="0")  # fmt: skip
-    args = ["run", "--instances", str(instances), "--run", "faults", "--quiet", "--in-flight", "32",
-            "--judge", "openai/sim-gpt", "--judge", "anthropic/sim-claude"]  # fmt: skip
+    base = cli_env(
+        sqlite_url,
+        FLASK_EVAL_JUDGE_TIMEOUT="1.5",
+        FLASK_EVAL_MAX_ATTEMPTS="2",
+        FLASK_EVAL_ADAPTIVE="0",
+    )
+    args = [
+        "run",
+        "--instances",
+        str(instances),
+        "--run",
+        "faults",
+        "--quiet",
+        "--in-flight",
+        "32",
+        "--judge",
+        "openai/sim-gpt",
+        "--judge",
+        "anthropic/sim-claude",
+    ]
     for r in responses:
         args += ["--responses", r]
     with running_simulator(faults) as sim:

@@ -28,8 +28,12 @@ from flask_eval.workers.usage import COMPLETION_OVERHEAD, Request, checked_usage
 from tests.conftest import EXAMPLES
 from tests.helpers import cli_env, flask_eval
 
-INPUTS = ["--instances", str(EXAMPLES / "instances.jsonl"),
-          "--responses", f"model_a={EXAMPLES / 'model_a.jsonl'}"]  # fmt: skip
+INPUTS = [
+    "--instances",
+    str(EXAMPLES / "instances.jsonl"),
+    "--responses",
+    f"model_a={EXAMPLES / 'model_a.jsonl'}",
+]
 CALLS = 27  # instance mode: one call per (model, instance)
 MAX_TOKENS = 700
 
@@ -81,8 +85,12 @@ def test_impossible_usage_is_flagged_and_costed_at_a_safe_estimate(
 ) -> None:
     hostile = HOSTILE[provider]
     with running_simulator(SimConfig(seed=7, usage=hostile)) as sim:
-        env = cli_env(f"sqlite:///{tmp_path / 'u.db'}", FLASK_EVAL_BATCH_POLL_SECONDS="0.1",
-                      GEMINI_API_KEY="k", OPENAI_API_KEY="k")  # fmt: skip
+        env = cli_env(
+            f"sqlite:///{tmp_path / 'u.db'}",
+            FLASK_EVAL_BATCH_POLL_SECONDS="0.1",
+            GEMINI_API_KEY="k",
+            OPENAI_API_KEY="k",
+        )
         judges = judges_file(tmp_path, sim, provider, batch)
         estimate = estimated_cost(env, judges, batch)
         flask_eval("run", *INPUTS, "--judges", judges, "--run", "r", "--quiet", env=env)
@@ -130,12 +138,18 @@ def _request() -> Request:
         ({"prompt_tokens": 12.5, "completion_tokens": 10}, "prompt tokens not a count"),
         ({"prompt_tokens": "400", "completion_tokens": 10}, "prompt tokens not a count"),
         ({"prompt_tokens": 400, "completion_tokens": True}, "completion tokens not a count"),
-        ({"prompt_tokens": 400, "completion_tokens": 10,
-          "prompt_tokens_details": {"cached_tokens": 401}}, "more cached tokens"),
+        (
+            {
+                "prompt_tokens": 400,
+                "completion_tokens": 10,
+                "prompt_tokens_details": {"cached_tokens": 401},
+            },
+            "more cached tokens",
+        ),
         ({"prompt_tokens": 10**7, "completion_tokens": 10}, "above the request's size"),
         ({"prompt_tokens": 400, "completion_tokens": 5000}, "above the request's limit"),
     ],
-)  # fmt: skip
+)
 def test_every_impossible_count_is_caught_at_the_one_boundary(
     usage: dict[str, Any], why: str
 ) -> None:
@@ -166,7 +180,10 @@ def test_a_possible_usage_is_kept_as_given() -> None:
     output = JudgeOutput("ok", 380, 90, cached_tokens=256, usage={"any": 1})
     counted = checked_usage(output, _request())
     assert (counted.prompt_tokens, counted.completion_tokens, counted.cached_tokens) == (
-        380, 90, 256)  # fmt: skip
+        380,
+        90,
+        256,
+    )
     assert counted.note is None
 
 
@@ -176,8 +193,16 @@ def test_a_paid_row_is_costed_at_least_at_the_request_s_estimate() -> None:
     config = JudgeConfig("j", "memory/j", price=Price(2.0, 8.0, batch=0.5))
     row = JobContext(1, 1, "m", "", "i", "c", "j", "q", "ref", "resp")
     messages = [{"role": "user", "content": "x" * 4000}]
-    call = Call([row], config, None, protocol(), [], messages,  # type: ignore[arg-type]
-                GenerateConfig(max_tokens=300), "k")  # fmt: skip
+    call = Call(
+        [row],
+        config,
+        None,
+        protocol(),
+        [],
+        messages,  # type: ignore[arg-type]
+        GenerateConfig(max_tokens=300),
+        "k",
+    )
     hostile = JudgeOutput("text", -1_000_000_000, 50, usage={"promptTokenCount": -(10**9)})
     keep(call, Answer("text", "stop", "u1", hostile, key="k", batch=True), None)
     [paid] = call.paid
@@ -193,8 +218,9 @@ def test_the_flag_and_the_usage_as_given_are_stored_on_postgresql(
     with running_simulator(SimConfig(seed=7, usage=HOSTILE["gemini"])) as sim:
         env = cli_env(postgres_url, GEMINI_API_KEY="k")
         path = tmp_path / "judges.yaml"
-        path.write_text(f"- spec: {spec_of('gemini', sim)}\n  name: j\n"
-                        "  price: {input: 2.0, output: 8.0}\n")  # fmt: skip
+        path.write_text(
+            f"- spec: {spec_of('gemini', sim)}\n  name: j\n  price: {{input: 2.0, output: 8.0}}\n"
+        )
         flask_eval("run", *INPUTS, "--judges", str(path), "--run", "r", "--quiet", env=env)
     st = json.loads(flask_eval("status", "r", "--json", env=env).stdout)
     assert st["untrusted_usage_calls"] == st["calls"] == CALLS and st["cost"] > 0
@@ -209,8 +235,19 @@ def test_a_budget_holds_against_a_provider_reporting_negative_usage(tmp_path: Pa
         env = cli_env(f"sqlite:///{tmp_path / 'u.db'}", GEMINI_API_KEY="k")
         judges = judges_file(tmp_path, sim, "gemini", False)
         budget = f"{estimated_cost(env, judges, False) / 2:.6f}"
-        capped = flask_eval("run", *INPUTS, "--judges", judges, "--run", "r", "--max-cost",
-                            budget, "--quiet", env=env, check=False)  # fmt: skip
+        capped = flask_eval(
+            "run",
+            *INPUTS,
+            "--judges",
+            judges,
+            "--run",
+            "r",
+            "--max-cost",
+            budget,
+            "--quiet",
+            env=env,
+            check=False,
+        )
         served = sim.stats()["requests"]
         again = flask_eval("resume", "r", "--max-cost", budget, "--quiet", env=env, check=False)
         assert sim.stats()["requests"] == served

@@ -37,9 +37,15 @@ pytestmark = [pytest.mark.redis, pytest.mark.slow]
 def send(env: dict[str, str], run_id: int, calls: list[list[int]]) -> None:
     """A well-formed JSON message of our task, as anyone who can write to the broker can."""
     settings = settings_mod.load()
-    dispatcher = CeleryTransport(settings.__class__(**{**vars(settings),
-                                  "broker_url": env["FLASK_EVAL_BROKER_URL"],
-                                  "queue": env["FLASK_EVAL_QUEUE"]}))  # fmt: skip
+    dispatcher = CeleryTransport(
+        settings.__class__(
+            **{
+                **vars(settings),
+                "broker_url": env["FLASK_EVAL_BROKER_URL"],
+                "queue": env["FLASK_EVAL_QUEUE"],
+            }
+        )
+    )
     dispatcher.submit(run_id, [calls])
 
 
@@ -69,11 +75,19 @@ def test_a_message_that_groups_rows_wrongly_is_refused_by_a_real_worker(
         with workers(env, log=log):
             send(env, run.id, [mixed])
             send(env, other_run.id, calls[3:5])  # another run's rows under this run's id
-            wait_until(lambda: log.read_text(), lambda t: "does not match the ledger" in t,
-                       timeout=60, what="the worker refusing the message")  # fmt: skip
+            wait_until(
+                lambda: log.read_text(),
+                lambda t: "does not match the ledger" in t,
+                timeout=60,
+                what="the worker refusing the message",
+            )
             send(env, run.id, [calls[5]])  # a sound message after them: judged (the marker)
-            wait_until(lambda: status(env, "trust")["done"], lambda n: n == 3, timeout=60,
-                       what="the sound message judged")  # fmt: skip
+            wait_until(
+                lambda: status(env, "trust")["done"],
+                lambda n: n == 3,
+                timeout=60,
+                what="the sound message judged",
+            )
         paid = sim.stats()["requests"]
     assert paid == 1  # the sound message only
     assert queries.status(store, run.id, "trust").pending == 6 * 3 * 2 - 3
@@ -88,8 +102,9 @@ def test_workers_on_another_database_are_named_not_waited_for(
     worker_env = {**producer_env, "FLASK_EVAL_DATABASE_URL": f"sqlite:///{tmp_path / 'other.db'}"}
     with running_simulator(SimConfig()) as sim, workers(worker_env, log=tmp_path / "w.log"):
         started = time.monotonic()
-        proc = flask_eval(*run_cmd(instances, responses, sim, "lost"), env=producer_env,
-                          check=False, timeout=120)  # fmt: skip
+        proc = flask_eval(
+            *run_cmd(instances, responses, sim, "lost"), env=producer_env, check=False, timeout=120
+        )
         took = time.monotonic() - started
     assert proc.returncode == 1
     assert "none uses this database" in proc.stderr and "worker(s) take queue" in proc.stderr
@@ -110,22 +125,25 @@ def test_no_worker_is_said_only_when_none_is_alive(
     # a worker alive but slow (8 calls of 3 s, 2 at a time): no progress for 2 s, no hint
     with running_simulator(SimConfig(latency_ms=3000)) as sim:
         with workers(env, in_flight=2, log=tmp_path / "w.log"):
-            proc = flask_eval(*run_cmd(instances, responses, sim, "slow"), env=env,
-                              check=False, timeout=300)  # fmt: skip
+            proc = flask_eval(
+                *run_cmd(instances, responses, sim, "slow"), env=env, check=False, timeout=300
+            )
         assert proc.returncode == 0 and hint not in proc.stderr
     # a worker that stopped cleanly withdrew its announcement: no 30 s wait to say so
     assert live_workers(env) == []
     # no worker at all: the hint, once; then a worker finishes the run
     with running_simulator(SimConfig()) as sim:
         args = run_cmd(instances, responses, sim, "alone")
-        producer = subprocess.Popen([sys.executable, "-m", "flask_eval", *args], env=env,
-                                    stderr=subprocess.PIPE, text=True)  # fmt: skip
+        producer = subprocess.Popen(
+            [sys.executable, "-m", "flask_eval", *args], env=env, stderr=subprocess.PIPE, text=True
+        )
         assert producer.stderr is not None
         lines: list[str] = []
         reader = threading.Thread(target=lambda: lines.extend(producer.stderr or ()))
         reader.start()
-        wait_until(lambda: "".join(lines), lambda text: hint in text, timeout=60,
-                   what="the no-worker hint")  # fmt: skip
+        wait_until(
+            lambda: "".join(lines), lambda text: hint in text, timeout=60, what="the no-worker hint"
+        )
         with workers(env, log=tmp_path / "w2.log"):
             assert producer.wait(timeout=240) == 0
         reader.join(timeout=10)
@@ -147,15 +165,24 @@ def test_paid_answers_survive_an_outage_longer_than_the_retry_window_and_a_kill(
     proxied = url.set(port=proxy.port).render_as_string(hide_password=False)
     instances, responses = write_inputs(tmp_path / "in", 40, models=("m",))
     spool = tmp_path / "spool"
-    env = cli_env(proxied, redis_url, FLASK_EVAL_DB_RETRY_SECONDS="2",
-                  FLASK_EVAL_LEASE_SECONDS="6", FLASK_EVAL_VISIBILITY_TIMEOUT="20",
-                  FLASK_EVAL_SPOOL_DIR=str(spool))  # fmt: skip
+    env = cli_env(
+        proxied,
+        redis_url,
+        FLASK_EVAL_DB_RETRY_SECONDS="2",
+        FLASK_EVAL_LEASE_SECONDS="6",
+        FLASK_EVAL_VISIBILITY_TIMEOUT="20",
+        FLASK_EVAL_SPOOL_DIR=str(spool),
+    )
     try:
         with running_simulator(SimConfig(latency_ms=1500, seed=4)) as sim:
             flask_eval(*run_cmd(instances, responses, sim, "outage"), "--no-wait", env=env)
             with workers(env, in_flight=8, log=tmp_path / "w1.log") as proc:
-                wait_until(lambda: sim.stats()["in_flight"], lambda n: n >= 4, timeout=60,
-                           what="calls in flight")  # fmt: skip
+                wait_until(
+                    lambda: sim.stats()["in_flight"],
+                    lambda n: n >= 4,
+                    timeout=60,
+                    what="calls in flight",
+                )
                 proxy.cut()  # answers arrive while the database is away
 
                 def spooled() -> tuple[int, int, int]:
@@ -166,8 +193,12 @@ def test_paid_answers_survive_an_outage_longer_than_the_retry_window_and_a_kill(
 
                 # nothing in flight, and every billed answer held only by the worker's
                 # memory and its spool: now kill it
-                wait_until(spooled, lambda t: t[0] == 0 and t[1] > 0 and t[2] == t[1],
-                           timeout=120, what="every billed answer spilled")  # fmt: skip
+                wait_until(
+                    spooled,
+                    lambda t: t[0] == 0 and t[1] > 0 and t[2] == t[1],
+                    timeout=120,
+                    what="every billed answer spilled",
+                )
                 kill_group(proc, signal.SIGKILL)
                 proc.wait()
             proxy.restore()
@@ -195,8 +226,13 @@ def test_per_request_lines_only_at_debug(sqlite_url: str, redis_url: str, tmp_pa
         from flask_eval.workers.processes import command
 
         with open(log, "wb") as out:
-            proc = subprocess.Popen(command(1, 16, "INFO"), env=env, stdout=out,
-                                    stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+            proc = subprocess.Popen(
+                command(1, 16, "INFO"),
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
             try:
                 flask_eval(*run_cmd(instances, responses, sim, "quiet"), env=env)
             finally:
@@ -222,7 +258,11 @@ def test_messages_of_a_deleted_run_are_dropped_unpaid(
         assert client.llen(env["FLASK_EVAL_QUEUE"]) > 0
         flask_eval("runs", "delete", "gone", "--yes", env=env)
         with workers(env, log=tmp_path / "w.log"):
-            wait_until(lambda: queue_idle(client, env["FLASK_EVAL_QUEUE"]), lambda idle: idle,
-                       timeout=60, what="the deleted run's messages consumed")  # fmt: skip
+            wait_until(
+                lambda: queue_idle(client, env["FLASK_EVAL_QUEUE"]),
+                lambda idle: idle,
+                timeout=60,
+                what="the deleted run's messages consumed",
+            )
         assert sim.stats()["requests"] == 0
     assert "gone" not in flask_eval("runs", env=env).stdout

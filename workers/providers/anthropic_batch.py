@@ -49,11 +49,17 @@ CLOCK_SLACK = timedelta(minutes=10)
 #: the HTTP status of each error type of an errored request (Anthropic's error types),
 #: so that it fails as the same error of a live call would (workers/errors.py)
 ERROR_STATUS = {
-    "invalid_request_error": 400, "authentication_error": 401, "billing_error": 402,
-    "permission_error": 403, "not_found_error": 404, "request_too_large": 413,
-    "rate_limit_error": 429, "api_error": 500, "timeout_error": 504,
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
     "overloaded_error": 529,
-}  # fmt: skip
+}
 #: why a request that was never processed has no answer (retried: planned again)
 NOT_PROCESSED = {
     "expired": "the message batch expired before this request was processed",
@@ -90,8 +96,9 @@ def status_of(batch: Any) -> BatchStatus:
     failed = counts.errored + counts.expired + counts.canceled
     total = failed + counts.succeeded + counts.processing
     phase: BatchPhase = "ended" if batch.processing_status == "ended" else "open"
-    return BatchStatus(batch.id, phase, batch.processing_status, total, counts.succeeded,
-                       failed, batch.expires_at)  # fmt: skip
+    return BatchStatus(
+        batch.id, phase, batch.processing_status, total, counts.succeeded, failed, batch.expires_at
+    )
 
 
 def result_of(result: object, max_tokens: int, raw: bytes) -> JudgeOutput | JudgeError:
@@ -129,10 +136,12 @@ class AnthropicBatch(BatchAPI):
 
     async def submit_batch(self, tag: str, requests: Sequence[BatchRequest]) -> BatchStatus:
         body = [
-            {"custom_id": wire_id(tag, r.custom_id, r.config.max_tokens),
-             "params": self._judge.request_body(r.messages, r.config)}
+            {
+                "custom_id": wire_id(tag, r.custom_id, r.config.max_tokens),
+                "params": self._judge.request_body(r.messages, r.config),
+            }
             for r in requests
-        ]  # fmt: skip
+        ]
         try:
             batch = await self._client.messages.batches.create(requests=body)  # type: ignore[arg-type]
         except Exception as exc:
@@ -173,9 +182,10 @@ class AnthropicBatch(BatchAPI):
         except Exception as exc:
             raise self._judge.classify(exc) from exc
         if not batch.results_url:
-            raise JudgeError(FailureReason.PROVIDER_ERROR,
-                             f"message batch {batch_id} has no results yet "
-                             f"({batch.processing_status})")  # fmt: skip
+            raise JudgeError(
+                FailureReason.PROVIDER_ERROR,
+                f"message batch {batch_id} has no results yet ({batch.processing_status})",
+            )
         results = BatchResults()
         for line, raw in await self._result_lines(batch_id, batch.results_url):
             ours = parse_wire_id(str(line.get("custom_id", "")))
@@ -208,10 +218,14 @@ class AnthropicBatch(BatchAPI):
             try:
                 line = json.loads(chunk)
             except ValueError:
-                raise malformed(f"a results line of batch {batch_id} that is not JSON",
-                                chunk.decode("utf-8", "replace")) from None  # fmt: skip
+                raise malformed(
+                    f"a results line of batch {batch_id} that is not JSON",
+                    chunk.decode("utf-8", "replace"),
+                ) from None
             if not isinstance(line, dict):
-                raise malformed(f"a results line of batch {batch_id} that is not an object",
-                                chunk.decode("utf-8", "replace"))  # fmt: skip
+                raise malformed(
+                    f"a results line of batch {batch_id} that is not an object",
+                    chunk.decode("utf-8", "replace"),
+                )
             lines.append((line, chunk))
         return lines

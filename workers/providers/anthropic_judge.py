@@ -120,8 +120,9 @@ class AnthropicJudge(Judge):
             return JudgeError(FailureReason.TIMEOUT, describe(exc))
         if isinstance(exc, anthropic.APIStatusError):
             response = exc.response
-            return from_status(exc.status_code, describe(exc), dict(response.headers),
-                               response.text, RESET_HEADERS)  # fmt: skip
+            return from_status(
+                exc.status_code, describe(exc), dict(response.headers), response.text, RESET_HEADERS
+            )
         if isinstance(exc, anthropic.APIConnectionError | anthropic.APIResponseValidationError):
             return JudgeError(FailureReason.PROVIDER_ERROR, describe(exc))
         return classify_common(exc)
@@ -143,8 +144,9 @@ def request_of(model: str, messages: Sequence[Message], config: GenerateConfig) 
     API looks for a cached prefix at the blocks before a breakpoint by itself). A message
     without a breakpoint is a plain string; the blocks' texts joined are its text."""
     marks = [_cuts(m) for m in messages]
-    last = max((i for i, cuts in enumerate(marks) for _, kind in cuts if kind == "prefix"),
-               default=-1)  # fmt: skip
+    last = max(
+        (i for i, cuts in enumerate(marks) for _, kind in cuts if kind == "prefix"), default=-1
+    )
     kept: list[list[int]] = []
     for i, cuts in enumerate(marks):
         at_last = [c for c, kind in cuts if kind == "prefix"][-1:] if i == last else []

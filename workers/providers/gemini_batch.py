@@ -50,9 +50,15 @@ from flask_eval.workers.providers.gemini_judge import GeminiJudge, output_of, re
 CLOCK_SLACK = timedelta(minutes=10)
 #: requests in one batch: an input file may hold 2 GB; a judge prompt is up to ~8 KB
 MAX_REQUESTS = 50_000
-OPEN_STATES = ("JOB_STATE_PENDING", "JOB_STATE_RUNNING", "JOB_STATE_QUEUED",
-               "JOB_STATE_UNSPECIFIED", "JOB_STATE_PAUSED", "JOB_STATE_UPDATING",
-               "JOB_STATE_CANCELLING")  # fmt: skip
+OPEN_STATES = (
+    "JOB_STATE_PENDING",
+    "JOB_STATE_RUNNING",
+    "JOB_STATE_QUEUED",
+    "JOB_STATE_UNSPECIFIED",
+    "JOB_STATE_PAUSED",
+    "JOB_STATE_UPDATING",
+    "JOB_STATE_CANCELLING",
+)
 #: ended with whatever answers it holds (none: failed as a whole)
 PARTIAL_STATES = ("JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED", "JOB_STATE_PARTIALLY_SUCCEEDED")
 
@@ -163,8 +169,9 @@ class GeminiBatch(BatchAPI):
             named: Any = {"display_name": tag, "mime_type": "jsonl"}  # UploadFileConfigDict
             uploaded = await self._client.files.upload(file=data, config=named)
             tagged: Any = {"display_name": tag}
-            job = await self._batches.create(model=self._judge.spec.model,
-                                             src=str(uploaded.name), config=tagged)  # fmt: skip
+            job = await self._batches.create(
+                model=self._judge.spec.model, src=str(uploaded.name), config=tagged
+            )
         except Exception as exc:
             raise self._judge.classify(exc) from exc
         return status_of(job)
@@ -191,8 +198,9 @@ class GeminiBatch(BatchAPI):
             job = await self._batches.get(name=batch_id)
             status = status_of(job)
             if status.phase == "open":
-                raise JudgeError(FailureReason.PROVIDER_ERROR,
-                                 f"batch {batch_id} has not ended ({status.state})")  # fmt: skip
+                raise JudgeError(
+                    FailureReason.PROVIDER_ERROR, f"batch {batch_id} has not ended ({status.state})"
+                )
             name = job.dest.file_name if job.dest else None
             data = await self._client.files.download(file=name) if name else b""
         except JudgeError:

@@ -65,17 +65,36 @@ STOP_REASONS: Mapping[str, str] = {
     "MAX_TOKENS": CUT_OFF,
     "CONTINUATION": CUT_OFF,  # the per-request token limit, to be continued
     **dict.fromkeys(
-        ("SAFETY", "RECITATION", "LANGUAGE", "OTHER", "BLOCKLIST", "PROHIBITED_CONTENT",
-         "SPII", "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION", "ESCALATION",
-         "PUP_LIMITED_DISABLED", "MODEL_ARMOR"),
+        (
+            "SAFETY",
+            "RECITATION",
+            "LANGUAGE",
+            "OTHER",
+            "BLOCKLIST",
+            "PROHIBITED_CONTENT",
+            "SPII",
+            "IMAGE_SAFETY",
+            "IMAGE_PROHIBITED_CONTENT",
+            "IMAGE_RECITATION",
+            "ESCALATION",
+            "PUP_LIMITED_DISABLED",
+            "MODEL_ARMOR",
+        ),
         REFUSAL,
     ),  # the model or a filter declined: the text says which
     **dict.fromkeys(
-        ("MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS",
-         "MISSING_THOUGHT_SIGNATURE", "MALFORMED_RESPONSE", "IMAGE_OTHER", "NO_IMAGE"),
+        (
+            "MALFORMED_FUNCTION_CALL",
+            "UNEXPECTED_TOOL_CALL",
+            "TOO_MANY_TOOL_CALLS",
+            "MISSING_THOUGHT_SIGNATURE",
+            "MALFORMED_RESPONSE",
+            "IMAGE_OTHER",
+            "NO_IMAGE",
+        ),
         INCOMPLETE,
     ),  # stopped short of an answer (we offer no tools, ask for no image)
-}  # fmt: skip
+}
 _UNSTATED = (None, "FINISH_REASON_UNSPECIFIED")
 #: the HTTP answer of the current call (our httpx client's response hook sets it, in the
 #: call's task): the body a malformed answer keeps, which the SDK's parsing loses
@@ -249,8 +268,9 @@ def output_of(
     if finish == FINISHED and candidate.content is None:
         raise malformed("a whole candidate without content", body())
     if finish != REFUSAL:
-        return JudgeOutput(text, prompt, output, finish=finish, stop_reason=said,
-                           cached_tokens=cached, usage=given)  # fmt: skip
+        return JudgeOutput(
+            text, prompt, output, finish=finish, stop_reason=said, cached_tokens=cached, usage=given
+        )
     why = f"finishReason {reason}"
     blocked = [_name(r.category) for r in candidate.safety_ratings or () if r.blocked]
     if blocked:
@@ -258,8 +278,9 @@ def output_of(
     if candidate.finish_message:
         why += f": {candidate.finish_message}"
     text = f"{why}\n{text}" if text else why
-    return JudgeOutput(text, prompt, output, finish=REFUSAL, stop_reason=said,
-                       cached_tokens=cached, usage=given)  # fmt: skip
+    return JudgeOutput(
+        text, prompt, output, finish=REFUSAL, stop_reason=said, cached_tokens=cached, usage=given
+    )
 
 
 async def _remember(response: Any) -> None:

@@ -70,16 +70,25 @@ class OpenAIBatch(BatchAPI):
 
     async def submit_batch(self, tag: str, requests: Sequence[BatchRequest]) -> BatchStatus:
         lines = [
-            json.dumps({"custom_id": r.custom_id, "method": "POST", "url": ENDPOINT,
-                        "body": self.judge.request_body(r.messages, r.config)})
+            json.dumps(
+                {
+                    "custom_id": r.custom_id,
+                    "method": "POST",
+                    "url": ENDPOINT,
+                    "body": self.judge.request_body(r.messages, r.config),
+                }
+            )
             for r in requests
-        ]  # fmt: skip
+        ]
         data = ("\n".join(lines) + "\n").encode("utf-8")
         try:
             uploaded = await self.client.files.create(file=(f"{tag}.jsonl", data), purpose="batch")
             batch = await self.client.batches.create(
-                input_file_id=uploaded.id, endpoint=ENDPOINT, completion_window="24h",
-                metadata={TAG_KEY: tag})  # fmt: skip
+                input_file_id=uploaded.id,
+                endpoint=ENDPOINT,
+                completion_window="24h",
+                metadata={TAG_KEY: tag},
+            )
         except Exception as exc:
             raise self.judge.classify(exc) from exc
         return self._status(batch)
@@ -134,10 +143,12 @@ class OpenAIBatch(BatchAPI):
         import openai
 
         client = openai.OpenAI(
-            api_key=os.environ.get(OpenAIJudge.key_env) or "EMPTY", base_url=spec.base_url,
-            max_retries=0, timeout=10.0,
+            api_key=os.environ.get(OpenAIJudge.key_env) or "EMPTY",
+            base_url=spec.base_url,
+            max_retries=0,
+            timeout=10.0,
             http_client=openai.DefaultHttpxClient(verify=tls_context()),
-        )  # fmt: skip
+        )
         try:
             client.batches.list(limit=1)
         except openai.APIStatusError as exc:
@@ -154,9 +165,15 @@ class OpenAIBatch(BatchAPI):
 
     def _status(self, batch: Any) -> BatchStatus:
         counts = batch.request_counts
-        files = {k: v for k, v in (("input", batch.input_file_id),
-                                   ("output", batch.output_file_id),
-                                   ("error", batch.error_file_id)) if v}  # fmt: skip
+        files = {
+            k: v
+            for k, v in (
+                ("input", batch.input_file_id),
+                ("output", batch.output_file_id),
+                ("error", batch.error_file_id),
+            )
+            if v
+        }
         return BatchStatus(
             batch_id=batch.id,
             phase=PHASES.get(batch.status, "open"),
@@ -196,5 +213,8 @@ def result_of(line: bytes) -> tuple[str, JudgeOutput | JudgeError]:
         code, message = str(error.get("code") or ""), str(error.get("message") or "")
         reason = FailureReason.TIMEOUT if code == "batch_expired" else FailureReason.PROVIDER_ERROR
         return custom_id, JudgeError(reason, f"batch request not answered ({code}): {message}")
-    return custom_id, JudgeError(FailureReason.PROVIDER_ERROR, "a batch result line with "
-                                 "neither a response nor an error", raw[:2000])  # fmt: skip
+    return custom_id, JudgeError(
+        FailureReason.PROVIDER_ERROR,
+        "a batch result line with neither a response nor an error",
+        raw[:2000],
+    )

@@ -199,8 +199,9 @@ class OpenAIJudge(Judge):
             return JudgeError(FailureReason.TIMEOUT, describe(exc))
         if isinstance(exc, openai.APIStatusError):
             response = exc.response
-            return from_status(exc.status_code, describe(exc), dict(response.headers),
-                               response.text)  # fmt: skip
+            return from_status(
+                exc.status_code, describe(exc), dict(response.headers), response.text
+            )
         if isinstance(exc, openai.APIConnectionError | openai.APIResponseValidationError):
             return JudgeError(FailureReason.PROVIDER_ERROR, describe(exc))
         return classify_common(exc)
@@ -216,8 +217,13 @@ def compatible_judge(provider: str) -> type[OpenAIJudge]:
     from flask_eval.workers.providers.compatible import COMPATIBLE
 
     api = COMPATIBLE[provider]
-    attrs = {"key_env": api.key_env, "default_base_url": api.base_url, "base_url_env": None,
-             "key_required": api.key_required, "openai_models": False}  # fmt: skip
+    attrs = {
+        "key_env": api.key_env,
+        "default_base_url": api.base_url,
+        "base_url_env": None,
+        "key_required": api.key_required,
+        "openai_models": False,
+    }
     return type(f"{provider.title()}Judge", (OpenAIJudge,), attrs)
 
 
@@ -313,13 +319,15 @@ def output_of(body: object, raw: bytes, max_tokens: int) -> JudgeOutput:
         raise bad("its content or finish_reason is not text")
     said = reason or ""
     if isinstance(refusal, str) and refusal and (text is None or reason == "content_filter"):
-        return JudgeOutput(refusal, *tokens, finish=REFUSAL, stop_reason=said,
-                           cached_tokens=cached, usage=usage)  # fmt: skip
+        return JudgeOutput(
+            refusal, *tokens, finish=REFUSAL, stop_reason=said, cached_tokens=cached, usage=usage
+        )
     finish = finish_of(reason, STOP_REASONS, tokens[1], max_tokens)
     if text is None and finish == FINISHED:
         raise bad("a whole answer whose content is null")
-    return JudgeOutput(text or "", *tokens, finish=finish, stop_reason=said,
-                       cached_tokens=cached, usage=usage)  # fmt: skip
+    return JudgeOutput(
+        text or "", *tokens, finish=finish, stop_reason=said, cached_tokens=cached, usage=usage
+    )
 
 
 def http_limits(n: int) -> Any:

@@ -44,14 +44,27 @@ def upgrade() -> None:
         "call_tally",
         sa.Column("run_id", sa.Integer(), primary_key=True),
         sa.Column("judge", sa.String(300), primary_key=True),
-        *(sa.Column(c, sa.Integer(), nullable=False) for c in (
-            "calls", "batch_calls", "prompt_tokens", "completion_tokens", "cached_tokens",
-            "cache_write_tokens")),
+        *(
+            sa.Column(c, sa.Integer(), nullable=False)
+            for c in (
+                "calls",
+                "batch_calls",
+                "prompt_tokens",
+                "completion_tokens",
+                "cached_tokens",
+                "cache_write_tokens",
+            )
+        ),
         sa.Column("cost", sa.Float(), nullable=False),
-    )  # fmt: skip
+    )
     op.create_index("ix_judgment_run_updated", "judgment", ["run_id", "updated_at"])
-    op.create_index("ix_judgment_replayed", "judgment", ["run_id", "call_uid"],
-                    postgresql_where=sa.text(REPLAYED), sqlite_where=sa.text(REPLAYED))  # fmt: skip
+    op.create_index(
+        "ix_judgment_replayed",
+        "judgment",
+        ["run_id", "call_uid"],
+        postgresql_where=sa.text(REPLAYED),
+        sqlite_where=sa.text(REPLAYED),
+    )
     op.create_index("ix_call_run_created", "call", ["run_id", "created_at"])
     tally.install(op.get_bind(), backfill=True)
 

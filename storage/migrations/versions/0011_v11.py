@@ -25,8 +25,9 @@ UNTRUSTED = "usage_note IS NOT NULL"
 def upgrade() -> None:
     op.add_column("call", sa.Column("usage_note", sa.Text(), nullable=True))
     where = sa.text(UNTRUSTED)
-    op.create_index("ix_call_untrusted", "call", ["run_id"], postgresql_where=where,
-                    sqlite_where=where)  # fmt: skip
+    op.create_index(
+        "ix_call_untrusted", "call", ["run_id"], postgresql_where=where, sqlite_where=where
+    )
 
 
 def downgrade() -> None:
