@@ -45,14 +45,19 @@ LOOK_AGAIN_MARGIN = 1.0
 #: seconds a message this worker cannot judge now waits before it goes back to the queue
 REQUEUE_PAUSE = 2.0
 
-#: a broker URL's scheme -> its producer side and its worker side ("module:Class", each
-#: imported when first used, constructed with the worker's or producer's Settings)
 _CELERY = (
     "flask_eval.workers.celery_app:CeleryTransport",
     "flask_eval.workers.celery_app:CeleryConsumer",
 )
+#: a broker URL's scheme -> its producer side and its worker side ("module:Class", each
+#: imported when first used, constructed with the producer's or worker's Settings)
 BROKERS: dict[str, tuple[str, str]] = {
-    scheme: _CELERY for scheme in ("redis", "rediss", "redis+socket", "amqp", "amqps", "memory")
+    "redis": _CELERY,
+    "rediss": _CELERY,
+    "redis+socket": _CELERY,
+    "amqp": _CELERY,
+    "amqps": _CELERY,
+    "memory": _CELERY,  # Kombu's in-memory transport: one process (tests)
 }
 
 
