@@ -52,7 +52,7 @@ from flask_eval.storage import queries
 from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
 from flask_eval.workers.batching import check_batch_spec
-from flask_eval.workers.celery_app import CeleryTransport
+from flask_eval.workers.broker import transport_of
 from flask_eval.workers.inprocess import InProcessTransport
 from flask_eval.workers.judge import create_judge, judge_class, spec_of
 from flask_eval.workers.runner import executor_config
@@ -247,7 +247,7 @@ def check_judges_locally(judges: Sequence[JudgeConfig]) -> None:
 def preflight(settings: Settings) -> None:
     """Before anything is written: the broker, when one is configured, must answer."""
     if settings.broker_url:
-        CeleryTransport(settings).check()
+        transport_of(settings).check()
 
 
 def _to_stderr(line: str) -> None:
@@ -256,7 +256,7 @@ def _to_stderr(line: str) -> None:
 
 def make_dispatcher(settings: Settings, store: Store, in_flight: int) -> Transport:
     if settings.broker_url:
-        return CeleryTransport(settings)
+        return transport_of(settings)
     return InProcessTransport(store, executor_config(settings, in_flight))
 
 

@@ -1,12 +1,13 @@
 """The transport interface (how planned batches reach an executor), and the one way a
 run's open calls are dispatched, by `run`, `resume` and the workers' sweeper alike.
 
-A transport is one subclass of :class:`Transport`: ``workers.celery_app.CeleryTransport``
-sends batches through a broker (Redis or RabbitMQ) to Celery workers and is the only code
-that knows Celery; ``workers.inprocess.InProcessTransport`` runs the same executor in this
-process (the embedded default, no broker); :class:`MemoryTransport` only records them
-(unit tests).
-"""
+A transport is one subclass of :class:`Transport`, a broker's producer side (its worker
+side is a ``workers.broker.Consumer``; ``workers.broker.BROKERS`` names both by URL
+scheme): ``workers.celery_app.CeleryTransport`` sends batches through Redis or RabbitMQ to
+Celery workers and is the only code that knows Celery; ``workers.stub_broker`` keeps both
+sides in memory (unit tests). ``workers.inprocess.InProcessTransport`` runs the executor
+in this process (the embedded default, no broker); :class:`MemoryTransport` only records
+the batches (unit tests)."""
 
 from __future__ import annotations
 

@@ -1,42 +1,35 @@
-"""Everything Celery: the app (JSON only, late acks), its one task that judges a batch of
-calls, and the transport that sends batches to it (``CeleryTransport``)."""
+"""Everything Celery and Kombu: the app (JSON only, late acks), its one task that judges a
+batch of calls, and the broker's two sides: ``CeleryTransport`` sends batches to it,
+``CeleryConsumer`` runs a Celery worker that takes them (workers/broker.py), and answers
+the sweeper from Kombu's own keys on Redis."""
 
 from __future__ import annotations
 
+import json
 import logging
-import os
-import threading
-import time
+import uuid
 from collections.abc import Sequence
-from functools import cache
-from typing import Any, NoReturn
+from typing import Any
 
 from celery import Celery
 from celery.exceptions import Reject
 
 from flask_eval.core import settings as settings_mod
 from flask_eval.core.errors import ConfigError
-from flask_eval.core.redact import install_log_redaction, redact
+from flask_eval.core.redact import redact
 from flask_eval.producer.dispatch import Batch, Transport
-from flask_eval.storage.retry import is_transient
-from flask_eval.storage.store import Store
-from flask_eval.workers.limiter import Limiter, MemoryLimiter
-from flask_eval.workers.limiter_redis import RedisLimiter
-from flask_eval.workers.loop import run_sync
-from flask_eval.workers.runner import Executor, RunNotFound, executor_config
+from flask_eval.workers.broker import Consumer, Message, Settle, Work, handle, pause_before_requeue
 
 TASK_NAME = "flask_eval.judge_batch"
-DEFAULT_IN_FLIGHT = 256
-#: seconds after a lease runs out before its rows are looked at again
-LOOK_AGAIN_MARGIN = 1.0
-#: seconds a message this worker cannot judge now waits before it goes back to the queue
-REQUEUE_PAUSE = 2.0
 log = logging.getLogger("flask_eval.worker")
 
+#: Kombu's Redis transport: priority queue keys are ``queue + SEP + priority``
+_KOMBU_SEP, _KOMBU_PRIORITIES, _KOMBU_UNACKED = "\x06\x16", (3, 6, 9), "unacked"
 
-def make_app(settings: settings_mod.Settings, in_flight: int = DEFAULT_IN_FLIGHT) -> Celery:
-    """The app of producers (which only send) and workers (whose executors keep
-    ``in_flight`` judge calls in flight per process)."""
+
+def make_app(settings: settings_mod.Settings) -> Celery:
+    """The app of producers (which only send) and workers (whose consumer gives it the
+    process's executor: ``conf.flask_eval_executor``)."""
     app = Celery("flask_eval", broker=settings.broker_url, set_as_current=False)
     app.conf.update(
         # JSON only: a pickled message is refused, never executed.
@@ -69,7 +62,7 @@ def make_app(settings: settings_mod.Settings, in_flight: int = DEFAULT_IN_FLIGHT
         worker_hijack_root_logger=False,
         worker_send_task_events=False,
     )
-    app.conf.flask_eval_in_flight = in_flight
+    app.conf.flask_eval_executor = None
     app.task(name=TASK_NAME, ignore_result=True, bind=True)(judge_batch)
     return app
 
@@ -89,103 +82,23 @@ def transport_options(visibility_timeout: float) -> dict[str, float]:
     }
 
 
-_executor_lock = threading.Lock()
+def judge_batch(task: Any, run_id: int, calls: list[list[int]]) -> None:
+    """Judge ``calls`` (lists of ledger ids, one list per judge call) of run ``run_id``
+    (workers.broker.handle). A message that cannot be judged now never raises: a task that
+    raised is dropped (late acks), so it goes back to the queue itself (Reject)."""
+    app = task.app
 
-
-def process_executor(in_flight: int) -> Executor:
-    """This process's one executor (created on first use, under the lock: the task
-    threads and the batch lane's thread share it)."""
-    with _executor_lock:
-        return _executor(os.getpid(), in_flight)
-
-
-@cache
-def _executor(pid: int, in_flight: int) -> Executor:
-    settings = settings_mod.load()
-    store = Store(settings.database_url)
-    config = executor_config(settings, in_flight)
-    install_log_redaction()
-    return Executor(store, config, limiter=_limiter(settings))
-
-
-def _limiter(settings: settings_mod.Settings) -> Limiter:
-    """Budgets shared through Redis by every worker (the broker's, unless
-    FLASK_EVAL_LIMITER_URL names another Redis; with a RabbitMQ broker and no limiter
-    URL, each process keeps its own)."""
-    url = settings.limiter_url or settings.broker_url or ""
-    if url.startswith(("redis://", "rediss://")):
-        return RedisLimiter(url, {})
-    return MemoryLimiter({})
-
-
-def judge_batch(task: Any, run_id: int, calls: list[list[int]]) -> dict[str, Any]:
-    """Judge ``calls`` (lists of ledger ids, one list per judge call) of run ``run_id``.
-
-    The message is only a hint: ids must be whole numbers, and the executor claims only
-    rows of ``run_id`` and checks each call's grouping against the ledger.
-    """
-    if not isinstance(run_id, int) or not _is_calls(calls):
-        log.error("refused a malformed message (run %r): not (run id, [[row ids], ...])", run_id)
-        return {"refused": True}
-    executor = process_executor(int(task.app.conf.flask_eval_in_flight))
-    try:
-        summary = run_sync(executor.run_batch(run_id, calls))
-    except RunNotFound as exc:
-        with _executor_lock:
-            said = run_id in _unknown_runs
-            _unknown_runs.add(run_id)
-        if not said:
-            log.error("%s", exc)
-        _requeue(exc)  # a worker that can see the run may take it
-    except Exception as exc:
-        if not is_transient(exc):
-            raise
-        log.warning(
-            "run %s: the database is still unavailable after its retry window "
-            "(FLASK_EVAL_DB_RETRY_SECONDS): %s; the message goes back to the queue",
-            run_id,
-            type(exc).__name__,
+    def later(run: int, again: Batch, delay: float) -> None:
+        app.send_task(
+            TASK_NAME, args=[run, again], countdown=delay, queue=app.conf.task_default_queue
         )
-        _requeue(exc)
-    if summary.leased:
-        _look_again(task, run_id, calls, summary.leased, summary.lease_wait)
-    return vars(summary)
 
-
-#: runs this process was sent but its database does not have (said once each)
-_unknown_runs: set[int] = set()
-
-
-def _requeue(exc: Exception) -> NoReturn:
-    """Give the message back to the queue, after a pause (Redis and RabbitMQ alike; the
-    pause keeps a worker that cannot judge it from spinning on it)."""
-    time.sleep(REQUEUE_PAUSE)
-    raise Reject(exc, requeue=True) from exc
-
-
-def _look_again(
-    task: Any, run_id: int, calls: list[list[int]], leased: list[int], wait: float
-) -> None:
-    """Rows another delivery holds under a live lease: send them again for when that lease
-    runs out. If their holder is alive, they are done by then (or leased still, and sent
-    again); if it died (kill -9: RabbitMQ hands its unacknowledged messages back at once,
-    before its leases run out), they are claimed then."""
-    keep = set(leased)
-    again = [[i for i in call if i in keep] for call in calls]
-    task.app.send_task(
-        TASK_NAME,
-        args=[run_id, [c for c in again if c]],
-        countdown=wait + LOOK_AGAIN_MARGIN,
-        queue=task.app.conf.task_default_queue,
-    )
-    log.info("run %s: %d rows leased elsewhere; looking again in %.0f s", run_id, len(keep), wait)
-
-
-def _is_calls(calls: object) -> bool:
-    return isinstance(calls, list) and all(
-        isinstance(c, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in c)
-        for c in calls
-    )
+    executor = app.conf.flask_eval_executor
+    if executor is None:
+        raise ConfigError("this Celery app only sends: it has no executor (CeleryConsumer)")
+    if handle(executor(), Message(run_id, calls), later) is Settle.REQUEUE:
+        pause_before_requeue()  # Redis and RabbitMQ alike: no spinning on it
+        raise Reject("cannot be judged now", requeue=True)
 
 
 class CeleryTransport(Transport):
@@ -228,3 +141,72 @@ class CeleryTransport(Transport):
             for worker, queues in replies.items()
             if any(q.get("name") == self.settings.queue for q in queues or ())
         )
+
+
+class CeleryConsumer(Consumer):
+    """A Celery worker on the broker's queue: Celery's threads pool, one message per
+    thread, acknowledged late (after its rows are written)."""
+
+    def __init__(self, settings: settings_mod.Settings) -> None:
+        super().__init__(settings)
+        url = settings.broker_url or ""
+        #: Kombu's Redis transport pops a message (BRPOP) before it records it as
+        #: unacknowledged: a worker killed between the two loses it (workers/sweeper.py)
+        self.loses_messages = url.startswith(("redis://", "rediss://"))
+        self._redis: Any = None
+
+    def serve(self, work: Work) -> int:
+        from celery.signals import worker_ready
+        from celery.utils.log import mlevel
+
+        app = make_app(self.settings)
+        app.conf.flask_eval_executor = work.executor
+        worker_ready.connect(lambda **_: work.ready(), weak=False)
+        # app.Worker, not app.worker_main: the same worker without Celery's command line,
+        # whose imports (click-repl, prompt_toolkit, every subcommand) cost ~0.2 s of start-up
+        worker = app.Worker(
+            pool_cls="threads",
+            concurrency=work.concurrency,
+            loglevel=mlevel(work.loglevel.upper()),
+            hostname=work.name,
+            queues=[self.queue],
+            without_gossip=True,
+            without_mingle=True,
+        )
+        worker.start()
+        return int(worker.exitcode or 0)
+
+    def _client(self) -> Any:
+        if self._redis is None:
+            import redis
+
+            self._redis = redis.Redis.from_url(self.settings.broker_url or "")
+        return self._redis
+
+    def idle(self) -> bool:
+        """On Redis: none of the queue's keys holds a message, and Kombu's unacknowledged
+        hash holds none routed to it. Elsewhere: cannot tell (False)."""
+        if not self.loses_messages:
+            return False
+        return queue_idle(self._client(), self.queue)
+
+    def sweep_turn(self, seconds: float) -> bool:
+        """A Redis lock per queue, held for the round (``flask_eval:sweep:QUEUE``)."""
+        lock = f"flask_eval:sweep:{self.queue}"
+        return bool(self._client().set(lock, uuid.uuid4().hex, nx=True, ex=max(1, int(seconds))))
+
+
+def queue_idle(client: Any, queue: str) -> bool:
+    """No message of ``queue`` is queued or delivered-but-unacknowledged (Kombu's Redis
+    keys, read with the Redis ``client``)."""
+    keys = [queue, *(f"{queue}{_KOMBU_SEP}{p}" for p in _KOMBU_PRIORITIES)]
+    if any(client.llen(k) for k in keys):
+        return False
+    for _tag, raw in client.hscan_iter(_KOMBU_UNACKED):
+        try:
+            routing_key = json.loads(raw)[2]
+        except (ValueError, IndexError, TypeError):
+            continue
+        if routing_key == queue:
+            return False
+    return True

@@ -1,6 +1,7 @@
-"""`flask-eval worker`: P Celery worker processes, N judge calls in flight in each.
+"""`flask-eval worker`: P worker processes, N judge calls in flight in each.
 
-Each process runs Celery's threads pool; its task threads hand their batches to the
+Each process takes messages through its broker's consumer (workers/broker.py; Celery's
+threads pool on Redis and RabbitMQ); its threads hand their batches to the
 process's one event loop (workers/loop.py), where up to N calls are in flight. A message
 carries several calls, and there are enough threads that batches waiting for their
 slowest calls do not leave the lanes idle; each claims its rows only when the lanes are
@@ -25,6 +26,8 @@ from flask_eval.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from flask_eval.workers.events import WorkerStats
+    from flask_eval.workers.limiter import Limiter
+    from flask_eval.workers.runner import Executor
 
 log = logging.getLogger("flask_eval.worker")
 
@@ -32,20 +35,20 @@ log = logging.getLogger("flask_eval.worker")
 def run_one(
     in_flight: int, loglevel: str = "INFO", index: int = 0, metrics: Serving | None = None
 ) -> int:
-    """Run one Celery worker in this process (blocks until it is stopped); its exit code.
-    ``metrics``: where to serve its Prometheus metrics (workers/metrics.py)."""
+    """Run one worker in this process (blocks until it is stopped); its exit code. It
+    takes messages through the consumer of FLASK_EVAL_BROKER_URL's broker
+    (workers/broker.py). ``metrics``: where to serve its Prometheus metrics
+    (workers/metrics.py)."""
     settings = settings_mod.load()
     if not settings.broker_url:
         raise ConfigError(
             "FLASK_EVAL_BROKER_URL is not set: workers need a broker, e.g. redis://127.0.0.1:6379/0"
         )
-    from celery.signals import worker_ready
-    from celery.utils.log import mlevel
-
     from flask_eval.workers import batch_lane, events, sweeper
-    from flask_eval.workers.celery_app import make_app, process_executor
+    from flask_eval.workers.broker import Work, consumer_of
     from flask_eval.workers.feed import batches_at_once
 
+    consumer = consumer_of(settings)
     metrics_url = None
     if metrics is not None:
         from flask_eval.workers.metrics import serve
@@ -54,29 +57,60 @@ def run_one(
         metrics_url = f"http://{socket.gethostname()}:{metrics.port}/metrics"
     stats = events.WorkerStats()
     events.subscribe(stats)
-    app = make_app(settings, in_flight)
-    sweeper.start(settings)
+    sweeper.start(settings, consumer)
     batch_lane.start(settings, lambda: process_executor(in_flight))
     name = f"flask-eval-{os.getpid()}-{index}@{socket.gethostname()}"
     heartbeat = start_heartbeat(settings, name, stats, metrics_url)
-    worker_ready.connect(tune_gc, weak=False)
     quiet_per_request_logs(loglevel)
-    # app.Worker, not app.worker_main: the same worker without Celery's command line,
-    # whose imports (click-repl, prompt_toolkit, every subcommand) cost ~0.2 s of start-up
-    worker = app.Worker(
-        pool_cls="threads",
+    work = Work(
+        executor=lambda: process_executor(in_flight),
         concurrency=batches_at_once(in_flight, settings.calls_per_message),
-        loglevel=mlevel(loglevel.upper()),
-        hostname=name,
-        queues=[settings.queue],
-        without_gossip=True,
-        without_mingle=True,
+        name=name,
+        loglevel=loglevel,
+        ready=tune_gc,
     )
     try:
-        worker.start()
+        return consumer.serve(work)
     finally:
         heartbeat.stop()  # a worker that stops says so: the producer need not wait 30 s
-    return int(worker.exitcode or 0)
+
+
+_executor_lock = threading.Lock()
+_executors: dict[tuple[int, int], Executor] = {}
+
+
+def process_executor(in_flight: int) -> Executor:
+    """This process's one executor (created on first use, under the lock: the consumer's
+    threads and the batch lane's thread share it; a forked child makes its own)."""
+    with _executor_lock:
+        key = (os.getpid(), in_flight)
+        if key not in _executors:
+            _executors[key] = _new_executor(in_flight)
+        return _executors[key]
+
+
+def _new_executor(in_flight: int) -> Executor:
+    from flask_eval.core.redact import install_log_redaction
+    from flask_eval.storage.store import Store
+    from flask_eval.workers.runner import Executor, executor_config
+
+    settings = settings_mod.load()
+    store = Store(settings.database_url)
+    install_log_redaction()
+    return Executor(store, executor_config(settings, in_flight), limiter=_limiter(settings))
+
+
+def _limiter(settings: settings_mod.Settings) -> Limiter:
+    """Budgets shared through Redis by every worker (the broker's, unless
+    FLASK_EVAL_LIMITER_URL names another Redis; with another broker and no limiter URL,
+    each process keeps its own)."""
+    from flask_eval.workers.limiter import MemoryLimiter
+    from flask_eval.workers.limiter_redis import RedisLimiter
+
+    url = settings.limiter_url or settings.broker_url or ""
+    if url.startswith(("redis://", "rediss://")):
+        return RedisLimiter(url, {})
+    return MemoryLimiter({})
 
 
 #: seconds between two announcements of a worker in the database

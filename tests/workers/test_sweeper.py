@@ -15,7 +15,7 @@ import redis
 from flask_eval.producer.synthetic import write_inputs
 from flask_eval.simulator.config import SimConfig
 from flask_eval.simulator.testing import running_simulator
-from flask_eval.workers.sweeper import queue_idle
+from flask_eval.workers.celery_app import queue_idle
 from tests.helpers import cli_env, flask_eval, running_rows, status, wait_done, wait_until, workers
 from tests.workers.test_reliability import ledger_is_exactly_once, run_cmd
 

@@ -248,7 +248,7 @@ def test_messages_of_a_deleted_run_are_dropped_unpaid(
 ) -> None:
     import redis
 
-    from flask_eval.workers.sweeper import queue_idle
+    from flask_eval.workers.celery_app import queue_idle
 
     instances, responses = write_inputs(tmp_path / "in", 10, models=("m",))
     env = cli_env(sqlite_url, redis_url)
