@@ -74,7 +74,10 @@ def judge_figures(report: Report, judge: str, href: svg.Href | None = None) -> d
 
 
 def agreement_figure(report: Report) -> str:
-    """The agreement matrix of the report's raters (``""`` with fewer than two)."""
+    """The agreement matrix of the report's raters (``""`` with fewer than two, or without
+    scores: a pairwise run's judges agree on verdicts, in its pairwise section)."""
+    if not report.rows:
+        return ""
     raters = list(dict.fromkeys(x for r in report.agreement for x in (r.judge_a, r.judge_b)))
     return draw(svg.agreement_matrix, report.agreement, raters) if len(raters) >= 2 else ""
 
