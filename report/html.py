@@ -1,17 +1,18 @@
-"""A self-contained HTML report: tables and PNG figures embedded as data URIs.
+"""A self-contained HTML report: tables and the figures as inline SVG.
 
-No network and no external CSS or JavaScript: the page opens from a file anywhere. Every
-figure is written next to it too, as PNG and as SVG (for papers). Tables show models
-best first and difficulty levels with FLASK's names. When the instances carry BiGGen
-Bench's capabilities, the page adds BiGGen's overall (the mean of capability means, said
-so under the table), a capability x model heatmap and the capability and task tables.
-A few lines of inline script record, once the page has loaded, how many images decoded
-(``<body data-images="loaded/total">``), which tests read from the rendered DOM.
+No network and no external CSS or JavaScript: the page opens from a file anywhere. The
+figures are :mod:`report.svg`'s, the drawings the viewer serves (:mod:`report.figures`
+lists them); each is written next to the page too, as an ``.svg`` file (for papers; a
+browser or any SVG converter makes a PNG of it). Tables show models best first and
+difficulty levels with FLASK's names. When the instances carry BiGGen Bench's
+capabilities, the page adds BiGGen's overall (the mean of capability means, said so under
+the table), a capability x model heatmap and the capability and task tables. A few lines
+of inline script record, once the page has loaded, how many figures were laid out with a
+size (``<body data-figures="drawn/total">``), which tests read from the rendered DOM.
 """
 
 from __future__ import annotations
 
-import base64
 import html
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -20,6 +21,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from flask_eval.report.document import Report, ReportRow, level_label, ranked_models
+from flask_eval.report.figures import Figure, all_figures
 from flask_eval.report.metrics import (
     ABILITY,
     BIGGEN_KEY,
@@ -31,7 +33,6 @@ from flask_eval.report.metrics import (
     SKILL,
     TASK,
 )
-from flask_eval.report.plots import Plot, all_plots
 from flask_eval.report.render import fmt, fmt_interval
 
 PAGE = "report.html"
@@ -47,8 +48,8 @@ table { border-collapse: collapse; margin: 6px 0 14px; font-size: 13px; }
 th, td { border: 1px solid #d8d8d8; padding: 3px 8px; text-align: right; white-space: nowrap; }
 th { background: #f3f4f6; } td.key, th.key { text-align: left; }
 .ci { color: #666; font-size: 11px; } .n { color: #888; font-size: 11px; }
-.plots { display: flex; flex-wrap: wrap; gap: 12px; align-items: flex-start; }
-figure { margin: 0; flex: 0 1 640px; } figure img { width: 100%; border: 1px solid #eee; }
+.figures { display: flex; flex-wrap: wrap; gap: 12px; align-items: flex-start; }
+figure { margin: 0; flex: 0 1 640px; } figure svg { display: block; border: 1px solid #eee; }
 figure.wide { flex: 0 1 1000px; }
 figcaption { font-size: 12px; color: #555; }
 .in-progress { padding: 8px 12px; background: #fff4e5; border: 1px solid #f0b35a;
@@ -58,9 +59,12 @@ figcaption { font-size: 12px; color: #555; }
 
 SCRIPT = """
 window.addEventListener("load", function () {
-  var images = Array.prototype.slice.call(document.images);
-  var ok = images.filter(function (i) { return i.complete && i.naturalWidth > 0; }).length;
-  document.body.setAttribute("data-images", ok + "/" + images.length);
+  var figures = Array.prototype.slice.call(document.querySelectorAll("svg.fe-figure"));
+  var ok = figures.filter(function (f) {
+    var box = f.getBoundingClientRect();
+    return box.width > 0 && box.height > 0 && f.getBBox().width > 0;
+  }).length;
+  document.body.setAttribute("data-figures", ok + "/" + figures.length);
 });
 """
 
@@ -69,15 +73,13 @@ def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _data_uri(png: bytes) -> str:
-    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
-
-
-def _figure(plot: Plot, wide: bool = False) -> str:
-    cls = ' class="wide"' if wide else ""
+def _figure(figure: Figure, wide: bool = False) -> str:
+    """A figure's SVG as :mod:`report.svg` drew it (its ``aria-label`` names it), its
+    caption and file name under it."""
+    cls = "svg wide" if wide else "svg"
     return (
-        f'<figure{cls}><img src="{_data_uri(plot.png)}" alt="{_e(plot.title)}">'
-        f"<figcaption>{_e(plot.title)} ({_e(plot.name)})</figcaption></figure>"
+        f'<figure class="{cls}" data-figure="{_e(figure.name)}">{figure.svg}'
+        f"<figcaption>{_e(figure.title)} ({_e(figure.file_name)})</figcaption></figure>"
     )
 
 
@@ -215,17 +217,17 @@ def _in_progress(report: Report) -> str:
     return f"<p class='in-progress' id='in-progress'>{_e(report.progress.describe())}</p>"
 
 
-def render(report: Report, plots: Sequence[Plot]) -> str:
-    """The whole page as one string."""
+def render(report: Report, figures_drawn: Sequence[Figure]) -> str:
+    """The whole page as one string, with ``figures_drawn`` (:func:`all_figures`)."""
     boot = report.bootstrap
     level = round(100 * float(boot.get("confidence", 0.95)))
-    by_kind: dict[str, list[Plot]] = {}
-    for plot in plots:
-        by_kind.setdefault(plot.name.split("-", 1)[0].removesuffix(".png"), []).append(plot)
+    by_kind: dict[str, list[Figure]] = {}
+    for figure in figures_drawn:
+        by_kind.setdefault(figure.kind, []).append(figure)
 
     def figures(kind: str, wide: bool = False) -> str:
         found = by_kind.get(kind, [])
-        return '<div class="plots">' + "".join(_figure(p, wide) for p in found) + "</div>"
+        return '<div class="figures">' + "".join(_figure(p, wide) for p in found) + "</div>"
 
     coverage = ", ".join(f"{_e(m)} {a}/{t}" for m, (a, t) in report.coverage.items())
     if boot.get("replicates"):
@@ -296,7 +298,7 @@ def render(report: Report, plots: Sequence[Plot]) -> str:
 
         if not report.rows:  # a pairwise run has no absolute grades: no empty sections
             sections = []
-        figs = figures("winrate") + figures("position")
+        figs = figures("winrate") + figures("ratings") + figures("position")
         sections.insert(0, ("pairwise", "Pairwise ranking", html_section(report.pairwise, figs)))
     nav = "".join(f'<a href="#{sid}">{_e(title)}</a>' for sid, title, _ in sections)
     body = "".join(f'<section id="{sid}"><h2>{_e(t)}</h2>{c}</section>' for sid, t, c in sections)
@@ -314,21 +316,16 @@ def render(report: Report, plots: Sequence[Plot]) -> str:
 
 
 def write_report(report: Report, out_dir: Path, *, progress: bool = False) -> Path:
-    """Write ``report.html`` and every figure as PNG and SVG into ``out_dir``; returns the
+    """Write ``report.html`` and every figure as an SVG file into ``out_dir``; returns the
     page."""
     out_dir.mkdir(parents=True, exist_ok=True)
     judges = sum(1 for j in report.judges if any(r.judge == j for r in report.rows))
     with tqdm(
-        total=judges + 1, desc="plots", unit="judge", disable=not progress, leave=False
+        total=judges + 1, desc="figures", unit="judge", disable=not progress, leave=False
     ) as bar:
-        plots = all_plots(report, progress=bar.update)
-    if report.pairwise is not None:
-        from flask_eval.report.pairwise_render import plots as pairwise_plots
-
-        plots += pairwise_plots(report.pairwise)
-    for plot in plots:
-        (out_dir / plot.name).write_bytes(plot.png)
-        (out_dir / plot.svg_name).write_bytes(plot.svg)
+        drawn = all_figures(report, progress=bar.update)
+    for figure in drawn:
+        (out_dir / figure.file_name).write_bytes(figure.file())
     page = out_dir / PAGE
-    page.write_text(render(report, plots), encoding="utf-8")
+    page.write_text(render(report, drawn), encoding="utf-8")
     return page

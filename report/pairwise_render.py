@@ -1,9 +1,10 @@
-"""The pairwise part of a report as text, CSV, HTML and figures (pure: strings and bytes).
+"""The pairwise part of a report as text, CSV and HTML (pure: strings).
 
 Per judge: a leaderboard (Bradley-Terry rating, interval, predicted win rate against the
 anchor, games), the win-rate matrix (row model's score against the column model: win +
 tie / 2) and position consistency with the first-position preference. The HTML page adds
-a heatmap of the matrix and a bar chart of position consistency per judge.
+the figures of :mod:`report.figures` (the matrix as a heatmap, the ratings, position
+consistency per judge).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import html
 from flask_eval.report.pairwise import ALL_CRITERIA
 from flask_eval.report.pairwise_labels import ALL_GROUPS, Tally
 from flask_eval.report.pairwise_report import PAIRWISE_FIELDS, PairwiseReport
-from flask_eval.report.plots import Plot, render
 from flask_eval.report.textgrid import grid
 
 #: per-group accuracy is shown in the text when there are at most this many groups
@@ -266,40 +266,3 @@ def _accuracy_html(pw: PairwiseReport) -> str:
         )
     out.append("</table>")
     return "".join(out)
-
-
-def plots(pw: PairwiseReport) -> list[Plot]:
-    """A win-rate heatmap per judge and position consistency per judge."""
-    out = []
-    n = len(pw.models)
-    for k, judge in enumerate(pw.judges):
-        matrix = pw.matrix(judge)
-        from matplotlib.figure import Figure  # drawing only: kept out of the CLI start-up
-
-        fig = Figure(figsize=(1.2 + 0.9 * n, 0.9 + 0.8 * n))
-        ax = fig.add_subplot()
-        values = [[matrix.get((a, b), float("nan")) for b in pw.models] for a in pw.models]
-        image = ax.imshow(values, vmin=0.0, vmax=1.0, cmap="RdYlGn")
-        ax.set_xticks(range(n), pw.models, rotation=45, ha="right", fontsize=8)
-        ax.set_yticks(range(n), pw.models, fontsize=8)
-        for i in range(n):
-            for j in range(n):
-                if i != j and (pw.models[i], pw.models[j]) in matrix:
-                    ax.text(j, i, f"{values[i][j]:.2f}", ha="center", va="center", fontsize=8)
-        ax.set_title(f"Win rate (row vs column), {judge}", fontsize=9)
-        fig.colorbar(image, ax=ax, fraction=0.046)
-        png, svg = render(fig)
-        out.append(Plot(f"winrate-{k}.png", f"Win-rate matrix, judge {judge}", png, svg, judge))
-    rows = [p for p in pw.positions if p.criterion == ALL_CRITERIA and p.consistency is not None]
-    if rows:
-        from matplotlib.figure import Figure
-
-        fig = Figure(figsize=(1.5 + 1.2 * len(rows), 3.2))
-        ax = fig.add_subplot()
-        ax.bar(range(len(rows)), [p.consistency or 0.0 for p in rows], color="#4878d0")
-        ax.set_xticks(range(len(rows)), [p.judge for p in rows], rotation=20, fontsize=8)
-        ax.set_ylim(0, 1)
-        ax.set_ylabel("position consistency")
-        png, svg = render(fig)
-        out.append(Plot("position.png", "Position consistency per judge", png, svg))
-    return out

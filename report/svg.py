@@ -1,16 +1,19 @@
-"""The report's figures as SVG text for the browser viewer (pure: no I/O, no matplotlib).
+"""The report's figures as SVG text (pure: no I/O): the one drawing of each figure, which
+the HTML report embeds, writes as ``.svg`` files (:func:`standalone`) and the viewer
+serves.
 
-They show what :mod:`report.plots` draws (same models best first, one colour per model
-across every figure: matplotlib's tab10, tab20 past ten models; the score axis over the
-report's scale), and are interactive without any script: every data mark carries a
+Models come best first with one colour per model across every figure (matplotlib's
+tab10, tab20 past ten models); the score axis runs over the report's scale. The figures
+are interactive without any script: every data mark carries a
 ``<title>`` tooltip (model, key, mean, n, interval) and, when the caller's ``href``
 gives a URL for its :class:`Cell`, sits in an ``<a href>``. Marks have ``class="cell"``
 (``"cell missing"`` for a cell without a mean, drawn grey and titled "no data") and
 ``data-model``, ``data-judge``, ``data-dimension``, ``data-key`` attributes. Every text
 that comes from data is XML-escaped; URLs with a ``javascript:``, ``data:`` or
 ``vbscript:`` scheme are dropped. The pairwise figures (:func:`win_matrix`,
-:func:`ratings_chart`) and the drawing all figures share live in
-:mod:`report.svg_pairwise`; this module is the interface of them all.
+:func:`ratings_chart`, :func:`position_chart`) live in :mod:`report.svg_pairwise`, the
+drawing all figures share in :mod:`report.svg_draw`; this module is the interface of them
+all, :mod:`report.figures` the list of a report's figures.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from flask_eval.report.metrics import (
     SKILL,
     SKILL_DIFFICULTY,
 )
-from flask_eval.report.svg_pairwise import (
+from flask_eval.report.svg_draw import (
     CHAR,
     MISSING,
     RDBU,
@@ -50,15 +53,14 @@ from flask_eval.report.svg_pairwise import (
     mark,
     note,
     num,
-    pair_colors,
     palette,
     ramp,
-    ratings_chart,
     short,
+    standalone,
     svg,
     text,
-    win_matrix,
 )
+from flask_eval.report.svg_pairwise import pair_colors, position_chart, ratings_chart, win_matrix
 
 __all__ = [
     "RDYLGN",
@@ -75,9 +77,11 @@ __all__ = [
     "domain_heatmap",
     "pair_colors",
     "palette",
+    "position_chart",
     "radar",
     "ramp",
     "ratings_chart",
+    "standalone",
     "title",
     "win_matrix",
 ]
@@ -261,7 +265,7 @@ def _radar_panel(
 def radar(report: Report, judge: str, href: Href | None = None) -> str:
     """Mean of each model on each skill (capability, when the instances carry them) on a
     polar chart over the report's scale; past four models one small radar per model, best
-    first under this judge, with the mean over the models dashed (as ``report.plots``)."""
+    first under this judge, with the mean over the models dashed."""
     dimension, what, axes, overall_key = SKILL, "Skills", list(report.skills), OVERALL_KEY
     if report.capabilities:
         dimension, what, axes = CAPABILITY, "Capabilities", list(report.capabilities)
@@ -381,7 +385,7 @@ def agreement_matrix(
     rows: Sequence[Agreement], raters: Sequence[str], statistic: str = "krippendorff_alpha"
 ) -> str:
     """``statistic`` (an :class:`report.agreement.Agreement` field, over all skills)
-    between every pair of raters, -1 to 1 (as ``report.plots`` draws it)."""
+    between every pair of raters, -1 to 1."""
     values: dict[tuple[str, str], tuple[float | None, int]] = {(r, r): (1.0, 0) for r in raters}
     for row in rows:
         if row.skill is None and {row.judge_a, row.judge_b} <= set(raters):

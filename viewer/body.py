@@ -1,7 +1,7 @@
 """What the run page shows of a report, as JSON data (the snapshot's body): the
-leaderboard and breakdown tables with intervals per judge, the report's figures as SVG
-(``report.svg``) whose cells link to the judgments behind them, and for a pairwise run its
-win rates and ratings."""
+leaderboard and breakdown tables with intervals per judge, the report's figures (the
+drawings of ``report.figures``, the HTML report's too) whose cells link to the judgments
+behind them, and for a pairwise run its win rates and ratings."""
 
 from __future__ import annotations
 
@@ -10,6 +10,12 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from flask_eval.report.document import Report, ranked_models
+from flask_eval.report.figures import (
+    agreement_figure,
+    judge_figures,
+    pairwise_figures,
+    position_figure,
+)
 from flask_eval.report.metrics import (
     ABILITY,
     CAPABILITY,
@@ -25,30 +31,12 @@ from flask_eval.report.metrics import (
 from flask_eval.report.pairwise import ALL_CRITERIA
 from flask_eval.report.pairwise_bias import Position
 from flask_eval.report.pairwise_report import PairwiseReport
-from flask_eval.report.svg import (
-    Cell,
-    PairCell,
-    ability_bars,
-    capability_heatmap,
-    difficulty_curves,
-    domain_heatmap,
-    radar,
-    ratings_chart,
-    win_matrix,
-)
+from flask_eval.report.svg import Cell, PairCell
 
 #: bump when the body's shape or its links change: older snapshots are then recomputed
-VERSION = "viewer-3"
+VERSION = "viewer-4"
 #: the breakdowns the run page tabulates, in order
 TABLES = (SKILL, ABILITY, DOMAIN, DIFFICULTY, CAPABILITY)
-#: figure name -> report.svg function (absolute grading), drawn per judge
-FIGURES: dict[str, Callable[..., str]] = {
-    "radar": radar,
-    "ability_bars": ability_bars,
-    "domain_heatmap": domain_heatmap,
-    "capability_heatmap": capability_heatmap,
-    "difficulty_curves": difficulty_curves,
-}
 
 
 def run_url(run: str) -> str:
@@ -102,14 +90,6 @@ def pair_href(run: str) -> Callable[[PairCell], str | None]:
     return href
 
 
-def _draw(fn: Callable[..., str], *args: Any, **kwargs: Any) -> str | None:
-    try:
-        out = fn(*args, **kwargs)
-    except (ValueError, KeyError, IndexError, ZeroDivisionError):
-        return None  # a figure the report's data does not support
-    return out or None
-
-
 def _cell(row: Any) -> list[Any]:
     return [row.mean, row.ci_low, row.ci_high, row.n, row.n_na, row.n_failed]
 
@@ -131,8 +111,8 @@ def render(report: Report) -> tuple[dict[str, Any], dict[str, Any]]:
     href = cell_href(report.run)
     parts: dict[str, Any] = {}
     for judge in report.judges:
-        drawn = {name: _draw(fn, report, judge, href=href) for name, fn in FIGURES.items()}
-        parts[figures_key(judge)] = {k: v for k, v in drawn.items() if v}
+        parts[figures_key(judge)] = judge_figures(report, judge, href=href)
+    agreement = agreement_figure(report)
     body: dict[str, Any] = {
         "run": report.run,
         "models": models,
@@ -145,6 +125,7 @@ def render(report: Report) -> tuple[dict[str, Any], dict[str, Any]]:
         "scale": [report.scale.low, report.scale.high],
         "pairwise": _pairwise(report.run, report.pairwise) if report.pairwise is not None else None,
         "self_consistency": [c.as_dict() for c in report.self_consistency],
+        "figures": {"agreement_matrix": agreement} if agreement else {},
     }
     return body, parts
 
@@ -174,11 +155,9 @@ def _pairwise(run: str, pw: PairwiseReport) -> dict[str, Any]:
     figures: dict[str, dict[str, dict[str, str]]] = {}
     for judge in pw.judges:
         for criterion in criteria:
-            drawn = {
-                "win_matrix": _draw(win_matrix, pw, judge, criterion, href=pair_href(run)),
-                "ratings_chart": _draw(ratings_chart, pw, judge, criterion),
-            }
-            figures.setdefault(judge, {})[criterion] = {k: v for k, v in drawn.items() if v}
+            drawn = pairwise_figures(pw, judge, criterion, href=pair_href(run))
+            figures.setdefault(judge, {})[criterion] = drawn
+    position = position_figure(pw)
     return {
         "models": list(pw.models),
         "judges": list(pw.judges),
@@ -187,6 +166,7 @@ def _pairwise(run: str, pw: PairwiseReport) -> dict[str, Any]:
         "wins": wins,
         "ratings": ratings,
         "figures": figures,
+        "position_chart": position,
         "controlled": {judge: _controlled(pw, judge) for judge in pw.judges},
         "positions": {
             judge: [_position(p) for p in pw.positions if p.judge == judge] for judge in pw.judges

@@ -1,10 +1,10 @@
-"""The HTML report: self-contained, every figure embedded; exports; and on a run over the
-FLASK evaluation set (3 models, 2 simulated judges) the page renders in headless Chromium
-without console errors, with the radar chart and the tables on screen."""
+"""The HTML report: self-contained, every figure inline as SVG and written as a file;
+exports; and on a run over the FLASK evaluation set (3 models, 2 simulated judges) the
+page renders in headless Chromium without console errors, with the radar chart and the
+tables on screen."""
 
 from __future__ import annotations
 
-import base64
 import csv
 import io
 import json
@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import click
@@ -24,7 +25,7 @@ from flask_eval.core.types import DIFFICULTY_LABELS
 from flask_eval.report.breakdown import Aggregation, flask_breakdown
 from flask_eval.report.document import Report, ranked_models, with_intervals
 from flask_eval.report.html import render
-from flask_eval.report.plots import RADAR_OVERLAY_MAX, difficulty_curves, radar
+from flask_eval.report.svg import RADAR_OVERLAY_MAX, difficulty_curves, radar
 from flask_eval.simulator.config import SimConfig
 from flask_eval.simulator.testing import running_simulator
 from flask_eval.storage.store import Store
@@ -35,7 +36,7 @@ from tests.report.test_bootstrap import ABILITY, SKILLS, _store_run, random_reco
 CHROMIUM = os.environ.get("FLASK_EVAL_CHROMIUM", "/usr/bin/chromium")
 MODELS = ("gpt4", "alpaca_13b", "vicuna_13b")
 SUBSET = 400  # instances of the FLASK set judged here (the full set takes ~50 s)
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+NS = "{http://www.w3.org/2000/svg}"
 
 
 def _cli() -> click.Group:
@@ -52,28 +53,34 @@ def _report(args: list[str]) -> str:
     return result.stdout
 
 
-def check_self_contained(page: Path, judges: int) -> list[bytes]:
-    """No external resource; every image an embedded PNG; returns the images."""
+def check_self_contained(page: Path, judges: int) -> list[str]:
+    """No external resource, no image: every figure an inline SVG, and the same drawing
+    written next to the page as an SVG file; returns the figures."""
     text = page.read_text(encoding="utf-8")
     assert "<link" not in text and not re.search(r"<script[^>]*\ssrc=", text)
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//|file:)""", text)
-    sources = re.findall(r'<img src="([^"]+)"', text)
-    assert sources and all(s.startswith("data:image/png;base64,") for s in sources)
-    images = [base64.b64decode(s.split(",", 1)[1]) for s in sources]
-    assert all(img.startswith(PNG_MAGIC) for img in images)
-    # four figures per judge plus the agreement matrix, also written as files
-    assert len(images) == 4 * judges + 1
-    files = sorted(page.parent.glob("*.png"))
-    assert len(files) == len(images)
-    assert len(list(page.parent.glob("radar-*.png"))) == judges
-    # every figure also as SVG next to its PNG (for papers)
-    for png in files:
-        svg = png.with_suffix(".svg").read_bytes()
-        assert svg.startswith(b"<?xml") and b"<svg" in svg[:2000]
-    assert len(list(page.parent.glob("*.svg"))) == len(files)
+    assert "<img" not in text
+    figures = re.findall(r"<svg .*?</svg>", text)
+    # four figures per judge plus the agreement matrix, each also written as a file
+    assert len(figures) == 4 * judges + 1
+    files = re.findall(r"<figcaption>[^<]*\(([^()<]+\.svg)\)</figcaption>", text)
+    assert len(files) == len(figures) == len(set(files))
+    assert sorted(files) == sorted(p.name for p in page.parent.glob("*.svg"))
+    assert not list(page.parent.glob("*.png"))
+    assert len(list(page.parent.glob("radar-*.svg"))) == judges
+    for figure, name in zip(figures, files, strict=True):
+        data = (page.parent / name).read_text(encoding="utf-8")
+        root = ET.fromstring(data.encode())  # a well-formed file of its own, sized in pixels
+        assert data.startswith("<?xml") and root.tag == f"{NS}svg"
+        width, height = root.get("viewBox", "").split()[2:]
+        assert (root.get("width"), root.get("height")) == (width, height)
+        # the file is the page's drawing: only its size attributes differ
+        assert re.sub(r'width="[^"]+" height="[^"]+"', "", data.split("\n")[1], count=1) == (
+            re.sub(r'width="100%" style="[^"]+"', "", figure, count=1)
+        )
     for section in ("Overall", "Skills", "Abilities", "Domains", "Difficulty", "Judge agreement"):
         assert f">{section}</h2>" in text
-    return images
+    return figures
 
 
 @pytest.mark.e2e
@@ -181,7 +188,7 @@ def test_every_report_format_says_how_each_judge_was_sampled(
     out = tmp_path / "html"
     # the page's text is under test here; its figures are the previous test's (drawing
     # them would take most of this test's time)
-    monkeypatch.setattr("flask_eval.report.html.all_plots", lambda report, progress: [])
+    monkeypatch.setattr("flask_eval.report.html.all_figures", lambda report, progress: [])
     _report(["stats", "--format", "html", "--out", str(out), "--bootstrap", "50"])
     page = (out / "report.html").read_text(encoding="utf-8")
     assert "<b>anthropic/b</b>: anthropic/b, max_tokens 2048, temperature provider default" in page
@@ -209,33 +216,36 @@ def make_report(models: int, judges: tuple[str, ...] = ("j1", "j2")) -> Report:
     )
 
 
-def _polar_axes(fig: object) -> list[object]:
-    return [ax for ax in fig.axes if ax.name == "polar"]  # type: ignore[attr-defined]
+def _texts(figure: str) -> list[str]:
+    """The visible texts of an SVG figure (their tooltips left out)."""
+    texts = ET.fromstring(figure).iter(f"{NS}text")
+    return [(e.text or "") + "".join(c.tail or "" for c in e) for e in texts]
 
 
 @pytest.mark.parametrize("models", [3, RADAR_OVERLAY_MAX, 8])
 def test_radar_runs_from_1_at_the_centre_and_stays_legible(models: int) -> None:
     report = make_report(models)
-    fig = radar(report, "j1")
-    axes = _polar_axes(fig)
+    root = ET.fromstring(radar(report, "j1"))
+    groups = [e for e in root.iter(f"{NS}g") if e.get("class") == "axes"]
     # one chart for a few models; past RADAR_OVERLAY_MAX one small radar per model
-    assert len(axes) == (1 if models <= RADAR_OVERLAY_MAX else models)
-    for ax in axes:
-        assert ax.get_ylim() == (1.0, 5.0)  # type: ignore[attr-defined]
+    assert len(groups) == (1 if models <= RADAR_OVERLAY_MAX else models)
+    for axes in groups:  # a ring per score 1..5: the centre is 1, not 0
+        assert len(axes.findall(f"{NS}circle")) == 5
+    texts = _texts(radar(report, "j1"))
+    assert [t for t in texts if t in {"1", "2", "3", "4", "5"}][:5] == ["1", "2", "3", "4", "5"]
     if models > RADAR_OVERLAY_MAX:
         # small multiples, best first under this judge, each titled with its overall mean
         overall = {
             r.model: r.mean for r in report.rows if r.judge == "j1" and r.dimension == "overall"
         }
-        titles = [ax.get_title() for ax in axes]  # type: ignore[attr-defined]
+        titles = [t for t in texts if t.startswith("model-")]
         best_first = sorted(overall, key=lambda m: -(overall[m] or 0))
         assert titles == [f"{m} ({overall[m]:.2f})" for m in best_first]
 
 
 def test_difficulty_figure_and_tables_name_flask_levels_and_models_come_best_first() -> None:
     report = make_report(3)
-    fig = difficulty_curves(report, "j1")
-    text = " ".join(t.get_text() for t in fig.texts)
+    text = " ".join(_texts(difficulty_curves(report, "j1")))
     for level, label in enumerate(DIFFICULTY_LABELS, start=1):
         assert f"{level} {label}" in text
     page = render(report, [])
@@ -323,7 +333,7 @@ def test_flask_run_report_renders_in_headless_chromium(
     assert not _console_errors(result.stderr), _console_errors(result.stderr)
     dom = _chromium(["--dump-dom", page.as_uri()], tmp_path)
     assert dom.returncode == 0 and not _console_errors(dom.stderr)
-    loaded = re.search(r'data-images="(\d+)/(\d+)"', dom.stdout)
+    loaded = re.search(r'data-figures="(\d+)/(\d+)"', dom.stdout)
     assert loaded and loaded.group(1) == loaded.group(2) == str(4 * 2 + 1)
     assert "<table>" in dom.stdout and "radar-01-" in dom.stdout
 

@@ -262,7 +262,8 @@ def test_html_has_leaderboard_matrix_and_position(tmp_path) -> None:  # type: ig
     pw.label_accuracy = label_accuracy(records, [Label("i0", "m1", "m2", 0)])
     page = write_report(Report(run="r", rows=[], pairwise=pw), tmp_path).read_text()
     assert "class='leaderboard'" in page and "class='winrate'" in page
-    assert "class='position'" in page and (tmp_path / "winrate-0.png").exists()
+    assert "class='position'" in page and (tmp_path / "winrate-0.svg").exists()
+    assert (tmp_path / "ratings-0.svg").exists() and 'data-figure="ratings_chart"' in page
     assert "class='accuracy'" in page and "Auto-J's rule" in page
     # a pairwise run has no absolute grades: none of their (empty) sections
     for section in ("Overall", "Skills", "Abilities", "Domains", "Difficulty", "Judge agreement"):

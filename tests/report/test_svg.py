@@ -25,6 +25,7 @@ from flask_eval.report.metrics import (
     SKILL_DIFFICULTY,
 )
 from flask_eval.report.pairwise import Comparison, instances_of
+from flask_eval.report.pairwise_bias import Position
 from flask_eval.report.pairwise_report import PairwiseReport, build
 from flask_eval.report.svg import Cell, PairCell
 from tests.reference import from_records
@@ -348,3 +349,38 @@ def test_agreement_matrix_has_a_cell_per_pair_of_raters() -> None:
     assert len(tips) == 5 and tips[(EVIL, "a")] == f"{EVIL} vs a: krippendorff alpha 0.612, n 40"
     missing = marks(root, missing=True)  # c was never compared
     assert len(missing) == 4 and all(title_of(m).endswith("no data") for m in missing)
+
+
+def test_position_chart_a_bar_per_judge_with_its_interval() -> None:
+    positions = [
+        Position(EVIL, "all", 40, 0.75, 60, 0.55, (0.6, 0.85), (0.45, 0.65)),
+        Position(EVIL, "style", 40, 0.5, 60, 0.5),  # a single criterion: not drawn
+        Position("b", "all", 0, None, 0, None),  # judged in one order only: no bar
+        Position("c", "all", 12, 0.25, 10, None),
+    ]
+    text = svg.position_chart(positions)
+    root = parse(text)
+    bars = marks(root)
+    assert [b.get("data-judge") for b in bars] == [EVIL, "c"] and "<script" not in text
+    assert title_of(bars[0]) == (
+        f"{EVIL}: consistency 0.750, interval 0.600–0.850, n 40 judged in both orders; "
+        "first-position preference 0.550, n 60"
+    )
+    assert "first-position preference no data" in title_of(bars[1])
+    heights = [float(b.get("height") or 0) for b in bars]
+    assert heights[0] == pytest.approx(3 * heights[1], abs=0.2)  # 0.75 vs 0.25 of one axis
+    assert len([e for e in root.iter(f"{NS}path") if e.get("class") == "whisker"]) == 1
+    assert svg.position_chart(positions[1:3]) == ""
+
+
+def test_a_figure_as_a_file_is_the_same_drawing_sized_in_pixels() -> None:
+    figure = svg.radar(hostile(), "j\"1'<")
+    data = svg.standalone(figure).decode()
+    assert data.startswith('<?xml version="1.0" encoding="UTF-8"?>\n<svg ')
+    root = ET.fromstring(data.encode())
+    _, _, width, height = (root.get("viewBox") or "").split()
+    assert (root.get("width"), root.get("height"), root.get("style")) == (width, height, None)
+    drawing = data.split("\n")[1]
+    assert drawing.replace(f'width="{width}" height="{height}"', "") == figure.replace(
+        f'width="100%" style="max-width: {float(width) * 1.25:.1f}px"', ""
+    )
