@@ -2,9 +2,9 @@
 the report's row contract (pure; ``app.report`` builds it, ``report.render`` and
 ``report.html`` draw it).
 
-Rows (JSON ``rows``, CSV lines) keep the fields of :data:`report.document.FIELDS` (model,
-judge, dimension, key, mean, n, n_na, n_failed, ci_low, ci_high) and add ``criterion``
-(a criterion, or ``all`` pooled) and the fields of their dimension
+Rows (JSON ``rows``, CSV lines) keep the fields of :data:`report.row_fields.FIELDS`
+(model, judge, dimension, key, mean, n, n_na, n_failed, ci_low, ci_high) and add
+``criterion`` (a criterion, or ``all`` pooled) and the fields of their dimension
 (:data:`PAIRWISE_FIELDS` is the union, None where a field does not apply):
 
 - ``pairwise``: key ``"A vs B"``, model A, ``model_b`` B; ``mean`` = A's score (win +
@@ -51,7 +51,6 @@ import numpy as np
 
 from flask_eval.report import ratings
 from flask_eval.report.bootstrap import DEFAULT_CONFIDENCE, FloatArray, percentile_interval
-from flask_eval.report.document import FIELDS
 from flask_eval.report.pairwise import (
     ALL_CRITERIA,
     Comparison,
@@ -66,6 +65,7 @@ from flask_eval.report.pairwise_bias import LengthBin, Position, length_bias, po
 from flask_eval.report.pairwise_labels import JudgeAgreement, LabelAccuracy, judge_agreement
 from flask_eval.report.pairwise_style import NOTE as CONTROLLED_NOTE
 from flask_eval.report.pairwise_style import Controlled, controlled
+from flask_eval.report.row_fields import FIELDS
 
 PAIRWISE, RATING, POSITION, LENGTH_BIAS = "pairwise", "rating", "position", "length_bias"
 ONE_ORDER = "pairwise_one_order"
