@@ -27,7 +27,7 @@ from flask_eval.report.bootstrap import (
     DEFAULT_SEED,
     instance_weights,
 )
-from flask_eval.report.breakdown import Aggregation, Breakdown, report_breakdown
+from flask_eval.report.breakdown import Aggregation, Breakdown, KeyOrders, report_breakdown
 from flask_eval.report.consistency import SelfConsistency, consistency_rows, merge_samples
 from flask_eval.report.document import (
     JudgeCost,
@@ -153,16 +153,19 @@ def breakdown_for(table: ScoreTable, skillset: SkillSet) -> Breakdown:
     capability and task dimensions when its instances carry them. Criteria the skillset
     does not know (an instance's own rubric, e.g. BiGGen's) have no ability."""
     ability_of = {s.name: s.ability for s in skillset}
+    orders = KeyOrders(
+        skill=skillset.names,
+        ability=tuple(skillset.abilities),
+        domain=DOMAINS,
+        capability=ordered_capabilities(table),
+        task=ordered_tasks(table),
+    )
     return report_breakdown(
         ability_of,
-        skill_order=skillset.names,
-        ability_order=tuple(skillset.abilities),
-        domain_order=DOMAINS,
+        orders=orders,
         capabilities=bool(table.capabilities),
         tasks=bool(table.tasks),
         partial_abilities=any(s not in ability_of for s in table.skills),
-        capability_order=ordered_capabilities(table),
-        task_order=ordered_tasks(table),
     )
 
 

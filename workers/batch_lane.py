@@ -64,7 +64,7 @@ from flask_eval.workers.batching import (
     BatchStatus,
     batch_api,
 )
-from flask_eval.workers.calls import Answer, BatchSummary, Call, answer_record, failed
+from flask_eval.workers.calls import Answer, BatchSummary, Call, CallKeys, answer_record, failed
 from flask_eval.workers.judge import GenerateConfig, JudgeOutput
 from flask_eval.workers.lane_executor import LaneExecutor
 from flask_eval.workers.usage import Request
@@ -369,16 +369,8 @@ class BatchLane:
         for uid, output in extra:
             seen[uid] += 1
             asked = Request.of_parked(ours[uid].request, provider)  # its usage is checked
-            record = answer_record(
-                config,
-                batch.run_id,
-                f"{uid}-{seen[uid]}",
-                ours[uid].cache_key,
-                output,
-                False,
-                asked,
-                batch=True,
-            )
+            keys = CallKeys(batch.run_id, f"{uid}-{seen[uid]}", ours[uid].cache_key)
+            record = answer_record(config, keys, output, False, asked, batch=True)
             records.append(replace(record, finish=DUPLICATE))
         await self.executor.writer.write(calls=records)
         log.warning(
