@@ -27,7 +27,7 @@ from flask_eval.report.bootstrap import (
     DEFAULT_SEED,
     instance_weights,
 )
-from flask_eval.report.breakdown import Aggregation, Breakdown, report_breakdown
+from flask_eval.report.breakdown import Aggregation, Breakdown, KeyOrders, report_breakdown
 from flask_eval.report.consistency import SelfConsistency, consistency_rows, merge_samples
 from flask_eval.report.document import (
     JudgeCost,
@@ -44,10 +44,10 @@ from flask_eval.report.intervals import cell_intervals, comparisons
 from flask_eval.report.metrics import BIGGEN_CAPABILITIES, Row
 from flask_eval.report.pairwise import Comparison, instances_of
 from flask_eval.report.pairwise_labels import Label, label_accuracy
-from flask_eval.report.pairwise_report import PairwiseReport
+from flask_eval.report.pairwise_report import PairwiseReport, PairwiseRunData
 from flask_eval.report.pairwise_report import build as build_pairwise
 from flask_eval.report.patterns import patterns_of_counts
-from flask_eval.report.scores import ScoreTable, build_coded
+from flask_eval.report.scores import InstanceGroups, ScoreTable, build_coded
 from flask_eval.rubrics import codec
 from flask_eval.rubrics.grading import protocols_scale
 from flask_eval.rubrics.skills import SkillSet
@@ -82,11 +82,7 @@ def _table(
         judges,
         state,
         score,
-        p.difficulty,
-        p.domains,
-        domain_order,
-        capability_of=p.capability,
-        task_of=p.task,
+        InstanceGroups(p.difficulty, p.domains, domain_order, p.capability, p.task),
     )
 
 
@@ -157,16 +153,19 @@ def breakdown_for(table: ScoreTable, skillset: SkillSet) -> Breakdown:
     capability and task dimensions when its instances carry them. Criteria the skillset
     does not know (an instance's own rubric, e.g. BiGGen's) have no ability."""
     ability_of = {s.name: s.ability for s in skillset}
+    orders = KeyOrders(
+        skill=skillset.names,
+        ability=tuple(skillset.abilities),
+        domain=DOMAINS,
+        capability=ordered_capabilities(table),
+        task=ordered_tasks(table),
+    )
     return report_breakdown(
         ability_of,
-        skill_order=skillset.names,
-        ability_order=tuple(skillset.abilities),
-        domain_order=DOMAINS,
+        orders=orders,
         capabilities=bool(table.capabilities),
         tasks=bool(table.tasks),
         partial_abilities=any(s not in ability_of for s in table.skills),
-        capability_order=ordered_capabilities(table),
-        task_order=ordered_tasks(table),
     )
 
 
@@ -476,9 +475,11 @@ def pairwise_report(
         instances,
         models=[m for m in models if m in seen],
         anchor=anchor,
-        lengths=data.lengths,
-        texts=store.run_texts(run.id)[1],  # lengths and markdown of the controlled figures
-        failed=data.failed,
+        run_data=PairwiseRunData(
+            lengths=data.lengths,
+            texts=store.run_texts(run.id)[1],  # lengths and markdown of the controlled figures
+            failed=data.failed,
+        ),
         confidence=confidence,
         both_orders=bool(settings.get("swap", True)),
     )

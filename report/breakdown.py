@@ -40,6 +40,7 @@ from flask_eval.report.dimensions import (
     Attribute,
     Breakdown,
     Dimension,
+    KeyOrders,
     flask_breakdown,
     report_breakdown,
 )
@@ -55,6 +56,7 @@ __all__ = [
     "Breakdown",
     "Dimension",
     "Grouping",
+    "KeyOrders",
     "flask_breakdown",
     "per_instance",
     "report_breakdown",

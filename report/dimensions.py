@@ -138,30 +138,38 @@ def flask_breakdown(
     domain_order: Sequence[str] = (),
 ) -> Breakdown:
     """FLASK's report: overall, skill, ability, domain, difficulty, skill x difficulty."""
-    return report_breakdown(
-        ability_of, skill_order=skill_order, ability_order=ability_order, domain_order=domain_order
-    )
+    return report_breakdown(ability_of, orders=KeyOrders(skill_order, ability_order, domain_order))
+
+
+@dataclass(frozen=True)
+class KeyOrders:
+    """The preferred order of the keys of a report's dimensions (:class:`Breakdown`'s
+    ``orders``: keys missing from an order come after it)."""
+
+    skill: Sequence[str] = ()
+    ability: Sequence[str] = ()
+    domain: Sequence[str] = ()
+    capability: Sequence[str] = ()
+    task: Sequence[str] = ()
 
 
 def report_breakdown(
     ability_of: Mapping[str, str],
     *,
-    skill_order: Sequence[str] = (),
-    ability_order: Sequence[str] = (),
-    domain_order: Sequence[str] = (),
+    orders: KeyOrders | None = None,
     capabilities: bool = False,
     tasks: bool = False,
     partial_abilities: bool = False,
-    capability_order: Sequence[str] = (),
-    task_order: Sequence[str] = (),
 ) -> Breakdown:
-    """FLASK's breakdowns (:func:`flask_breakdown`), and BiGGen Bench's when asked.
+    """FLASK's breakdowns (:func:`flask_breakdown`), and BiGGen Bench's when asked, their
+    keys in ``orders``.
 
     ``capabilities`` adds BiGGen's overall (the mean of the capability means, row
     ``("overall", "biggen")``) and the capability dimension; ``tasks`` the task
     dimension. ``partial_abilities``: criteria without an ability (an instance's own
     rubric) count toward no ability instead of being an error.
     """
+    orders = KeyOrders() if orders is None else orders
     dims = [
         Dimension(OVERALL),
         Dimension(SKILL, by=("skill",)),
@@ -180,10 +188,10 @@ def report_breakdown(
     return Breakdown(
         tuple(dims),
         orders={
-            "skill": skill_order,
-            ABILITY: ability_order,
-            "domain": domain_order,
-            "capability": capability_order,
-            "task": task_order,
+            "skill": orders.skill,
+            ABILITY: orders.ability,
+            "domain": orders.domain,
+            "capability": orders.capability,
+            "task": orders.task,
         },
     )

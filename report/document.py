@@ -30,24 +30,13 @@ from flask_eval.report.metrics import (
     OVERALL_KEY,
     Row,
 )
+from flask_eval.report.row_fields import FIELDS as FIELDS  # re-exported
+from flask_eval.report.row_fields import ROW_FIELDS as ROW_FIELDS  # re-exported
 from flask_eval.report.scores import ScoreTable
 from flask_eval.rubrics.scale import FIVE_POINT, Scale
 
 if TYPE_CHECKING:
     from flask_eval.report.pairwise_report import PairwiseReport
-
-#: The keys of a report row in JSON and CSV: :meth:`Row.as_dict` plus the interval.
-ROW_FIELDS: tuple[str, ...] = (
-    "model",
-    "judge",
-    "dimension",
-    "key",
-    "mean",
-    "n",
-    "n_na",
-    "n_failed",
-)
-FIELDS: tuple[str, ...] = (*ROW_FIELDS, "ci_low", "ci_high")
 
 #: What a judge's completion budget is when its config leaves it unset.
 DEFAULT_MAX_TOKENS = 1024

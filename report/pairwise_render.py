@@ -14,6 +14,7 @@ import html
 from flask_eval.report.pairwise import ALL_CRITERIA
 from flask_eval.report.pairwise_labels import ALL_GROUPS, Tally
 from flask_eval.report.pairwise_report import PAIRWISE_FIELDS, PairwiseReport
+from flask_eval.report.serial import csv_text
 from flask_eval.report.textgrid import grid
 
 #: per-group accuracy is shown in the text when there are at most this many groups
@@ -140,8 +141,6 @@ def text(pw: PairwiseReport, level: int = 95) -> str:
 
 def csv(pw: PairwiseReport) -> str:
     """The pairwise rows as CSV (:data:`PAIRWISE_FIELDS`)."""
-    from flask_eval.report.render import csv_text
-
     return csv_text(PAIRWISE_FIELDS, pw.rows())
 
 

@@ -2,9 +2,9 @@
 the report's row contract (pure; ``app.report`` builds it, ``report.render`` and
 ``report.html`` draw it).
 
-Rows (JSON ``rows``, CSV lines) keep the fields of :data:`report.document.FIELDS` (model,
-judge, dimension, key, mean, n, n_na, n_failed, ci_low, ci_high) and add ``criterion``
-(a criterion, or ``all`` pooled) and the fields of their dimension
+Rows (JSON ``rows``, CSV lines) keep the fields of :data:`report.row_fields.FIELDS`
+(model, judge, dimension, key, mean, n, n_na, n_failed, ci_low, ci_high) and add
+``criterion`` (a criterion, or ``all`` pooled) and the fields of their dimension
 (:data:`PAIRWISE_FIELDS` is the union, None where a field does not apply):
 
 - ``pairwise``: key ``"A vs B"``, model A, ``model_b`` B; ``mean`` = A's score (win +
@@ -51,7 +51,6 @@ import numpy as np
 
 from flask_eval.report import ratings
 from flask_eval.report.bootstrap import DEFAULT_CONFIDENCE, FloatArray, percentile_interval
-from flask_eval.report.document import FIELDS
 from flask_eval.report.pairwise import (
     ALL_CRITERIA,
     Comparison,
@@ -66,6 +65,7 @@ from flask_eval.report.pairwise_bias import LengthBin, Position, length_bias, po
 from flask_eval.report.pairwise_labels import JudgeAgreement, LabelAccuracy, judge_agreement
 from flask_eval.report.pairwise_style import NOTE as CONTROLLED_NOTE
 from flask_eval.report.pairwise_style import Controlled, controlled
+from flask_eval.report.row_fields import FIELDS
 
 PAIRWISE, RATING, POSITION, LENGTH_BIAS = "pairwise", "rating", "position", "length_bias"
 ONE_ORDER = "pairwise_one_order"
@@ -409,6 +409,19 @@ def fit_ratings(
     return out
 
 
+@dataclass(frozen=True)
+class PairwiseRunData:
+    """What a run's ledger holds beside its finished comparisons, each part optional:
+    ``lengths`` ((model, instance) -> the response's length), ``texts`` ((model,
+    instance) -> the response, for the length- and style-controlled figures of
+    :mod:`report.pairwise_style`) and ``failed`` ((judge, first, second, criterion) ->
+    failed judgments)."""
+
+    lengths: Mapping[tuple[str, str], int] | None = None
+    texts: Mapping[tuple[str, str], str] | None = None
+    failed: Mapping[tuple[str, str, str, str], int] | None = None
+
+
 def build(
     records: Sequence[Comparison],
     weights: FloatArray,
@@ -416,19 +429,18 @@ def build(
     *,
     models: Sequence[str] = (),
     anchor: str | None = None,
-    lengths: Mapping[tuple[str, str], int] | None = None,
-    texts: Mapping[tuple[str, str], str] | None = None,
-    failed: Mapping[tuple[str, str, str, str], int] | None = None,
+    run_data: PairwiseRunData | None = None,
     confidence: float = DEFAULT_CONFIDENCE,
     both_orders: bool = False,
 ) -> PairwiseReport:
     """The pairwise report of ``records``; ``weights`` has one row per ``instances``
     entry (:func:`report.pairwise.instances_of`); ``anchor`` defaults to the first
-    model. ``failed`` maps (judge, first, second, criterion) to failed judgments.
+    model. ``run_data``: the responses' lengths and texts (which add the controlled
+    figures) and the failed judgments, if known.
     ``both_orders``: the run planned every comparison in both orders, so one judged in
-    one order only is set apart (``one_order``) instead of counted from that order.
-    ``texts`` ((model, instance) -> response) adds the length- and style-controlled
-    figures (:mod:`report.pairwise_style`)."""
+    one order only is set apart (``one_order``) instead of counted from that order."""
+    run_data = PairwiseRunData() if run_data is None else run_data
+    lengths, texts, failed = run_data.lengths, run_data.texts, run_data.failed
     order = model_order(records, models)
     every = combine(records, order)
     games = [g for g in every if g.swapped or not both_orders]

@@ -102,7 +102,7 @@ def controlled(
         sb = np.array([features[(m, g.instance_id)] for m, g in zip(second, mine, strict=True)])
         game_w = weights[[row[g.instance_id] for g in mine]].T  # (B, games)
         w = np.vstack([np.ones(len(mine)), game_w])
-        fit = style.style_control(len(models), a, b, score, sa, sb, index[anchor], w)
+        fit = style.style_control(len(models), style.Battles(a, b, score, sa, sb), index[anchor], w)
         played = np.bincount(a, minlength=len(models)) + np.bincount(b, minlength=len(models))
         for m, name in enumerate(models):
             vs = (a == index[anchor]) & (b == m)

@@ -125,23 +125,32 @@ def _groups(
     return labels, np.array(codes, dtype=np.int64).reshape(-1)
 
 
+@dataclass(frozen=True)
+class InstanceGroups:
+    """What the report groups instances by, each keyed by instance id (missing or None:
+    unknown): difficulty, domains (those of ``domain_order`` first, in its order), and
+    BiGGen Bench's capability and task."""
+
+    difficulty: Mapping[str, int | None] = field(default_factory=dict)
+    domains_of: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    domain_order: Sequence[str] = ()
+    capability_of: Mapping[str, str | None] | None = None
+    task_of: Mapping[str, str | None] | None = None
+
+
 def build(
     cells: Sequence[tuple[str, str, str]],
     judges: Sequence[str],
     state: StateArray,
     score: FloatArray,
-    difficulty: Mapping[str, int | None],
-    domains_of: Mapping[str, Sequence[str]],
-    domain_order: Sequence[str] = (),
-    capability_of: Mapping[str, str | None] | None = None,
-    task_of: Mapping[str, str | None] | None = None,
+    groups: InstanceGroups | None = None,
 ) -> ScoreTable:
     """A table from (model, instance_id, skill) cells and their (cells, judges) columns.
 
     Models, instances and skills are numbered in sorted order (so equal inputs give equal
     tables, whatever order a database returned them in); the cells are sorted the same way.
-    ``difficulty``, ``domains_of``, ``capability_of`` and ``task_of`` are keyed by instance
-    id; missing (or None) means unknown. Capabilities and tasks are numbered sorted.
+    ``groups`` are keyed by instance id (None: none known); capabilities and tasks are
+    numbered sorted.
     """
     if len(cells) == 0:
         models: tuple[str, ...] = ()
@@ -152,18 +161,7 @@ def build(
         models, m = _codes(c[0] for c in cells)
         instances, i = _codes(c[1] for c in cells)
         skills, s = _codes(c[2] for c in cells)
-    return build_coded(
-        (models, instances, skills),
-        (m, i, s),
-        judges,
-        state,
-        score,
-        difficulty,
-        domains_of,
-        domain_order,
-        capability_of,
-        task_of,
-    )
+    return build_coded((models, instances, skills), (m, i, s), judges, state, score, groups)
 
 
 def _sorted_used(labels: Sequence[str], codes: IntArray) -> tuple[tuple[str, ...], IntArray]:
@@ -184,14 +182,13 @@ def build_coded(
     judges: Sequence[str],
     state: StateArray,
     score: FloatArray,
-    difficulty: Mapping[str, int | None],
-    domains_of: Mapping[str, Sequence[str]],
-    domain_order: Sequence[str] = (),
-    capability_of: Mapping[str, str | None] | None = None,
-    task_of: Mapping[str, str | None] | None = None,
+    groups: InstanceGroups | None = None,
 ) -> ScoreTable:
     """:func:`build` from cells given as codes: ``codes`` (model, instance, skill) index
     ``labels`` (distinct names; the table keeps those used, sorted, as :func:`build`)."""
+    groups = InstanceGroups() if groups is None else groups
+    difficulty, domains_of = groups.difficulty, groups.domains_of
+    domain_order, capability_of, task_of = groups.domain_order, groups.capability_of, groups.task_of
     (models, m), (instances, i), (skills, s) = (
         _sorted_used(names, values) for names, values in zip(labels, codes, strict=True)
     )

@@ -243,23 +243,31 @@ def _connected(n: int, a: IntArray, b: IntArray, w: FloatArray, anchor: int) -> 
     return out
 
 
+@dataclass(frozen=True)
+class Battles:
+    """Games between models, one entry each: model ``a[i]`` against ``b[i]``, ``score``
+    a's result (1 / 0.5 / 0), ``style_a`` and ``style_b`` the ``(battles, 4)`` features
+    of each side's response (:func:`style_of`)."""
+
+    a: IntArray
+    b: IntArray
+    score: FloatArray
+    style_a: FloatArray
+    style_b: FloatArray
+
+
 def style_control(
     n: int,
-    a: IntArray,
-    b: IntArray,
-    score: FloatArray,
-    style_a: FloatArray,
-    style_b: FloatArray,
+    battles: Battles,
     anchor: int,
     weights: FloatArray | None = None,
     c: float = STYLE_C,
 ) -> StyleFit:
-    """Style-controlled Bradley-Terry ratings of ``n`` models from battles (model ``a[i]``
-    against ``b[i]``, ``score`` a's result: 1 / 0.5 / 0; ``style_*``: ``(battles, 4)``
-    features of each side's response, :func:`style_of`), one fit per row of ``weights``
-    (``(R, battles)``; None: the point estimate only)."""
-    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
-    score = np.asarray(score, dtype=np.float64)
+    """Style-controlled Bradley-Terry ratings of ``n`` models from ``battles``, one fit
+    per row of ``weights`` (``(R, battles)``; None: the point estimate only)."""
+    a, b = np.asarray(battles.a, dtype=np.int64), np.asarray(battles.b, dtype=np.int64)
+    score = np.asarray(battles.score, dtype=np.float64)
+    style_a, style_b = battles.style_a, battles.style_b
     k = len(STYLE_FEATURES)
     x = np.zeros((len(a), n + k))
     x[np.arange(len(a)), a] = LN_BASE

@@ -1,0 +1,10 @@
+"""Rubrics: how judgments are asked for and read (pure).
+
+The grading protocols other than ours subclass ``rubrics.grading.Protocol`` and add
+themselves to ``rubrics.grading.PROTOCOLS`` (``rubrics.flask_review``,
+``rubrics.prometheus``). They are imported here, with the package, so the table is
+complete wherever any module of this package is imported, and ``rubrics.grading`` does
+not import the modules built on it.
+"""
+
+from flask_eval.rubrics import flask_review, prometheus  # noqa: F401  (they register)

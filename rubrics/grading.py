@@ -213,7 +213,3 @@ def protocols_scale(names: Iterable[object]) -> Scale:
         PROTOCOLS[n].scale for n in (str(n or DEFAULT_PROTOCOL) for n in names) if n in PROTOCOLS
     ]
     return scales[0].span(scales[1:]) if scales else FIVE_POINT
-
-
-# The other protocols subclass Protocol: their modules add themselves to PROTOCOLS.
-from flask_eval.rubrics import flask_review, prometheus  # noqa: E402, F401

@@ -36,6 +36,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from flask_eval.rubrics.grading import PROTOCOLS, Criterion, Protocol, Subject
 from flask_eval.rubrics.messages import message
@@ -159,16 +160,24 @@ def rubric_text(criterion: Criterion, scale: Scale = FIVE_POINT) -> str:
     return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class PrometheusText:
+    """The fixed wording of a Prometheus layout, absolute or relative (:func:`layout`):
+    the system prompt, the task description and its steps, and the section headings."""
+
+    system: str
+    description: str
+    steps: str
+    instruction_heading: str
+    reference_heading: str
+    rubric_heading: str
+
+
 def layout(
-    *,
-    system: str,
-    description: str,
-    steps: str,
+    text: PrometheusText,
     subject: Subject,
-    instruction_heading: str,
+    *,
     responses: Sequence[tuple[str, str]],
-    reference_heading: str,
-    rubric_heading: str,
     rubric: str,
     clean: Callable[[str], str],
 ) -> list[Message]:
@@ -187,29 +196,35 @@ def layout(
         )
     reference = clean(subject.reference).strip()
     # the trained order's static opening, up to the instruction's heading, is shared
-    shared = "\n".join([PROMETHEUS_TASK, description, steps, "", instruction_heading]) + "\n"
+    shared = (
+        "\n".join([PROMETHEUS_TASK, text.description, text.steps, "", text.instruction_heading])
+        + "\n"
+    )
     parts = [instruction, ""]
-    for heading, text in responses:
-        parts += [heading, clean(text).strip() or "(The response is empty.)", ""]
+    for heading, response in responses:
+        parts += [heading, clean(response).strip() or "(The response is empty.)", ""]
     if reference:
-        parts += [reference_heading, reference, ""]
-    parts += [rubric_heading, rubric, "", FEEDBACK_MARKER + " "]
-    return [message("system", system), message("user", shared, "\n".join(parts))]
+        parts += [text.reference_heading, reference, ""]
+    parts += [text.rubric_heading, rubric, "", FEEDBACK_MARKER + " "]
+    return [message("system", text.system), message("user", shared, "\n".join(parts))]
 
 
 def render(subject: Subject, criterion: Criterion, scale: Scale = FIVE_POINT) -> list[Message]:
     """The two messages of Prometheus's absolute grading of ``subject`` on ``criterion``."""
     if subject.response_b is not None:
         raise ValueError("the prometheus protocol grades one response (absolute grading)")
-    return layout(
+    text = PrometheusText(
         system=PROMETHEUS_SYSTEM,
         description=_with_reference(scale) if subject.reference.strip() else _WITHOUT_REFERENCE,
         steps=_steps(scale),
-        subject=subject,
         instruction_heading=PROMETHEUS_INSTRUCTION,
-        responses=[(PROMETHEUS_RESPONSE, subject.response)],
         reference_heading=reference_heading(scale),
         rubric_heading=PROMETHEUS_RUBRIC,
+    )
+    return layout(
+        text,
+        subject,
+        responses=[(PROMETHEUS_RESPONSE, subject.response)],
         rubric=rubric_text(criterion, scale),
         clean=neutralize,
     )

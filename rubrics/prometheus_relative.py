@@ -114,18 +114,21 @@ def render(subject: Subject, criterion: Criterion) -> list[Message]:
     """The two messages of Prometheus's relative grading of ``subject`` on ``criterion``."""
     if subject.response_b is None:
         raise ValueError("relative grading compares two responses (response_b is missing)")
-    return prometheus.layout(
+    text = prometheus.PrometheusText(
         system=PROMETHEUS_REL_SYSTEM,
         description=_WITH_REFERENCE if subject.reference.strip() else _WITHOUT_REFERENCE,
         steps=_STEPS,
-        subject=subject,
         instruction_heading=PROMETHEUS_REL_INSTRUCTION,
+        reference_heading=PROMETHEUS_REL_REFERENCE,
+        rubric_heading=PROMETHEUS_REL_RUBRIC,
+    )
+    return prometheus.layout(
+        text,
+        subject,
         responses=[
             (PROMETHEUS_RESPONSE_A, subject.response),
             (PROMETHEUS_RESPONSE_B, subject.response_b),
         ],
-        reference_heading=PROMETHEUS_REL_REFERENCE,
-        rubric_heading=PROMETHEUS_REL_RUBRIC,
         rubric=f"[{neutralize(criterion.criterion).strip()}]",
         clean=neutralize,
     )

@@ -18,15 +18,11 @@ and finds their response, reference and criteria, so the scoring is the same for
 
 from __future__ import annotations
 
-import hashlib
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import replace
 
 from flask_eval.rubrics.protocol import (
-    NO_REFERENCE,
-    REFERENCE_HEADING,
     RESPONSE_END,
     RESPONSE_START,
     RESULT_MARKER,
@@ -35,15 +31,16 @@ from flask_eval.rubrics.protocol import (
     scores_line,
 )
 
-from . import annotate, formats, generate
+from . import annotate, formats, generate, pairwise
 from .config import SimConfig
-
-_WORD = re.compile(r"[a-z0-9]+")
-
-# Real judges mostly give 3s and 4s; keep every value reachable.
-_QUALITY_WEIGHTS = (1, 2, 3, 3, 2)
-_NUDGES = (-1, 0, 0, 0, 1)
-GARBAGE_KINDS = ("prose", "out_of_range", "truncated")
+from .quality import (
+    NUDGES,
+    QUOTE_OPENING,
+    garbage_kind,
+    quality_of,
+    reference_text,
+    stable_hash,
+)
 
 _RATIONALES = {
     1: "The response fails on this criterion: it is largely wrong, missing or unusable.",
@@ -53,21 +50,6 @@ _RATIONALES = {
     5: "The response is excellent on this criterion; nothing material is missing.",
 }
 _NA_RATIONALE = "This criterion does not apply to the given instruction."
-
-
-def _hash(*parts: str) -> int:
-    digest = hashlib.blake2b("\x1f".join(parts).encode("utf-8", "surrogatepass"), digest_size=8)
-    return int.from_bytes(digest.digest(), "big")
-
-
-def _weighted(h: int, weights: Sequence[int]) -> int:
-    """Index into ``weights`` chosen by the hash value ``h``."""
-    x = h % sum(weights)
-    for i, w in enumerate(weights):
-        if x < w:
-            return i
-        x -= w
-    return len(weights) - 1  # pragma: no cover - unreachable
 
 
 def estimate_tokens(text: str) -> int:
@@ -92,32 +74,11 @@ def response_focus(prompt: str) -> str:
     layout = formats.parts(prompt)
     if layout is not None:
         return layout.response
-    from . import pairwise  # here: simulator.pairwise imports this module
-
     pair = pairwise.parts(prompt)
     if pair is not None:
         return pair.response_b  # the last one shown: what a quoting judge ends with
     block = _block(prompt, RESPONSE_START, RESPONSE_END)
     return prompt if block is None else block
-
-
-def reference_text(prompt: str) -> str | None:
-    """The reference answer section of the prompt, if there is one."""
-    layout = formats.parts(prompt)
-    if layout is not None:
-        return layout.reference
-    start = prompt.find(REFERENCE_HEADING)
-    if start < 0:
-        return None
-    end = prompt.find("\n## ", start + len(REFERENCE_HEADING))
-    section = prompt[start + len(REFERENCE_HEADING) : end if end >= 0 else None].strip()
-    # The section holds the reference, or a note that there is none (the note on how to
-    # read a reference is in the prompt's static part).
-    return None if not section or section.startswith(NO_REFERENCE) else section
-
-
-def _words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if len(w) > 2}
 
 
 def quality(prompt: str, config: SimConfig) -> int:
@@ -127,21 +88,6 @@ def quality(prompt: str, config: SimConfig) -> int:
     a hash of the response: better answers score higher, yet scores stay spread out.
     """
     return quality_of(response_focus(prompt), reference_text(prompt), config)
-
-
-def quality_of(response: str, reference: str | None, config: SimConfig) -> int:
-    """:func:`quality` of ``response`` given the ``reference`` answer (None: none). A
-    response a simulated model under test generated carries its level in its opening
-    (``simulator.generate.signature``): that level, whatever the reference."""
-    signed = generate.level_of(response)
-    if signed is not None:
-        return signed
-    u = _hash("quality", str(config.seed), response) % 10_000 / 10_000
-    ref_words = _words(reference) if reference else set()
-    if not ref_words:
-        return 1 + _weighted(_hash("quality", str(config.seed), response), _QUALITY_WEIGHTS)
-    recall = len(ref_words & _words(response)) / len(ref_words)
-    return min(5, max(1, 1 + round(4 * (0.55 * recall + 0.45 * u))))
 
 
 def judge_scores(
@@ -158,11 +104,11 @@ def judge_scores(
     scores: dict[str, int | None] = {}
     for skill in skills:
         if config.na_rate > 0:
-            u = _hash("na", seed, model, prompt, skill) % 1_000_000 / 1_000_000
+            u = stable_hash("na", seed, model, prompt, skill) % 1_000_000 / 1_000_000
             if u < config.na_rate:
                 scores[skill] = None
                 continue
-        nudge = _NUDGES[_hash("nudge", seed, model, prompt, skill) % len(_NUDGES)]
+        nudge = NUDGES[stable_hash("nudge", seed, model, prompt, skill) % len(NUDGES)]
         scores[skill] = min(5, max(1, level + nudge))
     return scores
 
@@ -173,11 +119,6 @@ def _rationale(scores: dict[str, int | None]) -> list[str]:
         text = _NA_RATIONALE if value is None else _RATIONALES[value]
         paragraphs.append(f"{skill}: {text}")
     return paragraphs
-
-
-def garbage_kind(prompt: str, model: str, config: SimConfig) -> str:
-    """Which kind of malformed answer this request gets when it gets one."""
-    return GARBAGE_KINDS[_hash("garbage", str(config.seed), model, prompt) % len(GARBAGE_KINDS)]
 
 
 def _garbage_answer(prompt: str, model: str, skills: list[str] | None, config: SimConfig) -> str:
@@ -191,7 +132,7 @@ def _garbage_answer(prompt: str, model: str, skills: list[str] | None, config: S
         return "\n\n".join(paragraphs)
     if kind == "out_of_range":
         broken: dict[str, int | None] = dict(scores)
-        broken[skills[0]] = 7 if _hash("oor", prompt) % 2 else 0
+        broken[skills[0]] = 7 if stable_hash("oor", prompt) % 2 else 0
         paragraphs.append(scores_line(broken))
         return "\n\n".join(paragraphs)
     line = scores_line(scores)
@@ -201,7 +142,6 @@ def _garbage_answer(prompt: str, model: str, skills: list[str] | None, config: S
 
 
 REFUSAL_TEXT = "I'm sorry, but I can't help with evaluating this request."
-QUOTE_OPENING = "The response reads, in full:"
 
 
 def quoted(prompt: str) -> str:
@@ -229,8 +169,6 @@ def make_answer(prompt: str, model: str, config: SimConfig, *, garbage: bool = F
     layout = formats.parts(prompt)
     if layout is not None and config.answer_format == "auto":
         return _layout_answer(layout, prompt, model, config, garbage)
-    from . import pairwise  # here: simulator.pairwise imports this module
-
     pair = pairwise.parts(prompt)
     if pair is not None and config.answer_format == "auto":
         return pairwise.make_answer(pair, prompt, model, config, garbage=garbage)
@@ -262,7 +200,7 @@ def _layout_answer(
 ) -> str:
     """The answer to a prompt in Prometheus's or FLASK's layout, in that layout's format."""
     kind = garbage_kind(prompt, model, config) if garbage else None
-    bad = 7 if _hash("oor", prompt) % 2 else 0
+    bad = 7 if stable_hash("oor", prompt) % 2 else 0
     quote = quoted(prompt) if config.quote_response else None
     if layout.layout == "prometheus":
         score = prometheus_score(prompt, model, config)

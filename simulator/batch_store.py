@@ -63,7 +63,7 @@ from .wire import Dialect, ParsedRequest
 
 if TYPE_CHECKING:
     from .config import SimConfig
-    from .server import Simulator
+    from .state import SimState
 
 #: what became of one request of an ended batch (Anthropic's words; the others map them)
 Outcome = Literal["succeeded", "errored", "canceled", "expired"]
@@ -176,7 +176,7 @@ class SimBatch:
             return "canceled"
         return "expired" if self.count("expired") else "completed"
 
-    def settle(self, now: float, sim: Simulator) -> None:
+    def settle(self, now: float, sim: SimState) -> None:
         """Move the batch on to ``now``: end it (canceled, expired or processed) once its
         time has come; its requests are processed, and billed (``GET /stats``), then."""
         if self.ended is not None:
@@ -195,14 +195,14 @@ class SimBatch:
             processed = len(self.items)
         self._end(min(ends, expires), processed, "expired", sim)
 
-    def _end(self, at: float, processed: int, rest: Outcome, sim: Simulator) -> None:
+    def _end(self, at: float, processed: int, rest: Outcome, sim: SimState) -> None:
         for item in self.items[:processed]:
             self._process(item, sim)
         for item in self.items[processed:]:
             item.outcome = rest
         self.ended = at
 
-    def _process(self, item: Item, sim: Simulator) -> None:
+    def _process(self, item: Item, sim: SimState) -> None:
         if item.fails:
             item.outcome = "errored"
             return
@@ -212,7 +212,7 @@ class SimBatch:
             other = replace(sim.config, score=1 if sim.config.score == 5 else 5)
             item.again = self._answer(item, sim, other)
 
-    def _answer(self, item: Item, sim: Simulator, cfg: SimConfig) -> Reply:
+    def _answer(self, item: Item, sim: SimState, cfg: SimConfig) -> Reply:
         """One answer to ``item``, billed (``GET /stats``)."""
         cache = usage(sim.prompt_cache, self.dialect, item.parsed, self.key)
         answer = reply(
@@ -252,7 +252,7 @@ class SimBatch:
 class BatchStore:
     """Every batch of one simulator app, its settings and its submission counts."""
 
-    def __init__(self, sim: Simulator) -> None:
+    def __init__(self, sim: SimState) -> None:
         self.sim = sim
         self.settings = BatchSettings()
         self.batches: dict[str, SimBatch] = {}
@@ -377,7 +377,7 @@ class BatchStore:
 STORE_KEY = web.AppKey("batch_store", BatchStore)
 
 
-def store_of(app: web.Application, sim: Simulator) -> BatchStore:
+def store_of(app: web.Application, sim: SimState) -> BatchStore:
     """The app's batch store, made (and its test hooks routed) on first use."""
     if STORE_KEY not in app:
         store = app[STORE_KEY] = BatchStore(sim)

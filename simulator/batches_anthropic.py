@@ -30,7 +30,7 @@ from .batch_store import BatchStore, SimBatch, drop_answer, rfc3339, store_of
 from .wire import BadRequest, ErrorKind, ParsedRequest, error_body, parse_request
 
 if TYPE_CHECKING:
-    from .server import Simulator
+    from .state import SimState
 
 CUSTOM_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 MAX_REQUESTS = 100_000
@@ -182,7 +182,7 @@ class AnthropicBatches:
         )
 
 
-def add_routes(app: web.Application, sim: Simulator) -> None:
+def add_routes(app: web.Application, sim: SimState) -> None:
     """Route Anthropic's Message Batches endpoints on ``app`` (``sim``'s answers)."""
     handlers = AnthropicBatches(store_of(app, sim))
     app.router.add_post(BASE, handlers.create)

@@ -41,7 +41,7 @@ from .reply import Reply
 from .wire import BadRequest, ErrorKind, ParsedRequest, error_body, parse_request
 
 if TYPE_CHECKING:
-    from .server import Simulator
+    from .state import SimState
 
 BATCH_TYPE = "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatch"
 OUTPUT_TYPE = "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatchOutput"
@@ -263,7 +263,7 @@ class GeminiBatches:
         return web.json_response(body)
 
 
-def add_routes(app: web.Application, sim: Simulator) -> None:
+def add_routes(app: web.Application, sim: SimState) -> None:
     """Route Gemini's batch endpoints on ``app`` (``sim``'s answers) under ``/v1beta``,
     the version our judge pins: ``/v1/batches`` is OpenAI's Batch API on the same server
     (simulator/batches_openai.py), so Gemini's batches are not served under ``/v1``."""

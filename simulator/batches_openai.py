@@ -36,7 +36,7 @@ from .reply import Reply
 from .wire import BadRequest, ErrorKind, ParsedRequest, error_body, parse_request
 
 if TYPE_CHECKING:
-    from .server import Simulator
+    from .state import SimState
 
 ENDPOINT = "/v1/chat/completions"
 MAX_REQUESTS = 50_000
@@ -282,7 +282,7 @@ class OpenAIBatches:
         return web.json_response(self.batch_json(batch))
 
 
-def add_routes(app: web.Application, sim: Simulator) -> None:
+def add_routes(app: web.Application, sim: SimState) -> None:
     """Serve OpenAI's files and batches endpoints on ``app`` (server.make_app)."""
     handlers = OpenAIBatches(store_of(app, sim))
     for prefix in ("/v1", ""):

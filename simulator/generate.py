@@ -10,7 +10,7 @@ times that, by a hash: responses differ in length, as real ones do).
 
 **The signature.** A generated response opens with :func:`signature`, the sentence
 ``(simulated answer, level N of 5)``, N being its quality. The simulated judges read it
-(:func:`level_of`, in ``simulator.answer.quality_of``) and grade the response at that
+(:func:`level_of`, in ``simulator.quality.quality_of``) and grade the response at that
 level instead of by reference recall: so a generation run followed by a judgment run
 against the simulator ranks the models under test as configured. A response cut off by
 its token limit keeps its opening, hence its level.

@@ -11,7 +11,7 @@ come from the last :func:`rubrics.protocol.criteria_line`, which follows the res
 The verdict on a criterion is deterministic:
 
 - each response gets a *strength* from its own text only: its 1-5 level as absolute
-  grading computes it (``simulator.answer.quality_of``: coverage of the reference plus a
+  grading computes it (``simulator.quality.quality_of``: coverage of the reference plus a
   hash), nudged by -1/0/+1 per judge and criterion as ``judge_scores`` nudges skills,
   plus a spread within the level from a hash of the response (so one level's responses
   are ordered too). Strength ignores the position a response is shown in, so without
@@ -49,7 +49,7 @@ from flask_eval.rubrics.protocol import (
     verdict_line,
 )
 
-from . import answer
+from . import quality
 from .config import SimConfig
 
 PairLayout = Literal["pairwise", "prometheus-relative"]
@@ -116,7 +116,7 @@ def parts(prompt: str) -> PairParts | None:
         # (the line that opens response A: the static notes name the delimiter too)
         stripped = [line.strip() for line in lines]
         opens = stripped.index(RESPONSE_A_START) if RESPONSE_A_START in stripped else len(lines)
-        reference = answer.reference_text("\n".join(lines[:opens]))
+        reference = quality.reference_text("\n".join(lines[:opens]))
         criteria = tuple(requested_criteria(prompt) or ())
     else:
         a = _between(lines, PROMETHEUS_RESPONSE_A, (PROMETHEUS_RESPONSE_B,))
@@ -148,8 +148,8 @@ def strength(
 ) -> float:
     """How good ``response`` is on ``criterion`` to judge ``model`` (position-free)."""
     seed = str(config.seed)
-    level = answer.quality_of(response, reference, config)
-    nudge = answer._NUDGES[int(_unit("pair-nudge", seed, model, criterion, response) * 5)]
+    level = quality.quality_of(response, reference, config)
+    nudge = quality.NUDGES[int(_unit("pair-nudge", seed, model, criterion, response) * 5)]
     level = min(5, max(1, level + nudge))
     spread = _unit("pair-spread", seed, criterion, response) - 0.5
     return (level - 1) * _LEVEL_STEP + spread * _SPREAD
@@ -185,13 +185,13 @@ def make_answer(
     pair: PairParts, prompt: str, model: str, config: SimConfig, *, garbage: bool = False
 ) -> str:
     """The judge's answer to a pairwise prompt, in its layout's format; ``garbage`` gives
-    an unreadable one (``simulator.answer.garbage_kind``: no verdict, a verdict the
+    an unreadable one (``simulator.quality.garbage_kind``: no verdict, a verdict the
     format does not have, or one cut off inside the verdict)."""
-    kind = answer.garbage_kind(prompt, model, config) if garbage else None
+    kind = quality.garbage_kind(prompt, model, config) if garbage else None
     if not pair.criteria:
         return "The two responses have different merits; I cannot say which is better."
     said = verdicts(pair, prompt, model, config)
-    quote = f"{answer.QUOTE_OPENING}\n{pair.response_b}" if config.quote_response else None
+    quote = f"{quality.QUOTE_OPENING}\n{pair.response_b}" if config.quote_response else None
     if pair.layout == "prometheus-relative":
         letter = said[pair.criteria[0]]
         body = f"Feedback: {_FEEDBACK[letter]}" + (f"\n\n{quote}\n\n" if quote else " ")

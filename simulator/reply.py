@@ -11,7 +11,7 @@ from .answer import REFUSAL_TEXT, cut_off, estimate_tokens, make_answer
 from .config import SimConfig
 from .models import thinking_tokens
 from .structured import structured_answer
-from .wire import Dialect, ParsedRequest, as_served, success_body
+from .wire import Dialect, ParsedRequest, TokenCounts, as_served, success_body
 
 
 @dataclass(frozen=True)
@@ -62,18 +62,8 @@ def reply(
         completion_tokens = 0  # a blocked candidate carries no text, bills no output
     if echoed is not None:  # a debugging proxy's echo: the key is among the headers
         text = f"request headers:\n{echoed}\n{text}"
-    payload = success_body(
-        dialect,
-        parsed.model,
-        text,
-        prompt_tokens,
-        completion_tokens,
-        truncated,
-        refusal,
-        parsed.tool,
-        cache,
-        thinking,
-    )
+    tokens = TokenCounts(prompt_tokens, completion_tokens, cache, thinking)
+    payload = success_body(dialect, parsed.model, text, tokens, truncated, refusal, parsed.tool)
     if cfg.usage:  # a provider whose usage cannot be trusted
         payload["usageMetadata" if dialect == "gemini" else "usage"].update(cfg.usage)
     served = as_served(

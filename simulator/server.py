@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import json
 import math
-import random
 import signal
 import sys
 import time
@@ -26,11 +25,11 @@ from . import batches_anthropic, batches_gemini, batches_openai
 from .answer import estimate_tokens
 from .batch_store import api_key
 from .config import SimConfig
-from .limits import SlidingWindow
 from .options import WIRE_FORMATS
-from .prompt_cache import PromptCache, usage
+from .prompt_cache import usage
 from .reply import reply
-from .stats import InFlight, Stats
+from .state import SimState
+from .stats import InFlight
 from .wire import (
     BadRequest,
     Dialect,
@@ -61,18 +60,8 @@ def _json_response(
     )
 
 
-class Simulator:
-    """State and request handlers of one simulator app."""
-
-    def __init__(self, config: SimConfig) -> None:
-        self.config = config
-        self.rng = random.Random(config.seed)
-        self.stats = Stats()
-        self.rpm = SlidingWindow(config.rpm) if config.rpm is not None else None
-        self.tpm = SlidingWindow(config.tpm) if config.tpm is not None else None
-        self.flight = InFlight()
-        self.slots = asyncio.Semaphore(config.slots) if config.slots is not None else None
-        self.prompt_cache = PromptCache(config.cache_prefixes)
+class Simulator(SimState):
+    """State (``simulator.state.SimState``) and request handlers of one simulator app."""
 
     # -- helpers -----------------------------------------------------------------
 

@@ -234,27 +234,36 @@ def as_served(
     return body
 
 
+@dataclass(frozen=True)
+class TokenCounts:
+    """A completion's usage: its prompt tokens (``cache``: of them, those read from the
+    prompt cache and those written to it, simulator/prompt_cache.py) and its completion
+    tokens (``reasoning``: of them, a reasoning model's thinking)."""
+
+    prompt: int
+    completion: int
+    cache: tuple[int, int] = (0, 0)
+    reasoning: int = 0
+
+
 def success_body(
     dialect: Dialect,
     model: str,
     text: str,
-    prompt_tokens: int,
-    completion_tokens: int,
+    tokens: TokenCounts,
     truncated: bool,
     refusal: bool = False,
     tool: str | None = None,
-    cache: tuple[int, int] = (0, 0),
-    reasoning: int = 0,
 ) -> dict[str, Any]:
-    """The JSON body of a successful completion in ``dialect``'s shape. ``cache``: the
-    prompt tokens (of ``prompt_tokens``) read from the prompt cache and written to it
-    (simulator/prompt_cache.py), in each dialect's usage fields. ``refusal``: the
+    """The JSON body of a successful completion in ``dialect``'s shape, ``tokens`` in each
+    dialect's usage fields (the cached prompt tokens too; the reasoning tokens as OpenAI's
+    ``completion_tokens_details.reasoning_tokens``). ``refusal``: the
     model declined (OpenAI: ``content`` null and the text in ``refusal``; Anthropic:
     ``stop_reason`` ``refusal``; Gemini: ``finishReason`` ``SAFETY``, no content).
     ``tool``: Anthropic's forced tool, whose ``tool_use`` input is ``text``'s JSON
-    object (a text block still, where ``text`` is cut off, a refusal or not JSON).
-    ``reasoning``: of ``completion_tokens``, a reasoning model's thinking (OpenAI's
-    ``completion_tokens_details.reasoning_tokens``)."""
+    object (a text block still, where ``text`` is cut off, a refusal or not JSON)."""
+    prompt_tokens, completion_tokens = tokens.prompt, tokens.completion
+    cache, reasoning = tokens.cache, tokens.reasoning
     if dialect == "gemini":
         body = _gemini_success(model, text, prompt_tokens, completion_tokens, truncated, refusal)
         if cache[0]:  # the API leaves out counts that are zero

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,12 +37,19 @@ from flask_eval.core.errors import Status
 from flask_eval.core.types import STATE_FAILED, STATE_NA, STATE_NONE, STATE_SCORED
 from flask_eval.storage.models import INSTANCE, INSTANCE_DOMAIN, JUDGMENT, RESPONSE
 from flask_eval.storage.pivot_copy import CellKeys, read_coded_parts
+from flask_eval.storage.pivots import POSTGRES_WORK_MEM, Pivot
 from flask_eval.storage.positions import call_scores, position_counts, positions_of_pivot
 from flask_eval.storage.store import Store
 
 J, INS, DOM = JUDGMENT.c, INSTANCE.c, INSTANCE_DOMAIN.c
 
-__all__ = ["call_scores", "position_counts", "positions_of_pivot"]  # re-exported
+__all__ = [  # re-exported
+    "POSTGRES_WORK_MEM",
+    "Pivot",
+    "call_scores",
+    "position_counts",
+    "positions_of_pivot",
+]
 
 #: Judges per pivot query; more judges take several passes (each reads only its judges).
 JUDGES_PER_QUERY = 32
@@ -57,11 +64,6 @@ _NA, _FAILED, _OPEN = -1, -2, -3
 #: grouped once and sent by its own backend, beside the others (10M judgments: ~0.5 s
 #: less in psql; docs/design/ledger-scale.md).
 POSTGRES_PARTS = 2
-
-#: PostgreSQL: memory for the grouping, so that ten million rows (670,000 cells) group in
-#: memory, hashed in parallel: at 128 MB the planner sorted them on disk instead (19.4 s
-#: for the pivot of 10M judgments instead of 7.0 s; docs/design/ledger-scale.md).
-POSTGRES_WORK_MEM = "512MB"
 
 
 def run_judges(store: Store, run_id: int) -> list[str]:
@@ -152,31 +154,6 @@ def _states(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     state[codes == _FAILED] = STATE_FAILED
     score = np.where(state == STATE_SCORED, codes, np.nan)
     return state, score
-
-
-@dataclass(frozen=True)
-class Pivot:
-    """Every judgment of a run, one row per (model, instance, criterion) cell and one column
-    per judge: ``state`` (``core.types.STATE_*``) and ``score`` (NaN unless scored), with
-    each instance's difficulty (None: unknown), domains, capability and task (BiGGen
-    Bench's groups; None: the instance has none). ``report.scores.build_coded`` turns it
-    into the report's score table."""
-
-    keys: CellKeys
-    judges: list[str]
-    state: np.ndarray
-    score: np.ndarray
-    difficulty: dict[str, int | None]
-    domains: dict[str, list[str]]
-    capability: dict[str, str | None] = field(default_factory=dict)
-    task: dict[str, str | None] = field(default_factory=dict)
-    #: (row ids, call hashes), each (cells, judges), when read (``pivot(calls=True)``)
-    calls: tuple[np.ndarray, np.ndarray] | None = None
-
-    @property
-    def cells(self) -> list[tuple[str, str, str]]:
-        """The cells as (model, instance, criterion) strings."""
-        return self.keys.cells()
 
 
 _Read = tuple[CellKeys, np.ndarray, int, tuple[np.ndarray, np.ndarray] | None]

@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from flask_eval.storage import deletion, tally
+from flask_eval.storage import predicates, tally
 from flask_eval.storage.models import CALL, INSTANCE, INSTANCE_DOMAIN, JUDGMENT, RESPONSE, RUN
 from flask_eval.storage.records import JobContext
 from flask_eval.storage.sqlite_store import CONTEXTS
@@ -53,7 +53,7 @@ def runs(store: Store, limit: int = 500) -> list[RunLine]:
     with store.engine.connect() as conn:
         rows = conn.execute(
             select(RN.id, RN.name, RN.mode, RN.created_at, RN.config, last)
-            .where(deletion.visible())
+            .where(predicates.visible())
             .order_by(RN.id.desc())
             .limit(limit)
         ).all()

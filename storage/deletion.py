@@ -24,9 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Table, delete, exists, func, insert, select, update
+from sqlalchemy import Table, delete, func, insert, select, update
 from sqlalchemy.engine import Connection
-from sqlalchemy.sql.elements import ColumnElement
 
 from flask_eval.storage.models import (
     BATCH,
@@ -44,9 +43,10 @@ from flask_eval.storage.models import (
     RUN,
     utcnow,
 )
+from flask_eval.storage.predicates import visible
 
 if TYPE_CHECKING:
-    from flask_eval.storage.store import Store
+    from flask_eval.storage.leasing import WorkerLedger
 
 J, C, RN, D, INS = JUDGMENT.c, CALL.c, RUN.c, DELETED_RUN.c, INSTANCE.c
 C2 = CALL.alias("mine").c
@@ -55,17 +55,12 @@ C2 = CALL.alias("mine").c
 CHUNK = 10_000
 
 
-def visible() -> ColumnElement[bool]:
-    """A run not being deleted (no tombstone for it)."""
-    return ~exists(select(D.run_id).where(D.run_id == RN.id))
-
-
 def unfinished(conn: Connection) -> list[int]:
     """Runs whose delete was interrupted: tombstoned, their row still there."""
     return [int(r[0]) for r in conn.execute(select(RN.id).where(~visible()).order_by(RN.id))]
 
 
-def tombstone(store: Store, run_id: int) -> None:
+def tombstone(store: WorkerLedger, run_id: int) -> None:
     """Step 1: make the run invisible (NoResultFound if there is no such run)."""
     with store.engine.begin() as conn:
         stmt = select(RN.name).where(RN.id == run_id)
@@ -85,7 +80,7 @@ def _bounds(conn: Connection, table: Table, run_id: int) -> tuple[int, int] | No
 
 
 def _by_range(
-    store: Store,
+    store: WorkerLedger,
     table: Table,
     run_id: int,
     chunk: int,
@@ -111,7 +106,7 @@ def _deleting(table: Table, run_id: int) -> Callable[[Any, Any], Any]:
     )
 
 
-def remove_rows(store: Store, run_id: int, chunk: int, step: Callable[[], None]) -> None:
+def remove_rows(store: WorkerLedger, run_id: int, chunk: int, step: Callable[[], None]) -> None:
     """Steps 2 and 3."""
     for table in (JUDGMENT, BATCH_CALL, BATCH):
         _by_range(store, table, run_id, chunk, step, _deleting(table, run_id))
@@ -153,7 +148,7 @@ def remove_rows(store: Store, run_id: int, chunk: int, step: Callable[[], None])
     _by_range(store, CALL, run_id, chunk, step, _deleting(CALL, run_id))
 
 
-def finish(store: Store, run_id: int) -> None:
+def finish(store: WorkerLedger, run_id: int) -> None:
     """Step 4."""
     with store.engine.begin() as conn:
         stmt = select(RN.id).where(RN.id == run_id)

@@ -22,8 +22,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.elements import ColumnElement
 
 from flask_eval.core.errors import Status
-from flask_eval.storage.deletion import visible
 from flask_eval.storage.models import JUDGE_HALT, JUDGMENT, RUN, WORKER, utcnow
+from flask_eval.storage.predicates import visible
 from flask_eval.storage.records import Halt, JobContext
 from flask_eval.storage.retry import transient_retry
 

@@ -24,7 +24,7 @@ from flask_eval.storage.records import instance_values
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
-    from flask_eval.storage.store import Store
+    from flask_eval.storage.leasing import WorkerLedger
 
 __all__ = [
     "LEDGER_COLUMNS",
@@ -148,7 +148,7 @@ _INSTANCE_COLUMNS = (
 
 
 def insert_run_rows(
-    store: Store,
+    store: WorkerLedger,
     conn: Connection,
     run_id: int,
     instances: Sequence[Instance],

@@ -6,17 +6,15 @@ from the ids and call hashes the report's pivot read (:func:`positions_of_pivot`
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from sqlalchemy import func, select
 
 from flask_eval.core.errors import Status
 from flask_eval.storage.models import JUDGMENT
+from flask_eval.storage.pivots import POSTGRES_WORK_MEM, Pivot
 from flask_eval.storage.store import Store
-
-if TYPE_CHECKING:
-    from flask_eval.storage.analytics import Pivot
 
 J = JUDGMENT.c
 
@@ -79,8 +77,6 @@ def position_counts(store: Store, run_id: int) -> list[tuple[str, int, float, in
         .group_by(f.judge, f.position, f.score)
         .order_by(f.judge, f.position, f.score)
     )
-    from flask_eval.storage.analytics import POSTGRES_WORK_MEM
-
     with store.engine.begin() as conn:
         if store.dialect == "postgresql":
             conn.exec_driver_sql(f"SET LOCAL work_mem = '{POSTGRES_WORK_MEM}'")

@@ -36,8 +36,8 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 
 from flask_eval.core.errors import Status
+from flask_eval.storage.leasing import WorkerLedger
 from flask_eval.storage.records import CallRecord, JobContext, Outcome
-from flask_eval.storage.store import Store
 
 #: claim the rows still to judge and return what judging them needs, in one statement
 #: (``rb``: the second response of a pairwise row; NULL for absolute grading)
@@ -229,8 +229,9 @@ def _merge_outcomes(outcomes: Sequence[Outcome]) -> list[Outcome]:
     return list(merged.values())
 
 
-class PostgresStore(Store):
-    """The ledger in PostgreSQL (a connection pool; arrays and COPY on the hot paths)."""
+class PostgresHotPaths(WorkerLedger):
+    """PostgreSQL's hot paths, which ``storage.store.PostgresStore`` puts before the
+    portable ``storage.store.Store`` (a connection pool; arrays and COPY)."""
 
     def _claim(
         self, conn: Connection, run_id: int, ids: Sequence[int], now: datetime, until: datetime

@@ -25,8 +25,9 @@ from flask_eval.storage.models import (
     UNTRUSTED,
     utcnow,
 )
+from flask_eval.storage.predicates import claimable
 from flask_eval.storage.records import RunInfo
-from flask_eval.storage.store import Store, claimable
+from flask_eval.storage.store import Store
 
 J, C, INS, DOM, R = JUDGMENT.c, CALL.c, INSTANCE.c, INSTANCE_DOMAIN.c, RESPONSE.c
 
@@ -255,8 +256,8 @@ def stale_open_runs(store: Store, older_than: float, queue: str) -> list[RunInfo
 
 def runs_overview(store: Store) -> list[dict[str, Any]]:
     """Every run, newest first: name, created, models, judges, done/failed/total, cost."""
-    from flask_eval.storage.deletion import visible
     from flask_eval.storage.models import CALL_TALLY, JUDGMENT_TALLY, RUN
+    from flask_eval.storage.predicates import visible
 
     RN, T, CT = RUN.c, JUDGMENT_TALLY.c, CALL_TALLY.c
     with store.engine.connect() as conn:

@@ -16,10 +16,10 @@ from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection
 
 from flask_eval.core.errors import Status
-from flask_eval.storage.deletion import visible
+from flask_eval.storage.leasing import WorkerLedger
 from flask_eval.storage.models import CALL, DELETED_RUN, INSTANCE, JUDGMENT, RESPONSE, RUN
+from flask_eval.storage.predicates import claimable, visible
 from flask_eval.storage.records import CallRecord, JobContext, Outcome
-from flask_eval.storage.store import Store, claimable
 
 J, C, INS, R, RN, DR = JUDGMENT.c, CALL.c, INSTANCE.c, RESPONSE.c, RUN.c, DELETED_RUN.c
 #: the second response of a pairwise row (``model_b``; none for absolute grading)
@@ -122,8 +122,9 @@ FINISH = (
 )
 
 
-class SqliteStore(Store):
-    """The ledger in one SQLite file (WAL, ``BEGIN IMMEDIATE``, a busy timeout)."""
+class SqliteHotPaths(WorkerLedger):
+    """SQLite's hot paths, which ``storage.store.SqliteStore`` puts before the portable
+    ``storage.store.Store`` (one SQLite file: WAL, ``BEGIN IMMEDIATE``, a busy timeout)."""
 
     def _claim(
         self, conn: Connection, run_id: int, ids: Sequence[int], now: datetime, until: datetime

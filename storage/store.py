@@ -1,10 +1,10 @@
 """The ledger: runs, their inputs, the judgments and every paid call. All SQL writes.
 
 ``Store(url)`` is one interface with two implementations side by side, chosen by the URL:
-``storage.sqlite_store.SqliteStore`` (the embedded default) and
-``storage.postgres_store.PostgresStore`` (at scale). What both do the same way lives
-here, in portable SQLAlchemy Core; each implementation writes only the worker's hot paths
-(claims, answer-cache lookups, write-behind flushes, bulk inserts) in its own dialect.
+:class:`SqliteStore` (the embedded default) and :class:`PostgresStore` (at scale). What
+both do the same way lives here, in portable SQLAlchemy Core; each implementation writes
+only the worker's hot paths (claims, answer-cache lookups, write-behind flushes, bulk
+inserts) in its own dialect, in ``storage.sqlite_store`` and ``storage.postgres_store``.
 ``tests/storage/test_store.py`` holds both to the same behaviour.
 
 Every write is idempotent: inserts ignore rows that exist, a paid answer is stored once
@@ -19,14 +19,13 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, and_, delete, or_, select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.sql.elements import ColumnElement
 
 from flask_eval.core.errors import RunConflictError, Status
 from flask_eval.core.types import Instance, ResponseSet
-from flask_eval.storage import deletion, tally
+from flask_eval.storage import deletion, predicates, tally
 from flask_eval.storage.db import make_engine
 from flask_eval.storage.leasing import WorkerLedger
 from flask_eval.storage.models import (
@@ -40,6 +39,8 @@ from flask_eval.storage.models import (
     utcnow,
 )
 from flask_eval.storage.planning import Pair, insert_run_rows
+from flask_eval.storage.postgres_store import PostgresHotPaths
+from flask_eval.storage.predicates import open_rows_selects
 from flask_eval.storage.records import (
     CallRecord,
     OpenRow,
@@ -49,33 +50,9 @@ from flask_eval.storage.records import (
     instance_of,
 )
 from flask_eval.storage.retry import transient_retry
+from flask_eval.storage.sqlite_store import SqliteHotPaths
 
 J, C, INS, DOM, R, RN = JUDGMENT.c, CALL.c, INSTANCE.c, INSTANCE_DOMAIN.c, RESPONSE.c, RUN.c
-
-
-def claimable(now: Any) -> ColumnElement[bool]:
-    """A judgment still to judge: pending, or running on a lease expired before ``now``."""
-    return or_(
-        J.status == Status.PENDING.value,
-        and_(J.status == Status.RUNNING.value, J.lease_until < now),
-    )
-
-
-def open_rows_selects(
-    run_id: int, after: int, limit: int | None, now: Any
-) -> tuple[Select[Any], Select[Any]]:
-    """A page of a run's pending rows and one of its running rows whose lease expired,
-    each in id order from ``after`` along ``ix_judgment_run_status`` (an index entry
-    holds its row's id: no sort of the run's rows, where one query with the OR of both
-    would sort every remaining row for each page)."""
-    columns = (J.id, J.model, J.model_b, J.instance_id, J.criterion, J.judge)
-    pending = select(*columns).where(
-        J.run_id == run_id, J.status == Status.PENDING.value, J.id > after
-    )
-    expired = select(*columns).where(
-        J.run_id == run_id, J.status == Status.RUNNING.value, J.lease_until < now, J.id > after
-    )
-    return pending.order_by(J.id).limit(limit), expired.order_by(J.id).limit(limit)
 
 
 def _run_info(row: Any) -> RunInfo:
@@ -94,12 +71,8 @@ class Store(WorkerLedger):
             return super().__new__(cls)
         engine = make_engine(url_or_engine) if isinstance(url_or_engine, str) else url_or_engine
         if engine.dialect.name == "postgresql":
-            from flask_eval.storage.postgres_store import PostgresStore
-
             store: Store = super().__new__(PostgresStore)
         else:
-            from flask_eval.storage.sqlite_store import SqliteStore
-
             store = super().__new__(SqliteStore)
         store.engine = engine
         return store
@@ -135,7 +108,7 @@ class Store(WorkerLedger):
     @transient_retry
     def find_run(self, name: str | None = None) -> RunInfo | None:
         """The run called ``name``, or the latest run when ``name`` is None."""
-        stmt = select(RUN).where(deletion.visible())  # not one being deleted
+        stmt = select(RUN).where(predicates.visible())  # not one being deleted
         stmt = stmt.where(RN.name == name) if name is not None else stmt.order_by(RN.id.desc())
         with self.engine.connect() as conn:
             row = conn.execute(stmt.limit(1)).mappings().first()
@@ -151,7 +124,7 @@ class Store(WorkerLedger):
     def run_config_text(self, run_id: int) -> str | None:
         """The stored configuration of a run as text (None: no such run), so that a worker
         can tell cheaply whether it changed."""
-        stmt = select(RN.config).where(RN.id == run_id, deletion.visible())
+        stmt = select(RN.config).where(RN.id == run_id, predicates.visible())
         with self.engine.connect() as conn:
             text = conn.execute(stmt).scalar_one_or_none()
         return None if text is None else str(text)
@@ -393,3 +366,11 @@ class Store(WorkerLedger):
     @transient_retry
     def finish(self, outcomes: Sequence[Outcome]) -> int:
         return self.write((), outcomes)
+
+
+class SqliteStore(SqliteHotPaths, Store):
+    """The ledger in one SQLite file (WAL, ``BEGIN IMMEDIATE``, a busy timeout)."""
+
+
+class PostgresStore(PostgresHotPaths, Store):
+    """The ledger in PostgreSQL (a connection pool; arrays and COPY on the hot paths)."""

@@ -29,7 +29,7 @@ from flask_eval.report.metrics import (
     Row,
 )
 from flask_eval.report.scores import FAILED as FAILED_STATE
-from flask_eval.report.scores import NA, NONE, SCORED, ScoreTable, build
+from flask_eval.report.scores import NA, NONE, SCORED, InstanceGroups, ScoreTable, build
 
 DONE = "done"
 FAILED = "failed"
@@ -214,7 +214,7 @@ def from_records(records: Iterable[Record], judges: Sequence[str] = ()) -> Score
             score[n, j] = float(r.score)  # type: ignore[arg-type]
         difficulty[r.instance_id] = r.difficulty
         domains[r.instance_id] = tuple(dict.fromkeys(r.domains))
-    return build(keys, names, state, score, difficulty, domains)
+    return build(keys, names, state, score, InstanceGroups(difficulty, domains))
 
 
 #: The four breakdowns the reference groups itself (the others derive from skills).

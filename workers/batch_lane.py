@@ -37,7 +37,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from flask_eval.core.errors import FailureReason, JudgeError
 from flask_eval.core.settings import Settings
@@ -64,12 +64,10 @@ from flask_eval.workers.batching import (
     BatchStatus,
     batch_api,
 )
-from flask_eval.workers.calls import Answer, BatchSummary, Call, answer_record, failed
+from flask_eval.workers.calls import Answer, BatchSummary, Call, CallKeys, answer_record, failed
 from flask_eval.workers.judge import GenerateConfig, JudgeOutput
+from flask_eval.workers.lane_executor import LaneExecutor
 from flask_eval.workers.usage import Request
-
-if TYPE_CHECKING:
-    from flask_eval.workers.runner import Executor
 
 log = logging.getLogger("flask_eval.batches")
 
@@ -107,7 +105,7 @@ def tokens_of(call: Call) -> int:
 class BatchLane:
     """The batch calls of one executor (one process)."""
 
-    def __init__(self, executor: Executor) -> None:
+    def __init__(self, executor: LaneExecutor) -> None:
         self.executor = executor
         self.ledger = BatchLedger(executor.store)
         self.holder = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -371,16 +369,8 @@ class BatchLane:
         for uid, output in extra:
             seen[uid] += 1
             asked = Request.of_parked(ours[uid].request, provider)  # its usage is checked
-            record = answer_record(
-                config,
-                batch.run_id,
-                f"{uid}-{seen[uid]}",
-                ours[uid].cache_key,
-                output,
-                False,
-                asked,
-                batch=True,
-            )
+            keys = CallKeys(batch.run_id, f"{uid}-{seen[uid]}", ours[uid].cache_key)
+            record = answer_record(config, keys, output, False, asked, batch=True)
             records.append(replace(record, finish=DUPLICATE))
         await self.executor.writer.write(calls=records)
         log.warning(
@@ -436,7 +426,13 @@ def _within(calls: list[OpenCall], room: int, at_least_one: bool) -> list[OpenCa
     return chosen
 
 
-def start(settings: Settings, executor: Callable[[], Executor]) -> threading.Thread:
+class LaneOwner(Protocol):
+    """An executor with its lane (``workers.runner.Executor``)."""
+
+    batches: BatchLane
+
+
+def start(settings: Settings, executor: Callable[[], LaneOwner]) -> threading.Thread:
     """Run the lane's passes in a daemon thread of a worker process: every
     ``settings.batch_poll_seconds`` seconds, if this process holds the lane's lease (any worker
     takes it once its holder stopped renewing it), one :meth:`BatchLane.tick` on the

@@ -96,24 +96,22 @@ def paid_record(
         call.generate.schema,
         call.config.spec.partition("/")[0],
     )
-    return answer_record(
-        call.config,
-        call.rows[0].run_id,
-        answer.uid,
-        answer.key,
-        output,
-        parsed,
-        request,
-        batch,
-        answer.latency_ms,
-    )
+    keys = CallKeys(call.rows[0].run_id, answer.uid, answer.key)
+    return answer_record(call.config, keys, output, parsed, request, batch, answer.latency_ms)
+
+
+@dataclass(frozen=True)
+class CallKeys:
+    """What a call row is of: its run, the answer's ``uid`` and the prompt's cache key."""
+
+    run_id: int
+    uid: str
+    key: str
 
 
 def answer_record(
     config: JudgeConfig,
-    run_id: int,
-    uid: str,
-    key: str,
+    keys: CallKeys,
     output: JudgeOutput,
     parsed: bool,
     request: Request,
@@ -124,9 +122,9 @@ def answer_record(
     batch result: workers/batch_lane.py), its usage checked against ``request``."""
     usage = checked_usage(output, request)
     return CallRecord(
-        uid=uid,
-        cache_key=key,
-        run_id=run_id,
+        uid=keys.uid,
+        cache_key=keys.key,
+        run_id=keys.run_id,
         judge=config.name,
         raw=output.text,
         parsed=parsed,

@@ -21,8 +21,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import replace
 
 from flask_eval.core import logs
 from flask_eval.core.errors import (
@@ -34,7 +33,6 @@ from flask_eval.core.errors import (
     Status,
 )
 from flask_eval.core.redact import redact
-from flask_eval.core.settings import Settings
 from flask_eval.core.types import JudgeConfig
 from flask_eval.producer.context import RunContext
 from flask_eval.rubrics.echo import template_of, template_text, without_echoes
@@ -46,6 +44,8 @@ from flask_eval.workers.asking import Asker, keep
 from flask_eval.workers.batch_lane import BatchLane
 from flask_eval.workers.calls import BatchSummary, Call, done, failed, subject_texts
 from flask_eval.workers.context import cache_key, generate_config
+from flask_eval.workers.executor_config import ExecutorConfig as ExecutorConfig  # re-exported
+from flask_eval.workers.executor_config import executor_config as executor_config  # re-exported
 from flask_eval.workers.feed import Ticket
 from flask_eval.workers.halts import HaltWatch
 from flask_eval.workers.judge import Judge
@@ -64,39 +64,6 @@ PARKED_LEASE = 86_400.0
 
 class RunNotFound(FlaskEvalError):
     """A message names a run this worker's database does not have."""
-
-
-@dataclass(frozen=True)
-class ExecutorConfig:
-    in_flight: int = 256
-    #: a claimed row stays leased while its worker lives: renewed every lease/3 seconds
-    lease_seconds: float = 60.0
-    #: seconds a judge call may take
-    timeout: float = 120.0
-    max_attempts: int | None = None  # None: each judge's own default
-    #: a judge whose first calls in a run all fail alike is halted after this many (0: never)
-    halt_after: int = 5
-    #: where paid answers wait on disk while the database is away (None: memory only)
-    spool_dir: Path | None = None
-    #: seconds between two looks at the open provider batches (workers/batch_lane.py)
-    batch_poll: float = 30.0
-    #: each judge endpoint's calls in flight fall on timeouts and 429s and climb back as
-    #: it answers (workers/adaptive.py); False: always its max_in_flight (or in_flight)
-    adaptive: bool = True
-
-
-def executor_config(settings: Settings, in_flight: int) -> ExecutorConfig:
-    """The executor settings of a worker process or an in-process run."""
-    return ExecutorConfig(
-        in_flight=in_flight,
-        lease_seconds=settings.lease_seconds,
-        timeout=settings.judge_timeout,
-        max_attempts=settings.max_attempts,
-        halt_after=settings.halt_after,
-        adaptive=settings.adaptive,
-        spool_dir=settings.spool_dir,
-        batch_poll=settings.batch_poll_seconds,
-    )
 
 
 class Executor:

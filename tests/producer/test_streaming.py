@@ -22,8 +22,9 @@ from flask_eval.producer.plan import group_calls, open_call_stream
 from flask_eval.producer.responses import FileResponses, load_responses, only
 from flask_eval.producer.synthetic import write_inputs
 from flask_eval.storage.models import JUDGMENT, utcnow
+from flask_eval.storage.predicates import claimable
 from flask_eval.storage.records import OpenRow, Outcome
-from flask_eval.storage.store import J, Store, claimable
+from flask_eval.storage.store import J, Store
 
 pytestmark = pytest.mark.unit
 
@@ -164,7 +165,7 @@ def test_a_page_of_open_rows_walks_the_primary_key_without_a_sort(tmp_path: Path
     from sqlalchemy.dialects import sqlite
 
     from flask_eval.storage.models import utcnow
-    from flask_eval.storage.store import open_rows_selects
+    from flask_eval.storage.predicates import open_rows_selects
 
     store = Store(f"sqlite:///{tmp_path / 's.db'}")
     for stmt in open_rows_selects(1, 5, 9, utcnow()):

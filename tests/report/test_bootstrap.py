@@ -50,7 +50,7 @@ def one_score_per_cell(values: np.ndarray, counts: np.ndarray | None = None) -> 
             cells.append(("m", f"{i:04d}", f"s{k}"))
             scores.append(value)
     state = np.full((len(cells), 1), SCORED, dtype=np.int8)
-    return build(cells, ["j"], state, np.array(scores, dtype=float)[:, None], {}, {})
+    return build(cells, ["j"], state, np.array(scores, dtype=float)[:, None])
 
 
 OVERALL_ONLY = Breakdown((Dimension(OVERALL),))
@@ -147,7 +147,7 @@ def test_an_interval_is_reproduced_from_the_ids_in_string_order() -> None:
     value = {iid: float(int(iid) % 5) for iid in ids}
     cells = [("m", iid, "s") for iid in ids]
     state = np.full((n, 1), SCORED, dtype=np.int8)
-    table = build(cells, ["j"], state, np.array([[value[i]] for i in ids]), {}, {})
+    table = build(cells, ["j"], state, np.array([[value[i]] for i in ids]))
     lo, hi = intervals_of(table, instance_weights(n, b, seed), OVERALL_ONLY)[
         ("m", "j", "overall", "all")
     ]
@@ -183,7 +183,7 @@ def test_mean_interval_and_paired_difference_equal_naive_loops() -> None:
             keys.append((model, table.instances[i], table.skills[s]))
             scores.append(v)
     state = np.full((len(keys), 1), SCORED, dtype=np.int8)
-    table = build(keys, ["j"], state, np.array(scores)[:, None], {}, {})
+    table = build(keys, ["j"], state, np.array(scores)[:, None])
     (result,) = comparisons(table, instance_weights(n, b, 4))
     naive = [ta[d].sum() / ca[d].sum() - tb[d].sum() / cb[d].sum() for d in draws]
     ref = np.percentile(naive, [2.5, 97.5])
@@ -312,7 +312,7 @@ def test_intervals_cover_the_true_mean_at_about_the_nominal_rate() -> None:
         ]
         cells = [("m", f"{i:02d}", f"s{j}") for i, s in enumerate(scores) for j in range(len(s))]
         state = np.full((len(cells), 1), SCORED, dtype=np.int8)
-        table = build(cells, ["j"], state, np.concatenate(scores)[:, None].astype(float), {}, {})
+        table = build(cells, ["j"], state, np.concatenate(scores)[:, None].astype(float))
         weights = instance_weights(n, 1000, seed=k)
         lo, hi = intervals_of(table, weights, OVERALL_ONLY)[("m", "j", "overall", "all")]
         hits += int(lo <= truth <= hi)

@@ -32,7 +32,7 @@ from flask_eval.report.metrics import (
     TASK,
 )
 from flask_eval.report.render import rows_csv, run_summary, to_json, to_table
-from flask_eval.report.scores import FAILED, NA, NONE, SCORED, ScoreTable, build
+from flask_eval.report.scores import FAILED, NA, NONE, SCORED, InstanceGroups, ScoreTable, build
 from flask_eval.report.svg import capability_heatmap, radar
 from flask_eval.storage.store import Store
 from tests.report.ledger import Outcome, Row, finish, planned_run
@@ -84,10 +84,7 @@ def dataset(seed: int, n: int = 120) -> tuple[ScoreTable, list[Judged], dict[str
         JUDGES,
         np.array(states, dtype=np.int8),
         np.array(scores),
-        {},
-        {},
-        capability_of=cap_of,
-        task_of=task_of,
+        InstanceGroups(capability_of=cap_of, task_of=task_of),
     )
     return table, judged, cap_of
 
@@ -188,9 +185,7 @@ def test_intervals_are_the_naive_replicates_and_reproducible_from_the_seed() -> 
 
 def test_without_capabilities_the_report_has_flask_dimensions_only() -> None:
     table, _, _ = dataset(0, n=20)
-    plain = build(
-        [("m", "1", "s")], ["j"], np.array([[SCORED]], dtype=np.int8), np.array([[3.0]]), {}, {}
-    )
+    plain = build([("m", "1", "s")], ["j"], np.array([[SCORED]], dtype=np.int8), np.array([[3.0]]))
     assert plain.capabilities == () and list(plain.capability) == [-1]
     dims = {r.dimension for r in Aggregation(plain, flask_breakdown({"s": "A"})).rows()}
     assert dims == {"overall", "skill", "ability"}  # no difficulty, domain or capability
@@ -254,9 +249,7 @@ def test_the_radar_shows_the_capabilities_not_the_instances() -> None:
     assert _keys(capability_heatmap(report, "j1")) == list(CAPABILITIES)  # the rows
     # criteria named per instance: a note, never one spoke per instance rubric
     cells = [("m", f"{i:02d}", f"rubric-{i}") for i in range(30)]
-    each = build(
-        cells, ["j"], np.full((30, 1), SCORED, dtype=np.int8), np.full((30, 1), 3.0), {}, {}
-    )
+    each = build(cells, ["j"], np.full((30, 1), SCORED, dtype=np.int8), np.full((30, 1), 3.0))
     rows = Aggregation(each, report_breakdown({}, partial_abilities=True)).rows()
     assert len({r.key for r in rows if r.dimension == SKILL}) == 30
     fig = radar(Report(run="x", rows=with_intervals(rows, {}), models=["m"], judges=["j"]), "j")

@@ -15,7 +15,7 @@ from flask_eval.report.bootstrap import instance_weights
 from flask_eval.report.document import Report
 from flask_eval.report.pairwise import LOSS, TIE, WIN, Comparison, combine, instances_of
 from flask_eval.report.pairwise_labels import Label, label_accuracy
-from flask_eval.report.pairwise_report import build
+from flask_eval.report.pairwise_report import PairwiseRunData, build
 from flask_eval.report.render import report_csv, to_json, to_table
 
 
@@ -287,7 +287,7 @@ def test_html_shows_the_controlled_figures_best_first(tmp_path) -> None:  # type
         records,
         instance_weights(len(inst), 50, 0),
         inst,
-        texts=texts,
+        run_data=PairwiseRunData(texts=texts),
         models=["m1", "m2", "m3", "m4"],
     )
     page = html_render(Report(run="r", rows=[], pairwise=pw), [])

@@ -114,9 +114,8 @@ def _arena_hard_style(
 def test_style_control_matches_arena_hard() -> None:
     data = _synthetic()
     theirs, coefs = _arena_hard_style(data, "base")
-    ours = style.style_control(
-        4, data["a"], data["b"], data["score"], data["style_a"], data["style_b"], anchor=0
-    )
+    battles = style.Battles(data["a"], data["b"], data["score"], data["style_a"], data["style_b"])
+    ours = style.style_control(4, battles, anchor=0)
     for m, name in enumerate(MODELS):
         # upstream's baseline sits at 1114, ours at 1000: differences and win rates agree
         assert ours.ratings[0, m] - 1000 == pytest.approx(theirs[name] - 1114, abs=1e-6)
@@ -208,10 +207,13 @@ def test_style_control_evens_out_twins_of_different_lengths() -> None:
     p_a = 1 / (1 + np.exp(-6.0 * (len_a - len_b) / (len_a + len_b)))
     score = (rng.random(n) < p_a).astype(float)
     zeros = np.zeros((n, 3))
-    raw = style.style_control(3, a, b, score, np.zeros((n, 4)), np.zeros((n, 4)), anchor=0)
-    fit = style.style_control(
-        3, a, b, score, np.column_stack([len_a, zeros]), np.column_stack([len_b, zeros]), anchor=0
+    raw = style.style_control(
+        3, style.Battles(a, b, score, np.zeros((n, 4)), np.zeros((n, 4))), anchor=0
     )
+    lengths = style.Battles(
+        a, b, score, np.column_stack([len_a, zeros]), np.column_stack([len_b, zeros])
+    )
+    fit = style.style_control(3, lengths, anchor=0)
     raw_win = style.win_probability(raw.ratings[0])
     fit_win = style.win_probability(fit.ratings[0])
     assert raw_win[1] > 0.7 and raw_win[2] < 0.4

@@ -15,9 +15,7 @@ from flask_eval.rubrics.protocol import PROMETHEUS_SYSTEM, RESULT_MARKER, SCORES
 from flask_eval.rubrics.skills import load_default
 from flask_eval.simulator import formats
 from flask_eval.simulator.answer import (
-    GARBAGE_KINDS,
     cut_off,
-    garbage_kind,
     judge_scores,
     make_answer,
     prometheus_score,
@@ -25,6 +23,7 @@ from flask_eval.simulator.answer import (
     quoted,
 )
 from flask_eval.simulator.config import SimConfig
+from flask_eval.simulator.quality import GARBAGE_KINDS, garbage_kind
 from flask_eval.simulator.testing import running_simulator
 
 SKILLS = load_default()

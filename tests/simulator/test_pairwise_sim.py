@@ -18,14 +18,9 @@ from flask_eval.rubrics.protocol import PAIRWISE_SYSTEM
 from flask_eval.rubrics.skills import load_default
 from flask_eval.simulator import pairwise
 from flask_eval.simulator.__main__ import build_parser, config_from_args
-from flask_eval.simulator.answer import (
-    GARBAGE_KINDS,
-    cut_off,
-    garbage_kind,
-    make_answer,
-    quality_of,
-)
+from flask_eval.simulator.answer import cut_off, make_answer
 from flask_eval.simulator.config import SimConfig
+from flask_eval.simulator.quality import GARBAGE_KINDS, garbage_kind, quality_of
 from flask_eval.simulator.testing import running_simulator
 
 SKILLS = load_default()

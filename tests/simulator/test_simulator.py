@@ -15,9 +15,10 @@ import openai
 import pytest
 
 from flask_eval.rubrics.protocol import NA, SCORES_MARKER, skills_line
-from flask_eval.simulator.answer import GARBAGE_KINDS, estimate_tokens, garbage_kind, make_answer
+from flask_eval.simulator.answer import estimate_tokens, make_answer
 from flask_eval.simulator.config import SimConfig
 from flask_eval.simulator.limits import SlidingWindow
+from flask_eval.simulator.quality import GARBAGE_KINDS, garbage_kind
 from flask_eval.simulator.testing import (
     SimHandle,
     SimProcess,

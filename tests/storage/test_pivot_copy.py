@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from flask_eval.core.types import DOMAINS
-from flask_eval.report.scores import build, build_coded
+from flask_eval.report.scores import InstanceGroups, build, build_coded
 from flask_eval.storage import analytics, positions
 from flask_eval.storage.pivot_copy import read_coded_parts
 from flask_eval.storage.store import Store
@@ -171,7 +171,7 @@ def test_a_table_from_codes_equals_the_table_from_strings() -> None:
     score = np.array([[3.0], [4.0], [np.nan], [5.0]])
     difficulty = {"i1": 2, "i2": None}
     domains = {"i1": ["Humanities"], "i2": []}
-    want = build(cells, ["j"], state, score, difficulty, domains, DOMAINS)
+    want = build(cells, ["j"], state, score, InstanceGroups(difficulty, domains, DOMAINS))
     models, instances, skills = ("x", "m2", "m1"), ("i2", "i1"), ("t", "u", "s")
     codes = tuple(
         np.array([labels.index(c[k]) for c in cells])
@@ -183,9 +183,7 @@ def test_a_table_from_codes_equals_the_table_from_strings() -> None:
         ["j"],
         state,
         score,  # type: ignore[arg-type]
-        difficulty,
-        domains,
-        DOMAINS,
+        InstanceGroups(difficulty, domains, DOMAINS),
     )
     for name in ("models", "instances", "skills", "judges", "domains"):
         assert getattr(got, name) == getattr(want, name)

@@ -16,7 +16,7 @@ from flask_eval.producer.synthetic import write_inputs
 from flask_eval.rubrics.protocol import requested_skills, scores_line
 from flask_eval.simulator.config import SimConfig
 from flask_eval.simulator.testing import spawn_simulator
-from flask_eval.simulator.wire import success_body
+from flask_eval.simulator.wire import TokenCounts, success_body
 from tests.helpers import cli_env, flask_eval, status, workers
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow, pytest.mark.serial]
@@ -83,7 +83,9 @@ def limited_once(retry_after: int) -> Iterator[tuple[str, list[tuple[float, int]
         log.append((time.monotonic(), 200))
         prompt = "\n".join(m["content"] for m in body["messages"])
         text = "Fine.\n" + scores_line({s: 3 for s in requested_skills(prompt) or []})
-        return web.json_response(success_body("openai", body["model"], text, 100, 20, False))
+        return web.json_response(
+            success_body("openai", body["model"], text, TokenCounts(100, 20), False)
+        )
 
     def serve() -> None:
         loop = asyncio.new_event_loop()

@@ -39,7 +39,7 @@ from flask_eval.workers.batching import (
     Found,
 )
 from flask_eval.workers.errors import from_status, malformed
-from flask_eval.workers.judge import Judge, JudgeOutput
+from flask_eval.workers.judge_base import Judge, JudgeOutput
 from flask_eval.workers.providers.anthropic_judge import AnthropicJudge, output_of
 
 #: what the API allows as a custom_id

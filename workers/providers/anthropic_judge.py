@@ -33,7 +33,7 @@ from flask_eval.core.types import JudgeSpec
 from flask_eval.rubrics.messages import parts_of, text_of
 from flask_eval.workers.errors import RESET_HEADERS as STANDARD_RESETS
 from flask_eval.workers.errors import classify_common, describe, from_status, malformed, not_json
-from flask_eval.workers.judge import (
+from flask_eval.workers.judge_base import (
     CONTEXT_FULL,
     CUT_OFF,
     FINISHED,

@@ -44,7 +44,7 @@ from flask_eval.workers.batching import (
     Found,
 )
 from flask_eval.workers.errors import from_status, malformed
-from flask_eval.workers.judge import Judge, JudgeOutput
+from flask_eval.workers.judge_base import Judge, JudgeOutput
 from flask_eval.workers.providers.gemini_judge import GeminiJudge, output_of, request_of
 
 CLOCK_SLACK = timedelta(minutes=10)

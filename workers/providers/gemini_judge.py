@@ -36,7 +36,7 @@ from flask_eval.core.text import clip
 from flask_eval.core.types import JudgeSpec
 from flask_eval.rubrics.messages import text_of
 from flask_eval.workers.errors import classify_common, describe, from_status, malformed, not_json
-from flask_eval.workers.judge import (
+from flask_eval.workers.judge_base import (
     CUT_OFF,
     FINISHED,
     INCOMPLETE,

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 from flask_eval.rubrics.messages import text_of
 from flask_eval.rubrics.protocol import requested_skills, scores_line
-from flask_eval.workers.judge import GenerateConfig, Judge, JudgeOutput, Message
+from flask_eval.workers.judge_base import GenerateConfig, Judge, JudgeOutput, Message
 
 
 def default_answer(messages: Sequence[Message]) -> str:

@@ -32,7 +32,7 @@ from flask_eval.workers.batching import (
     Found,
 )
 from flask_eval.workers.errors import from_status, malformed
-from flask_eval.workers.judge import Judge, JudgeOutput
+from flask_eval.workers.judge_base import Judge, JudgeOutput
 from flask_eval.workers.providers.openai_judge import OpenAIJudge, output_of, tls_context
 
 #: the metadata key that carries our tag

@@ -40,7 +40,7 @@ from flask_eval.core.models import MAX_COMPLETION_TOKENS, MAX_TOKENS, model_info
 from flask_eval.core.types import JudgeSpec
 from flask_eval.rubrics.messages import plain
 from flask_eval.workers.errors import classify_common, describe, from_status, malformed, not_json
-from flask_eval.workers.judge import (
+from flask_eval.workers.judge_base import (
     CUT_OFF,
     FINISHED,
     INCOMPLETE,
