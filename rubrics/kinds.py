@@ -35,6 +35,7 @@ ANNOTATION = "annotation"
 PLUGINS: Mapping[str, str] = {
     GENERATION: "flask_eval.rubrics.generation",
     ANNOTATION: "flask_eval.rubrics.annotation",
+    "critique": "flask_eval.rubrics.critique",
 }
 
 
