@@ -121,7 +121,7 @@ def prepare_generation(
     """The plan of a generation run: one response per (instance, model under test), the
     models given as `--model` specs or `--models` files (the judges file's format:
     spec, sampling settings, rpm/tpm, prices, batch). Writes nothing."""
-    configs = _load_workers(models, models_files, "model")
+    configs = _load_workers(models, models_files, kinds.kind(kinds.GENERATION).words.worker)
     if run_name is not None:
         check_run_name(run_name)
     instances = _selected(load_instance_source(source), limit, sample, seed)
@@ -146,7 +146,7 @@ def prepare_annotation(
     criteria are the skill labels instead of FLASK's 12 skills. Writes nothing."""
     from flask_eval.rubrics.annotation import flask_label_space, label_space_of
 
-    configs = _load_workers(annotators, annotators_files, "annotator")
+    configs = _load_workers(annotators, annotators_files, kinds.kind(kinds.ANNOTATION).words.worker)
     if run_name is not None:
         check_run_name(run_name)
     instances = _selected(load_instance_source(source, criteria), limit, sample, seed)
