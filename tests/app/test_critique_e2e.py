@@ -75,6 +75,10 @@ def test_critiques_are_planned_asked_stored_exported_and_shown(
         with serving(store) as get:
             status, page = get("/runs/crit")
             assert status == 200 and "A critique run has no scores to report" in page
+            status, listed_rows = get("/runs/crit/judgments")
+            assert status == 200 and "<th>Critic</th>" in listed_rows
+            assert "What the critic wrote / failure" in listed_rows
+            assert "(simulated answer" in listed_rows  # each row's critique, in short
             status, page = get("/runs/crit/judgments/1")
     finally:
         store.close()
