@@ -26,7 +26,7 @@ from flask_eval.core.limits import MAX_INTEGER
 from flask_eval.core.redact import redact
 from flask_eval.core.text import clip, text_problem
 from flask_eval.report.document import Progress, Report
-from flask_eval.rubrics import codec
+from flask_eval.rubrics import codec, kinds
 from flask_eval.storage import browse, judgment_pages, snapshots
 from flask_eval.storage.browse import Disagreement, RunLine
 from flask_eval.storage.judgment_pages import JudgmentLine, JudgmentQuery, Page
@@ -89,7 +89,7 @@ def overview(store: Store, run: RunInfo) -> Overview:
         name=run.name,
         id=run.id,
         created_at=fp.created_at.isoformat(timespec="seconds") if fp.created_at else "",
-        kind=str(run.config.get("kind") or "judgment"),
+        kind=kinds.name_of(run.config),
         mode=run.mode,
         pairwise=pairwise_config(run.config) is not None,
         judges=[redact(j) for j in config_judges(run.config)],
@@ -163,7 +163,7 @@ def run_page(
     one is served from its last snapshot, marked ``stale`` (body None when it has none
     yet), for the caller to :func:`refresh` beside the page: no page waits seconds."""
     view = overview(store, run)
-    if view.kind != "judgment":
+    if not kinds.of(view.kind).scores:
         return RunPage(view, {"kind": view.kind}, None, cached=False)
     key = token(run, view, version)
     found = snapshots.snapshot(store, run.id, SNAPSHOT)
@@ -193,7 +193,7 @@ def refresh(
     """Compute and store the run page's snapshot of the ledger as it is now, unless the
     stored one already is; whether it computed one."""
     view = overview(store, run)
-    if view.kind != "judgment":
+    if not kinds.of(view.kind).scores:
         return False
     key = token(run, view, version)
     found = snapshots.snapshot(store, run.id, SNAPSHOT)
@@ -231,13 +231,16 @@ class JudgmentDetail:
     prompt: Prompt | None
     call: dict[str, Any] | None
     siblings: list[tuple[int, str]] = field(default_factory=list)  # rows of the same call
+    #: who did the row's work, in the kind's words; its value as the kind shows it
+    worker: str = "judge"
+    value: str | None = None
 
 
 def judgment_detail(store: Store, run: RunInfo, judgment_id: int) -> JudgmentDetail:
     record = browse.judgment(store, run.id, judgment_id)
     if record is None:
         raise NotFound(f"run {run.name} has no judgment {judgment_id}")
-    row = record.row
+    row, kind = record.row, kinds.of_config(run.config)
     order = [m for m in (row["model"], row["model_b"]) if m]
     prompt = None
     if run.config.get("judges"):
@@ -259,6 +262,8 @@ def judgment_detail(store: Store, run: RunInfo, judgment_id: int) -> JudgmentDet
         prompt=prompt,
         call=_priced(record.call, run, str(row["judge"])),
         siblings=[(i, c) for i, c in record.call_rows if i != judgment_id],
+        worker=kind.words.worker,
+        value=None if row.get("value") is None else kind.view(str(row["value"])),
     )
 
 

@@ -35,6 +35,7 @@ from flask_eval.core.text import control_problem
 from flask_eval.core.types import VERDICTS
 from flask_eval.rubrics import kinds
 from flask_eval.rubrics.grading import DEFAULT_PROTOCOL, PROTOCOLS
+from flask_eval.rubrics.kind import RESPONSE
 from flask_eval.rubrics.scale import Scale
 from flask_eval.storage.bundle import TABLES, column_check
 from flask_eval.workers.judge import CONTEXT_FULL, CUT_OFF, FINISHED, INCOMPLETE, REFUSAL
@@ -161,8 +162,8 @@ class RowChecks:
             raise BadRow(f"run.mode is not one of {sorted(MODES)}: {_show(row.get('mode'))}")
         config = _json(row.get("config") or "", dict, "run.config")
         self.rereading = Rereading(config)
-        self.kind = str(config.get("kind") or kinds.JUDGMENT)
-        if self.kind != kinds.JUDGMENT and self.kind not in kinds.KINDS:
+        self.kind = kinds.name_of(config)
+        if not kinds.known(self.kind):
             raise BadRow(f"run.config names an unknown kind of work {_show(self.kind)}")
         for entry in config.get("judges") or ():
             if isinstance(entry, Mapping) and isinstance(entry.get("name"), str):
@@ -213,7 +214,7 @@ class RowChecks:
             raise BadRow(f"judgment of judge {_show(judge)}, which the run's config does not name")
         instance, model, model_b = row["instance_id"], row["model"], row.get("model_b") or ""
         self._known_instance("judgment", instance)
-        if self.kind == kinds.JUDGMENT:
+        if kinds.of(self.kind).subject == RESPONSE:  # a row about a model's response
             for who in (model, model_b) if model_b else (model,):
                 if (who, instance) not in self.responses:
                     raise BadRow(
@@ -248,7 +249,7 @@ class RowChecks:
             raise BadRow(str(exc)) from None
 
     def _on_scale(self, judge: str, model_b: str, score: int) -> None:
-        if self.kind != kinds.JUDGMENT:
+        if not kinds.of(self.kind).scores:
             raise BadRow(f"judgment.score {score} in a {self.kind} run, which scores nothing")
         if model_b:
             if score not in VERDICTS:

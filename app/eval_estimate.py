@@ -28,6 +28,7 @@ from flask_eval.app.jobs import labelled
 from flask_eval.core.types import Instance
 from flask_eval.producer.estimate import Estimate, format_estimates
 from flask_eval.producer.sampling import SampledEstimate
+from flask_eval.rubrics import kinds
 from flask_eval.rubrics.criteria import load_criteria
 from flask_eval.rubrics.generation import GENERATION_COMPLETION_TOKENS
 from flask_eval.rubrics.labels import flask_label_space, label_space_of
@@ -51,11 +52,12 @@ def estimate_eval(plan: EvalPlan, cache: LedgerCache | None) -> list[str]:
     lines = [
         f"generate ({len(plan.generation.judges)} models; each response estimated at "
         f"~{GENERATION_COMPLETION_TOKENS} tokens):",
-        format_estimates(generation),
+        format_estimates(generation, kinds.kind(kinds.GENERATION).words.worker),
         *_upper_bounds(plan, generation),
     ]
     if "annotate" in steps:
-        lines += ["annotate:", format_estimates(steps["annotate"])]
+        annotator = kinds.kind(kinds.ANNOTATION).words.worker
+        lines += ["annotate:", format_estimates(steps["annotate"], annotator)]
     lines += [
         f"judge (on stand-in responses of ~{GENERATION_COMPLETION_TOKENS} tokens: the "
         "responses are not written yet):",

@@ -1,5 +1,6 @@
 """The plain export's read (`flask-eval export`, JSON Lines or CSV): one row per judgment,
-with its rationale and the judge's raw output, secrets of the environment removed."""
+with its rationale and the judge's raw output, secrets of the environment removed; a
+kind with an export hook (``rubrics.kind.Kind.export``) makes each row its own record."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flask_eval.core.redact import redact_known
+from flask_eval.rubrics import kinds
 from flask_eval.storage import queries
 from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
@@ -25,8 +27,14 @@ def export_rows(store: Store, run: RunInfo) -> ExportRows:
     """``run``'s judgments as export rows (``storage.queries.export_rows``), in id order.
     Answers are stored without known secrets; a ledger from before may hold them, so each
     text is cleaned again here."""
-    rows = (
-        {k: redact_known(v) if isinstance(v, str) else v for k, v in row.items()}
-        for row in queries.export_rows(store, run.id, run.name)
-    )
-    return ExportRows(queries.export_fields(store, run.id), rows)
+    hook = kinds.of_config(run.config).export
+    fields = queries.export_fields(store, run.id)
+    read = queries.export_rows(store, run.id, run.name, value=hook is not None)
+    if hook is not None:
+        fields = tuple(hook(dict.fromkeys((*fields, "value"))))
+        read = (hook(row) for row in read)
+    return ExportRows(fields, (_cleaned(row) for row in read))
+
+
+def _cleaned(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: redact_known(v) if isinstance(v, str) else v for k, v in row.items()}

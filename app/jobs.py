@@ -1,6 +1,7 @@
 """Use cases of the kinds of work other than judgment (rubrics/kinds.py): plan a
-generation run (the models under test answer the instances) or an annotation run
-(annotators label instances with FLASK's metadata), and read what such a run produced.
+generation run (the models under test answer the instances), an annotation run
+(annotators label instances with FLASK's metadata) or a run of any other kind of the
+registry (:func:`prepare_kind`), and read what such a run produced.
 
 A plan is the `run` pipeline's ``Plan`` with its kind: ``pipeline.start`` writes it,
 dispatches it within its budget and ``pipeline.wait`` waits for it, through the same
@@ -15,18 +16,20 @@ from dataclasses import dataclass
 
 from flask_eval.app.pipeline import Plan, judge_identity, load_judges
 from flask_eval.core.errors import InputError
-from flask_eval.core.types import Instance, JudgeConfig
+from flask_eval.core.types import Instance, JudgeConfig, ResponseSet
 from flask_eval.producer.biggen import load_biggen
-from flask_eval.producer.inputs import check_run_name
+from flask_eval.producer.inputs import check_model_name, check_run_name, parse_responses_arg
 from flask_eval.producer.jobs import job_inputs
 from flask_eval.producer.loaders import load_instances
 from flask_eval.producer.pairwise_sets import load_pairwise_set
+from flask_eval.producer.parallel import load_all_responses
 from flask_eval.producer.plan import fingerprint
 from flask_eval.producer.prices import settle_prices
 from flask_eval.producer.prometheus_sets import load_prometheus_set
 from flask_eval.producer.select import select
 from flask_eval.rubrics import codec, kinds
 from flask_eval.rubrics.criteria import load_criteria
+from flask_eval.rubrics.kind import RESPONSE
 from flask_eval.rubrics.skills import load_default
 from flask_eval.storage import queries
 from flask_eval.storage.records import RunInfo
@@ -84,9 +87,10 @@ def _plan(
     run_name: str | None,
     prefix: str,
     options: dict[str, object] | None = None,
+    responses: Sequence[ResponseSet] | None = None,
 ) -> Plan:
     criteria = kinds.kind(kind).criteria(options or {})
-    inputs = job_inputs(instances, criteria)
+    inputs = job_inputs(instances, criteria, responses)
     skills = codec.to_data(criteria)
     identities = [judge_identity(w) for w in workers]
     digest = fingerprint(inputs, identities, MODE, skills, kind=kind, kind_options=options)
@@ -117,7 +121,7 @@ def prepare_generation(
     """The plan of a generation run: one response per (instance, model under test), the
     models given as `--model` specs or `--models` files (the judges file's format:
     spec, sampling settings, rpm/tpm, prices, batch). Writes nothing."""
-    configs = _load_workers(models, models_files, "model")
+    configs = _load_workers(models, models_files, kinds.kind(kinds.GENERATION).words.worker)
     if run_name is not None:
         check_run_name(run_name)
     instances = _selected(load_instance_source(source), limit, sample, seed)
@@ -142,7 +146,7 @@ def prepare_annotation(
     criteria are the skill labels instead of FLASK's 12 skills. Writes nothing."""
     from flask_eval.rubrics.annotation import flask_label_space, label_space_of
 
-    configs = _load_workers(annotators, annotators_files, "annotator")
+    configs = _load_workers(annotators, annotators_files, kinds.kind(kinds.ANNOTATION).words.worker)
     if run_name is not None:
         check_run_name(run_name)
     instances = _selected(load_instance_source(source, criteria), limit, sample, seed)
@@ -154,6 +158,40 @@ def prepare_annotation(
         kinds.ANNOTATION, todo, configs, source.path, run_name, "ann", {"labels": space.to_data()}
     )
     return plan, instances
+
+
+def prepare_kind(
+    name: str,
+    source: InstanceSource,
+    *,
+    workers: Sequence[str] = (),
+    workers_files: Sequence[str] = (),
+    responses: Sequence[str] = (),
+    run_name: str | None = None,
+    limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+) -> Plan:
+    """The plan of a run of the kind ``name`` (``rubrics.kinds``), for the command the
+    registry makes of it: one row per instance (or per response given as ``NAME=PATH``
+    responses files, for a kind whose rows are about responses) and worker, the
+    workers named in the kind's words. Writes nothing."""
+    kind = kinds.kind(name)
+    configs = _load_workers(workers, workers_files, kind.words.worker)
+    if run_name is not None:
+        check_run_name(run_name)
+    instances = _selected(load_instance_source(source), limit, sample, seed)
+    sets = None
+    if kind.subject == RESPONSE:
+        if not responses:
+            raise InputError(f"a {name} run is about responses; add --responses NAME=PATH")
+        pairs = [parse_responses_arg(arg) for arg in responses]
+        for model, _ in pairs:
+            check_model_name(model)
+        sets = load_all_responses(pairs, {i.id: i.id for i in instances})
+        answered = {iid for s in sets for iid in s.instance_ids()}
+        instances = [i for i in instances if i.id in answered]
+    return _plan(name, instances, configs, source.path, run_name, name[:4], responses=sets)
 
 
 def _load_workers(specs: Sequence[str], files: Sequence[str], noun: str) -> list[JudgeConfig]:
@@ -188,7 +226,7 @@ def _selected(
 
 def kind_of(run: RunInfo) -> str:
     """The kind of work of a stored run (judgment for runs made before kinds existed)."""
-    return str(run.config.get("kind") or kinds.JUDGMENT)
+    return kinds.name_of(run.config)
 
 
 def check_kind(run: RunInfo, wanted: str) -> None:

@@ -48,7 +48,7 @@ from flask_eval.report.pairwise_report import PairwiseReport, PairwiseRunData
 from flask_eval.report.pairwise_report import build as build_pairwise
 from flask_eval.report.patterns import patterns_of_counts
 from flask_eval.report.scores import InstanceGroups, ScoreTable, build_coded
-from flask_eval.rubrics import codec
+from flask_eval.rubrics import codec, kinds
 from flask_eval.rubrics.grading import protocols_scale
 from flask_eval.rubrics.skills import SkillSet
 from flask_eval.storage import analytics, queries
@@ -268,13 +268,9 @@ def build_report(
     ``replicates=0`` skips the bootstrap (no intervals). ``timings``, when given, receives
     the seconds spent in each phase.
     """
-    kind = run.config.get("kind")
-    if kind:  # a generation or annotation run scores nothing (rubrics/kinds.py)
-        what = "`generate --run`" if kind == "generation" else "`annotate --run`"
-        raise InputError(
-            f"run {run.name} is a {kind} run: it has no scores to report; "
-            f"{what} writes what it produced"
-        )
+    kind = kinds.of_config(run.config)
+    if not kind.scores:  # a kind whose rows read values scores nothing (rubrics/kinds.py)
+        raise InputError(kind.refusal(run.name))
     skillset = codec.from_data(run.config["skills"])
     ability_of = {s.name: s.ability for s in skillset}
     # read before the judgments: a report whose rows were read in progress says so

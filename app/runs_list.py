@@ -14,6 +14,7 @@ from flask_eval.core.errors import Status
 from flask_eval.core.redact import redact
 from flask_eval.core.types import JudgeConfig
 from flask_eval.producer.prices import unpriced
+from flask_eval.rubrics import kinds
 from flask_eval.storage import browse
 from flask_eval.storage.browse import RunLine
 from flask_eval.storage.store import Store
@@ -88,10 +89,11 @@ def _seconds(start: datetime, end: datetime) -> float:
 
 
 def _row(line: RunLine, cost: float) -> RunRow:
-    kind = str(line.config.get("kind") or "judgment")
+    of_kind = kinds.of_config(line.config)
+    kind = of_kind.name
     workers = [redact(j) for j in config_judges(line.config)]
     models, judges = config_models(line.config), workers
-    if kind == "generation":  # its workers are the models under test
+    if of_kind.workers_tested:  # its workers are the models under test
         models, judges = workers, []
     try:
         priced = [JudgeConfig.from_data(j) for j in line.config.get("judges") or ()]

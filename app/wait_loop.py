@@ -23,14 +23,12 @@ from flask_eval.app.waiting import (
 )
 from flask_eval.core.redact import redact
 from flask_eval.producer.dispatch import Transport
+from flask_eval.rubrics import kinds
 from flask_eval.storage import queries
 from flask_eval.storage.records import Halt, RunInfo
 from flask_eval.storage.retry import is_transient, retrying_within
 from flask_eval.storage.store import Store
 from flask_eval.workers.inprocess import InProcessTransport
-
-#: what the progress bar says a run of each kind of work is doing
-_DOING = {"generation": "generating", "annotation": "annotating"}
 
 
 def wait(
@@ -59,7 +57,7 @@ def wait(
     bar = tqdm(
         total=counts.total,
         initial=counts.total - counts.pending,
-        desc=f"{_DOING.get(str(run.config.get('kind')), 'judging')} {run.name}",
+        desc=f"{kinds.of_config(run.config).words.doing} {run.name}",
         unit="judgment",
         disable=not progress,
         file=sys.stderr,

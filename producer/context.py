@@ -52,8 +52,8 @@ class RunContext:
             str(config.get("mode") or "instance"),
             bool(config.get("reference", True)),
             bool(config.get("pairwise")),
-            str(config.get("kind") or JUDGMENT),
-            dict(config.get("kind_options") or {}),
+            kinds.name_of(config),
+            kinds.options_of(config),
         )
 
     def protocol_for(self, judge: str) -> Protocol:

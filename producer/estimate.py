@@ -361,13 +361,14 @@ def _sampled(e: Estimate) -> str:
     return line
 
 
-def format_estimates(estimates: Sequence[Estimate]) -> str:
+def format_estimates(estimates: Sequence[Estimate], worker: str = "judge") -> str:
     """The table `--dry-run` prints, one row per judge and a total: the cost of its calls
     made live, through the providers' batch APIs, and batched with their shared prompt
     prefix cached; with a note naming the judges without a price (their cost is unknown,
-    not 0) and the calls the answer cache answers."""
+    not 0) and the calls the answer cache answers. ``worker``: who does the work, in the
+    run's kind's words (``rubrics.kind.Words.worker``: a judge, a model, a critic)."""
     header = (
-        f"{'judge':<40} {'jobs':>8} {'calls':>8} {'ans.cache':>9} {'prompt tok':>12} "
+        f"{worker:<40} {'jobs':>8} {'calls':>8} {'ans.cache':>9} {'prompt tok':>12} "
         f"{'cache rd tok':>12} {'compl. tok':>11} {'live USD':>10} {'batch USD':>10} "
         f"{'+cache USD':>10}"
     )
@@ -410,8 +411,8 @@ def format_estimates(estimates: Sequence[Estimate]) -> str:
         their = "their calls is" if len(unpriced) > 1 else "its calls is"
         lines.append(
             f"no price for {', '.join(unpriced)}: the cost of {their} unknown (not 0); give "
-            "a judge `price: {input: USD, output: USD}` per million tokens in a --judges "
-            "file (0 for a free local judge)"
+            f"a {worker} `price: {{input: USD, output: USD}}` per million tokens in a "
+            f"--{worker}s file (0 for a free local {worker})"
         )
     if total.cached:
         lines.append(

@@ -1,13 +1,15 @@
 """The inputs of a run whose kind of work is not judgment (rubrics/kinds.py): generation
-(the models under test answer the instances) and annotation (models label the instances
-with FLASK's metadata).
+(the models under test answer the instances), annotation (models label the instances
+with FLASK's metadata), and every kind whose rows are about responses (``Kind.subject``).
 
 The ledger keys a row by (model, model_b, instance, criterion, judge) and joins the
 response it judges; a generation or an annotation row has no response to judge, so its
 subject is one *placeholder* model (:data:`NO_MODEL`, the empty name, as ``model_b`` is
 for absolute grading) whose responses are empty, and the "judge" of each row is the model
 that does the work: the model under test (generation) or the annotator. The planner, the
-estimates, dispatching, the executor and the answer cache then work unchanged. Pure.
+estimates, dispatching, the executor and the answer cache then work unchanged. A kind
+whose rows are about a model's response (a critique) has the responses given as its
+subjects, as a judgment run has. Pure.
 """
 
 from __future__ import annotations
@@ -23,11 +25,18 @@ from flask_eval.rubrics.skills import SkillSet
 NO_MODEL = ""
 
 
-def job_inputs(instances: Sequence[Instance], criteria: SkillSet) -> Inputs:
+def job_inputs(
+    instances: Sequence[Instance],
+    criteria: SkillSet,
+    responses: Sequence[ResponseSet] | None = None,
+) -> Inputs:
     """``instances`` as the rows of one job per instance and worker model: each instance
     gets the kind's criteria (a generation's ``response``, an annotation's facets), and
-    the placeholder model an empty response to each."""
+    the placeholder model an empty response to each; with ``responses`` (a kind whose
+    rows are about responses), one job per response and worker model instead."""
     names = criteria.names
     jobs = tuple(replace(i, skills=names, rubrics={}) for i in instances)
+    if responses is not None:
+        return Inputs(jobs, tuple(responses))
     placeholder = ResponseSet(NO_MODEL, "", tuple(Response(NO_MODEL, i.id, "") for i in instances))
     return Inputs(jobs, (placeholder,))

@@ -28,9 +28,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from flask_eval.rubrics.annotation_read import FACETS, LABELS_LINE, facet_names, read_labels
 from flask_eval.rubrics.grading import Criterion, Protocol, Subject
+from flask_eval.rubrics.kind import LABELS, Kind, Words, as_json
 from flask_eval.rubrics.labels import (
     LabelSpace,
     flask_label_space,
@@ -397,3 +399,20 @@ def _named(line: str, at: int, described: bool) -> tuple[str, str]:
 ANNOTATION_PROTOCOLS: Mapping[str, type[AnnotationProtocol]] = {
     AnnotationProtocol.name: AnnotationProtocol
 }
+
+
+def _protocol(mode: str, options: Mapping[str, Any]) -> Protocol:
+    labels = options.get("labels")
+    return AnnotationProtocol(mode, LabelSpace.from_data(labels) if labels else None)
+
+
+#: the kind (rubrics/kinds.py): its done rows are an instance's labels, as JSON
+KIND = Kind(
+    "annotation",
+    _protocol,
+    lambda options: facet_skillset(),
+    Words(worker="annotator", holds="labels", doing="annotating"),
+    answer=LABELS,
+    command="annotate",
+    view=as_json,
+)

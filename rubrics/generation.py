@@ -16,8 +16,10 @@ model writes is a response, even an empty one: judging it is the next run's work
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from flask_eval.rubrics.grading import Criterion, Protocol, Subject
+from flask_eval.rubrics.kind import Kind, Words
 from flask_eval.rubrics.messages import Message, Part, message
 from flask_eval.rubrics.parse import Reading
 from flask_eval.rubrics.skills import Skill, SkillSet
@@ -113,3 +115,19 @@ def _check(criteria: Sequence[Criterion]) -> None:
     names = [c.name for c in criteria]
     if names != [RESPONSE]:
         raise ValueError(f"a generation call has the one criterion {RESPONSE!r}, got {names}")
+
+
+def _protocol(mode: str, options: Mapping[str, Any]) -> Protocol:
+    return GenerationProtocol(mode)
+
+
+#: the kind (rubrics/kinds.py): its workers are the models under test, its done rows
+#: their responses
+KIND = Kind(
+    "generation",
+    _protocol,
+    lambda options: response_skillset(),
+    Words(worker="model", holds="responses", doing="generating"),
+    command="generate",
+    workers_tested=True,
+)

@@ -162,7 +162,7 @@ def judgment_page(
                 J.status,
                 J.score,
                 J.reason,
-                func.substr(func.coalesce(J.rationale, J.detail, ""), 1, SNIPPET),
+                func.substr(func.coalesce(J.rationale, J.value, J.detail, ""), 1, SNIPPET),
             )
             .where(
                 J.run_id == run_id,

@@ -200,12 +200,16 @@ def export_fields(store: Store, run_id: int) -> tuple[str, ...]:
     return PAIRWISE_EXPORT_FIELDS if pairwise else EXPORT_FIELDS
 
 
-def export_rows(store: Store, run_id: int, run_name: str) -> Iterator[dict[str, Any]]:
+def export_rows(
+    store: Store, run_id: int, run_name: str, *, value: bool = False
+) -> Iterator[dict[str, Any]]:
     """One row per judgment, streamed in id order.
 
     The row contract: the keys of :data:`EXPORT_FIELDS`, in that order; a pairwise row
     (its ``model_b`` non-empty) also has ``model_b`` right after ``model``
-    (:data:`PAIRWISE_EXPORT_FIELDS`), so absolute exports are unchanged.
+    (:data:`PAIRWISE_EXPORT_FIELDS`), so absolute exports are unchanged. With ``value``,
+    each row also has ``value`` last (what a kind other than judgment read: for its
+    export hook, ``rubrics.kind.Kind.export``).
     """
     stmt = (
         select(
@@ -224,6 +228,7 @@ def export_rows(store: Store, run_id: int, run_name: str) -> Iterator[dict[str, 
             J.asks,
             J.requests,
             J.claims,
+            *((J.value,) if value else ()),
         )
         .outerjoin(CALL, C.uid == J.call_uid)
         .where(J.run_id == run_id)
@@ -231,7 +236,11 @@ def export_rows(store: Store, run_id: int, run_name: str) -> Iterator[dict[str, 
     )
     with store.engine.connect() as conn:
         for model, model_b, *rest in conn.execution_options(yield_per=2000).execute(stmt):
-            if model_b:
+            if value:
+                fields = PAIRWISE_EXPORT_FIELDS if model_b else EXPORT_FIELDS
+                both = (run_name, model, model_b) if model_b else (run_name, model)
+                yield dict(zip((*fields, "value"), (*both, *rest), strict=True))
+            elif model_b:
                 yield dict(
                     zip(PAIRWISE_EXPORT_FIELDS, (run_name, model, model_b, *rest), strict=True)
                 )

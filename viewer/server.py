@@ -21,6 +21,7 @@ from aiohttp import web
 from flask_eval.app import browse, runs_list
 from flask_eval.core.errors import InputError
 from flask_eval.core.redact import redact
+from flask_eval.rubrics import kinds
 from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
 from flask_eval.viewer import body as body_mod
@@ -223,6 +224,7 @@ async def judgments_page(request: web.Request) -> web.Response:
         "judgments.html",
         title=f"{run.name}: judgments",
         run=run,
+        worker=kinds.of_config(run.config).words.worker,
         lines=found.lines,
         scanned_to=found.scanned_to,
         next_url=next_url,

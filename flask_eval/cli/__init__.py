@@ -56,10 +56,20 @@ class OneLineErrors(click.Group):
         "runs": "flask_eval.cli.status",
     }
 
+    @staticmethod
+    def kinds() -> dict[str, str]:
+        """The commands the kinds' registry makes (rubrics/kinds.py; cli/kind_command.py):
+        each kind without a command of its own, by name, with its one-line help."""
+        from flask_eval.rubrics.kinds import KINDS
+
+        return {name: k.summary for name, k in KINDS.items() if not k.command}
+
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*super().list_commands(ctx), *self.lazy})
+        return sorted({*super().list_commands(ctx), *self.lazy, *self.kinds()})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name not in self.lazy and cmd_name in self.kinds():
+            importlib.import_module("flask_eval.cli.kind_command").register(self, cmd_name)
         if cmd_name in self.lazy and cmd_name not in self.commands:
             importlib.import_module(self.lazy[cmd_name]).register(self)
             for name in self.lazy:  # listed alike, loaded or not
@@ -76,7 +86,7 @@ class OneLineErrors(click.Group):
         for name in self.list_commands(ctx):
             command = self.commands.get(name)
             if command is None:
-                rows.append((name, SHORT_HELP[name]))
+                rows.append((name, SHORT_HELP.get(name) or self.kinds()[name]))
             elif not command.hidden:
                 rows.append((name, command.get_short_help_str(limit)))
         if rows:

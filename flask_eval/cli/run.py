@@ -277,6 +277,7 @@ def print_dry_run(plan: Plan, settings: Settings) -> None:
     from flask_eval.app.cache import existing_cache
     from flask_eval.producer.estimate import format_estimates
     from flask_eval.producer.pairs import describe_plan
+    from flask_eval.rubrics import kinds
     from flask_eval.rubrics.kinds import JUDGMENT
 
     what = f"{plan.mode} mode" if plan.kind == JUDGMENT else plan.kind
@@ -286,7 +287,8 @@ def print_dry_run(plan: Plan, settings: Settings) -> None:
         click.echo(describe_plan(models, plan.pairwise, plan.pairs))
     cache = existing_cache(settings)
     try:
-        click.echo(format_estimates(plan.sampled().summarize(cache)))
+        worker = kinds.of(plan.kind).words.worker
+        click.echo(format_estimates(plan.sampled().summarize(cache), worker))
     finally:
         if cache is not None:
             cache.store.close()

@@ -65,6 +65,7 @@ def view(run_name: str | None, port: int, host: str, no_warm: bool) -> None:
     from aiohttp import web
 
     from flask_eval.app import browse
+    from flask_eval.rubrics import kinds
     from flask_eval.viewer.body import run_url
     from flask_eval.viewer.server import Refresher, make_app
 
@@ -75,7 +76,9 @@ def view(run_name: str | None, port: int, host: str, no_warm: bool) -> None:
     sock = bind(host, port)
     refresher = Refresher(store)
     if not no_warm:
-        names = [r.name for r in browse.list_runs(store)[:WARM_RUNS] if not r.config.get("kind")]
+        names = [
+            r.name for r in browse.list_runs(store)[:WARM_RUNS] if kinds.of_config(r.config).scores
+        ]
         warm(refresher, store, names)
     shown = f"http://{host}:{sock.getsockname()[1]}{path}"
     click.echo(f"flask-eval view: {shown} (Ctrl-C to stop)", err=True)

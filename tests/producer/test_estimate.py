@@ -81,6 +81,15 @@ def test_the_table_shows_live_batch_and_cache_costs_per_judge_and_in_total() -> 
     assert "+cache: batched, the prompt prefix the calls of a judge and criteria share" in text
 
 
+def test_the_table_names_who_does_the_work_in_the_kinds_words() -> None:
+    estimates = [Estimate("c", 3, 1, 1000, 10, 0.0, priced=False)]
+    judged, critiqued = format_estimates(estimates), format_estimates(estimates, "critic")
+    assert judged.split()[0] == "judge" and critiqued.split()[0] == "critic"
+    assert "give a judge `price: {input: USD, output: USD}`" in judged and "--judges file" in judged
+    assert "give a critic `price: {input: USD, output: USD}`" in critiqued
+    assert "--critics file (0 for a free local critic)" in critiqued
+
+
 def test_dry_run_shows_the_cost_live_batched_and_batched_with_the_shared_prefix_cached(
     tmp_path: Path,
 ) -> None:
