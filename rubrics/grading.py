@@ -18,9 +18,12 @@ of its skills at once, FLASK's own protocol) or one call per skill.
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any, ClassVar
 
 from flask_eval.rubrics.parse import Reading, read
@@ -226,5 +229,15 @@ def protocols_scale(names: Iterable[object]) -> Scale:
     return scales[0].span(scales[1:]) if scales else FIVE_POINT
 
 
-# The other protocols subclass Protocol: their modules add themselves to PROTOCOLS.
-from flask_eval.rubrics import flask_review, prometheus  # noqa: E402, F401
+# The other protocols subclass Protocol: their modules add themselves to PROTOCOLS, the
+# built-in ones here and every module of ``rubrics.protocols`` (found, not listed).
+from flask_eval.rubrics import flask_review, prometheus, protocols  # noqa: E402, F401
+
+
+def discover(package: ModuleType = protocols) -> list[str]:
+    """Import every module of ``package`` (each registers its protocols); their names."""
+    found = pkgutil.iter_modules(package.__path__, f"{package.__name__}.")
+    return [importlib.import_module(module.name).__name__ for module in found]
+
+
+discover()

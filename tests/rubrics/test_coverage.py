@@ -4,6 +4,7 @@ rubric levels declares so and takes any rubric."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from flask_eval.core.errors import ConfigError, InputError
 from flask_eval.core.types import Instance, InstanceRubric
+from flask_eval.rubrics import grading
 from flask_eval.rubrics.coverage import check_rubrics, rubric_levels, rubric_problem
 from flask_eval.rubrics.criteria import load_criteria
 from flask_eval.rubrics.grading import (
@@ -138,3 +140,33 @@ def test_every_shipped_protocol_plans_every_shipped_criteria_set() -> None:
                 check_rubrics("j", proto, shown)
         for proto in [pairwise_protocol(n, mode) for n in PAIRWISE_PROTOCOLS]:
             check_rubrics("j", proto, rubric_levels(load_criteria(TEN_LEVELS)))
+
+
+def test_a_protocol_module_is_found_without_being_listed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A protocol on another scale is one module in a protocols package: ``discover``
+    imports it, and it registers itself."""
+    package = tmp_path / "found_protocols"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "three.py").write_text(
+        "from flask_eval.rubrics.grading import PROTOCOLS, FlaskEvalProtocol\n"
+        "from flask_eval.rubrics.scale import Scale\n\n\n"
+        "class Three(FlaskEvalProtocol):\n"
+        "    name = 'three-found'\n"
+        "    scale = Scale(1, 3)\n\n\n"
+        "PROTOCOLS[Three.name] = Three\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = dict(PROTOCOLS)
+    try:
+        assert grading.discover(importlib.import_module("found_protocols")) == [
+            "found_protocols.three"
+        ]
+        assert protocol("three-found").scale == Scale(1, 3)
+        with pytest.raises(ConfigError, match="protocol three-found scores 1-3"):
+            check_rubrics("j", protocol("three-found"), rubric_levels(load_default()))
+    finally:
+        PROTOCOLS.clear()
+        PROTOCOLS.update(before)
