@@ -26,7 +26,7 @@ from flask_eval.rubrics.grading import (
 )
 from flask_eval.rubrics.messages import Message, message, text_of
 from flask_eval.rubrics.pairwise import PAIRWISE_PROTOCOLS, overall_criterion, pairwise_protocol
-from flask_eval.rubrics.scale import Scale, levels_text
+from flask_eval.rubrics.scale import FIVE_POINT, Scale, levels_text
 from flask_eval.rubrics.skills import SkillSet, load_default
 from tests.bad_input_cases import BAD, REPO_ROOT
 
@@ -134,8 +134,9 @@ def test_every_shipped_protocol_plans_every_shipped_criteria_set() -> None:
     ]
     for rule_of in (*(PROTOCOLS[n] for n in PROTOCOLS), *PAIRWISE_PROTOCOLS.values()):
         assert rule_of.rubric_rule in RUBRIC_RULES, rule_of
+    assert {"flask-eval", "prometheus", "flask"} <= set(PROTOCOLS)
     for mode in ("instance", "skill"):
-        for proto in [protocol(n, mode) for n in PROTOCOLS]:
+        for proto in [protocol(n, mode) for n in PROTOCOLS if PROTOCOLS[n].scale == FIVE_POINT]:
             for shown in sets:
                 check_rubrics("j", proto, shown)
         for proto in [pairwise_protocol(n, mode) for n in PAIRWISE_PROTOCOLS]:
