@@ -28,7 +28,7 @@ from flask_eval.rubrics.messages import Message, message, text_of
 from flask_eval.rubrics.pairwise import PAIRWISE_PROTOCOLS, overall_criterion, pairwise_protocol
 from flask_eval.rubrics.scale import FIVE_POINT, Scale, levels_text
 from flask_eval.rubrics.skills import SkillSet, load_default
-from tests.bad_input_cases import BAD, REPO_ROOT
+from tests.bad_input_cases import BAD, GOOD_INSTANCES, JUDGE, REPO_ROOT
 
 TEN = Scale(1, 10)
 TEN_LEVELS = REPO_ROOT / BAD / "criteria_ten_levels.yaml"
@@ -171,3 +171,20 @@ def test_a_protocol_module_is_found_without_being_listed(
     finally:
         PROTOCOLS.clear()
         PROTOCOLS.update(before)
+
+
+def test_eval_is_refused_before_it_generates_anything(tmp_path: Path) -> None:
+    """`eval` checks its judges against its criteria first: a refused judge would
+    otherwise be found only after every response was generated."""
+    from flask_eval.app import evaluate, jobs
+
+    source = jobs.InstanceSource(instances=str(REPO_ROOT / GOOD_INSTANCES))
+    with pytest.raises(ConfigError, match=r"protocol flask-eval scores 1-5 .* levels 1-10"):
+        evaluate.prepare_eval(
+            source,
+            models=["openai/m@http://127.0.0.1:9/v1"],
+            judges=[JUDGE],
+            criteria=str(TEN_LEVELS),
+            out_dir=str(tmp_path / "out"),
+        )
+    assert not (tmp_path / "out").exists()
