@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from flask_eval.core.errors import ConfigError
 from flask_eval.core.text import clip
 from flask_eval.core.types import Instance
-from flask_eval.rubrics.grading import RUBRIC_LEVELS, Protocol
+from flask_eval.rubrics.grading import RUBRIC_ANY, Protocol
 from flask_eval.rubrics.scale import levels_text
 from flask_eval.rubrics.skills import SkillSet
 
@@ -44,9 +44,10 @@ def rubric_levels(skillset: SkillSet, instances: Iterable[Instance] | None = Non
 
 
 def rubric_problem(proto: Protocol, levels: Iterable[int]) -> str | None:
-    """Why ``proto`` cannot show a rubric of ``levels`` (None: it can)."""
+    """Why ``proto`` cannot show a rubric of ``levels`` (None: it can). Only the rule
+    ``any`` takes any rubric: a rule this version does not know is read as ``levels``."""
     levels = tuple(sorted(levels))
-    if proto.rubric_rule != RUBRIC_LEVELS or levels == proto.scale.levels:
+    if proto.rubric_rule == RUBRIC_ANY or levels == proto.scale.levels:
         return None
     return (
         f"protocol {proto.name} scores {proto.scale.text} and shows every level's "
