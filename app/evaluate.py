@@ -31,6 +31,9 @@ from flask_eval.producer.dispatch import Transport
 from flask_eval.producer.inputs import check_run_name
 from flask_eval.report import render
 from flask_eval.report.document import Report
+from flask_eval.rubrics.coverage import rubric_levels
+from flask_eval.rubrics.criteria import load_criteria
+from flask_eval.rubrics.skills import load_default
 from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
 
@@ -110,7 +113,8 @@ def prepare_eval(
     if not judges and not judges_files:
         raise InputError("no judge given; add --judge provider/model or --judges FILE")
     judge_configs = pipeline.load_judges(judges, judges_files)
-    pipeline.check_protocols(judge_configs, mode)
+    criteria_set = load_criteria(criteria) if criteria else load_default()
+    pipeline.check_protocols(judge_configs, mode, shown=rubric_levels(criteria_set))
     gen = jobs.prepare_generation(
         source, models=models, models_files=models_files, limit=limit, sample=sample, seed=seed
     )

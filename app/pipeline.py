@@ -45,6 +45,7 @@ from flask_eval.producer.samples import sampled
 from flask_eval.producer.select import select
 from flask_eval.producer.sources import Sources, load_sources
 from flask_eval.rubrics import codec
+from flask_eval.rubrics.coverage import Shown, check_rubrics, rubric_levels
 from flask_eval.rubrics.grading import DEFAULT_PROTOCOL, protocol
 from flask_eval.rubrics.pairwise import PAIRWISE_OVERALL, overall_criterion, pairwise_protocol
 from flask_eval.rubrics.skills import SkillSet, load_default
@@ -163,7 +164,12 @@ def prepare(
         raise InputError("--no-swap and --per-criterion go with --pairwise")
     if samples > 1 and pairwise is not None:
         raise InputError("--samples goes with absolute grading, not with --pairwise")
-    check_protocols(configs, mode, pairwise=plan_config is not None)
+    check_protocols(
+        configs,
+        mode,
+        pairwise=plan_config is not None,
+        shown=rubric_levels(skillset, inputs.instances),
+    )
     skills = codec.to_data(skillset)
     identities = [judge_identity(j) for j in configs]
     # the fingerprint reads every response again: computed when asked (a dry run named
@@ -202,9 +208,12 @@ def prepare(
     )
 
 
-def check_protocols(judges: Sequence[JudgeConfig], mode: str, pairwise: bool = False) -> None:
+def check_protocols(
+    judges: Sequence[JudgeConfig], mode: str, pairwise: bool = False, shown: Sequence[Shown] = ()
+) -> None:
     """ConfigError for a judge asked in a protocol that does not exist, or has no pairwise
-    form in a pairwise run, or structured where its model has no structured outputs
+    form in a pairwise run, or whose scale a criterion's rubric in ``shown`` does not cover
+    (``rubrics.coverage``), or structured where its model has no structured outputs
     (before anything is written)."""
     make = pairwise_protocol if pairwise else protocol
     for judge in judges:
@@ -212,6 +221,7 @@ def check_protocols(judges: Sequence[JudgeConfig], mode: str, pairwise: bool = F
             asked = make(judge.protocol or DEFAULT_PROTOCOL, mode)
         except KeyError as exc:
             raise ConfigError(f"judge {judge.name}: {exc.args[0]}") from None
+        check_rubrics(judge.name, asked, shown)
         if not judge.structured:
             continue
         provider = judge.spec.partition("/")[0]

@@ -1,8 +1,9 @@
-"""Custom criteria: a YAML file of the user's own 1-5 criteria, read as a SkillSet.
+"""Custom criteria: a YAML file of the user's own criteria, read as a SkillSet.
 
 Format (a mapping with a ``criteria`` list, or just the list)::
 
     group: Support quality          # optional; the group of every criterion (default Custom)
+    scale: 1-5                      # optional; the levels every criterion's scores describe
     criteria:
       - name: Empathy
         description: Does the response acknowledge the user's situation?
@@ -18,7 +19,10 @@ Format (a mapping with a ``criteria`` list, or just the list)::
 Each criterion becomes a :class:`~rubrics.skills.Skill` whose ``ability`` is its group,
 ``criterion`` its description and ``rubric`` its scores (whitespace runs become one
 space, as in the FLASK skill set). Unlike FLASK's skills, a custom criterion may not be
-judged N/A unless it says ``allow_na: true``.
+judged N/A unless it says ``allow_na: true``. The file's ``scale`` (default ``1-5``)
+declares the levels of every criterion's rubric: ``scores`` gives each of them, no other;
+a judge whose protocol scores on another scale is refused before a run starts
+(``rubrics.coverage``).
 
 The file is read by :func:`core.strict_yaml.parse` (no aliases, anchors, tags, merge or
 duplicate keys; no NUL or lone surrogate); every problem raises
@@ -47,7 +51,8 @@ from flask_eval.core.files import MIB, read_text
 from flask_eval.core.limits import MAX_CRITERION_NAME
 from flask_eval.core.text import clip, control_problem
 from flask_eval.rubrics.names import name_key, name_problem
-from flask_eval.rubrics.skills import SCORE_LEVELS, Skill, SkillSet
+from flask_eval.rubrics.scale import FIVE_POINT, Scale
+from flask_eval.rubrics.skills import Skill, SkillSet
 
 __all__ = ["DEFAULT_GROUP", "MAX_FILE_BYTES", "load_criteria"]
 
@@ -55,7 +60,7 @@ __all__ = ["DEFAULT_GROUP", "MAX_FILE_BYTES", "load_criteria"]
 DEFAULT_GROUP = "Custom"
 #: a criteria file is a few kilobytes; a limit keeps a wrong path from filling memory
 MAX_FILE_BYTES = MIB
-_TOP_KEYS = frozenset({"group", "criteria"})
+_TOP_KEYS = frozenset({"group", "scale", "criteria"})
 _KEYS = frozenset({"name", "description", "scores", "allow_na", "group"})
 
 
@@ -123,29 +128,32 @@ def load_criteria(path: str | Path) -> SkillSet:
         raise InputError(message, where, line) from None
     lines = _Lines(node)
     group = DEFAULT_GROUP
+    scale = FIVE_POINT
     if isinstance(data, dict):
         unknown = sorted(clip(str(k), 40) for k in data if k not in _TOP_KEYS)
         if unknown:
             raise InputError(
-                f"unknown top-level keys: {', '.join(unknown)} (expected group, criteria)",
+                f"unknown top-level keys: {', '.join(unknown)} (expected group, scale, criteria)",
                 where,
                 lines.root,
             )
         if "group" in data:
             group = _label_text(data["group"], "'group'", where, lines.top("group"))
+        if "scale" in data:
+            scale = _scale(data["scale"], where, lines.top("scale"))
         items = data.get("criteria")
     else:
         items = data
     if not isinstance(items, list) or not items:
         raise InputError(
-            "expected a non-empty 'criteria' list (name, description, scores 1-5)",
+            f"expected a non-empty 'criteria' list (name, description, scores {scale.text})",
             where,
             lines.list_line,
         )
     skills: list[Skill] = []
     first: dict[str, tuple[str, int | None]] = {}
     for index, item in enumerate(items):
-        skill = _criterion(item, index, group, where, lines)
+        skill = _criterion(item, index, group, scale, where, lines)
         line = lines.item(index, "name")
         key = name_key(skill.name)
         if key in first:
@@ -164,7 +172,7 @@ def load_criteria(path: str | Path) -> SkillSet:
     return SkillSet(tuple(skills))
 
 
-def _criterion(item: Any, index: int, group: str, where: str, lines: _Lines) -> Skill:
+def _criterion(item: Any, index: int, group: str, scale: Scale, where: str, lines: _Lines) -> Skill:
     label = f"criterion #{index + 1}"
     if not isinstance(item, dict):
         raise InputError(f"{label} is not a mapping", where, lines.item(index))
@@ -199,14 +207,16 @@ def _criterion(item: Any, index: int, group: str, where: str, lines: _Lines) -> 
         )
     if "group" in item:
         group = _label_text(item["group"], f"{label}: 'group'", where, lines.item(index, "group"))
-    scores = _scores(item["scores"], label, index, where, lines)
+    scores = _scores(item["scores"], label, index, scale, where, lines)
     return Skill(name, group, description, scores, allow_na)
 
 
-def _scores(raw: Any, label: str, index: int, where: str, lines: _Lines) -> dict[int, str]:
+def _scores(
+    raw: Any, label: str, index: int, scale: Scale, where: str, lines: _Lines
+) -> dict[int, str]:
     if not isinstance(raw, dict):
         raise InputError(
-            f"{label}: 'scores' must be a mapping of scores 1-5 to their text",
+            f"{label}: 'scores' must be a mapping of scores {scale.text} to their text",
             where,
             lines.item(index, "scores"),
         )
@@ -214,9 +224,9 @@ def _scores(raw: Any, label: str, index: int, where: str, lines: _Lines) -> dict
     key_lines = lines.keys(index, "scores")
     for number, (key, text) in enumerate(raw.items()):
         line = key_lines[number] if number < len(key_lines) else lines.item(index, "scores")
-        level = _level(key)
+        level = _level(key, scale)
         if level is None:
-            raise InputError(f"{label}: score {clip(key)} is not one of 1-5", where, line)
+            raise InputError(f"{label}: score {clip(key)} is not one of {scale.text}", where, line)
         if level in scores:
             raise InputError(f"{label}: score {level} is given twice", where, line)
         prose = _prose(text)
@@ -225,7 +235,7 @@ def _scores(raw: Any, label: str, index: int, where: str, lines: _Lines) -> dict
                 f"{label}: the text of score {level} must be a non-empty string", where, line
             )
         scores[level] = prose
-    missing = [str(s) for s in SCORE_LEVELS if s not in scores]
+    missing = [str(s) for s in scale.levels if s not in scores]
     if missing:
         raise InputError(
             f"{label}: 'scores' is missing {', '.join(missing)}",
@@ -235,12 +245,20 @@ def _scores(raw: Any, label: str, index: int, where: str, lines: _Lines) -> dict
     return scores
 
 
-def _level(key: object) -> int | None:
+def _level(key: object, scale: Scale) -> int | None:
     if isinstance(key, bool):
         return None
     if isinstance(key, str) and key.strip().isascii() and key.strip().isdigit():
         key = int(key.strip())
-    return key if isinstance(key, int) and key in SCORE_LEVELS else None
+    return key if isinstance(key, int) and key in scale else None
+
+
+def _scale(value: object, where: str, line: int | None) -> Scale:
+    """A file's declared ``scale`` (``1-10``; YAML reads ``1-5`` as a string)."""
+    try:
+        return Scale.parse(value if isinstance(value, str) else "")
+    except ValueError as exc:
+        raise InputError(f"'scale' {clip(value)}: {exc}", where, line) from None
 
 
 def _prose(value: object) -> str | None:

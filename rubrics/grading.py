@@ -33,6 +33,10 @@ from flask_eval.rubrics.structured import instructions, opens_object, read_struc
 Criterion = Skill
 
 MODES = ("instance", "skill")
+#: the values of ``Protocol.rubric_rule``
+RUBRIC_LEVELS = "levels"
+RUBRIC_ANY = "any"
+RUBRIC_RULES = (RUBRIC_LEVELS, RUBRIC_ANY)
 
 #: a rationale of two to four sentences per criterion plus the final line, in tokens
 COMPLETION_TOKENS_PER_SKILL = 120
@@ -65,6 +69,13 @@ class Protocol(ABC):
 
     name: ClassVar[str]
     scale: ClassVar[Scale] = FIVE_POINT
+    #: how its prompt uses a criterion's rubric, checked against ``scale`` before a run
+    #: starts (``rubrics.coverage``): ``"levels"`` shows each level's description under
+    #: the scale's name, so every criterion's rubric must describe exactly the scale's
+    #: levels; ``"any"`` never puts a rubric's levels under the scale's name (only what
+    #: a criterion judges, as MT-Bench's single 1-10 rating does, or levels as plain
+    #: descriptions of quality, as a pairwise comparison does), so any rubric is taken
+    rubric_rule: ClassVar[str] = RUBRIC_LEVELS
     #: the kind of work it does (docs/design/job-kinds.md): ``judgment`` (scores),
     #: ``generation`` (a model's response) or ``annotation`` (an instance's metadata);
     #: a kind other than judgment reads ``Reading.values``, not scores

@@ -39,7 +39,7 @@ from typing import Any
 
 from flask_eval.core.types import VERDICT_FIRST, VERDICT_SECOND, VERDICT_TIE
 from flask_eval.rubrics import prompt as absolute
-from flask_eval.rubrics.grading import Criterion, Protocol, Subject
+from flask_eval.rubrics.grading import RUBRIC_ANY, Criterion, Protocol, Subject
 from flask_eval.rubrics.messages import message
 from flask_eval.rubrics.parse import MarkerLine, Pairs, Reading
 from flask_eval.rubrics.prometheus_relative import PrometheusRelativeProtocol
@@ -280,6 +280,8 @@ class FlaskEvalPairwiseProtocol(Protocol):
         "the system prompt, the request, every criterion with its levels and the output "
         "instructions (all before the instance)"
     )
+    #: a verdict is A, B or a tie: a rubric's levels describe quality, on no score scale
+    rubric_rule = RUBRIC_ANY
 
     def render(self, subject: Subject, criteria: Sequence[Criterion]) -> list[Message]:
         return render(subject, criteria)

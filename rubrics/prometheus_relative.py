@@ -38,7 +38,7 @@ from collections.abc import Mapping, Sequence
 
 from flask_eval.core.types import VERDICT_FIRST, VERDICT_SECOND
 from flask_eval.rubrics import prometheus
-from flask_eval.rubrics.grading import Criterion, Subject
+from flask_eval.rubrics.grading import RUBRIC_ANY, Criterion, Subject
 from flask_eval.rubrics.parse import Reading
 from flask_eval.rubrics.prompt import Message
 from flask_eval.rubrics.protocol import (
@@ -176,6 +176,8 @@ class PrometheusRelativeProtocol(prometheus.OneCriterionProtocol):
         "heading; its trained order puts the criterion after both responses, so the "
         "criterion is not shared"
     )
+    #: a verdict is A or B, and only the criterion's description is shown
+    rubric_rule = RUBRIC_ANY
 
     def render(self, subject: Subject, criteria: Sequence[Criterion]) -> list[Message]:
         return render(subject, self.one(criteria))

@@ -497,6 +497,16 @@ CLI_CASES: list[BadCase] = [
     _criteria("criteria_zero_width_name.yaml", 2, "invisible format character (U+200B)"),
     _criteria("criteria_bidi_override_name.yaml", 2, "invisible format character (U+202E)"),
     _criteria("criteria_mixed_script_name.yaml", 2, "mixes Cyrillic and Latin letters"),
+    # --- a protocol's scale that a criterion's rubric does not cover (rubrics/coverage.py)
+    BadCase(
+        "criteria_ten_levels_on_a_five_point_protocol",
+        GOOD_INSTANCES,
+        [GOOD_A],
+        "",
+        "criterion 'Helpfulness': protocol flask-eval scores 1-5 and shows every level's "
+        "description, but the rubric describes levels 1-10",
+        ("--judge", JUDGE, "--criteria", f"{BAD}/criteria_ten_levels.yaml"),
+    ),
     # --- settings: whole numbers, finite numbers, sane ranges, usable URLs
     _env(
         "calls-per-message-fraction",
