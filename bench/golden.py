@@ -10,7 +10,7 @@ click's CliRunner on the command $TREE/pyproject.toml names ``flask-eval``) agai
 run's outputs into OUTDIR/<run>/: reports (json, table, --details, csv, html with its
 figures, csv files), status, exports (jsonl, csv), the bundle, the bundle imported into a
 new store and reported, agreement and reference reports where the run has them. Runs:
-``flask`` (shipped examples, three judges), ``biggen``, ``pairwise`` (examples: win
+``flask`` (shipped examples, four judges), ``biggen``, ``pairwise`` (examples: win
 rates, BT ratings, LC win rate), ``pairwise-flask`` (4 FLASK models), ``autoj``, ``hhh``
 (labelled pairwise sets), ``mt-bench``, ``vicuna`` (Prometheus eval sets, GPT-4 as
 reference). A run whose data (../shared) is missing is skipped and named in
@@ -32,9 +32,12 @@ Deterministic by construction, not by hiding: each run is made with ``--in-fligh
 FLASK_EVAL_CALLS_PER_MESSAGE=10000 (its calls one at a time, in plan order: the order
 rows are written in decides which call writes a prompt-cache prefix and which reads it,
 hence cached tokens and costs, and the pairwise report's LC and style-controlled fits
-read their games in the store's order); the simulator answers from hashes of the prompt
-and its seed, with no latency and no random faults. Normalizations, applied by
-``compare`` to both sides (the files on disk stay raw):
+read their games in the store's order); each judge has its own simulator (its own prompt
+cache), which answers from hashes of the prompt and its seed, with no latency and no
+random faults; N/A answers come only from the ``lenient`` judge on FLASK's skills, which
+allow N/A (elsewhere an N/A is sent back with a format reminder, and where such calls
+land among the others, hence a float sum of costs, depends on timing). Normalizations,
+applied by ``compare`` to both sides (the files on disk stay raw):
 
 - N1 a timestamp (an ISO date with a time: a bundle row's created_at/updated_at, the HTML
   page's "Generated" line, status) -> ``<TIME>``;
@@ -68,7 +71,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.golden_compare import MANIFEST, compare
-from bench.golden_runs import OUTPUTS, RUN_FLAGS, SIM_FLAGS, SIM_URLS, Run, runs, tree
+from bench.golden_runs import NA_FLAGS, OUTPUTS, RUN_FLAGS, SIM_FLAGS, SIM_URLS, Run, runs, tree
 
 
 def _entry_point() -> Any:
@@ -152,6 +155,7 @@ def simulators(logs: Path) -> Iterator[None]:
             port = url.rsplit(":", 1)[1]
             log = logs / f"simulator-{port}.log"
             cmd = [sys.executable, "-m", "flask_eval", "simulate", "--port", port, *SIM_FLAGS]
+            cmd += NA_FLAGS if url == SIM_URLS[-1] else ()
             with log.open("wb") as out:
                 procs.append(subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT))
             deadline = time.monotonic() + 120

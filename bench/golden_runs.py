@@ -18,8 +18,13 @@ def tree() -> Path:
 SIM_PORT = int(os.environ.get("GOLDEN_SIM_PORT", "18765"))
 #: one simulator per judge (its prompt cache its own: which call writes a shared prefix
 #: and which reads it would depend on how the judges' calls interleave)
-SIM_URLS = [f"http://127.0.0.1:{SIM_PORT + k}" for k in range(3)]
-SIM_FLAGS = ("--seed", "7", "--na-rate", "0.05", "--position-bias", "0.2")
+SIM_URLS = [f"http://127.0.0.1:{SIM_PORT + k}" for k in range(4)]
+#: no random faults and no latency; N/A answers only from the fourth simulator, whose
+#: judge scores FLASK's skills (which allow N/A): where N/A is not allowed the answer is
+#: sent back with a format reminder, and the order in which such calls are written
+#: (which decides a float sum of their costs) depends on timing
+SIM_FLAGS = ("--seed", "7", "--position-bias", "0.2")
+NA_FLAGS = ("--na-rate", "0.1")
 #: one call at a time: the rows are written in the order they were planned (the pairwise
 #: report's LC and style fits read them in the order the store returns them)
 RUN_FLAGS = ("--judges", "inputs/judges.yaml", "--in-flight", "1")
@@ -33,12 +38,14 @@ OUTPUTS = {
     "export.jsonl": "export",
     "export.csv": "export --format csv",
 }
-OURS, PROM, CLAUDE = (
+OURS, PROM, CLAUDE, LENIENT = (
     f"- spec: openai/sim-gpt@{SIM_URLS[0]}/v1\n  name: ours\n  price: {{input: 2.5, output: 10}}\n",
     f"- spec: openai/prometheus-7b@{SIM_URLS[1]}/v1\n  name: prom\n  protocol: prometheus\n"
     "  price: {input: 0.2, output: 0.2}\n",
     f"- spec: anthropic/sim-claude@{SIM_URLS[2]}\n  name: claude\n"
     "  price: {input: 3, output: 15}\n",
+    f"- spec: openai/sim-lenient@{SIM_URLS[3]}/v1\n  name: lenient\n"
+    "  price: {input: 1, output: 4}\n",
 )
 FLASK_MODELS = ("gpt4", "alpaca_13b", "vicuna_13b", "llama2_chat_13b")
 
@@ -90,7 +97,7 @@ def runs() -> list[Run]:
         "report-ensemble.json": "report --format json --quiet --ensemble mean:2",
     }
     return [
-        Run("flask", ex, two, OURS + PROM + CLAUDE, ensemble),
+        Run("flask", ex, two, OURS + PROM + CLAUDE + LENIENT, ensemble),
         Run(
             "biggen",
             {"biggen.json": (biggen, 0)},
