@@ -16,8 +16,8 @@ def tree() -> Path:
 
 
 SIM_PORT = int(os.environ.get("GOLDEN_SIM_PORT", "18765"))
-#: one simulator per judge (its prompt cache its own: which call writes a shared prefix
-#: and which reads it would depend on how the judges' calls interleave)
+#: one simulator per judge, so that no judge's calls ever meet another's in a simulated
+#: prompt cache (its scope is model and key already: this holds whatever it becomes)
 SIM_URLS = [f"http://127.0.0.1:{SIM_PORT + k}" for k in range(4)]
 #: no random faults and no latency; N/A answers only from the fourth simulator, whose
 #: judge scores FLASK's skills (which allow N/A): where N/A is not allowed the answer is
