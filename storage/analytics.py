@@ -326,7 +326,8 @@ class PairwiseRows:
 def pairwise_rows(store: Store, run_id: int) -> PairwiseRows:
     """The rows of run ``run_id`` whose ``model_b`` is set (pairwise comparisons).
 
-    A done row without a score (which a pairwise protocol never writes) is left out.
+    A done row without a score (which a pairwise protocol never writes) is left out; the
+    rows come in the order of their subject (instance, models, criterion, judge).
     """
     R = RESPONSE.c
     done: list[tuple[str, str, str, str, str, int]] = []
@@ -337,6 +338,9 @@ def pairwise_rows(store: Store, run_id: int) -> PairwiseRows:
             select(J.instance_id, J.model, J.model_b, J.criterion, J.judge, J.status, J.score)
             .where(J.run_id == run_id)
             .where(J.model_b != "")
+            # one order whatever order the rows finished in: the length-controlled win
+            # rate's fit depends on the order of its rows
+            .order_by(J.instance_id, J.model, J.model_b, J.criterion, J.judge)
         )
         for iid, first, second, crit, judge, status, score in conn.execute(stmt):
             key = (str(judge), str(first), str(second), str(crit))
