@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from flask_eval.app.pipeline import Plan, judge_identity, load_judges
 from flask_eval.core.errors import InputError
+from flask_eval.core.spec import NO_SAMPLING, Sampling
 from flask_eval.core.types import Instance, JudgeConfig
 from flask_eval.producer.biggen import load_biggen
 from flask_eval.producer.inputs import check_run_name
@@ -110,9 +111,7 @@ def prepare_generation(
     models: Sequence[str] = (),
     models_files: Sequence[str] = (),
     run_name: str | None = None,
-    limit: int | None = None,
-    sample: int | None = None,
-    seed: int = 0,
+    sampling: Sampling = NO_SAMPLING,
 ) -> Plan:
     """The plan of a generation run: one response per (instance, model under test), the
     models given as `--model` specs or `--models` files (the judges file's format:
@@ -120,7 +119,7 @@ def prepare_generation(
     configs = _load_workers(models, models_files, "model")
     if run_name is not None:
         check_run_name(run_name)
-    instances = _selected(load_instance_source(source), limit, sample, seed)
+    instances = _selected(load_instance_source(source), sampling)
     return _plan(kinds.GENERATION, instances, configs, source.path, run_name, "gen")
 
 
@@ -132,9 +131,7 @@ def prepare_annotation(
     criteria: str | None = None,
     relabel: bool = False,
     run_name: str | None = None,
-    limit: int | None = None,
-    sample: int | None = None,
-    seed: int = 0,
+    sampling: Sampling = NO_SAMPLING,
 ) -> tuple[Plan | None, list[Instance]]:
     """The plan of an annotation run over the instances that lack metadata (all with
     ``relabel``), and every instance of the source (those not annotated keep theirs); the
@@ -145,7 +142,7 @@ def prepare_annotation(
     configs = _load_workers(annotators, annotators_files, "annotator")
     if run_name is not None:
         check_run_name(run_name)
-    instances = _selected(load_instance_source(source, criteria), limit, sample, seed)
+    instances = _selected(load_instance_source(source, criteria), sampling)
     space = label_space_of(load_criteria(criteria)) if criteria else flask_label_space()
     todo = [i for i in instances if relabel or not labelled(i)]
     if not todo:
@@ -178,12 +175,11 @@ def labelled(instance: Instance) -> bool:
     return bool(instance.skills) and bool(instance.domains) and instance.difficulty is not None
 
 
-def _selected(
-    instances: list[Instance], limit: int | None, sample: int | None, seed: int
-) -> list[Instance]:
+def _selected(instances: list[Instance], sampling: Sampling) -> list[Instance]:
     from flask_eval.producer.inputs import Inputs
 
-    return list(select(Inputs(tuple(instances), ()), limit, sample, seed).instances)
+    s = sampling
+    return list(select(Inputs(tuple(instances), ()), s.limit, s.sample, s.seed).instances)
 
 
 def kind_of(run: RunInfo) -> str:

@@ -24,6 +24,7 @@ from flask_eval.app.waiting import (
 from flask_eval.core.errors import ConfigError, FailureReason, InputError
 from flask_eval.core.models import model_info
 from flask_eval.core.settings import Settings
+from flask_eval.core.spec import RunSpec
 from flask_eval.core.types import JudgeConfig
 from flask_eval.producer.dispatch import Dispatched, Transport, dispatch_open, metered
 from flask_eval.producer.estimate import (
@@ -39,7 +40,7 @@ from flask_eval.producer.pairs import (
     parse_pairwise_arg,
     plan_pairs,
 )
-from flask_eval.producer.plan import DEFAULT_MODE, MODES, default_run_name, fingerprint, run_config
+from flask_eval.producer.plan import MODES, default_run_name, fingerprint, run_config
 from flask_eval.producer.prices import check_budget_prices, settle_prices
 from flask_eval.producer.samples import sampled
 from flask_eval.producer.select import select
@@ -85,33 +86,17 @@ def judge_identity(j: JudgeConfig) -> str:
     return f"{j.name}={j.spec}{extra}"
 
 
-def prepare(
-    *,
-    instances: str | None,
-    responses: Sequence[str],
-    judges: Sequence[str] = (),
-    judges_files: Sequence[str] = (),
-    run_name: str | None = None,
-    mode: str = DEFAULT_MODE,
-    rubrics: str | None = None,
-    limit: int | None = None,
-    sample: int | None = None,
-    seed: int = 0,
-    biggen: str | None = None,
-    prometheus_set: str | None = None,
-    criteria: str | None = None,
-    reference: bool = True,
-    pairwise: str | None = None,
-    swap: bool = True,
-    per_criterion: bool = False,
-    pairwise_set: str | None = None,
-    biggen_llm_judge: bool = False,
-    models: Sequence[str] = (),
-    samples: int = 1,
-) -> Plan:
-    """Validate all inputs and flags; raises InputError/ConfigError; writes nothing.
-    ``models`` names the model(s) of a file that carries its responses (``--model``);
-    ``samples`` asks each judge that many times per item (:func:`sampled`)."""
+def prepare(spec: RunSpec) -> Plan:
+    """Validate all inputs and flags of ``spec``; raises InputError/ConfigError; writes
+    nothing. ``spec.inputs.models`` names the model(s) of a file that carries its
+    responses (``--model``); ``spec.sampling.samples`` asks each judge that many times
+    per item (:func:`sampled`)."""
+    src, sampling, mode, run_name = spec.inputs, spec.sampling, spec.protocol.mode, spec.name
+    judges, judges_files = spec.workers.judges, spec.workers.judges_files
+    instances, pairwise_set, reference = src.instances, src.pairwise_set, src.reference
+    pw = spec.pairwise
+    pairwise, swap, per_criterion = pw.against, pw.swap, pw.per_criterion
+    samples = sampling.samples
     if mode not in MODES:
         raise InputError(f"invalid --mode {mode!r}; choose one of: {', '.join(MODES)}")
     if not judges and not judges_files:
@@ -122,24 +107,24 @@ def prepare(
     configs = sampled(settle_prices(load_judges(judges, judges_files)), samples)
     if run_name is not None:
         check_run_name(run_name)
-    named = [parse_responses_arg(a) for a in responses]
+    named = [parse_responses_arg(a) for a in src.responses]
     if not named and instances:
         raise InputError("no responses given; add --responses NAME=PATH")
     sources = Sources(
         instances,
         named,
-        biggen,
-        prometheus_set,
-        rubrics,
-        criteria,
+        src.biggen,
+        src.prometheus_set,
+        src.rubrics,
+        src.criteria,
         pairwise_set,
-        biggen_llm_judge,
-        tuple(models),
+        src.biggen_llm_judge,
+        src.models,
         reference,
     )
     loaded = load_sources(sources)
     skillset = loaded.skillset
-    inputs = select(loaded.inputs, limit, sample, seed)
+    inputs = select(loaded.inputs, sampling.limit, sampling.sample, sampling.seed)
     if pairwise_set and pairwise is None:
         pairwise = "all"  # the set's two responses, in both orders
     kept = {i.id for i in inputs.instances}

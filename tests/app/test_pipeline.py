@@ -12,6 +12,7 @@ import pytest
 from flask_eval.app import pipeline
 from flask_eval.app.waiting import FirstStep, StoppedWaiting
 from flask_eval.core import settings as settings_mod
+from flask_eval.core.spec import run_spec
 from flask_eval.producer.dispatch import MemoryTransport
 from flask_eval.simulator.config import SimConfig
 from flask_eval.simulator.testing import running_simulator
@@ -132,10 +133,12 @@ class QueuedTransport(MemoryTransport):
 
 def _open_run(tmp_path: Path) -> tuple[Store, RunInfo, QueuedTransport]:
     plan = pipeline.prepare(
-        instances=str(EXAMPLES / "instances.jsonl"),
-        responses=[f"model_a={EXAMPLES / 'model_a.jsonl'}"],
-        judges=["memory/j"],
-        run_name="w",
+        run_spec(
+            instances=str(EXAMPLES / "instances.jsonl"),
+            responses=[f"model_a={EXAMPLES / 'model_a.jsonl'}"],
+            judges=["memory/j"],
+            run_name="w",
+        )
     )
     store = Store(f"sqlite:///{tmp_path / 'w.db'}")
     sent = QueuedTransport()

@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import update
 
 from flask_eval.app import pipeline
+from flask_eval.core.spec import run_spec
 from flask_eval.producer.plan import run_config
 from flask_eval.rubrics import codec
 from flask_eval.storage.models import JUDGMENT
@@ -24,7 +25,7 @@ Outcome = tuple[str, int | None] | tuple[str, int | None, str | None] | None
 def planned_run(store: Store, name: str, **prepare: Any) -> RunInfo:
     """A run planned as `flask-eval run` plans it (``prepare``'s keywords: inputs, judges,
     pairwise...), its ledger pending."""
-    plan = pipeline.prepare(run_name=name, **prepare)
+    plan = pipeline.prepare(run_spec(run_name=name, **prepare))
     config = run_config(
         plan.inputs,
         plan.judges,
