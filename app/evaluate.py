@@ -170,17 +170,8 @@ def evaluate(
     def step(p: pipeline.Plan, verb: str) -> StepResult:
         spent = sum(s.counts.cost for s in done)
         left = None if max_cost is None else max(0.0, max_cost - spent)
-        result = steps.execute(
-            p,
-            store,
-            dispatcher,
-            settings,
-            verb=verb,
-            max_cost=left,
-            progress=progress,
-            timeout=timeout,
-            say=say,
-        )
+        work = steps.StepWork(left, progress=progress, timeout=timeout, say=say)
+        result = steps.execute(p, store, dispatcher, settings, verb=verb, work=work)
         done.append(result)
         return result
 

@@ -22,7 +22,7 @@ from flask_eval.producer.inputs import check_run_name
 from flask_eval.producer.jobs import job_inputs
 from flask_eval.producer.loaders import load_instances
 from flask_eval.producer.pairwise_sets import load_pairwise_set
-from flask_eval.producer.plan import fingerprint
+from flask_eval.producer.plan import Judging, fingerprint
 from flask_eval.producer.prices import settle_prices
 from flask_eval.producer.prometheus_sets import load_prometheus_set
 from flask_eval.producer.select import select
@@ -90,7 +90,8 @@ def _plan(
     inputs = job_inputs(instances, criteria)
     skills = codec.to_data(criteria)
     identities = [judge_identity(w) for w in workers]
-    digest = fingerprint(inputs, identities, MODE, skills, kind=kind, kind_options=options)
+    how = Judging(MODE, skills, kind=kind, kind_options=options)
+    digest = fingerprint(inputs, identities, how)
     name = run_name or f"{prefix}-{digest[:10]}"
     return Plan(
         inputs,
@@ -184,7 +185,7 @@ def _selected(instances: list[Instance], sampling: Sampling) -> list[Instance]:
 
 def kind_of(run: RunInfo) -> str:
     """The kind of work of a stored run (judgment for runs made before kinds existed)."""
-    return str(run.config.get("kind") or kinds.JUDGMENT)
+    return run.config.kind
 
 
 def check_kind(run: RunInfo, wanted: str) -> None:

@@ -40,7 +40,13 @@ from flask_eval.producer.pairs import (
     parse_pairwise_arg,
     plan_pairs,
 )
-from flask_eval.producer.plan import MODES, default_run_name, fingerprint, run_config
+from flask_eval.producer.plan import (
+    MODES,
+    Judging,
+    default_run_name,
+    fingerprint,
+    run_config,
+)
 from flask_eval.producer.prices import check_budget_prices, settle_prices
 from flask_eval.producer.samples import sampled
 from flask_eval.producer.select import select
@@ -153,16 +159,8 @@ def prepare(spec: RunSpec) -> Plan:
     identities = [judge_identity(j) for j in configs]
     # the fingerprint reads every response again: computed when asked (a dry run named
     # with --run never asks), of the configuration as it is now
-    later = partial(
-        fingerprint,
-        inputs,
-        identities,
-        mode,
-        skills,
-        reference,
-        None if plan_config is None else dict(plan_config),
-        pairs or (),
-    )
+    how = Judging(mode, skills, reference, None if plan_config is None else dict(plan_config))
+    later = partial(fingerprint, inputs, identities, replace(how, pairs=pairs or ()))
     digest: str | Callable[[], str] = later
     name = run_name
     if name is None:
@@ -271,9 +269,7 @@ def start(
     tell = say or (lambda _line: None)
     dispatcher.check()
     existing = store.find_run(plan.name)
-    budget = (
-        max_cost if max_cost is not None or existing is None else existing.config.get("max_cost")
-    )
+    budget = max_cost if max_cost is not None or existing is None else existing.config.max_cost
     check_budget_prices(prices_after(plan.judges, existing), budget)
     if existing is None:
         tell(f"run {plan.name}: writing {plan.size():,} judgments to the ledger")
@@ -281,18 +277,7 @@ def start(
         name=plan.name,
         fingerprint=plan.fingerprint_soon(),
         mode=plan.mode,
-        config=run_config(
-            plan.inputs,
-            plan.judges,
-            plan.mode,
-            codec.to_data(plan.skillset),
-            plan.instances_path,
-            plan.reference,
-            plan.pairwise,
-            plan.kind,
-            plan.kind_options,
-            plan.samples,
-        ),
+        config=run_config(plan.inputs, plan.judges, plan.judging(), plan.instances_path),
         instances=plan.inputs.instances,
         response_sets=plan.inputs.response_sets,
         judges=[j.name for j in plan.judges],
@@ -334,12 +319,12 @@ def resume(
     """Send again what is pending, stale or failed (``reasons``: only those failures),
     honouring the run's stored budget; returns (rows reset, dispatch, changes). Judged
     here, it first waits for the rows another process holds (``say`` says so)."""
-    unknown = sorted({j.name for j in judges} - {j["name"] for j in run.config["judges"]})
+    unknown = sorted({j.name for j in judges} - set(run.config.judge_names))
     if unknown:
         raise InputError(f"--judges names judges the run does not have: {', '.join(unknown)}")
     given = {j.name: j for j in judges}
-    held = [given.get(j["name"]) or JudgeConfig.from_data(j) for j in run.config["judges"]]
-    budget = max_cost if max_cost is not None else run.config.get("max_cost")
+    held = [given.get(j.name) or j for j in run.config.judges]
+    budget = max_cost if max_cost is not None else run.config.max_cost
     check_budget_prices(prices_after(held, run), budget)
     changed: list[str] = []
     if judges:

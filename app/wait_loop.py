@@ -29,6 +29,8 @@ from flask_eval.storage.retry import is_transient, retrying_within
 from flask_eval.storage.store import Store
 from flask_eval.workers.inprocess import InProcessTransport
 
+#: seconds between two looks at whether a run is done
+POLL_SECONDS = 0.5
 #: what the progress bar says a run of each kind of work is doing
 _DOING = {"generation": "generating", "annotation": "annotating"}
 
@@ -39,7 +41,6 @@ def wait(
     dispatcher: Transport,
     *,
     progress: bool = True,
-    poll: float = 0.5,
     leave_open: int = 0,
     quiet_after: float = 15.0,
     say: Callable[[str], None] | None = None,
@@ -59,7 +60,7 @@ def wait(
     bar = tqdm(
         total=counts.total,
         initial=counts.total - counts.pending,
-        desc=f"{_DOING.get(str(run.config.get('kind')), 'judging')} {run.name}",
+        desc=f"{_DOING.get(run.config.kind, 'judging')} {run.name}",
         unit="judgment",
         disable=not progress,
         file=sys.stderr,
@@ -81,7 +82,7 @@ def wait(
         nonlocal open_, last_change, last_open, halts
         if not store.existing_runs([run.id]):  # its rows are gone: none open, none done
             while isinstance(dispatcher, InProcessTransport) and dispatcher.alive():
-                dispatcher.pause(poll)  # the answers on the wire, kept (to no run)
+                dispatcher.pause(POLL_SECONDS)  # the answers on the wire, kept (to no run)
             raise RunDeleted(run)
         open_ = store.count_open(run.id) - leave_open
         bar.update(bar.total - open_ - bar.n)
@@ -125,7 +126,7 @@ def wait(
                 away = ", the database unreachable" if outage.since is not None else ""
                 why = f"--timeout {timeout:g} s{away}"
                 raise StoppedWaiting(run.name, open_, counts.total, why, queue, first.seen())
-            dispatcher.pause(poll)
+            dispatcher.pause(POLL_SECONDS)
     except KeyboardInterrupt:
         if isinstance(dispatcher, InProcessTransport):  # keep every answer paid for
             dispatcher.interrupt(tell)

@@ -35,7 +35,7 @@ from flask_eval.app.budget import check_budget
 from flask_eval.app.cache import LedgerCache, existing_cache
 from flask_eval.app.eval_estimate import step_estimates
 from flask_eval.app.pipeline import Plan
-from flask_eval.app.report import pairwise_config, pairwise_report, report_rows
+from flask_eval.app.report import pairwise_report, report_rows
 from flask_eval.core import settings as settings_mod
 from flask_eval.core.errors import InputError
 from flask_eval.core.settings import Settings
@@ -105,16 +105,8 @@ def _run(
 ) -> RunInfo:
     check_budget(plan.judges, plan.name, settings.database_url, work.max_cost)
     dispatcher = steps.dispatcher_for(settings, store, plan.judges, work.in_flight)
-    return steps.execute(
-        plan,
-        store,
-        dispatcher,
-        settings,
-        verb=verb,
-        max_cost=work.max_cost,
-        timeout=work.timeout,
-        retry_failed=retry_failed,
-    ).run
+    step = steps.StepWork(work.max_cost, retry_failed, timeout=work.timeout)
+    return steps.execute(plan, store, dispatcher, settings, verb=verb, work=step).run
 
 
 @dataclass(frozen=True)
@@ -294,7 +286,7 @@ def judge(
 
 
 def _rows(store: Store, run: RunInfo) -> Records:
-    if pairwise_config(run.config) is not None:
+    if run.config.pairwise is not None:
         return pairwise_report(store, run).rows()
     return [asdict(row) for row in report_rows(store, run)]
 

@@ -159,17 +159,13 @@ def _execute(
     store = Store(settings.database_url)
     try:
         dispatcher = steps.dispatcher_for(settings, store, plan.judges, kw["in_flight"])
-        result = steps.execute(
-            plan,
-            store,
-            dispatcher,
-            settings,
-            verb=verb,
-            max_cost=kw["max_cost"],
+        work = steps.StepWork(
+            kw["max_cost"],
             progress=not kw["quiet"],
             timeout=kw["timeout"],
             say=_say(kw["quiet"]),
         )
+        result = steps.execute(plan, store, dispatcher, settings, verb=verb, work=work)
         return read(store, result.run)
     finally:
         store.close()

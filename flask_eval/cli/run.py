@@ -279,6 +279,7 @@ def print_dry_run(plan: Plan, settings: Settings) -> None:
     """The estimates of ``plan``: nothing is written or sent; the answer cache is read
     when the database exists already."""
     from flask_eval.app.cache import existing_cache
+    from flask_eval.core.stored import StoredPairwise
     from flask_eval.producer.estimate import format_estimates
     from flask_eval.producer.pairs import describe_plan
     from flask_eval.rubrics.kinds import JUDGMENT
@@ -287,7 +288,7 @@ def print_dry_run(plan: Plan, settings: Settings) -> None:
     click.echo(f"dry run of {plan.name} ({what}): nothing is written or sent")
     if plan.pairwise is not None and plan.pairs is not None:
         models = [rs.model for rs in plan.inputs.response_sets]
-        click.echo(describe_plan(models, plan.pairwise, plan.pairs))
+        click.echo(describe_plan(models, StoredPairwise.from_data(plan.pairwise), plan.pairs))
     cache = existing_cache(settings)
     try:
         click.echo(format_estimates(plan.sampled().summarize(cache)))
@@ -320,7 +321,7 @@ def _cost(info: RunInfo, sent: Dispatched) -> str:
 def _say_held_back(info: RunInfo, sent: Dispatched) -> None:
     if sent.held_back:
         click.echo(
-            f"--max-cost {info.config.get('max_cost')}: stopped dispatching at "
+            f"--max-cost {info.config.max_cost}: stopped dispatching at "
             f"${sent.spent + sent.estimated_cost:.4f}; {sent.held_back} calls "
             f"({sent.held_back_rows} judgments) stay pending; raise it with "
             f"`flask-eval resume {shlex.quote(info.name)} --max-cost USD` to continue",

@@ -10,6 +10,7 @@ import click
 
 from flask_eval.cli.common import SHORT_HELP, epilog, handle_errors, open_store
 from flask_eval.core.errors import InputError
+from flask_eval.core.stored import JUDGMENT
 
 if TYPE_CHECKING:
     from flask_eval.storage.store import Store
@@ -75,7 +76,7 @@ def view(run_name: str | None, port: int, host: str, no_warm: bool) -> None:
     sock = bind(host, port)
     refresher = Refresher(store)
     if not no_warm:
-        names = [r.name for r in browse.list_runs(store)[:WARM_RUNS] if not r.config.get("kind")]
+        names = [r.name for r in browse.list_runs(store)[:WARM_RUNS] if r.config.kind == JUDGMENT]
         warm(refresher, store, names)
     shown = f"http://{host}:{sock.getsockname()[1]}{path}"
     click.echo(f"flask-eval view: {shown} (Ctrl-C to stop)", err=True)
