@@ -17,9 +17,13 @@ Settings come from the environment as for the command line (``FLASK_EVAL_DATABAS
 the providers' keys); ``database_url`` overrides the store. Each function takes the options
 of its command (``run``, ``generate``, ``annotate``, ``eval``) under the same names
 (``--no-reference`` is ``reference=False``, ``--no-swap`` ``swap=False``, ``--model`` of
-``run`` is ``models``); ``dry_run=True`` returns the estimate of each judge (jobs, calls,
-tokens, cost; ``priced`` False: the cost is unknown, not 0) and writes nothing. What the
-command line writes to files (``--out``) is returned as records instead.
+``run`` is ``models``), checked by name and type (:class:`GenerateOptions`,
+:class:`AnnotateOptions`, :class:`EvaluateOptions`; ``judge``'s are a run spec's,
+:meth:`RunSpec.from_flat`); ``judge(spec=...)`` takes a whole run spec instead
+(``core/spec.py``: what ``run --spec`` reads). ``dry_run=True`` returns the estimate of
+each judge (jobs, calls, tokens, cost; ``priced`` False: the cost is unknown, not 0) and
+writes nothing. What the command line writes to files (``--out``) is returned as records
+instead.
 """
 
 from __future__ import annotations
