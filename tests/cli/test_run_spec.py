@@ -103,3 +103,34 @@ def test_flags_beside_a_spec_are_refused(tmp_path: Path, sqlite_url: str) -> Non
     assert got.stderr.strip() == (
         f"error: --mode is given beside --spec {spec_file}; put it in the spec or leave --spec out"
     )
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        (("--pairwise", "baseline:model_a", "--no-swap"), {"pairwise": "baseline:model_a"}),
+        (("--samples", "3", "--seed", "9"), {"samples": 3, "seed": 9}),
+        (("--mode", "instance", "--run", "named", "--retry-failed"), {"mode": "instance"}),
+    ],
+)
+def test_the_printed_spec_is_the_spec_of_the_flags(
+    tmp_path: Path, sqlite_url: str, extra: tuple[str, ...], expected: dict[str, object]
+) -> None:
+    """Whatever the flags, `--print-spec` prints their spec, which reads back equal,
+    and writes nothing."""
+    given = flags(tmp_path)
+    printed = flask_eval("run", *given, *extra, "--print-spec", env=cli_env(sqlite_url)).stdout
+    spec_file = tmp_path / "run.yaml"
+    spec_file.write_text(printed)
+    spec = load_spec(str(spec_file))
+    flat = {
+        "pairwise": spec.pairwise.against,
+        "samples": spec.sampling.samples,
+        "seed": spec.sampling.seed,
+        "mode": spec.protocol.mode,
+    }
+    assert {k: flat[k] for k in expected} == expected
+    assert spec.inputs.reference is False and spec.sampling.limit == 3
+    assert ("--no-swap" in extra) == (not spec.pairwise.swap)
+    assert ("--retry-failed" in extra) == spec.options.retry_failed
+    assert not Path(sqlite_url.removeprefix("sqlite:///")).exists()
