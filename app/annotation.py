@@ -49,7 +49,7 @@ def given_labels(store: Store, run: RunInfo) -> dict[str, dict[str, Labels]]:
 
 def label_space(run: RunInfo) -> LabelSpace:
     """The label space the run's annotators chose from."""
-    return LabelSpace.from_data(run.config["kind_options"]["labels"])
+    return LabelSpace.from_data(run.config.kind_options["labels"])
 
 
 def combined(store: Store, run: RunInfo) -> dict[str, Combined]:

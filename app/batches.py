@@ -31,11 +31,7 @@ def cancel_open_batches(store: Store, run: RunInfo) -> list[str]:
     open_ = BatchLedger(store).open_batches(run.id)
     if not open_:
         return []
-    judges = {
-        j["name"]: JudgeConfig.from_data(j)
-        for j in run.config.get("judges") or []
-        if isinstance(j, dict) and "name" in j
-    }
+    judges = {j.name: j for j in run.config.judges}
     return asyncio.run(_cancel(open_, judges))
 
 

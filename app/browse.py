@@ -19,7 +19,6 @@ from flask_eval.app.report import (
     config_judges,
     config_models,
     judge_of,
-    pairwise_config,
 )
 from flask_eval.core.errors import InputError, Status
 from flask_eval.core.limits import MAX_INTEGER
@@ -89,9 +88,9 @@ def overview(store: Store, run: RunInfo) -> Overview:
         name=run.name,
         id=run.id,
         created_at=fp.created_at.isoformat(timespec="seconds") if fp.created_at else "",
-        kind=kinds.name_of(run.config),
+        kind=run.config.kind,
         mode=run.mode,
-        pairwise=pairwise_config(run.config) is not None,
+        pairwise=run.config.pairwise is not None,
         judges=[redact(j) for j in config_judges(run.config)],
         models=config_models(run.config),
         counts=fp.counts,
@@ -240,10 +239,10 @@ def judgment_detail(store: Store, run: RunInfo, judgment_id: int) -> JudgmentDet
     record = browse.judgment(store, run.id, judgment_id)
     if record is None:
         raise NotFound(f"run {run.name} has no judgment {judgment_id}")
-    row, kind = record.row, kinds.of_config(run.config)
+    row, kind = record.row, kinds.of(run.config.kind)
     order = [m for m in (row["model"], row["model_b"]) if m]
     prompt = None
-    if run.config.get("judges"):
+    if run.config.judge_names:
         try:
             prompt = render_prompt(store, run, record)
         except (
@@ -403,5 +402,5 @@ def query_of(params: Mapping[str, str], run: RunInfo | None = None) -> JudgmentQ
 def _ability_skills(ability: str | None, run: RunInfo | None) -> tuple[str, ...]:
     if ability is None or run is None:
         return ()
-    skills = tuple(s.name for s in codec.from_data(run.config["skills"]) if s.ability == ability)
+    skills = tuple(s.name for s in codec.from_data(run.config.skills) if s.ability == ability)
     return skills or ("",)  # an ability the run does not know: nothing matches

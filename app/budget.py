@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
 
 from flask_eval.app.cache import LedgerCache
-from flask_eval.core.types import JudgeConfig, Price
+from flask_eval.core.stored import StoredConfig
+from flask_eval.core.types import JudgeConfig
 from flask_eval.producer.estimate import CallCosts
 from flask_eval.producer.prices import check_budget_prices, unpriced
 from flask_eval.producer.sampling import CallSampler
@@ -32,20 +32,12 @@ def update_judges(
 ) -> tuple[RunInfo, list[str]]:
     """Store the budgets, concurrency and prices of ``judges`` with the run (workers read
     them with their next message); returns the run and what changed, as text."""
-    given = {j.name: j.to_data() for j in judges}
     changed: list[str] = []
 
-    def change(config: dict[str, Any]) -> None:
-        for stored in config["judges"]:
-            new = given.get(stored["name"])
-            if new is None:
-                continue
-            for key in MUTABLE_JUDGE_FIELDS:
-                if key == "price" and new.get(key) is None:
-                    continue  # no price given again: the stored one stays
-                if stored.get(key) != new.get(key):
-                    changed.append(f"{stored['name']}: {key} {stored.get(key)} -> {new.get(key)}")
-                    stored[key] = new.get(key)
+    def change(config: StoredConfig) -> StoredConfig:
+        updated, said = config.with_judge_settings(judges, MUTABLE_JUDGE_FIELDS)
+        changed[:] = said
+        return updated
 
     updated = store.update_config(run.id, change)
     return updated, changed
@@ -55,7 +47,7 @@ def set_max_cost(store: Store, run: RunInfo, max_cost: float | None) -> RunInfo:
     """The run's cost budget: a new --max-cost replaces the stored one; none keeps it."""
     if max_cost is None:
         return run
-    return store.update_config(run.id, lambda config: config.__setitem__("max_cost", max_cost))
+    return store.update_config(run.id, lambda config: config.with_max_cost(max_cost))
 
 
 def check_budget(
@@ -79,13 +71,8 @@ def check_budget(
 def prices_after(judges: Sequence[JudgeConfig], run: RunInfo | None) -> list[JudgeConfig]:
     """``judges`` with the prices ``run`` holds once they are given to it
     (``update_judges``): a judge's own price, else the one stored with the run."""
-    stored = {j["name"]: j.get("price") for j in run.config["judges"]} if run else {}
-    return [
-        j
-        if j.price is not None or stored.get(j.name) is None
-        else replace(j, price=Price(**stored[j.name]))
-        for j in judges
-    ]
+    stored = {j.name: j.price for j in run.config.judges} if run else {}
+    return [j if j.price is not None else replace(j, price=stored.get(j.name)) for j in judges]
 
 
 def meter(

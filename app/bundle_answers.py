@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flask_eval.core.errors import Status
+from flask_eval.core.stored import StoredConfig
 from flask_eval.core.types import InstanceRubric
 from flask_eval.producer.context import RunContext
 from flask_eval.rubrics.grading import Criterion, Protocol
@@ -89,7 +90,7 @@ class Rereading:
     def _run(self) -> RunContext:
         if self._context is None:
             try:
-                self._context = RunContext.from_config(self._config)
+                self._context = RunContext.from_config(StoredConfig.from_data(self._config))
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 raise BadAnswer(
                     f"the run's config cannot be read to re-read the answers "

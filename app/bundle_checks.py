@@ -31,6 +31,7 @@ from typing import Any
 
 from flask_eval.app.bundle_answers import Answers, BadAnswer, Rereading
 from flask_eval.core.errors import FailureReason, Status
+from flask_eval.core.stored import StoredConfig
 from flask_eval.core.text import control_problem
 from flask_eval.core.types import VERDICTS
 from flask_eval.rubrics import kinds
@@ -162,18 +163,19 @@ class RowChecks:
             raise BadRow(f"run.mode is not one of {sorted(MODES)}: {_show(row.get('mode'))}")
         config = _json(row.get("config") or "", dict, "run.config")
         self.rereading = Rereading(config)
-        self.kind = kinds.name_of(config)
+        try:
+            stored = StoredConfig.from_data(config)
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise BadRow(f"run.config cannot be read: {_show(str(exc))}") from None
+        self.kind = stored.kind
         if not kinds.known(self.kind):
             raise BadRow(f"run.config names an unknown kind of work {_show(self.kind)}")
-        for entry in config.get("judges") or ():
-            if isinstance(entry, Mapping) and isinstance(entry.get("name"), str):
-                protocol = entry.get("protocol")
-                name = str(protocol or DEFAULT_PROTOCOL) if isinstance(protocol, str | None) else ""
-                self.scales[entry["name"]] = PROTOCOLS[name].scale if name in PROTOCOLS else None
-            elif isinstance(entry, str):
-                self.scales[entry] = PROTOCOLS[DEFAULT_PROTOCOL].scale
-            else:
-                raise BadRow(f"run.config names a judge that is not a name: {_show(entry)}")
+        for entry in stored.unnamed_judges:
+            raise BadRow(f"run.config names a judge that is not a name: {_show(entry)}")
+        for judge in stored.every_judge():
+            protocol = judge.protocol
+            name = str(protocol or DEFAULT_PROTOCOL) if isinstance(protocol, str | None) else ""
+            self.scales[judge.name] = PROTOCOLS[name].scale if name in PROTOCOLS else None
         if not self.scales:
             raise BadRow("run.config names no judges")
 

@@ -25,6 +25,7 @@ from flask_eval.app.cache import LedgerCache
 from flask_eval.app.evaluate import EvalPlan
 from flask_eval.app.generation import flask_id
 from flask_eval.app.jobs import labelled
+from flask_eval.core.spec import Protocol, RunSpec, SpecInputs, Workers
 from flask_eval.core.types import Instance
 from flask_eval.producer.estimate import Estimate, format_estimates
 from flask_eval.producer.sampling import SampledEstimate
@@ -117,13 +118,16 @@ def _judging(plan: EvalPlan) -> pipeline.Plan:
             file.write_text("".join(_stand_in(i) for i in instances), encoding="utf-8")
             responses.append(f"{model.name}={file}")
         judged = pipeline.prepare(
-            instances=str(path / "instances.jsonl"),
-            responses=responses,
-            judges=plan.judges_specs,
-            judges_files=plan.judges_files,
-            criteria=plan.criteria,
-            mode=plan.mode,
-            run_name=f"{plan.name}-judge",
+            RunSpec(
+                name=f"{plan.name}-judge",
+                workers=Workers(tuple(plan.judges_specs), tuple(plan.judges_files)),
+                inputs=SpecInputs(
+                    instances=str(path / "instances.jsonl"),
+                    responses=tuple(responses),
+                    criteria=plan.criteria,
+                ),
+                protocol=Protocol(plan.mode),
+            )
         )
         # the responses are read while planning: held, so the directory may go
         inputs = judged.inputs

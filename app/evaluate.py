@@ -26,6 +26,7 @@ from flask_eval.app.report import build_report
 from flask_eval.app.steps import Say, StepIncomplete, StepResult
 from flask_eval.core.errors import InputError
 from flask_eval.core.settings import Settings
+from flask_eval.core.spec import NO_SAMPLING, Protocol, RunSpec, Sampling, SpecInputs, Workers
 from flask_eval.core.types import Instance, JudgeConfig
 from flask_eval.producer.dispatch import Transport
 from flask_eval.producer.inputs import check_run_name
@@ -84,25 +85,33 @@ class EvalResult:
     report_path: Path
 
 
+@dataclass(frozen=True)
+class EvalWorkers:
+    """The workers of an evaluation: models under test, judges and annotators (``--model``
+    specs and ``--models`` files, and so on)."""
+
+    models: Sequence[str] = ()
+    models_files: Sequence[str] = ()
+    judges: Sequence[str] = ()
+    judges_files: Sequence[str] = ()
+    annotators: Sequence[str] = ()
+    annotators_files: Sequence[str] = ()
+
+
 def prepare_eval(
     source: jobs.InstanceSource,
     *,
-    models: Sequence[str] = (),
-    models_files: Sequence[str] = (),
-    judges: Sequence[str] = (),
-    judges_files: Sequence[str] = (),
-    annotators: Sequence[str] = (),
-    annotators_files: Sequence[str] = (),
+    workers: EvalWorkers,
     criteria: str | None = None,
     out_dir: str = "flask-eval-out",
     name: str = "eval",
     mode: str = "instance",
-    limit: int | None = None,
-    sample: int | None = None,
-    seed: int = 0,
+    sampling: Sampling = NO_SAMPLING,
 ) -> EvalPlan:
     """Validate every input of an evaluation (writes nothing). The annotators default to
     the judges."""
+    judges, judges_files = workers.judges, workers.judges_files
+    annotators, annotators_files = workers.annotators, workers.annotators_files
     check_run_name(name)
     if not source.instances:
         raise InputError(
@@ -116,7 +125,7 @@ def prepare_eval(
     criteria_set = load_criteria(criteria) if criteria else load_default()
     pipeline.check_protocols(judge_configs, mode, shown=rubric_levels(criteria_set))
     gen = jobs.prepare_generation(
-        source, models=models, models_files=models_files, limit=limit, sample=sample, seed=seed
+        source, models=workers.models, models_files=workers.models_files, sampling=sampling
     )
     gen = replace(gen, name=step_run_name(name, "generate", gen.fingerprint))
     if not annotators and not annotators_files:
@@ -126,9 +135,7 @@ def prepare_eval(
         annotators=annotators,
         annotators_files=annotators_files,
         criteria=criteria,
-        limit=limit,
-        sample=sample,
-        seed=seed,
+        sampling=sampling,
     )
     if ann is not None:
         ann = replace(ann, name=step_run_name(name, "annotate", ann.fingerprint))
@@ -167,17 +174,8 @@ def evaluate(
     def step(p: pipeline.Plan, verb: str) -> StepResult:
         spent = sum(s.counts.cost for s in done)
         left = None if max_cost is None else max(0.0, max_cost - spent)
-        result = steps.execute(
-            p,
-            store,
-            dispatcher,
-            settings,
-            verb=verb,
-            max_cost=left,
-            progress=progress,
-            timeout=timeout,
-            say=say,
-        )
+        work = steps.StepWork(left, progress=progress, timeout=timeout, say=say)
+        result = steps.execute(p, store, dispatcher, settings, verb=verb, work=work)
         done.append(result)
         return result
 
@@ -211,12 +209,15 @@ def evaluate(
             f"metadata; see {out / 'instances.jsonl'}"
         )
     judged = pipeline.prepare(
-        instances=str(out / "instances.jsonl"),
-        responses=[f"{model}={path}" for model, path in written.items()],
-        judges=plan.judges_specs,
-        judges_files=plan.judges_files,
-        criteria=plan.criteria,
-        mode=plan.mode,
+        RunSpec(
+            workers=Workers(tuple(plan.judges_specs), tuple(plan.judges_files)),
+            inputs=SpecInputs(
+                instances=str(out / "instances.jsonl"),
+                responses=tuple(f"{model}={path}" for model, path in written.items()),
+                criteria=plan.criteria,
+            ),
+            protocol=Protocol(plan.mode),
+        )
     )
     judged = replace(judged, name=step_run_name(plan.name, "judge", judged.fingerprint))
     path = out / "report.txt"

@@ -27,7 +27,7 @@ def export_rows(store: Store, run: RunInfo) -> ExportRows:
     """``run``'s judgments as export rows (``storage.queries.export_rows``), in id order.
     Answers are stored without known secrets; a ledger from before may hold them, so each
     text is cleaned again here."""
-    hook = kinds.of_config(run.config).export
+    hook = kinds.of(run.config.kind).export
     fields = queries.export_fields(store, run.id)
     read = queries.export_rows(store, run.id, run.name, value=hook is not None)
     if hook is not None:

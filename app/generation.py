@@ -49,7 +49,7 @@ def generated(store: Store, run: RunInfo) -> dict[str, list[Generated]]:
     """Model -> its responses, in the order of the run's models and instances (a
     response not generated yet, or whose generation failed, is absent)."""
     check_kind(run, kinds.GENERATION)
-    by_model: dict[str, list[Generated]] = {j["name"]: [] for j in run.config["judges"]}
+    by_model: dict[str, list[Generated]] = {name: [] for name in run.config.judge_names}
     for row in done_values(store, run):
         if row.criterion != RESPONSE or row.value is None:
             continue
@@ -114,7 +114,7 @@ def write_model_outputs(
     ``text``), with what else this run knows of each (sampling settings, tokens, cost,
     ``finish`` and ``cut_off``: fields `run` ignores), one file per model: ``<model>.jsonl``
     in ``out_dir``. Written to a temporary name first, so a file is whole or absent."""
-    configs = {j["name"]: JudgeConfig.from_data(j) for j in run.config["judges"]}
+    configs = {j.name: j for j in run.config.judges}
     priced = {name: c.price is not None for name, c in configs.items()}
     target = Path(out_dir)
     if target.exists() and not target.is_dir():

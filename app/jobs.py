@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from flask_eval.app.pipeline import Plan, judge_identity, load_judges
 from flask_eval.core.errors import InputError
+from flask_eval.core.spec import NO_SAMPLING, Sampling
 from flask_eval.core.types import Instance, JudgeConfig, ResponseSet
 from flask_eval.producer.biggen import load_biggen
 from flask_eval.producer.inputs import check_model_name, check_run_name, parse_responses_arg
@@ -23,7 +24,7 @@ from flask_eval.producer.jobs import job_inputs
 from flask_eval.producer.loaders import load_instances
 from flask_eval.producer.pairwise_sets import load_pairwise_set
 from flask_eval.producer.parallel import load_all_responses
-from flask_eval.producer.plan import fingerprint
+from flask_eval.producer.plan import Judging, fingerprint
 from flask_eval.producer.prices import settle_prices
 from flask_eval.producer.prometheus_sets import load_prometheus_set
 from flask_eval.producer.select import select
@@ -93,7 +94,8 @@ def _plan(
     inputs = job_inputs(instances, criteria, responses)
     skills = codec.to_data(criteria)
     identities = [judge_identity(w) for w in workers]
-    digest = fingerprint(inputs, identities, MODE, skills, kind=kind, kind_options=options)
+    how = Judging(MODE, skills, kind=kind, kind_options=options)
+    digest = fingerprint(inputs, identities, how)
     name = run_name or f"{prefix}-{digest[:10]}"
     return Plan(
         inputs,
@@ -114,9 +116,7 @@ def prepare_generation(
     models: Sequence[str] = (),
     models_files: Sequence[str] = (),
     run_name: str | None = None,
-    limit: int | None = None,
-    sample: int | None = None,
-    seed: int = 0,
+    sampling: Sampling = NO_SAMPLING,
 ) -> Plan:
     """The plan of a generation run: one response per (instance, model under test), the
     models given as `--model` specs or `--models` files (the judges file's format:
@@ -124,7 +124,7 @@ def prepare_generation(
     configs = _load_workers(models, models_files, kinds.kind(kinds.GENERATION).words.worker)
     if run_name is not None:
         check_run_name(run_name)
-    instances = _selected(load_instance_source(source), limit, sample, seed)
+    instances = _selected(load_instance_source(source), sampling)
     return _plan(kinds.GENERATION, instances, configs, source.path, run_name, "gen")
 
 
@@ -136,9 +136,7 @@ def prepare_annotation(
     criteria: str | None = None,
     relabel: bool = False,
     run_name: str | None = None,
-    limit: int | None = None,
-    sample: int | None = None,
-    seed: int = 0,
+    sampling: Sampling = NO_SAMPLING,
 ) -> tuple[Plan | None, list[Instance]]:
     """The plan of an annotation run over the instances that lack metadata (all with
     ``relabel``), and every instance of the source (those not annotated keep theirs); the
@@ -149,7 +147,7 @@ def prepare_annotation(
     configs = _load_workers(annotators, annotators_files, kinds.kind(kinds.ANNOTATION).words.worker)
     if run_name is not None:
         check_run_name(run_name)
-    instances = _selected(load_instance_source(source, criteria), limit, sample, seed)
+    instances = _selected(load_instance_source(source, criteria), sampling)
     space = label_space_of(load_criteria(criteria)) if criteria else flask_label_space()
     todo = [i for i in instances if relabel or not labelled(i)]
     if not todo:
@@ -168,9 +166,7 @@ def prepare_kind(
     workers_files: Sequence[str] = (),
     responses: Sequence[str] = (),
     run_name: str | None = None,
-    limit: int | None = None,
-    sample: int | None = None,
-    seed: int = 0,
+    sampling: Sampling = NO_SAMPLING,
 ) -> Plan:
     """The plan of a run of the kind ``name`` (``rubrics.kinds``), for the command the
     registry makes of it: one row per instance (or per response given as ``NAME=PATH``
@@ -180,7 +176,7 @@ def prepare_kind(
     configs = _load_workers(workers, workers_files, kind.words.worker)
     if run_name is not None:
         check_run_name(run_name)
-    instances = _selected(load_instance_source(source), limit, sample, seed)
+    instances = _selected(load_instance_source(source), sampling)
     sets = None
     if kind.subject == RESPONSE:
         if not responses:
@@ -216,17 +212,16 @@ def labelled(instance: Instance) -> bool:
     return bool(instance.skills) and bool(instance.domains) and instance.difficulty is not None
 
 
-def _selected(
-    instances: list[Instance], limit: int | None, sample: int | None, seed: int
-) -> list[Instance]:
+def _selected(instances: list[Instance], sampling: Sampling) -> list[Instance]:
     from flask_eval.producer.inputs import Inputs
 
-    return list(select(Inputs(tuple(instances), ()), limit, sample, seed).instances)
+    s = sampling
+    return list(select(Inputs(tuple(instances), ()), s.limit, s.sample, s.seed).instances)
 
 
 def kind_of(run: RunInfo) -> str:
     """The kind of work of a stored run (judgment for runs made before kinds existed)."""
-    return kinds.name_of(run.config)
+    return run.config.kind
 
 
 def check_kind(run: RunInfo, wanted: str) -> None:

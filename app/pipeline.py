@@ -24,6 +24,7 @@ from flask_eval.app.waiting import (
 from flask_eval.core.errors import ConfigError, FailureReason, InputError
 from flask_eval.core.models import model_info
 from flask_eval.core.settings import Settings
+from flask_eval.core.spec import RunSpec
 from flask_eval.core.types import JudgeConfig
 from flask_eval.producer.dispatch import Dispatched, Transport, dispatch_open, metered
 from flask_eval.producer.estimate import (
@@ -39,7 +40,13 @@ from flask_eval.producer.pairs import (
     parse_pairwise_arg,
     plan_pairs,
 )
-from flask_eval.producer.plan import DEFAULT_MODE, MODES, default_run_name, fingerprint, run_config
+from flask_eval.producer.plan import (
+    MODES,
+    Judging,
+    default_run_name,
+    fingerprint,
+    run_config,
+)
 from flask_eval.producer.prices import check_budget_prices, settle_prices
 from flask_eval.producer.samples import sampled
 from flask_eval.producer.select import select
@@ -86,33 +93,17 @@ def judge_identity(j: JudgeConfig) -> str:
     return f"{j.name}={j.spec}{extra}"
 
 
-def prepare(
-    *,
-    instances: str | None,
-    responses: Sequence[str],
-    judges: Sequence[str] = (),
-    judges_files: Sequence[str] = (),
-    run_name: str | None = None,
-    mode: str = DEFAULT_MODE,
-    rubrics: str | None = None,
-    limit: int | None = None,
-    sample: int | None = None,
-    seed: int = 0,
-    biggen: str | None = None,
-    prometheus_set: str | None = None,
-    criteria: str | None = None,
-    reference: bool = True,
-    pairwise: str | None = None,
-    swap: bool = True,
-    per_criterion: bool = False,
-    pairwise_set: str | None = None,
-    biggen_llm_judge: bool = False,
-    models: Sequence[str] = (),
-    samples: int = 1,
-) -> Plan:
-    """Validate all inputs and flags; raises InputError/ConfigError; writes nothing.
-    ``models`` names the model(s) of a file that carries its responses (``--model``);
-    ``samples`` asks each judge that many times per item (:func:`sampled`)."""
+def prepare(spec: RunSpec) -> Plan:
+    """Validate all inputs and flags of ``spec``; raises InputError/ConfigError; writes
+    nothing. ``spec.inputs.models`` names the model(s) of a file that carries its
+    responses (``--model``); ``spec.sampling.samples`` asks each judge that many times
+    per item (:func:`sampled`)."""
+    src, sampling, mode, run_name = spec.inputs, spec.sampling, spec.protocol.mode, spec.name
+    judges, judges_files = spec.workers.judges, spec.workers.judges_files
+    instances, pairwise_set, reference = src.instances, src.pairwise_set, src.reference
+    pw = spec.pairwise
+    pairwise, swap, per_criterion = pw.against, pw.swap, pw.per_criterion
+    samples = sampling.samples
     if mode not in MODES:
         raise InputError(f"invalid --mode {mode!r}; choose one of: {', '.join(MODES)}")
     if not judges and not judges_files:
@@ -123,24 +114,24 @@ def prepare(
     configs = sampled(settle_prices(load_judges(judges, judges_files)), samples)
     if run_name is not None:
         check_run_name(run_name)
-    named = [parse_responses_arg(a) for a in responses]
+    named = [parse_responses_arg(a) for a in src.responses]
     if not named and instances:
         raise InputError("no responses given; add --responses NAME=PATH")
     sources = Sources(
         instances,
         named,
-        biggen,
-        prometheus_set,
-        rubrics,
-        criteria,
+        src.biggen,
+        src.prometheus_set,
+        src.rubrics,
+        src.criteria,
         pairwise_set,
-        biggen_llm_judge,
-        tuple(models),
+        src.biggen_llm_judge,
+        src.models,
         reference,
     )
     loaded = load_sources(sources)
     skillset = loaded.skillset
-    inputs = select(loaded.inputs, limit, sample, seed)
+    inputs = select(loaded.inputs, sampling.limit, sampling.sample, sampling.seed)
     if pairwise_set and pairwise is None:
         pairwise = "all"  # the set's two responses, in both orders
     kept = {i.id for i in inputs.instances}
@@ -174,16 +165,8 @@ def prepare(
     identities = [judge_identity(j) for j in configs]
     # the fingerprint reads every response again: computed when asked (a dry run named
     # with --run never asks), of the configuration as it is now
-    later = partial(
-        fingerprint,
-        inputs,
-        identities,
-        mode,
-        skills,
-        reference,
-        None if plan_config is None else dict(plan_config),
-        pairs or (),
-    )
+    how = Judging(mode, skills, reference, None if plan_config is None else dict(plan_config))
+    later = partial(fingerprint, inputs, identities, replace(how, pairs=pairs or ()))
     digest: str | Callable[[], str] = later
     name = run_name
     if name is None:
@@ -296,9 +279,7 @@ def start(
     tell = say or (lambda _line: None)
     dispatcher.check()
     existing = store.find_run(plan.name)
-    budget = (
-        max_cost if max_cost is not None or existing is None else existing.config.get("max_cost")
-    )
+    budget = max_cost if max_cost is not None or existing is None else existing.config.max_cost
     check_budget_prices(prices_after(plan.judges, existing), budget)
     if existing is None:
         tell(f"run {plan.name}: writing {plan.size():,} judgments to the ledger")
@@ -306,18 +287,7 @@ def start(
         name=plan.name,
         fingerprint=plan.fingerprint_soon(),
         mode=plan.mode,
-        config=run_config(
-            plan.inputs,
-            plan.judges,
-            plan.mode,
-            codec.to_data(plan.skillset),
-            plan.instances_path,
-            plan.reference,
-            plan.pairwise,
-            plan.kind,
-            plan.kind_options,
-            plan.samples,
-        ),
+        config=run_config(plan.inputs, plan.judges, plan.judging(), plan.instances_path),
         instances=plan.inputs.instances,
         response_sets=plan.inputs.response_sets,
         judges=[j.name for j in plan.judges],
@@ -359,12 +329,12 @@ def resume(
     """Send again what is pending, stale or failed (``reasons``: only those failures),
     honouring the run's stored budget; returns (rows reset, dispatch, changes). Judged
     here, it first waits for the rows another process holds (``say`` says so)."""
-    unknown = sorted({j.name for j in judges} - {j["name"] for j in run.config["judges"]})
+    unknown = sorted({j.name for j in judges} - set(run.config.judge_names))
     if unknown:
         raise InputError(f"--judges names judges the run does not have: {', '.join(unknown)}")
     given = {j.name: j for j in judges}
-    held = [given.get(j["name"]) or JudgeConfig.from_data(j) for j in run.config["judges"]]
-    budget = max_cost if max_cost is not None else run.config.get("max_cost")
+    held = [given.get(j.name) or j for j in run.config.judges]
+    budget = max_cost if max_cost is not None else run.config.max_cost
     check_budget_prices(prices_after(held, run), budget)
     changed: list[str] = []
     if judges:

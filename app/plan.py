@@ -19,8 +19,9 @@ from flask_eval.producer.context import RunContext
 from flask_eval.producer.estimate import AnswerCache, CallTexts, Estimator, planned_calls
 from flask_eval.producer.inputs import Inputs
 from flask_eval.producer.pairs import planned_pairwise_rows
-from flask_eval.producer.plan import new_calls
+from flask_eval.producer.plan import Judging, new_calls
 from flask_eval.producer.sampling import CallSampler
+from flask_eval.rubrics import codec
 from flask_eval.rubrics.kinds import JUDGMENT
 from flask_eval.rubrics.skills import SkillSet
 from flask_eval.storage.planning import ledger_subjects
@@ -72,6 +73,20 @@ class Plan:
         # a daemon: a write that fails (or Ctrl-C) does not wait for it to finish
         threading.Thread(target=compute, name="fingerprint", daemon=True).start()
         return done.result
+
+    def judging(self) -> Judging:
+        """How the plan's items are judged (what its fingerprint and stored
+        configuration say of it)."""
+        return Judging(
+            self.mode,
+            codec.to_data(self.skillset),
+            self.reference,
+            self.pairwise,
+            self.pairs or (),
+            self.kind,
+            self.kind_options,
+            self.samples,
+        )
 
     def context(self) -> RunContext:
         judges = {j.name: j for j in self.judges}

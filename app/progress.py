@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from flask_eval.core.types import JudgeConfig
+from flask_eval.core.stored import StoredConfig
 from flask_eval.producer.prices import unpriced, unpriced_reasons
 from flask_eval.report.document import Progress
 from flask_eval.storage import live, queries
@@ -56,7 +56,7 @@ class RunStatus:
 
 def unpriced_judges(info: RunInfo) -> list[str]:
     """The names of ``info``'s judges without a price (their cost is unknown, never $0)."""
-    return unpriced([JudgeConfig.from_data(j) for j in info.config["judges"]])
+    return unpriced(list(info.config.judges))
 
 
 def run_status(store: Store, info: RunInfo) -> RunStatus:
@@ -76,10 +76,9 @@ def run_progress(store: Store, info: RunInfo) -> Progress:
     return Progress(total=c.total, done=c.done, failed=c.failed, pending=c.pending)
 
 
-def cost_unknown(config: dict[str, Any]) -> dict[str, str]:
+def cost_unknown(config: StoredConfig) -> dict[str, str]:
     """Judge name -> why its cost is unknown, for a run's judges without a price."""
-    judges = [JudgeConfig.from_data(j) for j in config.get("judges") or () if isinstance(j, dict)]
-    return unpriced_reasons(judges)
+    return unpriced_reasons(list(config.judges))
 
 
 def runs_overview(store: Store) -> list[dict[str, Any]]:
@@ -87,7 +86,7 @@ def runs_overview(store: Store) -> list[dict[str, Any]]:
     (and ``unpriced``: judge -> why its cost is unknown)."""
     rows = queries.runs_overview(store)
     for row in rows:
-        row["unpriced"] = cost_unknown({"judges": row.pop("judges_config")})
+        row["unpriced"] = unpriced_reasons(list(row.pop("judge_configs")))
     return rows
 
 

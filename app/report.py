@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from tqdm import tqdm
@@ -17,6 +17,7 @@ from flask_eval.app.progress import cost_unknown, run_progress
 from flask_eval.core.errors import InputError
 from flask_eval.core.models import model_info
 from flask_eval.core.redact import redact
+from flask_eval.core.stored import StoredConfig, StoredPairwise
 from flask_eval.core.types import DOMAINS, sample_of
 from flask_eval.report import references
 from flask_eval.report.agreement import Agreement, agreement_rows
@@ -86,26 +87,15 @@ def _table(
     )
 
 
-def config_judges(config: dict[str, Any]) -> list[str]:
-    """Judge names of a run's config: a list of names, or of objects with a ``name``."""
-    names = []
-    for entry in config.get("judges") or ():
-        name = entry.get("name") if isinstance(entry, dict) else entry
-        if isinstance(name, str) and name:
-            names.append(name)
-    return names
+def config_judges(config: StoredConfig) -> list[str]:
+    """Judge names of a run's config (of each sample, in a run of repeated judgments)."""
+    return list(config.judge_names)
 
 
-def run_samples(config: Mapping[str, Any]) -> int:
-    """Judgments per judge and item of a run (``run --samples``; 1 for runs before it)."""
-    value = config.get("samples")
-    return value if isinstance(value, int) and value > 1 else 1
-
-
-def judge_of(name: str, config: Mapping[str, Any]) -> str:
+def judge_of(name: str, config: StoredConfig) -> str:
     """The judge whose sample the ledger's judge ``name`` is, in a run of repeated
     judgments; ``name`` itself otherwise."""
-    parsed = sample_of(name) if run_samples(config) > 1 else None
+    parsed = sample_of(name) if config.samples > 1 else None
     return name if parsed is None else parsed[0]
 
 
@@ -124,7 +114,7 @@ def _run_tables(
     position check's, on PostgreSQL)."""
     p = analytics.pivot(store, run.id, config_judges(run.config), calls=calls)
     judges, state, score, consistency = p.judges, p.state, p.score, []
-    if run_samples(run.config) > 1:
+    if run.config.samples > 1:
         merged = merge_samples(p.judges, p.state, p.score)
         judges, state, score = merged.judges, merged.state, merged.score
         consistency = consistency_rows(merged, p.score, p.state)
@@ -199,7 +189,7 @@ def table_rows(table: ScoreTable, skillset: SkillSet) -> list[Row]:
 
 def report_rows(store: Store, run: RunInfo) -> list[Row]:
     """The tables `run` and `demo` print: as `report` computes them, without intervals."""
-    return table_rows(run_table(store, run), codec.from_data(run.config["skills"]))
+    return table_rows(run_table(store, run), codec.from_data(run.config.skills))
 
 
 def _with_references(
@@ -220,19 +210,17 @@ def _takes_temperature(spec: str) -> bool:
     return provider not in PROVIDERS or judge_class(provider).takes_temperature
 
 
-def judge_settings(config: Mapping[str, Any]) -> list[JudgeSettings]:
-    """How each judge of a run was sampled, from its config (``JudgeConfig.to_data()``
-    entries, or bare names in older runs); unset values are the defaults a call uses,
-    Anthropic specs have the provider's default temperature; text is redacted."""
+def judge_settings(config: StoredConfig) -> list[JudgeSettings]:
+    """How each judge of a run was sampled, from its config (bare names in older runs:
+    the defaults); unset values are the defaults a call uses, Anthropic specs have the
+    provider's default temperature; text is redacted."""
     settings = []
-    for entry in config.get("judges") or ():
-        data = entry if isinstance(entry, Mapping) else {"name": entry}
-        name = str(data.get("name") or data.get("spec") or "")
-        if not name or data.get("sample"):  # a later sample: its judge is listed once
+    for judge in config.every_judge():
+        if judge.sample:  # a later sample: its judge is listed once
             continue
-        name = judge_of(name, config)
-        spec = str(data.get("spec") or name)
-        max_tokens, temperature = data.get("max_tokens"), data.get("temperature")
+        name = judge_of(judge.name, config)
+        spec = judge.spec or name
+        max_tokens, temperature = judge.max_tokens, judge.temperature
         model = model_info(spec.partition("@")[0])  # the defaults its calls were sent
         if not _takes_temperature(spec):
             temperature = None  # the provider's default applies
@@ -250,6 +238,20 @@ def judge_settings(config: Mapping[str, Any]) -> list[JudgeSettings]:
     return settings
 
 
+@dataclass(frozen=True)
+class Extras:
+    """What a report adds to a run's judges: virtual judges combining them (``ensembles``
+    of ``ensemble_judges``, default all) and reference scores to compare them with."""
+
+    ensembles: Sequence[EnsembleSpec] = ()
+    ensemble_judges: Sequence[str] = ()
+    refs: Sequence[references.Reference] = ()
+
+
+#: a report of the run's judges only
+NO_EXTRAS = Extras()
+
+
 def build_report(
     store: Store,
     run: RunInfo,
@@ -257,9 +259,7 @@ def build_report(
     replicates: int = DEFAULT_REPLICATES,
     seed: int = DEFAULT_SEED,
     confidence: float = DEFAULT_CONFIDENCE,
-    ensembles: Sequence[EnsembleSpec] = (),
-    ensemble_judges: Sequence[str] = (),
-    refs: Sequence[references.Reference] = (),
+    extras: Extras = NO_EXTRAS,
     progress: bool = True,
     timings: dict[str, float] | None = None,
 ) -> Report:
@@ -268,10 +268,11 @@ def build_report(
     ``replicates=0`` skips the bootstrap (no intervals). ``timings``, when given, receives
     the seconds spent in each phase.
     """
-    kind = kinds.of_config(run.config)
+    ensembles, ensemble_judges, refs = extras.ensembles, extras.ensemble_judges, extras.refs
+    kind = kinds.of(run.config.kind)
     if not kind.scores:  # a kind whose rows read values scores nothing (rubrics/kinds.py)
         raise InputError(kind.refusal(run.name))
-    skillset = codec.from_data(run.config["skills"])
+    skillset = codec.from_data(run.config.skills)
     ability_of = {s.name: s.ability for s in skillset}
     # read before the judgments: a report whose rows were read in progress says so
     how_far = run_progress(store, run)
@@ -345,7 +346,7 @@ def build_report(
     notes += [p.note() for p in found if p.flagged]
     if consistency:
         notes.append(
-            f"each judge was asked {run_samples(run.config)} times per item (--samples): its "
+            f"each judge was asked {run.config.samples} times per item (--samples): its "
             "score is the mean of its samples, and the agreement between judges is computed "
             "on those means; Self-consistency compares a judge's samples with each other"
         )
@@ -354,7 +355,7 @@ def build_report(
     notes += duplicate_notes(store, run.id)
     pairwise = (
         pairwise_report(store, run, replicates=replicates, seed=seed, confidence=confidence)
-        if pairwise_config(run.config) is not None
+        if run.config.pairwise is not None
         else None
     )
     lap("pairwise")
@@ -410,36 +411,14 @@ def _timed(timings: dict[str, float] | None, name: str, fn: Callable[..., _T], *
     return out
 
 
-def judge_protocols(config: Mapping[str, Any]) -> dict[str, str | None]:
+def judge_protocols(config: StoredConfig) -> dict[str, str | None]:
     """Judge name -> the protocol its config names (None: the default one)."""
-    out: dict[str, str | None] = {}
-    for entry in config.get("judges") or ():
-        if isinstance(entry, Mapping) and isinstance(entry.get("name"), str):
-            protocol = entry.get("protocol")
-            out[entry["name"]] = protocol if isinstance(protocol, str) else None
-        elif isinstance(entry, str):
-            out[entry] = None
-    return out
+    return {j.name: j.protocol for j in config.every_judge()}
 
 
-def pairwise_config(config: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The run's ``pairwise`` settings, or None for an absolute-grading run."""
-    value = config.get("pairwise")
-    return dict(value) if isinstance(value, Mapping) else None
-
-
-def config_models(config: Mapping[str, Any]) -> list[str]:
-    """Model names of a run's config, in the order the run was given them: its ``models``
-    list (names, or objects with a ``name``), then any other key of ``responses`` (a
-    mapping, which the stored config keeps sorted: runs from before the list have their
-    models in sorted order)."""
-    names = []
-    for entry in config.get("models") or ():
-        name = entry.get("name") if isinstance(entry, Mapping) else entry
-        if isinstance(name, str) and name:
-            names.append(name)
-    names += [str(m) for m in config.get("responses") or {}]
-    return list(dict.fromkeys(names))
+def config_models(config: StoredConfig) -> list[str]:
+    """Model names of a run's config, in the order the run was given them."""
+    return list(config.models)
 
 
 def pairwise_report(
@@ -453,15 +432,15 @@ def pairwise_report(
     """Win rates, ratings (anchored at the run's baseline, else the first of its models
     as the run was given them: the same anchor for `run` and `report`), position and
     length bias of a pairwise run, with intervals resampling instances."""
-    settings = pairwise_config(run.config) or {}
+    settings = run.config.pairwise or StoredPairwise()
     data = analytics.pairwise_rows(store, run.id)
     records = [Comparison(*row) for row in data.done]
     instances = instances_of(records)
     weights = instance_weights(len(instances), replicates, seed)
     models = config_models(run.config)
-    baseline = settings.get("baseline")
+    baseline = settings.baseline
     seen = {m for c in records for m in (c.first, c.second)}
-    anchor = baseline if isinstance(baseline, str) and baseline in seen else None
+    anchor = baseline if baseline is not None and baseline in seen else None
     if anchor is None:
         order = [m for m in models if m in seen] or sorted(seen)
         anchor = order[0] if order else None
@@ -477,11 +456,11 @@ def pairwise_report(
             failed=data.failed,
         ),
         confidence=confidence,
-        both_orders=bool(settings.get("swap", True)),
+        both_orders=settings.swap,
     )
-    gold = settings.get("labels") or []
+    gold = settings.labels
     if gold:  # an imported set's gold labels (Auto-J, HHH): each judge's accuracy
-        labels = [Label(str(i), str(a), str(b), int(lab)) for i, a, b, lab in gold]
+        labels = [Label(*label) for label in gold]
         groups = analytics.instance_tasks(store, run.id)
         result.label_accuracy = label_accuracy(records, labels, groups)
     open_rows = sum(data.pending.values())
@@ -493,6 +472,6 @@ def pairwise_report(
 def agreement_for_run(
     store: Store, run: RunInfo, refs: Sequence[references.Reference] = ()
 ) -> tuple[list[Agreement], list[str]]:
-    skillset = codec.from_data(run.config["skills"])
+    skillset = codec.from_data(run.config.skills)
     table, notes = _with_references(run_table(store, run), refs)
     return agreement_rows(table, skill_order=skillset.names), notes

@@ -12,7 +12,6 @@ from flask_eval.app.progress import runs_overview
 from flask_eval.app.report import config_judges, config_models
 from flask_eval.core.errors import Status
 from flask_eval.core.redact import redact
-from flask_eval.core.types import JudgeConfig
 from flask_eval.producer.prices import unpriced
 from flask_eval.rubrics import kinds
 from flask_eval.storage import browse
@@ -89,17 +88,13 @@ def _seconds(start: datetime, end: datetime) -> float:
 
 
 def _row(line: RunLine, cost: float) -> RunRow:
-    of_kind = kinds.of_config(line.config)
+    of_kind = kinds.of(line.config.kind)
     kind = of_kind.name
     workers = [redact(j) for j in config_judges(line.config)]
     models, judges = config_models(line.config), workers
     if of_kind.workers_tested:  # its workers are the models under test
         models, judges = workers, []
-    try:
-        priced = [JudgeConfig.from_data(j) for j in line.config.get("judges") or ()]
-        missing = [redact(n) for n in unpriced(priced)]
-    except (TypeError, ValueError, KeyError, AttributeError):  # an old config
-        missing = []
+    missing = [redact(n) for n in unpriced(list(line.config.judges))]
     step = eval_step(line.name)
     end = line.last_update
     return RunRow(

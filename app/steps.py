@@ -55,6 +55,23 @@ class StepResult:
         return not self.counts.failed and not self.counts.pending
 
 
+@dataclass(frozen=True)
+class StepWork:
+    """How a step's work is done: within ``max_cost``, the failed calls again
+    (``retry_failed``), waited for with a progress bar (``progress``) up to ``timeout``
+    seconds, what takes time said to ``say``."""
+
+    max_cost: float | None = None
+    retry_failed: bool = False
+    progress: bool = False
+    timeout: float | None = None
+    say: Say | None = None
+
+
+#: a step's work as it is done when nothing else is asked
+DEFAULT_WORK = StepWork()
+
+
 def execute(
     plan: Plan,
     store: Store,
@@ -62,20 +79,23 @@ def execute(
     settings: Settings,
     *,
     verb: str,
-    max_cost: float | None = None,
-    progress: bool = False,
-    timeout: float | None = None,
-    say: Say | None = None,
-    retry_failed: bool = False,
+    work: StepWork = DEFAULT_WORK,
 ) -> StepResult:
-    """Write ``plan``'s run, dispatch its open calls (and, with ``retry_failed``, the
-    failed ones again) and wait until none is open (but what ``max_cost`` holds back);
-    ``verb`` names the work in what is said. StepIncomplete when work is left failed or
-    pending."""
+    """Write ``plan``'s run, dispatch its open calls (and, with ``work.retry_failed``,
+    the failed ones again) and wait until none is open (but what ``work.max_cost`` holds
+    back); ``verb`` names the work in what is said. StepIncomplete when work is left
+    failed or pending."""
+    say = work.say
     tell = say or (lambda _line: None)
     before = _cache_answered(store, plan.name)
     started = pipeline.start(
-        plan, store, dispatcher, settings, retry_failed=retry_failed, max_cost=max_cost, say=tell
+        plan,
+        store,
+        dispatcher,
+        settings,
+        retry_failed=work.retry_failed,
+        max_cost=work.max_cost,
+        say=tell,
     )
     run, sent = started.run, started.dispatched
     state = "created" if started.created else "resumed"
@@ -85,10 +105,10 @@ def execute(
         store,
         run,
         dispatcher,
-        progress=progress,
+        progress=work.progress,
         leave_open=sent.held_back_rows,
         quiet_after=settings.stall_seconds,
-        timeout=timeout,
+        timeout=work.timeout,
         say=say,
     )
     counts = queries.status(store, run.id, run.name)

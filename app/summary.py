@@ -98,8 +98,7 @@ def ending_lines(store: Store, run: RunInfo, timeout: float, halted: Sequence[st
     if causes:
         lines.append("Failure causes (one detail each; all in `flask-eval export`):")
         lines += failure_lines(causes, halted)
-    judges = [JudgeConfig.from_data(j) for j in run.config["judges"]]
-    lines += local_timeout_advice(causes, judges, run.name, timeout)
+    lines += local_timeout_advice(causes, list(run.config.judges), run.name, timeout)
     return lines
 
 

@@ -30,6 +30,9 @@ from flask_eval.storage.retry import is_transient, retrying_within
 from flask_eval.storage.store import Store
 from flask_eval.workers.inprocess import InProcessTransport
 
+#: seconds between two looks at whether a run is done
+POLL_SECONDS = 0.5
+
 
 def wait(
     store: Store,
@@ -37,7 +40,6 @@ def wait(
     dispatcher: Transport,
     *,
     progress: bool = True,
-    poll: float = 0.5,
     leave_open: int = 0,
     quiet_after: float = 15.0,
     say: Callable[[str], None] | None = None,
@@ -57,7 +59,7 @@ def wait(
     bar = tqdm(
         total=counts.total,
         initial=counts.total - counts.pending,
-        desc=f"{kinds.of_config(run.config).words.doing} {run.name}",
+        desc=f"{kinds.of(run.config.kind).words.doing} {run.name}",
         unit="judgment",
         disable=not progress,
         file=sys.stderr,
@@ -79,7 +81,7 @@ def wait(
         nonlocal open_, last_change, last_open, halts
         if not store.existing_runs([run.id]):  # its rows are gone: none open, none done
             while isinstance(dispatcher, InProcessTransport) and dispatcher.alive():
-                dispatcher.pause(poll)  # the answers on the wire, kept (to no run)
+                dispatcher.pause(POLL_SECONDS)  # the answers on the wire, kept (to no run)
             raise RunDeleted(run)
         open_ = store.count_open(run.id) - leave_open
         bar.update(bar.total - open_ - bar.n)
@@ -123,7 +125,7 @@ def wait(
                 away = ", the database unreachable" if outage.since is not None else ""
                 why = f"--timeout {timeout:g} s{away}"
                 raise StoppedWaiting(run.name, open_, counts.total, why, queue, first.seen())
-            dispatcher.pause(poll)
+            dispatcher.pause(POLL_SECONDS)
     except KeyboardInterrupt:
         if isinstance(dispatcher, InProcessTransport):  # keep every answer paid for
             dispatcher.interrupt(tell)

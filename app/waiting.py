@@ -267,8 +267,7 @@ class BatchWatch:
     @classmethod
     def of(cls, store: Store, run: RunInfo) -> BatchWatch | None:
         """The watch of ``run``'s batches; None when no judge of it is a batch judge."""
-        judges = run.config.get("judges") or []
-        batched = any(isinstance(j, dict) and j.get("batch") for j in judges)
+        batched = any(j.batch for j in run.config.judges)
         return cls(store, run.id) if batched else None
 
     def settle(self, tell: Callable[[str], None], within: float = 5.0) -> None:

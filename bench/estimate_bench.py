@@ -25,6 +25,7 @@ from typing import Any
 
 from bench.harness import write_result
 from flask_eval.app import pipeline
+from flask_eval.core.spec import run_spec
 from flask_eval.producer.estimate import Estimate, format_estimates
 from flask_eval.producer.sampling import CallSampler
 from flask_eval.producer.synthetic import write_inputs
@@ -61,7 +62,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         instances, responses = write_inputs(Path(tmp), args.instances, words=(3, args.max_words))
         t0 = time.perf_counter()
-        plan = pipeline.prepare(instances=str(instances), responses=responses, judges=[JUDGE])
+        plan = pipeline.prepare(
+            run_spec(instances=str(instances), responses=responses, judges=[JUDGE])
+        )
         t1 = time.perf_counter()
         calls = plan.planned_calls()
         t2 = time.perf_counter()

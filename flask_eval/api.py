@@ -17,17 +17,21 @@ Settings come from the environment as for the command line (``FLASK_EVAL_DATABAS
 the providers' keys); ``database_url`` overrides the store. Each function takes the options
 of its command (``run``, ``generate``, ``annotate``, ``eval``) under the same names
 (``--no-reference`` is ``reference=False``, ``--no-swap`` ``swap=False``, ``--model`` of
-``run`` is ``models``); ``dry_run=True`` returns the estimate of each judge (jobs, calls,
-tokens, cost; ``priced`` False: the cost is unknown, not 0) and writes nothing. What the
-command line writes to files (``--out``) is returned as records instead.
+``run`` is ``models``), checked by name and type (:class:`GenerateOptions`,
+:class:`AnnotateOptions`, :class:`EvaluateOptions`; ``judge``'s are a run spec's,
+:meth:`RunSpec.from_flat`); ``judge(spec=...)`` takes a whole run spec instead
+(``core/spec.py``: what ``run --spec`` reads). ``dry_run=True`` returns the estimate of
+each judge (jobs, calls, tokens, cost; ``priced`` False: the cost is unknown, not 0) and
+writes nothing. What the command line writes to files (``--out``) is returned as records
+instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from flask_eval.app import annotation, generation, jobs, pipeline, steps
 from flask_eval.app import evaluate as evaluate_use_case
@@ -35,16 +39,18 @@ from flask_eval.app.budget import check_budget
 from flask_eval.app.cache import LedgerCache, existing_cache
 from flask_eval.app.eval_estimate import step_estimates
 from flask_eval.app.pipeline import Plan
-from flask_eval.app.report import pairwise_config, pairwise_report, report_rows
+from flask_eval.app.report import pairwise_report, report_rows
 from flask_eval.core import settings as settings_mod
 from flask_eval.core.errors import InputError
 from flask_eval.core.settings import Settings
+from flask_eval.core.spec import RunSpec, Sampling, decode_section, run_spec
 from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
 
 Records = list[dict[str, Any]]
+T = TypeVar("T")
 
-__all__ = ["annotate", "evaluate", "generate", "judge", "report"]
+__all__ = ["RunSpec", "annotate", "evaluate", "generate", "judge", "report", "run_spec"]
 
 
 #: a step ended with work failed or pending (the message says how to go on)
@@ -103,52 +109,109 @@ def _run(
 ) -> RunInfo:
     check_budget(plan.judges, plan.name, settings.database_url, work.max_cost)
     dispatcher = steps.dispatcher_for(settings, store, plan.judges, work.in_flight)
-    return steps.execute(
-        plan,
-        store,
-        dispatcher,
-        settings,
-        verb=verb,
-        max_cost=work.max_cost,
-        timeout=work.timeout,
-        retry_failed=retry_failed,
-    ).run
+    step = steps.StepWork(work.max_cost, retry_failed, timeout=work.timeout)
+    return steps.execute(plan, store, dispatcher, settings, verb=verb, work=step).run
+
+
+@dataclass(frozen=True)
+class GenerateOptions:
+    """``generate``'s options (those of ``flask-eval generate``)."""
+
+    models: tuple[str, ...] = ()
+    models_files: tuple[str, ...] = ()
+    biggen: str | None = None
+    prometheus_set: str | None = None
+    pairwise_set: str | None = None
+    limit: int | None = None
+    sample: int | None = None
+    seed: int = 0
+    run_name: str | None = None
+    max_cost: float | None = None
+    in_flight: int = 64
+
+
+@dataclass(frozen=True)
+class AnnotateOptions:
+    """``annotate``'s options (those of ``flask-eval annotate``)."""
+
+    annotators: tuple[str, ...] = ()
+    annotators_files: tuple[str, ...] = ()
+    criteria: str | None = None
+    relabel: bool = False
+    biggen: str | None = None
+    prometheus_set: str | None = None
+    pairwise_set: str | None = None
+    limit: int | None = None
+    sample: int | None = None
+    seed: int = 0
+    run_name: str | None = None
+    max_cost: float | None = None
+    in_flight: int = 64
+
+
+@dataclass(frozen=True)
+class EvaluateOptions:
+    """``evaluate``'s options (those of ``flask-eval eval``)."""
+
+    models: tuple[str, ...] = ()
+    models_files: tuple[str, ...] = ()
+    judges: tuple[str, ...] = ()
+    judges_files: tuple[str, ...] = ()
+    annotators: tuple[str, ...] = ()
+    annotators_files: tuple[str, ...] = ()
+    criteria: str | None = None
+    mode: str = "instance"
+    out_dir: str = "flask-eval-out"
+    name: str = "eval"
+    limit: int | None = None
+    sample: int | None = None
+    seed: int = 0
+    max_cost: float | None = None
+    in_flight: int = 64
+
+
+#: each function's options, by the names of its command's flags
+OPTIONS: dict[str, type[Any]] = {
+    "generate": GenerateOptions,
+    "annotate": AnnotateOptions,
+    "evaluate": EvaluateOptions,
+}
+
+
+def _options(kind: type[T], given: Mapping[str, Any]) -> T:
+    """The typed options of keyword arguments (lists as given), validated by the spec's
+    one section decoder: an unknown name or a value of the wrong type is refused."""
+    return decode_section(kind, {k: list(v) if _listed(v) else v for k, v in given.items()})
+
+
+def _listed(value: object) -> bool:
+    return isinstance(value, list | tuple)
 
 
 def generate(
     instances: str | None = None,
     *,
-    models: Sequence[str] = (),
-    models_files: Sequence[str] = (),
-    biggen: str | None = None,
-    prometheus_set: str | None = None,
-    pairwise_set: str | None = None,
-    limit: int | None = None,
-    sample: int | None = None,
-    seed: int = 0,
-    run_name: str | None = None,
     dry_run: bool = False,
-    max_cost: float | None = None,
     timeout: float | None = None,
     database_url: str | None = None,
-    in_flight: int = 64,
+    **options: Any,
 ) -> Records:
     """The models under test answer the instances (``flask-eval generate``): one record
-    per response (model, instance_id, text, finish, cut_off, tokens, cost)."""
-    source = jobs.InstanceSource(instances, biggen, prometheus_set, pairwise_set)
+    per response (model, instance_id, text, finish, cut_off, tokens, cost); ``options``:
+    :class:`GenerateOptions`."""
+    o = _options(GenerateOptions, options)
+    source = jobs.InstanceSource(instances, o.biggen, o.prometheus_set, o.pairwise_set)
     plan = jobs.prepare_generation(
         source,
-        models=models,
-        models_files=models_files,
-        run_name=run_name,
-        limit=limit,
-        sample=sample,
-        seed=seed,
+        models=o.models,
+        models_files=o.models_files,
+        run_name=o.run_name,
+        sampling=Sampling(o.limit, o.sample, o.seed),
     )
     if dry_run:
         return _estimates(plan, database_url)
     with _session(database_url) as (settings, store):
-        run = _run(plan, settings, store, "generate", _Work(in_flight, max_cost, timeout))
+        run = _run(plan, settings, store, "generate", _Work(o.in_flight, o.max_cost, timeout))
         produced = generation.generated(store, run)
     return [{**asdict(g), "cut_off": g.cut_off} for items in produced.values() for g in items]
 
@@ -156,44 +219,31 @@ def generate(
 def annotate(
     instances: str | None = None,
     *,
-    annotators: Sequence[str] = (),
-    annotators_files: Sequence[str] = (),
-    criteria: str | None = None,
-    relabel: bool = False,
-    biggen: str | None = None,
-    prometheus_set: str | None = None,
-    pairwise_set: str | None = None,
-    limit: int | None = None,
-    sample: int | None = None,
-    seed: int = 0,
-    run_name: str | None = None,
     dry_run: bool = False,
-    max_cost: float | None = None,
     timeout: float | None = None,
     database_url: str | None = None,
-    in_flight: int = 64,
+    **options: Any,
 ) -> Records:
     """Annotators label the instances that lack FLASK's metadata (all with ``relabel``;
     ``flask-eval annotate``): one record per labelled instance (instance_id, skills,
-    domains, difficulty, ties)."""
-    source = jobs.InstanceSource(instances, biggen, prometheus_set, pairwise_set)
+    domains, difficulty, ties); ``options``: :class:`AnnotateOptions`."""
+    o = _options(AnnotateOptions, options)
+    source = jobs.InstanceSource(instances, o.biggen, o.prometheus_set, o.pairwise_set)
     plan, _ = jobs.prepare_annotation(
         source,
-        annotators=annotators,
-        annotators_files=annotators_files,
-        criteria=criteria,
-        relabel=relabel,
-        run_name=run_name,
-        limit=limit,
-        sample=sample,
-        seed=seed,
+        annotators=o.annotators,
+        annotators_files=o.annotators_files,
+        criteria=o.criteria,
+        relabel=o.relabel,
+        run_name=o.run_name,
+        sampling=Sampling(o.limit, o.sample, o.seed),
     )
     if plan is None:
         return []
     if dry_run:
         return _estimates(plan, database_url)
     with _session(database_url) as (settings, store):
-        run = _run(plan, settings, store, "annotate", _Work(in_flight, max_cost, timeout))
+        run = _run(plan, settings, store, "annotate", _Work(o.in_flight, o.max_cost, timeout))
         combined = annotation.combined(store, run)
     return [
         {
@@ -211,70 +261,36 @@ def judge(
     instances: str | None = None,
     responses: Mapping[str, str] | None = None,
     *,
-    judges: Sequence[str] = (),
-    judges_files: Sequence[str] = (),
-    mode: str = "instance",
-    rubrics: str | None = None,
-    criteria: str | None = None,
-    reference: bool = True,
-    pairwise: str | None = None,
-    swap: bool = True,
-    per_criterion: bool = False,
-    biggen: str | None = None,
-    biggen_llm_judge: bool = False,
-    prometheus_set: str | None = None,
-    pairwise_set: str | None = None,
-    models: Sequence[str] = (),
-    limit: int | None = None,
-    sample: int | None = None,
-    seed: int = 0,
-    samples: int = 1,
-    run_name: str | None = None,
-    retry_failed: bool = False,
+    spec: RunSpec | None = None,
     dry_run: bool = False,
-    max_cost: float | None = None,
     timeout: float | None = None,
     database_url: str | None = None,
-    in_flight: int = 64,
+    **options: Any,
 ) -> Records:
     """Judge each model's responses (``flask-eval run``; ``responses``: model -> FLASK
     model-output file; a data set that carries its responses needs none): the report's
     rows (model, judge, dimension, group, mean, n, ...; a pairwise run's: the pairwise
-    report's rows, win rates, ratings, position and controlled figures)."""
-    plan = pipeline.prepare(
-        instances=instances,
-        responses=[f"{m}={p}" for m, p in (responses or {}).items()],
-        judges=judges,
-        judges_files=judges_files,
-        run_name=run_name,
-        mode=mode,
-        rubrics=rubrics,
-        limit=limit,
-        sample=sample,
-        seed=seed,
-        biggen=biggen,
-        prometheus_set=prometheus_set,
-        criteria=criteria,
-        reference=reference,
-        pairwise=pairwise,
-        swap=swap,
-        per_criterion=per_criterion,
-        pairwise_set=pairwise_set,
-        biggen_llm_judge=biggen_llm_judge,
-        models=models,
-        samples=samples,
-    )
+    report's rows, win rates, ratings, position and controlled figures). The run is
+    ``spec`` (:class:`~flask_eval.core.spec.RunSpec`, what ``run --spec`` reads), or the
+    spec of ``instances``, ``responses`` and ``options`` (``run``'s flags:
+    :meth:`RunSpec.from_flat`)."""
+    if spec is None:
+        given = {"instances": instances, **options}
+        given["responses"] = [f"{m}={p}" for m, p in (responses or {}).items()]
+        spec = RunSpec.from_flat(given)
+    elif instances is not None or responses is not None or options:
+        raise InputError("judge: give a spec or the run's options, not both")
+    plan = pipeline.prepare(spec)
     if dry_run:
         return _estimates(plan, database_url)
+    work = _Work(spec.options.in_flight, spec.budget.max_cost, timeout)
     with _session(database_url) as (settings, store):
-        run = _run(
-            plan, settings, store, "judge", _Work(in_flight, max_cost, timeout), retry_failed
-        )
+        run = _run(plan, settings, store, "judge", work, spec.options.retry_failed)
         return _rows(store, run)
 
 
 def _rows(store: Store, run: RunInfo) -> Records:
-    if pairwise_config(run.config) is not None:
+    if run.config.pairwise is not None:
         return pairwise_report(store, run).rows()
     return [asdict(row) for row in report_rows(store, run)]
 
@@ -291,53 +307,35 @@ def report(run_name: str, *, database_url: str | None = None) -> Records:
 def evaluate(
     instances: str,
     *,
-    models: Sequence[str] = (),
-    models_files: Sequence[str] = (),
-    judges: Sequence[str] = (),
-    judges_files: Sequence[str] = (),
-    annotators: Sequence[str] = (),
-    annotators_files: Sequence[str] = (),
-    criteria: str | None = None,
-    mode: str = "instance",
-    out_dir: str = "flask-eval-out",
-    name: str = "eval",
-    limit: int | None = None,
-    sample: int | None = None,
-    seed: int = 0,
     dry_run: bool = False,
-    max_cost: float | None = None,
     timeout: float | None = None,
     database_url: str | None = None,
-    in_flight: int = 64,
+    **options: Any,
 ) -> dict[str, Any]:
     """Generate -> annotate -> judge -> report (``flask-eval eval``): the report's rows
     and the runs of each step; ``dry_run``: each step's estimates (``{"estimates": {step:
-    [estimate, ...]}}``), nothing written or sent."""
+    [estimate, ...]}}``), nothing written or sent; ``options``: :class:`EvaluateOptions`."""
+    o = _options(EvaluateOptions, options)
     plan = evaluate_use_case.prepare_eval(
         jobs.InstanceSource(instances),
-        models=models,
-        models_files=models_files,
-        judges=judges,
-        judges_files=judges_files,
-        annotators=annotators,
-        annotators_files=annotators_files,
-        criteria=criteria,
-        out_dir=out_dir,
-        name=name,
-        mode=mode,
-        limit=limit,
-        sample=sample,
-        seed=seed,
+        workers=evaluate_use_case.EvalWorkers(
+            o.models, o.models_files, o.judges, o.judges_files, o.annotators, o.annotators_files
+        ),
+        criteria=o.criteria,
+        out_dir=o.out_dir,
+        name=o.name,
+        mode=o.mode,
+        sampling=Sampling(o.limit, o.sample, o.seed),
     )
     if dry_run:
         with _ledger_cache(database_url) as cache:
             estimates = step_estimates(plan, cache)
         return {"estimates": {step: [asdict(e) for e in es] for step, es in estimates.items()}}
     with _session(database_url) as (settings, store):
-        check_budget(plan.workers, plan.name, settings.database_url, max_cost)
-        dispatcher = steps.dispatcher_for(settings, store, plan.workers, in_flight)
+        check_budget(plan.workers, plan.name, settings.database_url, o.max_cost)
+        dispatcher = steps.dispatcher_for(settings, store, plan.workers, o.in_flight)
         result = evaluate_use_case.evaluate(
-            plan, store, dispatcher, settings, max_cost=max_cost, timeout=timeout
+            plan, store, dispatcher, settings, max_cost=o.max_cost, timeout=timeout
         )
         rows = [asdict(row) for row in report_rows(store, result.steps[-1].run)]
     return {

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from flask_eval.core.stored import StoredConfig
 from flask_eval.core.types import InstanceRubric, JudgeConfig
 from flask_eval.rubrics import codec, kinds
 from flask_eval.rubrics.grading import DEFAULT_PROTOCOL, Criterion, Protocol, Subject, protocol
@@ -44,16 +45,15 @@ class RunContext:
     _protocols: dict[str, Protocol] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> RunContext:
-        judges = [JudgeConfig.from_data(j) for j in config["judges"]]
+    def from_config(cls, config: StoredConfig) -> RunContext:
         return cls(
-            codec.from_data(config["skills"]),
-            {j.name: j for j in judges},
-            str(config.get("mode") or "instance"),
-            bool(config.get("reference", True)),
-            bool(config.get("pairwise")),
-            kinds.name_of(config),
-            kinds.options_of(config),
+            codec.from_data(config.skills),
+            {j.name: j for j in config.judges},
+            config.mode,
+            config.reference,
+            config.pairwise is not None,
+            config.kind,
+            dict(config.kind_options),
         )
 
     def protocol_for(self, judge: str) -> Protocol:

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
 
-from flask_eval.core.types import JudgeConfig, Price
+from flask_eval.core.types import Price
 from flask_eval.producer.estimate import CHUNK, CallCosts, Estimator
 from flask_eval.producer.plan import batches, open_call_stream
 from flask_eval.storage import queries
@@ -76,9 +76,8 @@ def metered(run: RunInfo) -> bool:
     """Whether dispatching ``run`` estimates the cost of its calls: it has a budget, or a
     judge with a price above 0 (else every estimate would be $0: prompts are not
     rendered for it)."""
-    judges = [JudgeConfig.from_data(j) for j in run.config["judges"]]
-    return run.config.get("max_cost") is not None or any(
-        j.price not in (None, Price()) for j in judges
+    return run.config.max_cost is not None or any(
+        j.price not in (None, Price()) for j in run.config.judges
     )
 
 
@@ -102,7 +101,7 @@ def dispatch_open(
     calls when the caller knows them (a ledger it has just written), else read from it.
     """
     calls = iter(calls) if calls is not None else open_call_stream(store, run)
-    max_cost = run.config.get("max_cost")
+    max_cost = run.config.max_cost
     if max_cost is not None and meter:
         calls = iter(balanced(calls))
     if not meter or not metered(run):

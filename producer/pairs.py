@@ -17,10 +17,11 @@ as N with ``baseline``: :func:`describe_plan` says so before anything is spent.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from flask_eval.core.errors import InputError
+from flask_eval.core.stored import StoredPairwise
 from flask_eval.core.text import clip
 from flask_eval.producer.inputs import Inputs, check_model_name
 from flask_eval.storage.planning import Pair, answered_pairs
@@ -156,12 +157,12 @@ def pairwise_config(plan: str, baseline: str | None, swap: bool) -> dict[str, An
     return {"plan": plan, "baseline": baseline, "swap": swap}
 
 
-def describe_plan(models: Sequence[str], config: Mapping[str, Any], pairs: Sequence[Pair]) -> str:
+def describe_plan(models: Sequence[str], config: StoredPairwise, pairs: Sequence[Pair]) -> str:
     """One line for ``--dry-run``: how many comparisons the plan makes and how they grow."""
     n = len(models)
-    orders = "both orders" if config.get("swap") else "one order"
-    if config.get("plan") == "baseline":
-        growth = f"each of {n - 1} models vs {config.get('baseline')}: grows as N"
+    orders = "both orders" if config.swap else "one order"
+    if config.plan == "baseline":
+        growth = f"each of {n - 1} models vs {config.baseline}: grows as N"
     else:
         growth = f"all {n * (n - 1) // 2} pairs of {n} models: grows as N^2"
     return f"pairwise: {len(pairs)} ordered comparisons per shared instance ({growth}, {orders})"

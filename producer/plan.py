@@ -6,9 +6,11 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from flask_eval.core.gcpause import paused_gc
+from flask_eval.core.stored import StoredConfig
 from flask_eval.core.types import JudgeConfig
 from flask_eval.producer.context import RunContext
 from flask_eval.producer.inputs import Inputs
@@ -23,20 +25,30 @@ MODES = ("instance", "skill")
 DEFAULT_MODE = "instance"
 
 
-def fingerprint(
-    inputs: Inputs,
-    judges: Sequence[str],
-    mode: str,
-    skills: list[dict[str, Any]],
-    reference: bool = True,
-    pairwise: Mapping[str, Any] | None = None,
-    pairs: Sequence[tuple[str, str]] = (),
-    kind: str = JUDGMENT,
-    kind_options: Mapping[str, Any] | None = None,
-) -> str:
+@dataclass(frozen=True)
+class Judging:
+    """How a run's items are judged: the protocol ``mode``, the criteria (``skills``, as
+    ``rubrics.codec.to_data`` writes them), whether judges see the reference answers, a
+    pairwise run's settings and ordered model ``pairs``, the kind of work and its
+    options, and judgments per judge and item (``samples``)."""
+
+    mode: str = DEFAULT_MODE
+    skills: list[dict[str, Any]] = field(default_factory=list)
+    reference: bool = True
+    pairwise: Mapping[str, Any] | None = None
+    pairs: Sequence[tuple[str, str]] = ()
+    kind: str = JUDGMENT
+    kind_options: Mapping[str, Any] | None = None
+    samples: int = 1
+
+
+def fingerprint(inputs: Inputs, judges: Sequence[str], how: Judging) -> str:
     """A digest of everything that decides what is judged and how (what runs made before
     an input existed never had is left out while it is at its default, so their
-    fingerprints stay as they were)."""
+    fingerprints stay as they were). ``how.samples`` is not in it: the judges' identities
+    carry their samples."""
+    mode, skills, reference, pairwise = how.mode, how.skills, how.reference, how.pairwise
+    pairs, kind, kind_options = how.pairs, how.kind, how.kind_options
     h = hashlib.sha256()
 
     def feed(obj: Any) -> None:
@@ -80,37 +92,31 @@ def default_run_name(digest: str) -> str:
 
 
 def run_config(
-    inputs: Inputs,
-    judges: Sequence[JudgeConfig],
-    mode: str,
-    skills: list[dict[str, Any]],
-    instances_path: str,
-    reference: bool = True,
-    pairwise: Mapping[str, Any] | None = None,
-    kind: str = JUDGMENT,
-    kind_options: Mapping[str, Any] | None = None,
-    samples: int = 1,
-) -> dict[str, Any]:
+    inputs: Inputs, judges: Sequence[JudgeConfig], how: Judging, instances_path: str
+) -> StoredConfig:
     """What the store keeps about a run (never secrets: judge specs carry no keys); a
     run of another kind of work than judgment says which, with its options; a run of
     repeated judgments (``--samples`` > 1) says how many, so the report merges them."""
+    pairwise, samples, kind, kind_options = how.pairwise, how.samples, how.kind, how.kind_options
     extra: dict[str, Any] = {"pairwise": dict(pairwise)} if pairwise else {}
     if samples > 1:
         extra["samples"] = samples
     if kind != JUDGMENT:
         extra |= {"kind": kind, "kind_options": dict(kind_options or {})}
-    return {
-        **extra,
-        "judges": [j.to_data() for j in judges],
-        "mode": mode,
-        "reference": reference,
-        "skills": skills,
-        "instances_path": instances_path,
-        "responses": {rs.model: rs.path for rs in inputs.response_sets},
-        # the models in the order given (the stored config is sorted): the rating anchor
-        "models": [rs.model for rs in inputs.response_sets],
-        "coverage": {m: list(c) for m, c in inputs.coverage().items()},
-    }
+    return StoredConfig.from_data(
+        {
+            **extra,
+            "judges": [j.to_data() for j in judges],
+            "mode": how.mode,
+            "reference": how.reference,
+            "skills": how.skills,
+            "instances_path": instances_path,
+            "responses": {rs.model: rs.path for rs in inputs.response_sets},
+            # the models in the order given (the stored config is sorted): the rating anchor
+            "models": [rs.model for rs in inputs.response_sets],
+            "coverage": {m: list(c) for m, c in inputs.coverage().items()},
+        }
+    )
 
 
 class _Calls:

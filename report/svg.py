@@ -41,6 +41,7 @@ from flask_eval.report.svg_draw import (
     RDYLGN,
     VIRIDIS,
     Cell,
+    Colours,
     GridCell,
     Href,
     PairCell,
@@ -360,9 +361,9 @@ def _heatmap(fig: _Figure, order: Sequence[str], label: str, models_as_rows: boo
     span = (fig.lo, fig.hi)
     if models_as_rows:
         matrix = [[at(m, k) for k in keys] for m in models]
-        return grid(fig.dimension, label, models, keys, matrix, span, VIRIDIS, swatches=fig.colour)
+        return grid(fig.dimension, label, models, keys, matrix, Colours(span, VIRIDIS), fig.colour)
     matrix = [[at(m, k) for m in models] for k in keys]
-    return grid(fig.dimension, label, keys, models, matrix, span, VIRIDIS, swatches=fig.colour)
+    return grid(fig.dimension, label, keys, models, matrix, Colours(span, VIRIDIS), fig.colour)
 
 
 def domain_heatmap(report: Report, judge: str, href: Href | None = None) -> str:
@@ -400,7 +401,7 @@ def agreement_matrix(
 
     cells = [[at(a, b) for b in raters] for a in raters]
     label = f"Agreement ({name}, all skills)"
-    return grid("agreement", label, raters, raters, cells, (-1.0, 1.0), RDBU, digits=3)
+    return grid("agreement", label, raters, raters, cells, Colours((-1.0, 1.0), RDBU, 3))
 
 
 # -- difficulty -------------------------------------------------------------------------

@@ -244,21 +244,29 @@ class GridCell:
     url: str | None = None
 
 
+@dataclass(frozen=True)
+class Colours:
+    """How a heatmap colours its cells: ``stops`` (a colour map) over ``span``, the
+    values written with ``digits`` decimals."""
+
+    span: tuple[float, float]
+    stops: Sequence[str]
+    digits: int = 2
+
+
 def grid(
     kind: str,
     label: str,
     rows: Sequence[str],
     cols: Sequence[str],
     cells: Sequence[Sequence[GridCell | None]],
-    span: tuple[float, float],
-    stops: Sequence[str],
-    digits: int = 2,
+    colours: Colours,
     swatches: dict[str, str] | None = None,
 ) -> str:
     """A heatmap: ``cells[i][j]`` at row ``rows[i]``, column ``cols[j]`` (None: nothing
-    drawn there), coloured by ``stops`` over ``span``; a colour scale at the right.
+    drawn there), coloured as ``colours`` says; a colour scale at the right.
     ``swatches``: a colour square beside each row or column label named in it."""
-    vmin, vmax = span
+    (vmin, vmax), stops, digits = colours.span, colours.stops, colours.digits
     left = 24 + CHAR * min(max((len(r) for r in rows), default=4), 28)
     cw = max(44.0, min(90.0, (640 - left) / max(len(cols), 1)))
     ch, top = 24.0, 34.0

@@ -16,6 +16,7 @@ from flask_eval.report.pairwise_report import PairwiseReport, Rating
 from flask_eval.report.svg_draw import (
     CHAR,
     RDYLGN,
+    Colours,
     GridCell,
     PairCell,
     PairHref,
@@ -92,7 +93,7 @@ def win_matrix(
 
     cells = [[at(a, b) for b in models] for a in models]
     return grid(
-        "winrate", label, models, models, cells, (0.0, 1.0), RDYLGN, swatches=pair_colors(report)
+        "winrate", label, models, models, cells, Colours((0.0, 1.0), RDYLGN), pair_colors(report)
     )
 
 

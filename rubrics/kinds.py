@@ -104,19 +104,3 @@ def of(name: str) -> Kind:
 
 def known(name: str) -> bool:
     return name == JUDGMENT or name in KINDS
-
-
-def name_of(config: Mapping[str, Any]) -> str:
-    """The kind of work of a run, from its stored configuration (judgment for runs made
-    before kinds existed)."""
-    return str(config.get("kind") or JUDGMENT)
-
-
-def options_of(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The kind's options stored with a run (an annotation's label space)."""
-    return dict(config.get("kind_options") or {})
-
-
-def of_config(config: Mapping[str, Any]) -> Kind:
-    """The kind of a run, from its stored configuration."""
-    return of(name_of(config))

@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import func, select
 
+from flask_eval.core.stored import StoredConfig
 from flask_eval.storage import predicates, tally
 from flask_eval.storage.models import CALL, INSTANCE, INSTANCE_DOMAIN, JUDGMENT, RESPONSE, RUN
 from flask_eval.storage.records import JobContext
@@ -39,7 +40,7 @@ class RunLine:
     name: str
     mode: str
     created_at: datetime
-    config: dict[str, Any]
+    config: StoredConfig
     counts: dict[str, int]
     #: when a judgment of the run last changed (None: none has)
     last_update: datetime | None = None
@@ -59,7 +60,15 @@ def runs(store: Store, limit: int = 500) -> list[RunLine]:
         ).all()
         counts = tally.status_by_run(conn, [int(r[0]) for r in rows])
     return [
-        RunLine(int(r[0]), str(r[1]), str(r[2]), r[3], _json(r[4]), counts[int(r[0])], r[5])
+        RunLine(
+            int(r[0]),
+            str(r[1]),
+            str(r[2]),
+            r[3],
+            StoredConfig.from_data(_json(r[4])),
+            counts[int(r[0])],
+            r[5],
+        )
         for r in rows
     ]
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import json
 import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from sqlalchemy.types import TypeEngine
 
 from flask_eval.core.errors import InputError, Status
 from flask_eval.core.limits import MAX_INTEGER
+from flask_eval.core.stored import StoredConfig
 from flask_eval.core.text import text_problem
 from flask_eval.storage.models import (
     CALL,
@@ -246,9 +246,9 @@ def _insert_run(conn: Connection, name: str, rows: Iterator[dict[str, Any]]) -> 
         raise InputError("a bundle holds one run")
     if conn.execute(select(RN.id).where(RN.name == name)).first() is not None:
         raise InputError(f"a run named {name!r} exists in this store; import it with --as NAME")
-    config = json.loads(run["config"])
-    config.pop("dispatched", None)  # sent to no queue of this store: `resume` sends it
-    run.update(name=name, config=json.dumps(config, sort_keys=True))
+    # sent to no queue of this store: `resume` sends it
+    config = StoredConfig.from_text(run["config"]).without_queue()
+    run.update(name=name, config=config.to_text())
     return int(conn.execute(insert(RUN).values(**run).returning(RN.id)).scalar_one())
 
 

@@ -5,7 +5,6 @@ The report's numbers come from one pivot query in ``storage/analytics.py``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -14,6 +13,7 @@ from typing import Any
 from sqlalchemy import func, select, text
 
 from flask_eval.core.errors import Status
+from flask_eval.core.stored import StoredConfig
 from flask_eval.storage import tally
 from flask_eval.storage.models import (
     CALL,
@@ -260,7 +260,7 @@ def stale_open_runs(store: Store, older_than: float, queue: str) -> list[RunInfo
     with store.engine.connect() as conn:
         ids = [int(r[0]) for r in conn.execute(stmt)]
     runs = [store.run_by_id(i) for i in ids]
-    return [r for r in runs if r.config.get("dispatched") == queue]
+    return [r for r in runs if r.config.dispatched == queue]
 
 
 def runs_overview(store: Store) -> list[dict[str, Any]]:
@@ -321,7 +321,7 @@ def runs_overview(store: Store) -> list[dict[str, Any]]:
                 "failed": by_status.get(Status.FAILED.value, 0),
                 "total": sum(by_status.values()),
                 "cost": cost,
-                "judges_config": json.loads(config).get("judges", []),
+                "judge_configs": StoredConfig.from_text(config).judges,
                 "cached_tokens": cached,
                 "cache_write_tokens": written,
             }

@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 
 from flask_eval.core.errors import Status
 from flask_eval.core.redact import redact_known, secret_values
+from flask_eval.core.stored import StoredConfig
 from flask_eval.core.text import storable
 from flask_eval.core.types import Instance, InstanceRubric
 
@@ -76,7 +77,8 @@ class RunInfo:
     name: str
     fingerprint: str
     mode: str
-    config: dict[str, Any]
+    #: what the run was planned with (its one decoder: ``StoredConfig.from_data``)
+    config: StoredConfig
     #: the ids of the ledger rows this process has just written for the run, in the
     #: order of ``storage.planning.ledger_subjects`` (None: a run found, or ids not known)
     ledger: range | None = field(default=None, compare=False, repr=False)

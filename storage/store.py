@@ -14,8 +14,7 @@ done/failed), so a redelivered or duplicated message changes nothing that is don
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -24,6 +23,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
 from flask_eval.core.errors import RunConflictError, Status
+from flask_eval.core.stored import StoredConfig
 from flask_eval.core.types import Instance, ResponseSet
 from flask_eval.storage import deletion, predicates, tally
 from flask_eval.storage.db import make_engine
@@ -57,7 +57,11 @@ J, C, INS, DOM, R, RN = JUDGMENT.c, CALL.c, INSTANCE.c, INSTANCE_DOMAIN.c, RESPO
 
 def _run_info(row: Any) -> RunInfo:
     return RunInfo(
-        row["id"], row["name"], row["fingerprint"], row["mode"], json.loads(row["config"])
+        row["id"],
+        row["name"],
+        row["fingerprint"],
+        row["mode"],
+        StoredConfig.from_text(row["config"]),
     )
 
 
@@ -136,22 +140,20 @@ class Store(WorkerLedger):
             return conn.execute(stmt).first() is not None
 
     @transient_retry
-    def update_config(self, run_id: int, change: Callable[[dict[str, Any]], None]) -> RunInfo:
-        """Apply ``change`` to the run's stored configuration, atomically."""
+    def update_config(self, run_id: int, change: Callable[[StoredConfig], StoredConfig]) -> RunInfo:
+        """Store ``change`` of the run's stored configuration, atomically."""
         with self.engine.begin() as conn:
             stmt = select(RN.config).where(RN.id == run_id)
             if self.dialect == "postgresql":
                 stmt = stmt.with_for_update()
-            config = json.loads(conn.execute(stmt).scalar_one())
-            change(config)
-            text = json.dumps(config, sort_keys=True)
+            text = change(StoredConfig.from_text(conn.execute(stmt).scalar_one())).to_text()
             conn.execute(update(RUN).where(RN.id == run_id).values(config=text))
         return self.run_by_id(run_id)
 
     def set_dispatched(self, run_id: int, queue: str | None) -> None:
         """The queue to which every open call of the run was sent, or None when some were
         held back (see workers/sweeper.py)."""
-        self.update_config(run_id, lambda config: config.__setitem__("dispatched", queue))
+        self.update_config(run_id, lambda config: config.with_queue(queue))
 
     def create_run(
         self,
@@ -159,7 +161,7 @@ class Store(WorkerLedger):
         name: str,
         fingerprint: str | Callable[[], str],
         mode: str,
-        config: dict[str, Any],
+        config: StoredConfig | Mapping[str, Any],
         instances: Sequence[Instance],
         response_sets: Sequence[ResponseSet],
         judges: Sequence[str],
@@ -174,6 +176,8 @@ class Store(WorkerLedger):
         or conflicts). ``fingerprint`` may be a function that returns it: called only once
         the new run's rows are loaded (it may be computing meanwhile, in a thread).
         """
+        if not isinstance(config, StoredConfig):  # its data (read through the decoder)
+            config = StoredConfig.from_data(config)
         existing = self.find_run(name)
         if existing is None:
             try:
@@ -196,7 +200,7 @@ class Store(WorkerLedger):
         name: str,
         fingerprint: str | Callable[[], str],
         mode: str,
-        config: dict[str, Any],
+        config: StoredConfig,
         instances: Sequence[Instance],
         response_sets: Sequence[ResponseSet],
         judges: Sequence[str],
@@ -211,7 +215,7 @@ class Store(WorkerLedger):
                     name=name,
                     fingerprint=known,
                     mode=mode,
-                    config=json.dumps(config, sort_keys=True),
+                    config=config.to_text(),
                     created_at=now,
                 )
                 .returning(RN.id)

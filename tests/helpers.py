@@ -4,7 +4,6 @@ workers and the ledger; waiting with a deadline."""
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import logging
 import os
@@ -159,9 +158,9 @@ POLL_SECONDS = 0.05
 def _polling_often() -> Iterator[None]:
     from unittest import mock
 
-    from flask_eval.app import pipeline
+    from flask_eval.app import wait_loop
 
-    with mock.patch.object(pipeline, "wait", functools.partial(pipeline.wait, poll=POLL_SECONDS)):
+    with mock.patch.object(wait_loop, "POLL_SECONDS", POLL_SECONDS):
         yield
 
 

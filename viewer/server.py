@@ -224,7 +224,7 @@ async def judgments_page(request: web.Request) -> web.Response:
         "judgments.html",
         title=f"{run.name}: judgments",
         run=run,
-        worker=kinds.of_config(run.config).words.worker,
+        worker=kinds.of(run.config.kind).words.worker,
         lines=found.lines,
         scanned_to=found.scanned_to,
         next_url=next_url,

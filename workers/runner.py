@@ -18,7 +18,6 @@ sent (workers/leases.py): then this worker writes nothing for it.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Sequence
 from dataclasses import replace
@@ -33,6 +32,7 @@ from flask_eval.core.errors import (
     Status,
 )
 from flask_eval.core.redact import redact
+from flask_eval.core.stored import StoredConfig
 from flask_eval.core.types import JudgeConfig
 from flask_eval.producer.context import RunContext
 from flask_eval.rubrics.echo import template_of, template_text, without_echoes
@@ -117,7 +117,7 @@ class Executor:
         known = self._contexts.get(run_id)
         if known is not None and known[0] == text:
             return known[1]
-        context = RunContext.from_config(json.loads(text))
+        context = RunContext.from_config(StoredConfig.from_text(text))
         for judge in context.judges.values():
             if judge.rpm or judge.tpm:
                 key = self.judge(judge).budget_key()

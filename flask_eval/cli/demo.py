@@ -18,6 +18,7 @@ from flask_eval.app import pipeline
 from flask_eval.app.report import build_report
 from flask_eval.app.summary import call_count_lines, coverage_line
 from flask_eval.core import settings as settings_mod
+from flask_eval.core.spec import run_spec
 from flask_eval.report import render
 from flask_eval.report.text import overview
 from flask_eval.simulator.config import SimConfig
@@ -57,7 +58,7 @@ def run_demo() -> None:
         os.environ.setdefault("OPENAI_API_KEY", "sk-demo-simulator")
         os.environ.setdefault("ANTHROPIC_API_KEY", "sk-demo-simulator")
         plan = pipeline.prepare(
-            instances=instances, responses=responses, judges=JUDGES, run_name="demo"
+            run_spec(instances=instances, responses=responses, judges=JUDGES, run_name="demo")
         )
         store = Store(settings.database_url)
         dispatcher = pipeline.make_dispatcher(settings, store, in_flight=32)

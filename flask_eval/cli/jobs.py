@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from flask_eval.app.jobs import InstanceSource
     from flask_eval.app.pipeline import Plan
     from flask_eval.core.settings import Settings
+    from flask_eval.core.spec import Sampling
     from flask_eval.storage.records import RunInfo
     from flask_eval.storage.store import Store
 
@@ -131,6 +132,12 @@ def _source(kw: dict[str, Any]) -> InstanceSource:
     )
 
 
+def _sampling(kw: dict[str, Any]) -> Sampling:
+    from flask_eval.core.spec import Sampling
+
+    return Sampling(kw["limit"], kw["sample"], kw["seed"])
+
+
 def _say(quiet: bool) -> Callable[[str], None]:
     return (lambda _line: None) if quiet else (lambda line: click.echo(line, err=True))
 
@@ -152,17 +159,13 @@ def _execute(
     store = Store(settings.database_url)
     try:
         dispatcher = steps.dispatcher_for(settings, store, plan.judges, kw["in_flight"])
-        result = steps.execute(
-            plan,
-            store,
-            dispatcher,
-            settings,
-            verb=verb,
-            max_cost=kw["max_cost"],
+        work = steps.StepWork(
+            kw["max_cost"],
             progress=not kw["quiet"],
             timeout=kw["timeout"],
             say=_say(kw["quiet"]),
         )
+        result = steps.execute(plan, store, dispatcher, settings, verb=verb, work=work)
         return read(store, result.run)
     finally:
         store.close()
@@ -210,9 +213,7 @@ def generate(**kw: Any) -> None:
         models=kw["models"],
         models_files=kw["models_files"],
         run_name=kw["run_name"],
-        limit=kw["limit"],
-        sample=kw["sample"],
-        seed=kw["seed"],
+        sampling=_sampling(kw),
     )
     if kw["dry_run"]:
         print_dry_run(plan, settings)
@@ -297,9 +298,7 @@ def annotate(**kw: Any) -> None:
         criteria=kw["criteria"],
         relabel=kw["relabel"],
         run_name=kw["run_name"],
-        limit=kw["limit"],
-        sample=kw["sample"],
-        seed=kw["seed"],
+        sampling=_sampling(kw),
     )
     if kw["compare_path"]:
         gold = annotation.gold_labels(kw["compare_path"], _skill_names(kw["criteria"]))
@@ -415,19 +414,19 @@ def evaluate(**kw: Any) -> None:
     check_waiting(settings, False, kw["timeout"])
     plan = use_case.prepare_eval(
         InstanceSource(kw["instances"]),
-        models=kw["models"],
-        models_files=kw["models_files"],
-        judges=kw["judges"],
-        judges_files=kw["judges_files"],
-        annotators=kw["annotators"],
-        annotators_files=kw["annotators_files"],
+        workers=use_case.EvalWorkers(
+            kw["models"],
+            kw["models_files"],
+            kw["judges"],
+            kw["judges_files"],
+            kw["annotators"],
+            kw["annotators_files"],
+        ),
         criteria=kw["criteria"],
         out_dir=kw["out_dir"],
         name=kw["name"],
         mode=kw["mode"],
-        limit=kw["limit"],
-        sample=kw["sample"],
-        seed=kw["seed"],
+        sampling=_sampling(kw),
     )
     if kw["dry_run"]:
         _eval_dry_run(plan, settings)

@@ -91,6 +91,7 @@ def kind_command(name: str) -> click.Command:
 
 def _do(kind: Kind, kw: dict[str, Any]) -> None:
     from flask_eval.app import jobs
+    from flask_eval.core.spec import Sampling
 
     settings = settings_mod.load()
     check_waiting(settings, False, kw["timeout"])
@@ -101,9 +102,7 @@ def _do(kind: Kind, kw: dict[str, Any]) -> None:
         workers_files=kw["workers_files"],
         responses=kw.get("responses") or (),
         run_name=kw["run_name"],
-        limit=kw["limit"],
-        sample=kw["sample"],
-        seed=kw["seed"],
+        sampling=Sampling(limit=kw["limit"], sample=kw["sample"], seed=kw["seed"]),
     )
     if kw["dry_run"]:
         print_dry_run(plan, settings)

@@ -9,11 +9,12 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 
 from flask_eval.app import imports
-from flask_eval.app.report import agreement_for_run, build_report
+from flask_eval.app.report import Extras, agreement_for_run, build_report
 from flask_eval.cli.common import RunIncomplete, find_run, handle_errors, open_store
 from flask_eval.core.errors import InputError
 from flask_eval.report import references, render
@@ -107,37 +108,27 @@ def _write(path: Path, text: str) -> None:
 )
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @handle_errors
-def report_command(
-    run_name: str | None,
-    fmt: str,
-    out_dir: str | None,
-    ensemble_specs: tuple[str, ...],
-    ensemble_judges: tuple[str, ...],
-    reference_args: tuple[str, ...],
-    replicates: int,
-    seed: int,
-    confidence: float,
-    details: bool,
-    quiet: bool,
-) -> None:
+def report_command(**flags: Any) -> None:
     """A leaderboard, then skill, ability, domain and difficulty means per judge (models
     as columns), paired comparisons; intervals in JSON, CSV, HTML and --details.
 
     A run in progress gets a partial report that says so, and exit code 1."""
-    ensembles = parse_ensembles(ensemble_specs)
-    refs = load_references(reference_args)
+    fmt, out_dir, quiet = flags["fmt"], flags["out_dir"], flags["quiet"]
+    extras = Extras(
+        parse_ensembles(flags["ensemble_specs"]),
+        flags["ensemble_judges"],
+        load_references(flags["reference_args"]),
+    )
     store = open_store()
     try:
-        run = find_run(store, run_name)
+        run = find_run(store, flags["run_name"])
         result = build_report(
             store,
             run,
-            replicates=replicates,
-            seed=seed,
-            confidence=confidence,
-            ensembles=ensembles,
-            ensemble_judges=ensemble_judges,
-            refs=refs,
+            replicates=flags["replicates"],
+            seed=flags["seed"],
+            confidence=flags["confidence"],
+            extras=extras,
             progress=not quiet,
         )
     finally:
@@ -174,7 +165,7 @@ def report_command(
         else:
             click.echo(render.report_csv(result), nl=False)
     else:
-        text = render.to_table(result, details=details)
+        text = render.to_table(result, details=flags["details"])
         if out:
             _write(out / "report.txt", text)
         else:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -24,11 +24,12 @@ from flask_eval.cli.common import (
 )
 from flask_eval.cli.wait import check_waiting, quiet_option, timeout_option, wait_and_finish
 from flask_eval.core import settings as settings_mod
-from flask_eval.core.errors import FailureReason
+from flask_eval.core.errors import FailureReason, InputError
 
 if TYPE_CHECKING:
     from flask_eval.app.pipeline import Plan
     from flask_eval.core.settings import Settings
+    from flask_eval.core.spec import RunSpec
     from flask_eval.producer.dispatch import Dispatched
     from flask_eval.storage.records import RunInfo
 
@@ -166,74 +167,49 @@ if TYPE_CHECKING:
     "this (kept with the run; resume honours it; a new --max-cost replaces it). Every judge "
     "needs a price.",
 )
+@click.option(
+    "--spec",
+    "spec_file",
+    default=None,
+    metavar="FILE",
+    help="Run what a YAML run spec says (`--print-spec` writes one); the flags that say "
+    "what to run cannot be given beside it.",
+)
+@click.option(
+    "--print-spec",
+    is_flag=True,
+    help="Validate, print the run's spec (the YAML that --spec reads) and stop: nothing "
+    "is written or sent.",
+)
 @click.option("--no-wait", is_flag=True, help="Enqueue and return (needs a broker).")
 @timeout_option
 @quiet_option
 @handle_errors
-def run(
-    instances: str | None,
-    biggen: str | None,
-    biggen_llm_judge: bool,
-    prometheus_set: str | None,
-    pairwise_set: str | None,
-    models: tuple[str, ...],
-    criteria: str | None,
-    no_reference: bool,
-    pairwise: str | None,
-    no_swap: bool,
-    per_criterion: bool,
-    responses: tuple[str, ...],
-    judges: tuple[str, ...],
-    judges_files: tuple[str, ...],
-    run_name: str | None,
-    mode: str,
-    rubrics: str | None,
-    limit: int | None,
-    sample: int | None,
-    seed: int,
-    samples: int,
-    in_flight: int,
-    retry_failed: bool,
-    dry_run: bool,
-    max_cost: float | None,
-    no_wait: bool,
-    timeout: float | None,
-    quiet: bool,
-) -> None:
+def run(**flags: Any) -> None:
     """Validate inputs, plan one judgment per (instance, response, skill, judge), judge them.
 
     Waits until every judgment is done and exits 0, or 1 with a summary when some failed.
     """
     from flask_eval.app import pipeline
     from flask_eval.app.budget import check_budget
+    from flask_eval.core.spec import dump_spec
     from flask_eval.storage.store import Store
 
+    spec = _spec_of(flags)
+    dry_run, no_wait, timeout, quiet = (
+        flags["dry_run"] or flags["print_spec"],
+        flags["no_wait"],
+        flags["timeout"],
+        flags["quiet"],
+    )
     settings = settings_mod.load()
     if not dry_run:
         check_waiting(settings, no_wait, timeout)
-    plan = pipeline.prepare(
-        instances=instances,
-        responses=responses,
-        judges=judges,
-        judges_files=judges_files,
-        run_name=run_name,
-        mode=mode,
-        rubrics=rubrics,
-        limit=limit,
-        sample=sample,
-        seed=seed,
-        biggen=biggen,
-        prometheus_set=prometheus_set,
-        criteria=criteria,
-        reference=not no_reference,
-        pairwise=pairwise,
-        swap=not no_swap,
-        per_criterion=per_criterion,
-        pairwise_set=pairwise_set,
-        biggen_llm_judge=biggen_llm_judge,
-        models=models,
-        samples=samples,
-    )
+    plan = pipeline.prepare(spec)
+    if flags["print_spec"]:
+        click.echo(dump_spec(spec), nl=False)
+        return
+    max_cost = spec.budget.max_cost
     check_budget(plan.judges, plan.name, settings.database_url, max_cost)
     for model, (answered, total) in plan.inputs.coverage().items():
         click.echo(f"{model}: {answered}/{total} instances answered", err=True)
@@ -248,13 +224,13 @@ def run(
         pipeline.check_judges_locally(plan.judges)
     pipeline.preflight(settings)
     store = Store(settings.database_url)
-    dispatcher = pipeline.make_dispatcher(settings, store, in_flight)
+    dispatcher = pipeline.make_dispatcher(settings, store, spec.options.in_flight)
     started = pipeline.start(
         plan,
         store,
         dispatcher,
         settings,
-        retry_failed=retry_failed,
+        retry_failed=spec.options.retry_failed,
         max_cost=max_cost,
         say=_progress_line(quiet),
     )
@@ -271,10 +247,39 @@ def run(
     wait_and_finish(store, info, dispatcher, settings, sent.held_back_rows, quiet, timeout)
 
 
+#: `run`'s flags that do not say what is run (how it is waited for, what is printed)
+_NOT_SPEC = ("spec_file", "print_spec", "dry_run", "no_wait", "timeout", "quiet")
+#: `run`'s flags that say the opposite of the spec's key
+_NEGATED = {"no_reference": "reference", "no_swap": "swap"}
+
+
+def _spec_of(flags: dict[str, Any]) -> RunSpec:
+    """The run's spec: of its --spec file, or of its flags (the two are never mixed: a
+    flag that says what to run beside --spec is refused in one line)."""
+    from flask_eval.core.spec import RunSpec, load_spec
+
+    given = {k: v for k, v in flags.items() if k not in _NOT_SPEC}
+    if flags["spec_file"] is not None:
+        ctx = click.get_current_context()
+        mixed = [
+            k for k in given if ctx.get_parameter_source(k) != click.core.ParameterSource.DEFAULT
+        ]
+        if mixed:
+            flag = next(p.opts[0] for p in ctx.command.params if p.name == mixed[0])
+            raise InputError(
+                f"{flag} is given beside --spec {flags['spec_file']}; put it in the spec "
+                "or leave --spec out"
+            )
+        return load_spec(flags["spec_file"])
+    flat = {_NEGATED.get(k, k): (not v if k in _NEGATED else v) for k, v in given.items()}
+    return RunSpec.from_flat(flat)
+
+
 def print_dry_run(plan: Plan, settings: Settings) -> None:
     """The estimates of ``plan``: nothing is written or sent; the answer cache is read
     when the database exists already."""
     from flask_eval.app.cache import existing_cache
+    from flask_eval.core.stored import StoredPairwise
     from flask_eval.producer.estimate import format_estimates
     from flask_eval.producer.pairs import describe_plan
     from flask_eval.rubrics import kinds
@@ -284,7 +289,7 @@ def print_dry_run(plan: Plan, settings: Settings) -> None:
     click.echo(f"dry run of {plan.name} ({what}): nothing is written or sent")
     if plan.pairwise is not None and plan.pairs is not None:
         models = [rs.model for rs in plan.inputs.response_sets]
-        click.echo(describe_plan(models, plan.pairwise, plan.pairs))
+        click.echo(describe_plan(models, StoredPairwise.from_data(plan.pairwise), plan.pairs))
     cache = existing_cache(settings)
     try:
         worker = kinds.of(plan.kind).words.worker
@@ -318,7 +323,7 @@ def _cost(info: RunInfo, sent: Dispatched) -> str:
 def _say_held_back(info: RunInfo, sent: Dispatched) -> None:
     if sent.held_back:
         click.echo(
-            f"--max-cost {info.config.get('max_cost')}: stopped dispatching at "
+            f"--max-cost {info.config.max_cost}: stopped dispatching at "
             f"${sent.spent + sent.estimated_cost:.4f}; {sent.held_back} calls "
             f"({sent.held_back_rows} judgments) stay pending; raise it with "
             f"`flask-eval resume {shlex.quote(info.name)} --max-cost USD` to continue",

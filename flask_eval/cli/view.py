@@ -77,7 +77,7 @@ def view(run_name: str | None, port: int, host: str, no_warm: bool) -> None:
     refresher = Refresher(store)
     if not no_warm:
         names = [
-            r.name for r in browse.list_runs(store)[:WARM_RUNS] if kinds.of_config(r.config).scores
+            r.name for r in browse.list_runs(store)[:WARM_RUNS] if kinds.of(r.config.kind).scores
         ]
         warm(refresher, store, names)
     shown = f"http://{host}:{sock.getsockname()[1]}{path}"

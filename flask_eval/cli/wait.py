@@ -123,7 +123,7 @@ def _finish(
         raise RunIncomplete(
             f"run {info.name}: {'; '.join(parts)}; see `flask-eval export {name}`, then "
             f"`flask-eval resume {name}{budget}` to judge them again"
-            + (f" (a budget above the ${info.config.get('max_cost')} kept)" if budget else "")
+            + (f" (a budget above the ${info.config.max_cost} kept)" if budget else "")
         )
 
 
@@ -152,16 +152,13 @@ def wait(run_name: str | None, timeout: float | None, quiet: bool) -> None:
     info = find_run(store, run_name)
     dispatcher = pipeline.make_dispatcher(settings, store, 1)
     held_back = 0
-    if (
-        info.config.get("dispatched") != dispatcher.queue
-        and info.config.get("max_cost") is not None
-    ):
+    if info.config.dispatched != dispatcher.queue and info.config.max_cost is not None:
         # the run's budget held calls back: they stay pending (MemoryTransport sends nothing)
         held_back = dispatch_open(store, info, MemoryTransport(), 1).held_back_rows
         if held_back:
             click.echo(
                 f"{held_back} judgments stay pending, held back by --max-cost "
-                f"{info.config['max_cost']}",
+                f"{info.config.max_cost}",
                 err=True,
             )
     wait_and_finish(store, info, dispatcher, settings, held_back, quiet, timeout)

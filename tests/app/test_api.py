@@ -72,8 +72,8 @@ def test_each_step_returns_records_and_shares_the_command_lines_runs(
 
 #: options of a command the API leaves out, and why: it prints nothing (``--quiet``),
 #: returns records instead of writing files (``--out``; ``--compare`` prints a table) and
-#: always waits for its work (``--no-wait``)
-CLI_ONLY = {"quiet", "out_dir", "out_path", "compare_path", "no_wait"}
+#: always waits for its work (``--no-wait``); `run --spec` is the API's ``spec``
+CLI_ONLY = {"quiet", "out_dir", "out_path", "compare_path", "no_wait", "spec_file", "print_spec"}
 #: the API's names for options whose flag says "not"
 RENAMED = {"no_reference": "reference", "no_swap": "swap"}
 
@@ -83,15 +83,21 @@ RENAMED = {"no_reference": "reference", "no_swap": "swap"}
     [("run", "judge"), ("generate", "generate"), ("annotate", "annotate"), ("eval", "evaluate")],
 )
 def test_the_api_offers_what_the_command_line_offers(command: str, function: str) -> None:
+    import dataclasses
     import inspect
 
     import click
 
     from flask_eval.cli import main
+    from flask_eval.core.spec import FLAT
 
     cli = main.get_command(click.Context(main), command)
     assert cli is not None
     offered = set(inspect.signature(getattr(api, function)).parameters)
+    if function == "judge":  # the run's spec, or its flat names
+        offered |= set(FLAT) | {"retry_failed", "in_flight"}
+    else:
+        offered |= {f.name for f in dataclasses.fields(api.OPTIONS[function])}
     missing = (
         {RENAMED.get(p.name, p.name) for p in cli.params if p.name and p.name not in CLI_ONLY}
         - offered

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from flask_eval.app import pipeline
+from flask_eval.app import pipeline, wait_loop
 from flask_eval.app.waiting import FirstStep, StoppedWaiting
 from flask_eval.core import settings as settings_mod
+from flask_eval.core.spec import run_spec
 from flask_eval.producer.dispatch import MemoryTransport
 from flask_eval.simulator.config import SimConfig
 from flask_eval.simulator.testing import running_simulator
@@ -132,10 +133,12 @@ class QueuedTransport(MemoryTransport):
 
 def _open_run(tmp_path: Path) -> tuple[Store, RunInfo, QueuedTransport]:
     plan = pipeline.prepare(
-        instances=str(EXAMPLES / "instances.jsonl"),
-        responses=[f"model_a={EXAMPLES / 'model_a.jsonl'}"],
-        judges=["memory/j"],
-        run_name="w",
+        run_spec(
+            instances=str(EXAMPLES / "instances.jsonl"),
+            responses=[f"model_a={EXAMPLES / 'model_a.jsonl'}"],
+            judges=["memory/j"],
+            run_name="w",
+        )
     )
     store = Store(f"sqlite:///{tmp_path / 'w.db'}")
     sent = QueuedTransport()
@@ -160,11 +163,14 @@ def test_an_in_process_run_is_seen_done_when_it_is_not_at_the_next_look(
     assert st["done"] == st["total"] > 0
 
 
-def test_waiting_stops_on_its_timeout_and_says_how_to_go_on(tmp_path: Path) -> None:
+def test_waiting_stops_on_its_timeout_and_says_how_to_go_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(wait_loop, "POLL_SECONDS", 0.01)
     store, run, sent = _open_run(tmp_path)
     told: list[str] = []
     with pytest.raises(StoppedWaiting) as stopped:
-        pipeline.wait(store, run, sent, progress=False, poll=0.01, timeout=0.2, say=told.append)
+        pipeline.wait(store, run, sent, progress=False, timeout=0.2, say=told.append)
     lines = stopped.value.lines()
     assert lines[0] == "stopped waiting for run w (--timeout 0.2 s): 81 of 81 judgments still open"
     assert lines[1] == (
@@ -180,7 +186,7 @@ def test_waiting_stops_on_its_timeout_and_says_how_to_go_on(tmp_path: Path) -> N
     assert stopped.value.exit_code == 1
     store.beat("worker-1", "q", datetime.now(UTC))
     with pytest.raises(StoppedWaiting) as again:
-        pipeline.wait(store, run, sent, progress=False, poll=0.01, timeout=0.1, say=told.append)
+        pipeline.wait(store, run, sent, progress=False, timeout=0.1, say=told.append)
     assert again.value.lines()[1].startswith("  1 worker(s) keep judging them: nothing judged")
 
 

@@ -420,7 +420,7 @@ def test_prices_and_budgets_changed_on_a_later_run_are_stored_and_used(
     store = Store(sqlite_url)
     run = store.find_run("priced")
     assert run is not None
-    stored = run.config["judges"][0]
+    stored = run.config.to_data()["judges"][0]
     assert stored["price"] == {
         "input": 2000.0,
         "output": 2000.0,

@@ -17,6 +17,7 @@ import pytest
 
 from flask_eval.app import pipeline
 from flask_eval.core.errors import InputError
+from flask_eval.core.spec import run_spec
 from flask_eval.core.types import Price
 from flask_eval.producer import parallel
 from flask_eval.producer.estimate import CallTexts
@@ -139,7 +140,12 @@ def test_sampled_calls_counted_from_lengths_are_those_the_texts_give(tmp_path: P
     sample and the same figures as adding every call with its texts, in plan order."""
     instances, responses = write_inputs(tmp_path, 300, models=MODELS[:3], words=(5, 200))
     base = pipeline.prepare(
-        instances=str(instances), responses=responses, judges=["memory/a", "memory/b"], run_name="s"
+        run_spec(
+            instances=str(instances),
+            responses=responses,
+            judges=["memory/a", "memory/b"],
+            run_name="s",
+        )
     )
     plan = replace(base, judges=tuple(replace(j, price=Price(3.0, 15.0)) for j in base.judges))
     context = plan.context()
@@ -176,14 +182,20 @@ def test_sampled_texts_are_read_again_and_a_changed_file_is_refused(tmp_path: Pa
 def test_the_fingerprint_of_a_named_run_is_computed_when_first_asked(tmp_path: Path) -> None:
     instances, responses = write_inputs(tmp_path, 10, models=("m1", "m2"))
     named_plan = pipeline.prepare(
-        instances=str(instances), responses=responses, judges=["memory/a"], run_name="later"
+        run_spec(
+            instances=str(instances), responses=responses, judges=["memory/a"], run_name="later"
+        )
     )
-    unnamed = pipeline.prepare(instances=str(instances), responses=responses, judges=["memory/a"])
+    unnamed = pipeline.prepare(
+        run_spec(instances=str(instances), responses=responses, judges=["memory/a"])
+    )
     assert callable(named_plan.digest) and isinstance(unnamed.digest, str)
     assert unnamed.name == f"run-{unnamed.digest[:10]}"
     assert named_plan.fingerprint == unnamed.fingerprint == unnamed.digest
     again = pipeline.prepare(
-        instances=str(instances), responses=responses, judges=["memory/a"], run_name="later"
+        run_spec(
+            instances=str(instances), responses=responses, judges=["memory/a"], run_name="later"
+        )
     )
     with open(named(responses)[1][1], "a") as f:  # changed before it is fingerprinted
         f.write(json.dumps({"question_id": 1, "text": "again"}) + "\n")

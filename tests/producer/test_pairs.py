@@ -9,6 +9,7 @@ from itertools import combinations
 import pytest
 
 from flask_eval.core.errors import InputError
+from flask_eval.core.stored import StoredPairwise
 from flask_eval.core.types import Instance, Response, ResponseSet
 from flask_eval.producer.inputs import Inputs
 from flask_eval.producer.pairs import (
@@ -162,9 +163,11 @@ def test_config_and_description() -> None:
     config = pairwise_config("baseline", "m1", True)
     assert config == {"plan": "baseline", "baseline": "m1", "swap": True}
     pairs = plan_pairs(MODELS, "baseline", "m1", True)
-    line = describe_plan(MODELS, config, pairs)
+    line = describe_plan(MODELS, StoredPairwise.from_data(config), pairs)
     assert "6 ordered comparisons" in line and "grows as N," in line and "both orders" in line
     config = pairwise_config("all", None, False)
-    line = describe_plan(MODELS, config, plan_pairs(MODELS, "all", None, False))
+    line = describe_plan(
+        MODELS, StoredPairwise.from_data(config), plan_pairs(MODELS, "all", None, False)
+    )
     assert "6 ordered comparisons" in line and "all 6 pairs of 4 models: grows as N^2" in line
     assert "one order" in line

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from flask_eval.app import pipeline
 from flask_eval.core import settings as settings_mod
+from flask_eval.core.spec import run_spec
 from flask_eval.core.types import Price
 from flask_eval.producer.dispatch import MemoryTransport
 from flask_eval.producer.estimate import planned_calls
@@ -19,10 +20,12 @@ RESPONSES = [f"model_a={EXAMPLES / 'model_a.jsonl'}", f"model_b={EXAMPLES / 'mod
 
 def plan(judges: tuple[str, ...] = ("memory/j1", "memory/j2")) -> pipeline.Plan:
     return pipeline.prepare(
-        instances=str(EXAMPLES / "instances.jsonl"),
-        responses=RESPONSES,
-        judges=judges,
-        run_name="p",
+        run_spec(
+            instances=str(EXAMPLES / "instances.jsonl"),
+            responses=RESPONSES,
+            judges=judges,
+            run_name="p",
+        )
     )
 
 

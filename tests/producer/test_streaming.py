@@ -16,6 +16,7 @@ from flask_eval.app import budget as budgeting
 from flask_eval.app import pipeline
 from flask_eval.core import settings as settings_mod
 from flask_eval.core.errors import InputError, Status
+from flask_eval.core.spec import run_spec
 from flask_eval.producer.context import RunContext
 from flask_eval.producer.dispatch import MemoryTransport
 from flask_eval.producer.plan import group_calls, open_call_stream
@@ -41,7 +42,9 @@ def test_validating_responses_holds_no_text(tmp_path: Path) -> None:
     tracemalloc.start()
     try:
         plan = pipeline.prepare(
-            instances=str(instances), responses=responses, judges=["memory/j"], run_name="big"
+            run_spec(
+                instances=str(instances), responses=responses, judges=["memory/j"], run_name="big"
+            )
         )
         _, validated = tracemalloc.get_traced_memory()
         tracemalloc.reset_peak()
@@ -64,7 +67,7 @@ def test_validating_responses_holds_no_text(tmp_path: Path) -> None:
 def test_creating_a_run_streams_its_texts_to_the_store(tmp_path: Path) -> None:
     instances, responses = big_inputs(tmp_path)
     plan = pipeline.prepare(
-        instances=str(instances), responses=responses, judges=["memory/j"], run_name="big"
+        run_spec(instances=str(instances), responses=responses, judges=["memory/j"], run_name="big")
     )
     store = Store(f"sqlite:///{tmp_path / 's.db'}")
     settings = replace(settings_mod.load(), calls_per_message=50)
@@ -84,7 +87,9 @@ def test_creating_a_run_streams_its_texts_to_the_store(tmp_path: Path) -> None:
 def test_a_file_changed_after_validation_writes_nothing(tmp_path: Path) -> None:
     instances, responses = write_inputs(tmp_path, 5)
     plan = pipeline.prepare(
-        instances=str(instances), responses=responses, judges=["memory/j"], run_name="changed"
+        run_spec(
+            instances=str(instances), responses=responses, judges=["memory/j"], run_name="changed"
+        )
     )
     path = Path(responses[1].split("=", 1)[1])
     lines = path.read_text().splitlines()
@@ -123,10 +128,12 @@ def test_a_selection_keeps_its_responses_unread(tmp_path: Path) -> None:
 def test_open_calls_in_pages_are_the_calls_of_all_rows(tmp_path: Path, page: int) -> None:
     instances, responses = write_inputs(tmp_path, 4)
     plan = pipeline.prepare(
-        instances=str(instances),
-        responses=responses,
-        judges=["memory/a", "memory/b"],
-        run_name="paged",
+        run_spec(
+            instances=str(instances),
+            responses=responses,
+            judges=["memory/a", "memory/b"],
+            run_name="paged",
+        )
     )
     store = Store(f"sqlite:///{tmp_path / 's.db'}")
     run = pipeline.start(plan, store, MemoryTransport(), settings_mod.load()).run
@@ -186,7 +193,9 @@ def test_a_large_metered_run_is_budgeted_from_sampled_costs(
 
     instances, responses = write_inputs(tmp_path, 300, models=("m1", "m2"))
     base = pipeline.prepare(
-        instances=str(instances), responses=responses, judges=["memory/j"], run_name="metered"
+        run_spec(
+            instances=str(instances), responses=responses, judges=["memory/j"], run_name="metered"
+        )
     )
     plan = replace(base, judges=tuple(replace(j, price=Price(1000.0, 1000.0)) for j in base.judges))
     exact = plan.estimator().summarize(plan.planned_calls())[0].cost
@@ -217,10 +226,12 @@ def test_resuming_a_large_metered_run_samples_its_open_calls_without_its_texts(
 
     instances, responses = write_inputs(tmp_path, 300, models=("m1", "m2"), words=(3, 90))
     base = pipeline.prepare(
-        instances=str(instances),
-        responses=responses,
-        judges=["memory/j", "memory/k"],
-        run_name="resumed",
+        run_spec(
+            instances=str(instances),
+            responses=responses,
+            judges=["memory/j", "memory/k"],
+            run_name="resumed",
+        )
     )
     plan = replace(base, judges=tuple(replace(j, price=Price(1000.0, 1000.0)) for j in base.judges))
     exact = sum(e.cost for e in plan.estimator().summarize(plan.planned_calls()))
@@ -259,10 +270,12 @@ def test_a_small_plans_streamed_sample_is_its_exact_estimate(tmp_path: Path) -> 
 
     instances, responses = write_inputs(tmp_path, 12, models=("m1", "m2"))
     base = pipeline.prepare(
-        instances=str(instances),
-        responses=responses,
-        judges=["memory/a", "memory/b"],
-        run_name="small",
+        run_spec(
+            instances=str(instances),
+            responses=responses,
+            judges=["memory/a", "memory/b"],
+            run_name="small",
+        )
     )
     plan = replace(base, judges=tuple(replace(j, price=Price(3.0, 15.0)) for j in base.judges))
     exact = plan.estimator().summarize(plan.planned_calls())

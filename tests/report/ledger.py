@@ -10,8 +10,8 @@ from typing import Any
 from sqlalchemy import update
 
 from flask_eval.app import pipeline
+from flask_eval.core.spec import run_spec
 from flask_eval.producer.plan import run_config
-from flask_eval.rubrics import codec
 from flask_eval.storage.models import JUDGMENT
 from flask_eval.storage.records import OpenRow as Row  # a ledger row: id, model, model_b, ...
 from flask_eval.storage.records import RunInfo
@@ -24,16 +24,8 @@ Outcome = tuple[str, int | None] | tuple[str, int | None, str | None] | None
 def planned_run(store: Store, name: str, **prepare: Any) -> RunInfo:
     """A run planned as `flask-eval run` plans it (``prepare``'s keywords: inputs, judges,
     pairwise...), its ledger pending."""
-    plan = pipeline.prepare(run_name=name, **prepare)
-    config = run_config(
-        plan.inputs,
-        plan.judges,
-        plan.mode,
-        codec.to_data(plan.skillset),
-        plan.instances_path,
-        plan.reference,
-        plan.pairwise,
-    )
+    plan = pipeline.prepare(run_spec(run_name=name, **prepare))
+    config = run_config(plan.inputs, plan.judges, plan.judging(), plan.instances_path)
     run, _ = store.create_run(
         name=plan.name,
         fingerprint=plan.fingerprint,

@@ -445,7 +445,7 @@ def test_score_table_from_sql_equals_the_reference(
     store = Store(database_url)
     run_id, records = _store_run(store, seed=8)
     run = store.run_by_id(run_id)
-    table = score_table(store, run_id, run.config["judges"], DOMAINS)
+    table = score_table(store, run_id, list(run.config.judge_names), DOMAINS)
     assert table.judges == ("openai/a", "anthropic/b", "openai/c")  # c found and appended
     ref = from_records(records, judges=table.judges)
     assert table.models == ref.models and table.instances == ref.instances

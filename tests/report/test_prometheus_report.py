@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from flask_eval.app import imports
-from flask_eval.app.report import build_report
+from flask_eval.app.report import Extras, build_report
 from flask_eval.report.render import to_json, to_table
 from flask_eval.storage.store import Store
 from tests.report.ledger import Outcome, Row, finish, judges, planned_run
@@ -53,7 +53,7 @@ def test_vicuna_bench_per_model_with_gpt4_beside_each_judge(tmp_path: Path) -> N
 
     finish(store, run, score)
     refs = imports.load_references((f"gpt-4={VICUNA}",))
-    report = build_report(store, run, replicates=0, progress=False, refs=refs)
+    report = build_report(store, run, replicates=0, progress=False, extras=Extras(refs=refs))
     store.close()
     assert report.models == ["chat_gpt", "llama-2-chat", "vicuna", "wizard"]
     means = {(r.name, r.model): r.mean for r in report.reference_means}

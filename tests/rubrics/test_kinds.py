@@ -31,13 +31,6 @@ def test_judgment_is_described_alike_but_is_no_plugin() -> None:
         kinds.kind("nonsense")
 
 
-def test_a_runs_kind_is_read_from_its_stored_configuration() -> None:
-    assert kinds.name_of({}) == kinds.name_of({"kind": None}) == kinds.JUDGMENT
-    assert kinds.of_config({"kind": "annotation"}) is kinds.kind("annotation")
-    assert kinds.options_of({"kind_options": {"labels": 1}}) == {"labels": 1}
-    assert kinds.options_of({}) == {}
-
-
 def test_the_built_in_kinds_keep_their_words_messages_and_exports() -> None:
     generation, annotation = kinds.kind("generation"), kinds.kind("annotation")
     assert generation.refusal("g") == (

@@ -15,6 +15,7 @@ from sqlalchemy.engine import Connection
 from flask_eval.app import pipeline
 from flask_eval.core import settings as settings_mod
 from flask_eval.core.errors import InputError
+from flask_eval.core.spec import run_spec
 from flask_eval.producer.dispatch import MemoryTransport
 from flask_eval.producer.plan import open_calls
 from flask_eval.producer.synthetic import write_inputs
@@ -29,11 +30,13 @@ def plan_of(folder: Path, name: str | None = "new", **options: Any) -> pipeline.
     name is its fingerprint's, computed at once (a named run's is computed later)."""
     instances, responses = write_inputs(folder, 12, models=MODELS)
     return pipeline.prepare(
-        instances=str(instances),
-        responses=responses,
-        judges=["memory/j1", "memory/j2"],
-        run_name=name,
-        **options,
+        run_spec(
+            instances=str(instances),
+            responses=responses,
+            judges=["memory/j1", "memory/j2"],
+            run_name=name,
+            **options,
+        )
     )
 
 

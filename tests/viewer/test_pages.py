@@ -339,7 +339,7 @@ def test_a_run_of_repeated_judgments_shows_each_judges_self_consistency(tmp_path
             conn.execute(
                 update(RUN)
                 .where(RUN.c.id == run.id)
-                .values(config=json.dumps({**run.config, "samples": 2}))
+                .values(config=json.dumps({**run.config.to_data(), "samples": 2}))
             )
         with serving(store) as get:
             status, html = get("/runs/twice")

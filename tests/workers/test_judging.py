@@ -15,13 +15,15 @@ import asyncio
 import contextlib
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import select
 
 from flask_eval.core.errors import FailureReason, Status
+from flask_eval.core.stored import StoredConfig
 from flask_eval.rubrics.messages import text_of
 from flask_eval.rubrics.protocol import requested_skills, scores_line
 from flask_eval.storage import queries
@@ -70,12 +72,23 @@ def prompt(messages: Sequence[Message]) -> str:
     return "\n".join(text_of(m) for m in messages)
 
 
+def edited(change: Callable[[dict[str, Any]], None]) -> Callable[[StoredConfig], StoredConfig]:
+    """A change of the stored configuration's data, as ``Store.update_config`` takes it."""
+
+    def apply(config: StoredConfig) -> StoredConfig:
+        data = config.to_data()
+        change(data)
+        return StoredConfig.from_data(data)
+
+    return apply
+
+
 def set_retry_budget(store: Store, run_id: int, tokens: int) -> None:
-    def change(config: dict[str, object]) -> None:
+    def change(config: dict[str, Any]) -> None:
         for judge in config["judges"]:  # type: ignore[attr-defined]
             judge["retry_max_tokens"] = tokens
 
-    store.update_config(run_id, change)
+    store.update_config(run_id, edited(change))
 
 
 def quoting_judge_cut_off(messages: Sequence[Message]) -> JudgeOutput:
@@ -311,11 +324,11 @@ def test_a_worker_reads_changed_budgets_from_the_ledger(tmp_path: Path) -> None:
     async def go() -> tuple[object, object]:
         before = await executor.run_context(run_id)
 
-        def change(config: dict[str, object]) -> None:
+        def change(config: dict[str, Any]) -> None:
             for judge in config["judges"]:  # type: ignore[attr-defined]
                 judge["rpm"] = 120.0
 
-        store.update_config(run_id, change)
+        store.update_config(run_id, edited(change))
         after = await executor.run_context(run_id)
         await executor.aclose()
         return before, after
@@ -336,12 +349,12 @@ def test_a_judge_the_worker_cannot_build_fails_as_config_or_auth_never_judged(
     store = Store(f"sqlite:///{tmp_path / 'c.db'}")
     run_id = create(store)
 
-    def change(config: dict[str, object]) -> None:
+    def change(config: dict[str, Any]) -> None:
         j1, j2 = config["judges"]  # type: ignore[misc]
         j1["spec"] = "anthropic/m@http://127.0.0.1:9/v1"  # the SDK adds /v1 itself
         j2["spec"] = "openai/gpt-5.4"  # OpenAI's own API, and no key here
 
-    store.update_config(run_id, change)
+    store.update_config(run_id, edited(change))
     execute(store, run_id)
     ended = {(r["judge"], r["status"], r["reason"]) for r in rows(store, run_id)}
     assert ended == {("memory/j1", "failed", "config"), ("memory/j2", "failed", "auth")}
@@ -353,11 +366,11 @@ def test_a_judge_the_worker_cannot_build_fails_as_config_or_auth_never_judged(
 def point_judges_at(store: Store, run_id: int, spec: str) -> None:
     """Both judges of the run become ``spec`` (a real provider against the simulator)."""
 
-    def change(config: dict[str, object]) -> None:
+    def change(config: dict[str, Any]) -> None:
         for judge in config["judges"]:  # type: ignore[attr-defined]
             judge["spec"] = spec
 
-    store.update_config(run_id, change)
+    store.update_config(run_id, edited(change))
 
 
 def everything_stored(path: Path) -> str:
