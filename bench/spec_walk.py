@@ -6,8 +6,10 @@ argument that is the judge's spec string, an object whose ``spec`` is it, or a c
 or dataclass holding one (three levels deep). The calls on the thread that ran the
 command are the producer side; the calls on the executor's threads up to the first
 call into the provider's SDK are the worker side. For each side it prints the stops
-(calls), the files they cross and the returns to a file already left. The producer side
-ends where the run's calls are handed to the transport (``dispatch_open``):
+(calls), the files they cross, the hand-offs from one file to another and the returns to a
+file already left. The worker side is the executor's threads (named ``flask-eval-...``);
+the producer side is the rest, and ends where the run's calls are handed to the
+transport (``dispatch_open``):
 
     PYTHONPATH=$PWD .venv/bin/python -m bench.spec_walk [--list]
 
@@ -47,6 +49,10 @@ class Walk:
     def files(self) -> int:
         return len({f for f, _ in self.stops})
 
+    def hops(self) -> int:
+        """Hand-offs from one file to another."""
+        return sum(a[0] != b[0] for a, b in zip(self.stops, self.stops[1:], strict=False))
+
     def returns(self) -> int:
         """Changes of file to one the walk had already left."""
         seen: set[str] = set()
@@ -81,19 +87,18 @@ def _carries(value: Any, spec: str, depth: int = 3) -> bool:
 
 
 class Tracer:
-    def __init__(self, spec: str, main: int) -> None:
+    def __init__(self, spec: str) -> None:
         self.spec = spec
-        self.main = main
         self.producer = Walk()
         self.worker = Walk()
         self.sdk_reached = False
         self.dispatched = False
 
     def __call__(self, frame: FrameType, event: str, _arg: Any) -> None:
-        if event != "call" or (self.sdk_reached and threading.get_ident() != self.main):
+        on_main = not threading.current_thread().name.startswith("flask-eval-")
+        if event != "call" or (self.sdk_reached and not on_main):
             return
         path = frame.f_code.co_filename
-        on_main = threading.get_ident() == self.main
         if not on_main and "openai" + os.sep in path and "site-packages" in path:
             caller = frame.f_back
             if caller is not None and caller.f_code.co_filename.startswith(PACKAGE_DIRS):
@@ -151,7 +156,7 @@ def walk() -> tuple[Walk, Walk]:
             "1",
             "--quiet",
         ]
-        tracer = Tracer(spec, threading.get_ident())
+        tracer = Tracer(spec)
         with _profiled(tracer):
             result = CliRunner().invoke(main, args, env=env, prog_name="flask-eval")
         if result.exit_code != 0:
@@ -166,7 +171,7 @@ def main() -> None:
     producer, worker = walk()
     for side, w in (("producer", producer), ("worker", worker)):
         print(
-            f"{side}: {len(w.stops)} stops in {w.files()} files "
+            f"{side}: {len(w.stops)} stops in {w.files()} files, {w.hops()} hand-offs "
             f"({w.returns()} returns to a file already left)"
         )
         if listing:
