@@ -18,7 +18,8 @@ from flask_eval.core.types import DIFFICULTY_LABELS, Instance
 from flask_eval.producer.loaders import load_instances
 from flask_eval.report.annotation import Combined, Labels, combine
 from flask_eval.rubrics import kinds
-from flask_eval.rubrics.annotation import LabelSpace
+from flask_eval.rubrics.annotation import LabelSpace, options_label_space
+from flask_eval.rubrics.labels import flask_label_space
 from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
 
@@ -49,7 +50,8 @@ def given_labels(store: Store, run: RunInfo) -> dict[str, dict[str, Labels]]:
 
 def label_space(run: RunInfo) -> LabelSpace:
     """The label space the run's annotators chose from."""
-    return LabelSpace.from_data(run.config.kind_options["labels"])
+    space = options_label_space(run.config.kind_options)
+    return space if space is not None else flask_label_space()
 
 
 def combined(store: Store, run: RunInfo) -> dict[str, Combined]:

@@ -401,9 +401,15 @@ ANNOTATION_PROTOCOLS: Mapping[str, type[AnnotationProtocol]] = {
 }
 
 
-def _protocol(mode: str, options: Mapping[str, Any]) -> Protocol:
+def options_label_space(options: Mapping[str, Any]) -> LabelSpace | None:
+    """The label space an annotation run's options name (the kind's one reader of its
+    stored options; None: FLASK's own)."""
     labels = options.get("labels")
-    return AnnotationProtocol(mode, LabelSpace.from_data(labels) if labels else None)
+    return LabelSpace.from_data(labels) if labels else None
+
+
+def _protocol(mode: str, options: Mapping[str, Any]) -> Protocol:
+    return AnnotationProtocol(mode, options_label_space(options))
 
 
 #: the kind (rubrics/kinds.py): its done rows are an instance's labels, as JSON

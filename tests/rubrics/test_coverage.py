@@ -182,8 +182,7 @@ def test_eval_is_refused_before_it_generates_anything(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"protocol flask-eval scores 1-5 .* levels 1-10"):
         evaluate.prepare_eval(
             source,
-            models=["openai/m@http://127.0.0.1:9/v1"],
-            judges=[JUDGE],
+            workers=evaluate.EvalWorkers(models=["openai/m@http://127.0.0.1:9/v1"], judges=[JUDGE]),
             criteria=str(TEN_LEVELS),
             out_dir=str(tmp_path / "out"),
         )
