@@ -72,10 +72,21 @@ def parse_responses_arg(arg: str) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class Inputs:
-    """Validated instances and the responses of every model to evaluate."""
+    """Validated instances and the responses of every model to evaluate; or, for a kind
+    whose rows are about an instance alone (``about_instances``: generation,
+    annotation), the instances and no responses."""
 
     instances: tuple[Instance, ...]
     response_sets: tuple[ResponseSet, ...]
+    about_instances: bool = False
+
+    def subjects(self) -> list[tuple[str, list[str]]]:
+        """What the rows are about: (model, the ids of the instances it answered) per
+        response set; for rows about instances alone, every instance with no model
+        (``rubrics.kind.NO_MODEL``, the empty name)."""
+        if self.about_instances:
+            return [("", [i.id for i in self.instances])]
+        return [(rs.model, list(rs.instance_ids())) for rs in self.response_sets]
 
     def coverage(self) -> dict[str, tuple[int, int]]:
         """Model name -> (instances it answered, total instances)."""

@@ -25,6 +25,8 @@ from sqlalchemy.exc import IntegrityError
 
 from flask_eval.core.errors import RunConflictError, Status
 from flask_eval.core.types import Instance, ResponseSet
+from flask_eval.rubrics import kinds
+from flask_eval.rubrics.kind import INSTANCE as ABOUT_INSTANCE
 from flask_eval.storage import deletion, predicates, tally
 from flask_eval.storage.db import make_engine
 from flask_eval.storage.leasing import WorkerLedger
@@ -217,8 +219,18 @@ class Store(WorkerLedger):
                 .returning(RN.id)
             ).scalar_one()
             conn.execute(delete(DELETED_RUN).where(DELETED_RUN.c.run_id == run_id))
+            # a kind whose rows are about an instance alone: no model, no response
+            about_instances = kinds.of_config(config).subject == ABOUT_INSTANCE
             ledger = insert_run_rows(
-                self, conn, run_id, instances, response_sets, judges, now, pairs
+                self,
+                conn,
+                run_id,
+                instances,
+                response_sets,
+                judges,
+                now,
+                pairs,
+                about_instances=about_instances,
             )
             if not isinstance(fingerprint, str):  # in the rows' transaction
                 fingerprint = fingerprint()
