@@ -28,8 +28,17 @@ def _about_instances(config: dict[str, Any]) -> bool:
 
 
 def without_stand_in(config: dict[str, Any]) -> dict[str, Any]:
-    """``config`` without the stand-in model in its responses, models and coverage."""
+    """``config`` without the stand-in model in its responses, models and coverage, and
+    without the rubric its kind's unscored criteria carried (a generation's
+    ``response``)."""
     changed = dict(config)
+    kind = kinds.of_config(config)
+    unscored = {s.name for s in kind.criteria(kinds.options_of(config)) if not s.rubric}
+    if isinstance(changed.get("skills"), list):
+        changed["skills"] = [
+            {**s, "rubric": {}} if isinstance(s, dict) and s.get("name") in unscored else s
+            for s in changed["skills"]
+        ]
     for key in ("responses", "coverage"):
         if isinstance(changed.get(key), dict):
             changed[key] = {m: v for m, v in changed[key].items() if m != NO_MODEL}

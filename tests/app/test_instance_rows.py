@@ -70,6 +70,7 @@ def test_a_version_1_bundle_is_read_without_its_stand_in() -> None:
         "models": [""],
         "responses": {"": ""},
         "coverage": {"": [2, 2]},
+        "skills": [{"name": "response", "rubric": {"1": "not scored"}}],
     }
     sections = [
         ("run", [["gen", json.dumps(stand_in)]]),
@@ -78,6 +79,7 @@ def test_a_version_1_bundle_is_read_without_its_stand_in() -> None:
     got = [(t, list(rows)) for t, rows in upgraded(sections, columns)]
     config = json.loads(got[0][1][0][1])
     assert (config["models"], config["responses"], config["coverage"]) == ([], {}, {})
+    assert config["skills"] == [{"name": "response", "rubric": {}}]
     assert got[1] == ("response", [])
     # a judging run's responses stay, the model '' included (no stand-in there)
     judged = [("run", [["r", json.dumps({"models": ["a"]})]]), ("response", [[1, "a", "1", "x"]])]

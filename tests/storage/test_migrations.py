@@ -365,6 +365,7 @@ def test_a_version_11_store_loses_the_stand_in_of_its_runs_about_instances(
         "models": [""],
         "responses": {"": ""},
         "coverage": {"": [2, 2]},
+        "skills": [{"name": "response", "rubric": {"1": "not scored"}, "allow_na": False}],
         "judges": [{"name": "m1", "spec": "openai/m1"}],
         "mode": "instance",
     }
@@ -428,7 +429,9 @@ def test_a_version_11_store_loses_the_stand_in_of_its_runs_about_instances(
             {},
             {},
         )
-        assert run.config["judges"] == stand_in["judges"]  # the rest as it was
+        # nothing scores the criterion: it carries no rubric; the rest is as it was
+        assert run.config["skills"] == [{"name": "response", "rubric": {}, "allow_na": False}]
+        assert run.config["judges"] == stand_in["judges"]
         # the rows with no response are still claimed, with their instance's texts
         claimed = store.claim_contexts(2, [r.id for r in store.open_rows(2)], 60.0)
         assert sorted((c.instance_id, c.instruction, c.response) for c in claimed) == [

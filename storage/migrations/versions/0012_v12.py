@@ -5,7 +5,9 @@ is none (``''``, as ``model_b`` is for absolute grading) and no response is stor
 them. Stores written before kept, for each such run, one stand-in model ``''`` with an
 empty response to every instance (``response`` rows), and named it in the run's
 configuration (``responses``, ``models``, ``coverage``). This removes those rows and
-names; the ledger's rows, the calls and the fingerprints are unchanged. The tables are
+names, and the 1-5 rubric a generation run's ``response`` criterion carried though
+nothing scores it (the stored ``skills``); the ledger's rows, the calls and the
+fingerprints are unchanged. The tables are
 not changed. The kinds are named as they were when this was written: a migration does
 not follow the code's registry of kinds.
 
@@ -30,9 +32,12 @@ depends_on = None
 INSTANCE_KINDS = ("generation", "annotation")
 #: the stand-in model of their rows
 NO_MODEL = ""
+#: the criterion of a generation run, and the text of each level of the rubric it carried
+RESPONSE = "response"
+NOT_SCORED = "not scored: a generated response is kept as text"
 
 RUN = sa.table("run", sa.column("id", sa.Integer), sa.column("config", sa.Text))
-RESPONSE = sa.table(
+RESPONSES = sa.table(
     "response",
     sa.column("run_id", sa.Integer),
     sa.column("model", sa.String),
@@ -49,6 +54,11 @@ def _without_stand_in(config: dict[str, Any]) -> dict[str, Any]:
             changed[key] = {m: v for m, v in changed[key].items() if m != NO_MODEL}
     if isinstance(changed.get("models"), list):
         changed["models"] = [m for m in changed["models"] if m != NO_MODEL]
+    if changed.get("kind") == "generation" and isinstance(changed.get("skills"), list):
+        changed["skills"] = [
+            {**s, "rubric": {}} if isinstance(s, dict) and s.get("name") == RESPONSE else s
+            for s in changed["skills"]
+        ]
     return changed
 
 
@@ -62,7 +72,7 @@ def upgrade() -> None:
         if not isinstance(config, dict) or config.get("kind") not in INSTANCE_KINDS:
             continue
         conn.execute(
-            sa.delete(RESPONSE).where(RESPONSE.c.run_id == run_id, RESPONSE.c.model == NO_MODEL)
+            sa.delete(RESPONSES).where(RESPONSES.c.run_id == run_id, RESPONSES.c.model == NO_MODEL)
         )
         changed = _without_stand_in(config)
         if changed != config:
@@ -93,10 +103,16 @@ def downgrade() -> None:
         ]
         if ids:
             conn.execute(
-                sa.insert(RESPONSE),
+                sa.insert(RESPONSES),
                 [{"run_id": run_id, "model": NO_MODEL, "instance_id": i, "text": ""} for i in ids],
             )
         total = len(ids)
+        if config["kind"] == "generation" and isinstance(config.get("skills"), list):
+            rubric = {str(n): NOT_SCORED for n in range(1, 6)}
+            config["skills"] = [
+                {**s, "rubric": rubric} if isinstance(s, dict) and s.get("name") == RESPONSE else s
+                for s in config["skills"]
+            ]
         config |= {
             "responses": {NO_MODEL: ""},
             "models": [NO_MODEL],
