@@ -1,7 +1,9 @@
 """A store flask-eval 0.2.0 wrote (`eval` of 8 instances, 2 simulated models, one judge
 and annotator: ``stores/eval-0.2.0.sql.gz``, its SQL dump) opens migrated: its generation
 and annotation runs lose their stand-in responses, keep their rows and fingerprints, and
-`eval` run again finds its three runs done and pays for nothing."""
+`eval` run again finds its three runs done and pays for nothing. A bundle it wrote of a
+generation run (``stores/generation-0.2.0.bundle``) imports and exports the records its
+export gave (``stores/generation-0.2.0.export.jsonl``), the worker renamed."""
 
 from __future__ import annotations
 
@@ -19,7 +21,8 @@ from flask_eval.storage.store import Store
 from tests.conftest import EXAMPLES
 from tests.helpers import cli_env, flask_eval
 
-DUMP = Path(__file__).parent / "stores" / "eval-0.2.0.sql.gz"
+STORES = Path(__file__).parent / "stores"
+DUMP = STORES / "eval-0.2.0.sql.gz"
 #: the runs of that `eval`: their names carry their fingerprints
 RUNS = {"e-generate-71cc7b2196", "e-annotate-1021f082b4", "e-judge-e0e1980bf0"}
 
@@ -58,3 +61,29 @@ def test_eval_again_on_a_0_2_0_store_finds_its_runs_done(tmp_path: Path) -> None
         store.close()
     report = (tmp_path / "out" / "report.txt").read_text()
     assert "m1" in report and "m2" in report
+
+
+def test_a_0_2_0_bundle_of_a_generation_imports_and_exports_the_same_records(
+    tmp_path: Path,
+) -> None:
+    """A bundle flask-eval 0.2.0 wrote (format version 1) of a generation run imports
+    without its stand-in, and exports the records 0.2.0's export gave, the model under
+    test named `model` (it was `judge`, with `model` empty)."""
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    env = cli_env(url)
+    flask_eval("import", str(STORES / "generation-0.2.0.bundle"), env=env)
+    exported = flask_eval("export", "gen", env=env).stdout
+    before = [json.loads(line) for line in (STORES / "generation-0.2.0.export.jsonl").open()]
+    renamed = [
+        {("model" if k == "judge" else k): v for k, v in r.items() if k != "model"} for r in before
+    ]
+    got = [json.loads(line) for line in exported.splitlines()]
+    assert [list(r.items()) for r in got] == [list(r.items()) for r in renamed]
+    store = Store(url)
+    try:
+        with store.engine.connect() as conn:
+            assert conn.execute(select(RESPONSE.c.model)).all() == []
+        run = store.find_run("gen")
+        assert run is not None and (run.config["models"], run.config["responses"]) == ([], {})
+    finally:
+        store.close()
