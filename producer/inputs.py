@@ -13,6 +13,7 @@ from flask_eval.core.text import clip, control_problem
 from flask_eval.core.types import Instance, ResponseSet
 from flask_eval.producer.loaders import load_instances
 from flask_eval.producer.parallel import load_all_responses
+from flask_eval.rubrics.kind import NO_MODEL
 
 __all__ = [
     "MODEL_NAME_PATTERN",
@@ -85,7 +86,7 @@ class Inputs:
         response set; for rows about instances alone, every instance with no model
         (``rubrics.kind.NO_MODEL``, the empty name)."""
         if self.about_instances:
-            return [("", [i.id for i in self.instances])]
+            return [(NO_MODEL, [i.id for i in self.instances])]
         return [(rs.model, list(rs.instance_ids())) for rs in self.response_sets]
 
     def coverage(self) -> dict[str, tuple[int, int]]:
