@@ -4,7 +4,7 @@ answers (`export --bundle`), loaded into another store by `import`
 
 A bundle is gzip-compressed JSON Lines:
 
-- line 1, the header: ``{"format": "flask-eval-bundle", "version": 1, "schema": ...,
+- line 1, the header: ``{"format": "flask-eval-bundle", "version": 2, "schema": ...,
   "flask_eval": ..., "run": ..., "tables": {table: [column, ...]}}``;
 - then one line per row, ``[table, value, ...]`` in the header's column order
   (``storage.bundle.TABLES`` order: the run, its inputs, the paid answers, the ledger);
@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from flask_eval.app.bundle_checks import BadRow, RowChecks
+from flask_eval.app.bundle_v1 import Sections, upgraded
 from flask_eval.core.errors import InputError
 from flask_eval.core.files import MIB, open_input, replaced_whole_bytes
 from flask_eval.core.jsonl import read_line
@@ -44,7 +45,11 @@ from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
 
 FORMAT = "flask-eval-bundle"
-VERSION = 1
+#: the format this version writes: 2 holds no stand-in response of a run about instances
+#: alone (generation, annotation); 1 did (``app.bundle_v1``)
+VERSION = 2
+#: the formats this version reads
+READS = (1, 2)
 WHAT = "a flask-eval bundle (`flask-eval export --bundle`)"
 _FLUSH = 1 << 18  # bytes handed to the compressor at once
 #: the longest line a bundle holds (its newline aside): the reader never reads more of a
@@ -169,10 +174,10 @@ def _header(path: str, first: bytes | None) -> dict[str, Any]:
         header = None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise InputError(f"not {WHAT}", path)
-    if header.get("version") != VERSION:
+    if header.get("version") not in READS:
         raise InputError(
             f"bundle format version {header.get('version')!r} is not supported "
-            f"(this flask-eval reads version {VERSION}); use the flask-eval "
+            f"(this flask-eval reads versions {', '.join(map(str, READS))}); use the flask-eval "
             "that wrote it, or a newer one",
             path,
         )
@@ -294,10 +299,13 @@ def import_bundle(store: Store, bundle: Bundle, name: str | None = None) -> Load
                 yield str(table), values
             _trailer(bundle.path, next(lines, None), digest.hexdigest(), bundle.rows)
 
-    sections = (
+    sections: Sections = (
         (t, (v for _, v in group)) for t, group in itertools.groupby(rows(), key=lambda row: row[0])
     )
-    done = rows_of.import_rows(store, name, bundle.header["tables"], sections)
+    columns = bundle.header["tables"]
+    if bundle.header.get("version") == 1:  # as version 2 holds it
+        sections = upgraded(sections, columns)
+    done = rows_of.import_rows(store, name, columns, sections)
     return Loaded(
         name, done.rows, done.answers_found, done.answers_copied, time.perf_counter() - start
     )

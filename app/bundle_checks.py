@@ -36,7 +36,7 @@ from flask_eval.core.text import control_problem
 from flask_eval.core.types import VERDICTS
 from flask_eval.rubrics import kinds
 from flask_eval.rubrics.grading import DEFAULT_PROTOCOL, PROTOCOLS
-from flask_eval.rubrics.kind import RESPONSE
+from flask_eval.rubrics.kind import NO_MODEL, RESPONSE
 from flask_eval.rubrics.scale import Scale
 from flask_eval.storage.bundle import TABLES, column_check
 from flask_eval.workers.judge import CONTEXT_FULL, CUT_OFF, FINISHED, INCOMPLETE, REFUSAL
@@ -223,6 +223,8 @@ class RowChecks:
                         f"judgment of the response of {_show(who)} to instance "
                         f"{_show(instance)}, which the bundle does not hold"
                     )
+        elif model != NO_MODEL or model_b:  # a row about an instance alone names no model
+            raise BadRow(f"judgment of a {self.kind} run names the model {_show(model or model_b)}")
         if status == Status.FAILED.value:
             if reason not in REASONS:
                 raise BadRow(

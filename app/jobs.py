@@ -90,9 +90,12 @@ def _plan(
     options: dict[str, object] | None = None,
     responses: Sequence[ResponseSet] | None = None,
 ) -> Plan:
-    criteria = kinds.kind(kind).criteria(options or {})
+    made = kinds.kind(kind)
+    criteria = made.criteria(options or {})
     inputs = job_inputs(instances, criteria, responses)
-    skills = codec.to_data(criteria)
+    # what the fingerprint reads of the criteria: as the kind declares it (runs planned
+    # before keep their fingerprints, hence their names)
+    skills = made.fingerprinted(options or {}) if made.fingerprinted else codec.to_data(criteria)
     identities = [judge_identity(w) for w in workers]
     how = Judging(MODE, skills, kind=kind, kind_options=options)
     digest = fingerprint(inputs, identities, how)

@@ -108,7 +108,11 @@ class Plan:
         ``ledger`` (``RunInfo.ledger``)."""
         judges = [j.name for j in self.judges]
         subjects = ledger_subjects(
-            self.inputs.instances, self.inputs.response_sets, judges, self.pairs
+            self.inputs.instances,
+            self.inputs.response_sets,
+            judges,
+            self.pairs,
+            about_instances=self.inputs.about_instances,
         )
         return new_calls(subjects, ledger, self.context())
 
@@ -119,9 +123,7 @@ class Plan:
                 planned_pairwise_rows(self.inputs, self.pairs, [j.name for j in self.judges])
             )
         skills = {i.id: len(i.skills) for i in self.inputs.instances}
-        per_judge = sum(
-            skills.get(i, 0) for rs in self.inputs.response_sets for i in rs.instance_ids()
-        )
+        per_judge = sum(skills.get(i, 0) for _, ids in self.inputs.subjects() for i in ids)
         return per_judge * len(self.judges)
 
     def estimator(self, cache: AnswerCache | None = None) -> Estimator:

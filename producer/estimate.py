@@ -40,6 +40,7 @@ from flask_eval.producer.prefix import CACHE_STEP as CACHE_STEP
 from flask_eval.producer.prefix import MIN_CACHED_PREFIX as MIN_CACHED_PREFIX
 from flask_eval.producer.prefix import PrefixGroup, as_rendered, below_minimum, cache_minimum
 from flask_eval.producer.prefix import shared_prefix_tokens as shared_prefix_tokens
+from flask_eval.rubrics.kind import NO_MODEL
 from flask_eval.rubrics.prompt import Message, estimate_tokens
 from flask_eval.storage.records import PlannedCall, RunInfo
 from flask_eval.storage.store import Store
@@ -192,7 +193,8 @@ class Estimator:
         return CallTexts(
             instruction,
             reference,
-            self.responses[(call.model, call.instance_id)],
+            # a row about an instance alone has no model and no response
+            self.responses[(call.model, call.instance_id)] if call.model != NO_MODEL else "",
             self.responses.get((call.model_b, call.instance_id)) if call.model_b else None,
             own.system_prompt if own is not None else "",
             own.rubrics if own is not None else _NO_RUBRICS,
@@ -323,10 +325,10 @@ def planned_calls(
         return group_calls(planned_pairwise_rows(inputs, pairs, list(context.judges)), context)
     criteria_of = {i.id: i.skills for i in inputs.instances}
     rows = [
-        OpenRow(0, rs.model, "", instance_id, criterion, judge)
+        OpenRow(0, model, "", instance_id, criterion, judge)
         for judge in context.judges
-        for rs in inputs.response_sets
-        for instance_id in rs.instance_ids()
+        for model, answered in inputs.subjects()
+        for instance_id in answered
         for criterion in criteria_of[instance_id]
     ]
     return group_calls(rows, context)

@@ -13,6 +13,7 @@ from flask_eval.core.text import clip, control_problem
 from flask_eval.core.types import Instance, ResponseSet
 from flask_eval.producer.loaders import load_instances
 from flask_eval.producer.parallel import load_all_responses
+from flask_eval.rubrics.kind import NO_MODEL
 
 __all__ = [
     "MODEL_NAME_PATTERN",
@@ -72,10 +73,21 @@ def parse_responses_arg(arg: str) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class Inputs:
-    """Validated instances and the responses of every model to evaluate."""
+    """Validated instances and the responses of every model to evaluate; or, for a kind
+    whose rows are about an instance alone (``about_instances``: generation,
+    annotation), the instances and no responses."""
 
     instances: tuple[Instance, ...]
     response_sets: tuple[ResponseSet, ...]
+    about_instances: bool = False
+
+    def subjects(self) -> list[tuple[str, list[str]]]:
+        """What the rows are about: (model, the ids of the instances it answered) per
+        response set; for rows about instances alone, every instance with no model
+        (``rubrics.kind.NO_MODEL``, the empty name)."""
+        if self.about_instances:
+            return [(NO_MODEL, [i.id for i in self.instances])]
+        return [(rs.model, list(rs.instance_ids())) for rs in self.response_sets]
 
     def coverage(self) -> dict[str, tuple[int, int]]:
         """Model name -> (instances it answered, total instances)."""

@@ -2,14 +2,14 @@
 (the models under test answer the instances), annotation (models label the instances
 with FLASK's metadata), and every kind whose rows are about responses (``Kind.subject``).
 
-The ledger keys a row by (model, model_b, instance, criterion, judge) and joins the
-response it judges; a generation or an annotation row has no response to judge, so its
-subject is one *placeholder* model (:data:`NO_MODEL`, the empty name, as ``model_b`` is
-for absolute grading) whose responses are empty, and the "judge" of each row is the model
-that does the work: the model under test (generation) or the annotator. The planner, the
-estimates, dispatching, the executor and the answer cache then work unchanged. A kind
-whose rows are about a model's response (a critique) has the responses given as its
-subjects, as a judgment run has. Pure.
+The ledger keys a row by (model, model_b, instance, criterion, worker). A generation or
+an annotation row is about an instance alone (``rubrics.kind.INSTANCE``): its model is
+none (``rubrics.kind.NO_MODEL``, as ``model_b`` is for absolute grading), no response
+is given or stored for it, and its worker is the model that does the work: the model
+under test (generation) or the annotator. The planner, the estimates, dispatching, the
+executor and the answer cache plan such rows from the instances (``Inputs.subjects``).
+A kind whose rows are about a model's response (a critique) has the responses given as
+its subjects, as a judgment run has. Pure.
 """
 
 from __future__ import annotations
@@ -17,12 +17,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from flask_eval.core.types import Instance, Response, ResponseSet
+from flask_eval.core.types import Instance, ResponseSet
 from flask_eval.producer.inputs import Inputs
 from flask_eval.rubrics.skills import SkillSet
-
-#: the model of a generation or annotation row: none (its "judge" does the work)
-NO_MODEL = ""
 
 
 def job_inputs(
@@ -31,12 +28,11 @@ def job_inputs(
     responses: Sequence[ResponseSet] | None = None,
 ) -> Inputs:
     """``instances`` as the rows of one job per instance and worker model: each instance
-    gets the kind's criteria (a generation's ``response``, an annotation's facets), and
-    the placeholder model an empty response to each; with ``responses`` (a kind whose
-    rows are about responses), one job per response and worker model instead."""
+    gets the kind's criteria (a generation's ``response``, an annotation's facets), no
+    response is given; with ``responses`` (a kind whose rows are about responses), one
+    job per response and worker model instead."""
     names = criteria.names
     jobs = tuple(replace(i, skills=names, rubrics={}) for i in instances)
     if responses is not None:
         return Inputs(jobs, tuple(responses))
-    placeholder = ResponseSet(NO_MODEL, "", tuple(Response(NO_MODEL, i.id, "") for i in instances))
-    return Inputs(jobs, (placeholder,))
+    return Inputs(jobs, (), about_instances=True)

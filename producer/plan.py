@@ -14,6 +14,7 @@ from flask_eval.core.stored import StoredConfig
 from flask_eval.core.types import JudgeConfig
 from flask_eval.producer.context import RunContext
 from flask_eval.producer.inputs import Inputs
+from flask_eval.rubrics.kind import NO_MODEL
 from flask_eval.rubrics.kinds import JUDGMENT
 from flask_eval.storage.planning import Subject
 from flask_eval.storage.records import OpenRow, PlannedCall, RunInfo
@@ -80,6 +81,10 @@ def fingerprint(inputs: Inputs, judges: Sequence[str], how: Judging) -> str:
         }
         item += [{k: v for k, v in extra.items() if v}] if any(extra.values()) else []
         feed(item)
+    if inputs.about_instances:  # each instance, with no model and no response: as runs
+        # planned when such rows had an empty stand-in response were fingerprinted
+        for i in sorted(inputs.instances, key=lambda i: i.id):
+            feed([NO_MODEL, i.id, ""])
     with paused_gc():  # every response read again, no cycles (core.gcpause)
         for rs in sorted(inputs.response_sets, key=lambda rs: rs.model):
             for r in sorted(rs.responses, key=lambda r: r.instance_id):

@@ -34,4 +34,4 @@ def select(
         kept = tuple(i for k, i in enumerate(inputs.instances) if k in chosen)
     ids = {i.id for i in kept}
     response_sets = tuple(only(rs, ids) for rs in inputs.response_sets)
-    return Inputs(instances=tuple(kept), response_sets=response_sets)
+    return Inputs(tuple(kept), response_sets, about_instances=inputs.about_instances)

@@ -32,7 +32,7 @@ from typing import Any
 
 from flask_eval.rubrics.annotation_read import FACETS, LABELS_LINE, facet_names, read_labels
 from flask_eval.rubrics.grading import Criterion, Protocol, Subject
-from flask_eval.rubrics.kind import LABELS, Kind, Words, as_json
+from flask_eval.rubrics.kind import LABELS, Kind, Words, as_json, instance_record
 from flask_eval.rubrics.labels import (
     LabelSpace,
     flask_label_space,
@@ -420,5 +420,6 @@ KIND = Kind(
     Words(worker="annotator", holds="labels", doing="annotating"),
     answer=LABELS,
     command="annotate",
+    export=instance_record("annotator"),
     view=as_json,
 )

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from flask_eval.rubrics.grading import Criterion, Protocol, Subject
-from flask_eval.rubrics.kind import Kind, Words
+from flask_eval.rubrics.kind import Kind, Words, instance_record
 from flask_eval.rubrics.messages import Message, Part, message
 from flask_eval.rubrics.parse import Reading
 from flask_eval.rubrics.skills import Skill, SkillSet
@@ -37,22 +37,31 @@ GENERATION_ABILITY = "generation"
 GENERATION_COMPLETION_TOKENS = 400
 
 
+_CRITERION = "the model's response to the instance, kept as written"
+
+
 def response_skillset() -> SkillSet:
-    """The criteria of a generation run: :data:`RESPONSE` alone. It carries a 1-5 rubric
-    only because every :class:`~rubrics.skills.Skill` has one (a skill set file must give
-    all five levels); nothing scores a generation row, so its text is never shown to a
-    model. N/A is off: every instance gets a response."""
-    return SkillSet(
-        (
-            Skill(
-                name=RESPONSE,
-                ability=GENERATION_ABILITY,
-                criterion="the model's response to the instance, kept as written",
-                rubric={n: "not scored: a generated response is kept as text" for n in range(1, 6)},
-                allow_na=False,
-            ),
-        )
-    )
+    """The criteria of a generation run: :data:`RESPONSE` alone, with no rubric (nothing
+    scores a generated response). N/A is off: every instance gets a response."""
+    return SkillSet((Skill(RESPONSE, GENERATION_ABILITY, _CRITERION, {}, allow_na=False),))
+
+
+def fingerprinted(options: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """What a generation run's fingerprint reads of its criteria: :data:`RESPONSE` as
+    runs were fingerprinted when it carried a 1-5 rubric, level by level, so that a
+    generation planned now has the fingerprint (and the name) of the same generation
+    planned then (`flask-eval eval` finds it done). Never shown to a model, never
+    stored as the run's criteria."""
+    rubric = {str(n): "not scored: a generated response is kept as text" for n in range(1, 6)}
+    return [
+        {
+            "name": RESPONSE,
+            "ability": GENERATION_ABILITY,
+            "criterion": _CRITERION,
+            "rubric": rubric,
+            "allow_na": False,
+        }
+    ]
 
 
 class GenerationProtocol(Protocol):
@@ -130,4 +139,6 @@ KIND = Kind(
     Words(worker="model", holds="responses", doing="generating"),
     command="generate",
     workers_tested=True,
+    export=instance_record("model"),
+    fingerprinted=fingerprinted,
 )

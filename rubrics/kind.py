@@ -5,8 +5,9 @@ executor, the ledger, the report's refusal, the export, the viewer and the messa
 it (through ``rubrics.kinds``) instead of naming a kind:
 
 - its protocol (``render`` / ``read``) and its criteria (the rows of one subject);
-- its subject: what one row is about (:data:`INSTANCE`: an instance alone, no model
-  under test; :data:`RESPONSE`: a model's response to an instance);
+- its subject: what one row is about (:data:`INSTANCE`: an instance alone, and the
+  row's model is none, :data:`NO_MODEL`; :data:`RESPONSE`: a model's response to an
+  instance);
 - what a done row's answer becomes (:data:`SCORE`, :data:`VERDICT`, :data:`VALUE`,
   :data:`LABELS`);
 - its words (:class:`Words`: who does a row's work, what done rows hold);
@@ -25,10 +26,17 @@ from typing import Any
 from flask_eval.rubrics.grading import Protocol
 from flask_eval.rubrics.skills import SkillSet
 
-#: a row is about an instance alone: no model under test (generation, annotation)
+#: a row is about an instance alone: no model under test (generation, annotation); the
+#: row's model is :data:`NO_MODEL` and no response is stored for it
 INSTANCE = "instance"
 #: a row is about a model's response to an instance (judgment, critique)
 RESPONSE = "response"
+
+#: the model of a row about an instance alone: none. The ledger's empty name, as a
+#: row's second model (``model_b``) is for absolute grading: the ledger's columns are
+#: never NULL, so that its unique key (run, model, model_b, instance, criterion, worker)
+#: holds for every row
+NO_MODEL = ""
 
 #: what a done row's answer becomes: a score on the protocol's scale
 SCORE = "score"
@@ -58,6 +66,24 @@ class Words:
     @property
     def workers(self) -> str:
         return f"{self.worker}s"
+
+
+def instance_record(worker: str) -> Callable[[ExportRow], ExportRow]:
+    """The export hook of a kind whose rows are about an instance alone: the row as it
+    is, without the row's model (there is none) and with the worker named ``worker``
+    (``model``, ``annotator``) instead of ``judge``, in the same place; ``value`` (kept
+    in ``raw``) is left out."""
+
+    def record(row: ExportRow) -> ExportRow:
+        out: ExportRow = {}
+        for key, value in row.items():
+            if key == "judge":
+                out[worker] = value
+            elif key not in ("model", "model_b", "value"):
+                out[key] = value
+        return out
+
+    return record
 
 
 def as_text(value: str) -> str:
@@ -96,6 +122,11 @@ class Kind:
     export: Callable[[ExportRow], ExportRow] | None = None
     #: how the viewer shows one stored value
     view: Callable[[str], str] = as_text
+    #: what a run's fingerprint reads of its criteria (``producer.plan.fingerprint``'s
+    #: ``skills``), from the kind's options; None: the criteria as they are. A kind whose
+    #: criteria changed keeps what runs stored before were fingerprinted with, so that
+    #: their names (which carry the fingerprint) still find them
+    fingerprinted: Callable[[Mapping[str, Any]], list[dict[str, Any]]] | None = None
 
     @property
     def noun(self) -> str:

@@ -13,8 +13,8 @@ A new kind is one module (its protocol, a subclass of ``rubrics.grading.Protocol
 its ``kind``, its criteria as a ``SkillSet``, and its ``KIND``, a
 :class:`~rubrics.kind.Kind`) and one line in :data:`PLUGINS`.
 
-What the run's stored configuration says of its kind is read here only
-(:func:`name_of`, :func:`options_of`, :func:`of_config`).
+A run's stored configuration names its kind and the kind's options
+(``core.stored.StoredConfig.kind``, ``kind_options``); :func:`of` gives the kind of a name.
 """
 
 from __future__ import annotations

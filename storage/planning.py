@@ -7,17 +7,21 @@ instead: one row per (instance answered by BOTH models, pair, criterion of the i
 judge) with ``model = first`` (the response shown first) and ``model_b = second``; a
 comparison judged in both orders is the two pairs ``(A, B)`` and ``(B, A)``, two rows.
 An instance one of the two models did not answer has no row for that pair, and a
-pairwise run has no absolute rows.
+pairwise run has no absolute rows. A kind whose rows are about an instance alone
+(generation, annotation: ``about_instances``) plans one row per (instance, criterion,
+worker) with ``model = ''`` (``rubrics.kind.NO_MODEL``: none) and stores no response.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from flask_eval.core.errors import Status
 from flask_eval.core.types import Instance, ResponseSet
+from flask_eval.rubrics.kind import NO_MODEL
 from flask_eval.storage.models import INSTANCE, INSTANCE_DOMAIN, JUDGMENT, RESPONSE
 from flask_eval.storage.records import instance_values
 
@@ -29,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "LEDGER_COLUMNS",
     "Pair",
+    "RunRows",
     "Subject",
     "answered_pairs",
     "insert_run_rows",
@@ -84,6 +89,8 @@ def ledger_subjects(
     response_sets: Sequence[ResponseSet],
     judges: Sequence[str],
     pairs: Sequence[Pair] | None = None,
+    *,
+    about_instances: bool = False,
 ) -> Iterator[Subject]:
     """The subjects of a new run's ledger in the order its rows are written (see the
     module docstring; ``pairs`` None: absolute grading). Absolute grading goes by model,
@@ -91,7 +98,14 @@ def ledger_subjects(
     which PostgreSQL then extends at its right edge instead of searching it from the root
     for every row (a million rows went in 3 s faster). A subject's criteria keep their
     instance's order: the order a judge prompt lists them in. Made from the instance ids
-    each model answered: no response text is read."""
+    each model answered: no response text is read. ``about_instances``: every instance,
+    with no model (``response_sets`` is then empty)."""
+    if about_instances:
+        for instance in sorted(instances, key=lambda i: i.id):
+            criteria = tuple(instance.skills)
+            for judge in judges:
+                yield NO_MODEL, "", instance.id, judge, criteria
+        return
     if pairs is None:
         skills = {inst.id: tuple(inst.skills) for inst in instances}
         for rs in sorted(response_sets, key=lambda rs: rs.model):
@@ -147,15 +161,20 @@ _INSTANCE_COLUMNS = (
 )
 
 
+@dataclass(frozen=True)
+class RunRows:
+    """What a new run's rows are made of: its instances, the responses judged (none for
+    a kind about an instance alone), its workers and, for a pairwise run, its pairs."""
+
+    instances: Sequence[Instance]
+    response_sets: Sequence[ResponseSet]
+    judges: Sequence[str]
+    pairs: Sequence[Pair] | None = None
+    about_instances: bool = False
+
+
 def insert_run_rows(
-    store: WorkerLedger,
-    conn: Connection,
-    run_id: int,
-    instances: Sequence[Instance],
-    response_sets: Sequence[ResponseSet],
-    judges: Sequence[str],
-    now: datetime,
-    pairs: Sequence[Pair] | None = None,
+    store: WorkerLedger, conn: Connection, run_id: int, made_of: RunRows, now: datetime
 ) -> range | None:
     """Insert a new run's instances, domains, responses and pending ledger, streamed
     through the dialect's bulk load (COPY on PostgreSQL) in the caller's transaction:
@@ -165,6 +184,7 @@ def insert_run_rows(
     took, in :func:`ledger_subjects` order, when the store can tell that they are one
     unbroken range (no other writer took an id in between); else None (the caller reads
     them back from the ledger)."""
+    instances, response_sets = made_of.instances, made_of.response_sets
     rows = 0
 
     def counted(subjects: Iterable[Subject]) -> Iterator[Subject]:
@@ -174,7 +194,15 @@ def insert_run_rows(
             yield subject
 
     before = store._ledger_id(conn, before=True)
-    subjects = counted(ledger_subjects(instances, response_sets, judges, pairs))
+    subjects = counted(
+        ledger_subjects(
+            instances,
+            response_sets,
+            made_of.judges,
+            made_of.pairs,
+            about_instances=made_of.about_instances,
+        )
+    )
     store._bulk_load(conn, JUDGMENT, LEDGER_COLUMNS, ledger_rows(run_id, subjects, now))
     after = store._ledger_id(conn, before=False)
     store._bulk_load(

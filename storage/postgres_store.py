@@ -40,7 +40,8 @@ from flask_eval.storage.leasing import WorkerLedger
 from flask_eval.storage.records import CallRecord, JobContext, Outcome
 
 #: claim the rows still to judge and return what judging them needs, in one statement
-#: (``rb``: the second response of a pairwise row; NULL for absolute grading)
+#: (``rb``: the second response of a pairwise row; NULL for absolute grading; ``r``: none
+#: for a row about an instance alone, whose model is none)
 CLAIM_CONTEXTS = f"""
     WITH claimed AS (
         UPDATE judgment AS j SET
@@ -53,10 +54,11 @@ CLAIM_CONTEXTS = f"""
                   j.claims
     )
     SELECT c.id, c.run_id, c.model, c.model_b, c.instance_id, c.criterion, c.judge,
-           i.instruction, i.answer, r.text, i.system_prompt, i.rubrics, rb.text, c.claims
+           i.instruction, i.answer, COALESCE(r.text, ''), i.system_prompt, i.rubrics, rb.text,
+           c.claims
     FROM claimed AS c
     JOIN instance AS i ON i.run_id = c.run_id AND i.instance_id = c.instance_id
-    JOIN response AS r
+    LEFT JOIN response AS r
       ON r.run_id = c.run_id AND r.model = c.model AND r.instance_id = c.instance_id
     LEFT JOIN response AS rb
       ON rb.run_id = c.run_id AND rb.model = c.model_b AND rb.instance_id = c.instance_id

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Table, and_, bindparam, exists, select, update
+from sqlalchemy import Table, and_, bindparam, exists, func, select, update
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection
 
@@ -56,14 +56,16 @@ CONTEXTS = (
         J.judge,
         INS.instruction,
         INS.answer,
-        R.text,
+        func.coalesce(R.text, ""),  # none for a row about an instance alone
         INS.system_prompt,
         INS.rubrics,
         RB.text,
         J.claims,
     )
     .join(INSTANCE, and_(INS.run_id == J.run_id, INS.instance_id == J.instance_id))
-    .join(RESPONSE, and_(R.run_id == J.run_id, R.model == J.model, R.instance_id == J.instance_id))
+    .outerjoin(
+        RESPONSE, and_(R.run_id == J.run_id, R.model == J.model, R.instance_id == J.instance_id)
+    )
     .outerjoin(
         RESPONSE_B,
         and_(RB.run_id == J.run_id, RB.model == J.model_b, RB.instance_id == J.instance_id),

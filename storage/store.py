@@ -25,6 +25,8 @@ from sqlalchemy.exc import IntegrityError
 from flask_eval.core.errors import RunConflictError, Status
 from flask_eval.core.stored import StoredConfig
 from flask_eval.core.types import Instance, ResponseSet
+from flask_eval.rubrics import kinds
+from flask_eval.rubrics.kind import INSTANCE as ABOUT_INSTANCE
 from flask_eval.storage import deletion, predicates, tally
 from flask_eval.storage.db import make_engine
 from flask_eval.storage.leasing import WorkerLedger
@@ -38,7 +40,7 @@ from flask_eval.storage.models import (
     RUN,
     utcnow,
 )
-from flask_eval.storage.planning import Pair, insert_run_rows
+from flask_eval.storage.planning import Pair, RunRows, insert_run_rows
 from flask_eval.storage.postgres_store import PostgresHotPaths
 from flask_eval.storage.predicates import open_rows_selects
 from flask_eval.storage.records import (
@@ -221,9 +223,10 @@ class Store(WorkerLedger):
                 .returning(RN.id)
             ).scalar_one()
             conn.execute(delete(DELETED_RUN).where(DELETED_RUN.c.run_id == run_id))
-            ledger = insert_run_rows(
-                self, conn, run_id, instances, response_sets, judges, now, pairs
-            )
+            # a kind whose rows are about an instance alone: no model, no response
+            about_instances = kinds.of(config.kind).subject == ABOUT_INSTANCE
+            made_of = RunRows(instances, response_sets, judges, pairs, about_instances)
+            ledger = insert_run_rows(self, conn, run_id, made_of, now)
             if not isinstance(fingerprint, str):  # in the rows' transaction
                 fingerprint = fingerprint()
                 conn.execute(RUN.update().where(RN.id == run_id).values(fingerprint=fingerprint))

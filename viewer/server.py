@@ -251,6 +251,8 @@ async def compare_page(request: web.Request) -> web.Response:
     store = request.app[STORE]
     run = await _run(request)
     models = await _db(browse.run_models, store, run)
+    if not models:  # a run about instances alone (generation, annotation) has none
+        raise InputError(f"run {run.name} holds no model's responses to compare")
     instance = request.query.get("instance", "")
     a = request.query.get("a") or (models[0] if models else "")
     b = request.query.get("b") or (models[1] if len(models) > 1 else a)

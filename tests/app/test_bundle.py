@@ -131,7 +131,7 @@ def test_the_bundle_holds_no_secret_and_names_its_format(source: tuple[str, Path
     raw = gzip.decompress(bundle.read_bytes())
     assert SECRET.encode() not in raw and SECRET.encode() not in bundle.read_bytes()
     header, *rows, trailer = (json.loads(line) for line in raw.splitlines())
-    assert (header["format"], header["version"], header["schema"]) == (FORMAT, 1, HEAD)
+    assert (header["format"], header["version"], header["schema"]) == (FORMAT, 2, HEAD)
     assert trailer["rows"]["judgment"] == len([r for r in rows if r[0] == "judgment"]) > 0
     assert rows[0][0] == "run" and "id" not in header["tables"]["judgment"]
 
@@ -169,7 +169,7 @@ def test_a_truncated_bundle_is_refused(source: tuple[str, Path], tmp_path: Path)
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"version": 2}, "bundle format version 2 is not supported"),
+        ({"version": 3}, "bundle format version 3 is not supported"),
         ({"schema": "9999_v9999"}, "comes from a newer store (schema 9999_v9999"),
         ({"format": "something-else"}, "not a flask-eval bundle"),
     ],

@@ -41,6 +41,15 @@ def test_the_built_in_kinds_keep_their_words_messages_and_exports() -> None:
     assert (generation.noun, annotation.noun) == ("responses", "labels")
     assert (generation.words.doing, annotation.words.doing) == ("generating", "annotating")
     assert generation.workers_tested and not annotation.workers_tested
-    assert generation.export is None and annotation.export is None  # the judgments' rows
+    # the judgments' rows, the worker named in the kind's words and no model (none)
+    row = {"run": "r", "model": "", "judge": "w", "instance_id": "1", "raw": "x", "value": "x"}
+    assert generation.export is not None and annotation.export is not None
+    assert list(generation.export(row).items()) == [
+        ("run", "r"),
+        ("model", "w"),
+        ("instance_id", "1"),
+        ("raw", "x"),
+    ]
+    assert list(annotation.export(row)) == ["run", "annotator", "instance_id", "raw"]
     assert annotation.view is as_json and annotation.view('{"a": [1]}') == '{\n "a": [\n  1\n ]\n}'
     assert generation.subject == annotation.subject == INSTANCE

@@ -336,3 +336,107 @@ def test_a_version_3_store_gets_the_cache_and_batch_columns_of_its_calls(
     counts = queries.status(store, 1, "old")
     assert (counts.calls, counts.prompt_tokens, counts.cached_tokens) == (3, 300, 60)
     assert (counts.cache_write_tokens, counts.batch_calls, counts.cost) == (30, 1, 1.25)
+
+
+def test_a_version_11_store_loses_the_stand_in_of_its_runs_about_instances(
+    database_url: str,
+) -> None:
+    """0012_v12: a generation run of a store as version 11 (flask-eval 0.2.0) left it
+    held a stand-in model '' with an empty response to each instance, named in its
+    configuration; opened, it holds neither, its ledger unchanged (rows with no model)
+    and its open rows still claimed with their instance's texts. A judging run keeps its
+    responses."""
+    from alembic import command
+
+    from flask_eval.storage.db import BASELINE, _alembic_config
+    from flask_eval.storage.models import INSTANCE as INSTANCES
+    from flask_eval.storage.models import RESPONSE
+    from flask_eval.storage.models import RUN as RUNS
+
+    make_v1_store(database_url)  # run 1: a judging run of model "m"
+    engine = create_engine(normalize_url(database_url))
+    with engine.begin() as conn:
+        config = _alembic_config(conn)
+        command.stamp(config, BASELINE)
+        command.upgrade(config, "0011_v11")
+    stand_in = {
+        "kind": "generation",
+        "kind_options": {},
+        "models": [""],
+        "responses": {"": ""},
+        "coverage": {"": [2, 2]},
+        "skills": [{"name": "response", "rubric": {"1": "not scored"}, "allow_na": False}],
+        "judges": [{"name": "m1", "spec": "openai/m1"}],
+        "mode": "instance",
+    }
+    with engine.begin() as conn:
+        conn.execute(
+            RUNS.insert().values(
+                id=2,
+                name="gen",
+                fingerprint="f" * 64,
+                mode="instance",
+                config=json.dumps(stand_in),
+                created_at=NOW,
+            )
+        )
+        for i in ("1", "2"):
+            conn.execute(
+                INSTANCES.insert().values(
+                    run_id=2,
+                    instance_id=i,
+                    instruction=f"say {i}",
+                    answer="",
+                    skills="[]",
+                )
+            )
+            conn.execute(RESPONSE.insert().values(run_id=2, model="", instance_id=i, text=""))
+            conn.execute(
+                JUDGMENT.insert().values(
+                    run_id=2,
+                    model="",
+                    model_b="",
+                    instance_id=i,
+                    criterion="response",
+                    judge="m1",
+                    status="pending",
+                    created_at=NOW,
+                    updated_at=NOW,
+                )
+            )
+        judged_before = conn.execute(
+            select(RESPONSE.c.model, RESPONSE.c.instance_id).where(RESPONSE.c.run_id == 1)
+        ).all()
+    engine.dispose()
+    store = Store(database_url)  # opening migrates to the head
+    try:
+        with store.engine.connect() as conn:
+            version = conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar_one()
+            responses = conn.execute(
+                select(RESPONSE.c.run_id, RESPONSE.c.model, RESPONSE.c.instance_id)
+            ).all()
+            rows = conn.execute(
+                select(JUDGMENT.c.model, JUDGMENT.c.instance_id).where(JUDGMENT.c.run_id == 2)
+            ).all()
+        assert version == head_revision()
+        assert sorted((m, i) for r, m, i in responses if r == 1) == sorted(judged_before)
+        assert [r for r in responses if r[0] == 2] == []
+        assert sorted(tuple(r) for r in rows) == [("", "1"), ("", "2")]
+        run = store.find_run("gen")
+        assert run is not None
+        assert (run.config["models"], run.config["responses"], run.config["coverage"]) == (
+            [],
+            {},
+            {},
+        )
+        # nothing scores the criterion: it carries no rubric; the rest is as it was
+        assert run.config["skills"] == [{"name": "response", "rubric": {}, "allow_na": False}]
+        assert run.config["judges"] == stand_in["judges"]
+        # the rows with no response are still claimed, with their instance's texts
+        claimed = store.claim_contexts(2, [r.id for r in store.open_rows(2)], 60.0)
+        assert sorted((c.instance_id, c.instruction, c.response) for c in claimed) == [
+            ("1", "say 1", ""),
+            ("2", "say 2", ""),
+        ]
+    finally:
+        store.close()

@@ -349,3 +349,12 @@ def test_a_run_of_repeated_judgments_shows_each_judges_self_consistency(tmp_path
         assert row[3] == "0.500"  # half the items scored alike
     finally:
         store.close()
+
+
+def test_a_run_about_instances_alone_has_no_responses_to_compare(get: Get) -> None:
+    """A generation run's rows hold no model: its compare page says there is nothing to
+    compare instead of comparing the empty name with itself."""
+    _, html = get("/")
+    name = re.findall(r'data-run="(ev-generate-[0-9a-f]{10})"', html)[0]
+    status, page = get(f"/runs/{name}/compare")
+    assert status == 400 and "responses to compare" in page and "holds no model" in page
