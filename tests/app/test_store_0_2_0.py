@@ -84,6 +84,6 @@ def test_a_0_2_0_bundle_of_a_generation_imports_and_exports_the_same_records(
         with store.engine.connect() as conn:
             assert conn.execute(select(RESPONSE.c.model)).all() == []
         run = store.find_run("gen")
-        assert run is not None and (run.config["models"], run.config["responses"]) == ([], {})
+        assert run is not None and (run.config.models, run.config.responses) == ((), {})
     finally:
         store.close()

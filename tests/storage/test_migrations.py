@@ -424,14 +424,10 @@ def test_a_version_11_store_loses_the_stand_in_of_its_runs_about_instances(
         assert sorted(tuple(r) for r in rows) == [("", "1"), ("", "2")]
         run = store.find_run("gen")
         assert run is not None
-        assert (run.config["models"], run.config["responses"], run.config["coverage"]) == (
-            [],
-            {},
-            {},
-        )
+        assert (run.config.models, run.config.responses, run.config.coverage) == ((), {}, {})
         # nothing scores the criterion: it carries no rubric; the rest is as it was
-        assert run.config["skills"] == [{"name": "response", "rubric": {}, "allow_na": False}]
-        assert run.config["judges"] == stand_in["judges"]
+        assert run.config.skills == [{"name": "response", "rubric": {}, "allow_na": False}]
+        assert run.config.to_data()["judges"] == stand_in["judges"]  # as stored
         # the rows with no response are still claimed, with their instance's texts
         claimed = store.claim_contexts(2, [r.id for r in store.open_rows(2)], 60.0)
         assert sorted((c.instance_id, c.instruction, c.response) for c in claimed) == [
