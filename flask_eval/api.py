@@ -114,11 +114,10 @@ def _run(
 
 
 @dataclass(frozen=True)
-class GenerateOptions:
-    """``generate``'s options (those of ``flask-eval generate``)."""
+class _JobOptions:
+    """What ``generate`` and ``annotate`` share: the instance sources other than FLASK's
+    file, which of them, the run's name, budget and calls in flight."""
 
-    models: tuple[str, ...] = ()
-    models_files: tuple[str, ...] = ()
     biggen: str | None = None
     prometheus_set: str | None = None
     pairwise_set: str | None = None
@@ -131,22 +130,21 @@ class GenerateOptions:
 
 
 @dataclass(frozen=True)
-class AnnotateOptions:
+class GenerateOptions(_JobOptions):
+    """``generate``'s options (those of ``flask-eval generate``)."""
+
+    models: tuple[str, ...] = ()
+    models_files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AnnotateOptions(_JobOptions):
     """``annotate``'s options (those of ``flask-eval annotate``)."""
 
     annotators: tuple[str, ...] = ()
     annotators_files: tuple[str, ...] = ()
     criteria: str | None = None
     relabel: bool = False
-    biggen: str | None = None
-    prometheus_set: str | None = None
-    pairwise_set: str | None = None
-    limit: int | None = None
-    sample: int | None = None
-    seed: int = 0
-    run_name: str | None = None
-    max_cost: float | None = None
-    in_flight: int = 64
 
 
 @dataclass(frozen=True)
