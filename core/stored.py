@@ -2,7 +2,8 @@
 with (``producer.plan.run_config`` writes it), read back through one decoder,
 :meth:`StoredConfig.from_data`, which reads every shape a store has held.
 
-The stored form is the JSON the store has always written (no version key: its shape
+The stored form is the JSON the store has always written, with its ``version`` since
+0.3.0 (a configuration without one is version 1, written by 0.2.0 or before: its shape
 says its age, docs/design/run-spec.md lists the shapes); :meth:`StoredConfig.to_data`
 gives back exactly the data it was decoded from, changed only where a run's settings
 were updated (:meth:`StoredConfig.with_max_cost`, :meth:`StoredConfig.with_queue`,
@@ -22,9 +23,11 @@ from flask_eval.core.types import JudgeConfig
 
 #: the kind of work of a run whose configuration names none
 JUDGMENT = "judgment"
-#: the shape this release writes; stores written by 0.2.0 and before carry no version
-#: key and are read as this shape (every later key absent: its default)
-STORED_VERSION = 1
+#: the shape this release writes (its ``version`` key); configurations written by 0.2.0
+#: and before carry none and are version 1 (every later key absent: its default)
+STORED_VERSION = 2
+#: the version of a configuration without a ``version`` key
+UNVERSIONED = 1
 
 
 @dataclass(frozen=True)
@@ -117,7 +120,7 @@ class StoredConfig:
             kind_options=dict(data.get("kind_options") or {}),
             max_cost=float(max_cost) if isinstance(max_cost, int | float) else None,
             dispatched=dispatched if isinstance(dispatched, str) else None,
-            version=version if isinstance(version, int) else STORED_VERSION,
+            version=version if isinstance(version, int) else UNVERSIONED,
             _data=copy.deepcopy(dict(data)),
         )
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flask_eval.core.gcpause import paused_gc
-from flask_eval.core.stored import StoredConfig
+from flask_eval.core.stored import STORED_VERSION, StoredConfig
 from flask_eval.core.types import JudgeConfig
 from flask_eval.producer.context import RunContext
 from flask_eval.producer.inputs import Inputs
@@ -111,6 +111,7 @@ def run_config(
     return StoredConfig.from_data(
         {
             **extra,
+            "version": STORED_VERSION,
             "judges": [j.to_data() for j in judges],
             "mode": how.mode,
             "reference": how.reference,

@@ -66,6 +66,7 @@ def test_the_printed_spec_runs_what_the_flags_run(tmp_path: Path, sqlite_url: st
         assert by_flags is not None and by_spec is not None
         assert by_flags.fingerprint == by_spec.fingerprint
         assert by_flags.config == by_spec.config
+        assert by_flags.config.to_data()["version"] == by_flags.config.version == 2
     finally:
         store.close()
 

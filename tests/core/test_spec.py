@@ -10,7 +10,7 @@ import pytest
 
 from flask_eval.core.errors import InputError
 from flask_eval.core.spec import RunSpec, SpecError, dump_spec, load_spec, run_spec
-from flask_eval.core.stored import StoredConfig, StoredPairwise
+from flask_eval.core.stored import STORED_VERSION, StoredConfig, StoredPairwise
 from flask_eval.core.types import JudgeConfig, Price
 
 
@@ -74,6 +74,7 @@ def test_a_spec_file_error_names_the_line_of_the_key(tmp_path: Path) -> None:
 
 #: a configuration as `run` stores it today (keys sorted by the store)
 TODAY = {
+    "version": 2,
     "coverage": {"a": [3, 3]},
     "instances_path": "i.jsonl",
     "judges": [JudgeConfig("j", "openai/j", price=Price(1.0, 2.0)).to_data()],
@@ -99,6 +100,8 @@ def test_every_older_shape_is_read_with_its_defaults() -> None:
     assert oldest.judge_names == ("openai/j", "k")
     assert [j.name for j in oldest.judges] == ["k"]  # a bare name has no stored settings
     assert [j.spec for j in oldest.every_judge()] == ["openai/j", "openai/k"]
+    assert oldest.version == 1  # no version key: written by 0.2.0 or before
+    assert StoredConfig.from_data(TODAY).version == STORED_VERSION == 2
     assert oldest.reference is True and oldest.samples == 1 and oldest.kind == "judgment"
     assert oldest.pairwise is None and oldest.max_cost is None and oldest.dispatched is None
     assert oldest.to_data() == {
