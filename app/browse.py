@@ -14,12 +14,8 @@ from typing import Any
 
 from flask_eval.app.progress import cost_unknown
 from flask_eval.app.prompts import Prompt, render_prompt
-from flask_eval.app.report import (
-    build_report,
-    config_judges,
-    config_models,
-    judge_of,
-)
+from flask_eval.app.report import build_report
+from flask_eval.app.score_tables import config_judges, config_models, judge_of
 from flask_eval.core.errors import InputError, Status
 from flask_eval.core.limits import MAX_INTEGER
 from flask_eval.core.redact import redact

@@ -9,7 +9,7 @@ from datetime import datetime
 
 from flask_eval.app.evaluate import eval_step
 from flask_eval.app.progress import runs_overview
-from flask_eval.app.report import config_judges, config_models
+from flask_eval.app.score_tables import config_judges, config_models
 from flask_eval.core.errors import Status
 from flask_eval.core.redact import redact
 from flask_eval.producer.prices import unpriced

@@ -39,7 +39,8 @@ from flask_eval.app.budget import check_budget
 from flask_eval.app.cache import LedgerCache, existing_cache
 from flask_eval.app.eval_estimate import step_estimates
 from flask_eval.app.pipeline import Plan
-from flask_eval.app.report import pairwise_report, report_rows
+from flask_eval.app.report import pairwise_report
+from flask_eval.app.score_tables import report_rows
 from flask_eval.core import settings as settings_mod
 from flask_eval.core.errors import InputError
 from flask_eval.core.settings import Settings

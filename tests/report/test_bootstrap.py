@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from sqlalchemy import update
 
-from flask_eval.app.report import score_table
+from flask_eval.app.score_tables import score_table
 from flask_eval.core.types import DOMAINS, Instance, Response, ResponseSet
 from flask_eval.report.bootstrap import instance_weights, percentile_interval
 from flask_eval.report.breakdown import Aggregation, Breakdown, Dimension, flask_breakdown

@@ -8,7 +8,7 @@ import threading
 import pytest
 from sqlalchemy import select
 
-from flask_eval.app.report import score_table
+from flask_eval.app.score_tables import score_table
 from flask_eval.core.errors import RunConflictError, Status
 from flask_eval.core.types import Instance, JudgeConfig, Response, ResponseSet
 from flask_eval.producer.plan import open_calls

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from flask_eval.app.report import score_table
+from flask_eval.app.score_tables import score_table
 from flask_eval.core.errors import FailureReason, JudgeError
 from flask_eval.rubrics.messages import text_of
 from flask_eval.rubrics.protocol import requested_skills, scores_line
