@@ -7,8 +7,7 @@ imports neither SQLAlchemy nor Celery).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -16,159 +15,25 @@ from flask_eval.cli.common import (
     ENV_RUN,
     SHORT_HELP,
     EnvHelp,
-    FiniteRange,
     handle_errors,
 )
-from flask_eval.cli.run import print_dry_run
-from flask_eval.cli.wait import check_waiting, quiet_option, timeout_option
+from flask_eval.cli.dry_run import print_dry_run
+from flask_eval.cli.job_options import (
+    _execute,
+    _plan_options,
+    _sampling,
+    _say,
+    _source,
+    _source_options,
+    _work_options,
+)
+from flask_eval.cli.wait import check_waiting
 from flask_eval.core import settings as settings_mod
 
 if TYPE_CHECKING:
     from flask_eval.app.generation import Generated
-    from flask_eval.app.jobs import InstanceSource
-    from flask_eval.app.pipeline import Plan
-    from flask_eval.core.settings import Settings
-    from flask_eval.core.spec import Sampling
     from flask_eval.storage.records import RunInfo
     from flask_eval.storage.store import Store
-
-F = Callable[..., Any]
-T = TypeVar("T")
-
-
-def _source_options(f: F) -> F:
-    for option in reversed(
-        (
-            click.option(
-                "--instances",
-                default=None,
-                metavar="FILE",
-                help="FLASK instances (JSON Lines); metadata optional.",
-            ),
-            click.option(
-                "--biggen",
-                default=None,
-                metavar="FILE",
-                help="BiGGen Bench instances (their system prompts are sent).",
-            ),
-            click.option(
-                "--prometheus-set",
-                default=None,
-                metavar="FILE",
-                help="MT-Bench or Vicuna Bench questions (Prometheus's files).",
-            ),
-            click.option(
-                "--pairwise-set",
-                default=None,
-                metavar="FILE",
-                help="A pairwise set's instructions (Auto-J, HHH).",
-            ),
-            click.option(
-                "--limit",
-                type=click.IntRange(min=1),
-                default=None,
-                help="Only the first N instances.",
-            ),
-            click.option(
-                "--sample",
-                type=click.IntRange(min=1),
-                default=None,
-                help="A random sample of N instances.",
-            ),
-            click.option(
-                "--seed", type=int, default=0, show_default=True, help="Seed of --sample."
-            ),
-        )
-    ):
-        f = option(f)
-    return f
-
-
-def _work_options(f: F) -> F:
-    for option in reversed(
-        (
-            click.option(
-                "--in-flight",
-                type=click.IntRange(min=1),
-                default=64,
-                show_default=True,
-                help="Calls in flight (in-process).",
-            ),
-            click.option(
-                "--max-cost",
-                type=FiniteRange(min=0),
-                default=None,
-                metavar="USD",
-                help="Stop dispatching once this much is spent or reserved.",
-            ),
-            timeout_option,
-            quiet_option,
-        )
-    ):
-        f = option(f)
-    return f
-
-
-def _plan_options(f: F) -> F:
-    for option in reversed(
-        (
-            click.option(
-                "--run", "run_name", default=None, help="Run name; the same name and inputs resume."
-            ),
-            click.option(
-                "--dry-run", is_flag=True, help="Estimate calls, tokens and cost; write nothing."
-            ),
-        )
-    ):
-        f = option(f)
-    return f
-
-
-def _source(kw: dict[str, Any]) -> InstanceSource:
-    from flask_eval.app.jobs import InstanceSource
-
-    return InstanceSource(
-        kw.pop("instances"), kw.pop("biggen"), kw.pop("prometheus_set"), kw.pop("pairwise_set")
-    )
-
-
-def _sampling(kw: dict[str, Any]) -> Sampling:
-    from flask_eval.core.spec import Sampling
-
-    return Sampling(kw["limit"], kw["sample"], kw["seed"])
-
-
-def _say(quiet: bool) -> Callable[[str], None]:
-    return (lambda _line: None) if quiet else (lambda line: click.echo(line, err=True))
-
-
-def _execute(
-    plan: Plan,
-    settings: Settings,
-    verb: str,
-    kw: dict[str, Any],
-    read: Callable[[Store, RunInfo], T],
-) -> T:
-    """Do ``plan``'s work (StepIncomplete, exit code 1, when some is left), then ``read``
-    what its run produced, on the same store."""
-    from flask_eval.app import steps
-    from flask_eval.app.budget import check_budget
-    from flask_eval.storage.store import Store
-
-    check_budget(plan.judges, plan.name, settings.database_url, kw["max_cost"])
-    store = Store(settings.database_url)
-    try:
-        dispatcher = steps.dispatcher_for(settings, store, plan.judges, kw["in_flight"])
-        work = steps.StepWork(
-            kw["max_cost"],
-            progress=not kw["quiet"],
-            timeout=kw["timeout"],
-            say=_say(kw["quiet"]),
-        )
-        result = steps.execute(plan, store, dispatcher, settings, verb=verb, work=work)
-        return read(store, result.run)
-    finally:
-        store.close()
 
 
 @click.command(cls=EnvHelp, env=ENV_RUN, short_help=SHORT_HELP["generate"])

@@ -14,8 +14,14 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from flask_eval.cli.common import ENV_RUN, EnvHelp, handle_errors
-from flask_eval.cli.jobs import _execute, _plan_options, _source, _source_options, _work_options
-from flask_eval.cli.run import print_dry_run
+from flask_eval.cli.dry_run import print_dry_run
+from flask_eval.cli.job_options import (
+    _execute,
+    _plan_options,
+    _source,
+    _source_options,
+    _work_options,
+)
 from flask_eval.cli.wait import check_waiting
 from flask_eval.core import settings as settings_mod
 from flask_eval.rubrics import kinds

@@ -22,13 +22,12 @@ from flask_eval.cli.common import (
     handle_errors,
     open_store,
 )
+from flask_eval.cli.dry_run import print_dry_run
 from flask_eval.cli.wait import check_waiting, quiet_option, timeout_option, wait_and_finish
 from flask_eval.core import settings as settings_mod
 from flask_eval.core.errors import FailureReason, InputError
 
 if TYPE_CHECKING:
-    from flask_eval.app.pipeline import Plan
-    from flask_eval.core.settings import Settings
     from flask_eval.core.spec import RunSpec
     from flask_eval.producer.dispatch import Dispatched
     from flask_eval.storage.records import RunInfo
@@ -273,30 +272,6 @@ def _spec_of(flags: dict[str, Any]) -> RunSpec:
         return load_spec(flags["spec_file"])
     flat = {_NEGATED.get(k, k): (not v if k in _NEGATED else v) for k, v in given.items()}
     return RunSpec.from_flat(flat)
-
-
-def print_dry_run(plan: Plan, settings: Settings) -> None:
-    """The estimates of ``plan``: nothing is written or sent; the answer cache is read
-    when the database exists already."""
-    from flask_eval.app.cache import existing_cache
-    from flask_eval.core.stored import StoredPairwise
-    from flask_eval.producer.estimate import format_estimates
-    from flask_eval.producer.pairs import describe_plan
-    from flask_eval.rubrics import kinds
-    from flask_eval.rubrics.kinds import JUDGMENT
-
-    what = f"{plan.mode} mode" if plan.kind == JUDGMENT else plan.kind
-    click.echo(f"dry run of {plan.name} ({what}): nothing is written or sent")
-    if plan.pairwise is not None and plan.pairs is not None:
-        models = [rs.model for rs in plan.inputs.response_sets]
-        click.echo(describe_plan(models, StoredPairwise.from_data(plan.pairwise), plan.pairs))
-    cache = existing_cache(settings)
-    try:
-        worker = kinds.of(plan.kind).words.worker
-        click.echo(format_estimates(plan.sampled().summarize(cache), worker))
-    finally:
-        if cache is not None:
-            cache.store.close()
 
 
 def _progress_line(quiet: bool) -> Callable[[str], None] | None:
