@@ -12,28 +12,29 @@ gives a URL for its :class:`Cell`, sits in an ``<a href>``. Marks have ``class="
 that comes from data is XML-escaped; URLs with a ``javascript:``, ``data:`` or
 ``vbscript:`` scheme are dropped. The pairwise figures (:func:`win_matrix`,
 :func:`ratings_chart`, :func:`position_chart`) live in :mod:`report.svg_pairwise`, the
-drawing all figures share in :mod:`report.svg_draw`; this module is the interface of them
-all, :mod:`report.figures` the list of a report's figures.
+difficulty curves in :mod:`report.svg_difficulty`, what the figures of a judge's rows share
+in :mod:`report.svg_figure` and the drawing all figures share in :mod:`report.svg_draw`;
+this module is the interface of them all, :mod:`report.figures` the list of a report's
+figures.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from flask_eval.report.agreement import Agreement
-from flask_eval.report.document import Report, ReportRow, key_label, level_label, ranked_models
+from flask_eval.report.document import Report, key_label, ranked_models
 from flask_eval.report.metrics import (
     ABILITY,
     BIGGEN_KEY,
     CAPABILITY,
     DOMAIN,
-    KEY_SEP,
     OVERALL,
     OVERALL_KEY,
     SKILL,
-    SKILL_DIFFICULTY,
 )
+from flask_eval.report.svg_difficulty import difficulty_curves
 from flask_eval.report.svg_draw import (
     CHAR,
     MISSING,
@@ -51,7 +52,6 @@ from flask_eval.report.svg_draw import (
     grid,
     heading,
     legend,
-    mark,
     note,
     num,
     palette,
@@ -61,6 +61,7 @@ from flask_eval.report.svg_draw import (
     svg,
     text,
 )
+from flask_eval.report.svg_figure import Figure, colors, path, title
 from flask_eval.report.svg_pairwise import pair_colors, position_chart, ratings_chart, win_matrix
 
 __all__ = [
@@ -87,108 +88,14 @@ __all__ = [
     "win_matrix",
 ]
 
-#: FLASK's difficulty levels (the x axis of the difficulty curves)
-LEVELS = (1, 2, 3, 4, 5)
-#: at most this many tick labels on a score axis
-SCORE_TICKS = 10
 RADAR_OVERLAY_MAX, RADAR_COLUMNS, RADAR_MAX_AXES = 4, 4, 24
-
-
-def colors(report: Report) -> dict[str, str]:
-    """The colour of each model of ``report`` in every figure (best first)."""
-    return palette(ranked_models(report.rows, report.models))
-
-
-def title(model: str, label: str, row: ReportRow | None) -> str:
-    """A mark's tooltip: model, key, mean, n and interval, or "no data"."""
-    if row is None or row.mean is None:
-        why = "" if row is None else f" ({row.n_na} N/A, {row.n_failed} failed)"
-        return f"{model} — {label}: no data{why}"
-    ci = (
-        ""
-        if row.ci_low is None or row.ci_high is None
-        else (f", interval {row.ci_low:.2f}–{row.ci_high:.2f}")
-    )
-    return f"{model} — {label}: mean {row.mean:.2f}, n {row.n}{ci}"
-
-
-class _Figure:
-    """One judge's rows of one dimension of a report, and how to draw and link them."""
-
-    def __init__(self, report: Report, judge: str, dimension: str, href: Href | None) -> None:
-        self.report, self.judge, self.dimension, self.href = report, judge, dimension, href
-        self.cells = {
-            (r.model, r.key): r
-            for r in report.rows
-            if r.judge == judge and r.dimension == dimension
-        }
-        self.colour = colors(report)
-        self.lo, self.hi = float(report.scale.low), float(report.scale.high)
-        levels = list(report.scale.levels)
-        self.ticks = levels[:: max(1, math.ceil(len(levels) / SCORE_TICKS))]
-
-    def mean(self, model: str, key: str) -> float | None:
-        row = self.cells.get((model, key))
-        return None if row is None else row.mean
-
-    def select(self, order: Sequence[str]) -> tuple[list[str], list[str]]:
-        """The keys of ``order`` some model has a mean on, and those models, best first."""
-        models = self.report.models
-        keys = [k for k in dict.fromkeys(order) if any(self.mean(m, k) is not None for m in models)]
-        ranked = ranked_models(self.report.rows, models)
-        return keys, [m for m in ranked if any(self.mean(m, k) is not None for k in keys)]
-
-    def unit(self, value: float) -> float:
-        """``value``'s place on the score axis, 0 (lowest score) to 1 (highest)."""
-        return min(max((value - self.lo) / (self.hi - self.lo), 0.0), 1.0)
-
-    def mark(self, shape: str, attrs: str, model: str, key: str, label: str) -> str:
-        row, cell = self.cells.get((model, key)), Cell(model, self.judge, self.dimension, key)
-        url = self.href(cell) if self.href is not None and row is not None else None
-        missing = row is None or row.mean is None
-        return mark(shape, attrs, title(model, label, row), url, cell_data(cell), missing)
-
-    def score_axis(
-        self, box: tuple[float, float, float, float], labels: bool = True
-    ) -> tuple[list[str], Callable[[float], float]]:
-        """Grid lines at the score ticks over ``box`` (x0, y0, x1, y1), their labels at
-        its left; and the map from a score to its y."""
-        x0, y0, x1, y1 = box
-
-        def y(v: float) -> float:
-            return y1 - (y1 - y0) * self.unit(v)
-
-        out = [
-            f'<rect x="{num(x0)}" y="{num(y0)}" width="{num(x1 - x0)}" '
-            f'height="{num(y1 - y0)}" fill="none" stroke="#bbb"/>'
-        ]
-        for t in self.ticks:
-            out.append(
-                f'<line x1="{num(x0)}" x2="{num(x1)}" y1="{num(y(t))}" y2="{num(y(t))}" '
-                'stroke="#000" stroke-opacity="0.1"/>'
-            )
-            if labels:
-                out.append(text(x0 - 4, y(t) + 3, str(t), "end", ' font-size="9" fill="#444"'))
-        return out, y
 
 
 # -- radar ------------------------------------------------------------------------------
 
 
-def _path(points: Sequence[tuple[float, float] | None], close: bool = False) -> str:
-    """A path through ``points``, lifting the pen over each None; ``close`` returns to the
-    first point when it and the last are drawn."""
-    seq = [*points, points[0]] if close and points else list(points)
-    parts, pen = [], False
-    for p in seq:
-        if p is not None:
-            parts.append(f"{'L' if pen else 'M'}{num(p[0])},{num(p[1])}")
-        pen = p is not None
-    return "".join(parts)
-
-
 def _radar_panel(
-    fig: _Figure,
+    fig: Figure,
     skills: Sequence[str],
     models: Sequence[str],
     centre: tuple[float, float],
@@ -234,7 +141,7 @@ def _radar_panel(
     if any(v is not None for v in reference):
         line = [None if v is None else at(k, radius * fig.unit(v)) for k, v in enumerate(reference)]
         out.append(
-            f'<path class="reference" d="{_path(line, True)}" fill="none" stroke="#888" '
+            f'<path class="reference" d="{path(line, True)}" fill="none" stroke="#888" '
             'stroke-dasharray="4 3"/>'
         )
     for j, model in enumerate(models):
@@ -245,7 +152,7 @@ def _radar_panel(
         out.append(
             f'<g class="series" data-model="{esc(model)}" stroke="{colour}">'
             f'<polygon points="{poly}" fill="{colour}" fill-opacity="{fill}" stroke="none"/>'
-            f'<path d="{_path(line, True)}" fill="none" stroke-width="1.8"/>'
+            f'<path d="{path(line, True)}" fill="none" stroke-width="1.8"/>'
         )
         for k, (skill, v) in enumerate(zip(skills, values, strict=True)):
             x, y = at(k, 5 + 4 * j if v is None else radius * fig.unit(v))
@@ -271,7 +178,7 @@ def radar(report: Report, judge: str, href: Href | None = None) -> str:
     if report.capabilities:
         dimension, what, axes = CAPABILITY, "Capabilities", list(report.capabilities)
         overall_key = BIGGEN_KEY
-    fig = _Figure(report, judge, dimension, href)
+    fig = Figure(report, judge, dimension, href)
     skills, models = fig.select([*axes, *(k for _, k in fig.cells)])
     label = f"{what} — judge {judge}"
     if not 3 <= len(skills) <= RADAR_MAX_AXES:
@@ -310,7 +217,7 @@ def radar(report: Report, judge: str, href: Href | None = None) -> str:
 
 def ability_bars(report: Report, judge: str, href: Href | None = None) -> str:
     """Mean per ability and model (best first), the bootstrap interval as whiskers."""
-    fig = _Figure(report, judge, ABILITY, href)
+    fig = Figure(report, judge, ABILITY, href)
     abilities, models = fig.select(report.abilities)
     label = f"Abilities — judge {judge}"
     if not abilities:
@@ -347,7 +254,7 @@ def ability_bars(report: Report, judge: str, href: Href | None = None) -> str:
     return svg("abilities", 720, y1 + 30, label, body)
 
 
-def _heatmap(fig: _Figure, order: Sequence[str], label: str, models_as_rows: bool) -> str:
+def _heatmap(fig: Figure, order: Sequence[str], label: str, models_as_rows: bool) -> str:
     keys, models = fig.select(order)
     if not keys:
         return ""
@@ -369,7 +276,7 @@ def _heatmap(fig: _Figure, order: Sequence[str], label: str, models_as_rows: boo
 def domain_heatmap(report: Report, judge: str, href: Href | None = None) -> str:
     """Models as rows (best first), domains as columns, the mean in each cell."""
     label = f"Domains — judge {judge}"
-    drawn = _heatmap(_Figure(report, judge, DOMAIN, href), report.domains, label, True)
+    drawn = _heatmap(Figure(report, judge, DOMAIN, href), report.domains, label, True)
     return drawn or note("domain", label, f"{label}: no instance has a known domain")
 
 
@@ -378,7 +285,7 @@ def capability_heatmap(report: Report, judge: str, href: Href | None = None) -> 
     if not report.capabilities:
         return ""
     label = f"Capabilities — judge {judge}"
-    drawn = _heatmap(_Figure(report, judge, CAPABILITY, href), report.capabilities, label, False)
+    drawn = _heatmap(Figure(report, judge, CAPABILITY, href), report.capabilities, label, False)
     return drawn or note("capability", label, f"{label}: no instance has one")
 
 
@@ -402,93 +309,3 @@ def agreement_matrix(
     cells = [[at(a, b) for b in raters] for a in raters]
     label = f"Agreement ({name}, all skills)"
     return grid("agreement", label, raters, raters, cells, Colours((-1.0, 1.0), RDBU, 3))
-
-
-# -- difficulty -------------------------------------------------------------------------
-
-
-def difficulty_curves(report: Report, judge: str, href: Href | None = None) -> str:
-    """Mean per difficulty level, one panel per skill (four a row), a line per model (best
-    first) with its interval as a band; FLASK's level names in a footer."""
-    fig = _Figure(report, judge, SKILL_DIFFICULTY, href)
-    named = [*report.skills, *(k.rpartition(KEY_SEP)[0] for _, k in fig.cells)]
-    keys, models = fig.select([f"{s}{KEY_SEP}{lv}" for s in dict.fromkeys(named) for lv in LEVELS])
-    skills = list(dict.fromkeys(k.rpartition(KEY_SEP)[0] for k in keys))
-    label = f"Score vs difficulty (1-5) per skill — judge {judge}"
-    if not skills:
-        return note("difficulty", label, f"{label}: no skill has a mean per level")
-    legend_items, top = legend(models, fig.colour, 40, 30, 780)
-    top, pw, ph, cols = top + 54, 170.0, 120.0, 4
-    body = [heading(420, label), *legend_items]
-    for idx, skill in enumerate(skills):
-        x0, y0 = 40 + (idx % cols) * (pw + 30), top + (idx // cols) * (ph + 50)
-        body.append(text(x0 + pw / 2, y0 - 6, short(skill, 28), full=skill))
-        axis, y = fig.score_axis((x0, y0, x0 + pw, y0 + ph), labels=idx % cols == 0)
-        xs = {lv: x0 + pw * (lv - 0.5) / len(LEVELS) for lv in LEVELS}
-        body += axis
-        body += [text(xs[lv], y0 + ph + 12, str(lv), extra=' font-size="9"') for lv in LEVELS]
-        shown = [lv for lv in LEVELS if f"{skill}{KEY_SEP}{lv}" in keys]
-        for model in models:
-            rows = {lv: fig.cells.get((model, f"{skill}{KEY_SEP}{lv}")) for lv in LEVELS}
-            means = {lv: r.mean for lv, r in rows.items() if r is not None and r.mean is not None}
-            if not means:
-                continue
-            colour = fig.colour[model]
-            body.append(f'<g class="series" data-model="{esc(model)}" stroke="{colour}">')
-            band = [
-                (r.ci_low, r.ci_high)
-                if lv in means and r is not None and r.ci_low is not None and r.ci_high is not None
-                else None
-                for lv, r in rows.items()
-            ]
-            runs = "".join(_band(band, [xs[lv] for lv in LEVELS], y))
-            if runs:
-                body.append(
-                    f'<path class="band" d="{runs}" fill="{colour}" fill-opacity="0.12" '
-                    'stroke="none"/>'
-                )
-            line = [(xs[lv], y(means[lv])) if lv in means else None for lv in LEVELS]
-            body.append(f'<path d="{_path(line)}" fill="none" stroke-width="1.5"/>')
-            for lv in shown:
-                v = means.get(lv)
-                at = (
-                    f'cy="{num(y0 + ph - 4)}" fill="none" stroke="#999"'
-                    if v is None
-                    else f'cy="{num(y(v))}" fill="{colour}"'
-                )
-                body.append(
-                    fig.mark(
-                        "circle",
-                        f'cx="{num(xs[lv])}" {at} r="3"',
-                        model,
-                        f"{skill}{KEY_SEP}{lv}",
-                        f"{skill}, level {level_label(str(lv))}",
-                    )
-                )
-            body.append("</g>")
-    bottom = top + math.ceil(len(skills) / cols) * (ph + 50) - 10
-    names = [level_label(str(lv)) for lv in LEVELS]
-    small = ' font-size="9" fill="#444"'
-    body += [
-        text(420, bottom, "difficulty level", extra=' font-size="10"'),
-        text(420, bottom + 16, "Levels: " + "   ".join(names[:3]), extra=small),
-        text(420, bottom + 28, "   ".join(names[3:]), extra=small),
-    ]
-    return svg("difficulty", 840, bottom + 36, label, body)
-
-
-def _band(
-    intervals: Sequence[tuple[float, float] | None],
-    xs: Sequence[float],
-    y: Callable[[float], float],
-) -> list[str]:
-    """Closed subpaths, one per run of consecutive levels with an interval."""
-    out, run = [], []
-    for k, ci in enumerate([*intervals, None]):
-        if ci is not None:
-            run.append((xs[k], ci))
-        elif run:
-            edge = [(x, y(lo)) for x, (lo, _) in run] + [(x, y(hi)) for x, (_, hi) in run[::-1]]
-            out.append(_path(edge) + "Z")
-            run = []
-    return out

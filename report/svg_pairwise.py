@@ -12,7 +12,8 @@ from collections.abc import Sequence
 
 from flask_eval.report.pairwise import ALL_CRITERIA, WinRate
 from flask_eval.report.pairwise_bias import Position
-from flask_eval.report.pairwise_report import PairwiseReport, Rating
+from flask_eval.report.pairwise_ratings import Rating
+from flask_eval.report.pairwise_report import PairwiseReport
 from flask_eval.report.svg_draw import (
     CHAR,
     RDYLGN,

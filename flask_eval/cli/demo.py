@@ -20,7 +20,7 @@ from flask_eval.app.summary import call_count_lines, coverage_line
 from flask_eval.core import settings as settings_mod
 from flask_eval.core.spec import run_spec
 from flask_eval.report import render
-from flask_eval.report.text import overview
+from flask_eval.report.textcolumns import overview
 from flask_eval.simulator.config import SimConfig
 from flask_eval.simulator.testing import running_simulator
 from flask_eval.storage import queries
