@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from .batch_store import BatchStore, SimBatch, drop_answer, rfc3339, store_of
-from .wire import BadRequest, ErrorKind, ParsedRequest, error_body, parse_request
+from .wire import BadRequest, ParsedRequest, parse_request
+from .wire_bodies import ErrorKind, error_body
 
 if TYPE_CHECKING:
     from .state import SimState

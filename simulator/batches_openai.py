@@ -33,7 +33,8 @@ from aiohttp import web
 
 from .batch_store import BatchStore, Item, SimBatch, drop_answer, store_of
 from .reply import Reply
-from .wire import BadRequest, ErrorKind, ParsedRequest, error_body, parse_request
+from .wire import BadRequest, ParsedRequest, parse_request
+from .wire_bodies import ErrorKind, error_body
 
 if TYPE_CHECKING:
     from .state import SimState

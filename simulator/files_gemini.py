@@ -25,7 +25,7 @@ from typing import Any
 from aiohttp import web
 
 from .batch_store import rfc3339
-from .wire import ErrorKind, error_body
+from .wire_bodies import ErrorKind, error_body
 
 VERSION = "v1beta"
 

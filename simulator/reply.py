@@ -11,7 +11,8 @@ from .answer import REFUSAL_TEXT, cut_off, estimate_tokens, make_answer
 from .config import SimConfig
 from .models import thinking_tokens
 from .structured import structured_answer
-from .wire import Dialect, ParsedRequest, TokenCounts, as_served, success_body
+from .wire import Dialect, ParsedRequest
+from .wire_bodies import TokenCounts, as_served, success_body
 
 
 @dataclass(frozen=True)

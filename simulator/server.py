@@ -30,14 +30,8 @@ from .prompt_cache import usage
 from .reply import reply
 from .state import SimState
 from .stats import InFlight
-from .wire import (
-    BadRequest,
-    Dialect,
-    ErrorKind,
-    ParsedRequest,
-    error_body,
-    parse_request,
-)
+from .wire import BadRequest, Dialect, ParsedRequest, parse_request
+from .wire_bodies import ErrorKind, error_body
 
 TIMEOUT_SLEEP_S = 3600.0
 SHUTDOWN_TIMEOUT_S = 0.5

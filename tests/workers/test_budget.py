@@ -16,7 +16,7 @@ from flask_eval.producer.synthetic import write_inputs
 from flask_eval.rubrics.protocol import requested_skills, scores_line
 from flask_eval.simulator.config import SimConfig
 from flask_eval.simulator.testing import spawn_simulator
-from flask_eval.simulator.wire import TokenCounts, success_body
+from flask_eval.simulator.wire_bodies import TokenCounts, success_body
 from tests.helpers import cli_env, flask_eval, status, workers
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow, pytest.mark.serial]

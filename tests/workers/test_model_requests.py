@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from flask_eval.core.types import JudgeConfig
-from flask_eval.simulator.wire import error_body
+from flask_eval.simulator.wire_bodies import error_body
 from flask_eval.workers.context import generate_config
 from tests.workers.test_judges import _capture_openai, _generate
 
