@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from .batch_store import BatchStore, SimBatch, drop_answer, rfc3339, store_of
+from .batch_state import SimBatch
+from .batch_store import BatchStore, drop_answer, rfc3339, store_of
 from .wire import BadRequest, ParsedRequest, parse_request
 from .wire_bodies import ErrorKind, error_body
 

@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from .batch_store import BatchStore, Item, SimBatch, drop_answer, rfc3339, store_of
+from .batch_state import Item, SimBatch
+from .batch_store import BatchStore, drop_answer, rfc3339, store_of
 from .files_gemini import GeminiFiles
 from .reply import Reply
 from .wire import BadRequest, ParsedRequest, parse_request

@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from .batch_store import BatchStore, Item, SimBatch, drop_answer, store_of
+from .batch_state import Item, SimBatch
+from .batch_store import BatchStore, drop_answer, store_of
 from .reply import Reply
 from .wire import BadRequest, ParsedRequest, parse_request
 from .wire_bodies import ErrorKind, error_body
