@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 
 from .config import SimConfig
 from .options import OPTIONS, Option, config_of, description
-from .server import run
+from .serving import run
 
 
 def _bounded(option: Option) -> Callable[[str], int]:

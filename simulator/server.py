@@ -1,4 +1,5 @@
-"""The judge simulator HTTP server (aiohttp).
+"""The judge simulator HTTP server (aiohttp): its app (:func:`make_app`); simulator/serving.py
+serves it.
 
 Routes: ``POST /v1/chat/completions`` (OpenAI), ``POST /v1/messages`` (Anthropic),
 ``POST /v1beta/models/{model}:generateContent`` (Gemini; ``/v1/...`` too),
@@ -13,8 +14,6 @@ import asyncio
 import contextlib
 import json
 import math
-import signal
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict
@@ -34,8 +33,6 @@ from .wire import BadRequest, Dialect, ParsedRequest, parse_request
 from .wire_bodies import ErrorKind, error_body
 
 TIMEOUT_SLEEP_S = 3600.0
-SHUTDOWN_TIMEOUT_S = 0.5
-LISTEN_BACKLOG = 2048
 
 
 PROXY_PAGE = (
@@ -312,88 +309,3 @@ ROUTES: dict[str, Callable[[web.Application, Simulator], None]] = dict(
         strict=True,
     )
 )
-
-
-async def start(
-    config: SimConfig, host: str = "127.0.0.1", port: int = 8765
-) -> tuple[web.AppRunner, int]:
-    """Start serving; returns the runner (call ``await runner.cleanup()``) and the real port."""
-    runner = web.AppRunner(
-        make_app(config),
-        access_log=None,
-        handler_cancellation=True,
-        shutdown_timeout=SHUTDOWN_TIMEOUT_S,
-    )
-    await runner.setup()
-    site = web.TCPSite(runner, host, port, backlog=LISTEN_BACKLOG)
-    try:
-        await site.start()
-    except BaseException:
-        await runner.cleanup()
-        raise
-    bound = runner.addresses[0][1] if runner.addresses else port
-    return runner, int(bound)
-
-
-async def serve(
-    config: SimConfig,
-    host: str = "127.0.0.1",
-    port: int = 8765,
-    *,
-    stop: asyncio.Event | None = None,
-    on_ready: Callable[[int], None] | None = None,
-) -> None:
-    """Serve until ``stop`` is set (or forever / until cancelled when it is None).
-
-    ``on_ready(port)`` is called once the socket is bound, with the real port.
-    """
-    runner, bound = await start(config, host, port)
-    try:
-        if on_ready is not None:
-            on_ready(bound)
-        if stop is None:
-            stop = asyncio.Event()
-        await stop.wait()
-    finally:
-        await runner.cleanup()
-
-
-def _listening_line(host: str, port: int) -> str:
-    shown = f"[{host}]" if ":" in host else host
-    return f"simulator listening on http://{shown}:{port}"
-
-
-def run(config: SimConfig, host: str = "127.0.0.1", port: int = 8765) -> None:
-    """Serve in the foreground until SIGINT/SIGTERM.
-
-    Prints ``simulator listening on http://HOST:PORT`` (flushed) once bound: first, and
-    unchanged, since simulator/testing.py parses it. Then the three base URLs, each with
-    the variable to set, because they differ: the OpenAI SDK wants ``/v1`` on the URL,
-    the Anthropic SDK adds ``/v1`` itself (given ``.../v1`` it would ask ``/v1/v1/...``),
-    the google-genai SDK adds ``/v1beta`` (or ``/v1``) itself.
-    """
-
-    async def main() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError):  # non-POSIX
-                loop.add_signal_handler(sig, stop.set)
-
-        def ready(bound: int) -> None:
-            listening = _listening_line(host, bound)
-            base = listening.rsplit(" ", 1)[1]  # http://HOST:PORT
-            print(
-                listening,
-                f"OpenAI-compatible base URL: OPENAI_BASE_URL={base}/v1",
-                f"Anthropic base URL: ANTHROPIC_BASE_URL={base}",
-                f"Gemini base URL: GOOGLE_GEMINI_BASE_URL={base}",
-                sep="\n",
-                flush=True,
-            )
-
-        await serve(config, host, port, stop=stop, on_ready=ready)
-
-    with contextlib.suppress(KeyboardInterrupt):  # the signal handler normally catches it
-        asyncio.run(main())
-    sys.stdout.flush()

@@ -22,7 +22,7 @@ from types import TracebackType
 from typing import Any
 
 from .config import SimConfig
-from .server import serve
+from .serving import serve
 
 #: seconds a simulator may take to start: deadlines, not speeds (a fresh interpreter's
 #: imports take seconds on a loaded machine)

@@ -206,7 +206,7 @@ def _simulator_options(command: Callable[..., Any]) -> Callable[..., Any]:
 @_simulator_options
 @handle_errors
 def simulate(host: str, port: int, **options: Any) -> None:
-    from flask_eval.simulator.server import run as serve
+    from flask_eval.simulator.serving import run as serve
 
     try:
         config = config_of(options)
