@@ -30,19 +30,15 @@ import asyncio
 import logging
 import os
 import socket
-import threading
-import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import timedelta
-from typing import Any, Protocol
 
 from flask_eval.core.errors import FailureReason, JudgeError
-from flask_eval.core.settings import Settings
 from flask_eval.core.types import JudgeConfig
-from flask_eval.rubrics.messages import from_data, text_of, to_data
+from flask_eval.rubrics.messages import from_data, to_data
 from flask_eval.storage.batches import (
     COLLECTED_BATCH,
     CREATED,
@@ -57,6 +53,7 @@ from flask_eval.storage.batches import (
 )
 from flask_eval.storage.models import utcnow
 from flask_eval.workers import events
+from flask_eval.workers.batch_parked import generate_of, request_of, tokens_of, within_tokens
 from flask_eval.workers.batching import (
     BatchAPI,
     BatchRequest,
@@ -65,7 +62,7 @@ from flask_eval.workers.batching import (
     batch_api,
 )
 from flask_eval.workers.calls import Answer, BatchSummary, Call, CallKeys, answer_record, failed
-from flask_eval.workers.judge import GenerateConfig, JudgeOutput
+from flask_eval.workers.judge import JudgeOutput
 from flask_eval.workers.lane_executor import LaneExecutor
 from flask_eval.workers.usage import Request
 
@@ -81,25 +78,6 @@ PARK_SECONDS = 2 * 86_400
 LEASE_NAME = "batch-lane"
 #: reasons a refused submission surely left nothing at the provider
 DEFINITE = (FailureReason.AUTH, FailureReason.REFUSED, FailureReason.CONFIG)
-
-
-def request_of(call: Call) -> dict[str, Any]:
-    """What a parked call keeps of its rendering: enough to send it in a batch."""
-    g = call.generate
-    schema = None if g.schema is None else dict(g.schema)
-    generate = {
-        "max_tokens": g.max_tokens,
-        "temperature": g.temperature,
-        "timeout": g.timeout,
-        "schema": schema,
-        "seed": g.seed,
-    }
-    return {"messages": to_data(call.messages), "generate": generate}
-
-
-def tokens_of(call: Call) -> int:
-    """A parked call's prompt tokens, estimated (four characters a token)."""
-    return sum(len(text_of(m)) for m in call.messages) // 4 + 1
 
 
 class BatchLane:
@@ -205,7 +183,7 @@ class BatchLane:
             chosen = planned
             if config.batch_max_tokens:
                 queued = await asyncio.to_thread(self.ledger.queued_tokens, run_id, config.name)
-                chosen = _within(planned, config.batch_max_tokens - queued, queued == 0)
+                chosen = within_tokens(planned, config.batch_max_tokens - queued, queued == 0)
                 if not chosen:
                     return  # the queue is full: wait for a batch to end
             await self._submit(api, config, run_id, chosen)
@@ -221,7 +199,9 @@ class BatchLane:
             )
         )
         requests = [
-            BatchRequest(c.uid, from_data(c.request["messages"]), _generate(c.request["generate"]))
+            BatchRequest(
+                c.uid, from_data(c.request["messages"]), generate_of(c.request["generate"])
+            )
             for c in chosen
             if c.id in taken
         ]
@@ -407,48 +387,3 @@ class BatchLane:
             await asyncio.gather(*(ex._run_call(p, None, summary) for p in prepared))
         finally:
             ex.leases.release(by_id)
-
-
-def _generate(data: dict[str, Any]) -> GenerateConfig:
-    return GenerateConfig(**data)
-
-
-def _within(calls: list[OpenCall], room: int, at_least_one: bool) -> list[OpenCall]:
-    """The first of ``calls`` whose tokens fit in ``room`` (one at least if ``at_least_one``:
-    a call larger than the whole limit still goes, alone)."""
-    chosen: list[OpenCall] = []
-    used = 0
-    for c in calls:
-        if used + c.tokens > room and (chosen or not at_least_one):
-            break
-        chosen.append(c)
-        used += c.tokens
-    return chosen
-
-
-class LaneOwner(Protocol):
-    """An executor with its lane (``workers.runner.Executor``)."""
-
-    batches: BatchLane
-
-
-def start(settings: Settings, executor: Callable[[], LaneOwner]) -> threading.Thread:
-    """Run the lane's passes in a daemon thread of a worker process: every
-    ``settings.batch_poll_seconds`` seconds, if this process holds the lane's lease (any worker
-    takes it once its holder stopped renewing it), one :meth:`BatchLane.tick` on the
-    process's event loop."""
-    from flask_eval.workers.loop import run_sync
-
-    def loop() -> None:
-        lane: BatchLane | None = None
-        while True:
-            time.sleep(settings.batch_poll_seconds)
-            try:
-                lane = lane or executor().batches
-                run_sync(lane.tick())
-            except Exception:  # never kill the worker; the next pass tries again
-                log.exception("batch lane pass failed")
-
-    thread = threading.Thread(target=loop, name="flask-eval-batch-lane", daemon=True)
-    thread.start()
-    return thread

@@ -50,7 +50,7 @@ class Request:
 
     @classmethod
     def of_parked(cls, data: Mapping[str, Any], provider: str) -> Request:
-        """The request of a parked batch call (``batch_lane.request_of``'s form)."""
+        """The request of a parked batch call (``batch_parked.request_of``'s form)."""
         generate = data["generate"]
         return cls(
             from_data(data["messages"]),

@@ -44,7 +44,7 @@ def run_one(
         raise ConfigError(
             "FLASK_EVAL_BROKER_URL is not set: workers need a broker, e.g. redis://127.0.0.1:6379/0"
         )
-    from flask_eval.workers import batch_lane, events, sweeper
+    from flask_eval.workers import batch_lane_thread, events, sweeper
     from flask_eval.workers.broker import Work, consumer_of
     from flask_eval.workers.feed import batches_at_once
 
@@ -58,7 +58,7 @@ def run_one(
     stats = events.WorkerStats()
     events.subscribe(stats)
     sweeper.start(settings, consumer)
-    batch_lane.start(settings, lambda: process_executor(in_flight))
+    batch_lane_thread.start(settings, lambda: process_executor(in_flight))
     name = f"flask-eval-{os.getpid()}-{index}@{socket.gethostname()}"
     heartbeat = start_heartbeat(settings, name, stats, metrics_url)
     quiet_per_request_logs(loglevel)
