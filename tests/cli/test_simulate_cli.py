@@ -13,7 +13,7 @@ from aiohttp import web
 from click.testing import CliRunner
 
 from flask_eval.cli import main
-from flask_eval.simulator import server
+from flask_eval.simulator import server, serving
 from flask_eval.simulator.__main__ import build_parser
 from flask_eval.simulator.config import SimConfig
 from flask_eval.simulator.options import WIRE_FORMATS
@@ -25,7 +25,7 @@ def _started(monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[Any, list[Sim
     """`flask-eval simulate ARGS` with the server's start replaced by a note of its
     configuration."""
     seen: list[SimConfig] = []
-    monkeypatch.setattr(server, "run", lambda config, host, port: seen.append(config))
+    monkeypatch.setattr(serving, "run", lambda config, host, port: seen.append(config))
     return CliRunner().invoke(main, ["simulate", *args]), seen
 
 
