@@ -43,7 +43,7 @@ from flask_eval.core.errors import FailureReason, JudgeError
 from flask_eval.core.settings import Settings
 from flask_eval.core.types import JudgeConfig
 from flask_eval.rubrics.messages import from_data, text_of, to_data
-from flask_eval.storage.batches import (
+from flask_eval.storage.batch_rows import (
     COLLECTED_BATCH,
     CREATED,
     DUPLICATE,
@@ -51,10 +51,10 @@ from flask_eval.storage.batches import (
     PLANNED,
     SUBMITTED,
     BatchInfo,
-    BatchLedger,
     OpenCall,
     Parked,
 )
+from flask_eval.storage.batches import BatchLedger
 from flask_eval.storage.models import utcnow
 from flask_eval.workers import events
 from flask_eval.workers.batching import (
