@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from flask_eval.core.errors import FlaskEvalError
 from flask_eval.core.redact import redact
 from flask_eval.core.types import JudgeConfig
-from flask_eval.storage.batches import BatchInfo, BatchLedger
+from flask_eval.storage.batch_rows import BatchInfo
+from flask_eval.storage.batches import BatchLedger
 from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
 from flask_eval.workers.batching import batch_api

@@ -27,7 +27,8 @@ from flask_eval.app.generation import flask_id
 from flask_eval.app.jobs import labelled
 from flask_eval.core.spec import Protocol, RunSpec, SpecInputs, Workers
 from flask_eval.core.types import Instance
-from flask_eval.producer.estimate import Estimate, format_estimates
+from flask_eval.producer.estimate import Estimate
+from flask_eval.producer.estimate_format import format_estimates
 from flask_eval.producer.sampling import SampledEstimate
 from flask_eval.rubrics import kinds
 from flask_eval.rubrics.criteria import load_criteria

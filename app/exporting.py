@@ -10,7 +10,7 @@ from typing import Any
 
 from flask_eval.core.redact import redact_known
 from flask_eval.rubrics import kinds
-from flask_eval.storage import queries
+from flask_eval.storage import exports
 from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
 
@@ -24,12 +24,12 @@ class ExportRows:
 
 
 def export_rows(store: Store, run: RunInfo) -> ExportRows:
-    """``run``'s judgments as export rows (``storage.queries.export_rows``), in id order.
+    """``run``'s judgments as export rows (``storage.exports.export_rows``), in id order.
     Answers are stored without known secrets; a ledger from before may hold them, so each
     text is cleaned again here."""
     hook = kinds.of(run.config.kind).export
-    fields = queries.export_fields(store, run.id)
-    read = queries.export_rows(store, run.id, run.name, value=hook is not None)
+    fields = exports.export_fields(store, run.id)
+    read = exports.export_rows(store, run.id, run.name, value=hook is not None)
     if hook is not None:
         fields = tuple(hook(dict.fromkeys((*fields, "value"))))
         read = (hook(row) for row in read)

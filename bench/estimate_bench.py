@@ -26,7 +26,8 @@ from typing import Any
 from bench.harness import write_result
 from flask_eval.app import pipeline
 from flask_eval.core.spec import run_spec
-from flask_eval.producer.estimate import Estimate, format_estimates
+from flask_eval.producer.estimate import Estimate
+from flask_eval.producer.estimate_format import format_estimates
 from flask_eval.producer.sampling import CallSampler
 from flask_eval.producer.synthetic import write_inputs
 

@@ -19,14 +19,13 @@ wholly: its figures are exact, :func:`estimate.summarize_estimates`'s own.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from math import exp, floor, fsum, inf, log
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from math import fsum
 
 import numpy as np
 import numpy.typing as npt
 
-from flask_eval.core.types import InstanceRubric
 from flask_eval.producer.context import RunContext
 from flask_eval.producer.estimate import (
     AnswerCache,
@@ -40,6 +39,7 @@ from flask_eval.producer.estimate import (
     summarize_estimates,
 )
 from flask_eval.producer.prefix import PrefixGroup, as_rendered, cache_minimum
+from flask_eval.producer.sample_groups import Group, Order, regression, rubric_chars
 from flask_eval.storage.records import PlannedCall
 
 __all__ = ["CallSampler", "CallTexts", "SampledEstimate"]
@@ -71,84 +71,6 @@ class SampledEstimate(Estimate):
     sampled_groups: int = 0
 
 
-@dataclass(slots=True)
-class _Order:
-    """The calls of one judge with criteria in one order (the exact estimates' prefix
-    group): how many."""
-
-    group: _Group
-    criteria: int
-    calls: int = 0
-
-    def count(self, chars: int) -> bool:
-        """:meth:`CallSampler.count` of a call of this order."""
-        self.calls += 1
-        group = self.group
-        group.chars += chars
-        seen = group.seen = group.seen + 1
-        return seen <= group.size or seen == group.next
-
-
-@dataclass(slots=True)
-class _Group:
-    """The calls of one judge with one set of criteria (one template): exact counts and
-    character total, and a uniform sample (Algorithm L: a skip count drawn when the
-    reservoir fills and after each replacement, so a call not taken costs a comparison)."""
-
-    judge: str
-    size: int
-    rng: random.Random
-    orders: list[_Order] = field(default_factory=list)
-    items: list[tuple[PlannedCall, CallTexts, int]] = field(default_factory=list)
-    seen: int = 0
-    chars: int = 0
-    weight: float = 0.0
-    next: int = 0
-
-    def take(self, call: PlannedCall, texts: CallTexts, chars: int) -> None:
-        """Sample the call just seen (the reservoir is not full, or it was its turn)."""
-        if self.seen <= self.size:
-            self.items.append((call, texts, chars))
-            if self.seen == self.size:
-                self.weight = 1.0
-                self._skip()
-        else:
-            self.items[self.rng.randrange(self.size)] = (call, texts, chars)
-            self._skip()
-
-    def _skip(self) -> None:
-        rng = self.rng
-        self.weight *= exp(log(rng.random() or 1e-300) / self.size)
-        self.next = self.seen + floor(log(rng.random() or 1e-300) / log(1 - self.weight)) + 1
-
-
-def _rubric_chars(rubrics: Mapping[str, InstanceRubric], criteria: Sequence[str]) -> int:
-    own = [rubrics[c] for c in criteria if c in rubrics]
-    return sum(len(r.criteria) + sum(len(v) for v in r.scores.values()) for r in own)
-
-
-def regression(
-    ys: Sequence[float], xs: Sequence[float], population: int, x_total: float
-) -> tuple[float, float]:
-    """The regression estimate of the total of ``y`` over a population of ``population``
-    units whose ``x`` total is known, from a simple random sample (``ys``, ``xs``), and
-    its variance: ``N (ybar + b (X/N - xbar))`` with ``b`` the sample's least-squares
-    slope, variance ``N^2 (1 - n/N) s_e^2 / n`` (``s_e^2``: the residuals' variance, n - 2
-    degrees of freedom). A sample of the whole population: its total, variance 0."""
-    n = len(ys)
-    if n >= population:
-        return fsum(ys), 0.0
-    mx, my = fsum(xs) / n, fsum(ys) / n
-    sxx = fsum((x - mx) ** 2 for x in xs)
-    slope = fsum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx if sxx else 0.0
-    residual = fsum((y - my - slope * (x - mx)) ** 2 for x, y in zip(xs, ys, strict=True))
-    freedom = n - 2 if sxx else n - 1
-    if freedom <= 0:
-        return population * my, inf
-    variance = population**2 * (1 - n / population) * residual / freedom / n
-    return population * (my + slope * (x_total / population - mx)), variance
-
-
 class CallSampler:
     """Estimates of every call fed to :meth:`add`, from a uniform sample of each group's
     (a judge and a set of criteria) calls: ``size`` per group, ``budget`` in all."""
@@ -164,8 +86,8 @@ class CallSampler:
             raise ValueError("a sample takes at least one call")
         self.context = context
         self.size, self.seed, self.budget = size, seed, budget
-        self._groups: dict[tuple[str, tuple[str, ...]], _Group] = {}
-        self._orders: dict[tuple[str, ...], _Order] = {}
+        self._groups: dict[tuple[str, tuple[str, ...]], Group] = {}
+        self._orders: dict[tuple[str, ...], Order] = {}
         self._reference, self._pairwise = context.reference, context.pairwise
         self._costs: dict[CallKey, float] = {}  # cost_of: the exactly rendered calls'
         self._means: dict[int, float] = {}  # cost_of: id of a group -> its mean cost
@@ -196,7 +118,7 @@ class CallSampler:
         if texts.response_b is not None and self._pairwise:
             chars += len(texts.response_b)
         if texts.rubrics:
-            chars += _rubric_chars(texts.rubrics, criteria)
+            chars += rubric_chars(texts.rubrics, criteria)
         return chars
 
     def count(self, key: tuple[str, ...], chars: int) -> bool:
@@ -221,7 +143,7 @@ class CallSampler:
         sample takes it. The counts and the sample of counting them one by one, with a
         Python step per call sampled rather than per call."""
         slots: dict[int, int] = {}  # id of a group -> its place in groups
-        groups: list[_Group] = []
+        groups: list[Group] = []
         slot_of = np.zeros(len(keys), dtype=np.intp)
         per_key = np.bincount(key_of, minlength=len(keys))
         used, at = np.unique(key_of, return_index=True)
@@ -269,7 +191,7 @@ class CallSampler:
         for group in self._groups.values():
             group.items = [(c, texts_of(c, t), x) for c, t, x in group.items]
 
-    def _order(self, key: tuple[str, ...]) -> _Order:
+    def _order(self, key: tuple[str, ...]) -> Order:
         """The first call of a judge with criteria in this order (``key``): its group is
         that of the judge and the set of criteria."""
         judge, criteria = key[0], key[1:]
@@ -277,8 +199,8 @@ class CallSampler:
         group = self._groups.get(template)
         if group is None:
             rng = random.Random(f"{self.seed}:{template}")
-            group = self._groups[template] = _Group(judge, self.size, rng)
-        order = self._orders[key] = _Order(group, len(criteria))
+            group = self._groups[template] = Group(judge, self.size, rng)
+        order = self._orders[key] = Order(group, len(criteria))
         group.orders.append(order)
         return order
 
@@ -343,7 +265,7 @@ class CallSampler:
     def _add_sampled(
         self,
         est: SampledEstimate,
-        group: _Group,
+        group: Group,
         items: list[tuple[PlannedCall, CallTexts, int]],
         cache: AnswerCache | None,
     ) -> tuple[float, float, float]:

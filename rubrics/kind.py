@@ -47,7 +47,7 @@ VALUE = "value"
 #: labels, as JSON (``judgment.value``)
 LABELS = "labels"
 
-#: an export row, as ``storage.queries.export_rows`` yields it (``value`` included for a
+#: an export row, as ``storage.exports.export_rows`` yields it (``value`` included for a
 #: kind with an export hook)
 ExportRow = dict[str, Any]
 

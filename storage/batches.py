@@ -20,14 +20,29 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import and_, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from flask_eval.core.errors import Status
+from flask_eval.storage.batch_rows import (
+    BATCH_COLUMNS,
+    CALL_COLUMNS,
+    COLLECTED,
+    CREATED,
+    DUPLICATE,
+    FAILED,
+    OPEN_BATCH_STATES,
+    PLANNED,
+    SUBMITTED,
+    BatchInfo,
+    OpenCall,
+    Parked,
+    batch_row,
+    open_call,
+)
 from flask_eval.storage.models import BATCH, BATCH_CALL, CALL, JUDGMENT, LANE_LEASE, RUN, utcnow
 from flask_eval.storage.records import JobContext
 from flask_eval.storage.retry import transient_retry
@@ -35,128 +50,6 @@ from flask_eval.storage.sqlite_store import CONTEXTS
 from flask_eval.storage.store import Store
 
 B, BC, J, L = BATCH.c, BATCH_CALL.c, JUDGMENT.c, LANE_LEASE.c
-
-#: call states
-PLANNED, SUBMITTED, COLLECTED, FAILED = "planned", "submitted", "collected", "failed"
-#: batch states (``failed`` as above)
-CREATED, COLLECTED_BATCH = "created", "collected"
-#: the ``finish`` of a paid call that is a provider's second answer to one batch request
-#: (stored, counted in the cost, never read: :meth:`BatchLedger.duplicates`)
-DUPLICATE = "duplicate"
-OPEN_BATCH_STATES = (CREATED, SUBMITTED)
-
-
-def _aware(moment: datetime | None) -> datetime | None:
-    """SQLite hands timestamps back without their zone (they were stored in UTC)."""
-    if moment is None:
-        return None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-
-
-@dataclass(frozen=True)
-class Parked:
-    """A rendered call handed to the batch lane: ``uid`` becomes its ``custom_id``."""
-
-    uid: str
-    run_id: int
-    judge: str
-    rows: Sequence[int]
-    cache_key: str
-    request: Mapping[str, Any]
-    tokens: int
-
-
-@dataclass(frozen=True)
-class OpenCall:
-    id: int
-    uid: str
-    run_id: int
-    judge: str
-    state: str
-    rows: list[int]
-    request: dict[str, Any]
-    tokens: int
-    tries: int
-    created_at: datetime
-    cache_key: str = ""
-
-
-@dataclass(frozen=True)
-class BatchInfo:
-    uid: str
-    run_id: int
-    judge: str
-    provider: str
-    provider_id: str | None
-    state: str
-    provider_state: str
-    size: int
-    succeeded: int
-    failed: int
-    created_at: datetime
-    expires_at: datetime | None
-
-
-def _open_call(row: Any) -> OpenCall:
-    return OpenCall(
-        int(row.id),
-        str(row.uid),
-        int(row.run_id),
-        str(row.judge),
-        str(row.state),
-        [int(i) for i in json.loads(row.rows)],
-        json.loads(row.request),
-        int(row.tokens),
-        int(row.tries),
-        _aware(row.created_at) or utcnow(),
-        str(row.cache_key),
-    )
-
-
-def _batch(row: Any) -> BatchInfo:
-    return BatchInfo(
-        str(row.uid),
-        int(row.run_id),
-        str(row.judge),
-        str(row.provider),
-        row.provider_id,
-        str(row.state),
-        str(row.provider_state),
-        int(row.size),
-        int(row.succeeded),
-        int(row.failed),
-        _aware(row.created_at) or utcnow(),
-        _aware(row.expires_at),
-    )
-
-
-_CALL_COLUMNS = (
-    BC.id,
-    BC.uid,
-    BC.run_id,
-    BC.judge,
-    BC.state,
-    BC.rows,
-    BC.request,
-    BC.tokens,
-    BC.tries,
-    BC.created_at,
-    BC.cache_key,
-)
-_BATCH_COLUMNS = (
-    B.uid,
-    B.run_id,
-    B.judge,
-    B.provider,
-    B.provider_id,
-    B.state,
-    B.provider_state,
-    B.size,
-    B.succeeded,
-    B.failed,
-    B.created_at,
-    B.expires_at,
-)
 
 
 class BatchLedger:
@@ -223,13 +116,13 @@ class BatchLedger:
     @transient_retry
     def planned(self, run_id: int, judge: str, limit: int) -> list[OpenCall]:
         stmt = (
-            select(*_CALL_COLUMNS)
+            select(*CALL_COLUMNS)
             .where(BC.state == PLANNED, BC.run_id == run_id, BC.judge == judge)
             .order_by(BC.id)
             .limit(limit)
         )
         with self.engine.connect() as conn:
-            return [_open_call(r) for r in conn.execute(stmt)]
+            return [open_call(r) for r in conn.execute(stmt)]
 
     @transient_retry
     def queued_tokens(self, run_id: int, judge: str) -> int:
@@ -242,18 +135,18 @@ class BatchLedger:
 
     @transient_retry
     def open_batches(self, run_id: int | None = None) -> list[BatchInfo]:
-        stmt = select(*_BATCH_COLUMNS).where(B.state.in_(OPEN_BATCH_STATES)).order_by(B.id)
+        stmt = select(*BATCH_COLUMNS).where(B.state.in_(OPEN_BATCH_STATES)).order_by(B.id)
         if run_id is not None:
             stmt = stmt.where(B.run_id == run_id)
         with self.engine.connect() as conn:
-            return [_batch(r) for r in conn.execute(stmt)]
+            return [batch_row(r) for r in conn.execute(stmt)]
 
     @transient_retry
     def batches(self, run_id: int) -> list[BatchInfo]:
         """Every batch of a run, oldest first (``run`` and ``status`` show them)."""
-        stmt = select(*_BATCH_COLUMNS).where(B.run_id == run_id).order_by(B.id)
+        stmt = select(*BATCH_COLUMNS).where(B.run_id == run_id).order_by(B.id)
         with self.engine.connect() as conn:
-            return [_batch(r) for r in conn.execute(stmt)]
+            return [batch_row(r) for r in conn.execute(stmt)]
 
     @transient_retry
     def summary(self, run_id: int) -> dict[str, dict[str, dict[str, int]]]:
@@ -288,9 +181,9 @@ class BatchLedger:
 
     @transient_retry
     def calls_of(self, tag: str) -> list[OpenCall]:
-        stmt = select(*_CALL_COLUMNS).where(BC.batch_uid == tag).order_by(BC.id)
+        stmt = select(*CALL_COLUMNS).where(BC.batch_uid == tag).order_by(BC.id)
         with self.engine.connect() as conn:
-            return [_open_call(r) for r in conn.execute(stmt)]
+            return [open_call(r) for r in conn.execute(stmt)]
 
     @transient_retry
     def call_states(self, run_id: int) -> dict[str, int]:
@@ -384,7 +277,7 @@ class BatchLedger:
                 .values(tries=BC.tries + 1, detail=detail, updated_at=now)
             )
             spent = and_(BC.uid.in_(list(uids)), open_, BC.tries >= max_tries)
-            gone = [_open_call(r) for r in conn.execute(select(*_CALL_COLUMNS).where(spent))]
+            gone = [open_call(r) for r in conn.execute(select(*CALL_COLUMNS).where(spent))]
             conn.execute(update(BATCH_CALL).where(spent).values(state=FAILED))
             conn.execute(
                 update(BATCH_CALL)

@@ -39,7 +39,7 @@ from datetime import timedelta
 from flask_eval.core.errors import FailureReason, JudgeError
 from flask_eval.core.types import JudgeConfig
 from flask_eval.rubrics.messages import from_data, to_data
-from flask_eval.storage.batches import (
+from flask_eval.storage.batch_rows import (
     COLLECTED_BATCH,
     CREATED,
     DUPLICATE,
@@ -47,10 +47,10 @@ from flask_eval.storage.batches import (
     PLANNED,
     SUBMITTED,
     BatchInfo,
-    BatchLedger,
     OpenCall,
     Parked,
 )
+from flask_eval.storage.batches import BatchLedger
 from flask_eval.storage.models import utcnow
 from flask_eval.workers import events
 from flask_eval.workers.batch_parked import generate_of, request_of, tokens_of, within_tokens

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask_eval.rubrics.messages import text_of, to_data
-from flask_eval.storage.batches import OpenCall
+from flask_eval.storage.batch_rows import OpenCall
 from flask_eval.workers.calls import Call
 from flask_eval.workers.judge import GenerateConfig
 

@@ -21,7 +21,7 @@ def print_dry_run(plan: Plan, settings: Settings) -> None:
     when the database exists already."""
     from flask_eval.app.cache import existing_cache
     from flask_eval.core.stored import StoredPairwise
-    from flask_eval.producer.estimate import format_estimates
+    from flask_eval.producer.estimate_format import format_estimates
     from flask_eval.producer.pairs import describe_plan
     from flask_eval.rubrics import kinds
     from flask_eval.rubrics.kinds import JUDGMENT

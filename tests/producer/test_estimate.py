@@ -16,9 +16,9 @@ from flask_eval.producer.estimate import (
     CACHE_STEP,
     MIN_CACHED_PREFIX,
     Estimate,
-    format_estimates,
     shared_prefix_tokens,
 )
+from flask_eval.producer.estimate_format import format_estimates
 
 SYSTEM = {"role": "system", "content": "Be fair."}
 

@@ -13,7 +13,8 @@ import pytest
 
 from flask_eval.core.types import Instance, InstanceRubric, JudgeConfig, Price
 from flask_eval.producer.context import RunContext
-from flask_eval.producer.estimate import Estimate, Estimator, format_estimates
+from flask_eval.producer.estimate import Estimate, Estimator
+from flask_eval.producer.estimate_format import format_estimates
 from flask_eval.producer.sampling import CallSampler, SampledEstimate
 from flask_eval.rubrics.messages import text_of
 from flask_eval.rubrics.prompt import Message

@@ -10,15 +10,15 @@ from datetime import timedelta
 from sqlalchemy import select
 
 from flask_eval.core.errors import Status
-from flask_eval.storage.batches import (
+from flask_eval.storage.batch_rows import (
     COLLECTED,
     CREATED,
     FAILED,
     PLANNED,
     SUBMITTED,
-    BatchLedger,
     Parked,
 )
+from flask_eval.storage.batches import BatchLedger
 from flask_eval.storage.models import JUDGMENT, utcnow
 from flask_eval.storage.store import Store
 from tests.storage.test_store import create, open_ids

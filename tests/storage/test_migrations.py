@@ -31,7 +31,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 
-from flask_eval.storage import queries
+from flask_eval.storage import exports, queries
 from flask_eval.storage.db import head_revision, normalize_url
 from flask_eval.storage.models import CALL, JUDGMENT
 from flask_eval.storage.store import Store
@@ -227,7 +227,7 @@ def test_a_version_1_store_is_migrated_with_nothing_lost(database_url: str) -> N
     # every read works on the migrated store
     counts = queries.status(store, 1, "old")
     assert (counts.done, counts.total, counts.calls, counts.cost) == (6, 6, 2, 1.0)
-    exported = list(queries.export_rows(store, 1, "old"))
+    exported = list(exports.export_rows(store, 1, "old"))
     assert [r["raw"] for r in exported] == ["answer 1"] * 3 + ["answer 2"] * 3
     # the new key is enforced, and the store opens again without migrating twice
     with pytest.raises(IntegrityError), store.engine.begin() as conn:

@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 
 from flask_eval.core.errors import Status
 from flask_eval.core.types import VERDICT_FIRST, VERDICT_SECOND, Instance, Response, ResponseSet
-from flask_eval.storage import queries
+from flask_eval.storage import exports, queries
 from flask_eval.storage.models import JUDGMENT, RUN
 from flask_eval.storage.planning import Pair
 from flask_eval.storage.postgres_store import SMALL_INSERT
@@ -148,9 +148,9 @@ def test_absolute_run_is_unchanged_by_the_pairwise_path(database_url: str) -> No
         for c in by_id[r.instance_id].skills
         for j in JUDGES
     )
-    assert queries.export_fields(store, run_id) == queries.EXPORT_FIELDS
-    (row, *_) = queries.export_rows(store, run_id, "p1")
-    assert tuple(row) == queries.EXPORT_FIELDS  # no model_b key: the contract as before
+    assert exports.export_fields(store, run_id) == exports.EXPORT_FIELDS
+    (row, *_) = exports.export_rows(store, run_id, "p1")
+    assert tuple(row) == exports.EXPORT_FIELDS  # no model_b key: the contract as before
     (context, *_) = store.claim_contexts(run_id, [r.id for r in store.open_rows(run_id)], 60)
     assert context.model_b == "" and context.response_b == ""
     assert context.response == f"{context.model} on {context.instance_id}"
@@ -215,14 +215,14 @@ def test_export_and_status_of_a_pairwise_run(database_url: str) -> None:
     assert (counts.done, counts.failed) == (2, 1)
     assert counts.pending == counts.total - 3
     assert counts.failed_by_reason == {"unparseable": 1}
-    fields = queries.export_fields(store, run_id)
-    assert fields == queries.PAIRWISE_EXPORT_FIELDS
+    fields = exports.export_fields(store, run_id)
+    assert fields == exports.PAIRWISE_EXPORT_FIELDS
     assert fields[:3] == ("run", "model", "model_b") and set(fields) - {"model_b"} == set(
-        queries.EXPORT_FIELDS
+        exports.EXPORT_FIELDS
     )
     rows = {
         (r["model"], r["instance_id"], r["skill"], r["judge"]): r
-        for r in queries.export_rows(store, run_id, "p1")
+        for r in exports.export_rows(store, run_id, "p1")
     }
     assert len(rows) == counts.total  # (model, instance, criterion, judge) names a row here
     assert all(tuple(r) == fields for r in rows.values())
@@ -255,15 +255,15 @@ def test_a_csv_export_takes_its_header_from_export_fields(database_url: str) -> 
     store = Store(database_url)
     run_id, _, _ = create(store, [("alpha", "beta")])
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=queries.export_fields(store, run_id))
+    writer = csv.DictWriter(out, fieldnames=exports.export_fields(store, run_id))
     writer.writeheader()
-    writer.writerows(queries.export_rows(store, run_id, "p1"))
+    writer.writerows(exports.export_rows(store, run_id, "p1"))
     lines = out.getvalue().splitlines()
     assert lines[0].startswith("run,model,model_b,judge,")
     assert len(lines) == 1 + queries.status(store, run_id, "p1").total
     assert all(line.startswith("p1,alpha,beta,") for line in lines[1:])
     # the absolute header would refuse these rows: the CLI must ask export_fields
     with pytest.raises(ValueError, match="model_b"):
-        csv.DictWriter(io.StringIO(), fieldnames=queries.EXPORT_FIELDS).writerows(
-            queries.export_rows(store, run_id, "p1")
+        csv.DictWriter(io.StringIO(), fieldnames=exports.EXPORT_FIELDS).writerows(
+            exports.export_rows(store, run_id, "p1")
         )

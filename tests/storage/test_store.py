@@ -14,7 +14,7 @@ from flask_eval.core.types import Instance, JudgeConfig, Response, ResponseSet
 from flask_eval.producer.plan import open_calls
 from flask_eval.rubrics import codec
 from flask_eval.rubrics.skills import load_default
-from flask_eval.storage import queries
+from flask_eval.storage import exports, queries
 from flask_eval.storage.models import JUDGMENT
 from flask_eval.storage.records import CallRecord, Outcome
 from flask_eval.storage.store import Store
@@ -218,7 +218,7 @@ def test_finish_never_overwrites_done(database_url: str) -> None:
     assert store.finish([Outcome(i, Status.DONE, score=4)]) == 1
     assert store.finish([Outcome(i, Status.FAILED, reason="timeout")]) == 0
     assert store.finish([Outcome(i, Status.DONE, score=1)]) == 0
-    rows = list(queries.export_rows(store, run_id, "r1"))
+    rows = list(exports.export_rows(store, run_id, "r1"))
     row = next(r for r in rows if r["status"] == "done")
     assert row["score"] == 4
 
@@ -301,7 +301,7 @@ def test_an_answer_holding_nul_or_a_lone_surrogate_is_kept_on_every_store(
     )
     kept = "score\ufffd 4 \ufffd end"
     assert store.cached_calls(["n" * 64])["n" * 64].raw == kept
-    row = next(r for r in queries.export_rows(store, run_id, "r1") if r["status"] == "done")
+    row = next(r for r in exports.export_rows(store, run_id, "r1") if r["status"] == "done")
     assert row["score"] == 4 and row["rationale"] == kept
 
 
@@ -334,7 +334,7 @@ def test_report_sums_from_sql_equal_the_pure_reference(database_url: str) -> Non
             by_id[r["instance_id"]].domains,
             by_id[r["instance_id"]].difficulty,
         )
-        for r in queries.export_rows(store, run_id, "r1")
+        for r in exports.export_rows(store, run_id, "r1")
     ]
     expected = aggregate(records, ABILITY, skill_order=SKILLS.names)
     got = rows_from_cells(

@@ -13,7 +13,7 @@ from flask_eval.core.errors import FailureReason, JudgeError
 from flask_eval.rubrics.messages import text_of
 from flask_eval.rubrics.protocol import requested_skills, scores_line
 from flask_eval.rubrics.skills import load_default
-from flask_eval.storage import queries
+from flask_eval.storage import exports, queries
 from flask_eval.storage.store import Store
 from flask_eval.workers.judge import Message
 from flask_eval.workers.providers.memory_judge import MemoryJudge, default_answer
@@ -48,7 +48,7 @@ def run_all(store: Store, run_id: int, **config: float) -> None:
 
 
 def rows(store: Store, run_id: int) -> list[dict[str, object]]:
-    return list(queries.export_rows(store, run_id, "r1"))
+    return list(exports.export_rows(store, run_id, "r1"))
 
 
 def test_every_row_is_judged_once_and_a_redelivery_pays_nothing(store: Store) -> None:

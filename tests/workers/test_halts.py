@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from flask_eval.producer.plan import open_calls
-from flask_eval.storage import queries
+from flask_eval.storage import exports
 from flask_eval.storage.store import Store
 from flask_eval.workers.judge import CUT_OFF, GenerateConfig, JudgeOutput, Message
 from flask_eval.workers.providers.memory_judge import MemoryJudge
@@ -59,7 +59,7 @@ def test_answers_on_the_wire_at_a_halt_keep_their_own_reason_and_raw_output(
     monkeypatch.setattr(MemoryJudge, "generate", failing)
     run_to_end(executor, run_id, calls)
     assert set(store.halts(run_id)) == {JUDGE}
-    rows = [r for r in queries.export_rows(store, run_id, "r1") if r["judge"] == JUDGE]
+    rows = [r for r in exports.export_rows(store, run_id, "r1") if r["judge"] == JUDGE]
     halted = [r for r in rows if r["reason"] == "halted"]
     failed = [r for r in rows if r["reason"] == reason]
     assert len(halted) + len(failed) == len(rows)

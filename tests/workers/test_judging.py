@@ -26,7 +26,7 @@ from flask_eval.core.errors import FailureReason, Status
 from flask_eval.core.stored import StoredConfig
 from flask_eval.rubrics.messages import text_of
 from flask_eval.rubrics.protocol import requested_skills, scores_line
-from flask_eval.storage import queries
+from flask_eval.storage import exports, queries
 from flask_eval.storage.models import JUDGMENT
 from flask_eval.storage.store import Store
 from flask_eval.workers.judge import CUT_OFF, REFUSAL, JudgeOutput, Message
@@ -65,7 +65,7 @@ def execute(
 
 
 def rows(store: Store, run_id: int) -> list[dict[str, object]]:
-    return list(queries.export_rows(store, run_id, "r1"))
+    return list(exports.export_rows(store, run_id, "r1"))
 
 
 def prompt(messages: Sequence[Message]) -> str:

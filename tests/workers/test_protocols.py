@@ -16,7 +16,7 @@ from flask_eval.core.types import Instance, InstanceRubric, JudgeConfig, Respons
 from flask_eval.rubrics import codec
 from flask_eval.rubrics.messages import text_of
 from flask_eval.rubrics.skills import load_default
-from flask_eval.storage import queries
+from flask_eval.storage import exports
 from flask_eval.storage.store import Store
 from flask_eval.workers.judge import GenerateConfig, JudgeOutput, Message
 from flask_eval.workers.providers.memory_judge import MemoryJudge, default_answer
@@ -113,7 +113,7 @@ def test_each_judge_in_its_protocol_with_the_instance_s_rubric_and_system_prompt
     ]
     run_id = make_run(store, judges)
     execute(store, run_id)
-    rows = list(queries.export_rows(store, run_id, "r1"))
+    rows = list(exports.export_rows(store, run_id, "r1"))
     store.close()
     assert {r["status"] for r in rows} == {Status.DONE}
     assert {r["score"] for r in rows if r["judge"] == "memory/prom"} == {4}

@@ -17,7 +17,7 @@ import pytest
 from flask_eval.producer.synthetic import write_inputs
 from flask_eval.simulator.config import SimConfig
 from flask_eval.simulator.testing import running_simulator
-from flask_eval.storage import queries
+from flask_eval.storage import exports
 from flask_eval.storage.store import Store
 from tests.helpers import (
     cli_env,
@@ -64,7 +64,7 @@ def ledger_is_exactly_once(database_url: str, run: str, planned: int) -> None:
     store = Store(database_url)
     info = store.find_run(run)
     assert info is not None
-    rows = list(queries.export_rows(store, info.id, run))
+    rows = list(exports.export_rows(store, info.id, run))
     keys = {(r["model"], r["judge"], r["instance_id"], r["skill"]) for r in rows}
     assert len(rows) == len(keys) == planned
     assert {r["status"] for r in rows} == {"done"}
@@ -389,7 +389,7 @@ def test_fault_mix_every_job_ends_with_the_right_reason_and_resume_retries_only_
     store = Store(sqlite_url)
     info = store.find_run("faults")
     assert info is not None
-    rows = list(queries.export_rows(store, info.id, "faults"))
+    rows = list(exports.export_rows(store, info.id, "faults"))
     assert len(rows) == planned and {r["status"] for r in rows} <= {"done", "failed"}
     failed = [r for r in rows if r["status"] == "failed"]
     reasons = {r["reason"] for r in failed}
@@ -420,7 +420,7 @@ def test_fault_mix_every_job_ends_with_the_right_reason_and_resume_retries_only_
         flask_eval("resume", "faults", "--quiet", env=env)
         retried = clean.stats()["requests"]
     assert retried == len(failed_calls)  # only the failed calls were asked again
-    after = list(queries.export_rows(store, info.id, "faults"))
+    after = list(exports.export_rows(store, info.id, "faults"))
     assert {r["status"] for r in after} == {"done"}
     for r in after:
         key = (r["model"], r["judge"], r["instance_id"], r["skill"])
@@ -451,5 +451,5 @@ def test_injected_scores_in_responses_do_not_change_the_parsed_score(
     store = Store(sqlite_url)
     info = store.find_run("inject")
     assert info is not None
-    scores = [r["score"] for r in queries.export_rows(store, info.id, "inject")]
+    scores = [r["score"] for r in exports.export_rows(store, info.id, "inject")]
     assert scores == [2] * (5 * 3 * 2)
