@@ -37,7 +37,7 @@ from sqlalchemy.engine import Connection
 
 from flask_eval.core.errors import Status
 from flask_eval.storage.leasing import WorkerLedger
-from flask_eval.storage.records import CallRecord, JobContext, Outcome
+from flask_eval.storage.records import CALL_FIELDS, CallRecord, JobContext, Outcome
 
 #: claim the rows still to judge and return what judging them needs, in one statement
 #: (``rb``: the second response of a pairwise row; NULL for absolute grading; ``r``: none
@@ -65,27 +65,10 @@ CLAIM_CONTEXTS = f"""
     ORDER BY c.id
 """
 
-_CALL_FIELDS = (
-    "uid",
-    "cache_key",
-    "run_id",
-    "judge",
-    "raw",
-    "parsed",
-    "finish",
-    "prompt_tokens",
-    "completion_tokens",
-    "cost",
-    "latency_ms",
-    "cached_tokens",
-    "cache_write_tokens",
-    "batch",
-    "usage_note",
-)
 
 #: (not the answers of a run being deleted: its delete keeps only those other runs use)
 CACHED = f"""
-    SELECT DISTINCT ON (cache_key) {", ".join(_CALL_FIELDS)}
+    SELECT DISTINCT ON (cache_key) {", ".join(CALL_FIELDS)}
     FROM call WHERE cache_key = ANY(CAST(%(keys)b AS varchar[])) AND parsed IS true
       AND NOT EXISTS (SELECT 1 FROM deleted_run AS d WHERE d.run_id = call.run_id)
     ORDER BY cache_key, id
@@ -94,7 +77,7 @@ CACHED = f"""
 #: a paid answer of a run deleted meanwhile (or being deleted: tombstoned) is kept, attached
 #: to no run (``run_id`` NULL), like the answers of a deleted run that other runs use
 INSERT_CALLS = f"""
-    INSERT INTO call ({", ".join(_CALL_FIELDS)}, created_at)
+    INSERT INTO call ({", ".join(CALL_FIELDS)}, created_at)
     SELECT v.uid, v.cache_key,
            (SELECT r.id FROM run AS r WHERE r.id = v.run_id
             AND NOT EXISTS (SELECT 1 FROM deleted_run AS d WHERE d.run_id = r.id)), v.judge,
@@ -109,7 +92,7 @@ INSERT_CALLS = f"""
         CAST(%(cost)b AS float8[]), CAST(%(latency_ms)b AS float8[]),
         CAST(%(cached_tokens)b AS integer[]), CAST(%(cache_write_tokens)b AS integer[]),
         CAST(%(batch)b AS boolean[]), CAST(%(usage_note)b AS text[])
-    ) AS v({", ".join(_CALL_FIELDS)})
+    ) AS v({", ".join(CALL_FIELDS)})
     ON CONFLICT (uid) DO NOTHING
 """
 
@@ -258,7 +241,7 @@ class PostgresHotPaths(WorkerLedger):
         now: datetime,
     ) -> int:
         if calls:
-            params: dict[str, Any] = {f: [getattr(c, f) for c in calls] for f in _CALL_FIELDS}
+            params: dict[str, Any] = {f: [getattr(c, f) for c in calls] for f in CALL_FIELDS}
             params["now"] = now
             conn.exec_driver_sql(INSERT_CALLS, params)
         if not outcomes:

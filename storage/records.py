@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
@@ -189,6 +189,11 @@ class CallRecord:
     #: why the provider's usage was not trusted, with the usage as given (None: trusted);
     #: the counts and cost above are then a safe estimate (workers/usage.py)
     usage_note: str | None = None
+
+
+#: a call row's columns that a :class:`CallRecord` holds, in its order (the dialects'
+#: inserts and cache reads name them)
+CALL_FIELDS = tuple(f.name for f in fields(CallRecord))
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from flask_eval.core.errors import Status
 from flask_eval.storage.leasing import WorkerLedger
 from flask_eval.storage.models import CALL, DELETED_RUN, INSTANCE, JUDGMENT, RESPONSE, RUN
 from flask_eval.storage.predicates import claimable, visible
-from flask_eval.storage.records import CallRecord, JobContext, Outcome
+from flask_eval.storage.records import CALL_FIELDS, CallRecord, JobContext, Outcome
 
 J, C, INS, R, RN, DR = JUDGMENT.c, CALL.c, INSTANCE.c, RESPONSE.c, RUN.c, DELETED_RUN.c
 #: the second response of a pairwise row (``model_b``; none for absolute grading)
@@ -73,25 +73,8 @@ CONTEXTS = (
     .where(J.id.in_(bindparam("ids", expanding=True)))
     .order_by(J.id)
 )
-_CALL_FIELDS = (
-    "uid",
-    "cache_key",
-    "run_id",
-    "judge",
-    "raw",
-    "parsed",
-    "finish",
-    "prompt_tokens",
-    "completion_tokens",
-    "cost",
-    "latency_ms",
-    "cached_tokens",
-    "cache_write_tokens",
-    "batch",
-    "usage_note",
-)
 CACHED = (
-    select(*(C[f] for f in _CALL_FIELDS))
+    select(*(C[f] for f in CALL_FIELDS))
     .where(C.cache_key.in_(bindparam("keys", expanding=True)), C.parsed.is_(True))
     # not the answers of a run being deleted (its delete keeps only those other runs use)
     .where(~exists(select(DR.run_id).where(DR.run_id == C.run_id)))
@@ -156,7 +139,7 @@ class SqliteHotPaths(WorkerLedger):
                 INSERT_CALL,
                 [
                     {
-                        **{f: getattr(c, f) for f in _CALL_FIELDS if f != "run_id"},
+                        **{f: getattr(c, f) for f in CALL_FIELDS if f != "run_id"},
                         "b_run_id": c.run_id,
                         "created_at": now,
                     }
