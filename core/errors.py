@@ -26,6 +26,8 @@ class Status(StrEnum):
     RUNNING = "running"
     DONE = "done"
     FAILED = "failed"
+    #: a person's row (``human/RATER``): it waits for the rater, never for a provider
+    WAITING = "waiting"
 
 
 class FailureReason(StrEnum):
@@ -41,6 +43,7 @@ class FailureReason(StrEnum):
     CONFIG = "config"  # the judge could not be set up from the run's configuration
     HALTED = "halted"  # not sent: the judge's first calls in the run all failed alike
     INTERNAL = "internal"  # a bug or an unexpected exception in flask-eval
+    FLAGGED = "flagged"  # a rater said they cannot judge the item (their reason in detail)
 
 
 class FlaskEvalError(Exception):
