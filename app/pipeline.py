@@ -16,6 +16,7 @@ from tqdm import tqdm
 
 from flask_eval.app.budget import meter, prices_after, set_max_cost, update_judges
 from flask_eval.app.cache import LedgerCache
+from flask_eval.app.people import plan_people
 from flask_eval.app.plan import Plan as Plan  # re-exported: pipeline.Plan
 from flask_eval.app.wait_loop import wait as wait  # re-exported: pipeline.wait
 from flask_eval.app.waiting import (
@@ -23,6 +24,7 @@ from flask_eval.app.waiting import (
 )
 from flask_eval.core.errors import ConfigError, FailureReason, InputError
 from flask_eval.core.models import model_info
+from flask_eval.core.people import HUMAN_FIRST, Panel, People, is_person
 from flask_eval.core.settings import Settings
 from flask_eval.core.spec import RunSpec
 from flask_eval.core.types import JudgeConfig
@@ -32,7 +34,7 @@ from flask_eval.producer.estimate import (
     Estimator,
 )
 from flask_eval.producer.inputs import Inputs, check_run_name, parse_responses_arg
-from flask_eval.producer.judges_file import combine
+from flask_eval.producer.judge_args import combine, combine_workers
 from flask_eval.producer.open_sample import sample_open_calls
 from flask_eval.producer.pairs import (
     check_pairs_answered,
@@ -111,7 +113,9 @@ def prepare(spec: RunSpec) -> Plan:
             "no judge given; add --judge provider/model (e.g. --judge openai/gpt-5.4-mini) "
             "or --judges FILE"
         )
-    configs = sampled(settle_prices(load_judges(judges, judges_files)), samples)
+    machines, panels = combine_workers(judges, judges_files, spec_of, check_batch_spec)
+    configs = sampled(settle_prices(machines), samples)
+    people = _people(panels, spec)
     if run_name is not None:
         check_run_name(run_name)
     named = [parse_responses_arg(a) for a in src.responses]
@@ -156,7 +160,7 @@ def prepare(spec: RunSpec) -> Plan:
     if samples > 1 and pairwise is not None:
         raise InputError("--samples goes with absolute grading, not with --pairwise")
     check_protocols(
-        configs,
+        [*configs, *_as_judges(people)],
         mode,
         pairwise=plan_config is not None,
         shown=rubric_levels(skillset, inputs.instances),
@@ -188,7 +192,32 @@ def prepare(spec: RunSpec) -> Plan:
         plan_config,
         pairs,
         samples=samples,
+        people=people,
     )
+
+
+def _people(panels: Sequence[Panel], spec: RunSpec) -> People | None:
+    """The run's people (None: no ``human/...`` entry); InputError for an order of their
+    queues that is not one, or one given without people."""
+    order = spec.workers.human_first
+    if order not in HUMAN_FIRST:
+        raise InputError(
+            f"invalid --human-first {order!r}; choose one of: {', '.join(HUMAN_FIRST)}"
+        )
+    if not panels:
+        if order != HUMAN_FIRST[0]:
+            raise InputError(
+                "--human-first goes with people: a judges file entry `spec: human/NAME`"
+            )
+        return None
+    return People(tuple(panels), order, spec.sampling.seed)
+
+
+def _as_judges(people: People | None) -> list[JudgeConfig]:
+    """The panels as the judges whose protocols they are asked in (to check them)."""
+    if people is None:
+        return []
+    return [JudgeConfig(p.name, p.judges[0], protocol=p.protocol) for p in people.panels]
 
 
 def check_protocols(
@@ -205,7 +234,7 @@ def check_protocols(
         except KeyError as exc:
             raise ConfigError(f"judge {judge.name}: {exc.args[0]}") from None
         check_rubrics(judge.name, asked, shown)
-        if not judge.structured:
+        if not judge.structured or is_person(judge.spec):
             continue
         provider = judge.spec.partition("/")[0]
         if not judge_class(provider).takes_schema:
@@ -287,7 +316,9 @@ def start(
         name=plan.name,
         fingerprint=plan.fingerprint_soon(),
         mode=plan.mode,
-        config=run_config(plan.inputs, plan.judges, plan.judging(), plan.instances_path),
+        config=run_config(
+            plan.inputs, plan.judges, plan.judging(), plan.instances_path
+        ).with_people(plan.people),
         instances=plan.inputs.instances,
         response_sets=plan.inputs.response_sets,
         judges=[j.name for j in plan.judges],
@@ -296,9 +327,18 @@ def start(
     changed: list[str] = []
     if not created:
         run, changed = update_judges(store, run, plan.judges)
+        if plan.people is not None and run.config.people != plan.people:
+            people = plan.people
+            run = store.update_config(run.id, lambda c: c.with_people(people))
+            changed.append("people: " + ", ".join(people.judges))
         reopen(store, run, () if retry_failed else None)
         if dispatcher.queue is None:  # judged here: not the rows a killed process holds
             await_leases(store, run, say or _to_stderr)
+    if plan.people is not None:
+        planned = plan_people(store, run, plan, plan.people)
+        if planned:
+            who = ", ".join(plan.people.judges)
+            tell(f"run {plan.name}: {planned:,} items planned for people ({who})")
     # a ledger just written in one unbroken range of ids: its calls come from the plan
     fresh = plan.new_calls(run.ledger) if created and run.ledger is not None else None
     run = set_max_cost(store, run, max_cost)

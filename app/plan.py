@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from flask_eval.core.gcpause import paused_gc
+from flask_eval.core.people import People
 from flask_eval.core.types import JudgeConfig
 from flask_eval.producer.context import RunContext
 from flask_eval.producer.estimate import AnswerCache, CallTexts, Estimator, planned_calls
@@ -49,6 +50,8 @@ class Plan:
     kind_options: dict[str, Any] = field(default_factory=dict)
     #: judgments per judge and item (``--samples``): the judges are its clones (``sampled``)
     samples: int = 1
+    #: the people who rate beside the judges (``human/...`` entries; None: none)
+    people: People | None = None
 
     @cached_property
     def fingerprint(self) -> str:

@@ -23,8 +23,11 @@ __all__ = [
     "DEFAULT_LEASE",
     "HUMAN",
     "HUMAN_FIRST",
+    "PANEL",
     "PREFIX",
     "Panel",
+    "People",
+    "RaterNameError",
     "check_rater_name",
     "is_person",
     "rater_judge",
@@ -82,14 +85,17 @@ def rater_of(judge: str) -> str:
 class Panel:
     """People of a run that rate through one protocol.
 
-    ``raters`` rate ``per_item`` each of the items (1: each item once, by one of them);
-    ``sample`` / ``limit`` pick how many of the run's items people see (a seeded random
-    sample, or the first ones); an item a rater holds goes back to their queue ``lease``
-    seconds after it was served unless rated, skipped or flagged before."""
+    ``raters`` rate ``per_item`` each of the items (1: each item once, by one of them),
+    except the first ``overlap`` items, which every rater rates (the items agreement among
+    people is measured on); ``sample`` / ``limit`` pick how many of the run's items people
+    see (a seeded random sample, or the first ones); an item a rater holds goes back to
+    their queue ``lease`` seconds after it was served unless rated, skipped or flagged
+    before."""
 
     name: str
     raters: tuple[str, ...]
     per_item: int = 1
+    overlap: int = 0
     sample: int | None = None
     limit: int | None = None
     lease: float = DEFAULT_LEASE
@@ -101,6 +107,8 @@ class Panel:
             raise ValueError("a panel has at least one rater")
         if not 1 <= self.per_item <= len(self.raters):
             raise ValueError(f"per_item must be from 1 to {len(self.raters)}")
+        if self.overlap < 0:
+            raise ValueError("overlap must be 0 or more")
 
     @property
     def judges(self) -> tuple[str, ...]:
@@ -111,6 +119,8 @@ class Panel:
         data: dict[str, Any] = {"name": self.name, "raters": list(self.raters)}
         if self.per_item != 1:
             data["per_item"] = self.per_item
+        if self.overlap:
+            data["overlap"] = self.overlap
         for key in ("sample", "limit", "protocol"):
             if getattr(self, key) is not None:
                 data[key] = getattr(self, key)
@@ -124,8 +134,44 @@ class Panel:
             name=str(data["name"]),
             raters=tuple(str(r) for r in data["raters"]),
             per_item=int(data.get("per_item", 1)),
+            overlap=int(data.get("overlap", 0)),
             sample=data.get("sample"),
             limit=data.get("limit"),
             lease=float(data.get("lease", DEFAULT_LEASE)),
             protocol=data.get("protocol"),
+        )
+
+
+@dataclass(frozen=True)
+class People:
+    """A run's people: its panels, the order of their queues (:data:`HUMAN_FIRST`) and
+    the seed of their random choices (which items, which rater, which side first)."""
+
+    panels: tuple[Panel, ...]
+    order: str = "random"
+    seed: int = 0
+
+    @property
+    def judges(self) -> tuple[str, ...]:
+        """The ledger names of every rater, in panel order."""
+        return tuple(j for p in self.panels for j in p.judges)
+
+    def panel_of(self, judge: str) -> Panel | None:
+        """The panel rater ``judge`` (a ledger name) rates in."""
+        return next((p for p in self.panels if judge in p.judges), None)
+
+    def to_data(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"panels": [p.to_data() for p in self.panels]}
+        if self.order != "random":
+            data["order"] = self.order
+        if self.seed:
+            data["seed"] = self.seed
+        return data
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> People:
+        return cls(
+            tuple(Panel.from_data(p) for p in data.get("panels") or ()),
+            str(data.get("order") or "random"),
+            int(data.get("seed") or 0),
         )

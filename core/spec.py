@@ -44,10 +44,13 @@ class SpecError(InputError):
 
 @dataclass(frozen=True)
 class Workers:
-    """Who does the work: the judges (``--judge [NAME=]SPEC``, ``--judges FILE``)."""
+    """Who does the work: the judges (``--judge [NAME=]SPEC``, ``--judges FILE``), people
+    among them (``human/...``), and the order of people's queues (``--human-first``:
+    ``random``, or ``disagreement``: the items the judges disagree on most first)."""
 
     judges: tuple[str, ...] = ()
     judges_files: tuple[str, ...] = ()
+    human_first: str = "random"
 
 
 @dataclass(frozen=True)
@@ -213,6 +216,7 @@ FLAT: dict[str, tuple[str | None, str]] = {
     "run_name": (None, "name"),
     "judges": ("workers", "judges"),
     "judges_files": ("workers", "judges_files"),
+    "human_first": ("workers", "human_first"),
     **{f.name: ("inputs", f.name) for f in fields(SpecInputs)},
     "mode": ("protocol", "mode"),
     "pairwise": ("pairwise", "against"),

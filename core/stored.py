@@ -19,6 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from flask_eval.core.people import People
 from flask_eval.core.types import JudgeConfig
 
 #: the kind of work of a run whose configuration names none
@@ -88,6 +89,8 @@ class StoredConfig:
     max_cost: float | None
     #: the queue the run's messages were sent to (None: judged in-process)
     dispatched: str | None
+    #: the run's people (``human/...`` entries; None: none), beside its judges
+    people: People | None = None
     version: int = STORED_VERSION
     _data: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -101,6 +104,7 @@ class StoredConfig:
         dispatched = data.get("dispatched")
         pairwise = data.get("pairwise")
         version = data.get("version")
+        people = data.get("people")
         return cls(
             judges=tuple(_judges(data.get("judges") or ())),
             judge_names=tuple(str(_name(j)) for j in data.get("judges") or () if _named(j)),
@@ -120,6 +124,7 @@ class StoredConfig:
             kind_options=dict(data.get("kind_options") or {}),
             max_cost=float(max_cost) if isinstance(max_cost, int | float) else None,
             dispatched=dispatched if isinstance(dispatched, str) else None,
+            people=People.from_data(people) if isinstance(people, dict) and people else None,
             version=version if isinstance(version, int) else UNVERSIONED,
             _data=copy.deepcopy(dict(data)),
         )
@@ -149,6 +154,11 @@ class StoredConfig:
     def with_queue(self, queue: str | None) -> StoredConfig:
         """The configuration of a run whose messages went to ``queue``."""
         return self._updated({**self._data, "dispatched": queue})
+
+    def with_people(self, people: People | None) -> StoredConfig:
+        """The configuration of a run whose people are ``people`` (None: none)."""
+        data = {k: v for k, v in self._data.items() if k != "people"}
+        return self._updated(data if people is None else {**data, "people": people.to_data()})
 
     def without_queue(self) -> StoredConfig:
         """The configuration of a run sent to no queue (one imported from a bundle)."""

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -45,18 +45,20 @@ from flask_eval.core.errors import ConfigError, InputError
 from flask_eval.core.files import MIB, read_text
 from flask_eval.core.limits import MAX_JUDGE_NAME
 from flask_eval.core.models import model_info
+from flask_eval.core.people import PREFIX, Panel
 from flask_eval.core.text import clip
 from flask_eval.core.types import JudgeConfig, JudgeSpec, Price
+from flask_eval.producer.people_file import check_raters_once, is_people_spec, panel_entry
 from flask_eval.producer.prices import PriceError, price_of
 from flask_eval.rubrics.grading import DEFAULT_PROTOCOL, PROTOCOLS
 
 __all__ = [
     "JUDGE_NAME_PATTERN",
     "KEYS",
+    "PEOPLE_ELSEWHERE",
     "check_judge_name",
-    "combine",
     "load_judges_file",
-    "parse_judge_arg",
+    "load_workers_file",
 ]
 
 KEYS = frozenset(
@@ -88,10 +90,14 @@ _NAME = re.compile(JUDGE_NAME_PATTERN)
 _NAME_RULE = (
     f"use 1-{MAX_JUDGE_NAME} letters, digits or . _ : / + -, starting with a letter or digit"
 )
-_NAME_THEM = "name them apart with --judge NAME=SPEC or `name:` in the judges file"
+NAME_THEM = "name them apart with --judge NAME=SPEC or `name:` in the judges file"
 MAX_FILE_BYTES = MIB
 MAX_TOKENS_LIMIT = 1_000_000
 MAX_TEMPERATURE = 2.0
+PEOPLE_ELSEWHERE = (
+    "people (`human/...`) rate the responses of a judgment run (`flask-eval run`), "
+    "not this kind of work"
+)
 _SHAPE = "expected a non-empty YAML list of judges, e.g. `- spec: openai/gpt-5.4`"
 
 
@@ -113,14 +119,26 @@ SpecParser = Callable[[str], JudgeSpec]
 BatchCheck = Callable[[JudgeSpec], None]
 
 
-def _no_batch_check(spec: JudgeSpec) -> None:
+def no_batch_check(spec: JudgeSpec) -> None:
     return None
 
 
 def load_judges_file(
-    path: str, parse: SpecParser = JudgeSpec.parse, check_batch: BatchCheck = _no_batch_check
+    path: str, parse: SpecParser = JudgeSpec.parse, check_batch: BatchCheck = no_batch_check
 ) -> list[JudgeConfig]:
-    """The judges of one judges file, in file order; InputError naming file:line."""
+    """The judges of one judges file, in file order; InputError naming file:line (also
+    for people's entries: they rate in a judgment run only)."""
+    judges, panels = load_workers_file(path, parse, check_batch)
+    if panels:
+        raise InputError(PEOPLE_ELSEWHERE, path, panels[0][1])
+    return judges
+
+
+def load_workers_file(
+    path: str, parse: SpecParser = JudgeSpec.parse, check_batch: BatchCheck = no_batch_check
+) -> tuple[list[JudgeConfig], list[tuple[Panel, int]]]:
+    """The judges and the people (each panel with its line) of one judges file, in file
+    order; InputError naming file:line."""
     text = read_text(path, "a YAML judges file", MAX_FILE_BYTES)
     try:
         data, root = strict_yaml.parse(text)
@@ -133,23 +151,30 @@ def load_judges_file(
             got += " (list the judges at the top level, each starting with `- spec:`)"
         line = 1 if root is None else root.start_mark.line + 1
         raise InputError(f"{_SHAPE}; got {got}", path, line)
-    judges = [
+    entries = [
         _entry(item, node, path, parse, check_batch)
         for item, node in zip(data, root.value, strict=True)
     ]
     seen: dict[str, int] = {}
-    for node, judge in zip(root.value, judges, strict=True):
+    for node, entry in zip(root.value, entries, strict=True):
         line = node.start_mark.line + 1
-        key = judge.name.casefold()
+        key = entry.name.casefold()
         if key in seen:
             raise InputError(
-                f"judge name {clip(judge.name)} is used twice (first on line {seen[key]}); "
-                f"{_NAME_THEM}",
+                f"judge name {clip(entry.name)} is used twice (first on line {seen[key]}); "
+                f"{NAME_THEM}",
                 path,
                 line,
             )
         seen[key] = line
-    return judges
+    judges = [e for e in entries if isinstance(e, JudgeConfig)]
+    panels = [
+        (e, node.start_mark.line + 1)
+        for e, node in zip(entries, root.value, strict=True)
+        if isinstance(e, Panel)
+    ]
+    check_raters_once([p for p, _ in panels], path, [line for _, line in panels])
+    return judges, panels
 
 
 def _key_line(node: yaml.Node, key: str) -> int:
@@ -163,7 +188,7 @@ def _key_line(node: yaml.Node, key: str) -> int:
 
 def _entry(
     data: Any, node: yaml.Node, path: str, parse: SpecParser, check_batch: BatchCheck
-) -> JudgeConfig:
+) -> JudgeConfig | Panel:
     line = node.start_mark.line + 1
     if not isinstance(data, dict):
         raise InputError(
@@ -172,6 +197,9 @@ def _entry(
 
     def at(key: str) -> int:
         return _key_line(node, key)
+
+    if is_people_spec(data.get("spec")):
+        return panel_entry(data, at, path, check_judge_name, _protocol)
 
     unknown = [k for k in data if k not in KEYS]
     if unknown:
@@ -189,6 +217,12 @@ def _entry(
     except ConfigError as exc:
         raise InputError(str(exc), path, at("spec")) from None
     name = check_judge_name(data.get("name", spec.default_name), path, at("name"))
+    if name.startswith(PREFIX):
+        raise InputError(
+            f"judge name {clip(name)}: names starting with {PREFIX!r} are people's",
+            path,
+            at("name"),
+        )
     max_tokens = _whole(data, "max_tokens", path, at("max_tokens"), MAX_TOKENS_LIMIT)
     retry = _whole(data, "retry_max_tokens", path, at("retry_max_tokens"), MAX_TOKENS_LIMIT)
     floor = model_info(spec.default_name).budget(max_tokens)  # the model's default budget
@@ -331,43 +365,3 @@ def _price(value: Any, spec: str, node: yaml.Node, path: str) -> Price | None:
                 if isinstance(key_node, yaml.ScalarNode) and key_node.value == "price":
                     line = _key_line(value_node, exc.key)
         raise InputError(str(exc), path, line) from None
-
-
-def parse_judge_arg(arg: str, parse: SpecParser = JudgeSpec.parse) -> JudgeConfig:
-    """One ``--judge`` value: ``SPEC`` or ``NAME=SPEC``.
-
-    A name has no '@' and no '=', and a spec has '=' only in its base URL (after '@'),
-    so ``NAME=SPEC`` is the reading exactly when the text before the first '=' has no '@'.
-    """
-    head, sep, rest = arg.partition("=")
-    if sep and "@" not in head:
-        name = check_judge_name(head)
-        spec = parse(rest)
-        return JudgeConfig(name=name, spec=spec.name)
-    spec = parse(arg)
-    return JudgeConfig(name=spec.default_name, spec=spec.name)
-
-
-def combine(
-    specs: Sequence[str],
-    files: Sequence[str],
-    parse: SpecParser = JudgeSpec.parse,
-    check_batch: BatchCheck = _no_batch_check,
-) -> list[JudgeConfig]:
-    """Judges from `--judge [NAME=]SPEC` flags and `--judges FILE` files, names unique
-    (case-insensitively, as they become file names); each spec read by ``parse``."""
-    judges = [(parse_judge_arg(s, parse), f"--judge {clip(s, 80)}") for s in specs]
-    for f in files:
-        judges += [
-            (j, f"{f} ({clip(j.spec, 80)})") for j in load_judges_file(f, parse, check_batch)
-        ]
-    seen: dict[str, str] = {}
-    for judge, origin in judges:
-        key = judge.name.casefold()
-        if key in seen:
-            raise InputError(
-                f"judge name {clip(judge.name)} is given twice ({seen[key]} and {origin}); "
-                f"{_NAME_THEM}"
-            )
-        seen[key] = origin
-    return [judge for judge, _ in judges]

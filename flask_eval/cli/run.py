@@ -116,6 +116,15 @@ if TYPE_CHECKING:
     help="YAML list of judges: spec, name, rpm, tpm, max_in_flight, price, max_tokens, "
     "temperature, retry_max_tokens, protocol (flask-eval, prometheus, flask), structured.",
 )
+@click.option(
+    "--human-first",
+    "human_first",
+    type=click.Choice(["random", "disagreement"]),
+    default="random",
+    show_default=True,
+    help="The order of people's queues (judges file entries `spec: human/NAME`): random, "
+    "or the items the run's judges disagree on most first.",
+)
 @click.option("--run", "run_name", default=None, help="Run name; the same name and inputs resume.")
 @click.option(
     "--mode",

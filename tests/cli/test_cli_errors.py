@@ -283,7 +283,7 @@ def test_a_judge_named_on_the_command_line_keeps_its_short_name(
 ) -> None:
     """`--judge NAME=SPEC` names the judge; without a name it is provider/model (no URL),
     as `--dry-run` prints (nothing is written)."""
-    from flask_eval.producer.judges_file import combine
+    from flask_eval.producer.judge_args import combine
 
     monkeypatch.chdir(REPO_ROOT)
     named, plain = combine([f"gpt4o={JUDGE}", "openai/other@http://127.0.0.1:9/v1"], [])

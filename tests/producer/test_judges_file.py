@@ -9,7 +9,8 @@ import pytest
 from flask_eval.core.errors import ConfigError, FlaskEvalError, InputError
 from flask_eval.core.limits import MAX_JUDGE_NAME
 from flask_eval.core.types import JudgeConfig, JudgeSpec, Price
-from flask_eval.producer.judges_file import combine, load_judges_file, parse_judge_arg
+from flask_eval.producer.judge_args import combine, parse_judge_arg
+from flask_eval.producer.judges_file import load_judges_file
 from flask_eval.workers.judge import spec_of
 from tests.bad_input_cases import CLI_CASES, REPO_ROOT, BadCase
 
