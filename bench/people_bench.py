@@ -3,7 +3,8 @@
 Builds a store of ``--judgments`` machine judgments with SQL (one run: 10 models x 10
 judges x 3 criteria per instance, instances scaled to reach N, all done), then plans
 ``--raters`` raters x ``--items`` items x ``--criteria`` criteria of that run through
-``storage.ratings.plan_ratings`` (in a random queue order), and times what a rater's
+``storage.ratings.plan_ratings`` (in a random queue order), ranks them all anew
+(``set_ranks``), and times what a rater's
 page does: ``next_item`` (the claim of the next item, a holder of its own each time) and
 ``submit`` (the rating of the item just served), ``--ops`` of each, raters in turn:
 
@@ -106,6 +107,17 @@ def _plan(store: Store, run_id: int, judgments: int, raters: int, items: int, cr
     return ratings.plan_ratings(store, run_id, planned)
 
 
+def _rerank(store: Store, run_id: int, raters: int, items: int) -> None:
+    """Every item ranked anew (as a queue ordered by the judges' disagreement is)."""
+    rng = random.Random(37)
+    with store.engine.connect() as conn:
+        keys = conn.execute(
+            _sql("SELECT judge, model, model_b, instance_id FROM rating_item WHERE run_id = :r"),
+            {"r": run_id},
+        ).all()
+    ratings.set_ranks(store, run_id, {tuple(k): rng.random() for k in keys})
+
+
 def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     start = time.perf_counter()
     out = fn()
@@ -155,6 +167,9 @@ def bench(
         start = time.perf_counter()
         made = _plan(store, run_id, judgments, raters, items, criteria)
         planned = time.perf_counter() - start
+        start = time.perf_counter()
+        _rerank(store, run_id, raters, items)
+        reranked = time.perf_counter() - start
         times = _measure(store, raters, ops)
     finally:
         store.close()
@@ -165,6 +180,7 @@ def bench(
         "items": made,
         "fill_seconds": round(filled, 1),
         "plan_seconds": round(planned, 1),
+        "set_ranks_seconds": round(reranked, 1),
         "ops": ops,
         **{op: summary(t) for op, t in times.items()},
     }
@@ -227,7 +243,10 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             result = run(f"sqlite:///{Path(tmp) / 'people.db'}")
     print(table([result]))
-    print(f"fill {result['fill_seconds']} s, plan {result['plan_seconds']} s")
+    print(
+        f"fill {result['fill_seconds']} s, plan {result['plan_seconds']} s, "
+        f"set_ranks {result['set_ranks_seconds']} s"
+    )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")

@@ -1,5 +1,5 @@
-"""People's rows planned, imported and recreated, in the caller's transaction
-(``storage.ratings`` is the API; this is its bulk SQL).
+"""People's rows planned, ranked, imported and recreated (``storage.ratings`` is the API
+and re-exports :func:`plan_ratings`, :func:`set_ranks` and :func:`import_ratings`).
 
 A rater's rows are ``judgment`` rows of judge ``human/RATER``, planned ``waiting``, and
 one ``rating_item`` per page the rater rates (the item's criteria are its rows). Planning
@@ -9,12 +9,12 @@ ratings stores each on a row still ``waiting`` and counts the others as there al
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Integer, and_, case, exists, func, insert, select, update
+from sqlalchemy import Integer, and_, bindparam, case, exists, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
@@ -26,12 +26,17 @@ from flask_eval.storage.models import (
     ITEM_OPEN,
     JUDGMENT,
     RATING_ITEM,
+    utcnow,
 )
+from flask_eval.storage.retry import transient_retry
 
 if TYPE_CHECKING:
     from flask_eval.storage.leasing import WorkerLedger
+    from flask_eval.storage.store import Store
 
 J, RI = JUDGMENT.c, RATING_ITEM.c
+#: PostgreSQL: new items from which a plan or an import refreshes the planner's statistics
+ANALYZE_AFTER = 1_000
 #: items inserted per statement
 ITEM_CHUNK = 1_000
 #: the key of an item: (judge, model, model_b, instance_id)
@@ -270,3 +275,78 @@ def restore_items(conn: Connection, run_id: int, now: datetime) -> int:
     for start in range(0, len(rows), ITEM_CHUNK):
         conn.execute(insert(RATING_ITEM), rows[start : start + ITEM_CHUNK])
     return len(rows)
+
+
+def _analyze(store: Store, new: int) -> None:
+    """PostgreSQL: after many people's rows, the statistics that let the planner read an
+    item's rows by the ledger's key (without them it believes no row waits and reads a
+    rater's whole cell, or every waiting row of the run: ~40 ms a rating at 1M rows)."""
+    if store.dialect != "postgresql" or new < ANALYZE_AFTER:
+        return
+    with store.engine.connect() as conn:
+        conn.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql(
+            "ANALYZE judgment, rating_item"
+        )
+
+
+@transient_retry
+def plan_ratings(store: Store, run_id: int, items: Sequence[PlannedRating]) -> int:
+    """Insert the waiting rows (one per criterion) and the items of ``items`` that are
+    missing, in one transaction; what exists is left alone. The number of new items."""
+    with store.engine.begin() as conn:
+        new = plan_rows(store, conn, run_id, items, utcnow())
+    _analyze(store, new)
+    return new
+
+
+@transient_retry
+def set_ranks(store: Store, run_id: int, ranks: Mapping[tuple[str, str, str, str], float]) -> None:
+    """Reorder raters' queues: (judge, model, model_b, instance_id) -> rank (lower first);
+    only open items change."""
+    if not ranks:
+        return
+    stmt = (
+        update(RATING_ITEM)
+        .where(
+            RI.run_id == run_id,
+            RI.judge == bindparam("k_judge"),
+            RI.model == bindparam("k_model"),
+            RI.model_b == bindparam("k_model_b"),
+            RI.instance_id == bindparam("k_instance"),
+            RI.state == ITEM_OPEN,
+        )
+        .values(rank=bindparam("k_rank"), updated_at=bindparam("k_now"))
+    )
+    now = utcnow()
+    params = [
+        {
+            "k_judge": j,
+            "k_model": m,
+            "k_model_b": mb,
+            "k_instance": i,
+            "k_rank": float(r),
+            "k_now": now,
+        }
+        for (j, m, mb, i), r in ranks.items()
+    ]
+    with store.engine.begin() as conn:
+        conn.execute(stmt, params)
+
+
+@transient_retry
+def import_ratings(store: Store, run_id: int, ratings: Sequence[ImportedRating]) -> tuple[int, int]:
+    """Store ratings made elsewhere, in one transaction: the rows and items missing are
+    planned (waiting; rank 0, not swapped), then each rating is stored on its row if the
+    row still waits. Returns (stored, already): a row rated, flagged or given twice is
+    counted as there already and never overwritten. ValueError for a judge that is not
+    a rater's."""
+    groups: dict[tuple[str, str, str, str], dict[str, None]] = {}
+    for r in ratings:
+        groups.setdefault((r.judge, r.model, r.model_b, r.instance_id), {})[r.criterion] = None
+    planned = [PlannedRating(*key, tuple(c), 0.0, False) for key, c in groups.items()]
+    now = utcnow()
+    with store.engine.begin() as conn:
+        new = plan_rows(store, conn, run_id, planned, now)
+        stored = store_imported(conn, run_id, ratings, now)
+    _analyze(store, new)
+    return stored, len(ratings) - stored

@@ -13,12 +13,12 @@ The lease is advice: a submit is taken from whoever sends it for the item's rate
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Integer, Text, and_, bindparam, case, cast, func, or_, select, update
+from sqlalchemy import Integer, Text, and_, case, cast, func, or_, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -44,7 +44,13 @@ from flask_eval.storage.raters import (
     rater_by_token,
     revoke_rater,
 )
-from flask_eval.storage.rating_plan import ImportedRating, PlannedRating, plan_rows, store_imported
+from flask_eval.storage.rating_plan import (
+    ImportedRating,
+    PlannedRating,
+    import_ratings,
+    plan_ratings,
+    set_ranks,
+)
 from flask_eval.storage.retry import transient_retry
 from flask_eval.storage.store import Store
 
@@ -78,8 +84,6 @@ __all__ = [
 J, RI = JUDGMENT.c, RATING_ITEM.c
 #: a flag's reason is kept up to this many characters
 MAX_FLAG_REASON = 500
-#: PostgreSQL: new items from which a plan or an import refreshes the planner's statistics
-ANALYZE_AFTER = 1_000
 #: claims tried before :func:`next_item` gives up on a queue that others keep taking
 CLAIM_ATTEMPTS = 20
 
@@ -150,18 +154,6 @@ def _criteria(conn: Connection, row: Any) -> tuple[str, ...]:
     return tuple(c for _, c in _rows(conn, row))
 
 
-def _analyze(store: Store, new: int) -> None:
-    """PostgreSQL: after many people's rows, the statistics that let the planner read an
-    item's rows by the ledger's key (without them it believes no row waits and reads a
-    rater's whole cell, or every waiting row of the run: ~40 ms a rating at 1M rows)."""
-    if store.dialect != "postgresql" or new < ANALYZE_AFTER:
-        return
-    with store.engine.connect() as conn:
-        conn.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql(
-            "ANALYZE judgment, rating_item"
-        )
-
-
 def _held(conn: Connection, holder: str, mine: Any, now: datetime) -> int | None:
     """The open item ``holder`` holds under a live lease, among those ``mine`` selects.
     Found by holder alone (``ix_rating_item_holder``: a holder has a few items, an item
@@ -195,50 +187,6 @@ def _read(conn: Connection, item_id: int) -> RatingItem | None:
         served_at=when[1],
         skips=int(row.skips),
     )
-
-
-@transient_retry
-def plan_ratings(store: Store, run_id: int, items: Sequence[PlannedRating]) -> int:
-    """Insert the waiting rows (one per criterion) and the items of ``items`` that are
-    missing, in one transaction; what exists is left alone. The number of new items."""
-    with store.engine.begin() as conn:
-        new = plan_rows(store, conn, run_id, items, utcnow())
-    _analyze(store, new)
-    return new
-
-
-@transient_retry
-def set_ranks(store: Store, run_id: int, ranks: Mapping[tuple[str, str, str, str], float]) -> None:
-    """Reorder raters' queues: (judge, model, model_b, instance_id) -> rank (lower first);
-    only open items change."""
-    if not ranks:
-        return
-    stmt = (
-        update(RATING_ITEM)
-        .where(
-            RI.run_id == run_id,
-            RI.judge == bindparam("k_judge"),
-            RI.model == bindparam("k_model"),
-            RI.model_b == bindparam("k_model_b"),
-            RI.instance_id == bindparam("k_instance"),
-            RI.state == ITEM_OPEN,
-        )
-        .values(rank=bindparam("k_rank"), updated_at=bindparam("k_now"))
-    )
-    now = utcnow()
-    params = [
-        {
-            "k_judge": j,
-            "k_model": m,
-            "k_model_b": mb,
-            "k_instance": i,
-            "k_rank": float(r),
-            "k_now": now,
-        }
-        for (j, m, mb, i), r in ranks.items()
-    ]
-    with store.engine.begin() as conn:
-        conn.execute(stmt, params)
 
 
 def _free(now: datetime) -> ColumnElement[bool]:
@@ -430,22 +378,3 @@ def progress(store: Store, judge: str, run_id: int | None = None) -> Progress:
     with store.engine.connect() as conn:
         counts = {str(s): int(n) for s, n in conn.execute(stmt)}
     return Progress(counts.get(ITEM_DONE, 0), counts.get(ITEM_FLAGGED, 0), counts.get(ITEM_OPEN, 0))
-
-
-@transient_retry
-def import_ratings(store: Store, run_id: int, ratings: Sequence[ImportedRating]) -> tuple[int, int]:
-    """Store ratings made elsewhere, in one transaction: the rows and items missing are
-    planned (waiting; rank 0, not swapped), then each rating is stored on its row if the
-    row still waits. Returns (stored, already): a row rated, flagged or given twice is
-    counted as there already and never overwritten. ValueError for a judge that is not
-    a rater's."""
-    groups: dict[tuple[str, str, str, str], dict[str, None]] = {}
-    for r in ratings:
-        groups.setdefault((r.judge, r.model, r.model_b, r.instance_id), {})[r.criterion] = None
-    planned = [PlannedRating(*key, tuple(c), 0.0, False) for key, c in groups.items()]
-    now = utcnow()
-    with store.engine.begin() as conn:
-        new = plan_rows(store, conn, run_id, planned, now)
-        stored = store_imported(conn, run_id, ratings, now)
-    _analyze(store, new)
-    return stored, len(ratings) - stored

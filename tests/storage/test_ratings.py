@@ -318,3 +318,49 @@ def test_raters_and_their_sessions(store: Store) -> None:
     assert R.get_session(store, "s3") is None
     with pytest.raises(ValueError):
         R.add_rater(store, "human/x", "e" * 64, None, False)
+
+
+def _claims_in_a_process(url: str, worker: int, n: int) -> list[int]:
+    store = Store(url)
+    try:
+        served = [R.next_item(store, ALICE, f"p{worker}-{k}", 600) for k in range(n)]
+        return [item.id for item in served if item is not None]
+    finally:
+        store.close()
+
+
+def test_processes_racing_never_share_a_live_item(
+    store: Store, run_id: int, database_url: str
+) -> None:
+    """4 processes x 25 claims over 90 items: 90 served, each once, then none."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    R.plan_ratings(store, run_id, planned(ALICE, 90))
+    context = multiprocessing.get_context("fork")  # each child opens a store of its own
+    with ProcessPoolExecutor(4, mp_context=context) as pool:
+        results = list(pool.map(_claims_in_a_process, [database_url] * 4, range(4), [25] * 4))
+    served = [i for ids in results for i in ids]
+    assert len(served) == 90 and len(set(served)) == 90
+
+
+def test_a_version_12_store_gets_the_tables_of_ratings(database_url: str) -> None:
+    from flask_eval.storage.db import _alembic_config
+
+    Store(database_url).close()
+    store = Store(database_url)
+    with store.engine.begin() as conn:
+        for table in ("rating_item", "rater", "rater_session"):
+            conn.exec_driver_sql(f"DROP TABLE {table}")
+        from alembic import command
+
+        command.stamp(_alembic_config(conn), "0012_v12")
+    store.close()
+    store = Store(database_url)  # opening migrates
+    run_id = create(store)
+    assert R.plan_ratings(store, run_id, planned(ALICE, 2)) == 2
+    R.add_rater(store, "alice", "a" * 64, None, False)
+    with store.engine.connect() as conn:
+        version = conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar_one()
+    assert version == "0013_v13"
+    store.close()
