@@ -364,3 +364,16 @@ def test_a_version_12_store_gets_the_tables_of_ratings(database_url: str) -> Non
         version = conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar_one()
     assert version == "0013_v13"
     store.close()
+
+
+def test_a_large_import_settles_its_items_at_once(store: Store, run_id: int) -> None:
+    R.plan_ratings(store, run_id, planned(BOB, 3))
+    item = R.next_item(store, BOB, "h", 60)
+    assert item is not None and R.flag(store, item.id, BOB, "unclear", VALUE)
+    rows = [
+        R.ImportedRating(BOB, "alpha", "", str(i), "Correctness", 1 + i % 5, None, "{}")
+        for i in range(250)
+    ]
+    assert R.import_ratings(store, run_id, rows) == (249, 1)  # the flagged one stays
+    # the items planned with two criteria still wait for their second
+    assert R.progress(store, BOB) == R.Progress(done=247, flagged=1, open=2)
