@@ -26,8 +26,10 @@ from flask_eval.storage.models import (
     ITEM_OPEN,
     JUDGMENT,
     RATING_ITEM,
+    RUN,
     utcnow,
 )
+from flask_eval.storage.predicates import visible
 from flask_eval.storage.retry import transient_retry
 
 if TYPE_CHECKING:
@@ -86,9 +88,12 @@ def plan_rows(
     now: datetime,
 ) -> int:
     """Insert the waiting rows and the items of ``items`` that are missing; the number of
-    items inserted."""
+    items inserted. LookupError if the run does not exist (or is being deleted: its
+    items would outlive it)."""
     for item in items:
         _person(item.judge)
+    if conn.execute(select(RUN.c.id).where(RUN.c.id == run_id, visible())).first() is None:
+        raise LookupError(f"no run {run_id} (or it is being deleted)")
 
     def rows() -> Iterator[dict[str, Any]]:
         for item in items:

@@ -70,6 +70,8 @@ def test_planning_is_idempotent(store: Store, run_id: int) -> None:
     assert R.progress(store, ALICE) == R.Progress(done=0, flagged=0, open=7)
     with pytest.raises(ValueError, match="rater"):
         R.plan_ratings(store, run_id, planned("openai/gpt", 1))
+    with pytest.raises(LookupError):
+        R.plan_ratings(store, run_id + 1, planned(ALICE, 1))
 
 
 def test_next_item_follows_the_rank_and_gives_the_holder_its_item_back(
