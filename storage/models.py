@@ -342,6 +342,8 @@ class RatingItem(SQLModel, table=True):
         ),
         # a rater's next item: the open ones in queue order (the id breaks ties)
         Index("ix_rating_item_next", "judge", "state", "rank", "id"),
+        # ... of one run, and a rater's counts in a run (progress)
+        Index("ix_rating_item_run_next", "judge", "run_id", "state", "rank", "id"),
         Index("ix_rating_item_holder", "holder"),
     )
     id: int | None = Field(default=None, primary_key=True)

@@ -52,6 +52,9 @@ def upgrade() -> None:
         ),
     )
     op.create_index("ix_rating_item_next", "rating_item", ["judge", "state", "rank", "id"])
+    op.create_index(
+        "ix_rating_item_run_next", "rating_item", ["judge", "run_id", "state", "rank", "id"]
+    )
     op.create_index("ix_rating_item_holder", "rating_item", ["holder"])
     op.create_table(
         "rater",
@@ -80,5 +83,6 @@ def downgrade() -> None:
     op.drop_index("ix_rater_token_hash", "rater")
     op.drop_table("rater")
     op.drop_index("ix_rating_item_holder", "rating_item")
+    op.drop_index("ix_rating_item_run_next", "rating_item")
     op.drop_index("ix_rating_item_next", "rating_item")
     op.drop_table("rating_item")
