@@ -7,6 +7,7 @@ could have made: every value of the type and length its column takes; statuses o
 ``core.errors.Status`` and failure reasons of ``core.errors.FailureReason`` (the only
 reasons the workers write: each ``JudgeError`` carries one); a done judgment's score on
 its judge's scale (``rubrics.grading.PROTOCOLS``: the protocol its configuration names),
+a rater's row (``human/RATER``) waiting, done or flagged and citing no answer,
 a verdict of ``core.types.VERDICTS`` for a pairwise comparison, ``None`` (N/A) or nothing
 for a kind of work that scores nothing; no score nor reason on an open row, no score on a
 failed one; counts, tokens, costs and latencies not negative; answers with a lowercase hex
@@ -31,6 +32,7 @@ from typing import Any
 
 from flask_eval.app.bundle_answers import Answers, BadAnswer, Rereading
 from flask_eval.core.errors import FailureReason, Status
+from flask_eval.core.people import check_rater_name, is_person, rater_of
 from flask_eval.core.stored import StoredConfig
 from flask_eval.core.text import control_problem
 from flask_eval.core.types import VERDICTS
@@ -212,8 +214,16 @@ class RowChecks:
         if status not in STATUSES:
             raise BadRow(f"judgment.status is not one of {sorted(STATUSES)}: {_show(status)}")
         judge = row["judge"]
-        if judge not in self.scales:
+        person = is_person(judge)
+        if person:
+            self._person_row(judge, status, reason, row.get("call_uid"))
+        elif judge not in self.scales:
             raise BadRow(f"judgment of judge {_show(judge)}, which the run's config does not name")
+        elif status == Status.WAITING.value or reason == FailureReason.FLAGGED.value:
+            raise BadRow(
+                f"judgment of judge {_show(judge)} is {status}"
+                f"{'' if reason is None else ' (' + reason + ')'}: only a rater's row is"
+            )
         instance, model, model_b = row["instance_id"], row["model"], row.get("model_b") or ""
         self._known_instance("judgment", instance)
         if kinds.of(self.kind).subject == RESPONSE:  # a row about a model's response
@@ -252,6 +262,25 @@ class RowChecks:
         except BadAnswer as exc:
             raise BadRow(str(exc)) from None
 
+    def _person_row(
+        self, judge: str, status: str, reason: str | None, call_uid: str | None
+    ) -> None:
+        """A rater's row (``human/RATER``): waiting, rated or flagged, no provider's
+        answer (its scale is that of a panel the stored configuration does not name)."""
+        try:
+            check_rater_name(rater_of(judge))
+        except ValueError:
+            raise BadRow(f"judgment of {_show(judge)}, which is no rater's ledger name") from None
+        if status in (Status.PENDING.value, Status.RUNNING.value):
+            raise BadRow(f"judgment of rater {_show(judge)} is {status}: a rater's row waits")
+        if status == Status.FAILED.value and reason != FailureReason.FLAGGED.value:
+            raise BadRow(
+                f"judgment of rater {_show(judge)} failed for {_show(reason)}: a rater's row "
+                "fails only flagged"
+            )
+        if call_uid is not None:
+            raise BadRow(f"judgment of rater {_show(judge)} points at a judge's answer")
+
     def _on_scale(self, judge: str, model_b: str, score: int) -> None:
         if not kinds.of(self.kind).scores:
             raise BadRow(f"judgment.score {score} in a {self.kind} run, which scores nothing")
@@ -262,7 +291,7 @@ class RowChecks:
                     f"verdict {list(VERDICTS)}"
                 )
             return
-        scale = self.scales[judge]
+        scale = self.scales.get(judge)  # a rater's: unknown here
         if scale is not None and score not in scale:
             raise BadRow(f"judgment.score {score} is off judge {judge}'s scale {scale.text}")
 

@@ -7,6 +7,10 @@ it gives new ones. A paid answer (``call``) carries ``paid`` instead of its ``ru
 whether the exported run paid for it (its cost is the run's) or another run did (an
 answer the run found in the answer cache), so that the imported run's cost is the same.
 
+People's rating items (``rating_item``) do not travel: an import makes them again from
+the run's people's rows (``storage.rating_plan.restore_items``); raters and their sessions
+belong to a store, not to a run.
+
 Export reads one snapshot (PostgreSQL: ``REPEATABLE READ``; SQLite: one transaction), so
 that every answer a judgment points at is in the bundle even while workers write. Import
 writes everything in one transaction: a bundle loads whole or not at all.
@@ -40,6 +44,7 @@ from flask_eval.storage.models import (
     RUN,
     utcnow,
 )
+from flask_eval.storage.rating_plan import restore_items
 from flask_eval.storage.store import Store
 
 J, C, RN = JUDGMENT.c, CALL.c, RUN.c
@@ -190,6 +195,8 @@ def import_rows(
             done.rows[table] = n
         if not seen:
             raise InputError("the bundle holds no run")
+        # people's items do not travel: made again from their rows
+        restore_items(conn, done.run_id, utcnow())
     store._after_bulk_load()
     return done
 

@@ -6,9 +6,10 @@
    viewer skip it, the workers drop its queued messages (``Store.run_config_text`` says
    it is gone), stop sending its claimed calls (``existing_runs``), and a paid answer
    written for it is kept attached to no run.
-2. *Judgments*, then the run's other rows, ``chunk`` at a time by id range (the primary
-   key), each chunk a transaction of its own: other writers wait at most one chunk
-   (SQLite: the database's one write lock; PostgreSQL: nothing of another run is locked).
+2. *Judgments*, then the run's other rows (people's rating items among them), ``chunk``
+   at a time by id range (the primary key), each chunk a transaction of its own: other
+   writers wait at most one chunk (SQLite: the database's one write lock; PostgreSQL:
+   nothing of another run is locked).
 3. *Paid answers*: those that judgments of other runs point at are kept, attached to no
    run (found from this run's answers once its own judgments are gone, a join); the
    others are deleted, by id range.
@@ -38,6 +39,7 @@ from flask_eval.storage.models import (
     JUDGE_HALT,
     JUDGMENT,
     JUDGMENT_TALLY,
+    RATING_ITEM,
     REPORT_SNAPSHOT,
     RESPONSE,
     RUN,
@@ -108,7 +110,7 @@ def _deleting(table: Table, run_id: int) -> Callable[[Any, Any], Any]:
 
 def remove_rows(store: WorkerLedger, run_id: int, chunk: int, step: Callable[[], None]) -> None:
     """Steps 2 and 3."""
-    for table in (JUDGMENT, BATCH_CALL, BATCH):
+    for table in (JUDGMENT, RATING_ITEM, BATCH_CALL, BATCH):
         _by_range(store, table, run_id, chunk, step, _deleting(table, run_id))
     with store.engine.begin() as conn:  # a few rows
         for table in (JUDGE_HALT, REPORT_SNAPSHOT):
@@ -160,6 +162,7 @@ def finish(store: WorkerLedger, run_id: int) -> None:
         # anything the chunks did not reach (none, usually: each is an indexed no-op)
         for table in (
             JUDGMENT,
+            RATING_ITEM,
             BATCH_CALL,
             BATCH,
             JUDGE_HALT,

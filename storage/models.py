@@ -1,5 +1,6 @@
 """SQLModel tables: runs, their inputs, the judgment ledger and every paid judge call.
 
+Schema version 13 adds people's ratings (``rating_item``, ``rater``, ``rater_session``).
 Schema version 6 (``storage/migrations``; version 5 added the provider batches:
 ``batch``, ``batch_call``, ``lane_lease``; version 6 ``judgment.value``, what a generation or
 an annotation read): the ledger names what is judged generically
@@ -320,6 +321,74 @@ class CallTally(SQLModel, table=True):
     cost: float = 0.0
 
 
+#: the states of a rating item (``rating_item.state``)
+ITEM_OPEN, ITEM_DONE, ITEM_FLAGGED = "open", "done", "flagged"
+#: the longest rater name (``core.people.RATER_PATTERN``), a session's public id, a sha256
+MAX_RATER_NAME, MAX_HOLDER, HASH_HEX = 40, 100, 64
+
+
+class RatingItem(SQLModel, table=True):
+    """One page a rater rates (version 13): the (run, rater, model, model_b, instance)
+    whose ledger rows (one per criterion, judge ``human/RATER``) one submit answers.
+
+    ``id`` is the only thing a URL names; ``rank`` orders the rater's queue (lower
+    first); ``holder`` and ``lease_until`` say who was served it until when (advice: a
+    submit is taken whoever holds it). ``run_id`` is no foreign key, like the ledger's."""
+
+    __tablename__ = "rating_item"
+    __table_args__ = (
+        UniqueConstraint(
+            "run_id", "judge", "model", "model_b", "instance_id", name="uq_rating_item"
+        ),
+        # a rater's next item: the open ones in queue order (the id breaks ties)
+        Index("ix_rating_item_next", "judge", "state", "rank", "id"),
+        # ... of one run, and a rater's counts in a run (progress)
+        Index("ix_rating_item_run_next", "judge", "run_id", "state", "rank", "id"),
+        Index("ix_rating_item_holder", "holder"),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int
+    judge: str = Field(max_length=MAX_JUDGE_NAME)
+    model: str = Field(max_length=MAX_MODEL_NAME)
+    model_b: str = Field(default="", max_length=MAX_MODEL_NAME)
+    instance_id: str = Field(max_length=MAX_INSTANCE_ID)
+    #: show model_b's response first (pairwise)
+    swapped: bool = False
+    rank: float = 0.0
+    state: str = Field(default=ITEM_OPEN, max_length=16)
+    holder: str | None = Field(default=None, max_length=MAX_HOLDER)
+    lease_until: datetime | None = None
+    served_at: datetime | None = None
+    skips: int = 0
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class Rater(SQLModel, table=True):
+    """A person who rates (version 13): the sha256 of their token, the run it is for
+    (None: any), whether they may read the read-only pages, and when it was revoked."""
+
+    __tablename__ = "rater"
+    name: str = Field(primary_key=True, max_length=MAX_RATER_NAME)
+    token_hash: str = Field(index=True, max_length=HASH_HEX)
+    run_id: int | None = None
+    may_view: bool = False
+    created_at: datetime = Field(default_factory=utcnow)
+    revoked_at: datetime | None = None
+
+
+class RaterSession(SQLModel, table=True):
+    """A rater signed in (version 13): the sha256 of the session cookie's value, the
+    form token of the session and when it ends."""
+
+    __tablename__ = "rater_session"
+    id_hash: str = Field(primary_key=True, max_length=HASH_HEX)
+    rater: str = Field(index=True, max_length=MAX_RATER_NAME)
+    csrf: str = Field(max_length=200)
+    created_at: datetime = Field(default_factory=utcnow)
+    expires_at: datetime = Field(default_factory=utcnow)
+
+
 def _table(model: type[SQLModel]) -> Table:
     return cast(Table, model.__table__)  # type: ignore[attr-defined]
 
@@ -340,3 +409,6 @@ LANE_LEASE = _table(LaneLease)
 REPORT_SNAPSHOT = _table(ReportSnapshot)
 JUDGMENT_TALLY = _table(JudgmentTally)
 CALL_TALLY = _table(CallTally)
+RATING_ITEM = _table(RatingItem)
+RATER = _table(Rater)
+RATER_SESSION = _table(RaterSession)

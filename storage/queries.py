@@ -51,6 +51,8 @@ class StatusCounts:
     batch_calls: int = 0
     #: calls whose usage was not trusted, counted and costed at a safe estimate (of ``calls``)
     untrusted: int = 0
+    #: people's rows not rated yet (status ``waiting``): not in ``total`` nor ``pending``
+    waiting: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -67,6 +69,7 @@ class StatusCounts:
             "cache_write_tokens": self.cache_write_tokens,
             "batch_calls": self.batch_calls,
             "untrusted_usage_calls": self.untrusted,
+            "waiting": self.waiting,
             "cost": round(self.cost, 6),
         }
 
@@ -105,6 +108,7 @@ def status(store: Store, run_id: int, run_name: str) -> StatusCounts:
         cache_write_tokens=int(written),
         batch_calls=int(batched),
         untrusted=int(untrusted),
+        waiting=counts.get(Status.WAITING.value, 0),
     )
 
 
@@ -238,7 +242,9 @@ def runs_overview(store: Store) -> list[dict[str, Any]]:
                 "judges": judges,
                 "done": by_status.get(Status.DONE.value, 0),
                 "failed": by_status.get(Status.FAILED.value, 0),
-                "total": sum(by_status.values()),
+                "total": sum(  # people's rows not rated yet are not counted
+                    n for s, n in by_status.items() if s != Status.WAITING.value
+                ),
                 "cost": cost,
                 "judge_configs": StoredConfig.from_text(config).judges,
                 "cached_tokens": cached,

@@ -23,6 +23,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
 from flask_eval.core.errors import RunConflictError, Status
+from flask_eval.core.people import PREFIX
 from flask_eval.core.stored import StoredConfig
 from flask_eval.core.types import Instance, ResponseSet
 from flask_eval.rubrics import kinds
@@ -318,8 +319,14 @@ class Store(WorkerLedger):
 
     @transient_retry
     def reset_failed(self, run_id: int, reasons: Sequence[str] | None = None) -> int:
-        """Send failed rows (optionally only some reasons) back to pending."""
-        stmt = update(JUDGMENT).where(J.run_id == run_id, J.status == Status.FAILED.value)
+        """Send failed rows (optionally only some reasons) back to pending. People's rows
+        (``human/RATER``) are never sent: a flagged rating stays flagged, for no provider
+        answers it."""
+        stmt = update(JUDGMENT).where(
+            J.run_id == run_id,
+            J.status == Status.FAILED.value,
+            ~J.judge.startswith(PREFIX, autoescape=True),
+        )
         if reasons:
             stmt = stmt.where(J.reason.in_(list(reasons)))
         with self.engine.begin() as conn:
