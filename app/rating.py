@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
 
-from sqlalchemy.exc import NoResultFound
-
+from flask_eval.core.stored import StoredConfig
 from flask_eval.core.text import text_problem
 from flask_eval.core.types import VERDICT_FIRST, VERDICT_SECOND, VERDICT_TIE, Instance
 from flask_eval.producer.context import RunContext
@@ -264,14 +263,13 @@ def _text_problem(text: str, limit: int) -> str | None:
 
 
 def _context(store: Store, item: ratings.RatingItem) -> tuple[RunContext, Instance, Protocol]:
-    try:
-        run = store.run_by_id(item.run_id)
-    except NoResultFound:
-        raise ItemGone(f"item {item.id}: its run is gone") from None
+    config = store.run_config_text(item.run_id)
+    if config is None:
+        raise ItemGone(f"item {item.id}: its run is gone")
     instance = store.instances(item.run_id, [item.instance_id]).get(item.instance_id)
     if instance is None:
         raise ItemGone(f"item {item.id}: its instance is gone")
-    context = RunContext.from_config(run.config)
+    context = RunContext.from_config(StoredConfig.from_text(config))
     try:
         protocol = context.protocol_for(item.judge)
     except KeyError:  # a protocol of another version: ours

@@ -3,7 +3,9 @@ browser (docs/rating.md)."""
 
 from __future__ import annotations
 
+import errno
 import ipaddress
+import socket
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -39,6 +41,15 @@ def tls_option(command: F) -> F:
         help="Clients reach the server over HTTPS through a reverse proxy on this machine: "
         "cookies are Secure, and the client address is the proxy's X-Forwarded-For.",
     )(command)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port``; InputError when it is taken or not ours."""
+    try:
+        return socket.create_server((host, port), reuse_port=False)
+    except OSError as exc:
+        why = "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be bound ({exc.strerror})"
+        raise InputError(f"--port {port}: {host}:{port} {why}") from None
 
 
 def open_db(url: str | None) -> Store:
@@ -102,7 +113,6 @@ def rate(db: str | None, host: str, port: int, lease: float, behind_tls: bool) -
     it accepts connections; serves until Ctrl-C."""
     from aiohttp import web
 
-    from flask_eval.cli.view import bind
     from flask_eval.viewer.rate_server import make_app
 
     store = open_db(db)

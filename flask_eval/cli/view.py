@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import errno
-import socket
 from typing import TYPE_CHECKING
 
 import click
 
 from flask_eval.cli.common import SHORT_HELP, epilog, handle_errors, open_store
-from flask_eval.cli.rate import lease_option, options, tls_option, warn_if_exposed
+from flask_eval.cli.rate import bind, lease_option, options, tls_option, warn_if_exposed
 from flask_eval.core.errors import InputError
 
 if TYPE_CHECKING:
@@ -18,15 +16,6 @@ if TYPE_CHECKING:
 
 #: runs whose run page is computed ahead at start (newest first)
 WARM_RUNS = 5
-
-
-def bind(host: str, port: int) -> socket.socket:
-    """A listening socket on ``host:port``; InputError when it is taken or not ours."""
-    try:
-        return socket.create_server((host, port), reuse_port=False)
-    except OSError as exc:
-        why = "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be bound ({exc.strerror})"
-        raise InputError(f"--port {port}: {host}:{port} {why}") from None
 
 
 def warm(refresher: Refresher, store: Store, names: list[str]) -> None:

@@ -136,9 +136,20 @@ class FakeRatings:
         with self._lock:
             item_id = len(self.items) + 1
             self.items[item_id] = MODULE.RatingItem(
-                item_id, run_id, judge, model, model_b, instance_id, criteria, swapped,
-                "open", None, None, None, 0,
-            )  # fmt: skip
+                item_id,
+                run_id,
+                judge,
+                model,
+                model_b,
+                instance_id,
+                criteria,
+                swapped,
+                "open",
+                None,
+                None,
+                None,
+                0,
+            )
             self.ranks[item_id] = float(item_id)
             return item_id
 

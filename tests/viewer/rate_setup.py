@@ -64,9 +64,14 @@ class Runs:
         run = self.pairwise if pairwise else self.absolute
         criteria = self.store.instances(run.id, [instance])[instance].skills
         return self.fake.add_item(
-            run.id, rater_judge(rater), MODEL_A, instance, tuple(criteria),
-            model_b=MODEL_B if pairwise else "", swapped=swapped,
-        )  # fmt: skip
+            run.id,
+            rater_judge(rater),
+            MODEL_A,
+            instance,
+            tuple(criteria),
+            model_b=MODEL_B if pairwise else "",
+            swapped=swapped,
+        )
 
 
 def make_runs(tmp: Path, fake: FakeRatings) -> Runs:
@@ -113,16 +118,22 @@ class Client:
     """The app served in-process, driven synchronously (cookies kept, redirects followed
     or not, every URL and header seen recorded)."""
 
-    def __init__(self, app: web.Application) -> None:
+    def __init__(self, app: web.Application, **runner: Any) -> None:
         self.loop = asyncio.new_event_loop()
-        self.client = TestClient(TestServer(app), loop=self.loop)
+        server = TestServer(app)
+        self.loop.run_until_complete(server.start_server(self.loop, **runner))  # access_log...
+        self.client = TestClient(server, loop=self.loop)
         self.loop.run_until_complete(self.client.start_server())
         self.seen: list[Answer] = []
 
     def request(
-        self, method: str, path: str, data: dict[str, str] | None = None, follow: bool = True,
+        self,
+        method: str,
+        path: str,
+        data: dict[str, str] | None = None,
+        follow: bool = True,
         headers: dict[str, str] | None = None,
-    ) -> Answer:  # fmt: skip
+    ) -> Answer:
         async def go() -> Answer:
             resp = await self.client.request(
                 method, path, data=data, allow_redirects=follow, headers=headers

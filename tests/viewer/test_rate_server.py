@@ -5,6 +5,7 @@ revoked tokens, attempt limits, blind pages, escaping, exactly-once submits."""
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Iterator
 
@@ -150,6 +151,39 @@ def test_failed_signins_are_limited_per_client_address(runs: Runs, client: Clien
         assert client.signin("wrong-token").status == 403
     assert client.signin(token).status == 429  # the right token too, for a while
     assert not runs.fake.sessions
+
+
+def test_behind_a_proxy_the_limit_is_per_forwarded_address(runs: Runs) -> None:
+    for c in client_of(runs, behind_tls=True, signin_limit=3):
+
+        def attempt(address: str, c: Client = c) -> int:
+            forwarded = {"X-Forwarded-For": f"10.9.9.9, {address}"}
+            return c.request("POST", "/rate/signin", {"token": "x"}, headers=forwarded).status
+
+        assert [attempt("203.0.113.5") for _ in range(4)] == [403, 403, 403, 429]
+        assert attempt("203.0.113.6") == 403  # another client behind the same proxy
+
+
+def test_the_access_log_holds_no_token_and_no_cookie(
+    runs: Runs, caplog: pytest.LogCaptureFixture
+) -> None:
+    token = runs.rater("alice")
+    item = runs.item("alice")
+    logger = logging.getLogger("tests.rate.access")
+    with caplog.at_level(logging.INFO, logger=logger.name):
+        c = Client(rate_server.make_app(runs.store, RateOptions()), access_log=logger)
+        try:
+            c.get(f"/rate/signin#token={token}")
+            c.signin(token)
+            page = c.get("/rate/next").text
+            c.post(f"/rate/item/{item}/submit", answers(page))
+            secrets = [token, *c.cookies().values()]
+        finally:
+            c.close()
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert f"/rate/item/{item}" in logged  # the log is on
+    for secret in secrets:
+        assert secret not in logged
 
 
 def test_posts_are_limited_per_session(runs: Runs) -> None:
