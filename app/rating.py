@@ -20,7 +20,7 @@ from flask_eval.core.stored import StoredConfig
 from flask_eval.core.text import text_problem
 from flask_eval.core.types import VERDICT_FIRST, VERDICT_SECOND, VERDICT_TIE, Instance
 from flask_eval.producer.context import RunContext
-from flask_eval.rubrics.grading import Protocol, Subject
+from flask_eval.rubrics.grading import RUBRIC_LEVELS, Criterion, Protocol, Subject
 from flask_eval.storage import ratings
 from flask_eval.storage.response_texts import response_texts
 from flask_eval.storage.store import Store
@@ -37,6 +37,7 @@ __all__ = [
     "RatingPage",
     "build_page",
     "flag_form",
+    "scale_of",
     "seconds_since",
     "submit_form",
 ]
@@ -296,12 +297,26 @@ def _criteria(
                 name=c.name,
                 description=c.criterion,
                 levels=tuple(Level(k, v) for k, v in c.rubric.items()),
-                scale=() if pairwise else protocol.scale.levels,
+                scale=() if pairwise else scale_of(protocol, c),
                 allow_na=c.allow_na and not pairwise,
                 index=index,
             )
         )
     return tuple(views)
+
+
+def scale_of(protocol: Protocol, criterion: Criterion) -> tuple[int, ...]:
+    """The scores a rater picks from for ``criterion``: its rubric's levels where the
+    protocol shows them as the scale's (they are the scale in any run the protocol
+    accepted, and a criteria file's own ``scale``), else the protocol's scale."""
+    levels = sorted(criterion.rubric)
+    if (
+        protocol.rubric_rule == RUBRIC_LEVELS
+        and len(levels) >= 2
+        and levels == list(range(levels[0], levels[-1] + 1))
+    ):
+        return tuple(levels)
+    return protocol.scale.levels
 
 
 def _shows(protocol: Protocol, reference: bool, pairwise: bool) -> tuple[bool, bool]:

@@ -12,6 +12,7 @@ every untrusted text is escaped; see :mod:`viewer.rate_security` for the defence
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
@@ -38,6 +39,8 @@ from flask_eval.viewer.rate_context import (
 from flask_eval.viewer.rate_security import RateOptions
 
 __all__ = ["RateOptions", "make_app", "mount"]
+
+log = logging.getLogger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -192,7 +195,7 @@ async def submit(request: web.Request) -> web.StreamResponse:
         stored = await db(rating.submit_form, ws.store, item, form, None, ws.seen(who, item.id))
     except rating.FormError as exc:
         return await _render_item(ws, who, item, 400, form, exc.problems)
-    except rating.ItemGone:
+    except LookupError:  # the item or its run deleted meanwhile (ItemGone too)
         return ws.message(410, "Gone", "This item's run is no longer in the store.", who)
     if not stored:
         return _already(ws, who, item)
@@ -210,6 +213,8 @@ async def flag(request: web.Request) -> web.StreamResponse:
     except rating.FormError as exc:
         problems = {"reason": exc.problems.get("reason") or "; ".join(exc.problems.values())}
         return await _render_item(ws, who, item, 400, form, problems)
+    except LookupError:  # the item or its run deleted meanwhile
+        return ws.message(410, "Gone", "This item's run is no longer in the store.", who)
     if not stored:
         return _already(ws, who, item)
     raise web.HTTPSeeOther(f"{PREFIX}/next")
@@ -261,6 +266,15 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
             sec.secure_headers(page)
             return page
         raise
+    except Exception as exc:
+        if not inside:
+            raise
+        # the path names no secret; the exception's text may quote a statement's
+        # parameters (a CSRF token): its type only
+        log.error("rating workspace: %s %s failed: %s", request.method, request.path, type(exc))
+        page = ws.message(500, "Error", "Something went wrong; nothing was saved. Try again.")
+        sec.secure_headers(page)
+        return page
     sec.secure_headers(response, csp=inside)
     return response
 
@@ -283,12 +297,13 @@ def mount(app: web.Application, store: Store, options: RateOptions) -> None:
     app.router.add_get(f"{PREFIX}/signin", signin_page)
     app.router.add_post(f"{PREFIX}/signin", signin)
     app.router.add_post(f"{PREFIX}/signout", signout)
-    app.router.add_get(f"{PREFIX}/next", next_item)
+    app.router.add_get(f"{PREFIX}/next", next_item, allow_head=False)  # it claims an item
     app.router.add_get(f"{PREFIX}/item/{{id}}", item_page)
     app.router.add_post(f"{PREFIX}/item/{{id}}/submit", submit)
     app.router.add_post(f"{PREFIX}/item/{{id}}/skip", skip)
     app.router.add_post(f"{PREFIX}/item/{{id}}/flag", flag)
     app.router.add_get(f"{PREFIX}/static/{{name}}", static)
+    app.router.add_route("*", f"{PREFIX}/{{tail:.*}}", _nothing)  # the workspace's own 404
 
 
 async def _root(request: web.Request) -> web.Response:

@@ -107,3 +107,16 @@ def test_tokens_are_random_hashed_and_compared_in_constant_time() -> None:
     assert rater_tokens.same(hashed, rater_tokens.hash_token(token))
     assert not rater_tokens.same(hashed, rater_tokens.hash_token(token + "x"))
     assert not rater_tokens.same("a", "\udc80")  # a lone surrogate compares, never raises
+
+
+def test_the_scale_is_the_rubrics_levels_where_the_protocol_shows_them() -> None:
+    from flask_eval.rubrics.grading import protocol
+    from flask_eval.rubrics.skills import Skill
+
+    ten = Skill("Depth", "Depth", "how deep", {k: f"level {k}" for k in range(1, 11)})
+    five = Skill("Depth", "Depth", "how deep", {k: f"level {k}" for k in range(1, 6)})
+    bare = Skill("Depth", "Depth", "how deep", {})
+    ours = protocol("flask-eval")
+    assert rating.scale_of(ours, ten) == tuple(range(1, 11))
+    assert rating.scale_of(ours, five) == (1, 2, 3, 4, 5)
+    assert rating.scale_of(ours, bare) == ours.scale.levels

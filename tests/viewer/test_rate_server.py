@@ -13,7 +13,7 @@ import pytest
 
 # isort: off
 from tests.viewer.rate_fake import FakeRatings  # first: storage.ratings importable
-from tests.viewer import rate_setup
+from tests.viewer import rate_fake, rate_setup
 from tests.viewer.rate_setup import Client, Runs, serve
 
 # isort: on
@@ -351,3 +351,34 @@ def test_the_viewer_with_the_workspace_refuses_its_pages_unless_allowed(runs: Ru
             "Path=/"
         )
         assert c.get(viewer_page).status == 200
+
+
+def test_an_unknown_workspace_path_is_the_workspaces_own_404(runs: Runs, client: Client) -> None:
+    answer = client.get("/rate/nosuch")
+    assert answer.status == 404 and "/rate/static/rate.css" in answer.text
+    assert answer.headers["X-Frame-Options"] == "DENY"
+    assert client.get("/elsewhere").status == 403
+    assert client.request("HEAD", "/rate/next").status == 404  # a HEAD claims nothing
+
+
+def test_a_failure_is_a_page_and_logs_no_secret(
+    runs: Runs, client: Client, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    token = runs.rater("alice")
+    client.signin(token)
+    item = runs.item("alice")
+    page = client.get(f"/rate/item/{item}").text
+    csrf = answers(page)["csrf"]
+
+    def broken(*args: object) -> bool:
+        raise RuntimeError(f"database said no to {args}")
+
+    monkeypatch.setattr(rate_fake.MODULE, "submit", broken)
+    with caplog.at_level(logging.ERROR):
+        answer = client.post(f"/rate/item/{item}/submit", answers(page))
+    assert answer.status == 500 and "nothing was saved" in answer.text
+    assert answer.headers["X-Frame-Options"] == "DENY"
+    logged = "\n".join(r.getMessage() + str(r.exc_info) for r in caplog.records)
+    assert "RuntimeError" in logged
+    for secret in (token, csrf, *client.cookies().values()):
+        assert secret not in logged
