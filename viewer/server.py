@@ -12,7 +12,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 import jinja2
@@ -26,6 +26,9 @@ from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
 from flask_eval.viewer import body as body_mod
 from flask_eval.viewer.body import judgments_url, leaderboard, run_url
+
+if TYPE_CHECKING:
+    from flask_eval.viewer.rate_security import RateOptions
 
 HERE = Path(__file__).resolve().parent
 log = logging.getLogger(__name__)
@@ -289,8 +292,12 @@ async def fallback(request: web.Request) -> web.Response:
     raise web.HTTPMethodNotAllowed(request.method, ["GET", "HEAD"])
 
 
-def make_app(store: Store, refresher: Refresher | None = None) -> web.Application:
-    """The viewer over ``store`` (read-only: GET and HEAD only)."""
+def make_app(
+    store: Store, refresher: Refresher | None = None, rate: RateOptions | None = None
+) -> web.Application:
+    """The viewer over ``store`` (read-only: GET and HEAD only); with ``rate``, the rating
+    workspace at ``/rate`` too, and the viewer's pages only as ``rate`` allows
+    (``viewer.rate_server``)."""
     app = web.Application(middlewares=[errors])
     app[STORE] = store
     app[REFRESHER] = refresher or Refresher(store)
@@ -306,5 +313,9 @@ def make_app(store: Store, refresher: Refresher | None = None) -> web.Applicatio
     app.router.add_get("/runs/{run}/judgments/{id}", judgment_page)
     app.router.add_get("/runs/{run}/compare", compare_page)
     app.router.add_static("/static/", HERE / "static")
+    if rate is not None:
+        from flask_eval.viewer import rate_server
+
+        rate_server.mount(app, store, rate)
     app.router.add_route("*", "/{tail:.*}", fallback)
     return app

@@ -222,3 +222,13 @@ def demo() -> None:
     from flask_eval.cli.demo import run_demo
 
     run_demo()
+
+
+def _register_rate() -> None:
+    """`rate` is registered at once (its module imports only click at import time)."""
+    from flask_eval.cli import rate
+
+    rate.register(main)
+
+
+_register_rate()

@@ -1,0 +1,161 @@
+"""The rating workspace in a real browser (Playwright + Debian's Chromium): sign-in by a
+link's fragment and by the plain form without JavaScript, a hostile response that stays
+text and runs nothing, the keyboard shortcuts, and no CSP violation on any page.
+
+Without the ``playwright`` package or ``/usr/bin/chromium`` the tests skip."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+# isort: off
+from tests.viewer.rate_fake import FakeRatings  # first: storage.ratings importable
+from tests.viewer import rate_setup
+from tests.viewer.rate_setup import Runs
+
+# isort: on
+from flask_eval.core.types import VERDICT_SECOND
+from flask_eval.viewer import rate_server
+from flask_eval.viewer.rate_security import RateOptions
+from tests.viewer.test_browser import ARTIFACTS, CHROMIUM
+
+#: a Chromium process per module: the integration tier (the collection cannot see it)
+pytestmark = pytest.mark.integration
+
+
+class Served:
+    """The workspace served on 127.0.0.1 from a thread of its own."""
+
+    def __init__(self, app: web.Application) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.loop = asyncio.new_event_loop()
+        self.runner = web.AppRunner(app, access_log=None)
+        self.ready = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+        assert self.ready.wait(10), "the workspace did not start"
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_until_complete(self.runner.setup())
+        self.loop.run_until_complete(web.SockSite(self.runner, self.sock).start())
+        self.ready.set()
+        self.loop.run_forever()
+
+    def close(self) -> None:
+        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+@dataclass
+class Browser:
+    chromium: Any
+    base: str
+    runs: Runs
+    problems: list[str]
+
+    def page(self, javascript: bool = True) -> Any:
+        context = self.chromium.new_context(
+            java_script_enabled=javascript, viewport={"width": 1300, "height": 900}
+        )
+        page = context.new_page()
+        page.set_default_timeout(15_000)
+        page.on(
+            "console",
+            lambda m: (
+                self.problems.append(f"console {m.type}: {m.text}")
+                if m.type in ("error", "warning")
+                else None
+            ),
+        )
+        page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
+        return page
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    if not CHROMIUM.exists():
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
+    fake = FakeRatings()
+    runs = rate_setup.make_runs(tmp_path_factory.mktemp("rate-browser"), fake)
+    with pytest.MonkeyPatch.context() as patch:
+        fake.install(patch)
+        served = Served(rate_server.make_app(runs.store, RateOptions()))
+        try:
+            with sync_api.sync_playwright() as p:
+                chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+                try:
+                    yield Browser(chromium, served.url, runs, [])
+                finally:
+                    chromium.close()
+        finally:
+            served.close()
+            runs.store.close()
+
+
+def test_a_hostile_response_stays_text_and_the_keyboard_rates(browser: Browser) -> None:
+    runs = browser.runs
+    token = runs.rater("alice")
+    hostile = runs.item("alice", "1")
+    pair = runs.item("alice", "1", pairwise=True, swapped=True)
+    page = browser.page()
+    page.goto(f"{browser.base}/rate/signin#token={token}")
+    page.wait_for_selector("#progress")
+    assert "token" not in page.url and page.url.endswith("/rate")
+    page.click("#start")
+    page.wait_for_selector("#rating")
+    assert page.url.endswith(f"/rate/item/{hostile}")
+    shown = page.locator("#response-1 pre").inner_text()
+    assert "<script>window.pwned=1</script>" in shown and "onerror=" in shown
+    assert page.evaluate("window.pwned") is None
+    assert page.evaluate("document.images.length") == 0
+    assert page.locator("#legend").is_visible()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "rate-item.png"), full_page=True)
+    criteria = runs.fake.items[hostile].criteria
+    for key in ("3", "j", "4", "j", "5", "k", "2"):  # the second criterion: 4, then 2
+        page.keyboard.press(key)
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"**/rate/item/{pair}")
+    assert runs.fake.stored[hostile].scores == dict(zip(criteria, (3, 2, 5), strict=True))
+    assert page.locator("#response-2 pre").inner_text() == rate_setup.HOSTILE  # swapped
+    assert page.evaluate("window.pwned") is None
+    assert page.locator("fieldset.criterion").count() == 1  # the pairwise run's "overall"
+    page.keyboard.press("t")
+    assert page.locator("input[value=tie]").is_checked()
+    page.keyboard.press("1")  # the response shown first: the ledger's second (swapped)
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#nothing-left")
+    assert list(runs.fake.stored[pair].scores.values()) == [VERDICT_SECOND]
+    assert not browser.problems
+
+
+def test_the_plain_form_signs_in_without_javascript(browser: Browser) -> None:
+    runs = browser.runs
+    token = runs.rater("bob")
+    item = runs.item("bob", "1")
+    page = browser.page(javascript=False)
+    page.goto(f"{browser.base}/rate/signin")
+    page.fill("#token", token)
+    page.click("#signin button")
+    page.wait_for_selector("#progress")
+    page.click("#start")
+    page.wait_for_selector("#rating")
+    assert page.url.endswith(f"/rate/item/{item}")
+    assert "<script>window.pwned=1</script>" in page.locator("#response-1 pre").inner_text()
+    page.fill("#reason", "I cannot read this")
+    page.click("#flag button")
+    page.wait_for_selector("#nothing-left")
+    assert runs.fake.stored[item].reason == "I cannot read this"
+    assert not browser.problems
