@@ -21,6 +21,7 @@ from flask_eval.cli.common import (
     EnvHelp,
     handle_errors,
 )
+from flask_eval.cli.raters import raters
 from flask_eval.core.errors import InputError
 from flask_eval.core.pipes import outlive_readers
 from flask_eval.core.redact import install_log_redaction
@@ -222,3 +223,6 @@ def demo() -> None:
     from flask_eval.cli.demo import run_demo
 
     run_demo()
+
+
+main.add_command(raters)  # imports click only: its commands import the store when run
