@@ -131,6 +131,9 @@ def main(log_format: str) -> None:
     install_log_redaction()
 
 
+main.add_command(raters)  # imports click only: its commands import the store when run
+
+
 @main.command(cls=EnvHelp, env=ENV_WORKER)
 @click.option(
     "--processes",
@@ -223,6 +226,3 @@ def demo() -> None:
     from flask_eval.cli.demo import run_demo
 
     run_demo()
-
-
-main.add_command(raters)  # imports click only: its commands import the store when run

@@ -319,3 +319,15 @@ def test_export_into_a_closed_pipe_exits_quietly(db: Path, tmp_path: Path) -> No
     err = proc.stderr.read()
     assert proc.wait(timeout=120) == 0
     assert err == b""
+
+
+def test_db_names_the_store_instead_of_the_settings(db: Path, tmp_path: Path) -> None:
+    elsewhere = cli_env(f"sqlite:///{tmp_path / 'not-this-one.db'}")
+    url = f"sqlite:///{db}"
+    flask_eval("raters", "add", "alice", "--run", "r1", "--db", url, env=elsewhere)
+    assert "alice" in flask_eval("raters", "list", "--db", url, env=elsewhere).stdout
+    assert not (tmp_path / "not-this-one.db").exists()
+    missing = f"sqlite:///{tmp_path / 'missing.db'}"
+    proc = flask_eval("raters", "list", "--db", missing, env=elsewhere, check=False)
+    assert proc.returncode == 2 and proc.stderr.startswith("error: --db: no flask-eval store")
+    assert not (tmp_path / "missing.db").exists()

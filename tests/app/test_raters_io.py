@@ -299,5 +299,5 @@ def test_the_scale_is_the_judges_protocols(store: Store) -> None:
 def test_an_unknown_instance_is_named_as_such(store: Store, tmp_path: Path) -> None:
     run = make_run(store)
     path = write(tmp_path, "r.csv", HEADER + "alpha,99,Factuality,4,alice,\n")
-    with pytest.raises(InputError, match="r.csv:2: unknown instance '99' in run 'r1'"):
+    with pytest.raises(InputError, match=r"r\.csv:2: unknown instance '99' in run 'r1'"):
         read_scores(store, run, read_ratings(path), path)
