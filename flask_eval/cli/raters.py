@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -117,13 +118,21 @@ def list_command(db: str | None) -> None:
     if not lines:
         click.echo("no raters yet; add one with `flask-eval raters add NAME`", err=True)
         return
-    click.echo(f"{'name':<40} {'run':<28} {'view':<4} {'created':<16} {'revoked':<16}")
+    click.echo(f"{'name':<40} {'run':<28} {'view':<4} {'created (UTC)':<16} revoked (UTC)")
     for r in lines:
-        created = r.created_at.strftime("%Y-%m-%d %H:%M") if r.created_at else "-"
-        revoked = r.revoked_at.strftime("%Y-%m-%d %H:%M") if r.revoked_at else "-"
         run = (r.run or "(every run)")[:28]
         view = "yes" if r.may_view else "no"
-        click.echo(f"{r.name:<40} {run:<28} {view:<4} {created:<16} {revoked:<16}")
+        line = f"{r.name:<40} {run:<28} {view:<4} {_utc(r.created_at):<16} {_utc(r.revoked_at)}"
+        click.echo(line)
+
+
+def _utc(moment: datetime | None) -> str:
+    """A moment in UTC, to the minute ("-": none); SQLite's come without their zone."""
+    if moment is None:
+        return "-"
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%d %H:%M")
 
 
 @raters.command("import", short_help="Store a run's ratings from a CSV or JSON Lines file.")

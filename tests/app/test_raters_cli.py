@@ -131,7 +131,7 @@ def test_revoke(db: Path) -> None:
     flask_eval("raters", "add", "bob", "--may-view", env=env)
     assert flask_eval("raters", "revoke", "alice", env=env).stdout == "rater alice revoked\n"
     lines = flask_eval("raters", "list", env=env).stdout.splitlines()
-    assert lines[0].split() == ["name", "run", "view", "created", "revoked"]
+    assert lines[0].split() == ["name", "run", "view", "created", "(UTC)", "revoked", "(UTC)"]
     alice, bob = (line.split() for line in lines[1:])
     assert alice[:4] == ["alice", "(every", "run)", "no"] and len(alice) == 8  # revoked
     assert bob[:4] == ["bob", "(every", "run)", "yes"] and bob[-1] == "-"
