@@ -21,6 +21,7 @@ from flask_eval.cli.common import (
     EnvHelp,
     handle_errors,
 )
+from flask_eval.cli.raters import raters
 from flask_eval.core.errors import InputError
 from flask_eval.core.pipes import outlive_readers
 from flask_eval.core.redact import install_log_redaction
@@ -128,6 +129,9 @@ def main(log_format: str) -> None:
 
     configure(log_format, logging.WARNING)
     install_log_redaction()
+
+
+main.add_command(raters)  # imports click only: its commands import the store when run
 
 
 @main.command(cls=EnvHelp, env=ENV_WORKER)
