@@ -14,6 +14,7 @@ from tqdm import tqdm
 
 from flask_eval.app.batches import duplicate_notes
 from flask_eval.app.progress import cost_unknown, run_progress
+from flask_eval.app.report_people import people_section, people_verdicts
 from flask_eval.app.score_tables import (
     _run_tables,
     breakdown_for,
@@ -56,9 +57,9 @@ from flask_eval.report.pairwise_labels import Label, label_accuracy
 from flask_eval.report.pairwise_report import PairwiseReport, PairwiseRunData
 from flask_eval.report.pairwise_report import build as build_pairwise
 from flask_eval.report.patterns import patterns_of_counts
-from flask_eval.report.people import PeopleSettings, people_report
-from flask_eval.report.people_data import PeopleReport, ScoreRow
-from flask_eval.report.people_table import split_people
+from flask_eval.report.people import PeopleSettings
+from flask_eval.report.people_data import ScoreRow
+from flask_eval.report.people_table import split_people, with_columns
 from flask_eval.report.scores import ScoreTable
 from flask_eval.rubrics import codec, kinds
 from flask_eval.rubrics.grading import protocols_scale
@@ -184,7 +185,7 @@ def build_report(
     try:
         base, consistency, read = _run_tables(store, run, calls=True)
         # people's columns: their own section, beside the judges' tables
-        base, rated_rows = split_people(base)
+        base, people_rated = split_people(base)
         consistency = [c for c in consistency if not is_person(c.judge)]
         bar.update(1)
         lap("query")
@@ -205,6 +206,7 @@ def build_report(
                 table = add_ensembles(base, ensembles, ensemble_judges)
             except ValueError as exc:
                 raise InputError(f"--ensemble: {exc}") from None
+            people_rated = with_columns(people_rated, table, base.judges)  # ensembles too
             aggregation = Aggregation(table, breakdown_for(table, skillset))
             bar.total = 1 + aggregation.steps + 2
             rows = aggregation.rows()
@@ -261,7 +263,7 @@ def build_report(
         model_order=ranking,
         judge_order=table.judges,
     )
-    people = people_section(rated_rows, verdict_rows, settings, run)
+    people = people_section(people_rated.rows, verdict_rows, settings, run)
     lap("people")
     return Report(
         run=run.name,
@@ -316,24 +318,6 @@ def _timed(timings: dict[str, float] | None, name: str, fn: Callable[..., _T], *
     return out
 
 
-def people_section(
-    rated: Sequence[ScoreRow],
-    verdicts: Sequence[ScoreRow],
-    settings: PeopleSettings,
-    run: RunInfo,
-) -> PeopleReport | None:
-    """The People section of a run (``report.people``): of its scores, else of its
-    pairwise verdicts (a judge's samples merged into the judge); None without people."""
-    if not verdicts:
-        return people_report(rated, settings)
-    seen = {m for r in verdicts for m in (r.model, r.model_b)}
-    models = [m for m in config_models(run.config) if m in seen]
-    pairwise = replace(
-        settings, model_order=models, judge_of=lambda name: judge_of(name, run.config)
-    )
-    return people_report(verdicts, pairwise, pairwise=True)
-
-
 def judge_protocols(config: StoredConfig) -> dict[str, str | None]:
     """Judge name -> the protocol its config names (None: the default one)."""
     return {j.name: j.protocol for j in config.every_judge()}
@@ -365,7 +349,7 @@ def _pairwise_parts(
     of the items people gave a verdict on (none: no people)."""
     settings = run.config.pairwise or StoredPairwise()
     data = analytics.pairwise_rows(store, run.id)
-    verdicts = _people_verdicts(data.done)
+    verdicts = people_verdicts(data.done)
     records = [Comparison(*row) for row in data.done if not is_person(row[4])]
     instances = instances_of(records)
     weights = instance_weights(len(instances), replicates, seed)
@@ -399,16 +383,6 @@ def _pairwise_parts(
     if open_rows:
         result.notes.append(f"{open_rows} pairwise judgments are not finished and are left out")
     return result, verdicts
-
-
-def _people_verdicts(done: Sequence[tuple[str, str, str, str, str, int]]) -> list[ScoreRow]:
-    """The verdicts of every judge and person on the items a person gave a verdict on."""
-    rated = {(m, mb, iid, c) for iid, m, mb, c, judge, _ in done if is_person(judge)}
-    return [
-        ScoreRow(judge, m, mb, iid, c, float(v))
-        for iid, m, mb, c, judge, v in done
-        if (m, mb, iid, c) in rated
-    ]
 
 
 def agreement_for_run(

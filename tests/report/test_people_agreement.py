@@ -4,6 +4,8 @@ against the one-table ones, pairwise majority agreement, and the interval's cove
 
 from __future__ import annotations
 
+import warnings
+
 import krippendorff
 import numpy as np
 import pytest
@@ -32,7 +34,9 @@ TOL = 1e-9
 
 def kalpha(data: np.ndarray, metric: str) -> float:
     """The `krippendorff` package's alpha of a (raters, units) matrix, NaN for missing."""
-    return float(krippendorff.alpha(reliability_data=data, level_of_measurement=metric))  # type: ignore[arg-type]
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")  # its 0 / 0 where alpha is undefined
+        return float(krippendorff.alpha(reliability_data=data, level_of_measurement=metric))  # type: ignore[arg-type]
 
 
 NO_BOOTSTRAP = PeopleSettings(replicates=0)
@@ -300,3 +304,48 @@ def test_bootstrap_interval_covers_the_population_correlation() -> None:
 def test_simulated_rows_are_people_and_a_judge() -> None:
     rows = correlated_rows(np.random.default_rng(0), instances=10)
     assert {r.judge for r in rows} >= {"judge", "human/a", "human/b"}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(1, 5),
+            st.lists(st.one_of(st.none(), st.integers(1, 5)), min_size=1, max_size=3),
+        ),
+        min_size=1,
+        max_size=20,
+    )
+)
+def test_versus_property(items: list[tuple[int, list[int | None]]]) -> None:
+    """Any ratings (N/A included): each coefficient is scipy's on the items both scored,
+    None where scipy's is undefined (NaN)."""
+    rows = []
+    for u, (judged, rated) in enumerate(items):
+        key = ("m", "", f"i{u}", "c")
+        rows.append(ScoreRow("j", *key, float(judged)))
+        rows += [
+            ScoreRow(f"human/r{r}", *key, None if v is None else float(v))
+            for r, v in enumerate(rated)
+        ]
+    got = people_report(rows, NO_BOOTSTRAP)
+    both = [(j, np.mean([v for v in r if v is not None])) for j, r in items if any(r)]
+    if not both:
+        assert got is None
+        return
+    assert got is not None
+    (row,) = [v for v in got.versus if v.key == "all"]
+    a, b = np.array(both, dtype=float).T
+    assert row.n == len(a)
+    for mine, fn in (
+        (row.pearson, stats.pearsonr),
+        (row.spearman, stats.spearmanr),
+        (row.kendall_tau_b, stats.kendalltau),
+    ):
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")  # scipy's: a constant input
+            want = float(fn(a, b).statistic) if len(a) >= 2 else float("nan")
+        if np.isnan(want):
+            assert mine is None
+        else:
+            assert mine is not None and abs(mine - want) < TOL

@@ -13,9 +13,10 @@ from pathlib import Path
 
 from aiohttp.test_utils import TestClient, TestServer
 
-from flask_eval.app.report import build_report
+from flask_eval.app.report import NO_EXTRAS, Extras, build_report
 from flask_eval.core.types import VERDICT_FIRST, VERDICT_SECOND, VERDICT_TIE
 from flask_eval.report.document import Report
+from flask_eval.report.ensemble import EnsembleSpec
 from flask_eval.report.html import render as html_render
 from flask_eval.report.people_data import Item
 from flask_eval.report.render import to_json, to_table
@@ -86,6 +87,7 @@ def _run(
     outcome: Callable[[Row], Outcome],
     rate: Callable[..., int | None] | None = None,
     seconds: float = 12.5,
+    extras: Extras = NO_EXTRAS,
     **plan: object,
 ) -> Report:
     store = Store(f"sqlite:///{tmp_path / f'{name}.db'}")
@@ -93,12 +95,14 @@ def _run(
     rows = finish(store, run, outcome)
     if rate is not None:
         _add_ratings(store, run.id, rows, rate, seconds)
-    report = build_report(store, run, replicates=200, seed=0, progress=False)
+    report = build_report(store, run, replicates=200, seed=0, progress=False, extras=extras)
     store.close()
     return report
 
 
-def _absolute(tmp_path: Path, name: str, rate: bool = True, seconds: float = 12.5) -> Report:
+def _absolute(
+    tmp_path: Path, name: str, rate: bool = True, seconds: float = 12.5, extras: Extras = NO_EXTRAS
+) -> Report:
     models = ["gpt4", "alpaca_13b", "response-1"]
     return _run(
         tmp_path,
@@ -106,6 +110,7 @@ def _absolute(tmp_path: Path, name: str, rate: bool = True, seconds: float = 12.
         _score,
         _absolute_score if rate else None,
         seconds,
+        extras,
         instances=str(EXAMPLES / "instances.jsonl"),
         responses=_responses(tmp_path, models),
         judges=judges("strict", "lenient"),
@@ -237,3 +242,18 @@ def test_run_page_shows_people_and_links_their_items(tmp_path: Path) -> None:
         loop.run_until_complete(client.close())
         loop.close()
         store.close()
+
+
+def test_ensembles_are_compared_with_people(tmp_path: Path) -> None:
+    """A virtual judge of the report (an ensemble of the judges) stands against the people
+    too; the people are no member of it."""
+    report = _absolute(tmp_path, "ensemble", extras=Extras(ensembles=[EnsembleSpec("mean")]))
+    assert report.people is not None
+    judges = list(dict.fromkeys(v.judge for v in report.people.versus))
+    assert judges[:2] == ["strict", "lenient"] and len(judges) == 3
+    plain = _absolute(tmp_path, "plain")
+    assert plain.people is not None
+    same = {(v.judge, v.key): v.pearson for v in plain.people.versus}
+    for v in report.people.versus:
+        if v.judge in ("strict", "lenient"):
+            assert same[(v.judge, v.key)] == v.pearson
