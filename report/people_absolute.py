@@ -3,7 +3,7 @@ the people, disagreements (pure; :mod:`report.people` says what each figure is).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -27,7 +27,6 @@ from flask_eval.report.people_items import (
     PeopleSettings,
     finite,
     ordered,
-    unit_weights,
 )
 from flask_eval.report.people_stats import (
     INTERVAL,
@@ -37,6 +36,7 @@ from flask_eval.report.people_stats import (
     pearson,
     replicate_tables,
     spearman,
+    unit_draws,
     within,
 )
 
@@ -44,9 +44,10 @@ from flask_eval.report.people_stats import (
 SCORE_METRICS = (ORDINAL, INTERVAL)
 
 
-def _mean(values: Sequence[float | None]) -> float:
-    scored = [v for v in values if v is not None]
-    return float(np.mean(scored)) if scored else float("nan")
+def _mean(values: Iterable[float | None]) -> float:
+    """The mean of the scores (N/A left out), summed in sorted order; NaN for none."""
+    scored = sorted(v for v in values if v is not None)
+    return sum(scored) / len(scored) if scored else float("nan")
 
 
 def build(
@@ -113,12 +114,13 @@ def rater_agreement(
     for criterion in [ALL, *(criteria if len(criteria) > 1 else ())]:
         sel = pairable & (of == criterion) if criterion != ALL else pairable
         units = counts[sel]
-        weights = unit_weights(len(units), items.settings)
+        s = items.settings
+        drawn = unit_draws(units, s.replicates, s.seed) if s.replicates > 0 and len(units) else None
         for metric in metrics:
             point = alpha_replicates(units, values, metric)[0] if len(units) else np.nan
             ci = None
-            if weights is not None:
-                ci = items.interval(alpha_replicates(units, values, metric, weights))[0]
+            if drawn is not None:
+                ci = items.interval(alpha_replicates(drawn[0], values, metric, drawn[1]))[0]
             out.append(
                 RaterAgreement(
                     criterion,
@@ -142,11 +144,6 @@ def versus_rows(
 ) -> list[JudgeVersusPeople]:
     """``judge`` against the people's mean, per group (items both scored)."""
     both = ~np.isnan(mine) & ~np.isnan(people)
-    values, codes = np.unique(np.concatenate([mine[both], people[both]]), return_inverse=True)
-    k = len(values)
-    pairs = np.full(len(mine), -1, dtype=np.int64)
-    n_both = int(both.sum())
-    pairs[both] = codes[:n_both] * k + codes[n_both:]
     out = []
     for dimension, key, group in groups:
         sel = group & both
@@ -154,7 +151,7 @@ def versus_rows(
         if n == 0:
             continue
         st = pair_statistics(mine[sel], people[sel])
-        cis = _intervals(items, sel, values, pairs, (mine, people))
+        cis = _intervals(items, sel, (mine, people))
         out.append(
             JudgeVersusPeople(
                 judge=judge,
@@ -175,19 +172,19 @@ def versus_rows(
 
 
 def _intervals(
-    items: Items,
-    sel: BoolArray,
-    values: FloatArray,
-    pairs: IntArray,
-    scores: tuple[FloatArray, FloatArray],
+    items: Items, sel: BoolArray, scores: tuple[FloatArray, FloatArray]
 ) -> list[Interval]:
-    """Intervals of (Pearson, Spearman, Kendall, within 1) over the selected items."""
+    """Intervals of (Pearson, Spearman, Kendall, within 1) over the selected items: each
+    replicate a contingency table of the values that occur in them."""
     weights = items.weights
     if weights is None:
         return [None] * 4
+    n = int(sel.sum())
+    values, codes = np.unique(np.concatenate([scores[0][sel], scores[1][sel]]), return_inverse=True)
     k = len(values)
     if k <= MAX_CATEGORIES:
-        tables = replicate_tables(pairs[sel], items.instance[sel], weights, k)
+        pairs = codes[:n] * k + codes[n:]
+        tables = replicate_tables(pairs, items.instance[sel], weights, k)
         replicates = np.stack(
             [
                 pearson(values, values, tables),

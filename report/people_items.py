@@ -126,13 +126,6 @@ class Items:
         return self.interval(replicates)[0]
 
 
-def unit_weights(units: int, settings: PeopleSettings) -> FloatArray | None:
-    """Bootstrap weights that resample ``units`` items (``(units, B)``), None without."""
-    if settings.replicates <= 0 or units == 0:
-        return None
-    return instance_weights(units, settings.replicates, settings.seed)
-
-
 def finite(x: float) -> float | None:
     """``x``, or None when it is NaN or infinite."""
     return float(x) if np.isfinite(x) else None
@@ -141,21 +134,21 @@ def finite(x: float) -> float | None:
 def split_rows(
     rows: Iterable[ScoreRow], judge_of: Callable[[str], str]
 ) -> tuple[dict[Item, dict[str, float | None]], dict[str, dict[Item, list[float | None]]]]:
-    """The people's ratings (item -> rater -> score) and each judge's (judge -> item ->
-    its samples' scores), rows sorted first so the result is the same in any order."""
+    """The people's ratings (item -> rater -> score, raters sorted) and each judge's
+    (judge -> item -> its samples' scores, sorted): the same whatever order the rows come
+    in (a rater's second row of an item, which the ledger cannot hold, would replace the
+    first)."""
     people: dict[Item, dict[str, float | None]] = {}
     judges: dict[str, dict[Item, list[float | None]]] = {}
-    ordered_rows = sorted(
-        rows, key=lambda r: (r.judge, r.model, r.model_b, r.instance, r.criterion, _key(r.score))
-    )
-    for r in ordered_rows:
+    for r in rows:
         score = None if r.score is None else float(r.score)
         if is_person(r.judge):
             people.setdefault(r.item, {})[r.judge] = score
         else:
             judges.setdefault(judge_of(r.judge), {}).setdefault(r.item, []).append(score)
+    for item, ratings in people.items():
+        people[item] = dict(sorted(ratings.items()))
+    for scores in judges.values():
+        for samples in scores.values():
+            samples.sort(key=lambda v: (v is None, v or 0.0))
     return people, judges
-
-
-def _key(score: float | None) -> tuple[bool, float]:
-    return (score is None, 0.0 if score is None else float(score))

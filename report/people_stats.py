@@ -37,13 +37,17 @@ def replicate_tables(
     replicate of ``weights`` (``(instances, B)``: how often each instance was drawn; item n
     belongs to instance ``instance[n]``)."""
     replicates = weights.shape[1]
+    tables = np.zeros((replicates, k * k))
     if len(pairs) == 0:
-        return np.zeros((replicates, k, k))
+        return tables.reshape(replicates, k, k)
+    # only the pairs that occur, and only the instances they occur in
+    present, code = np.unique(pairs, return_inverse=True)
     used, local = np.unique(instance, return_inverse=True)
-    counts = np.bincount(local * (k * k) + pairs, minlength=len(used) * k * k)
-    per_instance = counts.reshape(len(used), k * k).astype(np.float64)
-    tables = per_instance.T @ weights[used]  # (k*k, B)
-    return np.ascontiguousarray(tables.T).reshape(replicates, k, k)
+    p = len(present)
+    counts = np.bincount(local.reshape(-1) * p + code.reshape(-1), minlength=len(used) * p)
+    per_instance = counts.reshape(len(used), p).astype(np.float64)
+    tables[:, present] = (per_instance.T @ weights[used]).T
+    return tables.reshape(replicates, k, k)
 
 
 def midranks(counts: FloatArray) -> FloatArray:
@@ -161,3 +165,18 @@ def alpha_replicates(
     per_unit = unit_coincidences(counts)
     stacked = per_unit.sum(axis=0)[None, :] if weights is None else (per_unit.T @ weights).T
     return alpha(stacked.reshape(-1, k, k), values, metric)
+
+
+def unit_draws(counts: FloatArray, replicates: int, seed: int) -> tuple[FloatArray, FloatArray]:
+    """Bootstrap replicates of units (resampled with replacement, as many as there are),
+    drawn by kind: units with the same value counts add the same coincidences, so a
+    replicate is how often each distinct kind was drawn, a multinomial draw of the
+    units' number with the kinds' shares (the same distribution as drawing units one by
+    one, in ``(B, kinds)`` numbers instead of ``(B, units)``). Returns the kinds' value
+    counts (sorted: the same units in any order give the same draws) and the draws
+    ``(kinds, B)``, for :func:`alpha_replicates`."""
+    kinds, inverse = np.unique(counts, axis=0, return_inverse=True)
+    share = np.bincount(inverse.reshape(-1), minlength=len(kinds)) / len(counts)
+    rng = np.random.default_rng(seed)
+    draws = rng.multinomial(len(counts), share, size=replicates).astype(np.float64)
+    return kinds, np.ascontiguousarray(draws.T)
