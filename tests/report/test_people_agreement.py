@@ -297,8 +297,8 @@ def test_bootstrap_interval_covers_the_population_correlation() -> None:
     """Coverage of the 95% percentile interval of Pearson's r, judge against people,
     over simulated data sets with a known population correlation (a loose bound: the
     script bench/people_coverage.py prints the figure over more data sets)."""
-    share, _ = coverage(datasets=60, replicates=300, seed=1)
-    assert share >= 0.85
+    _, shares = coverage(datasets=60, replicates=300, seed=1)
+    assert min(shares.values()) >= 0.88, shares
 
 
 def test_simulated_rows_are_people_and_a_judge() -> None:
