@@ -14,6 +14,7 @@ from tqdm import tqdm
 
 from flask_eval.app.batches import duplicate_notes
 from flask_eval.app.progress import cost_unknown, run_progress
+from flask_eval.app.report_people import people_section, people_verdicts
 from flask_eval.app.score_tables import (
     _run_tables,
     breakdown_for,
@@ -26,6 +27,7 @@ from flask_eval.app.score_tables import (
 )
 from flask_eval.core.errors import InputError
 from flask_eval.core.models import model_info
+from flask_eval.core.people import is_person
 from flask_eval.core.redact import redact
 from flask_eval.core.stored import StoredConfig, StoredPairwise
 from flask_eval.report import references
@@ -55,6 +57,9 @@ from flask_eval.report.pairwise_labels import Label, label_accuracy
 from flask_eval.report.pairwise_report import PairwiseReport, PairwiseRunData
 from flask_eval.report.pairwise_report import build as build_pairwise
 from flask_eval.report.patterns import patterns_of_counts
+from flask_eval.report.people import PeopleSettings
+from flask_eval.report.people_data import ScoreRow
+from flask_eval.report.people_table import split_people, with_columns
 from flask_eval.report.scores import ScoreTable
 from flask_eval.rubrics import codec, kinds
 from flask_eval.rubrics.grading import protocols_scale
@@ -101,7 +106,7 @@ def judge_settings(config: StoredConfig) -> list[JudgeSettings]:
     provider's default temperature; text is redacted."""
     settings = []
     for judge in config.every_judge():
-        if judge.sample:  # a later sample: its judge is listed once
+        if judge.sample or is_person(judge.name):  # a later sample: its judge is listed once
             continue
         name = judge_of(judge.name, config)
         spec = judge.spec or name
@@ -179,6 +184,9 @@ def build_report(
     )
     try:
         base, consistency, read = _run_tables(store, run, calls=True)
+        # people's columns: their own section, beside the judges' tables
+        base, people_rated = split_people(base)
+        consistency = [c for c in consistency if not is_person(c.judge)]
         bar.update(1)
         lap("query")
         # beside the breakdowns, in one thread: what releases the GIL (the position
@@ -198,6 +206,7 @@ def build_report(
                 table = add_ensembles(base, ensembles, ensemble_judges)
             except ValueError as exc:
                 raise InputError(f"--ensemble: {exc}") from None
+            people_rated = with_columns(people_rated, table, base.judges)  # ensembles too
             aggregation = Aggregation(table, breakdown_for(table, skillset))
             bar.total = 1 + aggregation.steps + 2
             rows = aggregation.rows()
@@ -238,12 +247,24 @@ def build_report(
     if table.capabilities:
         notes += llm_judge_notes(table.instances, judge_protocols(run.config))
     notes += duplicate_notes(store, run.id)
-    pairwise = (
-        pairwise_report(store, run, replicates=replicates, seed=seed, confidence=confidence)
+    pairwise, verdict_rows = (
+        _pairwise_parts(store, run, replicates=replicates, seed=seed, confidence=confidence)
         if run.config.pairwise is not None
-        else None
+        else (None, [])
     )
     lap("pairwise")
+    settings = PeopleSettings(
+        replicates=replicates,
+        seed=seed,
+        confidence=confidence,
+        ability_of=ability_of,
+        skill_order=skillset.names,
+        ability_order=tuple(skillset.abilities),
+        model_order=ranking,
+        judge_order=table.judges,
+    )
+    people = people_section(people_rated.rows, verdict_rows, settings, run)
+    lap("people")
     return Report(
         run=run.name,
         rows=report_rows,
@@ -279,6 +300,7 @@ def build_report(
         costs=costs,
         self_consistency=consistency,
         progress=how_far,
+        people=people,
     )
 
 
@@ -312,9 +334,23 @@ def pairwise_report(
     """Win rates, ratings (anchored at the run's baseline, else the first of its models
     as the run was given them: the same anchor for `run` and `report`), position and
     length bias of a pairwise run, with intervals resampling instances."""
+    return _pairwise_parts(store, run, replicates=replicates, seed=seed, confidence=confidence)[0]
+
+
+def _pairwise_parts(
+    store: Store,
+    run: RunInfo,
+    *,
+    replicates: int = DEFAULT_REPLICATES,
+    seed: int = DEFAULT_SEED,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> tuple[PairwiseReport, list[ScoreRow]]:
+    """:func:`pairwise_report` of the run's judges, and the verdicts (people's and judges')
+    of the items people gave a verdict on (none: no people)."""
     settings = run.config.pairwise or StoredPairwise()
     data = analytics.pairwise_rows(store, run.id)
-    records = [Comparison(*row) for row in data.done]
+    verdicts = people_verdicts(data.done)
+    records = [Comparison(*row) for row in data.done if not is_person(row[4])]
     instances = instances_of(records)
     weights = instance_weights(len(instances), replicates, seed)
     models = config_models(run.config)
@@ -333,7 +369,7 @@ def pairwise_report(
         run_data=PairwiseRunData(
             lengths=data.lengths,
             texts=store.run_texts(run.id)[1],  # lengths and markdown of the controlled figures
-            failed=data.failed,
+            failed={k: n for k, n in data.failed.items() if not is_person(k[0])},
         ),
         confidence=confidence,
         both_orders=settings.swap,
@@ -343,15 +379,15 @@ def pairwise_report(
         labels = [Label(*label) for label in gold]
         groups = analytics.instance_tasks(store, run.id)
         result.label_accuracy = label_accuracy(records, labels, groups)
-    open_rows = sum(data.pending.values())
+    open_rows = sum(n for key, n in data.pending.items() if not is_person(key[0]))
     if open_rows:
         result.notes.append(f"{open_rows} pairwise judgments are not finished and are left out")
-    return result
+    return result, verdicts
 
 
 def agreement_for_run(
     store: Store, run: RunInfo, refs: Sequence[references.Reference] = ()
 ) -> tuple[list[Agreement], list[str]]:
     skillset = codec.from_data(run.config.skills)
-    table, notes = _with_references(run_table(store, run), refs)
+    table, notes = _with_references(split_people(run_table(store, run))[0], refs)
     return agreement_rows(table, skill_order=skillset.names), notes

@@ -37,6 +37,7 @@ from flask_eval.rubrics.scale import FIVE_POINT, Scale
 
 if TYPE_CHECKING:
     from flask_eval.report.pairwise_report import PairwiseReport
+    from flask_eval.report.people_data import PeopleReport
 
 #: What a judge's completion budget is when its config leaves it unset.
 DEFAULT_MAX_TOKENS = 1024
@@ -235,6 +236,8 @@ class Report:
     self_consistency: list[SelfConsistency] = field(default_factory=list)
     #: how far the run's judgments were when read (None: a report of rows alone)
     progress: Progress | None = None
+    #: the run's raters beside its judges (``report.people``; None: no person rated)
+    people: PeopleReport | None = None
 
     @property
     def in_progress(self) -> bool:
@@ -243,8 +246,9 @@ class Report:
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON document; ``definitions`` only when there are any (BiGGen runs),
-        ``self_consistency`` only for a run of repeated judgments; a report of a run has
-        its progress (:meth:`Progress.as_dict`) after ``run``."""
+        ``self_consistency`` only for a run of repeated judgments, ``people`` only when
+        people rated items of the run; a report of a run has its progress
+        (:meth:`Progress.as_dict`) after ``run``."""
         data: dict[str, Any] = {
             "run": self.run,
             **(self.progress.as_dict() if self.progress is not None else {}),
@@ -266,6 +270,8 @@ class Report:
         if self.pairwise is not None:
             data["rows"] += self.pairwise.rows()
             data["pairwise"] = self.pairwise.summary()
+        if self.people is not None:
+            data["people"] = self.people.as_dict()
         return data
 
 

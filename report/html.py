@@ -6,7 +6,10 @@ lists them); each is written next to the page too, as an ``.svg`` file (for pape
 browser or any SVG converter makes a PNG of it). Tables show models best first and
 difficulty levels with FLASK's names. When the instances carry BiGGen Bench's
 capabilities, the page adds BiGGen's overall (the mean of capability means, said so under
-the table), a capability x model heatmap and the capability and task tables. A few lines
+the table), a capability x model heatmap and the capability and task tables. When people
+rated items of the run, a People section (``report.people_render``) follows; its
+disagreements link to the items' judgments when the caller says where
+(``item_href``, e.g. the viewer's judgments page). A few lines
 of inline script record, once the page has loaded, how many figures were laid out with a
 size (``<body data-figures="drawn/total">``), which tests read from the rendered DOM.
 """
@@ -33,6 +36,8 @@ from flask_eval.report.metrics import (
     SKILL,
     TASK,
 )
+from flask_eval.report.people_render import ItemHref
+from flask_eval.report.people_render import html_section as people_section
 from flask_eval.report.render import fmt, fmt_interval
 
 PAGE = "report.html"
@@ -217,8 +222,11 @@ def _in_progress(report: Report) -> str:
     return f"<p class='in-progress' id='in-progress'>{_e(report.progress.describe())}</p>"
 
 
-def render(report: Report, figures_drawn: Sequence[Figure]) -> str:
-    """The whole page as one string, with ``figures_drawn`` (:func:`all_figures`)."""
+def render(
+    report: Report, figures_drawn: Sequence[Figure], item_href: ItemHref | None = None
+) -> str:
+    """The whole page as one string, with ``figures_drawn`` (:func:`all_figures`);
+    ``item_href`` links the People section's items (None: no links)."""
     boot = report.bootstrap
     level = round(100 * float(boot.get("confidence", 0.95)))
     by_kind: dict[str, list[Figure]] = {}
@@ -300,6 +308,8 @@ def render(report: Report, figures_drawn: Sequence[Figure]) -> str:
             sections = []
         figs = figures("winrate") + figures("ratings") + figures("position")
         sections.insert(0, ("pairwise", "Pairwise ranking", html_section(report.pairwise, figs)))
+    if report.people is not None:
+        sections.append(("people", "People", people_section(report.people, level, item_href)))
     nav = "".join(f'<a href="#{sid}">{_e(title)}</a>' for sid, title, _ in sections)
     body = "".join(f'<section id="{sid}"><h2>{_e(t)}</h2>{c}</section>' for sid, t, c in sections)
     return (
@@ -315,9 +325,11 @@ def render(report: Report, figures_drawn: Sequence[Figure]) -> str:
     )
 
 
-def write_report(report: Report, out_dir: Path, *, progress: bool = False) -> Path:
+def write_report(
+    report: Report, out_dir: Path, *, progress: bool = False, item_href: ItemHref | None = None
+) -> Path:
     """Write ``report.html`` and every figure as an SVG file into ``out_dir``; returns the
-    page."""
+    page (``item_href``: :func:`render`'s)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     judges = sum(1 for j in report.judges if any(r.judge == j for r in report.rows))
     with tqdm(
@@ -327,5 +339,5 @@ def write_report(report: Report, out_dir: Path, *, progress: bool = False) -> Pa
     for figure in drawn:
         (out_dir / figure.file_name).write_bytes(figure.file())
     page = out_dir / PAGE
-    page.write_text(render(report, drawn), encoding="utf-8")
+    page.write_text(render(report, drawn, item_href), encoding="utf-8")
     return page

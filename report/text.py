@@ -13,7 +13,10 @@
 - the paired comparisons as one matrix per judge (row minus column, ``*`` when the
   interval excludes 0);
 - each judge's self-consistency, for a run of repeated judgments (``run --samples``);
-- the pairwise part of a pairwise run (``report.pairwise_render``) and the notes;
+- the pairwise part of a pairwise run (``report.pairwise_render``);
+- the People section when people rated items of the run (``report.people_render``: their
+  means, their agreement with each other, each judge against them, the largest
+  disagreements), and the notes;
 - with ``details``, one block per (model, judge) with every key's interval and counts,
   and its skill x difficulty matrix (``report.textblocks``).
 
@@ -220,6 +223,10 @@ def to_table(report: Report | Sequence[Row], details: bool = False) -> str:
         from flask_eval.report.pairwise_render import text as pairwise_text
 
         blocks.append(pairwise_text(report.pairwise, confidence_level(report)).rstrip("\n"))
+    if report.people is not None:
+        from flask_eval.report.people_render import text as people_text
+
+        blocks.append("\n".join(people_text(report.people, confidence_level(report))))
     notes = [*report.notes, *(report.pairwise.notes if report.pairwise is not None else ())]
     if notes:
         blocks.append(

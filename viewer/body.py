@@ -1,7 +1,9 @@
 """What the run page shows of a report, as JSON data (the snapshot's body): the
 leaderboard and breakdown tables with intervals per judge, the report's figures (the
 drawings of ``report.figures``, the HTML report's too) whose cells link to the judgments
-behind them, and for a pairwise run its win rates and ratings."""
+behind them, for a pairwise run its win rates and ratings, and when people rated items of
+the run the People section (:func:`people`), each disagreement linking to the item's
+judgments."""
 
 from __future__ import annotations
 
@@ -31,10 +33,11 @@ from flask_eval.report.metrics import (
 from flask_eval.report.pairwise import ALL_CRITERIA
 from flask_eval.report.pairwise_bias import Position
 from flask_eval.report.pairwise_report import PairwiseReport
+from flask_eval.report.people_data import PAIRWISE, PeopleReport, verdict_text
 from flask_eval.report.svg import Cell, PairCell
 
 #: bump when the body's shape or its links change: older snapshots are then recomputed
-VERSION = "viewer-4"
+VERSION = "viewer-5"
 #: the breakdowns the run page tabulates, in order
 TABLES = (SKILL, ABILITY, DOMAIN, DIFFICULTY, CAPABILITY)
 
@@ -127,7 +130,22 @@ def render(report: Report) -> tuple[dict[str, Any], dict[str, Any]]:
         "self_consistency": [c.as_dict() for c in report.self_consistency],
         "figures": {"agreement_matrix": agreement} if agreement else {},
     }
+    if report.people is not None:
+        body["people"] = people(report.run, report.people)
     return body, parts
+
+
+def people(run: str, section: PeopleReport) -> dict[str, Any]:
+    """The People section's data (:meth:`PeopleReport.as_dict`), each disagreement with
+    the link of its item's judgments (``href``) and, in pairwise grading, both verdicts
+    as people read them (``judge_verdict``, ``people_verdict``: a model or "tie")."""
+    data = section.as_dict()
+    for shown, d in zip(data["disagreements"], section.disagreements, strict=True):
+        shown["href"] = judgments_url(run, **d.item.params())
+        if section.kind == PAIRWISE:
+            shown["judge_verdict"] = verdict_text(d.item, d.judge_value)
+            shown["people_verdict"] = verdict_text(d.item, d.people_value)
+    return data
 
 
 def figures_key(judge: str) -> str:
