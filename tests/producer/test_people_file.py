@@ -100,9 +100,7 @@ def test_people_are_refused_where_only_judges_work(tmp_path: Path) -> None:
 def _items(n: int, pairwise: bool = False) -> list[Item]:
     if pairwise:
         subjects = [
-            (a, b, f"i{k}", ("overall",))
-            for k in range(n)
-            for a, b in (("m1", "m2"), ("m2", "m1"))
+            (a, b, f"i{k}", ("overall",)) for k in range(n) for a, b in (("m1", "m2"), ("m2", "m1"))
         ]
         return people_items(subjects)
     return people_items((f"m{k % 2}", "", f"i{k}", ("a", "b", "c")) for k in range(n))

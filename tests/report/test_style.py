@@ -231,7 +231,10 @@ def test_replicates_reweight_the_games() -> None:
     y, len_model, len_base = _length_biased_games(200)
     weights = np.vstack([np.ones(200), np.r_[np.full(100, 2.0), np.zeros(100)]])
     both = style.length_controlled(y, len_model, len_base, weights)
-    assert both[0] == style.length_controlled(y, len_model, len_base)[0]
+    alone = style.length_controlled(y, len_model, len_base)[0]
+    # the batched fit is the same fit, to the last bits a vectorised sum may order apart
+    for key in ("win_rate", "length_coef", "model_coef"):
+        assert getattr(both[0], key) == pytest.approx(getattr(alone, key), rel=1e-12)
     assert both[1].win_rate != both[0].win_rate
 
 
