@@ -178,8 +178,8 @@ class RowChecks:
             protocol = judge.protocol
             name = str(protocol or DEFAULT_PROTOCOL) if isinstance(protocol, str | None) else ""
             self.scales[judge.name] = PROTOCOLS[name].scale if name in PROTOCOLS else None
-        if not self.scales:
-            raise BadRow("run.config names no judges")
+        if not self.scales and stored.people is None:
+            raise BadRow("run.config names no judges and no people")
 
     def _instance(self, row: dict[str, Any]) -> None:
         if "skills" in row:

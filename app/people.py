@@ -14,7 +14,7 @@ from flask_eval.storage.planning import ledger_subjects
 from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
 
-__all__ = ["plan_people"]
+__all__ = ["order_queues", "people_lines", "plan_people"]
 
 #: the judge name the run's subjects are listed under (one per subject)
 _ANY = "_"
@@ -43,3 +43,32 @@ def plan_people(store: Store, run: RunInfo, plan: Plan, people: People) -> int:
         for r in assign(items, people)
     ]
     return ratings.plan_ratings(store, run.id, planned)
+
+
+def order_queues(store: Store, run: RunInfo) -> int:
+    """Rank the run's people's open items by its order (``--human-first``) now that its
+    judges have answered (``app.people_order``); the number of items ranked (0: the run
+    has no people, or keeps its random order)."""
+    from flask_eval.app.people_order import apply_order
+
+    people = run.config.people
+    if people is None or people.order == "random":
+        return 0
+    return apply_order(store, run, people.order)
+
+
+def people_lines(run: RunInfo, rated: int, flagged: int, waiting: int) -> list[str]:
+    """What a run's summary says of its people: how far they are, and how they go on."""
+    people = run.config.people
+    if people is None and not (rated or flagged or waiting):
+        return []
+    lines = [
+        f"people: {rated:,} ratings done, {flagged:,} flagged, {waiting:,} waiting"
+        + (f" (queues ordered by {people.order})" if people and people.order != "random" else "")
+    ]
+    if waiting:
+        lines.append(
+            "  raters sign in with `flask-eval raters add NAME --run RUN` and rate at "
+            "`flask-eval rate`; their ratings join the report as they come"
+        )
+    return lines

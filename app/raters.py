@@ -19,7 +19,13 @@ from urllib.parse import quote
 
 from flask_eval.app.raters_io import RatingLine, read_ratings, read_score, write_rows
 from flask_eval.core.errors import InputError
-from flask_eval.core.people import RaterNameError, check_rater_name, rater_judge, rater_of
+from flask_eval.core.people import (
+    RATE_PORT,
+    RaterNameError,
+    check_rater_name,
+    rater_judge,
+    rater_of,
+)
 from flask_eval.core.text import clip
 from flask_eval.core.types import VERDICT_FIRST, VERDICT_SECOND, VERDICT_TIE
 from flask_eval.rubrics.grading import protocols_scale
@@ -53,7 +59,7 @@ __all__ = [
 
 #: where the rating pages are served by default (the printed link's host and port)
 DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8765
+DEFAULT_PORT = RATE_PORT
 #: the sign-in page of the rating pages
 SIGNIN_PATH = "/rate/signin"
 

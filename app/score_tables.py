@@ -11,6 +11,7 @@ from flask_eval.core.types import DOMAINS, sample_of
 from flask_eval.report.breakdown import Aggregation, Breakdown, KeyOrders, report_breakdown
 from flask_eval.report.consistency import SelfConsistency, consistency_rows, merge_samples
 from flask_eval.report.metrics import BIGGEN_CAPABILITIES, Row
+from flask_eval.report.people_table import split_people
 from flask_eval.report.scores import InstanceGroups, ScoreTable, build_coded
 from flask_eval.rubrics import codec
 from flask_eval.rubrics.skills import SkillSet
@@ -137,7 +138,8 @@ def table_rows(table: ScoreTable, skillset: SkillSet) -> list[Row]:
 
 def report_rows(store: Store, run: RunInfo) -> list[Row]:
     """The tables `run` and `demo` print: as `report` computes them, without intervals."""
-    return table_rows(run_table(store, run), codec.from_data(run.config.skills))
+    judges = split_people(run_table(store, run))[0]  # people have a section of their own
+    return table_rows(judges, codec.from_data(run.config.skills))
 
 
 def config_models(config: StoredConfig) -> list[str]:

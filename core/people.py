@@ -25,6 +25,7 @@ __all__ = [
     "HUMAN_FIRST",
     "PANEL",
     "PREFIX",
+    "RATE_PORT",
     "Panel",
     "People",
     "RaterNameError",
@@ -40,6 +41,8 @@ HUMAN = "human"
 PREFIX = f"{HUMAN}/"
 #: the spec of a panel entry (``spec: human/panel`` with ``raters: [...]``)
 PANEL = "panel"
+#: the port ``flask-eval rate`` serves the rating workspace on, and sign-in links name
+RATE_PORT = 8687
 #: seconds a rater holds an item before it goes back to their queue (30 minutes)
 DEFAULT_LEASE = 1800.0
 #: orders of a rater's queue: a random order, or the items the run's judges disagree on

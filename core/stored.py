@@ -124,7 +124,7 @@ class StoredConfig:
             kind_options=dict(data.get("kind_options") or {}),
             max_cost=float(max_cost) if isinstance(max_cost, int | float) else None,
             dispatched=dispatched if isinstance(dispatched, str) else None,
-            people=People.from_data(people) if isinstance(people, dict) and people else None,
+            people=_people(people),
             version=version if isinstance(version, int) else UNVERSIONED,
             _data=copy.deepcopy(dict(data)),
         )
@@ -186,6 +186,18 @@ class StoredConfig:
 
     def _updated(self, data: dict[str, Any]) -> StoredConfig:
         return StoredConfig.from_data(data)
+
+
+def _people(data: object) -> People | None:
+    """The stored people (None: none); ValueError for a shape that is not theirs."""
+    if not data:
+        return None
+    try:
+        if not isinstance(data, dict):
+            raise TypeError(type(data).__name__)
+        return People.from_data(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"people cannot be read: {exc!r:.80}") from None
 
 
 def _name(entry: object) -> object:

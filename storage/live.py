@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, select
 
 from flask_eval.core.errors import Status
+from flask_eval.core.people import is_person
 from flask_eval.storage import tally
 from flask_eval.storage.models import CALL, JUDGMENT, RUN, WORKER, utcnow
 from flask_eval.storage.store import Store
@@ -43,7 +44,8 @@ class JudgeCounts:
 
 
 def judge_counts(store: Store, run_id: int, window: float) -> dict[str, JudgeCounts]:
-    """Every judge of ``run_id``, by name."""
+    """Every judge of ``run_id``, by name (people are no judges: the live view counts
+    calls to providers; ``storage.queries.status`` counts people's ratings)."""
     now = utcnow()
     since = now - timedelta(seconds=window)
     out: dict[str, JudgeCounts] = {}
@@ -53,6 +55,8 @@ def judge_counts(store: Store, run_id: int, window: float) -> dict[str, JudgeCou
 
     with store.engine.connect() as conn:
         for judge, status, reason, n in tally.judgment_counts(conn, run_id):
+            if is_person(judge):
+                continue
             c = of(judge)
             c.total += n
             if status == Status.DONE.value:
@@ -73,6 +77,8 @@ def judge_counts(store: Store, run_id: int, window: float) -> dict[str, JudgeCou
             .group_by(J.judge)
         )
         for judge, n in recent:
+            if is_person(str(judge)):
+                continue
             of(judge).finished_recently = int(n)
         for judge, sums in tally.call_totals(conn, run_id).items():
             c = of(judge)

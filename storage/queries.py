@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import func, select, text
 
 from flask_eval.core.errors import Status
+from flask_eval.core.people import is_person
 from flask_eval.core.stored import StoredConfig
 from flask_eval.storage import tally
 from flask_eval.storage.models import (
@@ -51,8 +52,11 @@ class StatusCounts:
     batch_calls: int = 0
     #: calls whose usage was not trusted, counted and costed at a safe estimate (of ``calls``)
     untrusted: int = 0
-    #: people's rows not rated yet (status ``waiting``): not in ``total`` nor ``pending``
+    #: people's rows (``human/...``), never in the counts above (which are the judges'):
+    #: not rated yet (status ``waiting``), rated, and flagged "cannot judge"
     waiting: int = 0
+    rated: int = 0
+    flagged: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -69,8 +73,12 @@ class StatusCounts:
             "cache_write_tokens": self.cache_write_tokens,
             "batch_calls": self.batch_calls,
             "untrusted_usage_calls": self.untrusted,
-            "waiting": self.waiting,
             "cost": round(self.cost, 6),
+            **(
+                {"people": {"rated": self.rated, "flagged": self.flagged, "waiting": self.waiting}}
+                if self.rated or self.flagged or self.waiting
+                else {}
+            ),
         }
 
 
@@ -80,14 +88,18 @@ def status(store: Store, run_id: int, run_name: str) -> StatusCounts:
     SQLite."""
     with store.engine.connect() as conn:
         counts: dict[str, int] = {}
+        people: dict[str, int] = {}
         reasons: dict[str | None, int] = {}
-        for _, status_, reason, n in tally.judgment_counts(conn, run_id):
+        for judge, status_, reason, n in tally.judgment_counts(conn, run_id):
+            if is_person(judge):
+                people[status_] = people.get(status_, 0) + n
+                continue
             counts[status_] = counts.get(status_, 0) + n
             if status_ == Status.FAILED.value:
                 reasons[reason] = reasons.get(reason, 0) + n
         sums = [0.0] * 7
-        for judge in tally.call_totals(conn, run_id).values():
-            sums = [a + b for a, b in zip(sums, judge.values(), strict=True)]
+        for sums_of_judge in tally.call_totals(conn, run_id).values():
+            sums = [a + b for a, b in zip(sums, sums_of_judge.values(), strict=True)]
         calls, batched, ptok, ctok, cached, written, cost = sums
         untrusted = conn.execute(_untrusted(run_id)).scalar_one()
     done = counts.get(Status.DONE.value, 0)
@@ -108,7 +120,9 @@ def status(store: Store, run_id: int, run_name: str) -> StatusCounts:
         cache_write_tokens=int(written),
         batch_calls=int(batched),
         untrusted=int(untrusted),
-        waiting=counts.get(Status.WAITING.value, 0),
+        waiting=people.get(Status.WAITING.value, 0),
+        rated=people.get(Status.DONE.value, 0),
+        flagged=people.get(Status.FAILED.value, 0),
     )
 
 
@@ -204,9 +218,13 @@ def runs_overview(store: Store) -> list[dict[str, Any]]:
             ).all()
         )
         of_run = (  # PostgreSQL: the tally's judges (a run's rows are not read)
-            select(T.run_id, func.count(func.distinct(T.judge))).where(T.n != 0).group_by(T.run_id)
+            select(T.run_id, func.count(func.distinct(T.judge)))
+            .where(T.n != 0, T.judge.not_like(tally.PEOPLE))
+            .group_by(T.run_id)
             if store.dialect == "postgresql"
-            else select(J.run_id, func.count(func.distinct(J.judge))).group_by(J.run_id)
+            else select(J.run_id, func.count(func.distinct(J.judge)))
+            .where(J.judge.not_like(tally.PEOPLE))
+            .group_by(J.run_id)
         )
         sizes = {int(r[0]): (int(answered.get(r[0], 0)), int(r[1])) for r in conn.execute(of_run)}
         costs = {

@@ -21,7 +21,6 @@ from flask_eval.cli.common import (
     EnvHelp,
     handle_errors,
 )
-from flask_eval.cli.raters import raters
 from flask_eval.core.errors import InputError
 from flask_eval.core.pipes import outlive_readers
 from flask_eval.core.redact import install_log_redaction
@@ -55,6 +54,8 @@ class OneLineErrors(click.Group):
         "view": "flask_eval.cli.view",
         "status": "flask_eval.cli.status",
         "runs": "flask_eval.cli.status",
+        "rate": "flask_eval.cli.rate",
+        "raters": "flask_eval.cli.raters",
     }
 
     @staticmethod
@@ -129,9 +130,6 @@ def main(log_format: str) -> None:
 
     configure(log_format, logging.WARNING)
     install_log_redaction()
-
-
-main.add_command(raters)  # imports click only: its commands import the store when run
 
 
 @main.command(cls=EnvHelp, env=ENV_WORKER)
@@ -226,13 +224,3 @@ def demo() -> None:
     from flask_eval.cli.demo import run_demo
 
     run_demo()
-
-
-def _register_rate() -> None:
-    """`rate` is registered at once (its module imports only click at import time)."""
-    from flask_eval.cli import rate
-
-    rate.register(main)
-
-
-_register_rate()

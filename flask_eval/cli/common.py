@@ -92,6 +92,8 @@ SHORT_HELP = {
     "view": "Browse runs, scores and judgments in a web browser.",
     "status": "Progress of a run; --watch: live, with the workers.",
     "runs": "The runs in the database: progress and cost.",
+    "rate": "Serve the rating workspace to people in a browser.",
+    "raters": "Raters: sign-in tokens, and their ratings in and out as files.",
 }
 
 #: in an environment list (:func:`epilog`): the providers' key and base-URL variables

@@ -11,17 +11,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from flask_eval.cli.common import handle_errors
+from flask_eval.cli.common import SHORT_HELP, handle_errors
 from flask_eval.core.errors import InputError
-from flask_eval.core.people import DEFAULT_LEASE
+from flask_eval.core.people import DEFAULT_LEASE, RATE_PORT
 
 if TYPE_CHECKING:
     from flask_eval.storage.store import Store
     from flask_eval.viewer.rate_security import RateOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-SHORT_HELP = "Serve the rating workspace: people rate responses in a web browser."
 
 
 def lease_option(command: F) -> F:
@@ -87,7 +85,7 @@ def options(lease: float, behind_tls: bool, with_results: bool = False) -> RateO
     return RateOptions(lease=lease, behind_tls=behind_tls, with_results=with_results)
 
 
-@click.command(short_help=SHORT_HELP)
+@click.command(short_help=SHORT_HELP["rate"])
 @click.option(
     "--db", "db", default=None, metavar="URL", help="The store (default: the configured one)."
 )
@@ -100,7 +98,7 @@ def options(lease: float, behind_tls: bool, with_results: bool = False) -> RateO
 @click.option(
     "--port",
     type=click.IntRange(0, 65535),
-    default=8687,
+    default=RATE_PORT,
     show_default=True,
     help="Port to listen on (0: any free port).",
 )

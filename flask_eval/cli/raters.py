@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from flask_eval.cli.common import find_run, handle_errors, open_store
+from flask_eval.cli.common import SHORT_HELP, find_run, handle_errors, open_store
 from flask_eval.core.errors import InputError
+from flask_eval.core.people import RATE_PORT
 
 if TYPE_CHECKING:
     from flask_eval.storage.store import Store
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: the one-line help of the group
-SHORT = "Raters: sign-in tokens, and their ratings in and out as files."
 
 
 def db_option(command: F) -> F:
@@ -46,7 +46,7 @@ def store_at(db: str | None, *, create: bool = False) -> Store:
     return Store(db)
 
 
-@click.group(short_help=SHORT)
+@click.group(short_help=SHORT_HELP["raters"])
 def raters() -> None:
     """The people who rate a run's items in the rating pages: add one (a sign-in link
     with a new token), revoke one, list them; import ratings made elsewhere, export the
@@ -69,7 +69,7 @@ def raters() -> None:
 @click.option(
     "--port",
     type=click.IntRange(1, 65535),
-    default=8765,
+    default=RATE_PORT,
     show_default=True,
     help="The port of the printed link.",
 )

@@ -99,15 +99,19 @@ def _finish(
     store: Store, info: RunInfo, held_back: int, settings: Settings, halted: list[str]
 ) -> None:
     """Print the run's summary; raise RunIncomplete (exit 1) unless every judgment is done."""
+    from flask_eval.app.people import order_queues, people_lines
     from flask_eval.app.report import build_report
     from flask_eval.app.summary import ending_lines
     from flask_eval.report.render import run_summary
     from flask_eval.storage import queries
 
+    order_queues(store, info)  # the judges answered: people's queues by their disagreement
     counts = queries.status(store, info.id, info.name)
     report = build_report(store, info, progress=False)
     click.echo(run_summary(report, counts.failed_by_reason), nl=False)
     for line in ending_lines(store, info, settings.judge_timeout, halted):
+        click.echo(line)
+    for line in people_lines(info, counts.rated, counts.flagged, counts.waiting):
         click.echo(line)
     if counts.failed or counts.pending:
         parts = []
