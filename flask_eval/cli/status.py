@@ -94,6 +94,10 @@ def status(run_name: str | None, as_json: bool, watch: bool, interval: float) ->
         click.echo(f"  {duplicate_note(judge, n)}")
     if st.cache_answered:
         click.echo(f"  {st.cache_answered} judge calls answered from the answer cache (free)")
+    from flask_eval.app.people import people_lines
+
+    for line in people_lines(info, counts.rated, counts.flagged, counts.waiting):
+        click.echo(line)
 
 
 def watch_runs(run_name: str | None, as_json: bool, interval: float) -> int:
