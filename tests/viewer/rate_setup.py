@@ -1,12 +1,14 @@
 """What the workspace's tests share: runs whose names, models and judges are secrets a
-rater must never see, hostile texts, and a client that keeps cookies and reads CSRF
-tokens off pages."""
+rater must never see, hostile texts, raters and their items in the store's own rating
+tables (``storage.ratings``), what the ledger holds of them, and a client that keeps
+cookies and reads CSRF tokens off pages."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import re
+import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,15 +16,17 @@ from typing import Any
 
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
+from sqlalchemy import select
 
 from flask_eval.app.rater_tokens import hash_token, new_token
 from flask_eval.core.people import rater_judge
+from flask_eval.storage import ratings
+from flask_eval.storage.models import JUDGMENT, RATER_SESSION, RATING_ITEM
 from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
 from tests.conftest import EXAMPLES
 from tests.report.ledger import judges as ledger_judges
 from tests.report.ledger import planned_run
-from tests.viewer.rate_fake import FakeRatings
 
 #: names no page, header, cookie or URL a rater sees may hold
 MODEL_A = "secretmodel-alpha"
@@ -41,42 +45,116 @@ SYSTEM_PROMPT = "You are a <b>terse</b> assistant."
 #: the instance whose own rubric replaces the criterion's
 RUBRIC_TEXT = "Rubric <i>level</i> five of the instance"
 
+J, RI = JUDGMENT.c, RATING_ITEM.c
+
+
+@dataclass(frozen=True)
+class Row:
+    """A rater's ledger row of one criterion."""
+
+    criterion: str
+    status: str
+    score: int | None
+    rationale: str | None
+    value: str | None
+    reason: str | None
+    detail: str | None
+
 
 @dataclass
 class Runs:
+    """Two runs in a SQLite store, and the raters and items a test adds to them."""
+
     store: Store
     absolute: RunInfo
     pairwise: RunInfo
-    fake: FakeRatings
+    db: Path
     tokens: dict[str, str] = field(default_factory=dict)
+    planned: int = 0
 
     def rater(self, name: str, run_id: int | None = None, may_view: bool = False) -> str:
         """A rater and their token."""
         token = new_token()
-        self.fake.add_rater(None, name, hash_token(token), run_id, may_view)
+        ratings.add_rater(self.store, name, hash_token(token), run_id, may_view)
         self.tokens[name] = token
         return token
 
     def item(
         self, rater: str, instance: str = "1", pairwise: bool = False, swapped: bool = False
     ) -> int:
-        """An item of ``rater``: the absolute run's (model A) or the pairwise run's (A, B)."""
+        """A new item of ``rater``, last in their queue: the absolute run's (model A) or the
+        pairwise run's (A, B); its id."""
         run = self.pairwise if pairwise else self.absolute
         criteria = self.store.instances(run.id, [instance])[instance].skills
-        return self.fake.add_item(
-            run.id,
-            rater_judge(rater),
-            MODEL_A,
-            instance,
-            tuple(criteria),
+        self.planned += 1
+        planned = ratings.PlannedRating(
+            judge=rater_judge(rater),
+            model=MODEL_A,
             model_b=MODEL_B if pairwise else "",
+            instance_id=instance,
+            criteria=tuple(criteria),
+            rank=float(self.planned),
             swapped=swapped,
         )
+        assert ratings.plan_ratings(self.store, run.id, [planned]) == 1, "planned already"
+        stmt = select(RI.id).where(
+            RI.run_id == run.id,
+            RI.judge == planned.judge,
+            RI.model == planned.model,
+            RI.model_b == planned.model_b,
+            RI.instance_id == instance,
+        )
+        with self.store.engine.connect() as conn:
+            return int(conn.execute(stmt).scalar_one())
+
+    def get(self, item_id: int) -> ratings.RatingItem:
+        found = ratings.get_item(self.store, item_id)
+        assert found is not None, f"no item {item_id}"
+        return found
+
+    def rows(self, item_id: int) -> dict[str, Row]:
+        """The item's ledger rows by criterion."""
+        item = self.get(item_id)
+        stmt = select(
+            J.criterion, J.status, J.score, J.rationale, J.value, J.reason, J.detail
+        ).where(
+            J.run_id == item.run_id,
+            J.judge == item.judge,
+            J.model == item.model,
+            J.model_b == item.model_b,
+            J.instance_id == item.instance_id,
+        )
+        with self.store.engine.connect() as conn:
+            return {r.criterion: Row(*r) for r in conn.execute(stmt)}
+
+    def untouched(self, item_id: int) -> bool:
+        """Whether the item is as planned: open, never skipped, its rows all waiting."""
+        item = self.get(item_id)
+        waiting = {r.status for r in self.rows(item_id).values()} == {"waiting"}
+        return item.state == "open" and item.skips == 0 and waiting
+
+    def stored_bytes(self) -> bytes:
+        """The bytes of the store's files (the database and its write-ahead log)."""
+        return b"".join(p.read_bytes() for p in sorted(self.db.parent.glob(self.db.name + "*")))
+
+    def sessions(self) -> list[dict[str, Any]]:
+        """Every stored session, as stored."""
+        with self.store.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(select(RATER_SESSION))]
 
 
-def make_runs(tmp: Path, fake: FakeRatings) -> Runs:
-    """Two runs over 3 instances of the examples: instance 1 has a system prompt and its own
-    rubric for Logical Correctness, and model A's response to it is :data:`HOSTILE`."""
+@dataclass(frozen=True)
+class Inputs:
+    """A run's input files: its instances and ``--responses`` values (NAME=PATH)."""
+
+    instances: str
+    responses: tuple[str, ...]
+
+
+def write_inputs(tmp: Path) -> Inputs:
+    """3 instances of the examples and the responses of models A and B to them, in
+    ``tmp``: instance 1 has a system prompt and its own rubric for Logical Correctness,
+    and model A's response to it is :data:`HOSTILE`."""
     lines = [json.loads(x) for x in (EXAMPLES / "instances.jsonl").read_text().splitlines()[:3]]
     lines[0]["system_prompt"] = SYSTEM_PROMPT
     words = ("one", "two", "three", "four", "five")
@@ -90,16 +168,36 @@ def make_runs(tmp: Path, fake: FakeRatings) -> Runs:
             rows[0]["text"] = HOSTILE
         (tmp / f"{model}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in rows))
         responses.append(f"{model}={tmp / f'{model}.jsonl'}")
-    store = Store(f"sqlite:///{tmp / 'store.db'}")
+    return Inputs(str(tmp / "instances.jsonl"), tuple(responses))
+
+
+def make_runs(tmp: Path) -> Runs:
+    """Two runs of :func:`write_inputs`'s files, absolute and pairwise, in a new SQLite
+    store in ``tmp``; their judge is never called."""
+    inputs = write_inputs(tmp)
+    db = tmp / "store.db"
+    store = Store(f"sqlite:///{db}")
     common: dict[str, Any] = {
-        "instances": str(tmp / "instances.jsonl"),
-        "responses": responses,
+        "instances": inputs.instances,
+        "responses": list(inputs.responses),
         "judges": ledger_judges(JUDGE),
         "limit": 3,
     }
     absolute = planned_run(store, RUN, **common)
     pairwise = planned_run(store, PAIR_RUN, pairwise="all", **common)
-    return Runs(store, absolute, pairwise, fake)
+    return Runs(store, absolute, pairwise, db)
+
+
+def copy_runs(runs: Runs, tmp: Path) -> Runs:
+    """A copy of ``runs``'s store in ``tmp`` (a fresh store per test, planned once)."""
+    target = tmp / "store.db"
+    src, dst = sqlite3.connect(runs.db), sqlite3.connect(target)
+    try:
+        src.backup(dst)
+    finally:
+        src.close()
+        dst.close()
+    return Runs(Store(f"sqlite:///{target}"), runs.absolute, runs.pairwise, target)
 
 
 _CSRF = re.compile(r'name="csrf" value="([^"]+)"')

@@ -7,6 +7,7 @@ Without the ``playwright`` package or ``/usr/bin/chromium`` the tests skip."""
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import threading
 from collections.abc import Iterator
@@ -16,15 +17,11 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-# isort: off
-from tests.viewer.rate_fake import FakeRatings  # first: storage.ratings importable
-from tests.viewer import rate_setup
-from tests.viewer.rate_setup import Runs
-
-# isort: on
 from flask_eval.core.types import VERDICT_SECOND
 from flask_eval.viewer import rate_server
 from flask_eval.viewer.rate_security import RateOptions
+from tests.viewer import rate_setup
+from tests.viewer.rate_setup import Runs
 from tests.viewer.test_browser import ARTIFACTS, CHROMIUM
 
 #: a Chromium process per module: the integration tier (the collection cannot see it)
@@ -87,21 +84,18 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
     if not CHROMIUM.exists():
         pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
-    fake = FakeRatings()
-    runs = rate_setup.make_runs(tmp_path_factory.mktemp("rate-browser"), fake)
-    with pytest.MonkeyPatch.context() as patch:
-        fake.install(patch)
-        served = Served(rate_server.make_app(runs.store, RateOptions()))
-        try:
-            with sync_api.sync_playwright() as p:
-                chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
-                try:
-                    yield Browser(chromium, served.url, runs, [])
-                finally:
-                    chromium.close()
-        finally:
-            served.close()
-            runs.store.close()
+    runs = rate_setup.make_runs(tmp_path_factory.mktemp("rate-browser"))
+    served = Served(rate_server.make_app(runs.store, RateOptions()))
+    try:
+        with sync_api.sync_playwright() as p:
+            chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+            try:
+                yield Browser(chromium, served.url, runs, [])
+            finally:
+                chromium.close()
+    finally:
+        served.close()
+        runs.store.close()
 
 
 def test_a_hostile_response_stays_text_and_the_keyboard_rates(browser: Browser) -> None:
@@ -123,12 +117,14 @@ def test_a_hostile_response_stays_text_and_the_keyboard_rates(browser: Browser) 
     assert page.locator("#legend").is_visible()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "rate-item.png"), full_page=True)
-    criteria = runs.fake.items[hostile].criteria
+    criteria = runs.get(hostile).criteria
     for key in ("3", "j", "4", "j", "5", "k", "2"):  # the second criterion: 4, then 2
         page.keyboard.press(key)
     page.keyboard.press("Enter")
     page.wait_for_url(f"**/rate/item/{pair}")
-    assert runs.fake.stored[hostile].scores == dict(zip(criteria, (3, 2, 5), strict=True))
+    stored = runs.rows(hostile)
+    assert {c: r.score for c, r in stored.items()} == dict(zip(criteria, (3, 2, 5), strict=True))
+    assert {r.status for r in stored.values()} == {"done"}
     assert page.locator("#response-2 pre").inner_text() == rate_setup.HOSTILE  # swapped
     assert page.evaluate("window.pwned") is None
     assert page.locator("fieldset.criterion").count() == 1  # the pairwise run's "overall"
@@ -137,7 +133,8 @@ def test_a_hostile_response_stays_text_and_the_keyboard_rates(browser: Browser) 
     page.keyboard.press("1")  # the response shown first: the ledger's second (swapped)
     page.keyboard.press("Enter")
     page.wait_for_selector("#nothing-left")
-    assert list(runs.fake.stored[pair].scores.values()) == [VERDICT_SECOND]
+    assert [r.score for r in runs.rows(pair).values()] == [VERDICT_SECOND]
+    assert [json.loads(str(r.value))["swapped"] for r in runs.rows(pair).values()] == [True]
     assert not browser.problems
 
 
@@ -157,5 +154,8 @@ def test_the_plain_form_signs_in_without_javascript(browser: Browser) -> None:
     page.fill("#reason", "I cannot read this")
     page.click("#flag button")
     page.wait_for_selector("#nothing-left")
-    assert runs.fake.stored[item].reason == "I cannot read this"
+    assert {(r.status, r.reason, r.detail) for r in runs.rows(item).values()} == {
+        ("failed", "flagged", "I cannot read this")
+    }
+    assert runs.get(item).state == "flagged"
     assert not browser.problems

@@ -4,6 +4,7 @@ workspace started as a process that says where it listens."""
 from __future__ import annotations
 
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -24,20 +25,83 @@ def _store(tmp_path: Path) -> str:
     return url
 
 
+@pytest.fixture
+def never_served(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A command that would serve fails instead of serving until killed."""
+    from aiohttp import web
+
+    def serve(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the command went on to serve")
+
+    monkeypatch.setattr(web, "run_app", serve)
+
+
+def refused(proc: subprocess.CompletedProcess[str], says: str) -> None:
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1, proc.stderr
+    assert says in proc.stderr
+
+
+@pytest.mark.usefixtures("never_served")
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     env = cli_env(f"sqlite:///{tmp_path / 'none.db'}")
     missing = flask_eval("rate", "--db", f"sqlite:///{tmp_path / 'none.db'}", env=env, check=False)
-    assert missing.returncode == 2 and "no flask-eval store" in missing.stderr
+    refused(missing, "no flask-eval store")
     assert not (tmp_path / "none.db").exists()
     alone = flask_eval("view", "--with-results", env=cli_env(_store(tmp_path)), check=False)
-    assert alone.returncode == 2 and "--with-results is for --rate" in alone.stderr
+    refused(alone, "--with-results is for --rate")
     lease = flask_eval("rate", "--lease", "1", env=env, check=False)
     assert lease.returncode == 2
 
 
-@pytest.mark.skipif(
-    not (REPO / "storage" / "ratings.py").exists(), reason="no storage.ratings to serve from"
+@pytest.mark.usefixtures("never_served")
+@pytest.mark.parametrize(
+    "command", [("rate",), ("rate", "--port", "0"), ("view", "--rate", "--port", "0")]
 )
+def test_a_store_that_does_not_exist_is_refused_not_made(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    """`rate` (and `view --rate`) on the configured store or ``--db``: a SQLite file that is
+    not there, or one that holds no flask-eval store, is one line and exit 2; nothing is
+    created or written."""
+    none = tmp_path / "none.db"
+    refused(flask_eval(*command, env=cli_env(f"sqlite:///{none}"), check=False), "no flask-eval")
+    assert list(tmp_path.iterdir()) == []
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as conn:
+        conn.execute("CREATE TABLE notes (text TEXT)")
+    conn.close()
+    before = other.read_bytes()
+    for env, args in (
+        (cli_env(f"sqlite:///{other}"), ()),
+        (cli_env(f"sqlite:///{none}"), ("--db", f"sqlite:///{other}")),
+    ):
+        if command[0] == "view" and args:
+            continue  # the viewer reads the configured store only
+        refused(flask_eval(*command, *args, env=env, check=False), "no flask-eval store")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.db"]
+    assert other.read_bytes() == before
+
+
+@pytest.mark.usefixtures("never_served")
+def test_a_postgresql_database_without_a_store_is_refused_not_made(postgres_url: str) -> None:
+    from sqlalchemy import create_engine, inspect
+
+    for env, args in (
+        (cli_env(postgres_url), ()),
+        (cli_env("sqlite:///unused.db"), ("--db", postgres_url)),
+    ):
+        refused(
+            flask_eval("rate", "--port", "0", *args, env=env, check=False), "no flask-eval store"
+        )
+    engine = create_engine(postgres_url)
+    try:
+        with engine.connect() as conn:
+            assert inspect(conn).get_table_names() == []
+    finally:
+        engine.dispose()
+
+
 def test_the_workspace_starts_as_a_process_and_says_where(tmp_path: Path) -> None:
     url = _store(tmp_path)
     proc = subprocess.Popen(

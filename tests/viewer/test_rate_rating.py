@@ -1,5 +1,6 @@
 """What a rating page shows (``app.rating.build_page``) and how a posted form is read,
-over a real store's runs; and the raters' tokens (``app.rater_tokens``)."""
+over a SQLite store's runs and rating items; and the raters' tokens
+(``app.rater_tokens``)."""
 
 from __future__ import annotations
 
@@ -9,27 +10,23 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-# isort: off
-from tests.viewer.rate_fake import FakeRatings  # first: storage.ratings importable
-from tests.viewer import rate_setup
-from tests.viewer.rate_setup import Runs
-
-# isort: on
 from flask_eval.app import rater_tokens, rating
 from flask_eval.core.types import VERDICT_FIRST, VERDICT_SECOND, VERDICT_TIE
 from flask_eval.rubrics import codec
 from flask_eval.rubrics.grading import FlaskEvalProtocol
+from tests.viewer import rate_setup
+from tests.viewer.rate_setup import Runs
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
-    found = rate_setup.make_runs(tmp_path_factory.mktemp("rating"), FakeRatings())
+    found = rate_setup.make_runs(tmp_path_factory.mktemp("rating"))
     yield found
     found.store.close()
 
 
 def test_an_absolute_page_shows_the_instance_and_each_criterions_rubric(runs: Runs) -> None:
-    item = runs.fake.items[runs.item("alice", "1")]
+    item = runs.get(runs.item("page", "1"))
     page = rating.build_page(runs.store, item)
     instance = runs.store.instances(runs.absolute.id, ["1"])["1"]
     assert page.item_id == item.id and not page.pairwise
@@ -46,14 +43,13 @@ def test_an_absolute_page_shows_the_instance_and_each_criterions_rubric(runs: Ru
             assert c.levels[-1] == rating.Level(5, rate_setup.RUBRIC_TEXT)
         else:
             assert [lv.text for lv in c.levels] == list(skills.get(c.name).rubric.values())
-    assert (
-        rating.build_page(runs.store, runs.fake.items[runs.item("alice", "2")]).system_prompt == ""
-    )
+    assert rating.build_page(runs.store, runs.get(runs.item("page", "2"))).system_prompt == ""
 
 
 @pytest.mark.parametrize("swapped", [False, True])
 def test_a_pairwise_page_shows_two_responses_in_the_items_order(runs: Runs, swapped: bool) -> None:
-    item = runs.fake.items[runs.item("alice", "1", pairwise=True, swapped=swapped)]
+    item = runs.get(runs.item(f"pair-{swapped}", "1", pairwise=True, swapped=swapped))
+    assert item.swapped is swapped
     page = rating.build_page(runs.store, item)
     assert page.pairwise and len(page.responses) == 2
     assert (page.responses[0] == rate_setup.HOSTILE) is not swapped
@@ -70,13 +66,13 @@ def test_a_pairwise_page_shows_two_responses_in_the_items_order(runs: Runs, swap
 
 
 def test_an_item_whose_instance_is_gone(runs: Runs) -> None:
-    item = runs.fake.items[runs.item("alice", "1")]
+    item = runs.get(runs.item("gone", "1"))
     with pytest.raises(rating.ItemGone):
         rating.build_page(runs.store, replace(item, instance_id="no-such-instance"))
 
 
 def test_na_only_where_the_criterion_allows_it(runs: Runs) -> None:
-    page = rating.build_page(runs.store, runs.fake.items[runs.item("alice", "2")])
+    page = rating.build_page(runs.store, runs.get(runs.item("na", "2")))
     for c in page.criteria:
         form = {d.field: "3" for d in page.criteria} | {c.field: rating.NA}
         if c.allow_na:

@@ -1,6 +1,7 @@
-"""The rating workspace over a real store's runs, with the storage API's rating functions
-in memory (tests/viewer/rate_fake.py): sign-in, sessions, CSRF, another rater's items,
-revoked tokens, attempt limits, blind pages, escaping, exactly-once submits."""
+"""The rating workspace over a SQLite store's runs and its own rating tables
+(``storage.ratings``): sign-in, sessions, CSRF, another rater's items, revoked tokens,
+attempt limits, blind pages, escaping, exactly-once submits, each read back from the
+ledger."""
 
 from __future__ import annotations
 
@@ -8,36 +9,32 @@ import json
 import logging
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-# isort: off
-from tests.viewer.rate_fake import FakeRatings  # first: storage.ratings importable
-from tests.viewer import rate_fake, rate_setup
-from tests.viewer.rate_setup import Client, Runs, serve
-
-# isort: on
 from flask_eval.app.rater_tokens import hash_token
 from flask_eval.core.types import VERDICT_FIRST, VERDICT_SECOND, VERDICT_TIE
+from flask_eval.storage import ratings
 from flask_eval.viewer import rate_server
 from flask_eval.viewer.rate_security import RateOptions
+from tests.viewer import rate_setup
+from tests.viewer.rate_setup import Client, Runs, serve
 
 
 @pytest.fixture(scope="module")
-def module_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
-    runs = rate_setup.make_runs(tmp_path_factory.mktemp("rate"), FakeRatings())
+def planned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
+    runs = rate_setup.make_runs(tmp_path_factory.mktemp("rate"))
     yield runs
     runs.store.close()
 
 
 @pytest.fixture
-def runs(module_runs: Runs, monkeypatch: pytest.MonkeyPatch) -> Runs:
-    """The module's runs with a fresh fake (no raters, items or sessions)."""
-    fake = FakeRatings()
-    fake.install(monkeypatch)
-    module_runs.fake = fake
-    module_runs.tokens = {}
-    return module_runs
+def runs(planned: Runs, tmp_path: Path) -> Iterator[Runs]:
+    """A copy of the module's store: its runs, no raters, items or sessions."""
+    fresh = rate_setup.copy_runs(planned, tmp_path)
+    yield fresh
+    fresh.store.close()
 
 
 def client_of(runs: Runs, **options: object) -> Iterator[Client]:
@@ -70,8 +67,12 @@ def test_signin_sets_a_strict_cookie_and_keeps_only_its_hash(runs: Runs, client:
         assert part in cookie
     assert "Secure" not in cookie
     value = client.cookies()["flask_eval_rate"]
-    assert list(runs.fake.sessions) == [hash_token(value)]
-    assert token not in json.dumps(runs.fake.sessions, default=str)
+    sessions = runs.sessions()
+    assert [(s["id_hash"], s["rater"]) for s in sessions] == [(hash_token(value), "alice")]
+    assert token not in json.dumps(sessions, default=str)
+    assert value not in json.dumps(sessions, default=str)
+    held = runs.stored_bytes()
+    assert token.encode() not in held and value.encode() not in held
     home = client.get("/rate")
     assert home.status == 200 and 'id="rater">alice<' in home.text
 
@@ -93,7 +94,7 @@ def test_signin_without_the_forms_csrf_token_is_refused(runs: Runs, client: Clie
         assert fresh.post("/rate/signin", {"token": token, "csrf": csrf}).status == 403
     finally:
         fresh.close()
-    assert not runs.fake.sessions
+    assert not runs.sessions()
 
 
 def test_a_post_without_the_sessions_csrf_token_changes_nothing(runs: Runs, client: Client) -> None:
@@ -108,9 +109,10 @@ def test_a_post_without_the_sessions_csrf_token_changes_nothing(runs: Runs, clie
         for action in ("submit", "flag", "skip"):
             assert client.post(f"/rate/item/{item}/{action}", forged).status == 403
         assert client.post("/rate/signout", forged).status == 403
-    assert not runs.fake.stored and runs.fake.items[item].state == "open"
+    assert runs.untouched(item)
     assert client.post(f"/rate/item/{item}/submit", form).status == 200
-    assert item in runs.fake.stored
+    assert runs.get(item).state == "done"
+    assert {r.status for r in runs.rows(item).values()} == {"done"}
 
 
 def test_another_raters_item_is_forbidden_even_guessed(runs: Runs, client: Client) -> None:
@@ -122,7 +124,7 @@ def test_another_raters_item_is_forbidden_even_guessed(runs: Runs, client: Clien
     for action in ("submit", "flag", "skip"):
         data = {"csrf": csrf, "reason": "x"} if action == "flag" else {"csrf": csrf}
         assert client.post(f"/rate/item/{theirs}/{action}", data).status == 403
-    assert runs.fake.items[theirs].state == "open" and not runs.fake.calls
+    assert runs.untouched(theirs) and runs.get(theirs).holder is None
     assert client.get("/rate/item/999").status == 404
     assert client.get("/rate/item/1%2F..").status == 404
     assert client.get("/rate/next", follow=False).status == 200  # nothing of alice's: done
@@ -138,11 +140,11 @@ def test_a_revoked_token_signs_no_one_in_and_ends_sessions(runs: Runs, client: C
     token = runs.rater("alice")
     assert client.signin(token).status == 200
     assert client.get("/rate", follow=False).status == 200
-    runs.fake.revoke_rater(None, "alice")
+    assert ratings.revoke_rater(runs.store, "alice")
     assert client.get("/rate", follow=False).status == 303  # back to the sign-in page
     refused = client.signin(token)
     assert refused.status == 403 and "signs no one in" in refused.text
-    assert not runs.fake.sessions
+    assert not runs.sessions()
 
 
 def test_failed_signins_are_limited_per_client_address(runs: Runs, client: Client) -> None:
@@ -150,7 +152,7 @@ def test_failed_signins_are_limited_per_client_address(runs: Runs, client: Clien
     for _ in range(10):
         assert client.signin("wrong-token").status == 403
     assert client.signin(token).status == 429  # the right token too, for a while
-    assert not runs.fake.sessions
+    assert not runs.sessions()
 
 
 def test_behind_a_proxy_the_limit_is_per_forwarded_address(runs: Runs) -> None:
@@ -239,15 +241,19 @@ def test_a_double_submit_is_stored_once(runs: Runs, client: Client) -> None:
     form = answers(page)
     other_tab = client.get(f"/rate/item/{item}").text
     assert client.post(f"/rate/item/{item}/submit", form, follow=False).status == 303
-    stored = runs.fake.stored[item]
-    again = client.post(f"/rate/item/{item}/submit", answers(other_tab))
+    stored = runs.rows(item)
+    again = client.post(f"/rate/item/{item}/submit", answers(other_tab) | {"r0": "again"})
     assert again.status == 200 and "Already saved" in again.text
     assert 'href="/rate/next"' in again.text
-    assert runs.fake.stored[item] is stored
-    value = json.loads(stored.value)
-    assert value["source"] == "workspace" and 0 <= value["seconds"] < 60
-    assert "swapped" not in value
-    assert set(stored.scores) == set(runs.fake.items[item].criteria)
+    assert runs.rows(item) == stored  # the second changed nothing
+    assert set(stored) == set(runs.get(item).criteria)
+    for row in stored.values():
+        assert row.status == "done" and row.rationale is None
+        value = json.loads(str(row.value))
+        assert value["source"] == "workspace" and 0 <= value["seconds"] < 60
+        assert "swapped" not in value
+    assert runs.get(item).state == "done"
+    assert ratings.progress(runs.store, "human/alice") == ratings.Progress(1, 0, 1)
 
 
 def test_a_form_is_checked_strictly(runs: Runs, client: Client) -> None:
@@ -271,11 +277,14 @@ def test_a_form_is_checked_strictly(runs: Runs, client: Client) -> None:
         answer = client.post(f"/rate/item/{item}/submit", form)
         assert answer.status == 400, form
         assert 'class="problem"' in answer.text
-    assert not runs.fake.stored
+    assert runs.untouched(item)
     kept = client.post(f"/rate/item/{item}/submit", {**good, "c0": "9", "r0": "kept <b>"})
     assert "kept &lt;b&gt;</textarea>" in kept.text  # what was typed stays
     assert client.post(f"/rate/item/{item}/submit", {**good, "r0": "y" * 4000}).status == 200
-    assert runs.fake.stored[item].rationales
+    stored = runs.rows(item)
+    first = runs.get(item).criteria[0]
+    assert stored[first].rationale == "y" * 4000
+    assert all(r.rationale is None for c, r in stored.items() if c != first)
 
 
 @pytest.mark.parametrize(
@@ -296,10 +305,12 @@ def test_a_pairwise_choice_is_the_ledgers_verdict(
     page = client.get(f"/rate/item/{item}").text
     form = {k: (choice if re.fullmatch(r"c\d+", k) else v) for k, v in answers(page).items()}
     assert client.post(f"/rate/item/{item}/submit", form, follow=False).status == 303
-    stored = runs.fake.stored[item]
-    assert set(stored.scores.values()) == {verdict}
-    assert json.loads(stored.value)["swapped"] is swapped
+    stored = runs.rows(item)
+    assert set(stored) == set(runs.get(item).criteria)  # the run's one overall preference
+    assert {r.score for r in stored.values()} == {verdict}
+    assert {json.loads(str(r.value))["swapped"] for r in stored.values()} == {swapped}
     assert client.post(f"/rate/item/{item}/submit", {**form, "c0": "na"}).status == 200
+    assert runs.rows(item) == stored
 
 
 def test_flag_and_skip(runs: Runs, client: Client) -> None:
@@ -308,15 +319,23 @@ def test_flag_and_skip(runs: Runs, client: Client) -> None:
     assert client.get("/rate/next").url.endswith(f"/item/{first}")
     csrf = client.csrf(f"/rate/item/{first}")
     skipped = client.post(f"/rate/item/{first}/skip", {"csrf": csrf})
-    assert skipped.url.endswith(f"/item/{second}") and runs.fake.calls == [f"release {first}"]
+    assert skipped.url.endswith(f"/item/{second}")
+    given_back = runs.get(first)  # released once, behind the other: no longer held
+    assert (given_back.state, given_back.skips, given_back.holder) == ("open", 1, None)
+    assert runs.get(second).skips == 0
     for reason in ("", "   ", "r" * 501):
         assert (
             client.post(f"/rate/item/{second}/flag", {"csrf": csrf, "reason": reason}).status == 400
         )
     flagged = client.post(f"/rate/item/{second}/flag", {"csrf": csrf, "reason": "not English"})
     assert flagged.url.endswith(f"/item/{first}")
-    assert runs.fake.items[second].state == "flagged"
-    assert runs.fake.stored[second].reason == "not English"
+    assert runs.get(second).state == "flagged"
+    rows = runs.rows(second).values()
+    assert {(r.status, r.reason, r.detail, r.score) for r in rows} == {
+        ("failed", "flagged", "not English", None)
+    }
+    assert {json.loads(str(r.value))["source"] for r in rows} == {"workspace"}
+    assert {r.status for r in runs.rows(first).values()} == {"waiting"}
     home = client.get("/rate").text
     assert re.search(r'id="flagged">1<', home) and re.search(r'id="open">1<', home)
 
@@ -324,7 +343,7 @@ def test_flag_and_skip(runs: Runs, client: Client) -> None:
 def test_signout_ends_the_session(runs: Runs, client: Client) -> None:
     client.signin(runs.rater("alice"))
     answer = client.post("/rate/signout", {"csrf": client.csrf("/rate")}, follow=False)
-    assert answer.status == 303 and not runs.fake.sessions
+    assert answer.status == 303 and not runs.sessions()
     assert client.get("/rate", follow=False).status == 303
 
 
@@ -373,7 +392,7 @@ def test_a_failure_is_a_page_and_logs_no_secret(
     def broken(*args: object) -> bool:
         raise RuntimeError(f"database said no to {args}")
 
-    monkeypatch.setattr(rate_fake.MODULE, "submit", broken)
+    monkeypatch.setattr(ratings, "submit", broken)
     with caplog.at_level(logging.ERROR):
         answer = client.post(f"/rate/item/{item}/submit", answers(page))
     assert answer.status == 500 and "nothing was saved" in answer.text
@@ -382,3 +401,4 @@ def test_a_failure_is_a_page_and_logs_no_secret(
     assert "RuntimeError" in logged
     for secret in (token, csrf, *client.cookies().values()):
         assert secret not in logged
+    assert runs.untouched(item)
