@@ -240,7 +240,12 @@ def to_table(report: Report | Sequence[Row], details: bool = False) -> str:
         )
     if details:
         blocks += detail_blocks(report)
-    if not report.rows and report.pairwise is None and not report.in_progress:
+    if (
+        not report.rows
+        and report.pairwise is None
+        and report.people is None
+        and not report.in_progress
+    ):
         return ""
     return "\n\n".join(blocks) + "\n"
 

@@ -166,6 +166,11 @@ def report_command(**flags: Any) -> None:
             click.echo(render.report_csv(result), nl=False)
     else:
         text = render.to_table(result, details=flags["details"])
+        if not text:
+            click.echo(
+                f"run {result.run}: nothing to report yet (no finished judgments, no ratings)",
+                err=True,
+            )
         if out:
             _write(out / "report.txt", text)
         else:
