@@ -125,6 +125,14 @@ def rater_by_token(store: Store, token_hash: str) -> Rater | None:
 
 
 @transient_retry
+@transient_retry
+def rater_by_name(store: Store, name: str) -> Rater | None:
+    """The rater called ``name`` (revoked or not), or None."""
+    with store.engine.connect() as conn:
+        row = conn.execute(select(*_COLUMNS).where(RA.name == name)).first()
+    return None if row is None else _rater(row)
+
+
 def list_raters(store: Store) -> list[Rater]:
     """Every rater, by name."""
     with store.engine.connect() as conn:

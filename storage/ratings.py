@@ -41,6 +41,7 @@ from flask_eval.storage.raters import (
     delete_session,
     get_session,
     list_raters,
+    rater_by_name,
     rater_by_token,
     revoke_rater,
 )
@@ -74,6 +75,7 @@ __all__ = [
     "next_item",
     "plan_ratings",
     "progress",
+    "rater_by_name",
     "rater_by_token",
     "release",
     "revoke_rater",

@@ -126,10 +126,10 @@ async def signed_in(request: web.Request) -> Who | None:
         return None
     if session.expires_at.replace(tzinfo=session.expires_at.tzinfo or UTC) <= datetime.now(UTC):
         return None
-    found = [r for r in await db(ratings.list_raters, ws.store) if r.name == session.rater]
-    if not found or found[0].revoked:
+    rater = await db(ratings.rater_by_name, ws.store, session.rater)
+    if rater is None or rater.revoked:
         return None
-    return Who(session, found[0])
+    return Who(session, rater)
 
 
 async def form_of(request: web.Request) -> dict[str, str]:
