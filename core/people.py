@@ -101,7 +101,6 @@ class Panel:
     overlap: int = 0
     sample: int | None = None
     limit: int | None = None
-    lease: float = DEFAULT_LEASE
     #: the grading protocol whose rubrics and scale the raters see (None: ours)
     protocol: str | None = None
 
@@ -127,8 +126,6 @@ class Panel:
         for key in ("sample", "limit", "protocol"):
             if getattr(self, key) is not None:
                 data[key] = getattr(self, key)
-        if self.lease != DEFAULT_LEASE:
-            data["lease"] = self.lease
         return data
 
     @classmethod
@@ -140,7 +137,6 @@ class Panel:
             overlap=int(data.get("overlap", 0)),
             sample=data.get("sample"),
             limit=data.get("limit"),
-            lease=float(data.get("lease", DEFAULT_LEASE)),
             protocol=data.get("protocol"),
         )
 

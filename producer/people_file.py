@@ -11,7 +11,6 @@ human/panel`` with ``raters:`` (a panel).
       per_item: 2                # raters per item (default 1)
       overlap: 30                # the first 30 items go to every rater (default 0)
       limit: 200                 # the first 200 items (or sample: N, a seeded sample)
-      lease: 1800                # seconds a rater holds an item (default 30 minutes)
       protocol: flask            # whose rubrics and scale the raters see
 
 Every problem is an InputError naming ``file:line``, as for a judge's entry.
@@ -19,13 +18,11 @@ Every problem is an InputError naming ``file:line``, as for a judge's entry.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from flask_eval.core.errors import InputError
 from flask_eval.core.people import (
-    DEFAULT_LEASE,
     HUMAN,
     PANEL,
     Panel,
@@ -37,12 +34,8 @@ from flask_eval.core.text import clip
 __all__ = ["PEOPLE_KEYS", "check_raters_once", "is_people_spec", "panel_entry", "panel_of_spec"]
 
 PEOPLE_KEYS = frozenset(
-    {"spec", "name", "raters", "per_item", "overlap", "sample", "limit", "lease", "protocol"}
+    {"spec", "name", "raters", "per_item", "overlap", "sample", "limit", "protocol"}
 )
-#: the shortest lease: a minute (an item held for less is taken from a rater mid-reading)
-MIN_LEASE = 60.0
-#: the longest: 30 days
-MAX_LEASE = 30 * 24 * 3600.0
 MAX_RATERS = 1000
 
 
@@ -109,18 +102,6 @@ def panel_entry(
     limit = _whole(data, "limit", path, at("limit"), 1)
     if sample is not None and limit is not None:
         raise InputError("give `sample` or `limit`, not both", path, at("limit"))
-    lease = data.get("lease")
-    if lease is not None and (
-        not isinstance(lease, int | float)
-        or isinstance(lease, bool)
-        or not math.isfinite(lease)
-        or not MIN_LEASE <= lease <= MAX_LEASE
-    ):
-        raise InputError(
-            f"`lease` must be seconds from {MIN_LEASE:g} to {MAX_LEASE:g}, got {clip(lease)}",
-            path,
-            at("lease"),
-        )
     return Panel(
         name=name,
         raters=raters,
@@ -128,7 +109,6 @@ def panel_entry(
         overlap=overlap,
         sample=sample,
         limit=limit,
-        lease=DEFAULT_LEASE if lease is None else float(lease),
         protocol=check_protocol(data, path, at("protocol")),
     )
 

@@ -35,14 +35,13 @@ def test_a_judges_file_holds_judges_and_people(tmp_path: Path) -> None:
         "  per_item: 2\n"
         "  overlap: 5\n"
         "  limit: 40\n"
-        "  lease: 600\n"
         "  protocol: flask\n",
     )
     judges, panels = combine_workers([], [path], spec_of)
     assert [j.name for j in judges] == ["openai/gpt-5.4-mini"]
     assert panels == [
         Panel("human/alice", ("alice",), sample=10),
-        Panel("experts", ("bob", "carol", "dave"), 2, 5, None, 40, 600.0, "flask"),
+        Panel("experts", ("bob", "carol", "dave"), 2, 5, None, 40, "flask"),
     ]
     assert People(tuple(panels)).judges == (
         "human/alice",
@@ -64,7 +63,7 @@ def test_a_judges_file_holds_judges_and_people(tmp_path: Path) -> None:
         ("- spec: human/bad name\n", 1, "invalid rater name"),
         ("- spec: human/panel\n  raters: [a]\n  per_item: 2\n", 3, "the panel has 1 rater"),
         ("- spec: human/alice\n  sample: 3\n  limit: 4\n", 3, "not both"),
-        ("- spec: human/alice\n  lease: 5\n", 2, "`lease` must be seconds"),
+        ("- spec: human/alice\n  lease: 5\n", 2, "unknown key 'lease' for people"),
         ("- spec: human/alice\n  rpm: 5\n", 2, "unknown key 'rpm' for people"),
         ("- spec: human/alice\n  protocol: nope\n", 2, "unknown `protocol`"),
         (
