@@ -8,20 +8,20 @@ from __future__ import annotations
 
 from flask_eval.app.plan import Plan
 from flask_eval.core.people import People
-from flask_eval.producer.people_plan import assign, people_items
+from flask_eval.producer.people_plan import Rating, assign, people_items
 from flask_eval.storage import ratings
 from flask_eval.storage.planning import ledger_subjects
 from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
 
-__all__ = ["order_queues", "people_lines", "plan_people"]
+__all__ = ["dealt", "dealt_lines", "order_queues", "people_lines", "plan_people"]
 
 #: the judge name the run's subjects are listed under (one per subject)
 _ANY = "_"
 
 
-def plan_people(store: Store, run: RunInfo, plan: Plan, people: People) -> int:
-    """Plan ``people``'s items of ``plan`` in ``run``'s ledger; the number of new items."""
+def dealt(plan: Plan, people: People) -> list[Rating]:
+    """The items of ``plan`` ``people`` rate, rater by rater (``producer.people_plan``)."""
     subjects = ledger_subjects(
         plan.inputs.instances,
         plan.inputs.response_sets,
@@ -29,7 +29,23 @@ def plan_people(store: Store, run: RunInfo, plan: Plan, people: People) -> int:
         plan.pairs,
         about_instances=plan.inputs.about_instances,
     )
-    items = people_items((m, mb, i, tuple(c)) for m, mb, i, _j, c in subjects)
+    return assign(people_items((m, mb, i, tuple(c)) for m, mb, i, _j, c in subjects), people)
+
+
+def dealt_lines(plan: Plan) -> list[str]:
+    """What a dry run says of the plan's people: each rater's items and ratings."""
+    if plan.people is None:
+        return []
+    counts: dict[str, list[int]] = {j: [0, 0] for j in plan.people.judges}
+    for rating in dealt(plan, plan.people):
+        counts[rating.judge][0] += 1
+        counts[rating.judge][1] += len(rating.item.criteria)
+    rows = ", ".join(f"{j}: {n:,} items ({r:,} ratings)" for j, (n, r) in counts.items())
+    return [f"people (nothing is sent for them; they rate in `flask-eval rate`): {rows}"]
+
+
+def plan_people(store: Store, run: RunInfo, plan: Plan, people: People) -> int:
+    """Plan ``people``'s items of ``plan`` in ``run``'s ledger; the number of new items."""
     planned = [
         ratings.PlannedRating(
             r.judge,
@@ -40,7 +56,7 @@ def plan_people(store: Store, run: RunInfo, plan: Plan, people: People) -> int:
             r.rank,
             r.swapped,
         )
-        for r in assign(items, people)
+        for r in dealt(plan, people)
     ]
     return ratings.plan_ratings(store, run.id, planned)
 

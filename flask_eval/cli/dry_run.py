@@ -20,6 +20,7 @@ def print_dry_run(plan: Plan, settings: Settings) -> None:
     """The estimates of ``plan``: nothing is written or sent; the answer cache is read
     when the database exists already."""
     from flask_eval.app.cache import existing_cache
+    from flask_eval.app.people import dealt_lines
     from flask_eval.core.stored import StoredPairwise
     from flask_eval.producer.estimate_format import format_estimates
     from flask_eval.producer.pairs import describe_plan
@@ -35,6 +36,8 @@ def print_dry_run(plan: Plan, settings: Settings) -> None:
     try:
         worker = kinds.of(plan.kind).words.worker
         click.echo(format_estimates(plan.sampled().summarize(cache), worker))
+        for line in dealt_lines(plan):
+            click.echo(line)
     finally:
         if cache is not None:
             cache.store.close()

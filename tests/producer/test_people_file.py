@@ -152,3 +152,27 @@ def test_a_pair_planned_in_both_orders_is_shown_once_sides_drawn_per_item() -> N
     assert 60 < swapped < 140  # about half shows the second model first
     absolute = assign(_items(20), People((Panel("p", ("a",)),)))
     assert not any(r.swapped for r in absolute)
+
+
+def test_a_dry_run_says_what_each_rater_would_rate(tmp_path: Path) -> None:
+    from tests.conftest import EXAMPLES
+    from tests.helpers import cli_env, flask_eval
+
+    judges = _file(tmp_path, "- spec: human/panel\n  raters: [alice, bob]\n  overlap: 2\n")
+    db = tmp_path / "store.db"
+    result = flask_eval(
+        "run",
+        "--instances",
+        str(EXAMPLES / "instances.jsonl"),
+        "--responses",
+        f"a={EXAMPLES / 'model_a.jsonl'}",
+        "--judges",
+        judges,
+        "--limit",
+        "6",
+        "--dry-run",
+        env=cli_env(f"sqlite:///{db}"),
+    )
+    # 6 items: 2 to both, the other 4 dealt two and two
+    assert "human/alice: 4 items" in result.stdout and "human/bob: 4 items" in result.stdout
+    assert not db.exists()
