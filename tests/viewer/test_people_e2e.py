@@ -204,9 +204,10 @@ def _rate_current(s: Session, keyboard: bool) -> int:
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / shot), full_page=True)
         SHOTS.add(shot)
-    texts = [page.locator(f"#response-{k} pre").inner_text() for k in (1, 2) if k == 1 or pairwise]
-    assert page.evaluate("window.__pwned") is None
-    fieldsets = page.locator("fieldset.criterion")
+    texts, pwned = page.evaluate(
+        "[[...document.querySelectorAll('.response pre')].map(e => e.innerText), window.__pwned]"
+    )
+    assert pwned is None
     if pairwise:
         choice = "1" if "thorough" in texts[0] else "2"
         if s.name == "bob" and item % 4 == 0:
@@ -218,13 +219,18 @@ def _rate_current(s: Session, keyboard: bool) -> int:
             page.locator(f"fieldset.criterion input[value='{value}']").first.check()
     else:
         base = 5 if "thorough" in texts[0] else 2
-        for k in range(fieldsets.count()):
-            score = max(1, min(5, base - (k + item + (s.name == "bob")) % 2))
-            if keyboard:
+        n = page.locator("fieldset.criterion").count()
+        scores = [max(1, min(5, base - (k + item + (s.name == "bob")) % 2)) for k in range(n)]
+        if keyboard:
+            for score in scores:
                 page.keyboard.press(str(score))
                 page.keyboard.press("j")
-            else:
-                fieldsets.nth(k).locator(f"input[value='{score}']").check()
+        else:  # as a click on each would: one choice per criterion
+            page.evaluate(
+                "scores => document.querySelectorAll('fieldset.criterion').forEach((f, k) =>"
+                " f.querySelector(`input[value='${scores[k]}']`).click())",
+                scores,
+            )
     with page.expect_navigation():
         if keyboard:
             page.keyboard.press("Enter")
@@ -235,9 +241,11 @@ def _rate_current(s: Session, keyboard: bool) -> int:
 
 
 def _rate_until_done(s: Session, limit: int | None = None) -> list[int]:
+    """Rate the rater's next items (a submit lands on the next one) until none is left,
+    or ``limit`` of them."""
     done: list[int] = []
+    s.goto("/rate/next")
     while limit is None or len(done) < limit:
-        s.goto("/rate/next")
         if s.page.locator("#nothing-left").count():
             break
         done.append(_rate_current(s, keyboard=len(done) % 2 == 0))
@@ -267,7 +275,7 @@ class World:
     double_scores: dict[str, int] = field(default_factory=dict)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
     if not CHROMIUM.exists():
@@ -444,7 +452,7 @@ def _count(url: str, sql: str) -> int:
         return int(db.execute(sql).fetchone()[0])
 
 
-def test_the_ledger_holds_one_rating_per_planned_item_and_rater(world: World) -> None:
+def check_ledger_holds_one_rating_per_planned_item_and_rater(world: World) -> None:
     url = world.url
     for rater, items in (("alice", 45 + N_PAIRWISE), ("bob", 45 + N_PAIRWISE)):
         judge = f"human/{rater}"
@@ -487,7 +495,7 @@ def _sqlite(url: str) -> Any:
     return sqlite3.connect(url.removeprefix("sqlite:///"))
 
 
-def test_nothing_served_to_a_rater_names_a_model_a_judge_or_a_run(world: World) -> None:
+def check_nothing_served_to_a_rater_names_a_model_a_judge_or_a_run(world: World) -> None:
     seen = "\n".join([*world.seen.urls, *world.seen.headers, *world.seen.bodies])
     assert len(world.seen.bodies) > 100
     for secret in (*MODELS, JUDGE, *RUNS, "sim-gpt"):
@@ -504,7 +512,7 @@ def test_nothing_served_to_a_rater_names_a_model_a_judge_or_a_run(world: World) 
     assert not [r for r in rationales if r in seen]
 
 
-def test_no_token_in_clear_in_the_log_or_the_database(world: World) -> None:
+def check_no_token_in_clear_in_the_log_or_the_database(world: World) -> None:
     log = "".join(world.server.log)
     data = _file_bytes(world.tmp / "store.db") + _file_bytes(world.tmp / "store.db-wal")
     for token in world.tokens.values():
@@ -524,7 +532,7 @@ def _report(url: str, run: str, fmt: str, out: Path) -> dict[str, bytes]:
     return {"stdout": printed.encode(), **files} if fmt != "html" else files
 
 
-def test_raters_import_of_the_same_labels_gives_a_byte_identical_report(world: World) -> None:
+def check_raters_import_of_the_same_labels_gives_a_byte_identical_report(world: World) -> None:
     tmp = world.tmp
     sides = ((world.url, "browser"), (world.before, "import"))
     for run in RUNS:
@@ -540,7 +548,7 @@ def test_raters_import_of_the_same_labels_gives_a_byte_identical_report(world: W
     assert "People" in html.read_text()
 
 
-def test_judge_versus_people_equals_scipy_and_krippendorff(world: World) -> None:
+def check_judge_versus_people_equals_scipy_and_krippendorff(world: World) -> None:
     krippendorff = pytest.importorskip("krippendorff")
     from scipy import stats
 
@@ -585,7 +593,7 @@ def test_judge_versus_people_equals_scipy_and_krippendorff(world: World) -> None
     assert alpha["alpha"] == pytest.approx(expected, abs=1e-9)
 
 
-def test_the_judge_versus_people_table_in_a_browser(world: World) -> None:
+def check_judge_versus_people_table_in_a_browser(world: World) -> None:
     sync_api = pytest.importorskip("playwright.sync_api")
     out = world.tmp / "html-shot"
     _report(world.url, RUNS[0], "html", out)
@@ -603,3 +611,14 @@ def test_the_judge_versus_people_table_in_a_browser(world: World) -> None:
         finally:
             chromium.close()
     assert os.path.getsize(ARTIFACTS / "judge-versus-people.png") > 10_000
+
+
+def test_people_rate_beside_the_judges_end_to_end(world: World) -> None:
+    """One test for the whole session of three raters (its fixture is the costly part:
+    a test each would repeat it on every xdist worker that runs one)."""
+    check_ledger_holds_one_rating_per_planned_item_and_rater(world)
+    check_nothing_served_to_a_rater_names_a_model_a_judge_or_a_run(world)
+    check_no_token_in_clear_in_the_log_or_the_database(world)
+    check_raters_import_of_the_same_labels_gives_a_byte_identical_report(world)
+    check_judge_versus_people_equals_scipy_and_krippendorff(world)
+    check_judge_versus_people_table_in_a_browser(world)
