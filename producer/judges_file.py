@@ -217,7 +217,7 @@ def _entry(
     except ConfigError as exc:
         raise InputError(str(exc), path, at("spec")) from None
     name = check_judge_name(data.get("name", spec.default_name), path, at("name"))
-    if name.startswith(PREFIX):
+    if name.casefold().startswith(PREFIX):  # names are told apart case-insensitively
         raise InputError(
             f"judge name {clip(name)}: names starting with {PREFIX!r} are people's",
             path,

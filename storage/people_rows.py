@@ -15,36 +15,20 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
-    Boolean,
-    DateTime,
-    Integer,
-    String,
     and_,
     case,
-    column,
     func,
     select,
-    table,
 )
 from sqlalchemy.sql.elements import ColumnElement
 
 from flask_eval.core.errors import FailureReason, Status
-from flask_eval.core.people import PREFIX
 from flask_eval.core.types import VERDICT_FIRST, VERDICT_SECOND, VERDICT_TIE
-from flask_eval.storage.models import JUDGMENT, RUN
+from flask_eval.storage.models import JUDGMENT, RATER, RUN
+from flask_eval.storage.predicates import person
 from flask_eval.storage.store import Store
 
 J = JUDGMENT.c
-#: the columns of the ``rater`` table read here (never its token's hash)
-RATER = table(
-    "rater",
-    column("name", String),
-    column("run_id", Integer),
-    column("may_view", Boolean),
-    column("created_at", DateTime),
-    column("revoked_at", DateTime),
-)
-
 #: instance ids per ``IN (...)`` list
 IDS_PER_QUERY = 500
 
@@ -53,11 +37,11 @@ Subject = tuple[str, str, str, str]
 
 
 def _person() -> ColumnElement[bool]:
-    return func.substr(J.judge, 1, len(PREFIX)) == PREFIX
+    return person(J.judge)
 
 
 def _machine() -> ColumnElement[bool]:
-    return func.substr(J.judge, 1, len(PREFIX)) != PREFIX
+    return ~person(J.judge)
 
 
 def known_subjects(store: Store, run_id: int, instance_ids: Iterable[str]) -> set[Subject]:
@@ -220,7 +204,7 @@ class RaterLine:
 
 def rater_lines(store: Store) -> list[RaterLine]:
     """Every rater, by name."""
-    R = RATER.c
+    R = RATER.c  # never its token's hash
     stmt = (
         select(R.name, R.run_id, RUN.c.name, R.may_view, R.created_at, R.revoked_at)
         .select_from(RATER.outerjoin(RUN, RUN.c.id == R.run_id))

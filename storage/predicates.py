@@ -1,18 +1,26 @@
 """The ledger's row predicates, shared by the store, its dialects and its helpers: a
-judgment still to judge (:func:`claimable`, :func:`open_rows_selects`) and a run not
-being deleted (:func:`visible`)."""
+judgment still to judge (:func:`claimable`, :func:`open_rows_selects`), a run not
+being deleted (:func:`visible`) and a person's row (:func:`person`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Select, and_, exists, or_, select
+from sqlalchemy import Select, and_, exists, func, or_, select
 from sqlalchemy.sql.elements import ColumnElement
 
 from flask_eval.core.errors import Status
+from flask_eval.core.people import PREFIX
 from flask_eval.storage.models import DELETED_RUN, JUDGMENT, RUN
 
 J, RN, D = JUDGMENT.c, RUN.c, DELETED_RUN.c
+
+
+def person(judge: Any) -> ColumnElement[bool]:
+    """Whether the worker column ``judge`` names a person (``core.people.is_person``), to
+    the letter on both dialects: SQLite's LIKE ignores case, so a judge called
+    ``Human/x`` would pass for one."""
+    return func.substr(judge, 1, len(PREFIX)) == PREFIX
 
 
 def claimable(now: Any) -> ColumnElement[bool]:

@@ -26,7 +26,7 @@ from flask_eval.storage.models import (
     UNTRUSTED,
     utcnow,
 )
-from flask_eval.storage.predicates import claimable
+from flask_eval.storage.predicates import claimable, person
 from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
 
@@ -219,11 +219,11 @@ def runs_overview(store: Store) -> list[dict[str, Any]]:
         )
         of_run = (  # PostgreSQL: the tally's judges (a run's rows are not read)
             select(T.run_id, func.count(func.distinct(T.judge)))
-            .where(T.n != 0, T.judge.not_like(tally.PEOPLE))
+            .where(T.n != 0, ~person(T.judge))
             .group_by(T.run_id)
             if store.dialect == "postgresql"
             else select(J.run_id, func.count(func.distinct(J.judge)))
-            .where(J.judge.not_like(tally.PEOPLE))
+            .where(~person(J.judge))
             .group_by(J.run_id)
         )
         sizes = {int(r[0]): (int(answered.get(r[0], 0)), int(r[1])) for r in conn.execute(of_run)}

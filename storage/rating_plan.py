@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Integer, and_, bindparam, case, exists, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
+from sqlalchemy.sql.elements import ColumnElement
 
 from flask_eval.core.errors import FailureReason, Status
 from flask_eval.core.people import PREFIX, is_person
@@ -29,7 +30,7 @@ from flask_eval.storage.models import (
     RUN,
     utcnow,
 )
-from flask_eval.storage.predicates import visible
+from flask_eval.storage.predicates import person, visible
 from flask_eval.storage.retry import transient_retry
 
 if TYPE_CHECKING:
@@ -202,14 +203,15 @@ def store_imported(
     return stored
 
 
-def _rows_of_item() -> Any:
-    """The ledger rows of the item ``RI`` (a correlated condition)."""
+def rows_of(item: Any) -> ColumnElement[bool]:
+    """The ledger rows of the rating item ``item``: a row read, or ``RATING_ITEM.c`` (a
+    correlated condition)."""
     return and_(
-        J.run_id == RI.run_id,
-        J.model == RI.model,
-        J.model_b == RI.model_b,
-        J.instance_id == RI.instance_id,
-        J.judge == RI.judge,
+        J.run_id == item.run_id,
+        J.model == item.model,
+        J.model_b == item.model_b,
+        J.instance_id == item.instance_id,
+        J.judge == item.judge,
     )
 
 
@@ -217,10 +219,10 @@ def settle_items(conn: Connection, run_id: int, keys: set[Key], now: datetime) -
     """Mark done (or flagged) the open items among ``keys`` none of whose rows still
     waits: item by item when they are few, else in one statement over the open items of
     their raters in the run (a statement per item costs ~1 ms on PostgreSQL)."""
-    waiting = exists(select(J.id).where(_rows_of_item(), J.status == Status.WAITING.value))
+    waiting = exists(select(J.id).where(rows_of(RI), J.status == Status.WAITING.value))
     flagged = exists(
         select(J.id).where(
-            _rows_of_item(),
+            rows_of(RI),
             J.status == Status.FAILED.value,
             J.reason == FailureReason.FLAGGED.value,
         )
@@ -265,7 +267,7 @@ def restore_items(conn: Connection, run_id: int, now: datetime) -> int:
             case((waits > 0, ITEM_OPEN), (flags > 0, ITEM_FLAGGED), else_=ITEM_DONE),
             func.min(J.id),
         )
-        .where(J.run_id == run_id, J.judge.startswith(PREFIX, autoescape=True))
+        .where(J.run_id == run_id, person(J.judge))
         .group_by(J.judge, J.model, J.model_b, J.instance_id)
         .order_by(func.min(J.id))
     )

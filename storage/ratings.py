@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Integer, Text, and_, case, cast, func, or_, select, update
+from sqlalchemy import Integer, Text, case, cast, func, or_, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -50,6 +50,7 @@ from flask_eval.storage.rating_plan import (
     PlannedRating,
     import_ratings,
     plan_ratings,
+    rows_of,
     set_ranks,
 )
 from flask_eval.storage.retry import transient_retry
@@ -134,21 +135,10 @@ _ITEM = (
 )
 
 
-def _rows_of(row: Any) -> ColumnElement[bool]:
-    """The ledger rows of the item ``row``."""
-    return and_(
-        J.run_id == row.run_id,
-        J.model == row.model,
-        J.model_b == row.model_b,
-        J.instance_id == row.instance_id,
-        J.judge == row.judge,
-    )
-
-
 def _rows(conn: Connection, row: Any) -> list[tuple[int, str]]:
     """The item's ledger rows (id, criterion) in planned order (sorted here: ``ORDER BY
     id`` in SQL would lead SQLite to read every row of the rater's cell, not the item's)."""
-    rows = conn.execute(select(J.id, J.criterion).where(_rows_of(row))).all()
+    rows = conn.execute(select(J.id, J.criterion).where(rows_of(row))).all()
     return sorted((int(i), str(c)) for i, c in rows)
 
 

@@ -23,7 +23,6 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
 from flask_eval.core.errors import RunConflictError, Status
-from flask_eval.core.people import PREFIX
 from flask_eval.core.stored import StoredConfig
 from flask_eval.core.types import Instance, ResponseSet
 from flask_eval.rubrics import kinds
@@ -43,7 +42,7 @@ from flask_eval.storage.models import (
 )
 from flask_eval.storage.planning import Pair, RunRows, insert_run_rows
 from flask_eval.storage.postgres_store import PostgresHotPaths
-from flask_eval.storage.predicates import open_rows_selects
+from flask_eval.storage.predicates import open_rows_selects, person
 from flask_eval.storage.records import (
     CallRecord,
     OpenRow,
@@ -325,7 +324,7 @@ class Store(WorkerLedger):
         stmt = update(JUDGMENT).where(
             J.run_id == run_id,
             J.status == Status.FAILED.value,
-            ~J.judge.startswith(PREFIX, autoescape=True),
+            ~person(J.judge),
         )
         if reasons:
             stmt = stmt.where(J.reason.in_(list(reasons)))

@@ -23,8 +23,8 @@ from sqlalchemy.engine import Connection
 from sqlmodel import SQLModel
 
 from flask_eval.core.errors import Status
-from flask_eval.core.people import PREFIX
 from flask_eval.storage.models import CALL, CALL_TALLY, JUDGMENT, JUDGMENT_TALLY
+from flask_eval.storage.predicates import person
 
 J, C = JUDGMENT.c, CALL.c
 
@@ -205,10 +205,6 @@ def runs_with_open(conn: Connection) -> list[int]:
     return [int(r[0]) for r in conn.execute(stmt)]
 
 
-#: the ledger names of people (``core.people.PREFIX``), as a LIKE pattern
-PEOPLE = f"{PREFIX}%"
-
-
 def status_by_run(conn: Connection, run_ids: list[int]) -> dict[int, dict[str, int]]:
     """Run -> its judges' judgments by status, for ``run_ids`` (people's rows are not
     judgments: ``storage.queries.status`` counts them apart)."""
@@ -218,13 +214,13 @@ def status_by_run(conn: Connection, run_ids: list[int]) -> dict[int, dict[str, i
     if conn.dialect.name == "postgresql":
         stmt = (
             select(T.run_id, T.status, func.sum(T.n))
-            .where(T.run_id.in_(run_ids), T.n != 0, T.judge.not_like(PEOPLE))
+            .where(T.run_id.in_(run_ids), T.n != 0, ~person(T.judge))
             .group_by(T.run_id, T.status)
         )
     else:
         stmt = (
             select(J.run_id, J.status, func.count())
-            .where(J.run_id.in_(run_ids), J.judge.not_like(PEOPLE))
+            .where(J.run_id.in_(run_ids), ~person(J.judge))
             .group_by(J.run_id, J.status)
         )
     for run_id, status, n in conn.execute(stmt):

@@ -189,31 +189,39 @@ async def submit(request: web.Request) -> web.StreamResponse:
     ws = workspace(request)
     who, form = await posting(request)
     item = await own_item(request, who)
-    if item.state != "open":
-        return _already(ws, who, item)
-    try:
-        stored = await db(rating.submit_form, ws.store, item, form, None, ws.seen(who, item.id))
-    except rating.FormError as exc:
-        return await _render_item(ws, who, item, 400, form, exc.problems)
-    except LookupError:  # the item or its run deleted meanwhile (ItemGone too)
-        return ws.message(410, "Gone", "This item's run is no longer in the store.", who)
-    if not stored:
-        return _already(ws, who, item)
-    raise web.HTTPSeeOther(f"{PREFIX}/next")
+    return await _end_item(ws, who, item, form, rating.submit_form, lambda p: p)
+
+
+def _reason_problem(problems: dict[str, str]) -> dict[str, str]:
+    """A flag's problems, shown at its one field."""
+    return {"reason": problems.get("reason") or "; ".join(problems.values())}
 
 
 async def flag(request: web.Request) -> web.StreamResponse:
     ws = workspace(request)
     who, form = await posting(request)
     item = await own_item(request, who)
+    return await _end_item(ws, who, item, form, rating.flag_form, _reason_problem)
+
+
+async def _end_item(
+    ws: Workspace,
+    who: Who,
+    item: ratings.RatingItem,
+    form: dict[str, str],
+    write: Callable[..., bool],
+    shown: Callable[[dict[str, str]], dict[str, str]],
+) -> web.StreamResponse:
+    """Rate or flag ``item`` with ``write`` (``rating.submit_form`` or ``flag_form``):
+    the next item, the page again with the form's problems (``shown`` places them), or
+    "already" when it was rated or flagged before (a double submit, another tab)."""
     if item.state != "open":
         return _already(ws, who, item)
     try:
-        stored = await db(rating.flag_form, ws.store, item, form, None, ws.seen(who, item.id))
+        stored = await db(write, ws.store, item, form, None, ws.seen(who, item.id))
     except rating.FormError as exc:
-        problems = {"reason": exc.problems.get("reason") or "; ".join(exc.problems.values())}
-        return await _render_item(ws, who, item, 400, form, problems)
-    except LookupError:  # the item or its run deleted meanwhile
+        return await _render_item(ws, who, item, 400, form, shown(exc.problems))
+    except LookupError:  # the item or its run deleted meanwhile (ItemGone too)
         return ws.message(410, "Gone", "This item's run is no longer in the store.", who)
     if not stored:
         return _already(ws, who, item)

@@ -52,12 +52,17 @@ class RunIncomplete(FlaskEvalError):
     """A run ended with judgments failed or still pending (exit code 1)."""
 
 
-def open_store(*, create: bool = False) -> Store:
-    """The configured store. A command that only reads (``create=False``) refuses a store
-    that does not exist, with one line and exit 2, rather than create an empty one."""
+def open_store(*, create: bool = False, url: str | None = None) -> Store:
+    """The store at ``url`` (a command's ``--db``), else the configured one. A command
+    that only reads (``create=False``) refuses a store that does not exist, with one
+    line and exit 2, rather than create an empty one."""
     from flask_eval.storage.db import lacks_store, redact_url
     from flask_eval.storage.store import Store
 
+    if url is not None:
+        if not create and lacks_store(url):
+            raise InputError(f"--db: no flask-eval store at {redact_url(url)}")
+        return Store(url)
     url = settings_mod.load().database_url
     if not create and lacks_store(url):
         raise InputError(

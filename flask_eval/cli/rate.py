@@ -54,14 +54,7 @@ def open_db(url: str | None) -> Store:
     """The store at ``url`` (else the configured one); InputError when there is none."""
     from flask_eval.cli.common import open_store
 
-    if url is None:
-        return open_store()
-    from flask_eval.storage.db import lacks_store, redact_url
-    from flask_eval.storage.store import Store
-
-    if lacks_store(url):
-        raise InputError(f"--db: no flask-eval store at {redact_url(url)}")
-    return Store(url)
+    return open_store(url=url)
 
 
 def warn_if_exposed(host: str, behind_tls: bool) -> None:

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from flask_eval.cli.common import SHORT_HELP, find_run, handle_errors, open_store
-from flask_eval.core.errors import InputError
 from flask_eval.core.people import RATE_PORT
 
 if TYPE_CHECKING:
@@ -34,16 +33,8 @@ def db_option(command: F) -> F:
 
 
 def store_at(db: str | None, *, create: bool = False) -> Store:
-    """The store at ``db`` (else the configured one). Unless ``create``, a store that
-    does not exist is refused (InputError) rather than made empty."""
-    if db is None:
-        return open_store(create=create)
-    from flask_eval.storage.db import lacks_store, redact_url
-    from flask_eval.storage.store import Store
-
-    if not create and lacks_store(db):
-        raise InputError(f"--db: no flask-eval store at {redact_url(db)}")
-    return Store(db)
+    """The store at ``db`` (else the configured one): ``common.open_store``."""
+    return open_store(create=create, url=db)
 
 
 @click.group(short_help=SHORT_HELP["raters"])

@@ -76,6 +76,11 @@ def test_a_judges_file_holds_judges_and_people(tmp_path: Path) -> None:
             2,
             "names starting with 'human/' are people's",
         ),
+        (
+            "- spec: openai/gpt-5.4-mini\n  name: Human/x\n",
+            2,
+            "names starting with 'human/' are people's",
+        ),
     ],
 )
 def test_bad_people_entries_name_their_line(

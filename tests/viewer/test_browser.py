@@ -164,18 +164,19 @@ def test_the_prompt_shown_is_the_prompt_the_judge_received(runs: Runs) -> None:
         store.close()
 
 
-class Viewer:
-    """The viewer's app served on 127.0.0.1 from a thread of its own."""
+class Served:
+    """An aiohttp application (the viewer's, the rating workspace's) served on 127.0.0.1
+    from a thread of its own."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, app: web.Application) -> None:
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
         self.loop = asyncio.new_event_loop()
-        self.runner = web.AppRunner(make_app(store), access_log=None)
+        self.runner = web.AppRunner(app, access_log=None)
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.ready = threading.Event()
         self.thread.start()
-        assert self.ready.wait(10), "the viewer did not start"
+        assert self.ready.wait(10), "the application did not start"
 
     def _serve(self) -> None:
         asyncio.set_event_loop(self.loop)
@@ -207,7 +208,7 @@ def browser(runs: Runs) -> Iterator[Browser]:
     if not CHROMIUM.exists():
         pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
     store = Store(runs.url)
-    viewer = Viewer(store)
+    viewer = Served(make_app(store))
     with sync_api.sync_playwright() as p:
         chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
         page = chromium.new_page(viewport={"width": 1400, "height": 900})

@@ -272,7 +272,6 @@ class World:
     seen: Seen
     problems: list[str]
     double_submitted: int = 0
-    double_scores: dict[str, int] = field(default_factory=dict)
 
 
 @pytest.fixture

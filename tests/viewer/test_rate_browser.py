@@ -6,52 +6,22 @@ Without the ``playwright`` package or ``/usr/bin/chromium`` the tests skip."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import socket
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from aiohttp import web
 
 from flask_eval.core.types import VERDICT_SECOND
 from flask_eval.viewer import rate_server
 from flask_eval.viewer.rate_security import RateOptions
 from tests.viewer import rate_setup
 from tests.viewer.rate_setup import Runs
-from tests.viewer.test_browser import ARTIFACTS, CHROMIUM
+from tests.viewer.test_browser import ARTIFACTS, CHROMIUM, Served
 
 #: a Chromium process per module: the integration tier (the collection cannot see it)
 pytestmark = pytest.mark.integration
-
-
-class Served:
-    """The workspace served on 127.0.0.1 from a thread of its own."""
-
-    def __init__(self, app: web.Application) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        self.loop = asyncio.new_event_loop()
-        self.runner = web.AppRunner(app, access_log=None)
-        self.ready = threading.Event()
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-        assert self.ready.wait(10), "the workspace did not start"
-
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        self.loop.run_until_complete(self.runner.setup())
-        self.loop.run_until_complete(web.SockSite(self.runner, self.sock).start())
-        self.ready.set()
-        self.loop.run_forever()
-
-    def close(self) -> None:
-        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(10)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(10)
 
 
 @dataclass
