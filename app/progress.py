@@ -256,6 +256,16 @@ def live_view(store: Store, runs: list[RunInfo], queue: str | None = None) -> Li
     """One refresh of the live view of ``runs``."""
     return LiveView(
         at=utcnow().isoformat(timespec="seconds"),
-        runs=[run_live(store, info) if _exists(store, info) else _deleted(info) for info in runs],
+        runs=[_live_or_deleted(store, info) for info in runs],
         workers=live_workers(store, queue),
     )
+
+
+def _live_or_deleted(store: Store, info: RunInfo) -> RunLive:
+    """The run's progress, or deleted: existence is checked after its counts were read,
+    so a run deleted while they were read (no rows left: 0 of 0, "finished") is said
+    deleted rather than finished."""
+    if not _exists(store, info):
+        return _deleted(info)
+    progress = run_live(store, info)
+    return progress if _exists(store, info) else _deleted(info)
