@@ -199,6 +199,23 @@ class Aggregation:
         self.atom, self.atom_codes = _atoms(self.partitions, table.n_cells)
         self.width = len(table.models) * len(table.judges)
 
+    def members(self) -> Iterator[tuple[str, str, IntArray]]:
+        """Every (dimension, key) of the breakdown with its cells (indices into the
+        table, every model's), in report order; ``mean_of`` dimensions have no cells of
+        their own and are left out. The one membership the means use, for the statistics
+        that work cell by cell (calibration, run comparison)."""
+        for g in self.groupings:
+            if g.dimension.mean_of is not None:
+                continue
+            if g.cells is None:
+                order = np.argsort(g.code, kind="stable")
+                bounds = np.searchsorted(g.code[order], np.arange(len(g.keys) + 1))
+                for k, key in enumerate(g.keys):
+                    yield g.dimension.shown, key, order[bounds[k] : bounds[k + 1]]
+            else:
+                for k, key in enumerate(g.keys):
+                    yield g.dimension.shown, key, g.cells[g.code == k]
+
     # -- point estimates ------------------------------------------------------------------
 
     def _sums(self, group: IntArray, cells: IntArray | None, size: int) -> FloatArray:

@@ -484,3 +484,31 @@ def test_random_records_overall_is_plain_mean(seed: int) -> None:
             1 for r in known if r.status == "done" and r.score is not None
         )
         assert all(r.mean is None or 1 <= r.mean <= 5 for r in rows)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_members_are_the_cells_each_mean_covers(seed: int) -> None:
+    """Aggregation.members: a key's cells, averaged per model and judge, give its row's
+    mean (the one membership the cell-by-cell statistics read)."""
+    import numpy as np
+
+    from flask_eval.report.scores import SCORED
+
+    records = random_records(random.Random(seed))
+    table = from_records(records)
+    aggregation = Aggregation(table, flask_breakdown(ABILITY_OF))
+    rows = {(r.model, r.judge, r.dimension, r.key): r for r in aggregation.rows()}
+    seen = 0
+    for dimension, key, cells in aggregation.members():
+        for m, model in enumerate(table.models):
+            for j, judge in enumerate(table.judges):
+                mine = cells[table.model[cells] == m]
+                scored = mine[table.state[mine, j] == SCORED]
+                row = rows.get((model, judge, dimension, key))
+                if row is None or row.mean is None:
+                    assert len(scored) == 0
+                    continue
+                seen += 1
+                assert row.n == len(scored)
+                assert row.mean == pytest.approx(float(np.mean(table.score[scored, j])))
+    assert seen >= len({(r.model, r.judge) for r in rows.values()})
