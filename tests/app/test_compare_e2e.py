@@ -7,6 +7,9 @@ input with one line, exit code 2 and nothing written."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -22,6 +25,18 @@ pytestmark = pytest.mark.e2e
 #: BASE's model, an equal one (other answers, the same level) and a weaker one
 LEVELS = {"base": 3.5, "twin": 3.5, "worse": 1.5}
 SCHEMA = Path(__file__).parents[1] / "data" / "junit-10.xsd"
+#: what a CI job runs (``flask-eval`` as a fresh process each time)
+CI_SCRIPT = """\
+set -u
+flask-eval() { "$PYTHON" -m flask_eval "$@"; }
+flask-eval compare nightly aa --gate --format junit --out aa.xml 2> aa.err; echo "aa=$?"
+flask-eval compare nightly pr --gate --format junit --out pr.xml 2> pr.err; echo "pr=$?"
+flask-eval compare nightly pr --format markdown > summary.md; echo "md=$?"
+flask-eval compare nightly pr --model nobody --gate --format junit --out nomodel.xml \\
+  2> nomodel.err; echo "nomodel=$?"
+flask-eval compare nightly other --gate --format junit --out disjoint.xml 2> disjoint.err
+echo "disjoint=$?"
+"""
 
 
 def models_file(tmp_path: Path) -> Path:
@@ -48,56 +63,68 @@ def test_the_gate_passes_an_equal_model_and_fails_a_weaker_one(
                 "run", "--instances", instances, "--responses", f"m={out / model}.jsonl",
                 "--judge", "openai/judge", "--run", run, "--quiet", env=env,
             )  # fmt: skip
+        flask_eval(  # a run with no model in common with the others
+            "run", "--instances", instances, "--responses", f"other={out / 'base'}.jsonl",
+            "--judge", "openai/judge", "--run", "other", "--limit", "3", "--quiet", env=env,
+        )  # fmt: skip
 
     def compare(*args: str) -> tuple[int, str, str]:
         done = flask_eval("compare", *args, env=env, check=False)
         return done.returncode, done.stdout, done.stderr
 
-    # A/A-like: the same level answered anew; the gate passes, the JUnit has no failure
-    aa_xml = tmp_path / "ci" / "aa.xml"
-    code, _, err = compare("nightly", "aa", "--gate", "--format", "junit", "--out", str(aa_xml))
-    assert code == 0, err
-    xmlschema.validate(str(aa_xml), str(SCHEMA))
-    suite = ET.parse(aa_xml).getroot()
-    assert suite.tag == "testsuite" and suite.get("failures") == "0"
-    assert int(suite.get("tests", "0")) > 10 and not suite.findall(".//failure")
-    assert err.splitlines()[0].startswith("OK: aa vs nightly")
-
-    # a clearly weaker model: exit 1, a <failure> on the overall key at least
-    pr_xml = tmp_path / "ci" / "pr.xml"
-    code, _, err = compare("nightly", "pr", "--gate", "--format", "junit", "--out", str(pr_xml))
-    assert code == 1 and "significant regression" in err.splitlines()[-1]
-    xmlschema.validate(str(pr_xml), str(SCHEMA))
+    # the CI job: real processes, exit codes as a shell sees them
+    ci = tmp_path / "ci"
+    ci.mkdir()
+    (ci / "gate.sh").write_text(CI_SCRIPT)
+    shell_env = {**env, "PYTHON": sys.executable, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run(
+        ["bash", "gate.sh"], cwd=ci, env=shell_env, capture_output=True, text=True, timeout=240
+    )
+    codes = dict(line.split("=", 1) for line in done.stdout.split())
+    assert codes == {"aa": "0", "pr": "1", "md": "0", "nomodel": "2", "disjoint": "2"}, (
+        done.stdout,
+        done.stderr,
+    )
+    # A/A-like: no failure, valid JUnit; the weaker model: a failure on its overall key
+    for name in ("aa", "pr"):
+        xmlschema.validate(str(ci / f"{name}.xml"), str(SCHEMA))
+    aa = ET.parse(ci / "aa.xml").getroot()
+    assert aa.tag == "testsuite" and aa.get("failures") == "0" and not aa.findall(".//failure")
+    assert int(aa.get("tests", "0")) > 10
     failed = {
         (case.get("classname"), case.get("name"))
-        for case in ET.parse(pr_xml).getroot().iter("testcase")
+        for case in ET.parse(ci / "pr.xml").getroot().iter("testcase")
         if case.find("failure") is not None
     }
     assert ("m.overall", "all") in failed
-    # without --gate, the same comparison is a report: exit 0
+    # the Markdown summary: headline, regressions first
+    lines = (ci / "summary.md").read_text().splitlines()
+    assert lines[0].startswith("### :x: REGRESSION: pr vs nightly")
+    regressions = lines[lines.index("**Regressions**") : lines.index("**Other tested keys**")]
+    assert any(line.startswith("| m | overall | all |") for line in regressions)
+    # bad input: one line, nothing written
+    for name in ("nomodel", "disjoint"):
+        said = (ci / f"{name}.err").read_text().strip().splitlines()
+        assert len(said) == 1 and said[0].startswith("error: ")
+        assert not (ci / f"{name}.xml").exists()
+    assert "no model in common" in (ci / "disjoint.err").read_text()
+
+    # without --gate, the same comparison is a report: exit 0, every figure in JSON
     code, report, _ = compare("nightly", "pr", "--format", "json")
     data = json.loads(report)
     assert code == 0 and data["gate_failed"] and data["regressions"] == len(failed)
     overall = next(r for r in data["rows"] if (r["dimension"], r["key"]) == ("overall", "all"))
     assert overall["effect"] < -1 and overall["n"] == data["rows"][0]["n"]
-
-    # the Markdown summary: headline, regressions first
-    code, md, _ = compare("nightly", "pr", "--format", "markdown")
-    lines = md.splitlines()
-    assert code == 0 and lines[0].startswith("### :x: REGRESSION: pr vs nightly")
-    assert lines.index("**Regressions**") < lines.index("**Other tested keys**")
-    assert "| m | overall | all |" in md
-    # two models of one store named RUN:MODEL; text output
+    # two models named RUN:MODEL; text output
     code, txt, _ = compare("aa:m", "pr:m")
     assert code == 0 and txt.startswith("REGRESSION: pr:m vs aa:m")
-
-    # bad input: one line, exit 2, nothing written
-    bad = tmp_path / "ci" / "bad.xml"
+    # more bad input, in process: one line, exit 2, nothing written
+    bad = tmp_path / "bad.xml"
     for args in (
-        ("nightly", "pr", "--model", "nobody"),
         ("nightly:m", "pr:nobody"),
         ("nightly", "gen"),  # a generation run: no scores
         ("nightly", "nosuchrun"),
+        ("nightly", "pr", "--judge", "openai/other"),
     ):
         code, out_text, err = compare(*args, "--gate", "--format", "junit", "--out", str(bad))
         assert code == 2 and out_text == "" and len(err.strip().splitlines()) == 1, (args, err)
