@@ -32,11 +32,21 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from flask_eval.core.people import is_person
 from flask_eval.report.breakdown import Aggregation, Breakdown
+from flask_eval.report.compare_align import Dropped, Pair, align, compared_judges, key_means
 from flask_eval.report.metrics import OVERALL
-from flask_eval.report.paired import HOLM, METHODS, PairedTest, adjust, paired_test, unit_means
-from flask_eval.report.scores import FAILED, NA, NONE, SCORED, FloatArray, IntArray, ScoreTable
+from flask_eval.report.paired import HOLM, METHODS, PairedTest, adjust, paired_test
+from flask_eval.report.scores import FloatArray, IntArray, ScoreTable
+
+__all__ = [
+    "CompareRow",
+    "CompareSettings",
+    "Comparison",
+    "Dropped",
+    "Pair",
+    "compare",
+    "compared_judges",
+]
 
 #: verdicts of a row
 REGRESSION = "regression"
@@ -70,36 +80,6 @@ class CompareSettings:
             raise ValueError(f"min-effect must be a finite number >= 0, not {self.min_effect}")
         if self.correction not in METHODS:
             raise ValueError(f"correction must be one of {', '.join(METHODS)}")
-
-
-@dataclass(frozen=True)
-class Pair:
-    """The model of BASE compared with the model of NEW (often the same name)."""
-
-    base: str
-    new: str
-
-    @property
-    def label(self) -> str:
-        return self.base if self.base == self.new else f"{self.base} -> {self.new}"
-
-
-@dataclass(frozen=True)
-class Dropped:
-    """What one pair of models leaves out. Cells (model, instance, criterion) on one side
-    only; among the shared cells, each side's judgments (cell x judge) failed, pending
-    (not finished) or N/A; ``paired``: judgments scored on both sides (compared)."""
-
-    pair: Pair
-    paired: int = 0
-    only_base: int = 0
-    only_new: int = 0
-    base_failed: int = 0
-    base_pending: int = 0
-    base_na: int = 0
-    new_failed: int = 0
-    new_pending: int = 0
-    new_na: int = 0
 
 
 @dataclass(frozen=True)
@@ -181,83 +161,6 @@ class Comparison:
 
 
 @dataclass(frozen=True)
-class _Aligned:
-    """One pair's paired judgments: the shared row of each (rows: the cells both sides
-    have), its judge (position among the compared judges), its instance and both
-    scores; ``position``: BASE cell index -> its shared row (-1: not shared)."""
-
-    row: IntArray
-    judge: IntArray
-    instance: IntArray
-    base: FloatArray
-    new: FloatArray
-    position: IntArray
-
-
-def compared_judges(
-    base: ScoreTable, new: ScoreTable, wanted: Sequence[str] = ()
-) -> tuple[str, ...]:
-    """The judges both tables have, people excepted, in BASE's order (``wanted``: those
-    only; ValueError naming one either table lacks)."""
-    shared = [j for j in base.judges if j in set(new.judges) and not is_person(j)]
-    if not wanted:
-        return tuple(shared)
-    for j in wanted:
-        if j not in shared:
-            side = "BASE" if j not in base.judges else "NEW"
-            raise ValueError(f"judge {j!r} is not among {side}'s judges")
-    return tuple(dict.fromkeys(wanted))
-
-
-def _align(
-    base: ScoreTable, new: ScoreTable, pair: Pair, judges: Sequence[str]
-) -> tuple[_Aligned, Dropped]:
-    """The judgments of ``pair`` scored on both sides, and what was dropped."""
-    mb, mn = base.models.index(pair.base), new.models.index(pair.new)
-    cb = np.flatnonzero(base.model == mb)
-    cn = np.flatnonzero(new.model == mn)
-    inst = {name: k for k, name in enumerate(base.instances)}
-    skill = {name: k for k, name in enumerate(base.skills)}
-    inst_map = np.array([inst.get(n, -1) for n in new.instances] + [-1], dtype=np.int64)
-    skill_map = np.array([skill.get(n, -1) for n in new.skills] + [-1], dtype=np.int64)
-    n_s = max(len(base.skills), 1)
-    key_b = base.instance[cb] * n_s + base.skill[cb]
-    ni, ns = inst_map[new.instance[cn]], skill_map[new.skill[cn]]
-    known = (ni >= 0) & (ns >= 0)
-    key_n = np.where(known, ni * n_s + ns, -1)
-    _, ib, in_ = np.intersect1d(key_b, key_n[known], assume_unique=True, return_indices=True)
-    rows_b, rows_n = cb[ib], cn[np.flatnonzero(known)[in_]]
-    jb = [base.judges.index(j) for j in judges]
-    jn = [new.judges.index(j) for j in judges]
-    sb, sn = base.state[rows_b][:, jb], new.state[rows_n][:, jn]
-    both = (sb == SCORED) & (sn == SCORED)
-    r, j = np.nonzero(both)
-    position = np.full(base.n_cells, -1, dtype=np.int64)
-    position[rows_b] = np.arange(len(rows_b))
-    aligned = _Aligned(
-        row=r.astype(np.int64),
-        judge=j.astype(np.int64),
-        instance=base.instance[rows_b][r],
-        base=base.score[rows_b][:, jb][r, j],
-        new=new.score[rows_n][:, jn][r, j],
-        position=position,
-    )
-    dropped = Dropped(
-        pair=pair,
-        paired=int(both.sum()),
-        only_base=len(cb) - len(rows_b),
-        only_new=len(cn) - len(rows_b),
-        base_failed=int((sb == FAILED).sum()),
-        base_pending=int((sb == NONE).sum()),
-        base_na=int((sb == NA).sum()),
-        new_failed=int((sn == FAILED).sum()),
-        new_pending=int((sn == NONE).sum()),
-        new_na=int((sn == NA).sum()),
-    )
-    return aligned, dropped
-
-
-@dataclass(frozen=True)
 class _Unit:
     """One future row: its labels and its instance means on both sides."""
 
@@ -268,30 +171,6 @@ class _Unit:
     judgments: int
     base: FloatArray
     new: FloatArray
-
-
-def _units(
-    aligned: _Aligned, cells: IntArray, judge: int | None = None
-) -> tuple[int, FloatArray, FloatArray]:
-    """(paired judgments, BASE's and NEW's instance means) of the key whose BASE cells
-    are ``cells`` (``judge``: that judge's judgments only)."""
-    empty = np.zeros(0)
-    rows = aligned.position[cells]
-    rows = rows[rows >= 0]
-    if len(rows) == 0:
-        return 0, empty, empty
-    take = np.zeros(int(aligned.position.max()) + 1, dtype=bool)
-    take[rows] = True
-    mask = take[aligned.row]
-    if judge is not None:
-        mask &= aligned.judge == judge
-    picked = np.flatnonzero(mask)
-    if len(picked) == 0:
-        return 0, empty, empty
-    units = aligned.instance[picked]
-    _, b = unit_means(aligned.base[picked], units)
-    _, n = unit_means(aligned.new[picked], units)
-    return len(picked), b, n
 
 
 def _rows(units: Sequence[_Unit], settings: CompareSettings) -> list[CompareRow]:
@@ -381,16 +260,16 @@ def compare(
     per_judge: list[_Unit] = []
     dropped = []
     for pair in pairs:
-        aligned, d = _align(base, new, pair, judges)
+        aligned, d = align(base, new, pair, judges)
         dropped.append(d)
         for dimension, key, cells in members:
-            k, b, n = _units(aligned, cells)
+            k, b, n = key_means(aligned, cells)
             if k:
                 pooled.append(_Unit(pair.label, POOLED, dimension, key, k, b, n))
         overall = next((m for m in members if m[0] == OVERALL), None)
         if len(judges) > 1 and overall is not None:
             for j, judge in enumerate(judges):
-                k, b, n = _units(aligned, overall[2], j)
+                k, b, n = key_means(aligned, overall[2], j)
                 if k:
                     per_judge.append(_Unit(pair.label, judge, overall[0], overall[1], k, b, n))
     rows = _rows(pooled, settings)
