@@ -1,8 +1,9 @@
 """`flask-eval compare` as a CI job uses it: simulated models under test answer the
 example instances, real `flask-eval run`s judge them against the simulator on SQLite,
 and the gate passes an A/A-like pair (the same level, other answers), fails a clearly
-weaker model with a JUnit failure, writes a readable Markdown summary, and refuses bad
-input with one line, exit code 2 and nothing written."""
+weaker model with a JUnit failure, writes a readable Markdown summary, refuses bad input
+with one line, exit code 2 and nothing written, and compares a run in progress on what is
+finished, counting the rest."""
 
 from __future__ import annotations
 
@@ -14,13 +15,17 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from sqlalchemy import update
 
 from flask_eval.simulator.config import SimConfig
 from flask_eval.simulator.testing import running_simulator
+from flask_eval.storage.models import JUDGMENT
+from flask_eval.storage.store import Store
 from tests.conftest import EXAMPLES
 from tests.helpers import cli_env, flask_eval
 
 pytestmark = pytest.mark.e2e
+J = JUDGMENT.c
 
 #: BASE's model, an equal one (other answers, the same level) and a weaker one
 LEVELS = {"base": 3.5, "twin": 3.5, "worse": 1.5}
@@ -129,3 +134,37 @@ def test_the_gate_passes_an_equal_model_and_fails_a_weaker_one(
         code, out_text, err = compare(*args, "--gate", "--format", "junit", "--out", str(bad))
         assert code == 2 and out_text == "" and len(err.strip().splitlines()) == 1, (args, err)
         assert err.startswith("error: ") and not bad.exists()
+
+    # NEW in progress, with failures: compared on what is finished, the rest counted
+    n_pending, n_failed = set_status(
+        sqlite_url, "pr", {"1": "pending", "2": "pending", "3": "failed"}
+    )
+    code, report, _ = compare("nightly", "pr", "--format", "json", "--gate")
+    data = json.loads(report)
+    (dropped,) = data["dropped"]
+    assert (dropped["new_pending"], dropped["new_failed"]) == (n_pending, n_failed)
+    assert dropped["base_pending"] == dropped["base_failed"] == 0
+    assert any(f"{n_pending:,} of" in n and "run pr is in progress" in n for n in data["notes"])
+    after = next(r for r in data["rows"] if (r["dimension"], r["key"]) == ("overall", "all"))
+    assert after["n"] == overall["n"] - 3 and code == 1  # still a regression: exit 1
+
+
+def set_status(database_url: str, run: str, status_of: dict[str, str]) -> tuple[int, int]:
+    """Set the status of ``run``'s judgments of some instances (id -> status, score
+    cleared); the (pending, failed) rows it changed."""
+    store = Store(database_url)
+    try:
+        info = store.find_run(run)
+        assert info is not None
+        changed = {"pending": 0, "failed": 0}
+        with store.engine.begin() as conn:
+            for instance, status in status_of.items():
+                stmt = (
+                    update(JUDGMENT)
+                    .where(J.run_id == info.id, J.instance_id == instance)
+                    .values(status=status, score=None)
+                )
+                changed[status] += conn.execute(stmt).rowcount
+        return changed["pending"], changed["failed"]
+    finally:
+        store.close()
