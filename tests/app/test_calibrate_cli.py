@@ -73,17 +73,29 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, str], Path]
             f"- spec: openai/sim-gpt@{sim.openai_base_url}\n  name: sim\n"
             "- spec: human/panel\n  raters: [alice, bob]\n  per_item: 1\n"
         )
-        ran = flask_eval(
-            "run", *inputs(tmp_path), "--judges", str(judges), "--run", "c", "--quiet", env=env
-        )
-        assert ran.returncode == 0, ran.stderr
+        for name, order in (("c", "random"), ("d", "disagreement")):
+            ran = flask_eval(
+                "run",
+                *inputs(tmp_path),
+                "--judges",
+                str(judges),
+                "--run",
+                name,
+                "--human-first",
+                order,
+                "--quiet",
+                env=env,
+            )
+            assert ran.returncode == 0, ran.stderr
     ratings = tmp_path / "ratings.csv"
     ratings.write_text(
         "model,instance,criterion,score,rater\n"
         + "".join(f"{m},{i},{s},{label(m, i, s)},alice\n" for m, i, s in labelled_cells())
+        + f"m1,1,{SKILLS[0]},N/A,alice\n"
     )
-    imported = flask_eval("raters", "import", str(ratings), "--run", "c", env=env)
-    assert imported.returncode == 0, imported.stderr
+    for name in ("c", "d"):
+        imported = flask_eval("raters", "import", str(ratings), "--run", name, env=env)
+        assert imported.returncode == 0, imported.stderr
     return env, tmp_path
 
 
@@ -116,6 +128,17 @@ def test_calibrated_to_a_rater_in_text_and_json(run: tuple[dict[str, str], Path]
     assert panel["rows"] == section["rows"]
     # alice rated half of her queue: with a random queue order, no warning on the order
     assert not any("--human-first" in n for n in section["notes"])
+    assert any("said N/A to 1" in n for n in section["notes"])
+
+
+def test_a_queue_ordered_by_disagreement_and_not_finished_is_warned_about(
+    run: tuple[dict[str, str], Path],
+) -> None:
+    env, _ = run
+    out = flask_eval("report", "d", "--quiet", "--calibrate", "human/alice", env=env)
+    assert "WARNING: the raters' queues were ordered by the judges' disagreement" in " ".join(
+        out.stdout.split()
+    )
 
 
 def test_the_same_labels_as_a_reference_file_with_probabilities(
@@ -129,8 +152,15 @@ def test_the_same_labels_as_a_reference_file_with_probabilities(
     )
     doc = json.loads(
         flask_eval(
-            "report", "c", "--format", "json", "--reference", f"gold={ref}",
-            "--calibrate", "gold", env=env,
+            "report",
+            "c",
+            "--format",
+            "json",
+            "--reference",
+            f"gold={ref}",
+            "--calibrate",
+            "gold",
+            env=env,
         ).stdout
     )
     rows = doc["calibration"]["rows"]
@@ -148,8 +178,18 @@ def test_suggested_labels_are_a_template_read_back_with_probabilities(
     env, tmp_path = run
     template = tmp_path / "todo.csv"
     out = flask_eval(
-        "report", "c", "--quiet", "--format", "json", "--calibrate", "human/alice",
-        "--suggest-labels", "10", "--labels-file", str(template), env=env,
+        "report",
+        "c",
+        "--quiet",
+        "--format",
+        "json",
+        "--calibrate",
+        "human/alice",
+        "--suggest-labels",
+        "10",
+        "--labels-file",
+        str(template),
+        env=env,
     )
     assert "to label in" in out.stderr
     rows = list(csv.DictReader(io.StringIO(template.read_text())))
@@ -165,8 +205,16 @@ def test_suggested_labels_are_a_template_read_back_with_probabilities(
         writer.writeheader()
         writer.writerows(rows)
     back = flask_eval(
-        "report", "c", "--format", "json", "--reference", f"new={filled}",
-        "--calibrate", "new", env=env, check=False,
+        "report",
+        "c",
+        "--format",
+        "json",
+        "--reference",
+        f"new={filled}",
+        "--calibrate",
+        "new",
+        env=env,
+        check=False,
     )
     if back.returncode == 2:  # too few drawn for any key: said in one line
         assert len(back.stderr.strip().splitlines()) == 1
@@ -189,3 +237,39 @@ def test_bad_people_are_one_line_exit_2(
     assert len(out.stderr.strip().splitlines()) == 1
     if choice == "nobody":
         assert "human/alice" in out.stderr and "panel" in out.stderr
+
+
+def test_pairwise_win_rates_calibrated_to_a_rater(tmp_path: Path) -> None:
+    """A pairwise run: a judge's verdicts in the ledger, a rater's imported; the section
+    has the pair's calibrated win rate and says why ratings are not calibrated."""
+    from flask_eval.storage.store import Store
+    from tests.app.test_raters_io import make_run, set_scores
+
+    db = tmp_path / "pw.db"
+    store = Store(f"sqlite:///{db}")
+    run = make_run(store, 30, pairs=[("alpha", "beta")], judges=("memory/j1",))
+    set_scores(
+        store,
+        run.id,
+        "memory/j1",
+        {(str(i), c): 1 + i % 3 for i in range(30) for c in ("Factuality", "Harmlessness")},
+    )
+    store.close()
+    env = cli_env(f"sqlite:///{db}")
+    text = "model,model_b,instance,criterion,score,rater\n" + "".join(
+        f"alpha,beta,{i},{c},{('A', 'B', 'tie')[(i // 2) % 3]},alice\n"
+        for i in range(0, 30, 2)
+        for c in ("Factuality", "Harmlessness")
+    )
+    ratings = tmp_path / "p.csv"
+    ratings.write_text(text)
+    flask_eval("raters", "import", str(ratings), "--run", "r1", env=env)
+    doc = json.loads(
+        flask_eval("report", "r1", "--format", "json", "--calibrate", "human/alice", env=env).stdout
+    )
+    section = doc["calibration"]
+    (row,) = section["rows"]
+    assert row["model"] == "alpha vs beta" and row["judge"] == "memory/j1"
+    assert row["labelled"] == 30 and row["unlabelled"] == 30
+    assert 0 <= row["people"] <= 1 and row["low"] <= row["estimate"] <= row["high"]
+    assert any("not calibrated" in n for n in section["notes"])
