@@ -167,8 +167,12 @@ def test_the_same_labels_as_a_reference_file_with_probabilities(
     alice = json.loads(
         flask_eval("report", "c", "--format", "json", "--calibrate", "human/alice", env=env).stdout
     )["calibration"]["rows"]
-    # equal probabilities: the same estimates as the rater's own labels
-    assert [r["estimate"] for r in rows] == pytest.approx([r["estimate"] for r in alice])
+    # equal probabilities: the same labels and counts as the rater's own, estimates alike
+    assert [r["people"] for r in rows] == pytest.approx([r["people"] for r in alice])
+    assert [r["labelled"] for r in rows] == [r["labelled"] for r in alice]
+    assert [r["unlabelled"] for r in rows] == [r["unlabelled"] for r in alice]
+    for weighed, plain in zip(rows, alice, strict=True):
+        assert plain["low"] - 0.5 <= weighed["estimate"] <= plain["high"] + 0.5
     assert any("probability" in n for n in doc["calibration"]["notes"])
 
 
