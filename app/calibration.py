@@ -230,3 +230,34 @@ def pairwise_calibration(
     out.people = choice
     out.notes = [ASSUMPTION, *out.notes]
     return out
+
+
+@dataclass(frozen=True)
+class CalibrationAsk:
+    """What the report was asked: ``--calibrate PEOPLE`` (None: not asked),
+    ``--suggest-labels N`` (0: not asked), and the report's confidence and seed."""
+
+    people: str | None
+    suggest_labels: int
+    confidence: float
+    seed: int
+
+
+def calibration_parts(
+    store: Store, run: RunInfo, ask: CalibrationAsk, inputs: CalibrationInputs
+) -> tuple[Calibration | None, list[Suggestion]]:
+    """The calibrated section and the suggested labels the report was asked for (None
+    and [] when neither was)."""
+    settings = CalibrationSettings(confidence=ask.confidence)
+    calibrated = None
+    if ask.people is not None:
+        if run.config.pairwise is not None:
+            calibrated = pairwise_calibration(store, run, ask.people, settings)
+        else:
+            calibrated = calibration_section(store, run, ask.people, inputs, settings)
+    suggested: list[Suggestion] = []
+    if ask.suggest_labels:
+        if run.config.pairwise is not None:
+            raise InputError("--suggest-labels: for runs grading one response at a time")
+        suggested = suggestions(inputs, run, ask.people, ask.suggest_labels, ask.seed)
+    return calibrated, suggested

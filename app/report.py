@@ -13,12 +13,7 @@ from typing import Any, TypeVar
 from tqdm import tqdm
 
 from flask_eval.app.batches import duplicate_notes
-from flask_eval.app.calibration import (
-    CalibrationInputs,
-    calibration_section,
-    pairwise_calibration,
-    suggestions,
-)
+from flask_eval.app.calibration import CalibrationAsk, CalibrationInputs, calibration_parts
 from flask_eval.app.progress import cost_unknown, run_progress
 from flask_eval.app.report_people import people_section, people_verdicts
 from flask_eval.app.score_tables import (
@@ -46,8 +41,6 @@ from flask_eval.report.bootstrap import (
     instance_weights,
 )
 from flask_eval.report.breakdown import Aggregation
-from flask_eval.report.calibration import Calibration, CalibrationSettings
-from flask_eval.report.calibration_suggest import Suggestion
 from flask_eval.report.document import (
     JudgeCost,
     JudgeSettings,
@@ -223,12 +216,11 @@ def build_report(
             aggregation = Aggregation(table, breakdown_for(table, skillset))
             bar.total = 1 + aggregation.steps + 2
             rows = aggregation.rows()
-            calibrated, suggested = _calibration(
+            calibrated, suggested = calibration_parts(
                 store,
                 run,
-                extras,
+                CalibrationAsk(extras.calibrate, extras.suggest_labels, confidence, seed),
                 CalibrationInputs(full, table, list(aggregation.members()), refs),
-                (confidence, seed),
             )
             lap("means")
             weights = weighing.result()
@@ -324,31 +316,6 @@ def build_report(
         calibration=calibrated,
         suggestions=suggested,
     )
-
-
-def _calibration(
-    store: Store,
-    run: RunInfo,
-    extras: Extras,
-    inputs: CalibrationInputs,
-    confidence_seed: tuple[float, int],
-) -> tuple[Calibration | None, list[Suggestion]]:
-    """``--calibrate`` and ``--suggest-labels`` (app/calibration.py); None and [] when
-    neither is asked."""
-    confidence, seed = confidence_seed
-    settings = CalibrationSettings(confidence=confidence)
-    calibrated = None
-    if extras.calibrate is not None:
-        if run.config.pairwise is not None:
-            calibrated = pairwise_calibration(store, run, extras.calibrate, settings)
-        else:
-            calibrated = calibration_section(store, run, extras.calibrate, inputs, settings)
-    suggested: list[Suggestion] = []
-    if extras.suggest_labels:
-        if run.config.pairwise is not None:
-            raise InputError("--suggest-labels: for runs grading one response at a time")
-        suggested = suggestions(inputs, run, extras.calibrate, extras.suggest_labels, seed)
-    return calibrated, suggested
 
 
 def _weights(instances: int, replicates: int, seed: int) -> Replicates:
