@@ -99,8 +99,8 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, str], Path]
     return env, tmp_path
 
 
-def test_calibrated_to_a_rater_in_text_and_json(run: tuple[dict[str, str], Path]) -> None:
-    env, _ = run
+def test_calibrated_to_a_rater_in_text_json_and_html(run: tuple[dict[str, str], Path]) -> None:
+    env, tmp_path = run
     text = flask_eval("report", "c", "--quiet", "--calibrate", "human/alice", env=env)
     assert text.returncode in (0, 1), text.stderr
     assert "Calibrated to human/alice" in text.stdout
@@ -129,6 +129,23 @@ def test_calibrated_to_a_rater_in_text_and_json(run: tuple[dict[str, str], Path]
     # alice rated half of her queue: with a random queue order, no warning on the order
     assert not any("--human-first" in n for n in section["notes"])
     assert any("said N/A to 1" in n for n in section["notes"])
+    page = flask_eval(
+        "report",
+        "c",
+        "--quiet",
+        "--format",
+        "html",
+        "--out",
+        str(tmp_path / "html"),
+        "--calibrate",
+        "human/alice",
+        "--bootstrap",
+        "0",
+        env=env,
+    )
+    assert page.returncode in (0, 1), page.stderr
+    html = (tmp_path / "html" / "report.html").read_text()
+    assert "Calibrated to human/alice" in html and "<table id='calibration'>" in html
 
 
 def test_a_queue_ordered_by_disagreement_and_not_finished_is_warned_about(
