@@ -220,7 +220,9 @@ def build_report(
                 store,
                 run,
                 CalibrationAsk(extras.calibrate, extras.suggest_labels, confidence, seed),
-                CalibrationInputs(full, table, list(aggregation.members()), refs),
+                CalibrationInputs(
+                    full, table, list(aggregation.members()) if extras.calibrate else [], refs
+                ),
             )
             lap("means")
             weights = weighing.result()

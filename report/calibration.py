@@ -202,7 +202,8 @@ def calibrate(
                     weights=None if weights is None else weights[lab],
                 )
                 row = CalibratedRow.of((judge, model, dimension, key), estimate)
-                out.rows.append(replace(row, unlabelled=len(unl)))
+                raw = float(table.score[mine, col].mean())  # every cell once
+                out.rows.append(replace(row, unlabelled=len(unl), raw=raw))
     return out
 
 

@@ -166,6 +166,9 @@ def test_weights_undo_an_unequal_draw() -> None:
     assert plain.people > mean + 0.5
     assert abs(weighed.estimate - mean) < abs(plain.estimate - mean)
     assert weighed.low <= mean <= weighed.high
+    # the judge's own mean is the same whatever the weights: every cell counted once
+    assert weighed.raw == pytest.approx(plain.raw)
+    assert weighed.unlabelled == plain.unlabelled
 
 
 def test_keys_with_too_few_labels_are_skipped_and_said() -> None:
