@@ -8,7 +8,7 @@ rater of the run) or the NAME of a ``--reference NAME=PATH`` (a reference file w
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -104,6 +104,30 @@ def reference_weights(
     return (weights, missing) if given else (None, 0)
 
 
+def probability_weights(
+    table: ScoreTable, columns: Sequence[str], probabilities: Mapping[tuple[str, str, str], float]
+) -> tuple[FloatArray | None, int]:
+    """1 / probability per labelled cell of ``probabilities`` (None: none given), and how
+    many labelled cells have none (weighed 1)."""
+    if not probabilities:
+        return None, 0
+    labelled, _ = people_labels(table, columns)
+    weights = np.ones(table.n_cells)
+    missing = 0
+    for n in np.flatnonzero(labelled).tolist():
+        key = (
+            table.models[int(table.model[n])],
+            table.instances[int(table.instance[n])],
+            table.skills[int(table.skill[n])],
+        )
+        p = probabilities.get(key)
+        if p is None:
+            missing += 1
+        else:
+            weights[n] = 1.0 / p
+    return weights, missing
+
+
 def sample_notes(
     store: Store, run: RunInfo, table: ScoreTable, columns: Sequence[str], raters: bool
 ) -> list[str]:
@@ -158,8 +182,10 @@ def calibration_section(
     choice: str,
     inputs: CalibrationInputs,
     settings: CalibrationSettings,
+    probabilities: Mapping[tuple[str, str, str], float] | None = None,
 ) -> Calibration:
-    """The "Calibrated to PEOPLE" section of an absolute-grading run."""
+    """The "Calibrated to PEOPLE" section of an absolute-grading run; ``probabilities``:
+    the inclusion probability of people's labelled cells (``--label-probabilities``)."""
     ref_names = [r.name for r in inputs.refs]
     raters = [j for j in inputs.full.judges if is_person(j)]
     columns, is_reference = resolve(choice, run, raters, ref_names)
@@ -173,12 +199,15 @@ def calibration_section(
             f"run {run.name} has no labels from {choice} on cells its judges scored: "
             "nothing to calibrate to"
         )
-    weights, missing = reference_weights(table, inputs.refs, columns) if is_reference else (None, 0)
+    if is_reference:
+        weights, missing = reference_weights(table, inputs.refs, columns)
+    else:
+        weights, missing = probability_weights(table, columns, probabilities or {})
     out = calibrate(table, columns, judges, inputs.members, settings, weights)
     out.people = choice
     out.notes = sample_notes(store, run, table, columns, not is_reference)
     if weights is not None:
-        out.notes.append("labels weighed by 1 / their probability (the file's column)")
+        out.notes.append("labels weighed by 1 / the probability their cell was drawn with")
     if missing:
         out.notes.append(
             f"WARNING: {missing} label(s) have no probability while others have one; "
@@ -241,6 +270,8 @@ class CalibrationAsk:
     suggest_labels: int
     confidence: float
     seed: int
+    #: ``--label-probabilities FILE``: each labelled cell's inclusion probability
+    probabilities: Mapping[tuple[str, str, str], float] | None = None
 
 
 def calibration_parts(
@@ -254,7 +285,9 @@ def calibration_parts(
         if run.config.pairwise is not None:
             calibrated = pairwise_calibration(store, run, ask.people, settings)
         else:
-            calibrated = calibration_section(store, run, ask.people, inputs, settings)
+            calibrated = calibration_section(
+                store, run, ask.people, inputs, settings, ask.probabilities
+            )
     suggested: list[Suggestion] = []
     if ask.suggest_labels:
         if run.config.pairwise is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
@@ -141,6 +141,8 @@ class Extras:
     calibrate: str | None = None
     #: ``--suggest-labels N``: about N cells for people to label next (0: none)
     suggest_labels: int = 0
+    #: ``--label-probabilities FILE``: (model, instance, skill) -> inclusion probability
+    label_probabilities: Mapping[tuple[str, str, str], float] | None = None
 
 
 #: a report of the run's judges only
@@ -219,7 +221,13 @@ def build_report(
             calibrated, suggested = calibration_parts(
                 store,
                 run,
-                CalibrationAsk(extras.calibrate, extras.suggest_labels, confidence, seed),
+                CalibrationAsk(
+                    extras.calibrate,
+                    extras.suggest_labels,
+                    confidence,
+                    seed,
+                    extras.label_probabilities,
+                ),
                 CalibrationInputs(
                     full, table, list(aggregation.members()) if extras.calibrate else [], refs
                 ),

@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from flask_eval.app import imports
+from flask_eval.app.rater_queue import read_probabilities
 from flask_eval.app.report import Extras, agreement_for_run, build_report
 from flask_eval.cli.common import RunIncomplete, find_run, handle_errors, open_store
 from flask_eval.core.errors import InputError
@@ -133,6 +134,15 @@ def _write(path: Path, text: str) -> None:
     help="Where --suggest-labels writes its template (fill the scores, then read it "
     "back with --reference NAME=FILE).",
 )
+@click.option(
+    "--label-probabilities",
+    "label_probabilities",
+    type=click.Path(dir_okay=False),
+    default=None,
+    metavar="FILE",
+    help="With --calibrate human/NAME or a panel: the labels template whose cells were "
+    "queued for the raters (`raters queue`); its probabilities weigh their ratings.",
+)
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @handle_errors
 def report_command(**flags: Any) -> None:
@@ -147,6 +157,11 @@ def report_command(**flags: Any) -> None:
         load_references(flags["reference_args"]),
         calibrate=flags["calibrate"],
         suggest_labels=flags["suggest_labels"] or 0,
+        label_probabilities=(
+            read_probabilities(flags["label_probabilities"])
+            if flags["label_probabilities"]
+            else None
+        ),
     )
     store = open_store()
     try:

@@ -294,3 +294,76 @@ def test_pairwise_win_rates_calibrated_to_a_rater(tmp_path: Path) -> None:
     assert row["labelled"] == 30 and row["unlabelled"] == 30
     assert 0 <= row["people"] <= 1 and row["low"] <= row["estimate"] <= row["high"]
     assert any("not calibrated" in n for n in section["notes"])
+
+
+def test_suggested_labels_queued_for_a_rater_weigh_their_ratings(
+    run: tuple[dict[str, str], Path],
+) -> None:
+    """`--suggest-labels` -> `raters queue` -> the rater's ratings -> `--calibrate
+    human/NAME --label-probabilities FILE`: the ratings weighed by the template's
+    probabilities."""
+    env, tmp_path = run
+    template = tmp_path / "carol.csv"
+    flask_eval(
+        "report",
+        "c",
+        "--quiet",
+        "--format",
+        "json",
+        "--suggest-labels",
+        "16",
+        "--labels-file",
+        str(template),
+        "--seed",
+        "5",
+        env=env,
+    )
+    cells = list(csv.DictReader(io.StringIO(template.read_text())))
+    assert cells
+    queued = flask_eval("raters", "queue", "c", str(template), "--rater", "carol", env=env)
+    assert f"queued {len(cells)} cells" in queued.stderr
+    status = flask_eval("status", "c", env=env).stdout
+    assert "waiting" in status
+    ratings = tmp_path / "carol-ratings.csv"
+    ratings.write_text(
+        "model,instance,criterion,score,rater\n"
+        + "".join(
+            f"{c['model']},{c['instance_id']},{c['skill']},"
+            f"{label(c['model'], int(c['instance_id']), c['skill'])},carol\n"
+            for c in cells
+        )
+    )
+    imported = flask_eval("raters", "import", str(ratings), "--run", "c", env=env)
+    assert f"{len(cells)} stored" in imported.stderr
+    out = flask_eval(
+        "report",
+        "c",
+        "--format",
+        "json",
+        "--calibrate",
+        "human/carol",
+        "--label-probabilities",
+        str(template),
+        env=env,
+        check=False,
+    )
+    if out.returncode == 2:  # too few cells drawn for any key
+        assert len(out.stderr.strip().splitlines()) == 1
+        return
+    notes = json.loads(out.stdout)["calibration"]["notes"]
+    assert any("weighed by 1 / the probability" in n for n in notes)
+    assert not any("have no probability" in n for n in notes)
+
+
+def test_a_template_cell_not_in_the_run_is_file_line_exit_2(
+    run: tuple[dict[str, str], Path],
+) -> None:
+    env, tmp_path = run
+    bad = tmp_path / "bad.csv"
+    bad.write_text(
+        "model,instance_id,skill,score,probability\nm1,0,Factuality,,0.5\nm9,0,Factuality,,0.5\n"
+    )
+    out = flask_eval("raters", "queue", "c", str(bad), "--rater", "dave", env=env, check=False)
+    assert out.returncode == 2
+    assert f"{bad}:3:" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    assert "human/dave" not in flask_eval("raters", "export", "--run", "c", env=env).stdout
