@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from tqdm import tqdm
 
 from flask_eval.app.batches import duplicate_notes
+from flask_eval.app.calibration import CalibrationAsk, CalibrationInputs, calibration_parts
 from flask_eval.app.progress import cost_unknown, run_progress
 from flask_eval.app.report_people import people_section, people_verdicts
 from flask_eval.app.score_tables import (
@@ -136,6 +137,12 @@ class Extras:
     ensembles: Sequence[EnsembleSpec] = ()
     ensemble_judges: Sequence[str] = ()
     refs: Sequence[references.Reference] = ()
+    #: ``--calibrate PEOPLE``: the judges calibrated to these people (None: not asked)
+    calibrate: str | None = None
+    #: ``--suggest-labels N``: about N cells for people to label next (0: none)
+    suggest_labels: int = 0
+    #: ``--label-probabilities FILE``: (model, instance, skill) -> inclusion probability
+    label_probabilities: Mapping[tuple[str, str, str], float] | None = None
 
 
 #: a report of the run's judges only
@@ -184,6 +191,7 @@ def build_report(
     )
     try:
         base, consistency, read = _run_tables(store, run, calls=True)
+        full = base  # with people's columns: what calibration reads
         # people's columns: their own section, beside the judges' tables
         base, people_rated = split_people(base)
         consistency = [c for c in consistency if not is_person(c.judge)]
@@ -210,6 +218,20 @@ def build_report(
             aggregation = Aggregation(table, breakdown_for(table, skillset))
             bar.total = 1 + aggregation.steps + 2
             rows = aggregation.rows()
+            calibrated, suggested = calibration_parts(
+                store,
+                run,
+                CalibrationAsk(
+                    extras.calibrate,
+                    extras.suggest_labels,
+                    confidence,
+                    seed,
+                    extras.label_probabilities,
+                ),
+                CalibrationInputs(
+                    full, table, list(aggregation.members()) if extras.calibrate else [], refs
+                ),
+            )
             lap("means")
             weights = weighing.result()
             intervals = cell_intervals(aggregation, weights, confidence, progress=bar.update)
@@ -301,6 +323,8 @@ def build_report(
         self_consistency=consistency,
         progress=how_far,
         people=people,
+        calibration=calibrated,
+        suggestions=suggested,
     )
 
 

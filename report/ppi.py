@@ -28,7 +28,10 @@ people's labels were drawn with known unequal probabilities: the rectifier's mea
 people-only mean are then weighted (Hajek) means, with their linearised variances. The
 judge's unlabelled mean stays unweighted: it stands for the judge's mean over the whole
 population, which holds when the unlabelled cells are (close to) all of it, that is when
-the labelled share is small or the draw did not depend on the judge's score.
+the labelled share is small or the draw did not depend on the judge's score. Otherwise
+pass every cell's score (the labelled ones too) as ``f_unlabelled``, with every cell's
+instance in ``groups_unlabelled``: the judge's mean is then that of the population, and
+the sandwich carries its covariance with the rectifier's through the shared instances.
 
 Interval. Student's t with (labelled instances - 1) degrees of freedom around the estimate:
 with a few labels, the rectifier's variance is itself estimated from those few, and the

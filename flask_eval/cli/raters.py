@@ -199,5 +199,28 @@ def export(run_name: str, fmt: str, output: str | None, flagged: bool, db: str |
     click.echo(f"wrote {len(rows.rows)} rows to {output}", err=True)
 
 
+@raters.command("queue", short_help="Plan a labels template's cells into a rater's queue.")
+@click.argument("run_name", metavar="RUN")
+@click.argument("path", metavar="FILE", type=click.Path(dir_okay=False))
+@click.option("--rater", required=True, metavar="NAME", help="The rater whose queue it is.")
+@db_option
+@handle_errors
+def queue(run_name: str, path: str, rater: str, db: str | None) -> None:
+    """Plan the cells of FILE (a labels template, `report --suggest-labels`: model,
+    instance_id, skill, score, probability) into the rater's queue in the rating
+    workspace, in the file's order. Calibrate with `report --calibrate human/NAME
+    --label-probabilities FILE` so that the probabilities weigh the ratings."""
+    from flask_eval.app.rater_queue import queue_labels
+
+    store = store_at(db)
+    run = find_run(store, run_name)
+    done = queue_labels(store, run, rater, path)
+    click.echo(
+        f"queued {done.cells} cells of {path} for {rater} in run {run.name}: {done.items} "
+        f"items, {done.new} new",
+        err=True,
+    )
+
+
 def register(group: click.Group) -> None:
     group.add_command(raters)

@@ -264,3 +264,28 @@ def test_cluster_interval_covers_where_the_iid_one_does_not() -> None:
     error = 3 * np.sqrt(0.95 * 0.05 / reps)
     assert abs(covered / reps - 0.95) <= error
     assert iid_covered / reps < 0.95 - error
+
+
+def test_weighted_labels_against_the_judge_mean_over_every_cell() -> None:
+    """Labels drawn with probabilities that follow the judge's score: set against the
+    judge's mean over every cell (labelled ones passed on both sides, with their
+    instances), the weighted estimate covers the people's mean."""
+    rng = np.random.default_rng(21)
+    reps, covered, cells = 300, 0, 600
+    for _ in range(reps):
+        y = rng.normal(3.0, 1.0, cells)
+        f = 0.8 * y + 0.5 + rng.normal(0, 0.5, cells)
+        p = np.clip(0.03 + 0.05 * (f - f.min()) / np.ptp(f), 0, 1)  # high scores drawn more
+        lab = rng.uniform(size=cells) < p
+        every = np.arange(cells)
+        e = ppi_mean(
+            y[lab],
+            f[lab],
+            f,
+            groups_labelled=every[lab],
+            groups_unlabelled=every,
+            weights=1 / p[lab],
+        )
+        covered += e.low <= 3.0 <= e.high
+    error = 3 * np.sqrt(0.95 * 0.05 / reps)
+    assert abs(covered / reps - 0.95) <= error
