@@ -13,6 +13,12 @@ from typing import Any, TypeVar
 from tqdm import tqdm
 
 from flask_eval.app.batches import duplicate_notes
+from flask_eval.app.calibration import (
+    CalibrationInputs,
+    calibration_section,
+    pairwise_calibration,
+    suggestions,
+)
 from flask_eval.app.progress import cost_unknown, run_progress
 from flask_eval.app.report_people import people_section, people_verdicts
 from flask_eval.app.score_tables import (
@@ -40,6 +46,8 @@ from flask_eval.report.bootstrap import (
     instance_weights,
 )
 from flask_eval.report.breakdown import Aggregation
+from flask_eval.report.calibration import Calibration, CalibrationSettings
+from flask_eval.report.calibration_suggest import Suggestion
 from flask_eval.report.document import (
     JudgeCost,
     JudgeSettings,
@@ -136,6 +144,10 @@ class Extras:
     ensembles: Sequence[EnsembleSpec] = ()
     ensemble_judges: Sequence[str] = ()
     refs: Sequence[references.Reference] = ()
+    #: ``--calibrate PEOPLE``: the judges calibrated to these people (None: not asked)
+    calibrate: str | None = None
+    #: ``--suggest-labels N``: about N cells for people to label next (0: none)
+    suggest_labels: int = 0
 
 
 #: a report of the run's judges only
@@ -184,6 +196,7 @@ def build_report(
     )
     try:
         base, consistency, read = _run_tables(store, run, calls=True)
+        full = base  # with people's columns: what calibration reads
         # people's columns: their own section, beside the judges' tables
         base, people_rated = split_people(base)
         consistency = [c for c in consistency if not is_person(c.judge)]
@@ -210,6 +223,13 @@ def build_report(
             aggregation = Aggregation(table, breakdown_for(table, skillset))
             bar.total = 1 + aggregation.steps + 2
             rows = aggregation.rows()
+            calibrated, suggested = _calibration(
+                store,
+                run,
+                extras,
+                CalibrationInputs(full, table, list(aggregation.members()), refs),
+                (confidence, seed),
+            )
             lap("means")
             weights = weighing.result()
             intervals = cell_intervals(aggregation, weights, confidence, progress=bar.update)
@@ -301,7 +321,34 @@ def build_report(
         self_consistency=consistency,
         progress=how_far,
         people=people,
+        calibration=calibrated,
+        suggestions=suggested,
     )
+
+
+def _calibration(
+    store: Store,
+    run: RunInfo,
+    extras: Extras,
+    inputs: CalibrationInputs,
+    confidence_seed: tuple[float, int],
+) -> tuple[Calibration | None, list[Suggestion]]:
+    """``--calibrate`` and ``--suggest-labels`` (app/calibration.py); None and [] when
+    neither is asked."""
+    confidence, seed = confidence_seed
+    settings = CalibrationSettings(confidence=confidence)
+    calibrated = None
+    if extras.calibrate is not None:
+        if run.config.pairwise is not None:
+            calibrated = pairwise_calibration(store, run, extras.calibrate, settings)
+        else:
+            calibrated = calibration_section(store, run, extras.calibrate, inputs, settings)
+    suggested: list[Suggestion] = []
+    if extras.suggest_labels:
+        if run.config.pairwise is not None:
+            raise InputError("--suggest-labels: for runs grading one response at a time")
+        suggested = suggestions(inputs, run, extras.calibrate, extras.suggest_labels, seed)
+    return calibrated, suggested
 
 
 def _weights(instances: int, replicates: int, seed: int) -> Replicates:

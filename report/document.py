@@ -36,6 +36,8 @@ from flask_eval.report.scores import ScoreTable
 from flask_eval.rubrics.scale import FIVE_POINT, Scale
 
 if TYPE_CHECKING:
+    from flask_eval.report.calibration import Calibration
+    from flask_eval.report.calibration_suggest import Suggestion
     from flask_eval.report.pairwise_report import PairwiseReport
     from flask_eval.report.people_data import PeopleReport
 
@@ -238,6 +240,10 @@ class Report:
     progress: Progress | None = None
     #: the run's raters beside its judges (``report.people``; None: no person rated)
     people: PeopleReport | None = None
+    #: the judges calibrated to people (``report.calibration``; None: not asked)
+    calibration: Calibration | None = None
+    #: cells for people to label next (``report.calibration_suggest``; empty: not asked)
+    suggestions: list[Suggestion] = field(default_factory=list)
 
     @property
     def in_progress(self) -> bool:
@@ -272,6 +278,10 @@ class Report:
             data["pairwise"] = self.pairwise.summary()
         if self.people is not None:
             data["people"] = self.people.as_dict()
+        if self.calibration is not None:
+            data["calibration"] = self.calibration.as_dict()
+        if self.suggestions:
+            data["suggested_labels"] = [vars(s) for s in self.suggestions]
         return data
 
 

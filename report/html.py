@@ -310,6 +310,13 @@ def render(
         sections.insert(0, ("pairwise", "Pairwise ranking", html_section(report.pairwise, figs)))
     if report.people is not None:
         sections.append(("people", "People", people_section(report.people, level, item_href)))
+    if report.calibration is not None:
+        from flask_eval.report.calibration_render import html_section as calibration_html
+        from flask_eval.report.calibration_render import title
+
+        sections.append(
+            ("calibration", title(report.calibration), calibration_html(report.calibration))
+        )
     nav = "".join(f'<a href="#{sid}">{_e(title)}</a>' for sid, title, _ in sections)
     body = "".join(f'<section id="{sid}"><h2>{_e(t)}</h2>{c}</section>' for sid, t, c in sections)
     return (

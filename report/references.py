@@ -2,7 +2,9 @@
 
 A reference file is CSV (with a header) or JSON Lines with the columns ``model``,
 ``instance_id``, ``skill`` and ``score``; a score that is empty, ``null``, ``N/A`` or
-``NA`` means N/A. Its rater is named on the command line (``human=labels.csv``). Its
+``NA`` means N/A. An optional ``probability`` column gives the probability the label's
+cell was drawn with (``report --suggest-labels`` writes it; calibration weighs the label
+by its inverse). Its rater is named on the command line (``human=labels.csv``). Its
 scores become one more judge column of the score table, on the cells the run has.
 """
 
@@ -38,6 +40,8 @@ class ReferenceScore:
     skill: str
     score: float | None  # None = N/A
     line: int
+    #: the inclusion probability of the label's cell (None: not given)
+    probability: float | None = None
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,19 @@ def _score(value: Any, where: str) -> float | None:
             raise InputError(f"{where}: score must be a number or N/A, got {clip(text)}") from None
     if not math.isfinite(number):
         raise InputError(f"{where}: score must be finite, got {clip(value)}")
+    return number
+
+
+def _probability(value: Any, where: str) -> float | None:
+    """An inclusion probability in (0, 1], or None when not given (empty)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    try:
+        number = float(value) if not isinstance(value, bool) else float("nan")
+    except (TypeError, ValueError):
+        number = float("nan")
+    if not 0.0 < number <= 1.0:
+        raise InputError(f"{where}: probability must be a number in (0, 1], got {clip(value)}")
     return number
 
 
@@ -122,7 +139,8 @@ def load(name: str, path: str) -> Reference:
             shown = ", ".join(clip(k) for k in key)
             raise InputError(f"{where}: duplicate score for ({shown}) (first on line {seen[key]})")
         seen[key] = number
-        scores.append(ReferenceScore(*key, _score(obj["score"], where), number))
+        chance = _probability(obj.get("probability"), where)
+        scores.append(ReferenceScore(*key, _score(obj["score"], where), number, chance))
     if not scores:
         raise InputError(f"{path}: no reference scores")
     return Reference(name, path, tuple(scores))

@@ -227,6 +227,10 @@ def to_table(report: Report | Sequence[Row], details: bool = False) -> str:
         from flask_eval.report.people_render import text as people_text
 
         blocks.append("\n".join(people_text(report.people, confidence_level(report))))
+    if report.calibration is not None:
+        from flask_eval.report.calibration_render import text as calibration_text
+
+        blocks.append("\n".join(calibration_text(report.calibration, details)))
     notes = [*report.notes, *(report.pairwise.notes if report.pairwise is not None else ())]
     if notes:
         blocks.append(
@@ -244,6 +248,7 @@ def to_table(report: Report | Sequence[Row], details: bool = False) -> str:
         not report.rows
         and report.pairwise is None
         and report.people is None
+        and report.calibration is None
         and not report.in_progress
     ):
         return ""

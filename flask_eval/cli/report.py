@@ -106,6 +106,33 @@ def _write(path: Path, text: str) -> None:
     is_flag=True,
     help="Text: also one block per model and judge, with every interval and count.",
 )
+@click.option(
+    "--calibrate",
+    "calibrate",
+    metavar="PEOPLE",
+    default=None,
+    help="Add a section of each judge's scores calibrated to people's labels (PPI++: "
+    "what people would say, with valid intervals): PEOPLE is a rater (human/NAME), a "
+    "panel of the run, 'people' (every rater) or the NAME of a --reference.",
+)
+@click.option(
+    "--suggest-labels",
+    "suggest_labels",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Write a labels template of about N unlabelled cells whose labels would shrink "
+    "the calibrated intervals most, drawn with known probabilities (see --labels-file).",
+)
+@click.option(
+    "--labels-file",
+    "labels_file",
+    type=click.Path(dir_okay=False),
+    default="labels-template.csv",
+    show_default=True,
+    help="Where --suggest-labels writes its template (fill the scores, then read it "
+    "back with --reference NAME=FILE).",
+)
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @handle_errors
 def report_command(**flags: Any) -> None:
@@ -118,6 +145,8 @@ def report_command(**flags: Any) -> None:
         parse_ensembles(flags["ensemble_specs"]),
         flags["ensemble_judges"],
         load_references(flags["reference_args"]),
+        calibrate=flags["calibrate"],
+        suggest_labels=flags["suggest_labels"] or 0,
     )
     store = open_store()
     try:
@@ -134,6 +163,15 @@ def report_command(**flags: Any) -> None:
     finally:
         store.close()
     out = Path(out_dir) if out_dir else None
+    if flags["suggest_labels"]:
+        from flask_eval.report.calibration_suggest import template_csv
+
+        _write(Path(flags["labels_file"]), template_csv(result.suggestions))
+        click.echo(
+            f"wrote {len(result.suggestions)} cell(s) to label in {flags['labels_file']}: fill "
+            f"the scores, then `--reference NAME={flags['labels_file']}`",
+            err=True,
+        )
     if fmt != "table" or out:  # a text report on the terminal ends with its notes
         for note in result.notes:
             click.echo(f"warning: {note}", err=True)
