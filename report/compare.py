@@ -28,14 +28,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from flask_eval.core.people import is_person
 from flask_eval.report.breakdown import Aggregation, Breakdown
 from flask_eval.report.metrics import OVERALL
-from flask_eval.report.paired import HOLM, METHODS, adjust, paired_test, unit_means
+from flask_eval.report.paired import HOLM, METHODS, PairedTest, adjust, paired_test, unit_means
 from flask_eval.report.scores import FAILED, NA, NONE, SCORED, FloatArray, IntArray, ScoreTable
 
 #: verdicts of a row
@@ -298,19 +298,7 @@ def _rows(units: Sequence[_Unit], settings: CompareSettings) -> list[CompareRow]
     """The units tested as one family."""
     tests = sum(1 for u in units if len(u.base) >= 2)
     level = settings.alpha / max(tests, 1)
-    tested = [
-        paired_test(
-            u.base,
-            u.new,
-            confidence=settings.confidence,
-            min_effect=settings.min_effect,
-            alpha=level,
-            power=settings.power,
-        )
-        if len(u.base) >= 2
-        else None
-        for u in units
-    ]
+    tested = [_test(u, settings, level) if len(u.base) >= 2 else None for u in units]
     nan = math.nan
     p_adj = adjust([t.p_value if t else nan for t in tested], settings.correction)
     r_adj = adjust([t.p_regression if t else nan for t in tested], settings.correction)
@@ -335,6 +323,26 @@ def _rows(units: Sequence[_Unit], settings: CompareSettings) -> list[CompareRow]
             )
         )  # fmt: skip
     return out
+
+
+def _test(u: _Unit, settings: CompareSettings, level: float) -> PairedTest:
+    """The paired t-test of one unit's instance means; when every instance moved by the
+    same amount (no spread: the t statistic is undefined, common with few instances and
+    integer scores) the exact sign test instead: ``0.5 ** n`` for n instances all moved
+    the same way, so two instances that both dropped by half a point are no evidence."""
+    t = paired_test(
+        u.base,
+        u.new,
+        confidence=settings.confidence,
+        min_effect=settings.min_effect,
+        alpha=level,
+        power=settings.power,
+    )
+    if t.se > 0:
+        return t
+    drop = t.effect < 0 and -t.effect >= settings.min_effect
+    sign = min(1.0, 2 * 0.5**t.n) if t.effect != 0 else 1.0
+    return replace(t, p_value=sign, p_regression=0.5**t.n if drop else 1.0, mde=math.nan)
 
 
 def _verdict(effect: float, p_adjusted: float, p_regression_adjusted: float, alpha: float) -> str:

@@ -49,6 +49,7 @@ class OneLineErrors(click.Group):
         "eval": "flask_eval.cli.jobs",
         "report": "flask_eval.cli.report",
         "agreement": "flask_eval.cli.report",
+        "compare": "flask_eval.cli.compare",
         "export": "flask_eval.cli.bundle",
         "import": "flask_eval.cli.bundle",
         "view": "flask_eval.cli.view",

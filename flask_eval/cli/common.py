@@ -89,6 +89,7 @@ SHORT_HELP = {
     "wait": "Wait for the judgments workers are judging.",
     "report": "Scores per model and judge, by every dimension.",
     "agreement": "Agreement between every pair of judges.",
+    "compare": "Paired comparison of two runs; --gate: exit 1 on a regression.",
     "generate": "The models under test answer the instances.",
     "annotate": "Label instances with FLASK's skills, domains, difficulty.",
     "eval": "Generate, annotate, judge and report in one command.",

@@ -233,3 +233,19 @@ def test_two_models_of_one_table_and_per_judge_rows_outside_the_gate() -> None:
 def test_settings_out_of_range_are_refused(settings: dict[str, object]) -> None:
     with pytest.raises(ValueError):
         CompareSettings(**settings)  # type: ignore[arg-type]
+
+
+def test_instances_all_moved_alike_are_judged_by_the_sign_test_not_a_zero_variance() -> None:
+    base = table(records({"Factuality": [3.0, 4.0], "Readability": [3.0, 4.0]}))
+    new = table(records({"Factuality": [2.5, 3.5], "Readability": [2.5, 3.5]}))
+    result = compare(base, new, [Pair("m", "m")], Breakdown((Dimension(OVERALL),)))
+    overall = row(result, "overall", "all")
+    assert overall.effect == pytest.approx(-0.5) and overall.se == 0
+    assert overall.p_regression == pytest.approx(0.25) and overall.p_value == pytest.approx(0.5)
+    assert overall.verdict == NO_CHANGE and not result.gate_failed and math.isnan(overall.mde)
+    many = [float(v) for v in range(1, 9)]
+    base = table(records({"Factuality": many, "Readability": many}))
+    new = table(
+        records({"Factuality": [v - 1 for v in many], "Readability": [v - 1 for v in many]})
+    )
+    assert compare(base, new, [Pair("m", "m")], Breakdown((Dimension(OVERALL),))).gate_failed
