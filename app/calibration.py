@@ -58,6 +58,7 @@ def resolve(
     people = run.config.people
     raters = list(dict.fromkeys([*raters, *(people.judges if people else ())]))
     panels = {p.name: list(p.judges) for p in (people.panels if people else ())}
+    panels.update({k.removeprefix("human/"): v for k, v in list(panels.items())})
     if choice in refs:
         return [choice], True
     nested = [r for r in refs if r.startswith(f"{choice}/")]  # NAME/EVALUATOR of BiGGen
@@ -69,7 +70,8 @@ def resolve(
         return [choice], False
     if choice in panels:
         return panels[choice], False
-    valid = [*raters, *panels, *([EVERYONE] if raters else []), *refs]
+    shown_panels = [p.name for p in (people.panels if people else ())]
+    valid = [*raters, *shown_panels, *([EVERYONE] if raters else []), *refs]
     shown = ", ".join(valid) if valid else "none (no rater rated, no --reference given)"
     raise InputError(f"--calibrate {choice}: unknown people; choose one of: {shown}")
 

@@ -9,7 +9,8 @@ cell, N/A left out) and the judge scored; the *unlabelled* ones those the judge 
 and no person did. Cells are clustered by instance. A key with fewer than
 :attr:`CalibrationSettings.min_labels` labels has no row; :attr:`Calibration.skipped`
 says which. Weights (1 / inclusion probability, per cell) are used when labels were
-drawn with known unequal probabilities.
+drawn with known unequal probabilities; the judge's mean is then taken over every cell
+of the key (labelled ones too), the population the weighted labels stand for.
 
 Pairwise runs (:func:`calibrate_pairs`): the people's and the judge's verdict for the
 pair's first model (1 a win, 0.5 a tie, 0 a loss) per (instance, criterion); calibrated
@@ -19,7 +20,7 @@ win rates per model pair and judge. docs/design/calibration.md says what it assu
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -187,17 +188,21 @@ def calibrate(
                         f"(fewer than {settings.min_labels})"
                     )
                     continue
+                # drawn with unequal probabilities: the judge's mean over every cell
+                # (the unlabelled ones alone lean away from the cells drawn most)
+                rest = unl if weights is None else mine
                 estimate = ppi_mean(
                     labels[lab],
                     table.score[lab, col],
-                    table.score[unl, col],
+                    table.score[rest, col],
                     confidence=settings.confidence,
                     lam=settings.lam,
                     groups_labelled=table.instance[lab],
-                    groups_unlabelled=table.instance[unl],
+                    groups_unlabelled=table.instance[rest],
                     weights=None if weights is None else weights[lab],
                 )
-                out.rows.append(CalibratedRow.of((judge, model, dimension, key), estimate))
+                row = CalibratedRow.of((judge, model, dimension, key), estimate)
+                out.rows.append(replace(row, unlabelled=len(unl)))
     return out
 
 
