@@ -116,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         for j in judges
     }
     settings = CalibrationSettings()
+    by_key: dict[tuple[str, str, str], list[int]] = {}
     for _ in range(a.samples):
         chosen = rng.choice(c.n, size=n_label, replace=False)
         labels = np.full(c.n, np.nan)
@@ -127,6 +128,10 @@ def main(argv: list[str] | None = None) -> int:
             true = truth[(row.model, row.key)]
             k["n"] += 1
             k["cover"] += row.low <= true <= row.high
+            per_key = by_key.setdefault((row.judge, row.model, row.key), [0, 0, 0])
+            per_key[0] += 1
+            per_key[1] += row.low <= true <= row.high
+            per_key[2] += row.labelled
             k["people_cover"] += row.people_low <= true <= row.people_high
             width, people_width = row.high - row.low, row.people_high - row.people_low
             if width > 0 and people_width > 0:  # a few equal labels: zero width
@@ -136,6 +141,10 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for j, traits in judges.items():
         k = tally[j]
+        keyed = [
+            (v[1] / v[0], v[2] / v[0], m, key) for (jj, m, key), v in by_key.items() if jj == j
+        ]
+        worst = min(keyed)
         results.append(
             {
                 "judge": j,
@@ -149,6 +158,12 @@ def main(argv: list[str] | None = None) -> int:
                 "ppi_expected_ratio": 1 / math.sqrt(1 - rho[j] ** 2),
                 "ess_over_n": k["ess"] / max(k["sized"], 1),
                 "intervals": k["n"],
+                "lowest_key_coverage": worst[0],
+                "lowest_key": f"{worst[2]} {worst[3]} (mean {worst[1]:.1f} labels)",
+                "per_key": [
+                    {"model": m, "key": key, "coverage": cov, "mean_labels": lab}
+                    for cov, lab, m, key in sorted(keyed, key=lambda x: (x[2], x[3]))
+                ],
             }
         )
     seconds = time.perf_counter() - started
@@ -158,14 +173,15 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(keys)} model x skill keys; {seconds:.0f} s\n"
     )
     print(
-        "| judge | rho | calibrated coverage | people-only coverage | raw judge coverage "
-        "| width people/calibrated | PPI 1/sqrt(1-rho^2) | ESS/n |"
+        "| judge | rho | calibrated coverage | lowest key's (key, labels) | people-only "
+        "coverage | raw judge coverage | width people/calibrated | PPI 1/sqrt(1-rho^2) | ESS/n |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in results:
         print(
             f"| bias {r['bias']:+g}, noise {r['noise']:g} | {r['rho']:.2f} | "
-            f"{r['coverage_calibrated']:.1%} | {r['coverage_people_only']:.1%} | "
+            f"{r['coverage_calibrated']:.1%} | {r['lowest_key_coverage']:.1%} "
+            f"({r['lowest_key']}) | {r['coverage_people_only']:.1%} | "
             f"{r['coverage_raw_judge']:.1%} | {r['width_ratio_people_over_calibrated']:.2f} | "
             f"{r['ppi_expected_ratio']:.2f} | {r['ess_over_n']:.2f} |"
         )
