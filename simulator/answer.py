@@ -34,12 +34,13 @@ from flask_eval.rubrics.protocol import (
 from . import annotate, formats, generate, pairwise
 from .config import SimConfig
 from .quality import (
-    NUDGES,
     QUOTE_OPENING,
     garbage_kind,
+    judged_score,
     quality_of,
     reference_text,
     stable_hash,
+    word_count,
 )
 
 _RATIONALES = {
@@ -97,10 +98,12 @@ def judge_scores(
     nudges (not the response's level): a sampled judge is noisy around the same truth."""
     if config.score is not None:
         return {skill: config.score for skill in skills}
-    level = quality(prompt, config)  # format-aware: it finds the response in any layout
-    seed = str(config.seed)
-    if config.request_seed is not None:
-        seed = f"{seed}/{config.request_seed}"
+    response = response_focus(prompt)  # format-aware: it finds the response in any layout
+    level = quality_of(response, reference_text(prompt), config)
+    own = generate.skill_levels_of(response)  # a model's own level on some criteria
+    traits = config.traits_of(model)
+    words = word_count(response)
+    seed = _seed(config)
     scores: dict[str, int | None] = {}
     for skill in skills:
         if config.na_rate > 0:
@@ -108,9 +111,30 @@ def judge_scores(
             if u < config.na_rate:
                 scores[skill] = None
                 continue
-        nudge = NUDGES[stable_hash("nudge", seed, model, prompt, skill) % len(NUDGES)]
-        scores[skill] = min(5, max(1, level + nudge))
+        scores[skill] = judged_score(
+            own.get(skill, level), traits, words, (seed, model, prompt, skill)
+        )
     return scores
+
+
+def _seed(config: SimConfig) -> str:
+    """The seed of a request's draws: the server's, with the request's own when it has one."""
+    seed = str(config.seed)
+    return seed if config.request_seed is None else f"{seed}/{config.request_seed}"
+
+
+def overall_score(prompt: str, model: str, config: SimConfig) -> int:
+    """The one score of an answer that scores no criterion (``[RESULT] N``): the
+    response's level, or with judge traits (``SimConfig.judges``) what
+    :func:`simulator.quality.judged_score` makes of it."""
+    if config.score is not None:
+        return config.score
+    level = quality(prompt, config)
+    traits = config.traits_of(model)
+    if traits.neutral:
+        return level
+    words = word_count(response_focus(prompt))
+    return judged_score(level, traits, words, (_seed(config), model, prompt, ""))
 
 
 def _rationale(scores: dict[str, int | None]) -> list[str]:
@@ -176,7 +200,7 @@ def make_answer(prompt: str, model: str, config: SimConfig, *, garbage: bool = F
     if garbage:
         return _garbage_answer(prompt, model, skills, config)
     if skills is None or config.answer_format == "result":
-        level = config.score if config.score is not None else quality(prompt, config)
+        level = overall_score(prompt, model, config)
         return f"Feedback: {_RATIONALES[level]} {RESULT_MARKER} {level}"
     scores = judge_scores(prompt, model, skills, config)
     paragraphs = _rationale(scores)

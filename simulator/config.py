@@ -19,6 +19,47 @@ NULL_REASON = "null"
 CACHE_PREFIXES = 100_000
 #: the default length of a simulated model's generated answer, in tokens
 GENERATION_TOKENS = 120
+#: the ``SimConfig.judges`` key whose traits apply to every judge not named
+ANY_JUDGE = "*"
+#: the ``--judge-traits`` keys, by the ``JudgeTraits`` field each one sets
+TRAIT_KEYS = {"bias": "bias", "noise": "noise", "length": "length_preference"}
+#: characters a criterion named in ``SimConfig.skill_levels`` cannot hold (a generated
+#: response's signature lists them)
+_CRITERION_FORBIDDEN = frozenset(";()\n\r:")
+
+
+@dataclass(frozen=True)
+class JudgeTraits:
+    """How one simulated judge departs from an unbiased, noiseless one (all 0: it does
+    not). A score is the response's level plus the judge's -1/0/+1 nudge plus ``bias``
+    plus Gaussian noise of standard deviation ``noise`` plus ``length_preference`` times
+    log2(the response's words / 100), then rounded stochastically (the floor, plus one
+    with probability the fraction, so the expected score is kept) and clamped to 1..5
+    (``simulator.quality.judged_score``). In a pairwise comparison the same per-response
+    utilities decide (the bias cancels): a judge that prefers length favours the longer
+    response."""
+
+    bias: float = 0
+    noise: float = 0
+    length_preference: float = 0
+
+    def __post_init__(self) -> None:
+        for name in ("bias", "noise", "length_preference"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ValueError(f"{name} must be a number, got {value!r}")
+            if not (math.isfinite(value) and -4 <= value <= 4):
+                raise ValueError(f"{name} must be in [-4, 4], got {value}")
+        if self.noise < 0:
+            raise ValueError(f"noise must be >= 0, got {self.noise}")
+
+    @property
+    def neutral(self) -> bool:
+        """Whether these traits change nothing (every one 0)."""
+        return self.bias == 0 and self.noise == 0 and self.length_preference == 0
+
+
+NEUTRAL = JudgeTraits()
 
 
 @dataclass(frozen=True)
@@ -68,6 +109,16 @@ class SimConfig:
     - ``generators``: the models under test, by name, with their quality level (1 to 5,
       fractions allowed): every request to one of them is answered with a generated
       response (simulator/generate.py) whose level the simulated judges read back.
+    - ``skill_levels``: per model under test, a level (1 to 5, fractions allowed) per
+      criterion that replaces the model's level on that criterion only, e.g.
+      ``{"model-b": {"logical_correctness": 3.3}}`` (a drop on one skill of one model);
+      the generated response's signature carries it and judges score that criterion from
+      it. Every model named must be in ``generators``; a criterion's name cannot hold
+      ``;``, ``:`` or parentheses.
+    - ``judges``: per judge model (the name a request asks for; ``"*"``: every judge not
+      named) its :class:`JudgeTraits`: bias, Gaussian noise and preference for long
+      responses, e.g. ``{"sim-biased": JudgeTraits(bias=0.5, noise=0.7)}``. Without any,
+      judges score as they always have.
     - ``generation_tokens``: about how long a generated response is, in tokens.
     - ``usage``: fields set in every answer's usage object, by the wire's own names
       (OpenAI and Anthropic ``usage``, Gemini ``usageMetadata``), e.g.
@@ -105,6 +156,8 @@ class SimConfig:
     cache_prefixes: int = CACHE_PREFIXES
     generators: Mapping[str, float] = field(default_factory=dict, hash=False)
     generation_tokens: int = GENERATION_TOKENS
+    skill_levels: Mapping[str, Mapping[str, float]] = field(default_factory=dict, hash=False)
+    judges: Mapping[str, JudgeTraits] = field(default_factory=dict, hash=False)
     request_seed: int | None = None
     usage: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
@@ -165,9 +218,64 @@ class SimConfig:
                 raise ValueError(f"generator {name!r}: level must be in [1, 5], got {level}")
         # read-only, so that a config shared by the server's handlers cannot drift
         object.__setattr__(self, "generators", MappingProxyType(dict(self.generators)))
+        self._check_skill_levels()
+        self._check_judges()
         if not isinstance(self.usage, Mapping):
             raise ValueError(f"usage must be a JSON object, got {self.usage!r}")
         object.__setattr__(self, "usage", MappingProxyType(dict(self.usage)))
+
+    def _check_skill_levels(self) -> None:
+        if not isinstance(self.skill_levels, Mapping):
+            raise ValueError(f"skill_levels must be a mapping, got {self.skill_levels!r}")
+        frozen: dict[str, Mapping[str, float]] = {}
+        for model, levels in self.skill_levels.items():
+            if model not in self.generators:
+                raise ValueError(
+                    f"skill_levels: model {model!r} is not a model under test (generators)"
+                )
+            if not isinstance(levels, Mapping):
+                raise ValueError(f"skill_levels[{model!r}] must be a mapping of criteria")
+            for criterion, level in levels.items():
+                if (
+                    not isinstance(criterion, str)
+                    or not criterion.strip()
+                    or criterion != criterion.strip()
+                    or _CRITERION_FORBIDDEN & set(criterion)
+                ):
+                    raise ValueError(
+                        f"skill_levels[{model!r}]: a criterion must be a non-empty name "
+                        f"without ';', ':', parentheses or outer spaces, got {criterion!r}"
+                    )
+                if isinstance(level, bool) or not isinstance(level, int | float):
+                    raise ValueError(
+                        f"skill_levels[{model!r}][{criterion!r}]: level must be a number, "
+                        f"got {level!r}"
+                    )
+                if not (math.isfinite(level) and 1 <= level <= 5):
+                    raise ValueError(
+                        f"skill_levels[{model!r}][{criterion!r}]: level must be in [1, 5], "
+                        f"got {level}"
+                    )
+            frozen[model] = MappingProxyType(dict(levels))
+        object.__setattr__(self, "skill_levels", MappingProxyType(frozen))
+
+    def _check_judges(self) -> None:
+        if not isinstance(self.judges, Mapping):
+            raise ValueError(f"judges must be a mapping, got {self.judges!r}")
+        for name, traits in self.judges.items():
+            if not isinstance(name, str) or not name.strip():
+                raise ValueError(f"a judge's name must be a non-empty string, got {name!r}")
+            if not isinstance(traits, JudgeTraits):
+                raise ValueError(f"judges[{name!r}] must be JudgeTraits, got {traits!r}")
+        object.__setattr__(self, "judges", MappingProxyType(dict(self.judges)))
+
+    def traits_of(self, judge: str) -> JudgeTraits:
+        """The traits of the judge model ``judge``: its own, else those of ``"*"``, else
+        none (:data:`NEUTRAL`)."""
+        found = self.judges.get(judge)
+        if found is None:
+            found = self.judges.get(ANY_JUDGE, NEUTRAL)
+        return found
 
 
 def parse_generators(specs: Iterable[str]) -> dict[str, float]:
@@ -188,3 +296,58 @@ def parse_generators(specs: Iterable[str]) -> dict[str, float]:
             raise ValueError(f"generator {name!r} is given twice")
         generators[name] = value
     return generators
+
+
+def parse_judge_traits(specs: Iterable[str]) -> dict[str, JudgeTraits]:
+    """``NAME:bias=B,noise=S,length=P`` specifications (``--judge-traits``; keys optional,
+    each at most once; ``*`` as NAME: every judge not named) as ``SimConfig.judges``;
+    ValueError naming the first one that is not such. The name is everything before the
+    last ``:``, so a name may hold one."""
+    judges: dict[str, JudgeTraits] = {}
+    for spec in specs:
+        name, sep, body = spec.rpartition(":")
+        name = name.strip()
+        if not sep or not name:
+            raise ValueError(f"expected NAME:bias=B,noise=S,length=P, got {spec!r}")
+        values: dict[str, float] = {}
+        for item in filter(None, (x.strip() for x in body.split(","))):
+            key, eq, value = item.partition("=")
+            field_name = TRAIT_KEYS.get(key.strip())
+            if not eq or field_name is None:
+                raise ValueError(f"{spec!r}: expected bias=, noise= or length=, got {item!r}")
+            if field_name in values:
+                raise ValueError(f"{spec!r}: {key.strip()} is given twice")
+            try:
+                values[field_name] = float(value)
+            except ValueError:
+                raise ValueError(f"{spec!r}: {key.strip()} must be a number") from None
+        if name in judges:
+            raise ValueError(f"judge {name!r} is given twice")
+        try:
+            judges[name] = JudgeTraits(**values)
+        except ValueError as exc:
+            raise ValueError(f"{spec!r}: {exc}") from None
+    return judges
+
+
+def parse_skill_levels(specs: Iterable[str]) -> dict[str, dict[str, float]]:
+    """``MODEL:CRITERION=LEVEL`` specifications (``--skill-level``) as
+    ``SimConfig.skill_levels``; ValueError naming the first one that is not such (a
+    criterion given twice for a model included). The criterion is what follows the last
+    ``:`` before the last ``=``, so a model's name may hold a ``:``."""
+    levels: dict[str, dict[str, float]] = {}
+    for spec in specs:
+        head, sep, level = spec.rpartition("=")
+        model, colon, criterion = head.rpartition(":")
+        model, criterion = model.strip(), criterion.strip()
+        if not sep or not colon or not model or not criterion:
+            raise ValueError(f"expected MODEL:CRITERION=LEVEL, got {spec!r}")
+        try:
+            value = float(level)
+        except ValueError:
+            raise ValueError(f"{spec!r}: the level must be a number from 1 to 5") from None
+        per_model = levels.setdefault(model, {})
+        if criterion in per_model:
+            raise ValueError(f"{model!r}'s {criterion!r} is given twice")
+        per_model[criterion] = value
+    return levels

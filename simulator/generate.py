@@ -15,6 +15,16 @@ level instead of by reference recall: so a generation run followed by a judgment
 against the simulator ranks the models under test as configured. A response cut off by
 its token limit keeps its opening, hence its level.
 
+**Per skill levels.** A model with levels of its own on some criteria
+(``SimConfig.skill_levels``) signs them too, after its level:
+``(simulated answer, level 4 of 5; Logical Correctness at 3.8)``. The judges score such a
+criterion from that level (:func:`skill_levels_of`) and every other one from the
+response's level. The instance's level on a criterion is the configured one plus the
+instance's departure from the model's configured level (the rounding and the jitter
+below, before clamping, so its mean is the configured level), clamped to 1..5: a drop
+planted on one criterion moves that criterion's scores of that model only, instance by
+instance.
+
 **Quality per instance.** A model configured at level L (a float from 1 to 5) answers
 each instance at L's floor or ceiling (the ceiling with probability L's fractional part,
 so 4.5 is half 4s and half 5s), plus a jitter of -1, 0 or +1 (weights 1, 2, 1), clamped
@@ -32,13 +42,17 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from .config import SimConfig
 
 #: the opening sentence of a generated response, with its quality level
 SIGNATURE = "(simulated answer, level {level} of 5)"
-_SIGNATURE_RE = re.compile(r"\A\s*\(simulated answer, level ([1-5]) of 5\)")
+_SIGNATURE_RE = re.compile(
+    r"\A\s*\(simulated answer, level ([1-5]) of 5((?:; [^;():\n\r]+ at [0-9.]+)*)\)"
+)
+#: how a criterion's own level follows the level in a signature
+_SKILL_LEVEL = "; {criterion} at {level}"
 _WORD_RE = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 #: per-instance jitter of the level: -1, 0, +1 with these weights
 _JITTER_WEIGHTS = (1, 2, 1)
@@ -114,11 +128,21 @@ def _unit(*parts: str) -> float:
     return _hash(*parts) % 1_000_000 / 1_000_000
 
 
-def signature(level: int) -> str:
-    """The opening of a generated response of quality ``level`` (1..5)."""
+def _number(level: float) -> str:
+    """``level`` as a signature writes it: at most three decimals, no trailing zeros."""
+    return f"{round(level, 3):g}"
+
+
+def signature(level: int, skills: Mapping[str, float] | None = None) -> str:
+    """The opening of a generated response of quality ``level`` (1..5), with the
+    response's own levels on some criteria (``skills``) when it has any."""
     if level not in range(1, 6):
         raise ValueError(f"level must be 1..5, got {level}")
-    return SIGNATURE.format(level=level)
+    plain = SIGNATURE.format(level=level)
+    if not skills:
+        return plain
+    extra = "".join(_SKILL_LEVEL.format(criterion=c, level=_number(v)) for c, v in skills.items())
+    return f"{plain[:-1]}{extra})"
 
 
 def level_of(response: str) -> int | None:
@@ -128,19 +152,49 @@ def level_of(response: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
-def instance_level(prompt: str, model: str, config: SimConfig) -> int | None:
-    """The quality of ``model``'s response to ``prompt`` (the module docstring), None when
-    ``model`` is not a model under test."""
-    configured = config.generators.get(model)
-    if configured is None:
-        return None
+def skill_levels_of(response: str) -> dict[str, float]:
+    """The response's own levels on criteria, by name, as its :func:`signature` gives
+    them (empty when it gives none)."""
+    found = _SIGNATURE_RE.match(response)
+    if not found or not found.group(2):
+        return {}
+    levels: dict[str, float] = {}
+    for item in found.group(2).split("; ")[1:]:
+        criterion, _, value = item.rpartition(" at ")
+        levels[criterion] = float(value)
+    return levels
+
+
+def _departure(prompt: str, model: str, configured: float, config: SimConfig) -> int:
+    """The instance's level before clamping, as an integer (the module docstring)."""
     seed = str(config.seed)
     base = math.floor(configured)
     if _unit("level", seed, model, prompt) < configured - base:
         base += 1
     x = _hash("jitter", seed, model, prompt) % sum(_JITTER_WEIGHTS)
     jitter = -1 if x < _JITTER_WEIGHTS[0] else 0 if x < sum(_JITTER_WEIGHTS[:2]) else 1
-    return min(5, max(1, base + jitter))
+    return base + jitter
+
+
+def instance_level(prompt: str, model: str, config: SimConfig) -> int | None:
+    """The quality of ``model``'s response to ``prompt`` (the module docstring), None when
+    ``model`` is not a model under test."""
+    configured = config.generators.get(model)
+    if configured is None:
+        return None
+    return min(5, max(1, _departure(prompt, model, configured, config)))
+
+
+def instance_skill_levels(prompt: str, model: str, config: SimConfig) -> dict[str, float]:
+    """``model``'s levels on the criteria it has its own level on
+    (``SimConfig.skill_levels``), for its response to ``prompt``: each one moved by the
+    instance's departure from the model's level, clamped to 1..5 (empty: none)."""
+    levels = config.skill_levels.get(model)
+    configured = config.generators.get(model)
+    if not levels or configured is None:
+        return {}
+    shift = _departure(prompt, model, configured, config) - configured
+    return {c: min(5.0, max(1.0, float(v) + shift)) for c, v in levels.items()}
 
 
 def _keywords(prompt: str) -> list[str]:
@@ -179,7 +233,8 @@ def answer(prompt: str, model: str, config: SimConfig) -> str | None:
     # the topic from the prompt's last line: the instruction's (a system prompt is first)
     last = next((line for line in reversed(prompt.splitlines()) if line.strip()), "")
     topic = " ".join((_keywords(last) or words)[:4])
-    pieces = [signature(level), " ", _OPENINGS[level].format(topic=topic)]
+    skills = instance_skill_levels(prompt, model, config)
+    pieces = [signature(level, skills), " ", _OPENINGS[level].format(topic=topic)]
     length = sum(map(len, pieces))
     i = 0
     while length < target_chars:

@@ -18,6 +18,8 @@ from .config import (
     MALFORMED,
     SimConfig,
     parse_generators,
+    parse_judge_traits,
+    parse_skill_levels,
 )
 
 #: the wire formats the simulator serves, as their providers name them, in the order
@@ -120,6 +122,23 @@ OPTIONS: tuple[Option, ...] = (
         metavar="NAME=LEVEL",
     ),
     Option(
+        "--skill-level",
+        "A model under test's own level (1-5) on one criterion, instead of its --generator "
+        "level; repeat per model and criterion.",
+        (),
+        repeat=True,
+        metavar="MODEL:CRITERION=LEVEL",
+    ),
+    Option(
+        "--judge-traits",
+        "A judge model's bias (points added), noise (standard deviation) and length "
+        "preference (points per doubling of a response's words past 100), each optional; "
+        "NAME '*' for every judge not named; repeat per judge.",
+        (),
+        repeat=True,
+        metavar="NAME:bias=B,noise=S,length=P",
+    ),
+    Option(
         "--generation-tokens",
         "About how long a generated answer is (tokens).",
         GENERATION_TOKENS,
@@ -143,5 +162,7 @@ def config_of(values: Mapping[str, Any]) -> SimConfig:
     naming what is wrong."""
     kwargs = {o.dest: values[o.dest] for o in OPTIONS if o.dest not in SERVER}
     kwargs["generators"] = parse_generators(kwargs.pop("generator") or ())
+    kwargs["skill_levels"] = parse_skill_levels(kwargs.pop("skill_level") or ())
+    kwargs["judges"] = parse_judge_traits(kwargs.pop("judge_traits") or ())
     kwargs["usage"] = json.loads(kwargs["usage"]) if kwargs["usage"] else {}
     return SimConfig(**kwargs)

@@ -11,10 +11,12 @@ come from the last :func:`rubrics.protocol.criteria_line`, which follows the res
 The verdict on a criterion is deterministic:
 
 - each response gets a *strength* from its own text only: its 1-5 level as absolute
-  grading computes it (``simulator.quality.quality_of``: coverage of the reference plus a
-  hash), nudged by -1/0/+1 per judge and criterion as ``judge_scores`` nudges skills,
-  plus a spread within the level from a hash of the response (so one level's responses
-  are ordered too). Strength ignores the position a response is shown in, so without
+  grading computes it (``simulator.quality.criterion_level``: coverage of the reference
+  plus a hash, or the level a generated response signs), nudged by -1/0/+1 per judge and
+  criterion as ``judge_scores`` nudges skills, moved by the judge's noise and length
+  preference when it has traits (``SimConfig.judges``; its bias cancels), plus a spread
+  within the level from a hash of the response (so one level's responses are ordered
+  too). Strength ignores the position a response is shown in, so without
   position bias a comparison gives the same verdict in both orders;
 - with probability ``SimConfig.position_bias`` (a hash of the seed, the judge, the prompt
   and the criterion) the judgment picks the response shown FIRST, whatever the strengths;
@@ -148,9 +150,14 @@ def strength(
 ) -> float:
     """How good ``response`` is on ``criterion`` to judge ``model`` (position-free)."""
     seed = str(config.seed)
-    level = quality.quality_of(response, reference, config)
+    level = quality.criterion_level(response, reference, criterion, config)
     nudge = quality.NUDGES[int(_unit("pair-nudge", seed, model, criterion, response) * 5)]
-    level = min(5, max(1, level + nudge))
+    utility = level + nudge
+    traits = config.traits_of(model)
+    if not traits.neutral:  # the bias is the same on both sides: it cancels
+        noise_parts = ("pair", seed, model, criterion, response)
+        utility += quality.trait_shift(traits, quality.word_count(response), noise_parts)
+    level = min(5, max(1, utility))
     spread = _unit("pair-spread", seed, criterion, response) - 0.5
     return (level - 1) * _LEVEL_STEP + spread * _SPREAD
 

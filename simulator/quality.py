@@ -1,19 +1,22 @@
 """How good the simulated judge finds a response (pure, no I/O): its 1..5 level
 (:func:`quality_of`, from the reference answer's vocabulary it covers and a hash of its
-text), the nudges that spread a judge's scores around it, and which malformed answer a
-request gets when it gets one. Shared by the absolute answers (``simulator.answer``) and
-the pairwise ones (``simulator.pairwise``)."""
+text), the nudges that spread a judge's scores around it, a judge's traits
+(:func:`judged_score`: bias, noise, length preference, stochastic rounding), and which
+malformed answer a request gets when it gets one. Shared by the absolute answers
+(``simulator.answer``) and the pairwise ones (``simulator.pairwise``)."""
 
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from collections.abc import Sequence
+from statistics import NormalDist
 
 from flask_eval.rubrics.protocol import NO_REFERENCE, REFERENCE_HEADING
 
 from . import formats, generate
-from .config import SimConfig
+from .config import JudgeTraits, SimConfig
 
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -31,6 +34,63 @@ def stable_hash(*parts: str) -> int:
     """A 64-bit hash of ``parts`` that is the same in every process (no hash seed)."""
     digest = hashlib.blake2b("\x1f".join(parts).encode("utf-8", "surrogatepass"), digest_size=8)
     return int.from_bytes(digest.digest(), "big")
+
+
+def unit(*parts: str) -> float:
+    """A number in (0, 1) from a hash of ``parts`` (never exactly 0 or 1)."""
+    return (stable_hash(*parts) + 0.5) / 2**64
+
+
+_STANDARD = NormalDist()
+
+
+def gaussian(*parts: str) -> float:
+    """A standard normal number from a hash of ``parts``."""
+    return _STANDARD.inv_cdf(unit(*parts))
+
+
+def word_count(text: str) -> int:
+    """The words of ``text`` (runs of non-space), as a length preference counts them."""
+    return len(text.split())
+
+
+def trait_shift(traits: JudgeTraits, words: int, noise_parts: tuple[str, ...]) -> float:
+    """What ``traits`` add to a judged level, before rounding: noise (a standard normal
+    from a hash of ``noise_parts``, times ``traits.noise``) and the length preference;
+    the bias is not included (a comparison's two sides share it)."""
+    shift = 0.0
+    if traits.noise:
+        shift += traits.noise * gaussian("noise", *noise_parts)
+    if traits.length_preference:
+        shift += traits.length_preference * math.log2(max(words, 1) / 100)
+    return shift
+
+
+def judged_value(
+    level: float, traits: JudgeTraits, words: int, seed_parts: tuple[str, ...]
+) -> float:
+    """The unrounded score a judge gives a response of ``level`` (1..5, fractions allowed)
+    with ``words`` words on one criterion: the level, the judge's -1/0/+1 nudge, its
+    bias, its noise and its length preference (:class:`simulator.config.JudgeTraits`).
+    ``seed_parts`` identify the judgment: ``(seed, judge, prompt, criterion)``, the seed
+    being ``"S"`` or ``"S/R"`` with a request's own seed R."""
+    value = level + NUDGES[stable_hash("nudge", *seed_parts) % len(NUDGES)]
+    if traits.neutral:
+        return value
+    return value + traits.bias + trait_shift(traits, words, seed_parts)
+
+
+def judged_score(level: float, traits: JudgeTraits, words: int, seed_parts: tuple[str, ...]) -> int:
+    """The 1..5 score a simulated judge gives (the server's own answers come from here):
+    :func:`judged_value`, rounded stochastically (its floor, plus one with probability
+    its fraction, by a hash of ``seed_parts``: the expected score is the value) and
+    clamped to 1..5. Pure and fast, so a benchmark can score many simulated judgments
+    in-process and get what the server would answer."""
+    value = judged_value(level, traits, words, seed_parts)
+    score = math.floor(value)
+    if value > score and unit("round", *seed_parts) < value - score:
+        score += 1
+    return min(5, max(1, score))
 
 
 def _weighted(h: int, weights: Sequence[int]) -> int:
@@ -75,6 +135,15 @@ def quality_of(response: str, reference: str | None, config: SimConfig) -> int:
         return 1 + _weighted(stable_hash("quality", str(config.seed), response), _QUALITY_WEIGHTS)
     recall = len(ref_words & _words(response)) / len(ref_words)
     return min(5, max(1, 1 + round(4 * (0.55 * recall + 0.45 * u))))
+
+
+def criterion_level(
+    response: str, reference: str | None, criterion: str, config: SimConfig
+) -> float:
+    """The level of ``response`` on ``criterion``: its own level on that criterion when
+    its signature gives one (``SimConfig.skill_levels``), else :func:`quality_of`."""
+    own = generate.skill_levels_of(response).get(criterion)
+    return own if own is not None else quality_of(response, reference, config)
 
 
 def garbage_kind(prompt: str, model: str, config: SimConfig) -> str:

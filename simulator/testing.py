@@ -167,6 +167,15 @@ def config_to_argv(config: SimConfig) -> list[str]:
         argv += ["--usage", json.dumps(dict(config.usage))]
     for name, level in config.generators.items():
         argv += ["--generator", f"{name}={float(level)!r}"]
+    for name, levels in config.skill_levels.items():
+        for criterion, level in levels.items():
+            argv += ["--skill-level", f"{name}:{criterion}={float(level)!r}"]
+    for name, traits in config.judges.items():
+        argv += [
+            "--judge-traits",
+            f"{name}:bias={float(traits.bias)!r},noise={float(traits.noise)!r},"
+            f"length={float(traits.length_preference)!r}",
+        ]
     if config.quote_response:
         argv.append("--quote-response")
     if config.echo_headers:
