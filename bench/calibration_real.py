@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from flask_eval.report.ppi import ppi_mean
+from flask_eval.report.ppi import CROSS_FIT, IN_SAMPLE, Tuning, ppi_mean
 from flask_eval.rubrics.protocol import PROMETHEUS_SYSTEM
 from flask_eval.simulator import formats
 from flask_eval.simulator.answer import judge_scores
@@ -164,10 +164,10 @@ def evaluate(
     share: float,
     samples: int,
     rng: np.random.Generator,
-    lam: float | None = None,
+    lam: float | Tuning | None = None,
 ) -> Row:
     """Coverage of ``samples`` random draws of ``share`` of the items labelled (``lam``:
-    the judge's weight, None = PPI++'s tuning on each draw's labels)."""
+    the judge's weight, as :func:`report.ppi.ppi_mean` takes it; None: its default)."""
     n_items = len(e.people)
     labels = max(2, round(share * n_items))
     truth = float(e.people.mean())
@@ -248,13 +248,22 @@ def estimands(root: Path) -> tuple[list[Estimand], list[str]]:
     return found, skipped
 
 
+def _lam(text: str) -> float | Tuning:
+    if text in (CROSS_FIT, IN_SAMPLE):
+        return CROSS_FIT if text == CROSS_FIT else IN_SAMPLE
+    return float(text)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=500, help="label draws per estimand")
     parser.add_argument("--share", type=float, default=0.05, help="share of items labelled")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--lam", type=float, default=None, help="a fixed weight of the judge (default: tuned)"
+        "--lam",
+        type=_lam,
+        default=None,
+        help="the judge's weight: a number, cross-fit (the default) or in-sample",
     )
     parser.add_argument("--data", type=Path, default=None, help="Prometheus's data folder")
     parser.add_argument("--out", type=Path, default=None, help="write the rows as JSON")
@@ -277,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
             "samples": args.samples,
             "share": args.share,
             "seed": args.seed,
-            "lam": "tuned" if args.lam is None else args.lam,
+            "lam": CROSS_FIT if args.lam is None else args.lam,
             "confidence": CONFIDENCE,
             "skipped": skipped,
             "rows": [asdict(r) for r in rows],

@@ -52,7 +52,7 @@ VERDICT_VALUE = {VERDICT_FIRST: 1.0, VERDICT_TIE: 0.5, VERDICT_SECOND: 0.0}
 @dataclass(frozen=True)
 class CalibrationSettings:
     """``confidence`` of the intervals; ``min_labels``: a key needs at least this many
-    labelled cells; ``lam``: the judge's weight (None: PPI++ tunes it; 1 is plain PPI)."""
+    labelled cells; ``lam``: the judge's weight (None: PPI++'s, cross-fitted; 1 is plain PPI)."""
 
     confidence: float = 0.95
     min_labels: int = 2

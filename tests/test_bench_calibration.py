@@ -11,6 +11,7 @@ import pytest
 
 from bench import calibration_real
 from bench.calibration_real import Estimand, evaluate
+from flask_eval.report.ppi import IN_SAMPLE
 from flask_eval.rubrics.protocol import PROMETHEUS_SYSTEM
 from flask_eval.simulator.answer import prometheus_score
 from flask_eval.simulator.config import SimConfig
@@ -32,6 +33,9 @@ def test_evaluate_on_a_made_up_set() -> None:
     assert 0.8 < row.pearson <= 1 and 0 < row.lam <= 1 and row.degenerate == 0
     plain = evaluate(Estimand("made up", "mean", "biased", people, judge), 0.1, 50, rng, 1.0)
     assert plain.lam == 1.0
+    tuned = evaluate(Estimand("made up", "mean", "biased", people, judge), 0.1, 50, rng, IN_SAMPLE)
+    assert 0.5 < tuned.lam <= 1 and tuned.coverage >= 0.8
+    assert calibration_real.main(["--samples", "1", "--lam", "in-sample", "--data", "."]) == 0
 
 
 @pytest.mark.skipif(

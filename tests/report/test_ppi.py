@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from flask_eval.report.ppi import MeanEstimate, ppi_mean
+from flask_eval.report.ppi import IN_SAMPLE, MeanEstimate, Tuning, ppi_mean
 
 TOL = 1e-9
 Z95 = float(stats.norm.ppf(0.975))
@@ -29,7 +29,8 @@ def _data(
 
 
 def _ppi_py(y: np.ndarray, f: np.ndarray, fu: np.ndarray, lam: float | None) -> tuple[float, float]:
-    """ppi_py's point estimate and standard error (its normal interval's half-width / z)."""
+    """ppi_py's point estimate and standard error (its normal interval's half-width / z;
+    ``lam=None``: its tuned lambda)."""
     point = float(np.ravel(ppi_py.ppi_mean_pointestimate(y, f, fu, lam=lam))[0])
     low, high = ppi_py.ppi_mean_ci(y, f, fu, alpha=0.05, lam=lam)
     return point, float(np.ravel(high - low)[0]) / 2 / Z95
@@ -41,16 +42,16 @@ def _cluster_cov(z: np.ndarray, x: np.ndarray, groups: np.ndarray) -> np.ndarray
     return np.asarray(fit.cov_params())
 
 
-@pytest.mark.parametrize("lam", [None, 1.0])
+@pytest.mark.parametrize("lam", [IN_SAMPLE, 1.0])
 @pytest.mark.parametrize("seed", range(6))
-def test_equals_ppi_py(lam: float | None, seed: int) -> None:
+def test_equals_ppi_py(lam: float | Tuning, seed: int) -> None:
     rng = np.random.default_rng(seed)
     y, f, fu = _data(rng, int(rng.integers(5, 120)), int(rng.integers(10, 2000)))
     got = ppi_mean(y, f, fu, lam=lam)
-    point, se = _ppi_py(y, f, fu, lam)
+    point, se = _ppi_py(y, f, fu, None if lam == IN_SAMPLE else float(lam))
     assert abs(got.estimate - point) < TOL
     assert abs(got.se - se) < TOL
-    if lam is None:
+    if lam == IN_SAMPLE:
         assert 0 <= got.lam <= 1
         assert got.lam not in (0.0, 1.0)  # tuned, not clipped, on these data
     q = stats.t.ppf(0.975, len(y) - 1)
@@ -62,10 +63,10 @@ def test_equals_ppi_py(lam: float | None, seed: int) -> None:
 @given(
     st.lists(st.tuples(st.integers(1, 5), st.integers(1, 5)), min_size=3, max_size=40),
     st.lists(st.integers(1, 5), min_size=2, max_size=80),
-    st.sampled_from([None, 1.0]),
+    st.sampled_from([IN_SAMPLE, 1.0]),
 )
 def test_equals_ppi_py_on_likert_scores(
-    labelled: list[tuple[int, int]], unlabelled: list[int], lam: float | None
+    labelled: list[tuple[int, int]], unlabelled: list[int], lam: float | Tuning
 ) -> None:
     y = np.array([a for a, _ in labelled], dtype=float)
     f = np.array([b for _, b in labelled], dtype=float)
@@ -73,7 +74,7 @@ def test_equals_ppi_py_on_likert_scores(
     if np.var(np.concatenate([f, fu])) == 0:  # ppi_py divides by the judge's variance
         return
     got = ppi_mean(y, f, fu, lam=lam)
-    point, se = _ppi_py(y, f, fu, lam)
+    point, se = _ppi_py(y, f, fu, None if lam == IN_SAMPLE else float(lam))
     assert abs(got.estimate - point) < TOL
     assert abs(got.se - se) < TOL
     assert got.low <= got.estimate <= got.high
@@ -120,7 +121,7 @@ def _clustered(
 def test_cluster_variances_equal_statsmodels_sandwich() -> None:
     rng = np.random.default_rng(3)
     y, f, fu, gl, gu = _clustered(rng, 120, 3, 30)
-    got = ppi_mean(y, f, fu, groups_labelled=gl, groups_unlabelled=gu)
+    got = ppi_mean(y, f, fu, lam=IN_SAMPLE, groups_labelled=gl, groups_unlabelled=gu)
     ones = np.ones((len(y), 1))
     assert got.classical_se**2 == pytest.approx(_cluster_cov(y, ones, gl)[0, 0], rel=1e-9)
     rectifier = _cluster_cov(y - got.lam * f, ones, gl)[0, 0]
@@ -218,6 +219,8 @@ def test_small_data_give_nan_not_an_exception() -> None:
         {"groups_labelled": np.arange(3)},
         {"groups_unlabelled": np.arange(3)},
         {"confidence": 1.0},
+        {"lam": "tuned"},
+        {"lam": float("nan")},
     ],
 )
 def test_bad_inputs_raise_value_error(kwargs: dict[str, object]) -> None:
