@@ -13,6 +13,7 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import update
@@ -120,6 +121,7 @@ def test_the_gate_passes_an_equal_model_and_fails_a_weaker_one(
     assert code == 0 and data["gate_failed"] and data["regressions"] == len(failed)
     overall = next(r for r in data["rows"] if (r["dimension"], r["key"]) == ("overall", "all"))
     assert overall["effect"] < -1 and overall["n"] == data["rows"][0]["n"]
+    reproduced_from_exports(data, env)
     # two models named RUN:MODEL; text output
     code, txt, _ = compare("aa:m", "pr:m")
     assert code == 0 and txt.startswith("REGRESSION: pr:m vs aa:m")
@@ -147,6 +149,40 @@ def test_the_gate_passes_an_equal_model_and_fails_a_weaker_one(
     assert any(f"{n_pending:,} of" in n and "run pr is in progress" in n for n in data["notes"])
     after = next(r for r in data["rows"] if (r["dimension"], r["key"]) == ("overall", "all"))
     assert after["n"] == overall["n"] - 3 and code == 1  # still a regression: exit 1
+
+
+def reproduced_from_exports(data: dict[str, Any], env: dict[str, str]) -> None:
+    """The comparison's figures again from `flask-eval export` of both runs, by scipy and
+    statsmodels: each skill's and the overall key's paired t-test over instances (the
+    per-instance mean of the instance's scores), and Holm over the comparison's family."""
+    import pandas as pd
+    from scipy import stats
+    from statsmodels.stats.multitest import multipletests
+
+    def scores(run: str) -> pd.DataFrame:
+        rows = flask_eval("export", run, env=env).stdout.splitlines()
+        frame = pd.DataFrame([json.loads(line) for line in rows])
+        return frame[frame["status"] == "done"].dropna(subset=["score"])
+
+    both = scores("nightly").merge(
+        scores("pr"), on=["model", "judge", "instance_id", "skill"], suffixes=("_b", "_n")
+    )
+    rows = {(r["dimension"], r["key"]): r for r in data["rows"] if r["model"] == "m"}
+    keys = [("overall", "all", both)] + [("skill", k, g) for k, g in both.groupby("skill")]
+    for dimension, key, cells in keys:
+        units = cells.groupby("instance_id")[["score_b", "score_n"]].mean()
+        test = stats.ttest_rel(units["score_n"], units["score_b"])
+        low, high = test.confidence_interval(0.95)
+        row = rows[(dimension, key)]
+        assert row["n"] == len(units)
+        assert row["effect"] == pytest.approx(float((units["score_n"] - units["score_b"]).mean()))
+        assert row["p_value"] == pytest.approx(float(test.pvalue), rel=1e-9, abs=1e-12)
+        assert (row["low"], row["high"]) == pytest.approx((float(low), float(high)))
+    family = [r for r in data["rows"] if r["p_value"] is not None]
+    holm = multipletests([r["p_value"] for r in family], method="holm")[1]
+    assert [r["p_adjusted"] for r in family] == pytest.approx(list(holm), abs=1e-12)
+    holm = multipletests([r["p_regression"] for r in family], method="holm")[1]
+    assert [r["p_regression_adjusted"] for r in family] == pytest.approx(list(holm), abs=1e-12)
 
 
 def set_status(database_url: str, run: str, status_of: dict[str, str]) -> tuple[int, int]:
