@@ -310,4 +310,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.unit)
         if item.get_closest_marker("serial") and not item.get_closest_marker("xdist_group"):
             item.add_marker(pytest.mark.xdist_group(TIMING_GROUP))
-    items.sort(key=lambda item: order[item.nodeid])
+    # within each kind, those marked slow first (an outage, a kill -9, a minute at a limit)
+    items.sort(key=lambda item: (order[item.nodeid], item.get_closest_marker("slow") is None))
