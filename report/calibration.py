@@ -59,6 +59,12 @@ class CalibrationSettings:
     lam: float | None = None
 
 
+#: below this many labelled instances a key's interval is flagged: with about seven
+#: labels per key, calibrated and people-only 95% intervals alike covered 88-90% of the
+#: time on simulated FLASK runs (docs/benchmarks.md); with twenty or more, 92-95%
+FEW_INSTANCES = 10
+
+
 @dataclass(frozen=True)
 class CalibratedRow:
     """One judge, model (a pair ``A vs B`` in a pairwise run) and key: the calibrated
@@ -79,6 +85,13 @@ class CalibratedRow:
     unlabelled: int
     lam: float
     ess: float
+    instances: int = 0  # the labelled instances (the interval's units)
+
+    @property
+    def few(self) -> bool:
+        """Fewer than :data:`FEW_INSTANCES` labelled instances: the interval's coverage
+        is short of its level (docs/design/calibration.md)."""
+        return self.instances < FEW_INSTANCES
 
     @property
     def gain(self) -> float:
@@ -89,6 +102,7 @@ class CalibratedRow:
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["gain"] = self.gain
+        data["few_labels"] = self.few
         return {k: _clean(v) for k, v in data.items()}
 
     @classmethod
@@ -106,6 +120,7 @@ class CalibratedRow:
             unlabelled=m.unlabelled,
             lam=m.lam,
             ess=m.ess,
+            instances=int(m.df) + 1 if np.isfinite(m.df) else 0,
         )
 
 

@@ -11,7 +11,7 @@ import math
 import textwrap
 from collections.abc import Sequence
 
-from flask_eval.report.calibration import CalibratedRow, Calibration
+from flask_eval.report.calibration import FEW_INSTANCES, CalibratedRow, Calibration
 from flask_eval.report.textgrid import DEFAULT_WIDTH
 
 #: the dimensions text shows by default
@@ -22,6 +22,11 @@ EXPLAIN = (
     "(PPI++), its interval valid for what people would say; judge raw: the judge's own "
     "mean; people only: the labels' mean alone; n labels, N unlabelled cells; gain: the "
     "effective number of labels per label"
+)
+
+FEW = (
+    f"*: fewer than {FEW_INSTANCES} labelled instances; with so few, a 95% interval covers "
+    "less often than 95% (about 88-90% with seven), calibrated or not: label more"
 )
 
 
@@ -39,7 +44,7 @@ def _key(row: CalibratedRow) -> str:
 
 def _cells(row: CalibratedRow) -> list[str]:
     return [
-        _key(row),
+        f"{_key(row)} *" if row.few else _key(row),
         _n(row.estimate),
         _ci(row.low, row.high),
         _n(row.raw),
@@ -82,7 +87,8 @@ def text(calibration: Calibration, details: bool = False) -> list[str]:
         lines += ["", f" {judge} on {model}:", *_grid([_cells(r) for r in rows])]
     if not calibration.rows:
         lines.append("  no key has enough labels")
-    lines += ["", *(_wrapped(n) for n in [*calibration.notes, EXPLAIN])]
+    few = [FEW] if any(r.few for rows in blocks.values() for r in rows) else []
+    lines += ["", *(_wrapped(n) for n in [*calibration.notes, EXPLAIN, *few])]
     if calibration.skipped:
         shown = calibration.skipped[:5]
         more = len(calibration.skipped) - len(shown)
@@ -108,7 +114,8 @@ def html_section(calibration: Calibration) -> str:
         cells = [row.judge, row.model, *_cells(row)]
         out.append("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
     out.append("</table>")
-    out += [f"<p class='note'>{_e(n)}</p>" for n in [*calibration.notes, EXPLAIN]]
+    few = [FEW] if any(r.few for r in calibration.rows) else []
+    out += [f"<p class='note'>{_e(n)}</p>" for n in [*calibration.notes, EXPLAIN, *few]]
     if calibration.skipped:
         out.append(f"<p class='note'>{len(calibration.skipped)} key(s) have too few labels.</p>")
     return "".join(out)

@@ -241,3 +241,26 @@ def test_suggestions_have_known_probabilities_favouring_disagreement() -> None:
     assert 10 < len(picked) < 60
     assert all(0 < s.probability <= 1 for s in picked)
     assert template_csv(picked).splitlines()[0] == "model,instance_id,skill,score,probability"
+
+
+def test_a_key_with_few_labelled_instances_is_flagged_in_every_form() -> None:
+    """Below FEW_INSTANCES labelled instances a row is marked (text *, JSON few_labels,
+    the note that says why); at or above it, not."""
+    from flask_eval.report.calibration import FEW_INSTANCES, CalibratedRow, Calibration
+    from flask_eval.report.calibration_render import FEW, html_section, text
+
+    def row(instances: int) -> CalibratedRow:
+        return CalibratedRow(
+            "j", "m", "overall", "all", 3.0, 2.5, 3.5, 3.4, 3.1, 2.4, 3.8,
+            instances * 2, 50, 0.5, instances * 3.0, instances=instances,
+        )  # fmt: skip
+
+    few, enough = row(FEW_INSTANCES - 1), row(FEW_INSTANCES)
+    assert few.few and not enough.few
+    assert few.as_dict()["few_labels"] is True and enough.as_dict()["few_labels"] is False
+    for rows, flagged in (([few], True), ([enough], False)):
+        section = Calibration("human/alice", ("human/alice",), 0.95, rows=rows)
+        lines = "\n".join(text(section))
+        assert ("all *" in lines) is flagged
+        assert (FEW.split(";")[0] in lines.replace("\n    ", " ")) is flagged
+        assert (html_section(section).count("all *") == 1) is flagged
