@@ -27,7 +27,6 @@ and PPI's expected width ratio 1 / sqrt(1 - rho^2).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import time
@@ -185,14 +184,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['coverage_raw_judge']:.1%} | {r['width_ratio_people_over_calibrated']:.2f} | "
             f"{r['ppi_expected_ratio']:.2f} | {r['ess_over_n']:.2f} |"
         )
-    if a.out:
-        payload = {
-            "args": {k: str(v) for k, v in vars(a).items()},
-            "layout": lay.source,
-            "seconds": seconds,
-            "results": results,
-        }
-        a.out.write_text(json.dumps(payload, indent=2) + "\n")
+    sim_cells.write_results(a.out, a, lay.source, seconds=seconds, results=results)
     return 0
 
 

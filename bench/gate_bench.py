@@ -26,7 +26,6 @@ Both with Holm (family-wise error) and Benjamini-Hochberg (false discovery rate)
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -134,19 +133,18 @@ def main(argv: list[str] | None = None) -> int:
             f"| {m} | {r['false_alarm_rate']:.1%} | {r['power']:.1%} | "
             f"{r['other_skill_alarm_rate_in_power_trials']:.1%} |"
         )
-    if a.out:
-        payload = {
-            "args": {k: str(v) for k, v in vars(a).items()},
-            "layout": lay.source,
-            "tests_per_comparison": tests,
-            "planted_instances": n,
-            "mean_effect": effect,
-            "mean_se": se,
-            "mean_mde": mde,
-            "seconds": seconds,
-            "results": results,
-        }
-        a.out.write_text(json.dumps(payload, indent=2) + "\n")
+    sim_cells.write_results(
+        a.out,
+        a,
+        lay.source,
+        tests_per_comparison=tests,
+        planted_instances=n,
+        mean_effect=effect,
+        mean_se=se,
+        mean_mde=mde,
+        seconds=seconds,
+        results=results,
+    )
     return 0
 
 

@@ -200,3 +200,12 @@ def members(
     """The breakdown's (dimension, key, cells) on ``t``, of ``dimensions`` only when given."""
     found = list(Aggregation(t, breakdown()).members())
     return found if dimensions is None else [m for m in found if m[0] in dimensions]
+
+
+def write_results(out: Path | None, args: object, source: str, **figures: object) -> None:
+    """The benchmark's JSON at ``out`` (nothing without one): its arguments, the layout's
+    source and ``figures``."""
+    if out is None:
+        return
+    payload = {"args": {k: str(v) for k, v in vars(args).items()}, "layout": source, **figures}
+    out.write_text(json.dumps(payload, indent=2) + "\n")
