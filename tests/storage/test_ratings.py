@@ -345,9 +345,12 @@ def test_processes_racing_never_share_a_live_item(
     from concurrent.futures import ProcessPoolExecutor
 
     R.plan_ratings(store, run_id, planned(ALICE, 90))
-    context = multiprocessing.get_context("fork")  # each child opens a store of its own
+    # spawned, not forked: a fork of this multi-threaded process (pytest's, xdist's, the
+    # store's threads) may copy a lock some thread held, and the child then waits forever
+    context = multiprocessing.get_context("spawn")  # each child opens a store of its own
     with ProcessPoolExecutor(4, mp_context=context) as pool:
-        results = list(pool.map(_claims_in_a_process, [database_url] * 4, range(4), [25] * 4))
+        claims = pool.map(_claims_in_a_process, [database_url] * 4, range(4), [25] * 4)
+        results = list(claims)
     served = [i for ids in results for i in ids]
     assert len(served) == 90 and len(set(served)) == 90
 
