@@ -60,8 +60,8 @@ class CalibrationSettings:
 
 
 #: below this many labelled instances a key's interval is flagged: with about seven
-#: labels per key, calibrated and people-only 95% intervals alike covered 88-90% of the
-#: time on simulated FLASK runs (docs/benchmarks.md); with twenty or more, 92-95%
+#: labels per key, calibrated and people-only 95% intervals alike covered 91-93% of the
+#: time on simulated FLASK runs (docs/benchmarks.md); with twenty or more, 93-96%
 FEW_INSTANCES = 10
 
 

@@ -26,7 +26,7 @@ EXPLAIN = (
 
 FEW = (
     f"*: fewer than {FEW_INSTANCES} labelled instances; with so few, a 95% interval covers "
-    "less often than 95% (about 88-90% with seven), calibrated or not: label more"
+    "less often than 95% (about 91-93% with seven), calibrated or not: label more"
 )
 
 
