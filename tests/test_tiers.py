@@ -95,3 +95,23 @@ def test_each_test_lands_in_its_tier_by_what_it_uses(pytester: pytest.Pytester) 
     assert {"test_subprocess_here", "test_workers", "test_process_fixture"} <= set(
         order[:first_service]
     )
+
+
+def test_every_timing_test_is_in_a_file_the_timing_phase_runs() -> None:
+    """scripts/test runs the tests marked serial from a list of files (it does not collect
+    the whole suite again): a test marked serial elsewhere would run in no phase."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    script = (root / "scripts" / "test").read_text(encoding="utf-8")
+    listed = re.search(r"serial_files=\(([^)]*)\)", script)
+    assert listed is not None, "scripts/test names no serial_files"
+    files = set(listed.group(1).split())
+    marked = {
+        str(path.relative_to(root))
+        for path in (root / "tests").rglob("test_*.py")
+        if "mark.serial" in path.read_text(encoding="utf-8") and path.name != "test_tiers.py"
+    }
+    assert marked and marked <= files, marked - files
+    assert all((root / f).is_file() for f in files)
