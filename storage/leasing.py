@@ -109,9 +109,13 @@ class WorkerLedger:
 
     @transient_retry
     def leased(self, run_id: int, ids: Sequence[int]) -> tuple[list[int], float]:
-        """Which of ``ids`` are running under a lease that is still live (another delivery
-        is judging them, or a worker died and its lease has not run out yet), and the
-        seconds until the last of those leases runs out."""
+        """Which of ``ids`` (rows a delivery could not claim) are running: under a lease
+        that is still live (another delivery is judging them, or a worker died and its
+        lease has not run out yet), or one that ran out since the claim looked; and the
+        seconds until the last of those leases runs out (0 when all have). A lease that
+        ran out between the claim and this look is one more row to look at again, never
+        one to forget: on a broker that does not lose messages nothing else would send
+        it again."""
         if not ids:
             return [], 0.0
         now = utcnow()
@@ -119,7 +123,7 @@ class WorkerLedger:
             J.id.in_(list(ids)),
             J.run_id == run_id,
             J.status == Status.RUNNING.value,
-            J.lease_until >= now,
+            J.lease_until.is_not(None),  # a lease to wait for: claimable once it runs out
         )
         with self.engine.connect() as conn:
             rows = conn.execute(stmt).all()

@@ -100,8 +100,9 @@ def handle(executor: Executor, message: Message, later: Later) -> Settle:
     rows of its run and checks each call's grouping against the ledger. A run this
     worker's database does not have, or a database still away after its retry window,
     puts the message back (a worker that can see the run, or a later try, judges it). Rows
-    another delivery holds under a live lease are sent again (``later``) for when that
-    lease runs out. Any other exception is the caller's: the message is dropped.
+    another delivery held when this one claimed are sent again (``later``) for when that
+    lease runs out (at once if it ran out meanwhile: a worker killed a moment before). Any
+    other exception is the caller's: the message is dropped.
     """
     run_id, calls = message.run_id, message.calls
     if not isinstance(run_id, int) or not _is_calls(calls):

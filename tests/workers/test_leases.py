@@ -217,3 +217,20 @@ def test_a_late_renewal_keeps_the_rows_nobody_took(tmp_path: Path) -> None:
 
     asyncio.run(go())
     assert store.leased(run_id, ids)[0] == sorted(ids)  # renewed: live again
+
+
+def test_a_lease_that_ran_out_after_the_claim_looked_is_looked_at_again(tmp_path: Path) -> None:
+    """A delivery could not claim rows another worker held; by the time it asks which are
+    leased, that lease has run out (a worker killed a moment before): the rows are still
+    reported, to be looked at again at once, never dropped (on RabbitMQ nothing else would
+    send them again)."""
+    store = Store(f"sqlite:///{tmp_path / 'x.db'}")
+    run_id = create(store)
+    live, dead = open_ids(store, run_id)[:2]
+    store.claim_contexts(run_id, live, 3600)  # a live holder: waited for
+    held, wait = store.leased(run_id, live)
+    assert held == sorted(live) and 3500 < wait <= 3600
+    store.claim_contexts(run_id, dead, -1)  # its holder died; the lease ran out
+    assert store.leased(run_id, dead) == (sorted(dead), 0.0)
+    both, wait = store.leased(run_id, [*live, *dead])
+    assert both == sorted([*live, *dead]) and wait > 3500
