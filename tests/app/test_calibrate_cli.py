@@ -14,6 +14,7 @@ import pytest
 
 from flask_eval.simulator.config import SimConfig
 from flask_eval.simulator.testing import running_simulator
+from tests.app.test_people_only_run import river_instances
 from tests.helpers import cli_env, flask_eval
 
 pytestmark = pytest.mark.e2e
@@ -24,23 +25,7 @@ N = 24
 
 
 def inputs(tmp_path: Path) -> list[str]:
-    instances = tmp_path / "instances.jsonl"
-    instances.write_text(
-        "".join(
-            json.dumps(
-                {
-                    "idx": i,
-                    "instruction": f"Which river flows through city number {i}?",
-                    "answer": f"The river of city {i} is the Lantern river.",
-                    "skill": list(SKILLS),
-                    "domain": ["Humanities"],
-                    "difficulty": "simple lifestyle knowledge",
-                }
-            )
-            + "\n"
-            for i in range(N)
-        )
-    )
+    instances = river_instances(tmp_path / "instances.jsonl", range(N), SKILLS)
     args = ["--instances", str(instances)]
     for model in MODELS:
         path = tmp_path / f"{model}.jsonl"

@@ -23,26 +23,31 @@ RATERS = ("alice", "bob")
 N = 6
 
 
-def inputs(tmp_path: Path) -> list[str]:
-    """``--instances`` and ``--responses`` of N instances and one model ``m``."""
-    instances = tmp_path / "instances.jsonl"
-    responses = tmp_path / "m.jsonl"
-    instances.write_text(
+def river_instances(path: Path, ids: range, skills: tuple[str, ...] = SKILLS) -> Path:
+    """An instances file of ``ids``, each judged on ``skills``, at ``path``."""
+    path.write_text(
         "".join(
             json.dumps(
                 {
                     "idx": i,
                     "instruction": f"Which river flows through city number {i}?",
                     "answer": f"The river of city {i} is the Lantern river.",
-                    "skill": list(SKILLS),
+                    "skill": list(skills),
                     "domain": ["Humanities"],
                     "difficulty": "simple lifestyle knowledge",
                 }
             )
             + "\n"
-            for i in range(1, N + 1)
+            for i in ids
         )
     )
+    return path
+
+
+def inputs(tmp_path: Path) -> list[str]:
+    """``--instances`` and ``--responses`` of N instances and one model ``m``."""
+    instances = river_instances(tmp_path / "instances.jsonl", range(1, N + 1))
+    responses = tmp_path / "m.jsonl"
     responses.write_text(
         "".join(
             json.dumps({"question_id": i, "text": f"City {i} lies on a river."}) + "\n"
