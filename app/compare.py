@@ -16,6 +16,7 @@ from flask_eval.app.progress import run_progress
 from flask_eval.app.score_tables import breakdown_for, run_table
 from flask_eval.core.errors import InputError
 from flask_eval.report.compare import CompareSettings, Comparison, Pair, compare
+from flask_eval.report.compare_align import UnknownJudge
 from flask_eval.report.people_table import split_people
 from flask_eval.report.scores import ScoreTable
 from flask_eval.rubrics import codec, kinds
@@ -122,8 +123,10 @@ def compare_runs(
     breakdown = breakdown_for(base_table, codec.from_data(base.run.config.skills))
     try:
         result = compare(base_table, new_table, pairs, breakdown, settings, (base.spec, new.spec))
+    except UnknownJudge as exc:
+        raise InputError(f"--judge: {exc}") from None
     except ValueError as exc:
-        raise InputError(f"--judge: {exc}" if "judge" in str(exc) else str(exc)) from None
+        raise InputError(str(exc)) from None
     paired = sum(d.paired for d in result.dropped)
     if not result.judges:
         raise InputError(f"{base.spec} and {new.spec} share no judge: nothing to compare")

@@ -69,7 +69,6 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     lay = sim_cells.layout(a.synthetic)
     if lay is None:
-        print("FLASK data not available (../shared/flask-data): use --synthetic")
         return 0
     levels_of = dict(zip(MODELS, (float(x) for x in a.levels.split(",")), strict=True))
     cfg = SimConfig(seed=a.seed, generators=levels_of)

@@ -61,7 +61,6 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     lay = sim_cells.layout(a.synthetic)
     if lay is None:
-        print("FLASK data not available (../shared/flask-data): use --synthetic")
         return 0
     c = sim_cells.cells(lay, (MODEL,))
     planted = np.flatnonzero(np.asarray(c.skills)[c.skill] == a.skill)

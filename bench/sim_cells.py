@@ -88,8 +88,11 @@ def synthetic_layout(seed: int = 0) -> Layout:
 
 
 def layout(synthetic: bool, root: Path = FLASK) -> Layout | None:
-    """The synthetic layout, or FLASK's from ``root`` (None: absent)."""
-    return synthetic_layout() if synthetic else flask_layout(root)
+    """The synthetic layout, or FLASK's from ``root`` (None: absent, and said so)."""
+    found = synthetic_layout() if synthetic else flask_layout(root)
+    if found is None:
+        print("FLASK data not available (../shared/flask-data): use --synthetic")
+    return found
 
 
 @dataclass(frozen=True)

@@ -59,18 +59,22 @@ class Aligned:
     shared: int  # rows (cells both sides have)
 
 
+class UnknownJudge(ValueError):
+    """A judge asked for (``--judge``) that one of the two tables lacks."""
+
+
 def compared_judges(
     base: ScoreTable, new: ScoreTable, wanted: Sequence[str] = ()
 ) -> tuple[str, ...]:
     """The judges both tables have, people excepted, in BASE's order (``wanted``: those
-    only; ValueError naming one either table lacks)."""
+    only; :class:`UnknownJudge` naming one either table lacks)."""
     shared = [j for j in base.judges if j in set(new.judges) and not is_person(j)]
     if not wanted:
         return tuple(shared)
     for j in wanted:
         if j not in shared:
             side = "BASE" if j not in base.judges else "NEW"
-            raise ValueError(f"judge {j!r} is not among {side}'s judges")
+            raise UnknownJudge(f"judge {j!r} is not among {side}'s judges")
     return tuple(dict.fromkeys(wanted))
 
 

@@ -59,7 +59,7 @@ class RegressionFound(FlaskEvalError):
 )
 @click.option(
     "--correction",
-    type=click.Choice(["holm", "bh"]),
+    type=click.Choice(["holm", "bh"]),  # report.paired.METHODS (numpy is not loaded for --help)
     default="holm",
     show_default=True,
     help="Holm (family-wise error) or Benjamini-Hochberg (false discovery rate).",

@@ -249,3 +249,18 @@ def test_instances_all_moved_alike_are_judged_by_the_sign_test_not_a_zero_varian
         records({"Factuality": [v - 1 for v in many], "Readability": [v - 1 for v in many]})
     )
     assert compare(base, new, [Pair("m", "m")], Breakdown((Dimension(OVERALL),))).gate_failed
+
+
+def test_an_unknown_judge_is_told_apart_from_an_unknown_model() -> None:
+    """A judge a table lacks is UnknownJudge (the command says `--judge: ...`); a model a
+    table lacks is another error, whatever its name says."""
+    from flask_eval.report.compare_align import UnknownJudge, compared_judges
+
+    base = table(records({s: [3.0, 4.0] for s in SKILLS}, judges=("j", "k")))
+    new = table(records({s: [3.0, 4.0] for s in SKILLS}, judges=("j",)))
+    assert compared_judges(base, new, ["j"]) == ("j",)
+    with pytest.raises(UnknownJudge, match="'k' is not among NEW's judges"):
+        compared_judges(base, new, ["k"])
+    with pytest.raises(ValueError, match="judge-model") as raised:
+        compare(base, new, [Pair("judge-model", "m")], BREAKDOWN, CompareSettings())
+    assert not isinstance(raised.value, UnknownJudge)
