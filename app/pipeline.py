@@ -49,6 +49,7 @@ from flask_eval.producer.plan import (
     fingerprint,
     run_config,
 )
+from flask_eval.producer.probe_plan import parse_families, plan_probes
 from flask_eval.producer.prices import check_budget_prices, settle_prices
 from flask_eval.producer.samples import sampled
 from flask_eval.producer.select import select
@@ -159,6 +160,9 @@ def prepare(spec: RunSpec) -> Plan:
         raise InputError("--no-swap and --per-criterion go with --pairwise")
     if samples > 1 and pairwise is not None:
         raise InputError("--samples goes with absolute grading, not with --pairwise")
+    probing: dict[str, Any] | None = None
+    if spec.probing.probes or spec.probing.families:
+        inputs, pairs, probing = _probed(spec, inputs, pairs, machines)
     check_protocols(
         [*configs, *_as_judges(people)],
         mode,
@@ -169,7 +173,9 @@ def prepare(spec: RunSpec) -> Plan:
     identities = [judge_identity(j) for j in configs]
     # the fingerprint reads every response again: computed when asked (a dry run named
     # with --run never asks), of the configuration as it is now
-    how = Judging(mode, skills, reference, None if plan_config is None else dict(plan_config))
+    how = Judging(
+        mode, skills, reference, None if plan_config is None else dict(plan_config), probes=probing
+    )
     later = partial(fingerprint, inputs, identities, replace(how, pairs=pairs or ()))
     digest: str | Callable[[], str] = later
     name = run_name
@@ -193,7 +199,24 @@ def prepare(spec: RunSpec) -> Plan:
         pairs,
         samples=samples,
         people=people,
+        probes=probing,
     )
+
+
+def _probed(
+    spec: RunSpec,
+    inputs: Inputs,
+    pairs: tuple[tuple[str, str], ...] | None,
+    judges: Sequence[JudgeConfig],
+) -> tuple[Inputs, tuple[tuple[str, str], ...] | None, dict[str, Any]]:
+    """The inputs and pairs of a probe run (``producer.probe_plan``), and what its stored
+    configuration says of its probes; InputError for a probe that cannot apply."""
+    if not spec.probing.probes:
+        raise InputError("--family goes with --probes (the self-preference probe)")
+    names = [rs.model for rs in inputs.response_sets] + [j.name for j in judges]
+    families = parse_families(spec.probing.families, names)
+    planned = plan_probes(inputs, pairs, judges, spec.probing.probes, families, spec.protocol.mode)
+    return planned.inputs, planned.pairs, planned.config
 
 
 def _people(panels: Sequence[Panel], spec: RunSpec) -> People | None:

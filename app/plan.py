@@ -52,6 +52,8 @@ class Plan:
     samples: int = 1
     #: the people who rate beside the judges (``human/...`` entries; None: none)
     people: People | None = None
+    #: a probe run's probes (the stored configuration's ``probes``; None: not one)
+    probes: dict[str, Any] | None = None
 
     @cached_property
     def fingerprint(self) -> str:
@@ -89,6 +91,7 @@ class Plan:
             self.kind,
             self.kind_options,
             self.samples,
+            self.probes,
         )
 
     def context(self) -> RunContext:

@@ -60,7 +60,12 @@ def _render(store: Store, context: RunContext, ids: list[int]) -> _Call:
     first = rows[0]
     criteria = [context.criterion(r.criterion, r.rubrics) for r in rows]
     subject = context.subject(
-        first.instruction, first.reference, first.response, first.system_prompt, first.response_b
+        first.instruction,
+        first.reference,
+        first.response,
+        first.system_prompt,
+        first.response_b,
+        first.model,
     )
     messages, schema = context.prompt(first.judge, subject, criteria)
     return _Call(messages, schema, criteria, _key(context, first.judge, messages, schema))

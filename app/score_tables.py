@@ -8,6 +8,7 @@ from typing import Any
 
 from flask_eval.core.stored import StoredConfig
 from flask_eval.core.types import DOMAINS, sample_of
+from flask_eval.report.probe_filter import without_twins
 from flask_eval.report.breakdown import Aggregation, Breakdown, KeyOrders, report_breakdown
 from flask_eval.report.consistency import SelfConsistency, consistency_rows, merge_samples
 from flask_eval.report.metrics import BIGGEN_CAPABILITIES, Row
@@ -78,7 +79,7 @@ def _run_tables(
         merged = merge_samples(p.judges, p.state, p.score)
         judges, state, score = merged.judges, merged.state, merged.score
         consistency = consistency_rows(merged, p.score, p.state)
-    table = _table(p, judges, state, score, DOMAINS)
+    table = without_twins(_table(p, judges, state, score, DOMAINS))
     return table, consistency, p
 
 

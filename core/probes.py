@@ -81,13 +81,11 @@ def length_percent(variant: str) -> int | None:
     return int(tail) if tail.isdigit() and int(tail) in LENGTH_PERCENTS else None
 
 
-def criteria_shown(model: str, criteria: tuple[str, ...]) -> tuple[str, ...]:
-    """The order a call presents ``criteria`` in for ``model``'s rows: reversed for an
-    ``order`` twin, as the instance lists them otherwise."""
+def reversed_criteria(model: str) -> bool:
+    """Whether ``model``'s rows are shown their criteria the other way round (an
+    ``order`` twin)."""
     twin = twin_of(model)
-    if twin is not None and twin[1] == ORDER:
-        return tuple(reversed(criteria))
-    return criteria
+    return twin is not None and twin[1] == ORDER
 
 
 def expand(names: tuple[str, ...]) -> tuple[str, ...]:

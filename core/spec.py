@@ -116,6 +116,16 @@ class Options:
 
 
 @dataclass(frozen=True)
+class Probing:
+    """Judge probes (``core.probes``, docs/design/probes.md): the probes to run (``length``,
+    ``style``, ``order``, ``inject``, ``swap``, ``self``; none: an ordinary run) and the
+    declared families of models and judges, as ``NAME=FAMILY`` (for ``self``)."""
+
+    probes: tuple[str, ...] = ()
+    families: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class RunSpec:
     """Everything `flask-eval run` is given; :meth:`from_data` is its one decoder."""
 
@@ -129,6 +139,7 @@ class RunSpec:
     sampling: Sampling = field(default_factory=Sampling)
     budget: Budget = field(default_factory=Budget)
     options: Options = field(default_factory=Options)
+    probing: Probing = field(default_factory=Probing)
     version: int = SPEC_VERSION
 
     def to_data(self) -> dict[str, Any]:
@@ -208,6 +219,7 @@ _SECTIONS: dict[str, type[Any]] = {
     "sampling": Sampling,
     "budget": Budget,
     "options": Options,
+    "probing": Probing,
 }
 _SECTIONS_T = tuple(_SECTIONS.values())
 
@@ -225,6 +237,7 @@ FLAT: dict[str, tuple[str | None, str]] = {
     **{f.name: ("sampling", f.name) for f in fields(Sampling)},
     "max_cost": ("budget", "max_cost"),
     **{f.name: ("options", f.name) for f in fields(Options)},
+    **{f.name: ("probing", f.name) for f in fields(Probing)},
 }
 
 

@@ -91,6 +91,9 @@ class StoredConfig:
     dispatched: str | None
     #: the run's people (``human/...`` entries; None: none), beside its judges
     people: People | None = None
+    #: a probe run's probes: ``variants``, ``probes``, ``families``, ``left_out``
+    #: (``producer.probe_plan``; empty: not a probe run)
+    probes: dict[str, Any] = field(default_factory=dict)
     version: int = STORED_VERSION
     _data: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -125,6 +128,7 @@ class StoredConfig:
             max_cost=float(max_cost) if isinstance(max_cost, int | float) else None,
             dispatched=dispatched if isinstance(dispatched, str) else None,
             people=_people(people),
+            probes=dict(data.get("probes") or {}),
             version=version if isinstance(version, int) else UNVERSIONED,
             _data=copy.deepcopy(dict(data)),
         )

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from flask_eval.core.probes import reversed_criteria
 from flask_eval.core.stored import StoredConfig
 from flask_eval.core.types import InstanceRubric, JudgeConfig
 from flask_eval.rubrics import codec, kinds
@@ -97,15 +98,18 @@ class RunContext:
         response: str,
         system_prompt: str = "",
         response_b: str | None = None,
+        model: str = "",
     ) -> Subject:
         """What a judge is shown of one response, or of two in a pairwise run (no
-        reference in a reference-free run)."""
+        reference in a reference-free run); ``model`` is the row's model (a judge probe's
+        ``order`` twin is shown its criteria the other way round: ``core.probes``)."""
         return Subject(
             instruction=instruction,
             reference=reference if self.reference else "",
             response=response,
             system_prompt=system_prompt,
             response_b=response_b if self.pairwise else None,
+            reverse_criteria=reversed_criteria(model),
         )
 
     def prompt(

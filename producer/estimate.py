@@ -225,7 +225,12 @@ def render_texts(
     completion tokens of its answer, from ``texts``."""
     criteria = [context.criterion(c, texts.rubrics) for c in call.criteria]
     subject = context.subject(
-        texts.instruction, texts.reference, texts.response, texts.system_prompt, texts.response_b
+        texts.instruction,
+        texts.reference,
+        texts.response,
+        texts.system_prompt,
+        texts.response_b,
+        call.model,
     )
     messages, schema = context.prompt(call.judge, subject, criteria)
     return messages, schema, context.protocol_for(call.judge).completion_tokens(criteria)

@@ -41,6 +41,8 @@ class Judging:
     kind: str = JUDGMENT
     kind_options: Mapping[str, Any] | None = None
     samples: int = 1
+    #: a probe run's probes (``producer.probe_plan``; None: not one)
+    probes: Mapping[str, Any] | None = None
 
 
 def fingerprint(inputs: Inputs, judges: Sequence[str], how: Judging) -> str:
@@ -63,6 +65,8 @@ def fingerprint(inputs: Inputs, judges: Sequence[str], how: Judging) -> str:
         head["pairwise"] = {**pairwise, "pairs": [list(p) for p in pairs]}
     if kind != JUDGMENT:
         head["kind"] = {"name": kind, "options": dict(kind_options or {})}
+    if how.probes:
+        head["probes"] = dict(how.probes)
     feed(head)
     for i in sorted(inputs.instances, key=lambda i: i.id):
         item: list[Any] = [
@@ -108,6 +112,8 @@ def run_config(
         extra["samples"] = samples
     if kind != JUDGMENT:
         extra |= {"kind": kind, "kind_options": dict(kind_options or {})}
+    if how.probes:
+        extra["probes"] = dict(how.probes)
     return StoredConfig.from_data(
         {
             **extra,

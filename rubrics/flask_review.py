@@ -39,7 +39,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from flask_eval.rubrics.grading import PROTOCOLS, Criterion, Protocol, Subject
+from flask_eval.rubrics.grading import PROTOCOLS, Criterion, Protocol, Subject, shown
 from flask_eval.rubrics.messages import message
 from flask_eval.rubrics.parse import RATIONALE_LIMIT, Reading, rationale_sections, split_keys
 from flask_eval.rubrics.prompt import Message, placeholder, reminder_frame
@@ -317,7 +317,7 @@ class FlaskReviewProtocol(Protocol):
     )
 
     def render(self, subject: Subject, criteria: Sequence[Criterion]) -> list[Message]:
-        return render(subject, criteria, self.scale)
+        return render(subject, shown(subject, criteria), self.scale)
 
     def read(self, text: str, criteria: Sequence[Criterion]) -> Reading:
         return read_review(text, criteria, self.scale)

@@ -57,6 +57,14 @@ class Subject:
     response: str
     system_prompt: str = ""
     response_b: str | None = None
+    #: show the criteria in the reverse of the protocol's order (a judge probe's ``order``
+    #: twin, ``core.probes``): the same judgment asked with its criteria the other way round
+    reverse_criteria: bool = False
+
+
+def shown(subject: Subject, criteria: Sequence[Criterion]) -> list[Criterion]:
+    """``criteria`` in the order ``subject``'s prompt presents them."""
+    return list(reversed(criteria)) if subject.reverse_criteria else list(criteria)
 
 
 class Protocol(ABC):
@@ -153,12 +161,12 @@ class FlaskEvalProtocol(Protocol):
     def render(self, subject: Subject, criteria: Sequence[Criterion]) -> list[Message]:
         """The criteria in one canonical order (:func:`canonical`), so that every call
         on the same set shares its prefix whatever order its instance lists them in."""
-        return self._render(subject, canonical(criteria), structured=False)
+        return self._render(subject, shown(subject, canonical(criteria)), structured=False)
 
     def render_structured(self, subject: Subject, criteria: Sequence[Criterion]) -> list[Message]:
         """:meth:`render`'s messages with the JSON object's instructions in the section
         "How to answer" (part of the shared prefix: the structured form shares it too)."""
-        return self._render(subject, canonical(criteria), structured=True)
+        return self._render(subject, shown(subject, canonical(criteria)), structured=True)
 
     def _render(
         self, subject: Subject, criteria: Sequence[Criterion], structured: bool

@@ -33,6 +33,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
+from flask_eval.core.probes import PROBE_SEPARATOR
 from flask_eval.core.errors import Status
 from flask_eval.core.types import STATE_FAILED, STATE_NA, STATE_NONE, STATE_SCORED
 from flask_eval.storage.models import INSTANCE, INSTANCE_DOMAIN, JUDGMENT, RESPONSE
@@ -323,11 +324,13 @@ class PairwiseRows:
     lengths: dict[tuple[str, str], int]
 
 
-def pairwise_rows(store: Store, run_id: int) -> PairwiseRows:
+def pairwise_rows(store: Store, run_id: int, *, twins: bool = False) -> PairwiseRows:
     """The rows of run ``run_id`` whose ``model_b`` is set (pairwise comparisons).
 
     A done row without a score (which a pairwise protocol never writes) is left out; the
-    rows come in the order of their subject (instance, models, criterion, judge).
+    rows come in the order of their subject (instance, models, criterion, judge). A
+    probe's twin (``core.probes``) is no model: its comparisons are left out unless
+    ``twins`` (the judge card's).
     """
     R = RESPONSE.c
     done: list[tuple[str, str, str, str, str, int]] = []
@@ -338,6 +341,8 @@ def pairwise_rows(store: Store, run_id: int) -> PairwiseRows:
             select(J.instance_id, J.model, J.model_b, J.criterion, J.judge, J.status, J.score)
             .where(J.run_id == run_id)
             .where(J.model_b != "")
+            .where(*(() if twins else (~J.model.contains(PROBE_SEPARATOR, autoescape=True),)))
+            .where(*(() if twins else (~J.model_b.contains(PROBE_SEPARATOR, autoescape=True),)))
             # one order whatever order the rows finished in: the length-controlled win
             # rate's fit depends on the order of its rows
             .order_by(J.instance_id, J.model, J.model_b, J.criterion, J.judge)

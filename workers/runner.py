@@ -265,6 +265,7 @@ class Executor:
                 first.response,
                 first.system_prompt,
                 first.response_b,
+                first.model,
             )
             messages, schema = context.prompt(first.judge, subject, criteria)
             generate = generate_config(config, self.config.timeout, schema)

@@ -57,6 +57,8 @@ class OneLineErrors(click.Group):
         "runs": "flask_eval.cli.status",
         "rate": "flask_eval.cli.rate",
         "raters": "flask_eval.cli.raters",
+        "probe": "flask_eval.cli.probe",
+        "card": "flask_eval.cli.probe",
     }
 
     @staticmethod

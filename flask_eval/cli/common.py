@@ -100,6 +100,8 @@ SHORT_HELP = {
     "runs": "The runs in the database: progress and cost.",
     "rate": "Serve the rating workspace to people in a browser.",
     "raters": "Raters: sign-in tokens, and their ratings in and out as files.",
+    "probe": "Probe judges for biases: twins of each response judged beside it.",
+    "card": "A run's judge card: each probe's effect; --gate: exit 1 on a bias.",
 }
 
 #: in an environment list (:func:`epilog`): the providers' key and base-URL variables

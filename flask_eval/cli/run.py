@@ -125,6 +125,22 @@ if TYPE_CHECKING:
     help="The order of people's queues (judges file entries `spec: human/NAME`): random, "
     "or the items the run's judges disagree on most first.",
 )
+@click.option(
+    "--probes",
+    "probes",
+    default=None,
+    callback=lambda _ctx, _param, value: split_names(value),
+    metavar="NAMES",
+    help="Judge probes, comma-separated: length, style, order, inject, swap, self, or all "
+    "(each response's twins judged beside it; the judge card in `flask-eval card`).",
+)
+@click.option(
+    "--family",
+    "families",
+    multiple=True,
+    metavar="NAME=FAMILY",
+    help="The family of a model or judge, for the self-preference probe; repeat.",
+)
 @click.option("--run", "run_name", default=None, help="Run name; the same name and inputs resume.")
 @click.option(
     "--mode",
@@ -281,6 +297,11 @@ def _spec_of(flags: dict[str, Any]) -> RunSpec:
         return load_spec(flags["spec_file"])
     flat = {_NEGATED.get(k, k): (not v if k in _NEGATED else v) for k, v in given.items()}
     return RunSpec.from_flat(flat)
+
+
+def split_names(value: str | None) -> tuple[str, ...]:
+    """``a,b`` as ``("a", "b")`` (none: empty)."""
+    return tuple(n.strip() for n in (value or "").split(",") if n.strip())
 
 
 def _progress_line(quiet: bool) -> Callable[[str], None] | None:

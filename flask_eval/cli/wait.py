@@ -113,6 +113,12 @@ def _finish(
         click.echo(line)
     for line in people_lines(info, counts.rated, counts.flagged, counts.waiting):
         click.echo(line)
+    if info.config.probes:  # a probe run: its judge card
+        from flask_eval.app.probe_card import card_inputs
+        from flask_eval.report.probe_card import card_of
+        from flask_eval.report.probe_card_render import card_text
+
+        click.echo(card_text(card_of(card_inputs(store, info))), nl=False)
     if counts.failed or counts.pending:
         parts = []
         if counts.failed:
