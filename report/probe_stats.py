@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
+from scipy import special
 
 FloatArray = npt.NDArray[np.float64]
 NAN = float("nan")
@@ -47,8 +47,8 @@ def _t(value: float, se: float, df: int, confidence: float) -> tuple[float, floa
     zero ``se`` is an exact value (p 1 when it is 0, else 0)."""
     if se == 0:
         return value, value, 1.0 if value == 0 else 0.0
-    half = float(stats.t.ppf(0.5 + confidence / 2, df)) * se
-    p = float(2 * stats.t.sf(abs(value) / se, df))
+    half = float(special.stdtrit(df, 0.5 + confidence / 2)) * se
+    p = float(2 * special.stdtr(df, -abs(value) / se))
     return value - half, value + half, min(p, 1.0)
 
 
