@@ -22,7 +22,8 @@ effects (``Effect.probe``):
   between the twin's comparison and the original one of the same instance, criterion
   and pair;
 - ``self``: the judge's score minus the other judges' mean on the same item, its
-  own family's models less the other families' models, per instance.
+  own family's models less the other families' models, per instance (with two judges of
+  two families, each one's excess is the other's: only their difference is seen).
 
 Every tested effect of a judge is one family: Holm's adjustment (family-wise error) or
 Benjamini-Hochberg's (``correction="bh"``); ``significant`` is the adjusted p-value below
@@ -36,10 +37,10 @@ excess; an absolute run's injection score change is reported, never gated.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -88,7 +89,7 @@ SELF_EXCESS = "own-family excess over other judges"
 GATE_OF = {v: name for name, vs in EXPANDS.items() for v in vs}
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class _Raw:
     probe: str
     measure: str
@@ -252,6 +253,8 @@ def _self(inputs: CardInputs, judge: str, confidence: float) -> tuple[list[_Raw]
     if not values:
         return [], [f"self: no instance has answers of both {family} and another family"]
     excess = instance_mean(values, inst, confidence)
+    items = sum(len(a) + len(b) for a, b in per.values() if a and b)
+    excess = dataclasses.replace(excess, items=items)
     return [_Raw(SELF, SELF_EXCESS, excess, SELF, SELF)], []
 
 

@@ -4,12 +4,14 @@ strings and plain values; the command writes them)."""
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
 from flask_eval.report.probe_types import Card, Effect, JudgeCard, JudgeOps, PeopleAgreement
 from flask_eval.report.serial import plain
+from flask_eval.report.textgrid import DEFAULT_WIDTH
 
 HEADER = ("probe", "measure", "estimate [CI]", "p", "p adj", "", "items", "instances", "gate")
 #: the right-aligned columns of :data:`HEADER`
@@ -131,7 +133,7 @@ def card_text(card: Card) -> str:
     out = [f"Judge card of {card.run}", _settings(card)]
     for judge in card.cards:
         out += ["", *_judge(judge)]
-    out += ["", EXPLAIN]
+    out += ["", textwrap.fill(EXPLAIN, DEFAULT_WIDTH)]
     if card.gate:
         failed = card.failed
         if failed:

@@ -179,7 +179,7 @@ def test_self_preference_per_instance_own_less_other() -> None:
     inputs = CardInputs("r", ("J1", "J2", "J3"), own=own, families=FAMILIES)
     card = card_of(inputs)
     (effect,) = card.cards[0].effects
-    assert (effect.probe, effect.estimate, effect.clusters) == ("self", 1.5, 2)
+    assert (effect.probe, effect.estimate, effect.clusters, effect.items) == ("self", 1.5, 2, 4)
     assert effect.p_value == pytest.approx(stats.ttest_1samp([2.0, 1.0], 0.0).pvalue)
     assert card.cards[2].notes == ("self: no family declared for the judge",)
 
