@@ -167,7 +167,10 @@ def _absolute(info: SetInfo, path: str, work_dir: Path) -> LoadedSet:
             gpt4 = _scores(record, "gpt4_score", required=True)
             human = _scores(record, "human_score", required=False)
             prompt = _clean(record.get("instruction"), "instruction")
-            parse_filled_prompt(prompt)
+            try:
+                parse_filled_prompt(prompt)
+            except RubricProblem as exc:
+                raise RubricProblem(f"field 'instruction': {exc}") from None
         except RubricProblem as exc:
             raise InputError(f"record {number}: {exc}", path) from None
         records[number] = AbsoluteGold(number, gpt4, human)
