@@ -23,7 +23,14 @@ from flask_eval.core.errors import InputError
 from flask_eval.core.settings import Settings
 from flask_eval.core.spec import RunSpec, Sampling, SpecInputs, Workers
 from flask_eval.producer import judge_eval_replay as replay
-from flask_eval.producer.judge_eval_sets import ABSOLUTE, SETS, LoadedSet, SetInfo, load_set
+from flask_eval.producer.judge_eval_sets import (
+    ABSOLUTE,
+    SETS,
+    AbsoluteGold,
+    LoadedSet,
+    SetInfo,
+    load_set,
+)
 from flask_eval.report import meta_eval
 from flask_eval.report.meta_eval import SetResult
 from flask_eval.report.pairwise import Comparison
@@ -101,16 +108,28 @@ def _judges_file(work_dir: Path, name: str, spec: str) -> str:
     return str(path)
 
 
+def _gold(g: AbsoluteGold, reference: str) -> tuple[float, ...]:
+    return g.gpt4 if reference == "gpt-4" else g.human
+
+
 def _absolute_result(
-    loaded: LoadedSet, judge: str, scores: dict[int, float], config: JudgeEvalConfig
+    loaded: LoadedSet,
+    judge: str,
+    scores: dict[int, float],
+    asked: int,
+    config: JudgeEvalConfig,
 ) -> list[SetResult]:
-    """One row against GPT-4 (and one against people, where the set has their scores)."""
+    """One row against GPT-4 (and one against people, where the set has their scores),
+    over the records of ``asked`` that have a score."""
     numbers = sorted(scores)
-    asked = len(loaded.records) if config.limit is None else len(numbers)
-    notes = (f"{asked - len(numbers)} records without a score left out",) if asked > len(numbers) else ()
+    notes = (
+        (f"{asked - len(numbers)} records without a score left out",)
+        if asked > len(numbers)
+        else ()
+    )
     rows = []
-    for reference, gold_of in (("gpt-4", lambda g: g.gpt4), ("human", lambda g: g.human)):
-        golds = [gold_of(loaded.records[n]) for n in numbers]
+    for reference in ("gpt-4", "human"):
+        golds = [_gold(loaded.records[n], reference) for n in numbers]
         if reference == "human" and not all(golds):
             continue
         metrics = meta_eval.correlation_metrics(
@@ -145,7 +164,9 @@ def _run(
     absolute = loaded.info.kind == ABSOLUTE
     run_spec = RunSpec(
         workers=Workers(judges_files=(_judges_file(ctx.work_dir, name, spec),)),
-        inputs=SpecInputs(**{loaded.flag: loaded.run_path}),
+        inputs=SpecInputs(prometheus_set=loaded.run_path)
+        if absolute
+        else SpecInputs(pairwise_set=loaded.run_path),
         sampling=Sampling(limit=config.limit, samples=config.samples if absolute else 1),
     )
     plan = prepare(run_spec)
@@ -159,11 +180,14 @@ def _run(
     table = run_table(ctx.store, run)
     column = table.judges.index(name)
     scores: dict[int, float] = {}
+    asked = 0
     for m, i, s in zip(table.model, table.instance, table.score[:, column], strict=True):
         key = (table.models[int(m)], table.instances[int(i)])
-        if key in loaded.keys and s == s:  # NaN: no score
-            scores[loaded.keys[key]] = float(s)
-    return _absolute_result(loaded, name, scores, config)
+        if key in loaded.keys:
+            asked += 1
+            if s == s:  # NaN: no score
+                scores[loaded.keys[key]] = float(s)
+    return _absolute_result(loaded, name, scores, asked, config)
 
 
 def _replayed(loaded: LoadedSet, name: str, config: JudgeEvalConfig) -> list[SetResult]:
@@ -175,7 +199,8 @@ def _replayed(loaded: LoadedSet, name: str, config: JudgeEvalConfig) -> list[Set
             config.limit,
         )
         return [_pairwise_result(loaded, name, records)]
-    return _absolute_result(loaded, name, replay.gpt4_scores(loaded, config.samples, config.limit), config)
+    scores = replay.gpt4_scores(loaded, config.samples, config.limit)
+    return _absolute_result(loaded, name, scores, len(scores), config)
 
 
 @dataclass(frozen=True)

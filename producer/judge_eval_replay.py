@@ -74,8 +74,12 @@ def autoj_comparisons(
     listed, swapped = _outputs(output, len(labels)), _outputs(exchange, len(labels))
     out: list[Comparison] = []
     for lab, a, b in list(zip(labels, listed, swapped, strict=True))[:limit]:
-        out.append(Comparison(lab.instance_id, lab.first, lab.second, OVERALL, AUTOJ_13B, _BY_POSITION[a]))
-        out.append(Comparison(lab.instance_id, lab.second, lab.first, OVERALL, AUTOJ_13B, _BY_POSITION[b]))
+        out.append(
+            Comparison(lab.instance_id, lab.first, lab.second, OVERALL, AUTOJ_13B, _BY_POSITION[a])
+        )
+        out.append(
+            Comparison(lab.instance_id, lab.second, lab.first, OVERALL, AUTOJ_13B, _BY_POSITION[b])
+        )
     return out
 
 

@@ -71,7 +71,10 @@ SETS: dict[str, SetInfo] = {
         SetInfo("flask", _DATA + "flask_eval.json", ABSOLUTE, RECORDS),
         SetInfo("feedback-collection", _DATA + "feedback_collection_test.json", ABSOLUTE, RECORDS),
         SetInfo(
-            "feedback-collection-ood", _DATA + "feedback_collection_ood_test.json", ABSOLUTE, RECORDS
+            "feedback-collection-ood",
+            _DATA + "feedback_collection_ood_test.json",
+            ABSOLUTE,
+            RECORDS,
         ),
         SetInfo("hhh", _DATA + "hhh_alignment_eval.json", PAIRWISE, FILLED_PAIRS),
         SetInfo(
@@ -99,7 +102,7 @@ class AbsoluteGold:
 
 @dataclass(frozen=True)
 class LoadedSet:
-    """A set ready to judge: the file and flag a run reads it from, and its gold.
+    """A set ready to judge: the file a run reads it from, and its gold.
 
     Absolute: ``records`` (by record number) and ``keys`` ((model, instance id) of the
     run -> record number). Pairwise: ``labels`` (report.pairwise_labels) and ``groups``
@@ -112,11 +115,6 @@ class LoadedSet:
     keys: dict[tuple[str, str], int] = field(default_factory=dict)
     labels: tuple[Label, ...] = ()
     groups: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def flag(self) -> str:
-        """The run's source: ``prometheus_set`` or ``pairwise_set`` (core.spec.SpecInputs)."""
-        return "prometheus_set" if self.info.kind == ABSOLUTE else "pairwise_set"
 
 
 def read_records(path: str, what: str) -> list[tuple[int, Any]]:
@@ -209,12 +207,16 @@ def _filled_pairs(info: SetInfo, path: str, work_dir: Path) -> LoadedSet:
             tie = record.get("tie", 0)
             if tie not in (0, 1) or isinstance(tie, bool):
                 raise RubricProblem(f"field 'tie' must be 0 or 1, got {json.dumps(tie)[:40]}")
-            pair = {k: _clean(record.get(k), k) for k in ("chosen_instruction", "rejected_instruction")}
+            pair = {
+                k: _clean(record.get(k), k) for k in ("chosen_instruction", "rejected_instruction")
+            }
         except RubricProblem as exc:
             raise InputError(f"record {number}: {exc}", path) from None
         ties.append(tie == 1)
         source = record.get("source")
-        rewritten.append({"source": source if isinstance(source, str) and source else info.name, **pair})
+        rewritten.append(
+            {"source": source if isinstance(source, str) and source else info.name, **pair}
+        )
     run_path = str(work_dir / f"{info.name}.json")
     Path(run_path).write_text(json.dumps(rewritten), encoding="utf-8")
     try:
@@ -231,7 +233,9 @@ def _filled_pairs(info: SetInfo, path: str, work_dir: Path) -> LoadedSet:
 
 def _autoj(info: SetInfo, path: str) -> LoadedSet:
     loaded = load_autoj_pairwise(path)
-    labels = tuple(Label(x.instance_id, x.first_model, x.second_model, x.label) for x in loaded.labels)
+    labels = tuple(
+        Label(x.instance_id, x.first_model, x.second_model, x.label) for x in loaded.labels
+    )
     groups = {i.id: i.task for i in loaded.instances if i.task}
     return LoadedSet(info, path, path, labels=labels, groups=groups)
 

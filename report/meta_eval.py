@@ -204,8 +204,10 @@ def render_text(results: Sequence[SetResult]) -> str:
         for r in results
     ]
     widths = [max(len(x) for x in col) for col in zip(header, *rows, strict=True)]
-    lines = ["  ".join(x.ljust(w) for x, w in zip(line, widths, strict=True)).rstrip()
-             for line in (header, *rows)]
+    lines = [
+        "  ".join(x.ljust(w) for x, w in zip(line, widths, strict=True)).rstrip()
+        for line in (header, *rows)
+    ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     kinds = dict.fromkeys(r.kind for r in results)
     lines.append("")

@@ -70,7 +70,9 @@ def _files(values: tuple[str, ...]) -> dict[str, str]:
     metavar="NAME=PATH",
     help="A set's file (or recorded predictions: autoj-output, autoj-exchange-output).",
 )
-@click.option("--limit", type=int, default=None, metavar="N", help="The first N instances of each set.")
+@click.option(
+    "--limit", type=int, default=None, metavar="N", help="The first N instances of each set."
+)
 @click.option(
     "--samples",
     type=int,
@@ -82,7 +84,9 @@ def _files(values: tuple[str, ...]) -> dict[str, str]:
     "--replicates", type=int, default=1000, show_default=True, help="Bootstrap resamples."
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="The bootstrap's seed.")
-@click.option("--max-cost", type=float, default=None, metavar="USD", help="Budget of each set's run.")
+@click.option(
+    "--max-cost", type=float, default=None, metavar="USD", help="Budget of each set's run."
+)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False), default=None, metavar="FILE")
 @handle_errors
@@ -108,10 +112,14 @@ def judge_eval_command(**flags: Any) -> None:
         seed=flags["seed"],
         max_cost=flags["max_cost"],
     )
-    say = lambda line: click.echo(line, err=True)  # noqa: E731
+
+    def say(line: str) -> None:
+        click.echo(line, err=True)
+
     with tempfile.TemporaryDirectory(prefix="flask-eval-judge-eval-") as work:
-        store = lambda: open_store(create=True)  # noqa: E731
-        rows = judge_eval(config, settings_mod.load(), store, Path(work), say)
+        rows = judge_eval(
+            config, settings_mod.load(), lambda: open_store(create=True), Path(work), say
+        )
     if flags["fmt"] == "json":
         output = json.dumps(table_data(rows), indent=2) + "\n"
     else:

@@ -80,7 +80,9 @@ def test_judge_eval_runs_each_set_through_the_ledger(tmp_path: Path, sqlite_url:
         store.close()
     # absolute: 3 repetitions at temperature 1.0, 1024 tokens, Prometheus' protocol
     assert sorted(runs) == [1, 3]
-    assert {(j.temperature, j.max_tokens, j.protocol) for j in judges} == {(1.0, 1024, "prometheus")}
+    assert {(j.temperature, j.max_tokens, j.protocol) for j in judges} == {
+        (1.0, 1024, "prometheus")
+    }
 
 
 def test_bad_input_writes_no_store(tmp_path: Path) -> None:

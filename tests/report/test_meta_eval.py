@@ -78,7 +78,11 @@ def test_wilson_matches_statsmodels_formula() -> None:
 def test_other_absolute_layouts_and_tie_pairs_load(tmp_path: Path) -> None:
     flask = tmp_path / "flask_eval.json"
     records = [
-        {"instruction": prompt(f"q{n}", f"r{n}") + '",', "gpt4_score": [n, n, 5], "human_score": [n]}
+        {
+            "instruction": prompt(f"q{n}", f"r{n}") + '",',
+            "gpt4_score": [n, n, 5],
+            "human_score": [n],
+        }
         for n in range(1, 5)
     ]
     flask.write_text(json.dumps(records))
@@ -86,13 +90,19 @@ def test_other_absolute_layouts_and_tie_pairs_load(tmp_path: Path) -> None:
     assert got.records[2].gpt4 == (2.0, 2.0, 5.0) and got.records[2].human == (2.0,)
     assert sorted(got.keys.values()) == [1, 2, 3, 4]
     ood = tmp_path / "ood.json"
-    ood.write_text("\n".join(json.dumps({"instruction": prompt("q", "r"), "gpt4_score": 4}) for _ in range(2)))
+    ood.write_text(
+        "\n".join(json.dumps({"instruction": prompt("q", "r"), "gpt4_score": 4}) for _ in range(2))
+    )
     assert load_set(SETS["feedback-collection-ood"], str(ood), tmp_path).records[1].gpt4 == (4.0,)
     human = tmp_path / "mt_bench_human_judgement_eval.json"
     human.write_text(
         json.dumps(
             [
-                {"chosen_instruction": prompt("q", "good"), "rejected_instruction": prompt("q", "bad"), "tie": t}
+                {
+                    "chosen_instruction": prompt("q", "good"),
+                    "rejected_instruction": prompt("q", "bad"),
+                    "tie": t,
+                }
                 for t in (0, 1)
             ]
         )
@@ -108,7 +118,9 @@ def test_other_absolute_layouts_and_tie_pairs_load(tmp_path: Path) -> None:
         ([{"instruction": prompt("q", "r"), "gpt4_score": [7]}], "record 2: field 'gpt4_score'"),
     ],
 )
-def test_bad_records_name_file_and_record(tmp_path: Path, records: list[object], expected: str) -> None:
+def test_bad_records_name_file_and_record(
+    tmp_path: Path, records: list[object], expected: str
+) -> None:
     bad = tmp_path / "flask_eval.json"
     bad.write_text(json.dumps([{"instruction": prompt("q", "r"), "gpt4_score": [3]}, *records]))
     with pytest.raises(InputError) as err:
@@ -133,7 +145,10 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path: Path) -> None:
 
 
 def test_judge_names() -> None:
-    assert judge_name("openai/prometheus-7b@http://x:1/v1") == ("prometheus-7b", "openai/prometheus-7b@http://x:1/v1")
+    assert judge_name("openai/prometheus-7b@http://x:1/v1") == (
+        "prometheus-7b",
+        "openai/prometheus-7b@http://x:1/v1",
+    )
     assert judge_name("p2=openai/m") == ("p2", "openai/m")
 
 
@@ -170,7 +185,9 @@ def test_recorded_auto_j_13b_gives_the_published_figures(tmp_path: Path) -> None
 )
 def test_recorded_gpt4_one_run_against_its_mean(tmp_path: Path) -> None:
     rows = judge_eval(
-        JudgeEvalConfig("recorded:gpt-4", sets=("mt-bench",), data_dir=DATA, samples=1, replicates=50),
+        JudgeEvalConfig(
+            "recorded:gpt-4", sets=("mt-bench",), data_dir=DATA, samples=1, replicates=50
+        ),
         load_settings(),
         no_store,  # type: ignore[arg-type]
         tmp_path,
