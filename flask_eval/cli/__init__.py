@@ -50,6 +50,7 @@ class OneLineErrors(click.Group):
         "report": "flask_eval.cli.report",
         "agreement": "flask_eval.cli.report",
         "compare": "flask_eval.cli.compare",
+        "judge-eval": "flask_eval.cli.judge_eval",
         "export": "flask_eval.cli.bundle",
         "import": "flask_eval.cli.bundle",
         "view": "flask_eval.cli.view",

@@ -90,6 +90,7 @@ SHORT_HELP = {
     "report": "Scores per model and judge, by every dimension.",
     "agreement": "Agreement between every pair of judges.",
     "compare": "Paired comparison of two runs; --gate: exit 1 on a regression.",
+    "judge-eval": "Meta-evaluate a judge on Prometheus 2's sets, with intervals.",
     "generate": "The models under test answer the instances.",
     "annotate": "Label instances with FLASK's skills, domains, difficulty.",
     "eval": "Generate, annotate, judge and report in one command.",
