@@ -5,7 +5,10 @@ self-preference; :func:`fake_reader` stands in for ``app.probe_card``."""
 from __future__ import annotations
 
 import types
+from collections.abc import Sequence
 from typing import Any
+
+from sqlalchemy import update
 
 from flask_eval.report.probe_types import (
     Card,
@@ -18,6 +21,13 @@ from flask_eval.report.probe_types import (
     PeopleAgreement,
     TwinScore,
 )
+from flask_eval.storage.models import JUDGMENT, RESPONSE
+from flask_eval.storage.records import OpenRow as Row
+from flask_eval.storage.records import RunInfo
+from flask_eval.storage.store import Store
+from tests.conftest import EXAMPLES
+from tests.report.ledger import finish, planned_run
+from tests.report.ledger import judges as ledger_judges
 
 HOSTILE = "<script>alert(1)</script>&\"'"
 JUDGES = ("good", HOSTILE)
@@ -81,17 +91,56 @@ def card(run: str = "probed", judges: tuple[str, ...] = JUDGES) -> Card:
     return Card(run, tuple(cards), gate={"length+50": 0.5})
 
 
-def fake_reader(run: str = "probed", judges: tuple[str, ...] = JUDGES) -> types.ModuleType:
-    """A stand-in for ``app.probe_card`` that reads :func:`card` and :func:`inputs` of
-    ``run`` whatever the store holds."""
+def fake_reader(
+    judges: tuple[str, ...] = JUDGES, read: CardInputs | None = None
+) -> types.ModuleType:
+    """A stand-in for ``app.probe_card`` that reads :func:`card` of the run asked for and
+    ``read`` (else :func:`inputs`), whatever the store holds."""
     module = types.ModuleType("flask_eval.app.probe_card")
 
     def load_card(store: object, run_name: str, *, gate: object = None) -> Card:
         return card(run_name, judges)
 
     def load_card_inputs(store: object, run_name: str) -> CardInputs:
-        return inputs(run_name, judges)
+        return read if read is not None else inputs(run_name, judges)
 
     module.load_card = load_card  # type: ignore[attr-defined]
     module.load_card_inputs = load_card_inputs  # type: ignore[attr-defined]
     return module
+
+
+#: the twin the probed run holds: model b's responses renamed as model a's twin
+TWIN = "a~length+50"
+
+
+def probed_run(store: Store, name: str, judge: str = "good") -> tuple[RunInfo, list[Row]]:
+    """A run of models a and ``a~length+50`` (model b's responses, renamed after planning:
+    a user's model never has ``~``) on 3 instances, every row scored; and its rows."""
+    run = planned_run(
+        store,
+        name,
+        instances=str(EXAMPLES / "instances.jsonl"),
+        responses=[f"a={EXAMPLES / 'model_a.jsonl'}", f"b={EXAMPLES / 'model_b.jsonl'}"],
+        judges=ledger_judges(judge),
+        limit=3,
+    )
+    with store.engine.begin() as conn:
+        for table in (RESPONSE, JUDGMENT):
+            conn.execute(
+                update(table)
+                .where(table.c.run_id == run.id, table.c.model == "b")
+                .values(model=TWIN)
+            )
+    rows = finish(store, run, lambda r: ("done", 4 if r.model == TWIN else 3))
+    return run, rows
+
+
+def inputs_of(run: str, rows: Sequence[Row], judge: str = "good") -> CardInputs:
+    """The card's inputs of :func:`probed_run`'s rows: each item of a and its twin."""
+    scores = {(r.model, r.instance_id, r.criterion): r for r in rows if r.judge == judge}
+    twins = tuple(
+        TwinScore(judge, "length+50", "a", instance, criterion, 3.0, 4.0, 100, 150)
+        for (model, instance, criterion) in scores
+        if model == "a" and (TWIN, instance, criterion) in scores
+    )
+    return CardInputs(run=run, judges=(judge,), twins=twins)

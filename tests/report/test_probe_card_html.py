@@ -125,7 +125,7 @@ def test_self_pairs_show_every_judges_score() -> None:
 @pytest.mark.parametrize(("judge", "key"), [("nobody", "style"), ("good", "nothing")])
 def test_an_unknown_judge_or_key_is_refused(judge: str, key: str) -> None:
     assert "nothing" not in PAIR_KEYS
-    with pytest.raises(ValueError, match="nobody|nothing"):
+    with pytest.raises(ValueError, match=r"nobody|nothing"):
         pairs_html(inputs(), judge, key, item_href=_item)
 
 
