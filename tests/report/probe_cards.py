@@ -1,6 +1,7 @@
 """A judge card and its inputs built by hand, for the card's renderers and the viewer's
 card pages: two judges (one with a hostile name), twins of two variants, an order swap and
-self-preference; :func:`fake_reader` stands in for ``app.probe_card``."""
+self-preference; :func:`fake_reader` stands in for the card's reader (the module
+:data:`flask_eval.viewer.server.PROBE_CARD` names)."""
 
 from __future__ import annotations
 
@@ -94,7 +95,7 @@ def card(run: str = "probed", judges: tuple[str, ...] = JUDGES) -> Card:
 def fake_reader(
     judges: tuple[str, ...] = JUDGES, read: CardInputs | None = None
 ) -> types.ModuleType:
-    """A stand-in for ``app.probe_card`` that reads :func:`card` of the run asked for and
+    """A stand-in for the card's reader that reads :func:`card` of the run asked for and
     ``read`` (else :func:`inputs`), whatever the store holds."""
     module = types.ModuleType("flask_eval.app.probe_card")
 

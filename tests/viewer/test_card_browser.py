@@ -4,9 +4,9 @@ twin's judgment. Screenshots go where the other browser tests put theirs
 (``$FLASK_EVAL_ARTIFACTS``, default ``.artifacts/screenshots``): ``judge-card.png`` and
 ``judge-card-pairs.png``.
 
-The card is read by ``app.probe_card`` when it is installed; without it, by a stand-in
-that reads the same run's ledger rows (``tests.report.probe_cards``), so that the pages
-and their links are checked either way. Without the ``playwright`` package or
+The card is read by the card's reader (``PROBE_CARD``) when it is installed; without
+it, by a stand-in that reads the same run's ledger rows (``tests.report.probe_cards``),
+so that the pages and their links are checked either way. Without the ``playwright`` package or
 ``/usr/bin/chromium`` the test skips."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The viewer's judge card pages over a run with a twin (planted in a SQLite ledger), the
-card's reader (``app.probe_card``) stood in for by a card built by hand: the card and
+card's reader (``PROBE_CARD``) stood in for by a card built by hand: the card and
 its pairs served under the viewer's CSP, each effect linking to its pairs and each pair to
 its judgments; the run page links to the card only when the run has twins; an unknown
 run, judge or key is a 404."""
