@@ -9,9 +9,11 @@ from urllib.parse import quote
 
 import pytest
 
+from flask_eval.report.html import render
 from flask_eval.report.probe_card_html import PAIR_KEYS, card_html, pair_variants, pairs_html
 from flask_eval.report.probe_types import Card, JudgeCard
 from tests.report.probe_cards import HOSTILE, JUDGES, MODEL, card, effect, inputs
+from tests.report.test_html_report import make_report
 
 
 def _href(judge: str, key: str) -> str:
@@ -133,3 +135,12 @@ def test_effect_helper_builds_what_the_card_shows() -> None:
     e = effect("j", "style", "style", 0.5)
     page = card_html(Card("r", (JudgeCard("j", (e,)),)))
     assert "0.500" in page and "[0.250, 0.750]" in page
+
+
+def test_the_html_report_ends_with_the_judge_card() -> None:
+    page = render(make_report(2), [], card=card(), pairs_href=_href)
+    assert '<a href="#judge-card">Judge card</a>' in page
+    section = page.split('<section id="judge-card">')[1]
+    assert section.count("<section class='judge-card'") == 2
+    assert "<script>alert" not in page
+    assert "judge-card" not in render(make_report(2), [])
