@@ -9,7 +9,8 @@ capabilities, the page adds BiGGen's overall (the mean of capability means, said
 the table), a capability x model heatmap and the capability and task tables. When people
 rated items of the run, a People section (``report.people_render``) follows; its
 disagreements link to the items' judgments when the caller says where
-(``item_href``, e.g. the viewer's judgments page). A few lines
+(``item_href``, e.g. the viewer's judgments page). A run with probes can end with its
+judge card (``report.probe_card_html``). A few lines
 of inline script record, once the page has loaded, how many figures were laid out with a
 size (``<body data-figures="drawn/total">``), which tests read from the rendered DOM.
 """
@@ -38,6 +39,8 @@ from flask_eval.report.metrics import (
 )
 from flask_eval.report.people_render import ItemHref
 from flask_eval.report.people_render import html_section as people_section
+from flask_eval.report.probe_card_html import PairsHref, card_html
+from flask_eval.report.probe_types import Card
 from flask_eval.report.render import fmt, fmt_interval
 
 PAGE = "report.html"
@@ -223,10 +226,16 @@ def _in_progress(report: Report) -> str:
 
 
 def render(
-    report: Report, figures_drawn: Sequence[Figure], item_href: ItemHref | None = None
+    report: Report,
+    figures_drawn: Sequence[Figure],
+    item_href: ItemHref | None = None,
+    card: Card | None = None,
+    pairs_href: PairsHref | None = None,
 ) -> str:
     """The whole page as one string, with ``figures_drawn`` (:func:`all_figures`);
-    ``item_href`` links the People section's items (None: no links)."""
+    ``item_href`` links the People section's items (None: no links); ``card``, the judge
+    card of a run with probes, is its last section, each effect linking to
+    ``pairs_href(judge, key)`` when given."""
     boot = report.bootstrap
     level = round(100 * float(boot.get("confidence", 0.95)))
     by_kind: dict[str, list[Figure]] = {}
@@ -317,6 +326,8 @@ def render(
         sections.append(
             ("calibration", title(report.calibration), calibration_html(report.calibration))
         )
+    if card is not None:
+        sections.append(("judge-card", "Judge card", card_html(card, pairs_href=pairs_href)))
     nav = "".join(f'<a href="#{sid}">{_e(title)}</a>' for sid, title, _ in sections)
     body = "".join(f'<section id="{sid}"><h2>{_e(t)}</h2>{c}</section>' for sid, t, c in sections)
     return (

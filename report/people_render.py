@@ -197,10 +197,14 @@ def _e(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _table(heads: Sequence[str], keys: int, rows: Sequence[Sequence[str]], ident: str) -> str:
-    """A table: ``heads``, the first ``keys`` columns left-aligned; cells are HTML."""
+def html_table(
+    heads: Sequence[str], keys: int, rows: Sequence[Sequence[str]], ident: str, css: str = ""
+) -> str:
+    """A table of the HTML report: ``heads``, the first ``keys`` columns left-aligned;
+    cells are HTML (the caller escapes what they hold); ``css`` its class, if any."""
     cls = [" class='key'" if n < keys else "" for n in range(len(heads))]
-    out = [f"<table id='{ident}'><tr>"]
+    shown = f" class='{_e(css)}'" if css else ""
+    out = [f"<table id='{_e(ident)}'{shown}><tr>"]
     out += [f"<th{c}>{_e(h)}</th>" for c, h in zip(cls, heads, strict=True)]
     out.append("</tr>")
     for row in rows:
@@ -225,7 +229,7 @@ def html_section(people: PeopleReport, level: int, item_href: ItemHref | None = 
             for m in people.means
         ]
         parts.append("<h3>People's mean score</h3>")
-        parts.append(_table(("", "mean", "items", "ratings"), 1, rows, "people-means"))
+        parts.append(html_table(("", "mean", "items", "ratings"), 1, rows, "people-means"))
         parts.append("<p class='note'>An item's score is the mean of its raters' scores.</p>")
     metrics = list(dict.fromkeys(a.metric for a in people.agreement))
     of = {(a.criterion, a.metric): a for a in people.agreement}
@@ -241,7 +245,7 @@ def html_section(people: PeopleReport, level: int, item_href: ItemHref | None = 
     ]
     heads = ("criterion", *(f"α {m}" for m in metrics), "items", "ratings")
     parts.append(f"<h3>Agreement among people (Krippendorff's α, {level}% CI)</h3>")
-    parts.append(_table(heads, 1, rows, "people-alpha"))
+    parts.append(html_table(heads, 1, rows, "people-alpha"))
     parts.append("<p class='note'>Items rated by two raters or more; missing ratings allowed.</p>")
     if people.versus:
         rows = [
@@ -258,7 +262,7 @@ def html_section(people: PeopleReport, level: int, item_href: ItemHref | None = 
         ]
         heads = ("judge", "items", "n", "Pearson", "Spearman", "Kendall τ-b", "within 1")
         parts.append("<h3>Judges versus people</h3>")
-        parts.append(_table(heads, 2, rows, "people-versus"))
+        parts.append(html_table(heads, 2, rows, "people-versus"))
         parts.append(f"<p class='note'>{_e(VERSUS_NOTE[0].upper() + VERSUS_NOTE[1:])}.</p>")
     if people.verdicts:
         rows = [
@@ -274,7 +278,7 @@ def html_section(people: PeopleReport, level: int, item_href: ItemHref | None = 
         ]
         heads = ("judge", "items", "n", "agreement", "n without ties", "without ties")
         parts.append("<h3>Judges versus people</h3>")
-        parts.append(_table(heads, 2, rows, "people-verdicts"))
+        parts.append(html_table(heads, 2, rows, "people-verdicts"))
         parts.append(f"<p class='note'>{_e(VERDICT_NOTE[0].upper() + VERDICT_NOTE[1:])}.</p>")
     if people.disagreements:
         parts.append("<h3>Largest disagreements</h3>")
@@ -292,4 +296,4 @@ def _disagreements_html(people: PeopleReport, item_href: ItemHref | None) -> str
         link = f"<a href='{_e(url)}'>{shown}</a>" if url else shown
         rows.append([_e(d.judge), link, _e(judged), _e(rated), str(d.ratings)])
     heads = ("judge", "item", "judge's", "people's", "ratings")
-    return _table(heads, 2, rows, "people-disagreements")
+    return html_table(heads, 2, rows, "people-disagreements")

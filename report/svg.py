@@ -12,6 +12,7 @@ gives a URL for its :class:`Cell`, sits in an ``<a href>``. Marks have ``class="
 that comes from data is XML-escaped; URLs with a ``javascript:``, ``data:`` or
 ``vbscript:`` scheme are dropped. The pairwise figures (:func:`win_matrix`,
 :func:`ratings_chart`, :func:`position_chart`) live in :mod:`report.svg_pairwise`, the
+forest plot of a judge card's effects (:func:`forest`) in :mod:`report.svg_forest`, the
 difficulty curves in :mod:`report.svg_difficulty`, what the figures of a judge's rows share
 in :mod:`report.svg_figure` and the drawing all figures share in :mod:`report.svg_draw`;
 this module is the interface of them all, :mod:`report.figures` the list of a report's
@@ -62,12 +63,14 @@ from flask_eval.report.svg_draw import (
     text,
 )
 from flask_eval.report.svg_figure import Figure, colors, path, title
+from flask_eval.report.svg_forest import ForestRow, forest
 from flask_eval.report.svg_pairwise import pair_colors, position_chart, ratings_chart, win_matrix
 
 __all__ = [
     "RDYLGN",
     "VIRIDIS",
     "Cell",
+    "ForestRow",
     "Href",
     "PairCell",
     "PairHref",
@@ -77,6 +80,7 @@ __all__ = [
     "colors",
     "difficulty_curves",
     "domain_heatmap",
+    "forest",
     "pair_colors",
     "palette",
     "position_chart",

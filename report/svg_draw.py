@@ -126,6 +126,12 @@ def num(x: float) -> str:
     return f"{x:.1f}"
 
 
+def tick_step(span: float) -> float:
+    """A round tick step giving at most six ticks over ``span``."""
+    base = 10.0 ** math.floor(math.log10(max(span, 1e-9) / 6))
+    return next(base * k for k in (1, 2, 2.5, 5, 10) if span / (base * k) <= 6)
+
+
 def short(text: str, chars: int) -> str:
     return text if len(text) <= chars else text[: max(chars - 1, 1)] + "…"
 

@@ -30,6 +30,7 @@ from flask_eval.report.svg_draw import (
     short,
     svg,
     text,
+    tick_step,
 )
 
 
@@ -98,12 +99,6 @@ def win_matrix(
     )
 
 
-def _step(span: float) -> float:
-    """A round tick step giving at most six ticks over ``span``."""
-    base = 10.0 ** math.floor(math.log10(max(span, 1e-9) / 6))
-    return next(base * k for k in (1, 2, 2.5, 5, 10) if span / (base * k) <= 6)
-
-
 def _rating_title(r: Rating) -> str:
     if r.rating is None:
         return f"{r.model}: no rating (no chain of games to the anchor {r.anchor})"
@@ -138,7 +133,7 @@ def ratings_chart(report: PairwiseReport, judge: str, criterion: str = ALL_CRITE
         heading((x0 + x1) / 2, label),
         text(x1 + 40, top - 6, "win rate", "middle", ' font-size="9" fill="#444"'),
     ]
-    step = _step(hi - lo)
+    step = tick_step(hi - lo)
     for k in range(math.ceil(lo / step), math.floor(hi / step) + 1):
         t = k * step
         body += [

@@ -51,6 +51,16 @@ def judgments_url(run: str, **params: Any) -> str:
     return f"{run_url(run)}/judgments" + (f"?{urlencode(shown)}" if shown else "")
 
 
+def card_url(run: str) -> str:
+    """The judge card of a run with probes."""
+    return f"{run_url(run)}/card"
+
+
+def pairs_url(run: str, judge: str, key: str) -> str:
+    """The pairs of items behind ``judge``'s effect of ``key`` on the judge card."""
+    return f"{card_url(run)}/pairs?{urlencode({'judge': judge, 'key': key})}"
+
+
 def cell_params(dimension: str, key: str) -> dict[str, str]:
     """The judgments filter of a report cell's (dimension, key)."""
     if dimension == SKILL:

@@ -7,6 +7,7 @@ little JavaScript) are served from ``viewer/static``: no CDN, no external URL.""
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import threading
 from collections.abc import Awaitable, Callable
@@ -20,12 +21,15 @@ from aiohttp import web
 
 from flask_eval.app import browse, runs_list
 from flask_eval.core.errors import InputError
+from flask_eval.core.probes import is_twin
 from flask_eval.core.redact import redact
+from flask_eval.report.probe_card_html import PAIR_KEYS, card_html, pairs_html
 from flask_eval.rubrics import kinds
+from flask_eval.storage import browse as ledger
 from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
 from flask_eval.viewer import body as body_mod
-from flask_eval.viewer.body import judgments_url, leaderboard, run_url
+from flask_eval.viewer.body import card_url, judgments_url, leaderboard, pairs_url, run_url
 
 if TYPE_CHECKING:
     from flask_eval.viewer.rate_security import RateOptions
@@ -115,7 +119,7 @@ def environment() -> jinja2.Environment:
     env.filters["num"] = _number
     env.filters["interval"] = _interval
     env.filters["duration"] = _duration
-    env.globals.update(run_url=run_url, judgments_url=judgments_url)
+    env.globals.update(run_url=run_url, judgments_url=judgments_url, card_url=card_url)
     return env
 
 
@@ -190,9 +194,13 @@ async def run_page(request: web.Request) -> web.Response:
         pairwise["criteria"][-1] if pairwise and pairwise["criteria"] else ""
     )
     instances = await _db(browse.first_instances, store, run, 1)
+    probed = any(is_twin(m) for m in result.overview.models) or any(
+        is_twin(m) for m in await _db(ledger.run_models, store, run.id)
+    )
     return page(
         request,
         "run.html",
+        probed=probed,
         title=run.name,
         run=run,
         view=result.overview,
@@ -283,6 +291,44 @@ async def compare_page(request: web.Request) -> web.Response:
     )
 
 
+#: the module that reads a run's judge card from the ledger
+PROBE_CARD = "flask_eval.app.probe_card"
+
+
+def _probe_card(name: str) -> Callable[..., Any]:
+    """``name`` of the judge card's reader, imported when a card page is asked for."""
+    fn: Callable[..., Any] = getattr(importlib.import_module(PROBE_CARD), name)
+    return fn
+
+
+async def card_page(request: web.Request) -> web.Response:
+    """The judge card of a run with probes: each judge's effects, each linking to the
+    pairs behind it."""
+    run = await _run(request)
+    card = await _db(_probe_card("load_card"), request.app[STORE], run.name)
+    shown = card_html(card, pairs_href=lambda judge, key: pairs_url(run.name, judge, key))
+    return page(request, "card.html", title=f"{run.name}: judge card", run=run, card=shown)
+
+
+async def pairs_page(request: web.Request) -> web.Response:
+    """The pairs of items behind one effect of the judge card (``judge``, ``key``), each
+    linking to its judgments."""
+    run = await _run(request)
+    judge, key = request.query.get("judge", ""), request.query.get("key", "")
+    inputs = await _db(_probe_card("load_card_inputs"), request.app[STORE], run.name)
+    if judge not in inputs.judges:
+        raise browse.NotFound(f"the judge card of run {run.name} has no judge {judge!r}")
+    if key not in PAIR_KEYS:
+        raise browse.NotFound(f"the judge card has no pairs called {key!r}")
+
+    def item_href(**params: str) -> str:
+        return judgments_url(run.name, **params)
+
+    shown = pairs_html(inputs, judge, key, item_href=item_href)
+    title = f"{run.name}: {key} pairs of {judge}"
+    return page(request, "card_pairs.html", title=title, run=run, judge=judge, key=key, pairs=shown)
+
+
 async def fallback(request: web.Request) -> web.Response:
     """Any other path: 404 to a read, 405 to anything else (the viewer writes nothing)."""
     if request.method in ("GET", "HEAD"):
@@ -312,6 +358,8 @@ def make_app(
     app.router.add_get("/runs/{run}/judgments", judgments_page)
     app.router.add_get("/runs/{run}/judgments/{id}", judgment_page)
     app.router.add_get("/runs/{run}/compare", compare_page)
+    app.router.add_get("/runs/{run}/card", card_page)
+    app.router.add_get("/runs/{run}/card/pairs", pairs_page)
     app.router.add_static("/static/", HERE / "static")
     if rate is not None:
         from flask_eval.viewer import rate_server
