@@ -344,10 +344,15 @@ def render(
 
 
 def write_report(
-    report: Report, out_dir: Path, *, progress: bool = False, item_href: ItemHref | None = None
+    report: Report,
+    out_dir: Path,
+    *,
+    progress: bool = False,
+    item_href: ItemHref | None = None,
+    card: Card | None = None,
 ) -> Path:
     """Write ``report.html`` and every figure as an SVG file into ``out_dir``; returns the
-    page (``item_href``: :func:`render`'s)."""
+    page (``item_href``, ``card``: :func:`render`'s)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     judges = sum(1 for j in report.judges if any(r.judge == j for r in report.rows))
     with tqdm(
@@ -357,5 +362,16 @@ def write_report(
     for figure in drawn:
         (out_dir / figure.file_name).write_bytes(figure.file())
     page = out_dir / PAGE
-    page.write_text(render(report, drawn, item_href), encoding="utf-8")
+    page.write_text(render(report, drawn, item_href, card=card), encoding="utf-8")
     return page
+
+
+def card_page(card: Card) -> str:
+    """A judge card as a page of its own (`flask-eval card RUN --format html`)."""
+    return (
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        f"<title>flask-eval judge card: {_e(card.run)}</title><style>{CSS}</style></head>"
+        f"<body><h1>flask-eval judge card: {_e(card.run)}</h1>"
+        f"{card_html(card)}</body></html>\n"
+    )

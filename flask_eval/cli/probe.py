@@ -117,7 +117,7 @@ def card_command(run_name: str, gate: str | None, fmt: str, out: str | None, **k
 
         output = json.dumps(card_json(card), indent=2, allow_nan=False) + "\n"
     elif fmt == "html":
-        from flask_eval.report.probe_card_html import card_page
+        from flask_eval.report.html import card_page
 
         output = card_page(card)
     else:

@@ -175,6 +175,12 @@ def report_command(**flags: Any) -> None:
             extras=extras,
             progress=not quiet,
         )
+        card = None
+        if fmt == "html" and run.config.probes:  # a probe run's page ends with its card
+            from flask_eval.app.probe_card import card_inputs
+            from flask_eval.report.probe_card import card_of
+
+            card = card_of(card_inputs(store, run), confidence=flags["confidence"])
     finally:
         store.close()
     out = Path(out_dir) if out_dir else None
@@ -194,7 +200,7 @@ def report_command(**flags: Any) -> None:
         from flask_eval.report.html import write_report
 
         target = out or Path(DEFAULT_HTML_DIR)
-        page = write_report(result, target, progress=not quiet)
+        page = write_report(result, target, progress=not quiet, card=card)
         click.echo(f"wrote {page}", err=True)
     elif fmt == "json":
         text = render.to_json(result)
