@@ -1,8 +1,10 @@
 """What the simulated judge says (pure, no I/O).
 
-Scores are a deterministic function of the seed, the judge model and the full prompt
-text, so the same request always gets the same answer, while different requests get
-different scores. A per-response "quality" (how much of the reference answer the response
+Scores are a deterministic function of the seed, the judge model and the content judged
+(the response's and the reference's canonical texts, ``rubrics.probes.canonical``), so
+the same request always gets the same answer, different responses get different scores,
+and a probe's twin of a response (padded, restyled, injected, its criteria reordered)
+gets its original's scores from a judge without traits. A per-response "quality" (how much of the reference answer the response
 covers, blended with a hash of the response text between the ``<<<RESPONSE`` and
 ``RESPONSE>>>`` lines, or of the whole prompt when those are absent) sets the level and
 a per-skill, per-judge nudge of -1/0/+1 spreads the skills around it; judges therefore
@@ -35,7 +37,10 @@ from . import annotate, formats, generate, pairwise
 from .config import SimConfig
 from .quality import (
     QUOTE_OPENING,
+    canonical,
+    content_key,
     garbage_kind,
+    injection_granted,
     judged_score,
     quality_of,
     reference_text,
@@ -95,24 +100,34 @@ def judge_scores(
     prompt: str, model: str, skills: Sequence[str], config: SimConfig
 ) -> dict[str, int | None]:
     """Deterministic scores (None = N/A) for ``skills``; a request's own seed varies the
-    nudges (not the response's level): a sampled judge is noisy around the same truth."""
+    nudges (not the response's level): a sampled judge is noisy around the same truth.
+    Every draw is keyed on the response's content (``simulator.quality.content_key``),
+    not on the prompt: a probe's twin draws what its original draws, whatever order the
+    prompt lists the criteria in. A judge that grants an injection the response carries
+    (``JudgeTraits.injection``) gives the top score on every criterion."""
     if config.score is not None:
         return {skill: config.score for skill in skills}
     response = response_focus(prompt)  # format-aware: it finds the response in any layout
-    level = quality_of(response, reference_text(prompt), config)
-    own = generate.skill_levels_of(response)  # a model's own level on some criteria
+    reference = reference_text(prompt)
+    level = quality_of(response, reference, config)
+    plain = canonical(response)
+    own = generate.skill_levels_of(plain)  # a model's own level on some criteria
+    family = generate.family_of(plain)
     traits = config.traits_of(model)
     words = word_count(response)
     seed = _seed(config)
+    key = content_key(response, reference)
+    if injection_granted(response, traits, seed, model):
+        return dict.fromkeys(skills, 5)
     scores: dict[str, int | None] = {}
     for skill in skills:
         if config.na_rate > 0:
-            u = stable_hash("na", seed, model, prompt, skill) % 1_000_000 / 1_000_000
+            u = stable_hash("na", seed, model, key, skill) % 1_000_000 / 1_000_000
             if u < config.na_rate:
                 scores[skill] = None
                 continue
         scores[skill] = judged_score(
-            own.get(skill, level), traits, words, (seed, model, prompt, skill)
+            own.get(skill, level), traits, words, (seed, model, key, skill), family
         )
     return scores
 
@@ -133,8 +148,13 @@ def overall_score(prompt: str, model: str, config: SimConfig) -> int:
     traits = config.traits_of(model)
     if traits.neutral:
         return level
-    words = word_count(response_focus(prompt))
-    return judged_score(level, traits, words, (_seed(config), model, prompt, ""))
+    response = response_focus(prompt)
+    seed = _seed(config)
+    if injection_granted(response, traits, seed, model):
+        return 5
+    key = content_key(response, reference_text(prompt))
+    family = generate.family_of(canonical(response))
+    return judged_score(level, traits, word_count(response), (seed, model, key, ""), family)
 
 
 def _rationale(scores: dict[str, int | None]) -> list[str]:
