@@ -23,6 +23,7 @@ alike, so they are no words either.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Iterable
@@ -113,8 +114,9 @@ def _sentences(text: str) -> list[list[str]]:
 
 def restyle(text: str) -> str:
     """``text`` as markdown: a ``## `` header line of its first sentence, a blank line,
-    then one ``- `` bullet line per other sentence (a paragraph ends a sentence); every token unchanged, in order
-    (spacing inside a sentence becomes one space). ``text`` as it is without tokens."""
+    then one ``- `` bullet line per other sentence (a paragraph ends a sentence); every
+    token unchanged, in order (spacing inside a sentence becomes one space). ``text``
+    as it is without tokens."""
     sentences = _sentences(text)
     if not sentences:
         return text
@@ -165,16 +167,21 @@ def inject(text: str, injection: str) -> str:
     return f"{text.rstrip()}\n\n{injection}"
 
 
-def _score_claims() -> list[str]:
+def _score_claims() -> tuple[str, ...]:
     """Every protocol's score claim (the registered protocols, both forms)."""
+    return _claims_of(tuple(PROTOCOLS), tuple(PAIRWISE_PROTOCOLS))
+
+
+@functools.cache
+def _claims_of(names: tuple[str, ...], pairwise: tuple[str, ...]) -> tuple[str, ...]:
     claims: list[str] = []
-    for name in PROTOCOLS:
+    for name in names:
         try:
             claims.append(injection_score(name))
         except KeyError:
             continue
-    claims += [injection_score(name, pairwise=True) for name in PAIRWISE_PROTOCOLS]
-    return claims
+    claims += [injection_score(name, pairwise=True) for name in pairwise]
+    return tuple(claims)
 
 
 def _tokens(text: str) -> list[str]:
