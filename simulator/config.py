@@ -8,6 +8,26 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from .traits import (
+    NEUTRAL,
+    TRAIT_KEYS,
+    JudgeTraits,
+    check_family,
+    parse_judge_traits,
+    parse_model_families,
+)
+
+__all__ = [
+    "NEUTRAL",
+    "TRAIT_KEYS",
+    "JudgeTraits",
+    "SimConfig",
+    "parse_generators",
+    "parse_judge_traits",
+    "parse_model_families",
+    "parse_skill_levels",
+]
+
 LATENCY_DISTS = ("fixed", "lognormal")
 ANSWER_FORMATS = ("auto", "result")
 #: HTTP 200 bodies that are JSON but not a message (``SimConfig.malformed``)
@@ -21,45 +41,9 @@ CACHE_PREFIXES = 100_000
 GENERATION_TOKENS = 120
 #: the ``SimConfig.judges`` key whose traits apply to every judge not named
 ANY_JUDGE = "*"
-#: the ``--judge-traits`` keys, by the ``JudgeTraits`` field each one sets
-TRAIT_KEYS = {"bias": "bias", "noise": "noise", "length": "length_preference"}
 #: characters a criterion named in ``SimConfig.skill_levels`` cannot hold (a generated
 #: response's signature lists them)
 _CRITERION_FORBIDDEN = frozenset(";()\n\r:")
-
-
-@dataclass(frozen=True)
-class JudgeTraits:
-    """How one simulated judge departs from an unbiased, noiseless one (all 0: it does
-    not). A score is the response's level plus the judge's -1/0/+1 nudge plus ``bias``
-    plus Gaussian noise of standard deviation ``noise`` plus ``length_preference`` times
-    log2(the response's words / 100), then rounded stochastically (the floor, plus one
-    with probability the fraction, so the expected score is kept) and clamped to 1..5
-    (``simulator.quality.judged_score``). In a pairwise comparison the same per-response
-    utilities decide (the bias cancels): a judge that prefers length favours the longer
-    response."""
-
-    bias: float = 0
-    noise: float = 0
-    length_preference: float = 0
-
-    def __post_init__(self) -> None:
-        for name in ("bias", "noise", "length_preference"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ValueError(f"{name} must be a number, got {value!r}")
-            if not (math.isfinite(value) and -4 <= value <= 4):
-                raise ValueError(f"{name} must be in [-4, 4], got {value}")
-        if self.noise < 0:
-            raise ValueError(f"noise must be >= 0, got {self.noise}")
-
-    @property
-    def neutral(self) -> bool:
-        """Whether these traits change nothing (every one 0)."""
-        return self.bias == 0 and self.noise == 0 and self.length_preference == 0
-
-
-NEUTRAL = JudgeTraits()
 
 
 @dataclass(frozen=True)
@@ -116,9 +100,13 @@ class SimConfig:
       it. Every model named must be in ``generators``; a criterion's name cannot hold
       ``;``, ``:`` or parentheses.
     - ``judges``: per judge model (the name a request asks for; ``"*"``: every judge not
-      named) its :class:`JudgeTraits`: bias, Gaussian noise and preference for long
-      responses, e.g. ``{"sim-biased": JudgeTraits(bias=0.5, noise=0.7)}``. Without any,
-      judges score as they always have.
+      named) its :class:`JudgeTraits`: bias, Gaussian noise, preference for long
+      responses, position bias in comparisons, credulity to injections, preference for
+      its own family's responses, e.g. ``{"sim-biased": JudgeTraits(bias=0.5,
+      noise=0.7)}``. Without any, judges score as they always have.
+    - ``model_families``: per model under test, the name of its family (a vendor's,
+      ``acme``): its generated responses sign it (``simulator.generate``), and a judge
+      whose traits name the same ``family`` adds its ``self_preference`` to their scores.
     - ``generation_tokens``: about how long a generated response is, in tokens.
     - ``usage``: fields set in every answer's usage object, by the wire's own names
       (OpenAI and Anthropic ``usage``, Gemini ``usageMetadata``), e.g.
@@ -158,6 +146,7 @@ class SimConfig:
     generation_tokens: int = GENERATION_TOKENS
     skill_levels: Mapping[str, Mapping[str, float]] = field(default_factory=dict, hash=False)
     judges: Mapping[str, JudgeTraits] = field(default_factory=dict, hash=False)
+    model_families: Mapping[str, str] = field(default_factory=dict, hash=False)
     request_seed: int | None = None
     usage: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
@@ -220,6 +209,7 @@ class SimConfig:
         object.__setattr__(self, "generators", MappingProxyType(dict(self.generators)))
         self._check_skill_levels()
         self._check_judges()
+        self._check_families()
         if not isinstance(self.usage, Mapping):
             raise ValueError(f"usage must be a JSON object, got {self.usage!r}")
         object.__setattr__(self, "usage", MappingProxyType(dict(self.usage)))
@@ -269,6 +259,17 @@ class SimConfig:
                 raise ValueError(f"judges[{name!r}] must be JudgeTraits, got {traits!r}")
         object.__setattr__(self, "judges", MappingProxyType(dict(self.judges)))
 
+    def _check_families(self) -> None:
+        if not isinstance(self.model_families, Mapping):
+            raise ValueError(f"model_families must be a mapping, got {self.model_families!r}")
+        for model, family in self.model_families.items():
+            if model not in self.generators:
+                raise ValueError(
+                    f"model_families: model {model!r} is not a model under test (generators)"
+                )
+            check_family(family, f"model_families[{model!r}]")
+        object.__setattr__(self, "model_families", MappingProxyType(dict(self.model_families)))
+
     def traits_of(self, judge: str) -> JudgeTraits:
         """The traits of the judge model ``judge``: its own, else those of ``"*"``, else
         none (:data:`NEUTRAL`)."""
@@ -296,38 +297,6 @@ def parse_generators(specs: Iterable[str]) -> dict[str, float]:
             raise ValueError(f"generator {name!r} is given twice")
         generators[name] = value
     return generators
-
-
-def parse_judge_traits(specs: Iterable[str]) -> dict[str, JudgeTraits]:
-    """``NAME:bias=B,noise=S,length=P`` specifications (``--judge-traits``; keys optional,
-    each at most once; ``*`` as NAME: every judge not named) as ``SimConfig.judges``;
-    ValueError naming the first one that is not such. The name is everything before the
-    last ``:``, so a name may hold one."""
-    judges: dict[str, JudgeTraits] = {}
-    for spec in specs:
-        name, sep, body = spec.rpartition(":")
-        name = name.strip()
-        if not sep or not name:
-            raise ValueError(f"expected NAME:bias=B,noise=S,length=P, got {spec!r}")
-        values: dict[str, float] = {}
-        for item in filter(None, (x.strip() for x in body.split(","))):
-            key, eq, value = item.partition("=")
-            field_name = TRAIT_KEYS.get(key.strip())
-            if not eq or field_name is None:
-                raise ValueError(f"{spec!r}: expected bias=, noise= or length=, got {item!r}")
-            if field_name in values:
-                raise ValueError(f"{spec!r}: {key.strip()} is given twice")
-            try:
-                values[field_name] = float(value)
-            except ValueError:
-                raise ValueError(f"{spec!r}: {key.strip()} must be a number") from None
-        if name in judges:
-            raise ValueError(f"judge {name!r} is given twice")
-        try:
-            judges[name] = JudgeTraits(**values)
-        except ValueError as exc:
-            raise ValueError(f"{spec!r}: {exc}") from None
-    return judges
 
 
 def parse_skill_levels(specs: Iterable[str]) -> dict[str, dict[str, float]]:

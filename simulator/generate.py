@@ -19,7 +19,11 @@ its token limit keeps its opening, hence its level.
 (``SimConfig.skill_levels``) signs them too, after its level:
 ``(simulated answer, level 4 of 5; Logical Correctness at 3.8)``. The judges score such a
 criterion from that level (:func:`skill_levels_of`) and every other one from the
-response's level. The instance's level on a criterion is the configured one plus the
+response's level. A model with a family (``SimConfig.model_families``) signs it last,
+``(simulated answer, level 4 of 5; by acme)``; a judge of the same family reads it
+(:func:`family_of`) and adds its ``self_preference``.
+
+The instance's level on a criterion is the configured one plus the
 instance's departure from the model's configured level (the rounding and the jitter
 below, before clamping, so its mean is the configured level), clamped to 1..5: a drop
 planted on one criterion moves that criterion's scores of that model only, instance by
@@ -49,8 +53,11 @@ from .config import SimConfig
 #: the opening sentence of a generated response, with its quality level
 SIGNATURE = "(simulated answer, level {level} of 5)"
 _SIGNATURE_RE = re.compile(
-    r"\A\s*\(simulated answer, level ([1-5]) of 5((?:; [^;():\n\r]+ at [0-9.]+)*)\)"
+    r"\A\s*\(simulated answer, level ([1-5]) of 5((?:; [^;():\n\r]+ at [0-9.]+)*)"
+    r"(?:; by ([A-Za-z0-9._-]+))?\)"
 )
+#: how the model's family ends a signature
+_FAMILY = "; by {family}"
 #: how a criterion's own level follows the level in a signature
 _SKILL_LEVEL = "; {criterion} at {level}"
 _WORD_RE = re.compile(r"[A-Za-z][A-Za-z0-9]*")
@@ -133,15 +140,22 @@ def _number(level: float) -> str:
     return f"{round(level, 3):g}"
 
 
-def signature(level: int, skills: Mapping[str, float] | None = None) -> str:
+def signature(
+    level: int, skills: Mapping[str, float] | None = None, family: str | None = None
+) -> str:
     """The opening of a generated response of quality ``level`` (1..5), with the
-    response's own levels on some criteria (``skills``) when it has any."""
+    response's own levels on some criteria (``skills``) when it has any and its model's
+    ``family`` when it has one."""
     if level not in range(1, 6):
         raise ValueError(f"level must be 1..5, got {level}")
     plain = SIGNATURE.format(level=level)
-    if not skills:
+    if not skills and family is None:
         return plain
-    extra = "".join(_SKILL_LEVEL.format(criterion=c, level=_number(v)) for c, v in skills.items())
+    extra = "".join(
+        _SKILL_LEVEL.format(criterion=c, level=_number(v)) for c, v in (skills or {}).items()
+    )
+    if family is not None:
+        extra += _FAMILY.format(family=family)
     return f"{plain[:-1]}{extra})"
 
 
@@ -163,6 +177,12 @@ def skill_levels_of(response: str) -> dict[str, float]:
         criterion, _, value = item.rpartition(" at ")
         levels[criterion] = float(value)
     return levels
+
+
+def family_of(response: str) -> str | None:
+    """The model family a response's :func:`signature` names, None when it names none."""
+    found = _SIGNATURE_RE.match(response)
+    return found.group(3) if found else None
 
 
 def _departure(prompt: str, model: str, configured: float, config: SimConfig) -> int:
@@ -234,7 +254,8 @@ def answer(prompt: str, model: str, config: SimConfig) -> str | None:
     last = next((line for line in reversed(prompt.splitlines()) if line.strip()), "")
     topic = " ".join((_keywords(last) or words)[:4])
     skills = instance_skill_levels(prompt, model, config)
-    pieces = [signature(level, skills), " ", _OPENINGS[level].format(topic=topic)]
+    family = config.model_families.get(model)
+    pieces = [signature(level, skills, family), " ", _OPENINGS[level].format(topic=topic)]
     length = sum(map(len, pieces))
     i = 0
     while length < target_chars:

@@ -19,6 +19,7 @@ from .config import (
     SimConfig,
     parse_generators,
     parse_judge_traits,
+    parse_model_families,
     parse_skill_levels,
 )
 
@@ -131,12 +132,23 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "--judge-traits",
-        "A judge model's bias (points added), noise (standard deviation) and length "
-        "preference (points per doubling of a response's words past 100), each optional; "
-        "NAME '*' for every judge not named; repeat per judge.",
+        "A judge model's bias (points added), noise (standard deviation), length "
+        "preference (points per doubling of a response's words past 100), position bias "
+        "(-1..1: share of comparisons given to the first shown, negative: the second), "
+        "credulity to injections (0..1), self-preference (points added to its family's "
+        "responses) and family, each optional; NAME '*' for every judge not named; "
+        "repeat per judge.",
         (),
         repeat=True,
-        metavar="NAME:bias=B,noise=S,length=P",
+        metavar="NAME:bias=B,noise=S,length=P,position=B,inject=Q,self=S,family=F",
+    ),
+    Option(
+        "--model-family",
+        "The family of a model under test (its responses sign it; a judge of that "
+        "family prefers them by its self-preference); repeat per model.",
+        (),
+        repeat=True,
+        metavar="MODEL=FAMILY",
     ),
     Option(
         "--generation-tokens",
@@ -164,5 +176,6 @@ def config_of(values: Mapping[str, Any]) -> SimConfig:
     kwargs["generators"] = parse_generators(kwargs.pop("generator") or ())
     kwargs["skill_levels"] = parse_skill_levels(kwargs.pop("skill_level") or ())
     kwargs["judges"] = parse_judge_traits(kwargs.pop("judge_traits") or ())
+    kwargs["model_families"] = parse_model_families(kwargs.pop("model_family") or ())
     kwargs["usage"] = json.loads(kwargs["usage"]) if kwargs["usage"] else {}
     return SimConfig(**kwargs)

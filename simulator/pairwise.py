@@ -18,8 +18,13 @@ The verdict on a criterion is deterministic:
   within the level from a hash of the response (so one level's responses are ordered
   too). Strength ignores the position a response is shown in, so without
   position bias a comparison gives the same verdict in both orders;
-- with probability ``SimConfig.position_bias`` (a hash of the seed, the judge, the prompt
-  and the criterion) the judgment picks the response shown FIRST, whatever the strengths;
+- a judge that grants injections (``JudgeTraits.injection``) gives every criterion to
+  the response whose injection it grants (when it grants exactly one's);
+- with probability ``|position_bias|`` of the judge's traits (a hash of the seed, the
+  judge, both responses in the order shown and the criterion: each order draws on its
+  own) the verdict goes to the response shown first (positive) or second (negative);
+- with probability ``SimConfig.position_bias`` (a hash of the same) the judgment picks
+  the response shown FIRST, whatever the strengths;
 - otherwise the stronger response wins; in our format the two tie when their strengths
   differ by less than :data:`TIE_MARGIN`. Prometheus's format has no tie: exactly equal
   strengths (identical responses) give the first response.
@@ -51,7 +56,7 @@ from flask_eval.rubrics.protocol import (
     verdict_line,
 )
 
-from . import quality
+from . import generate, quality
 from .config import SimConfig
 
 PairLayout = Literal["pairwise", "prometheus-relative"]
@@ -148,32 +153,79 @@ def _unit(*parts: str) -> float:
 def strength(
     response: str, reference: str | None, criterion: str, model: str, config: SimConfig
 ) -> float:
-    """How good ``response`` is on ``criterion`` to judge ``model`` (position-free)."""
+    """How good ``response`` is on ``criterion`` to judge ``model`` (position-free; keyed
+    on the response's canonical text, so a probe's twin has its original's strength
+    unless the judge's traits read what the twin changed)."""
     seed = str(config.seed)
+    plain = quality.canonical(response)
     level = quality.criterion_level(response, reference, criterion, config)
-    nudge = quality.NUDGES[int(_unit("pair-nudge", seed, model, criterion, response) * 5)]
+    nudge = quality.NUDGES[int(_unit("pair-nudge", seed, model, criterion, plain) * 5)]
     utility = level + nudge
     traits = config.traits_of(model)
     if not traits.neutral:  # the bias is the same on both sides: it cancels
-        noise_parts = ("pair", seed, model, criterion, response)
-        utility += quality.trait_shift(traits, quality.word_count(response), noise_parts)
+        noise_parts = ("pair", seed, model, criterion, plain)
+        family = generate.family_of(plain)
+        words = quality.word_count(response)
+        utility += quality.trait_shift(traits, words, noise_parts, family)
     level = min(5, max(1, utility))
-    spread = _unit("pair-spread", seed, criterion, response) - 0.5
+    spread = _unit("pair-spread", seed, criterion, plain) - 0.5
     return (level - 1) * _LEVEL_STEP + spread * _SPREAD
 
 
-def biased(prompt: str, criterion: str, model: str, config: SimConfig) -> bool:
-    """Whether this judgment picks the first response regardless (``position_bias``)."""
+def _shown(pair: PairParts) -> tuple[str, str]:
+    """The canonical texts of the responses in the order shown (first, second)."""
+    return quality.canonical(pair.response_a), quality.canonical(pair.response_b)
+
+
+def biased(pair: PairParts, criterion: str, model: str, config: SimConfig) -> bool:
+    """Whether this judgment picks the first response regardless (``position_bias``),
+    by a hash of the responses in the order shown."""
     if config.position_bias <= 0:
         return False
-    return _unit("position", str(config.seed), model, prompt, criterion) < config.position_bias
+    return _unit("position", str(config.seed), model, *_shown(pair), criterion) < (
+        config.position_bias
+    )
+
+
+def trait_position(pair: PairParts, criterion: str, model: str, config: SimConfig) -> str | None:
+    """The position the judge's ``position_bias`` trait gives this verdict to whatever the
+    responses (``"A"``: first, ``"B"``: second), None when it does not: with probability
+    the trait's size, by a hash of the responses in the order shown (each order draws
+    on its own)."""
+    b = config.traits_of(model).position_bias
+    if b == 0:
+        return None
+    if _unit("position-trait", str(config.seed), model, *_shown(pair), criterion) >= abs(b):
+        return None
+    return VERDICT_A if b > 0 else VERDICT_B
+
+
+def injected_winner(pair: PairParts, model: str, config: SimConfig) -> str | None:
+    """The response whose injection the judge grants (``JudgeTraits.injection``) when
+    exactly one of the two is granted (``"A"`` or ``"B"``), else None."""
+    traits = config.traits_of(model)
+    if traits.injection <= 0:
+        return None
+    seed = str(config.seed)
+    a = quality.injection_granted(pair.response_a, traits, seed, model)
+    b = quality.injection_granted(pair.response_b, traits, seed, model)
+    if a == b:
+        return None
+    return VERDICT_A if a else VERDICT_B
 
 
 def verdicts(pair: PairParts, prompt: str, model: str, config: SimConfig) -> dict[str, str]:
-    """Each criterion's verdict, ``"A"``, ``"B"`` or (our format only) ``"tie"``."""
+    """Each criterion's verdict, ``"A"``, ``"B"`` or (our format only) ``"tie"``: to a
+    response whose injection the judge grants, else where the judge's position bias
+    sends it, else to the stronger response."""
     out: dict[str, str] = {}
+    granted = injected_winner(pair, model, config)
     for criterion in pair.criteria:
-        if biased(prompt, criterion, model, config):
+        forced = granted or trait_position(pair, criterion, model, config)
+        if forced is not None:
+            out[criterion] = forced
+            continue
+        if biased(pair, criterion, model, config):
             out[criterion] = VERDICT_A
             continue
         a = strength(pair.response_a, pair.reference, criterion, model, config)

@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 from statistics import NormalDist
 
+from flask_eval.rubrics.probes import canonical, injections_in, word_count
 from flask_eval.rubrics.protocol import NO_REFERENCE, REFERENCE_HEADING
 
 from . import formats, generate
@@ -49,44 +50,67 @@ def gaussian(*parts: str) -> float:
     return _STANDARD.inv_cdf(unit(*parts))
 
 
-def word_count(text: str) -> int:
-    """The words of ``text`` (runs of non-space), as a length preference counts them."""
-    return len(text.split())
+__all__ = ["canonical", "word_count"]  # the words a length preference counts
 
 
-def trait_shift(traits: JudgeTraits, words: int, noise_parts: tuple[str, ...]) -> float:
+def content_key(response: str, reference: str | None) -> str:
+    """What a judgment's draws are keyed on: the canonical texts of the response and the
+    reference (``rubrics.probes.canonical``), so a probe's twin of a response (padded,
+    restyled, injected, raw or neutralized by a prompt, its criteria in any order) draws
+    exactly what its original draws."""
+    return f"{canonical(response)}\x1e{canonical(reference or '')}"
+
+
+def trait_shift(
+    traits: JudgeTraits, words: int, noise_parts: tuple[str, ...], family: str | None = None
+) -> float:
     """What ``traits`` add to a judged level, before rounding: noise (a standard normal
-    from a hash of ``noise_parts``, times ``traits.noise``) and the length preference;
-    the bias is not included (a comparison's two sides share it)."""
+    from a hash of ``noise_parts``, times ``traits.noise``), the length preference and
+    the self-preference (when ``family``, the response's, is the judge's); the bias is
+    not included (a comparison's two sides share it)."""
     shift = 0.0
     if traits.noise:
         shift += traits.noise * gaussian("noise", *noise_parts)
     if traits.length_preference:
         shift += traits.length_preference * math.log2(max(words, 1) / 100)
+    if traits.self_preference and family is not None and family == traits.family:
+        shift += traits.self_preference
     return shift
 
 
 def judged_value(
-    level: float, traits: JudgeTraits, words: int, seed_parts: tuple[str, ...]
+    level: float,
+    traits: JudgeTraits,
+    words: int,
+    seed_parts: tuple[str, ...],
+    family: str | None = None,
 ) -> float:
     """The unrounded score a judge gives a response of ``level`` (1..5, fractions allowed)
     with ``words`` words on one criterion: the level, the judge's -1/0/+1 nudge, its
-    bias, its noise and its length preference (:class:`simulator.config.JudgeTraits`).
-    ``seed_parts`` identify the judgment: ``(seed, judge, prompt, criterion)``, the seed
-    being ``"S"`` or ``"S/R"`` with a request's own seed R."""
+    bias, its noise, its length preference and its self-preference when ``family`` (the
+    response's model family) is its own (:class:`simulator.config.JudgeTraits`).
+    ``seed_parts`` identify the judgment: ``(seed, judge, content, criterion)``, the seed
+    being ``"S"`` or ``"S/R"`` with a request's own seed R and the content
+    :func:`content_key`."""
     value = level + NUDGES[stable_hash("nudge", *seed_parts) % len(NUDGES)]
     if traits.neutral:
         return value
-    return value + traits.bias + trait_shift(traits, words, seed_parts)
+    return value + traits.bias + trait_shift(traits, words, seed_parts, family)
 
 
-def judged_score(level: float, traits: JudgeTraits, words: int, seed_parts: tuple[str, ...]) -> int:
+def judged_score(
+    level: float,
+    traits: JudgeTraits,
+    words: int,
+    seed_parts: tuple[str, ...],
+    family: str | None = None,
+) -> int:
     """The 1..5 score a simulated judge gives (the server's own answers come from here):
     :func:`judged_value`, rounded stochastically (its floor, plus one with probability
     its fraction, by a hash of ``seed_parts``: the expected score is the value) and
     clamped to 1..5. Pure and fast, so a benchmark can score many simulated judgments
     in-process and get what the server would answer."""
-    value = judged_value(level, traits, words, seed_parts)
+    value = judged_value(level, traits, words, seed_parts, family)
     score = math.floor(value)
     if value > score and unit("round", *seed_parts) < value - score:
         score += 1
@@ -126,6 +150,7 @@ def quality_of(response: str, reference: str | None, config: SimConfig) -> int:
     """:func:`quality` of ``response`` given the ``reference`` answer (None: none). A
     response a simulated model under test generated carries its level in its opening
     (``simulator.generate.signature``): that level, whatever the reference."""
+    response = canonical(response)  # a twin's level is its original's
     signed = generate.level_of(response)
     if signed is not None:
         return signed
@@ -142,8 +167,20 @@ def criterion_level(
 ) -> float:
     """The level of ``response`` on ``criterion``: its own level on that criterion when
     its signature gives one (``SimConfig.skill_levels``), else :func:`quality_of`."""
-    own = generate.skill_levels_of(response).get(criterion)
+    own = generate.skill_levels_of(canonical(response)).get(criterion)
     return own if own is not None else quality_of(response, reference, config)
+
+
+def injection_granted(response: str, traits: JudgeTraits, seed: str, model: str) -> bool:
+    """Whether the judge ``model`` grants what ``response`` (raw or as a prompt shows it)
+    claims by an injection: with probability ``traits.injection``, by a hash of the
+    response's canonical text and the kinds of injection it carries."""
+    if traits.injection <= 0:
+        return False
+    kinds = injections_in(response)
+    if not kinds:
+        return False
+    return unit("inject", seed, model, canonical(response), *kinds) < traits.injection
 
 
 def garbage_kind(prompt: str, model: str, config: SimConfig) -> str:

@@ -174,8 +174,13 @@ def config_to_argv(config: SimConfig) -> list[str]:
         argv += [
             "--judge-traits",
             f"{name}:bias={float(traits.bias)!r},noise={float(traits.noise)!r},"
-            f"length={float(traits.length_preference)!r}",
+            f"length={float(traits.length_preference)!r},"
+            f"position={float(traits.position_bias)!r},inject={float(traits.injection)!r},"
+            f"self={float(traits.self_preference)!r}"
+            + (f",family={traits.family}" if traits.family is not None else ""),
         ]
+    for model, family in config.model_families.items():
+        argv += ["--model-family", f"{model}={family}"]
     if config.quote_response:
         argv.append("--quote-response")
     if config.echo_headers:
