@@ -18,6 +18,7 @@ from pathlib import Path
 
 from flask_eval.app import steps
 from flask_eval.app.pipeline import prepare
+from flask_eval.app.probe_card import card_inputs
 from flask_eval.app.score_tables import run_table
 from flask_eval.core.errors import InputError
 from flask_eval.core.settings import Settings
@@ -35,6 +36,8 @@ from flask_eval.report import meta_eval
 from flask_eval.report.meta_eval import SetResult
 from flask_eval.report.pairwise import Comparison
 from flask_eval.report.pairwise_labels import ALL_GROUPS, label_accuracy
+from flask_eval.report.probe_card import card_of
+from flask_eval.report.probe_types import Card
 from flask_eval.storage import analytics
 from flask_eval.storage.store import Store
 
@@ -174,6 +177,7 @@ def _run(
     work = steps.StepWork(max_cost=config.max_cost, say=ctx.say)
     run = steps.execute(plan, ctx.store, dispatcher, ctx.settings, verb="judge-eval", work=work).run
     ctx.say(f"judge-eval: {loaded.info.name}: run {run.name}")
+    ctx.cards.append(card_of(card_inputs(ctx.store, run)))
     if not absolute:
         records = [Comparison(*row) for row in analytics.pairwise_rows(ctx.store, run.id).done]
         return [_pairwise_result(loaded, name, records)]
@@ -209,6 +213,8 @@ class _Context:
     store: Store
     work_dir: Path
     say: Callable[[str], None]
+    #: each judged set's judge card (the runs' own: ops, and the swap on pairwise sets)
+    cards: list[Card] = field(default_factory=list)
 
 
 def judge_eval(
@@ -217,10 +223,12 @@ def judge_eval(
     open_store: Callable[[], Store],
     work_dir: Path,
     say: Callable[[str], None] | None = None,
+    cards: list[Card] | None = None,
 ) -> list[SetResult]:
     """Every chosen set checked first (InputError: nothing written, the store not even
     opened), then judged (or replayed) set by set: the table's rows
-    (:func:`report.meta_eval.table_data` makes the table of them)."""
+    (:func:`report.meta_eval.table_data` makes the table of them); the judge card of
+    each set's run is appended to ``cards`` (recorded answers have no run, no card)."""
     tell = say or (lambda _line: None)
     if config.limit is not None and config.limit < 1:
         raise InputError("--limit must be at least 1")
@@ -240,7 +248,7 @@ def judge_eval(
     name, spec = judge_name(config.spec)
     store = open_store()
     try:
-        ctx = _Context(settings, store, work_dir, tell)
+        ctx = _Context(settings, store, work_dir, tell, cards if cards is not None else [])
         for x in loaded:
             rows += _run(x, name, spec, config, ctx)
     finally:

@@ -49,8 +49,8 @@ from flask_eval.producer.plan import (
     fingerprint,
     run_config,
 )
-from flask_eval.producer.probe_plan import parse_families, plan_probes
 from flask_eval.producer.prices import check_budget_prices, settle_prices
+from flask_eval.producer.probe_plan import parse_families, plan_probes
 from flask_eval.producer.samples import sampled
 from flask_eval.producer.select import select
 from flask_eval.producer.sources import Sources, load_sources

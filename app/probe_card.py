@@ -15,7 +15,7 @@ from scipy import stats
 
 from flask_eval.core.errors import FailureReason
 from flask_eval.core.people import is_person
-from flask_eval.core.probes import PROBE_SEPARATOR, is_twin, twin_of
+from flask_eval.core.probes import PROBE_SEPARATOR, SELF, is_twin, twin_of
 from flask_eval.core.types import VERDICT_FIRST, VERDICT_SECOND, VERDICT_TIE, sample_of
 from flask_eval.report.probe_card import card_of
 from flask_eval.report.probe_types import (
@@ -111,7 +111,9 @@ def _verdicts(rows: Iterable[LedgerRow]) -> list[OrderedVerdicts]:
             else:
                 pair[1] = _SECOND[r.score]
     return [
-        OrderedVerdicts(judge, variant, inst, crit, a.partition(PROBE_SEPARATOR)[0], b, first, second)
+        OrderedVerdicts(
+            judge, variant, inst, crit, a.partition(PROBE_SEPARATOR)[0], b, first, second
+        )
         for (judge, variant, inst, crit, a, b), (first, second) in seen.items()
     ]
 
@@ -193,7 +195,8 @@ def card_inputs(store: Store, run: RunInfo) -> CardInputs:
         judges=tuple(judges),
         twins=tuple(_twins(scores, texts)),
         verdicts=tuple(_verdicts(rows)),
-        own=tuple(_own(scores)),
+        # self-preference: measured when the run probes it (it reads every judge's items)
+        own=tuple(_own(scores)) if SELF in run.config.probes.get("probes", ()) else (),
         families={str(k): str(v) for k, v in families.items()},
         ops=tuple(_ops(run, rows, store, judges)),
         people=tuple(_people(scores, judges)),

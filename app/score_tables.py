@@ -8,11 +8,11 @@ from typing import Any
 
 from flask_eval.core.stored import StoredConfig
 from flask_eval.core.types import DOMAINS, sample_of
-from flask_eval.report.probe_filter import without_twins
 from flask_eval.report.breakdown import Aggregation, Breakdown, KeyOrders, report_breakdown
 from flask_eval.report.consistency import SelfConsistency, consistency_rows, merge_samples
 from flask_eval.report.metrics import BIGGEN_CAPABILITIES, Row
 from flask_eval.report.people_table import split_people
+from flask_eval.report.probe_filter import without_twins
 from flask_eval.report.scores import InstanceGroups, ScoreTable, build_coded
 from flask_eval.rubrics import codec
 from flask_eval.rubrics.skills import SkillSet

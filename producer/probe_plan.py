@@ -111,9 +111,7 @@ def _twin(rs: ResponseSet, variant: str, injection: str) -> ResponseSet:
             return transforms.inject(t, transforms.INSTRUCTION)
         return t
 
-    responses = tuple(
-        Response(name, r.instance_id, text(r.text), r.line) for r in rs.responses
-    )
+    responses = tuple(Response(name, r.instance_id, text(r.text), r.line) for r in rs.responses)
     return ResponseSet(name, f"{rs.path}#{variant}", responses)
 
 

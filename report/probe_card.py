@@ -225,9 +225,16 @@ def _pairwise(
     return out, consistency, notes
 
 
+#: the self-preference note when no judge of another family is there to compare with
+SELF_RELATIVE = (
+    "self: every other judge's family has models here, so the excess is relative to "
+    "theirs (a judge of another family would measure it alone)"
+)
+
+
 def _self(inputs: CardInputs, judge: str, confidence: float) -> tuple[list[_Raw], list[str]]:
     """The own-family excess, or the note saying why it cannot be measured."""
-    if not inputs.own and not inputs.families:
+    if not inputs.own:  # not probed (a run without the self probe)
         return [], []
     family = inputs.families.get(judge)
     if family is None:
@@ -240,12 +247,23 @@ def _self(inputs: CardInputs, judge: str, confidence: float) -> tuple[list[_Raw]
         return [], [f"self: no model of its family ({family})"]
     if not any(f is not None and f != family for f in kinds.values()):
         return [], [f"self: no model of another family than {family}"]
+    # the judges to compare with: those of no family with models here (whose own
+    # preference cannot touch these items), else every other judge (then only the
+    # differences between judges' preferences are seen: a note says so)
+    answered = {f for f in kinds.values() if f is not None}
+    neutral = {
+        j
+        for o in rows
+        for j in o.scores
+        if j != judge and inputs.families.get(j) is not None and inputs.families[j] not in answered
+    }
+    notes = [] if neutral else [SELF_RELATIVE]
     per: dict[str, tuple[list[float], list[float]]] = defaultdict(lambda: ([], []))
     for o in rows:
         kind = kinds[o.model]
-        if kind is None:
+        others = [s for j, s in o.scores.items() if j != judge and (not neutral or j in neutral)]
+        if kind is None or not others:
             continue
-        others = [s for j, s in o.scores.items() if j != judge]
         d = o.scores[judge] - sum(others) / len(others)
         per[o.instance][0 if kind == family else 1].append(d)
     values = [sum(a) / len(a) - sum(b) / len(b) for a, b in per.values() if a and b]
@@ -255,7 +273,7 @@ def _self(inputs: CardInputs, judge: str, confidence: float) -> tuple[list[_Raw]
     excess = instance_mean(values, inst, confidence)
     items = sum(len(a) + len(b) for a, b in per.values() if a and b)
     excess = dataclasses.replace(excess, items=items)
-    return [_Raw(SELF, SELF_EXCESS, excess, SELF, SELF)], []
+    return [_Raw(SELF, SELF_EXCESS, excess, SELF, SELF)], notes
 
 
 def _effects(

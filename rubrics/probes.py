@@ -223,6 +223,14 @@ def injections_in(text: str) -> tuple[str, ...]:
     return tuple(kinds)
 
 
+def judged_words(text: str) -> int:
+    """The words of ``text`` a judge that sees through an injection reads: its
+    :func:`word_count` without the injections it carries (raw or neutralized)."""
+    if not carries_injection(text):
+        return word_count(text)
+    return word_count(_remove(_joined(_tokens(text)), [*_score_claims(), INSTRUCTION])[0])
+
+
 def carries_injection(text: str) -> bool:
     """Whether ``text`` carries an injection of either kind, raw or neutralized."""
     return bool(injections_in(text))

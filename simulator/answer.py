@@ -42,13 +42,15 @@ from .quality import (
     canonical,
     content_key,
     garbage_kind,
+    gaussian,
     injection_granted,
     judged_score,
+    judged_words,
     quality_of,
     reference_text,
     stable_hash,
-    word_count,
 )
+from .traits import JudgeTraits
 
 _RATIONALES = {
     1: "The response fails on this criterion: it is largely wrong, missing or unusable.",
@@ -116,7 +118,7 @@ def judge_scores(
     own = generate.skill_levels_of(plain)  # a model's own level on some criteria
     family = generate.family_of(plain)
     traits = config.traits_of(model)
-    words = word_count(response)
+    words = judged_words(response)  # an injection it does not grant is no part of it
     seed = _seed(config)
     key = content_key(response, reference)
     if injection_granted(response, traits, seed, model):
@@ -128,9 +130,8 @@ def judge_scores(
             if u < config.na_rate:
                 scores[skill] = None
                 continue
-        scores[skill] = judged_score(
-            own.get(skill, level), traits, words, (seed, model, key, skill), family
-        )
+        shaken = own.get(skill, level) + _jitter(traits, seed, model, prompt, skill)
+        scores[skill] = judged_score(shaken, traits, words, (seed, model, key, skill), family)
     return scores
 
 
@@ -156,7 +157,15 @@ def overall_score(prompt: str, model: str, config: SimConfig) -> int:
         return 5
     key = content_key(response, reference_text(prompt))
     family = generate.family_of(canonical(response))
-    return judged_score(level, traits, word_count(response), (seed, model, key, ""), family)
+    shaken = level + _jitter(traits, seed, model, prompt, "")
+    return judged_score(shaken, traits, judged_words(response), (seed, model, key, ""), family)
+
+
+def _jitter(traits: JudgeTraits, seed: str, model: str, prompt: str, criterion: str) -> float:
+    """The judge's per-request noise (``JudgeTraits.jitter``), keyed on the whole prompt."""
+    return (
+        traits.jitter * gaussian("jitter", seed, model, prompt, criterion) if traits.jitter else 0.0
+    )
 
 
 def _rationale(scores: dict[str, int | None]) -> list[str]:

@@ -165,7 +165,7 @@ def strength(
     if not traits.neutral:  # the bias is the same on both sides: it cancels
         noise_parts = ("pair", seed, model, criterion, plain)
         family = generate.family_of(plain)
-        words = quality.word_count(response)
+        words = quality.judged_words(response)
         utility += quality.trait_shift(traits, words, noise_parts, family)
     level = min(5, max(1, utility))
     spread = _unit("pair-spread", seed, criterion, plain) - 0.5
@@ -230,6 +230,14 @@ def verdicts(pair: PairParts, prompt: str, model: str, config: SimConfig) -> dic
             continue
         a = strength(pair.response_a, pair.reference, criterion, model, config)
         b = strength(pair.response_b, pair.reference, criterion, model, config)
+        jitter = config.traits_of(model).jitter
+        if jitter:  # drawn for this request (its prompt), each side on its own
+            a += jitter * quality.gaussian(
+                "jitter", str(config.seed), model, prompt, criterion, "a"
+            )
+            b += jitter * quality.gaussian(
+                "jitter", str(config.seed), model, prompt, criterion, "b"
+            )
         if pair.layout == "pairwise" and abs(a - b) < TIE_MARGIN:
             out[criterion] = VERDICT_TIE_WORD
         else:

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from statistics import NormalDist
 
-from flask_eval.rubrics.probes import canonical, injections_in, word_count
+from flask_eval.rubrics.probes import canonical, injections_in, judged_words, word_count
 from flask_eval.rubrics.protocol import NO_REFERENCE, REFERENCE_HEADING
 
 from . import formats, generate
@@ -50,7 +50,7 @@ def gaussian(*parts: str) -> float:
     return _STANDARD.inv_cdf(unit(*parts))
 
 
-__all__ = ["canonical", "word_count"]  # the words a length preference counts
+__all__ = ["canonical", "judged_words", "word_count"]  # the words a length preference counts
 
 
 def content_key(response: str, reference: str | None) -> str:

@@ -176,7 +176,7 @@ def config_to_argv(config: SimConfig) -> list[str]:
             f"{name}:bias={float(traits.bias)!r},noise={float(traits.noise)!r},"
             f"length={float(traits.length_preference)!r},"
             f"position={float(traits.position_bias)!r},inject={float(traits.injection)!r},"
-            f"self={float(traits.self_preference)!r}"
+            f"self={float(traits.self_preference)!r},jitter={float(traits.jitter)!r}"
             + (f",family={traits.family}" if traits.family is not None else ""),
         ]
     for model, family in config.model_families.items():

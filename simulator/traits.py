@@ -16,6 +16,7 @@ TRAIT_KEYS = {
     "inject": "injection",
     "self": "self_preference",
     "family": "family",
+    "jitter": "jitter",
 }
 #: the numeric traits and the range each one takes
 _RANGES = {
@@ -25,10 +26,11 @@ _RANGES = {
     "position_bias": (-1.0, 1.0),
     "injection": (0.0, 1.0),
     "self_preference": (-4.0, 4.0),
+    "jitter": (0.0, 4.0),
 }
 #: a model family's name: as a model's (letters, digits, ``.``, ``_``, ``-``)
 _FAMILY_RE = re.compile(r"[A-Za-z0-9._-]+")
-_SPEC = "NAME:bias=B,noise=S,length=P,position=B,inject=Q,self=S,family=F"
+_SPEC = "NAME:bias=B,noise=S,length=P,position=B,inject=Q,self=S,family=F,jitter=S"
 
 
 def check_family(family: object, what: str) -> str:
@@ -56,7 +58,13 @@ class JudgeTraits:
     injection (``rubrics.probes.carries_injection``, raw or neutralized) claims: the top
     score on every criterion, or the win in a comparison. ``position_bias`` (pairwise,
     -1..1): the probability that a verdict goes to the response shown first (positive)
-    or second (negative) whatever the responses, drawn for each order on its own."""
+    or second (negative) whatever the responses, drawn for each order on its own.
+
+    ``jitter``: Gaussian noise of that standard deviation drawn for every distinct
+    request (keyed on its whole prompt), as sampling at a temperature above 0 varies a
+    real judge's answers from call to call: unlike ``noise``, which is a function of the
+    content, a probe's twin draws it anew, so an unbiased judge's twins differ from
+    their originals by chance alone."""
 
     bias: float = 0
     noise: float = 0
@@ -65,6 +73,7 @@ class JudgeTraits:
     injection: float = 0
     self_preference: float = 0
     family: str | None = None
+    jitter: float = 0
 
     def __post_init__(self) -> None:
         for name, (low, high) in _RANGES.items():

@@ -33,8 +33,8 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-from flask_eval.core.probes import PROBE_SEPARATOR
 from flask_eval.core.errors import Status
+from flask_eval.core.probes import PROBE_SEPARATOR
 from flask_eval.core.types import STATE_FAILED, STATE_NA, STATE_NONE, STATE_SCORED
 from flask_eval.storage.models import INSTANCE, INSTANCE_DOMAIN, JUDGMENT, RESPONSE
 from flask_eval.storage.pivot_copy import CellKeys, read_coded_parts

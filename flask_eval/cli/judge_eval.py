@@ -100,6 +100,8 @@ def judge_eval_command(**flags: Any) -> None:
     from flask_eval.app.judge_eval import JudgeEvalConfig, judge_eval
     from flask_eval.core import settings as settings_mod
     from flask_eval.report.meta_eval import render_text, table_data
+    from flask_eval.report.probe_card_render import card_json, card_text
+    from flask_eval.report.probe_types import Card
 
     config = JudgeEvalConfig(
         spec=flags["spec"],
@@ -116,14 +118,16 @@ def judge_eval_command(**flags: Any) -> None:
     def say(line: str) -> None:
         click.echo(line, err=True)
 
+    cards: list[Card] = []
     with tempfile.TemporaryDirectory(prefix="flask-eval-judge-eval-") as work:
         rows = judge_eval(
-            config, settings_mod.load(), lambda: open_store(create=True), Path(work), say
+            config, settings_mod.load(), lambda: open_store(create=True), Path(work), say, cards
         )
     if flags["fmt"] == "json":
-        output = json.dumps(table_data(rows), indent=2) + "\n"
+        data = {"table": table_data(rows), "cards": [card_json(c) for c in cards]}
+        output = json.dumps(data, indent=2, allow_nan=False) + "\n"
     else:
-        output = render_text(rows)
+        output = render_text(rows) + "".join("\n" + card_text(c) for c in cards)
     out = flags["out"]
     if out:
         try:

@@ -1,7 +1,7 @@
 """`flask-eval probe` (a run of judge probes) and `flask-eval card RUN` (its judge card).
 
 `probe` takes `run`'s options, with every probe that applies (``--probes all``) on a
-sample of 500 instances unless told otherwise; it prints the card when the run is done.
+sample of 1,000 instances unless told otherwise; it prints the card when the run is done.
 `card` exit codes: 0, or 1 with ``--gate`` when an effect at least its threshold is
 significant; 2 for bad input (one line, nothing written).
 """
@@ -18,7 +18,7 @@ from flask_eval.cli.common import SHORT_HELP, handle_errors, open_store
 from flask_eval.core.errors import FlaskEvalError, InputError
 
 #: instances `probe` samples when neither --sample nor --limit is given
-DEFAULT_SAMPLE = 500
+DEFAULT_SAMPLE = 1000
 FORMATS = ("text", "json", "html")
 
 

@@ -26,6 +26,7 @@ from flask_eval.cli.dry_run import print_dry_run
 from flask_eval.cli.wait import check_waiting, quiet_option, timeout_option, wait_and_finish
 from flask_eval.core import settings as settings_mod
 from flask_eval.core.errors import FailureReason, InputError
+from flask_eval.core.probes import is_twin
 
 if TYPE_CHECKING:
     from flask_eval.core.spec import RunSpec
@@ -236,7 +237,17 @@ def run(**flags: Any) -> None:
     max_cost = spec.budget.max_cost
     check_budget(plan.judges, plan.name, settings.database_url, max_cost)
     for model, (answered, total) in plan.inputs.coverage().items():
-        click.echo(f"{model}: {answered}/{total} instances answered", err=True)
+        if not is_twin(model):  # a probe's twins: the line below
+            click.echo(f"{model}: {answered}/{total} instances answered", err=True)
+    if plan.probes:
+        variants = plan.probes["variants"]
+        click.echo(
+            f"probes: {', '.join(plan.probes['probes'])}; {len(variants)} twin(s) of each "
+            f"response ({', '.join(variants) or 'none'})",
+            err=True,
+        )
+        for probe, why in plan.probes["left_out"].items():
+            click.echo(f"probe {probe} left out: {why}", err=True)
     for model, n in plan.inputs.ignored().items():
         click.echo(
             f"{model}: {n} responses to instances not in the instances file ignored", err=True

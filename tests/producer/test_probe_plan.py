@@ -68,7 +68,7 @@ def test_the_order_twin_is_shown_its_criteria_the_other_way_round() -> None:
     for model in ("a", "a~order"):
         subject = context.subject(instance.instruction, instance.answer, "text", model=model)
         messages, _ = context.prompt("j", subject, criteria)
-        prompt = "\n".join(str(m.content) for m in messages)
+        prompt = "\n".join(str(m["content"]) for m in messages)
         shown[model] = sorted(instance.skills, key=prompt.index)
     assert shown["a~order"] == list(reversed(shown["a"]))
 

@@ -15,7 +15,7 @@ import statsmodels.api as sm
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-from flask_eval.report.probe_card import PER_DOUBLING, card_of, parse_gate
+from flask_eval.report.probe_card import PER_DOUBLING, SELF_RELATIVE, card_of, parse_gate
 from flask_eval.report.probe_card_render import card_json, card_text
 from flask_eval.report.probe_stats import clustered_slope, instance_mean
 from flask_eval.report.probe_types import (
@@ -182,6 +182,34 @@ def test_self_preference_per_instance_own_less_other() -> None:
     assert (effect.probe, effect.estimate, effect.clusters, effect.items) == ("self", 1.5, 2, 4)
     assert effect.p_value == pytest.approx(stats.ttest_1samp([2.0, 1.0], 0.0).pvalue)
     assert card.cards[2].notes == ("self: no family declared for the judge",)
+
+
+def test_self_preference_is_measured_against_a_judge_of_another_family() -> None:
+    """Two judges of the models' two families each prefer their own; a third judge, of a
+    family with no model here, is the reference: each one's own excess is found alone.
+    Without it, only the sum is seen and the card says so."""
+    rng = np.random.default_rng(3)
+    own = []
+    for i in range(400):
+        quality = {m: rng.normal(3, 0.7) for m in ("m-a", "m-b")}
+        for m, q in quality.items():
+            scores = {j: q + rng.normal(0, 0.3) for j in ("J1", "J2", "ref")}
+            scores["J1"] += 0.5 if m == "m-a" else 0.0  # J1, of fa, likes m-a
+            scores["J2"] += 0.2 if m == "m-b" else 0.0  # J2, of fb, likes m-b
+            own.append(OwnScore(m, f"i{i}", "c", scores))
+    families = {"m-a": "fa", "m-b": "fb", "J1": "fa", "J2": "fb", "ref": "fz"}
+    card = card_of(CardInputs("r", ("J1", "J2", "ref"), own=tuple(own), families=families))
+    found = {c.judge: c.effects[0] for c in card.cards if c.effects}
+    assert found["J1"].low < 0.5 < found["J1"].high and found["J1"].significant
+    assert found["J2"].low < 0.2 < found["J2"].high
+    assert card.cards[0].notes == ()
+    two = tuple(
+        OwnScore(o.model, o.instance, o.criterion, {j: o.scores[j] for j in ("J1", "J2")})
+        for o in own
+    )
+    pair = card_of(CardInputs("r", ("J1", "J2"), own=two, families=families))
+    assert pair.cards[0].effects[0].estimate == pytest.approx(0.7, abs=0.1)  # the sum
+    assert pair.cards[0].notes == (SELF_RELATIVE,)
 
 
 @pytest.mark.parametrize(

@@ -4,33 +4,23 @@ twin's judgment. Screenshots go where the other browser tests put theirs
 (``$FLASK_EVAL_ARTIFACTS``, default ``.artifacts/screenshots``): ``judge-card.png`` and
 ``judge-card-pairs.png``.
 
-The card is read by the card's reader (``PROBE_CARD``) when it is installed; without
-it, by a stand-in that reads the same run's ledger rows (``tests.report.probe_cards``),
-so that the pages and their links are checked either way. Without the ``playwright`` package or
-``/usr/bin/chromium`` the test skips."""
+The card is read from the run's ledger by the card's reader (``app.probe_card``), as
+`flask-eval view` reads it. Without the ``playwright`` package or ``/usr/bin/chromium``
+the test skips."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
 from flask_eval.storage.store import Store
-from flask_eval.viewer.server import PROBE_CARD, make_app
-from tests.report.probe_cards import TWIN, fake_reader, inputs_of, probed_run
+from flask_eval.viewer.server import make_app
+from tests.report.probe_cards import TWIN, probed_run
 from tests.viewer.test_browser import ARTIFACTS, CHROMIUM, Served
 
 #: a Chromium process: the integration tier (the collection cannot see it)
 pytestmark = pytest.mark.integration
-
-
-def _reader_installed() -> bool:
-    try:
-        return importlib.util.find_spec(PROBE_CARD) is not None
-    except ModuleNotFoundError:
-        return False
 
 
 def test_from_a_run_to_its_card_an_effects_pairs_and_a_twins_judgment(
@@ -40,11 +30,7 @@ def test_from_a_run_to_its_card_an_effects_pairs_and_a_twins_judgment(
     if not CHROMIUM.exists():
         pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
     store = Store(f"sqlite:///{tmp_path / 'store.db'}")
-    run, rows = probed_run(store, "probed")
-    if not _reader_installed():
-        monkeypatch.setitem(
-            sys.modules, PROBE_CARD, fake_reader(("good",), inputs_of(run.name, rows))
-        )
+    probed_run(store, "probed")
     viewer = Served(make_app(store))
     problems: list[str] = []
     try:
