@@ -177,7 +177,7 @@ def _run(
     work = steps.StepWork(max_cost=config.max_cost, say=ctx.say)
     run = steps.execute(plan, ctx.store, dispatcher, ctx.settings, verb="judge-eval", work=work).run
     ctx.say(f"judge-eval: {loaded.info.name}: run {run.name}")
-    ctx.cards.append(card_of(card_inputs(ctx.store, run)))
+    ctx.cards.append((loaded.info.name, card_of(card_inputs(ctx.store, run))))
     if not absolute:
         records = [Comparison(*row) for row in analytics.pairwise_rows(ctx.store, run.id).done]
         return [_pairwise_result(loaded, name, records)]
@@ -213,8 +213,9 @@ class _Context:
     store: Store
     work_dir: Path
     say: Callable[[str], None]
-    #: each judged set's judge card (the runs' own: ops, and the swap on pairwise sets)
-    cards: list[Card] = field(default_factory=list)
+    #: each judged set's name and judge card (its run's: how the judge worked, and the
+    #: order swap on pairwise sets)
+    cards: list[tuple[str, Card]] = field(default_factory=list)
 
 
 def judge_eval(
@@ -223,12 +224,13 @@ def judge_eval(
     open_store: Callable[[], Store],
     work_dir: Path,
     say: Callable[[str], None] | None = None,
-    cards: list[Card] | None = None,
+    cards: list[tuple[str, Card]] | None = None,
 ) -> list[SetResult]:
     """Every chosen set checked first (InputError: nothing written, the store not even
     opened), then judged (or replayed) set by set: the table's rows
-    (:func:`report.meta_eval.table_data` makes the table of them); the judge card of
-    each set's run is appended to ``cards`` (recorded answers have no run, no card)."""
+    (:func:`report.meta_eval.table_data` makes the table of them); each set's name and
+    the judge card of its run are appended to ``cards`` (recorded answers have no run,
+    no card)."""
     tell = say or (lambda _line: None)
     if config.limit is not None and config.limit < 1:
         raise InputError("--limit must be at least 1")

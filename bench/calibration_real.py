@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -39,6 +38,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
+from flask_eval.producer.judge_eval_sets import prometheus_data_dir
 from flask_eval.report.ppi import CROSS_FIT, IN_SAMPLE, Tuning, ppi_mean
 from flask_eval.rubrics.protocol import PROMETHEUS_SYSTEM
 from flask_eval.simulator import formats
@@ -55,15 +55,8 @@ GRADED["Vicuna Bench"] = "eval/benchmark/data/vicuna_eval.json"
 
 
 def data_dir() -> Path:
-    """Prometheus's data: FLASK_EVAL_PROMETHEUS_DATA, else ../shared next to the repository
-    (or next to the folder of worktrees the repository sits in)."""
-    if "FLASK_EVAL_PROMETHEUS_DATA" in os.environ:
-        return Path(os.environ["FLASK_EVAL_PROMETHEUS_DATA"])
-    for root in (REPO.parent, REPO.parent.parent):
-        candidate = root / "shared" / "prometheus-data"
-        if candidate.is_dir():
-            return candidate
-    return REPO.parent / "shared" / "prometheus-data"
+    """Prometheus's data (``producer.judge_eval_sets.prometheus_data_dir``)."""
+    return prometheus_data_dir()
 
 
 @dataclass(frozen=True)

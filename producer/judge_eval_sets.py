@@ -27,6 +27,7 @@ problem raises :class:`~core.errors.InputError` naming the file and the record o
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,22 @@ from flask_eval.producer.pairwise_sets import (
 )
 from flask_eval.producer.prometheus_sets import load_prometheus_set, parse_filled_prompt
 from flask_eval.report.pairwise_labels import Label
+
+#: the repository's folder (producer/ -> the repository)
+_REPO = Path(__file__).resolve().parent.parent
+
+
+def prometheus_data_dir() -> Path:
+    """Where prometheus-eval's files are: FLASK_EVAL_PROMETHEUS_DATA, else
+    ``shared/prometheus-data`` next to the repository (or next to the folder it sits in)."""
+    if "FLASK_EVAL_PROMETHEUS_DATA" in os.environ:
+        return Path(os.environ["FLASK_EVAL_PROMETHEUS_DATA"])
+    for root in (_REPO.parent, _REPO.parent.parent):
+        candidate = root / "shared" / "prometheus-data"
+        if candidate.is_dir():
+            return candidate
+    return _REPO.parent / "shared" / "prometheus-data"
+
 
 ABSOLUTE, PAIRWISE = "absolute", "pairwise"
 #: how a set's file is laid out (the module docstring)

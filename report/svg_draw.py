@@ -132,6 +132,39 @@ def tick_step(span: float) -> float:
     return next(base * k for k in (1, 2, 2.5, 5, 10) if span / (base * k) <= 6)
 
 
+def value_axis(
+    x: Callable[[float], float], lo: float, hi: float, top: float, bottom: float
+) -> list[str]:
+    """Vertical grid lines at round ticks between ``lo`` and ``hi`` (``x`` places a value),
+    each labelled under the plot."""
+    step = tick_step(hi - lo)
+    body: list[str] = []
+    for k in range(math.ceil(lo / step), math.floor(hi / step) + 1):
+        t = k * step
+        body += [
+            f'<line x1="{num(x(t))}" x2="{num(x(t))}" y1="{num(top)}" y2="{num(bottom)}" '
+            'stroke="#000" stroke-opacity="0.1"/>',
+            text(x(t), bottom + 14, f"{t:g}", extra=' font-size="9"'),
+        ]
+    return body
+
+
+def reference_line(cls: str, at: float, top: float, bottom: float, stroke: str) -> str:
+    """A dashed vertical line at ``at`` (a zero, an anchor) of class ``cls``."""
+    return (
+        f'<line class="{cls}" x1="{num(at)}" x2="{num(at)}" y1="{num(top - 4)}" '
+        f'y2="{num(bottom)}" stroke="{stroke}" stroke-dasharray="4 3"/>'
+    )
+
+
+def whisker(a: float, b: float, y: float) -> str:
+    """An interval from ``a`` to ``b`` at height ``y``, with end caps."""
+    return (
+        f'<path class="whisker" d="M{num(a)},{num(y)}H{num(b)}'
+        f'M{num(a)},{num(y - 3)}v6M{num(b)},{num(y - 3)}v6" stroke="#333" fill="none"/>'
+    )
+
+
 def short(text: str, chars: int) -> str:
     return text if len(text) <= chars else text[: max(chars - 1, 1)] + "…"
 

@@ -11,7 +11,19 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from flask_eval.report.svg_draw import CHAR, heading, mark, note, num, short, svg, text, tick_step
+from flask_eval.report.svg_draw import (
+    CHAR,
+    heading,
+    mark,
+    note,
+    num,
+    reference_line,
+    short,
+    svg,
+    text,
+    value_axis,
+    whisker,
+)
 
 #: a row's dot: failed a gate, significant, neither
 FAILS, SIGNIFICANT, PLAIN = "#d62728", "#1f77b4", "#999999"
@@ -53,28 +65,14 @@ def forest(rows: Sequence[ForestRow], label: str, kind: str = "forest") -> str:
     def x(v: float) -> float:
         return x0 + (x1 - x0) * (min(max(v, lo), hi) - lo) / (hi - lo)
 
-    body = [heading((x0 + x1) / 2, label)]
-    step = tick_step(hi - lo)
-    for k in range(math.ceil(lo / step), math.floor(hi / step) + 1):
-        t = k * step
-        body += [
-            f'<line x1="{num(x(t))}" x2="{num(x(t))}" y1="{num(top)}" y2="{num(bottom)}" '
-            'stroke="#000" stroke-opacity="0.1"/>',
-            text(x(t), bottom + 14, f"{t:g}", extra=' font-size="9"'),
-        ]
-    body.append(
-        f'<line class="zero" x1="{num(x(0))}" x2="{num(x(0))}" y1="{num(top - 4)}" '
-        f'y2="{num(bottom)}" stroke="#555" stroke-dasharray="4 3"/>'
-    )
+    body = [heading((x0 + x1) / 2, label), *value_axis(x, lo, hi, top, bottom)]
+    body.append(reference_line("zero", x(0), top, bottom, "#555"))
     for i, r in enumerate(rows):
         y = top + rh * (i + 0.5)
         body.append(text(x0 - 8, y + 4, short(r.label, 36), "end", full=r.label))
         if math.isfinite(r.low) and math.isfinite(r.high):
             a, b = x(r.low), x(r.high)
-            body.append(
-                f'<path class="whisker" d="M{num(a)},{num(y)}H{num(b)}'
-                f'M{num(a)},{num(y - 3)}v6M{num(b)},{num(y - 3)}v6" stroke="#333" fill="none"/>'
-            )
+            body.append(whisker(a, b, y))
         if not math.isfinite(r.estimate):
             attrs = f'cx="{num(x0 + 6)}" cy="{num(y)}" r="4" fill="none" stroke="#999"'
             body.append(mark("circle", attrs, r.title, r.url, r.data, missing=True))

@@ -7,7 +7,6 @@ Import the figures from :mod:`report.svg`, the public interface of all of them.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from flask_eval.report.pairwise import ALL_CRITERIA, WinRate
@@ -27,10 +26,12 @@ from flask_eval.report.svg_draw import (
     note,
     num,
     palette,
+    reference_line,
     short,
     svg,
     text,
-    tick_step,
+    value_axis,
+    whisker,
 )
 
 
@@ -133,18 +134,8 @@ def ratings_chart(report: PairwiseReport, judge: str, criterion: str = ALL_CRITE
         heading((x0 + x1) / 2, label),
         text(x1 + 40, top - 6, "win rate", "middle", ' font-size="9" fill="#444"'),
     ]
-    step = tick_step(hi - lo)
-    for k in range(math.ceil(lo / step), math.floor(hi / step) + 1):
-        t = k * step
-        body += [
-            f'<line x1="{num(x(t))}" x2="{num(x(t))}" y1="{num(top)}" y2="{num(bottom)}" '
-            'stroke="#000" stroke-opacity="0.1"/>',
-            text(x(t), bottom + 14, f"{t:g}", extra=' font-size="9"'),
-        ]
-    body.append(
-        f'<line class="anchor" x1="{num(x(1000))}" x2="{num(x(1000))}" y1="{num(top - 4)}" '
-        f'y2="{num(bottom)}" stroke="#888" stroke-dasharray="4 3"/>'
-    )
+    body += value_axis(x, lo, hi, top, bottom)
+    body.append(reference_line("anchor", x(1000), top, bottom, "#888"))
     for i, r in enumerate(board):
         y = top + rh * (i + 0.5)
         body.append(text(x0 - 8, y + 4, short(r.model, 28), "end", full=r.model))
@@ -154,11 +145,7 @@ def ratings_chart(report: PairwiseReport, judge: str, criterion: str = ALL_CRITE
             body.append(mark("circle", attrs, _rating_title(r), None, data, missing=True))
             continue
         if r.ci is not None:
-            body.append(
-                f'<path class="whisker" d="M{num(x(r.ci[0]))},{num(y)}H{num(x(r.ci[1]))}'
-                f'M{num(x(r.ci[0]))},{num(y - 3)}v6M{num(x(r.ci[1]))},{num(y - 3)}v6" '
-                'stroke="#333" fill="none"/>'
-            )
+            body.append(whisker(x(r.ci[0]), x(r.ci[1]), y))
         attrs = f'cx="{num(x(r.rating))}" cy="{num(y)}" r="5" fill="{colour.get(r.model, "#555")}"'
         body.append(mark("circle", attrs, _rating_title(r), None, data))
         if r.win_rate is not None:

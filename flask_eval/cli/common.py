@@ -7,6 +7,7 @@ import math
 import sys
 import textwrap
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -180,3 +181,52 @@ class EnvHelp(click.Command):
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         self.epilog = epilog(self.env)
         super().format_epilog(ctx, formatter)
+
+
+def correction_option(across: str) -> Callable[[F], F]:
+    """``--correction holm|bh``: the multiplicity correction ``across`` a family of tests
+    (the names are ``report.paired.METHODS``; numpy is not loaded for ``--help``)."""
+    return click.option(
+        "--correction",
+        type=click.Choice(["holm", "bh"]),
+        default="holm",
+        show_default=True,
+        help=f"{across}: Holm (family-wise error) or Benjamini-Hochberg (false discovery rate).",
+    )
+
+
+#: ``--confidence``: the confidence level of the intervals a command prints
+confidence_option = click.option(
+    "--confidence",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.95,
+    show_default=True,
+    help="Confidence level of the effects' intervals.",
+)
+
+#: ``--out FILE``: where a command writes its output instead of standard output
+out_option = click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    default=None,
+    metavar="FILE",
+    help="Write the output to FILE instead of standard output.",
+)
+
+
+def write_output(out: str | None, output: str, headline: str | None = None) -> None:
+    """``output`` into the file ``out`` (its folder made; ``headline`` and where it went
+    on stderr), or on stdout when ``out`` is None; InputError (exit 2) when it cannot be
+    written."""
+    if not out:
+        click.echo(output, nl=False)
+        return
+    path = Path(out)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(output, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"--out: cannot write {out}: {exc.strerror}") from None
+    if headline:
+        click.echo(headline, err=True)
+    click.echo(f"wrote {out}", err=True)

@@ -7,13 +7,21 @@ input (one line, nothing written).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import click
 
-from flask_eval.cli.common import SHORT_HELP, FiniteRange, handle_errors, open_store
-from flask_eval.core.errors import FlaskEvalError, InputError
+from flask_eval.cli.common import (
+    SHORT_HELP,
+    FiniteRange,
+    confidence_option,
+    correction_option,
+    handle_errors,
+    open_store,
+    out_option,
+    write_output,
+)
+from flask_eval.core.errors import FlaskEvalError
 
 FORMATS = ("text", "json", "junit", "markdown")
 
@@ -57,20 +65,8 @@ class RegressionFound(FlaskEvalError):
     metavar="D",
     help="A regression is a drop of at least D points (H0: the drop is smaller than D).",
 )
-@click.option(
-    "--correction",
-    type=click.Choice(["holm", "bh"]),  # report.paired.METHODS (numpy is not loaded for --help)
-    default="holm",
-    show_default=True,
-    help="Holm (family-wise error) or Benjamini-Hochberg (false discovery rate).",
-)
-@click.option(
-    "--confidence",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    default=0.95,
-    show_default=True,
-    help="Confidence level of the effects' intervals.",
-)
+@correction_option("Across every test of the comparison")
+@confidence_option
 @click.option(
     "--format",
     "fmt",
@@ -79,13 +75,7 @@ class RegressionFound(FlaskEvalError):
     show_default=True,
     help="A text table, JSON, JUnit XML (CI test reports) or Markdown (CI summaries).",
 )
-@click.option(
-    "--out",
-    type=click.Path(dir_okay=False),
-    default=None,
-    metavar="FILE",
-    help="Write the output to FILE (the headline still goes to stderr).",
-)
+@out_option
 @handle_errors
 def compare_command(**flags: Any) -> None:
     """NEW against BASE, paired on the judgments both scored: each run's mean per
@@ -110,19 +100,7 @@ def compare_command(**flags: Any) -> None:
         result = compare_runs(store, flags["base"], flags["new"], settings, flags["models"])
     finally:
         store.close()
-    output = render(result, flags["fmt"])
-    out = flags["out"]
-    if out:
-        path = Path(out)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(output, encoding="utf-8")
-        except OSError as exc:
-            raise InputError(f"--out: cannot write {out}: {exc.strerror}") from None
-        click.echo(result.headline, err=True)
-        click.echo(f"wrote {out}", err=True)
-    else:
-        click.echo(output, nl=False)
+    write_output(flags["out"], render(result, flags["fmt"]), result.headline)
     if flags["gate"] and result.gate_failed:
         raise RegressionFound(
             f"--gate: {len(result.regressions)} significant regression(s) "

@@ -8,31 +8,17 @@ twice); 2 for bad input (one line, nothing written).
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import click
 
-from flask_eval.cli.common import SHORT_HELP, handle_errors, open_store
+from flask_eval.cli.common import SHORT_HELP, handle_errors, open_store, out_option, write_output
 from flask_eval.core.errors import InputError
+from flask_eval.producer.judge_eval_sets import prometheus_data_dir
 
 FORMATS = ("text", "json")
-#: the repository's folder (flask_eval/cli/ -> the repository)
-_REPO = Path(__file__).resolve().parent.parent.parent
-
-
-def default_data_dir() -> Path:
-    """FLASK_EVAL_PROMETHEUS_DATA, else ``shared/prometheus-data`` next to the repository
-    (or next to the folder it sits in)."""
-    if "FLASK_EVAL_PROMETHEUS_DATA" in os.environ:
-        return Path(os.environ["FLASK_EVAL_PROMETHEUS_DATA"])
-    for root in (_REPO.parent, _REPO.parent.parent):
-        candidate = root / "shared" / "prometheus-data"
-        if candidate.is_dir():
-            return candidate
-    return _REPO.parent / "shared" / "prometheus-data"
 
 
 def _files(values: tuple[str, ...]) -> dict[str, str]:
@@ -87,8 +73,15 @@ def _files(values: tuple[str, ...]) -> dict[str, str]:
 @click.option(
     "--max-cost", type=float, default=None, metavar="USD", help="Budget of each set's run."
 )
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
-@click.option("--out", type=click.Path(dir_okay=False), default=None, metavar="FILE")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="text",
+    show_default=True,
+    help="The table and the cards as text, or as JSON.",
+)
+@out_option
 @handle_errors
 def judge_eval_command(**flags: Any) -> None:
     """Meta-evaluate the judge SPEC on Prometheus 2's sets: correlations with GPT-4 on
@@ -106,7 +99,7 @@ def judge_eval_command(**flags: Any) -> None:
     config = JudgeEvalConfig(
         spec=flags["spec"],
         sets=tuple(s.strip() for s in flags["sets"].split(",") if s.strip()),
-        data_dir=Path(flags["data_dir"]) if flags["data_dir"] else default_data_dir(),
+        data_dir=Path(flags["data_dir"]) if flags["data_dir"] else prometheus_data_dir(),
         files=_files(flags["files"]),
         limit=flags["limit"],
         samples=flags["samples"],
@@ -118,25 +111,18 @@ def judge_eval_command(**flags: Any) -> None:
     def say(line: str) -> None:
         click.echo(line, err=True)
 
-    cards: list[Card] = []
+    cards: list[tuple[str, Card]] = []
     with tempfile.TemporaryDirectory(prefix="flask-eval-judge-eval-") as work:
         rows = judge_eval(
             config, settings_mod.load(), lambda: open_store(create=True), Path(work), say, cards
         )
     if flags["fmt"] == "json":
-        data = {"table": table_data(rows), "cards": [card_json(c) for c in cards]}
+        listed = [{"set": name, **card_json(c)} for name, c in cards]
+        data = {"table": table_data(rows), "cards": listed}
         output = json.dumps(data, indent=2, allow_nan=False) + "\n"
     else:
-        output = render_text(rows) + "".join("\n" + card_text(c) for c in cards)
-    out = flags["out"]
-    if out:
-        try:
-            Path(out).write_text(output, encoding="utf-8")
-        except OSError as exc:
-            raise InputError(f"--out: cannot write {out}: {exc.strerror}") from None
-        say(f"wrote {out}")
-    else:
-        click.echo(output, nl=False)
+        output = render_text(rows) + "".join(f"\n{name}: {card_text(c)}" for name, c in cards)
+    write_output(flags["out"], output)
 
 
 def register(main: click.Group) -> None:

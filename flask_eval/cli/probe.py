@@ -9,12 +9,19 @@ significant; 2 for bad input (one line, nothing written).
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any
 
 import click
 
-from flask_eval.cli.common import SHORT_HELP, handle_errors, open_store
+from flask_eval.cli.common import (
+    SHORT_HELP,
+    confidence_option,
+    correction_option,
+    handle_errors,
+    open_store,
+    out_option,
+    write_output,
+)
 from flask_eval.core.errors import FlaskEvalError, InputError
 
 #: instances `probe` samples when neither --sample nor --limit is given
@@ -70,24 +77,17 @@ def _probe_command() -> click.Command:
     help="Thresholds (length, style, order, inject, swap, self): exit 1 when an effect of "
     "at least T is significant.",
 )
+@correction_option("Across each judge's effects")
+@confidence_option
 @click.option(
-    "--correction",
-    type=click.Choice(["holm", "bh"]),
-    default="holm",
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="text",
     show_default=True,
-    help="Across each judge's effects: Holm (family-wise error) or Benjamini-Hochberg.",
+    help="A text table, JSON, or an HTML page.",
 )
-@click.option(
-    "--confidence",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    default=0.95,
-    show_default=True,
-    help="Confidence level of the effects' intervals.",
-)
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
-@click.option(
-    "--out", type=click.Path(dir_okay=False), default=None, metavar="FILE", help="Write to FILE."
-)
+@out_option
 @handle_errors
 def card_command(run_name: str, gate: str | None, fmt: str, out: str | None, **kw: Any) -> None:
     """The judge card of RUN: per judge, each probe's effect with its interval, the order
@@ -122,14 +122,7 @@ def card_command(run_name: str, gate: str | None, fmt: str, out: str | None, **k
         output = card_page(card)
     else:
         output = card_text(card)
-    if out:
-        try:
-            Path(out).write_text(output, encoding="utf-8")
-        except OSError as exc:
-            raise InputError(f"--out: cannot write {out}: {exc.strerror}") from None
-        click.echo(f"wrote {out}", err=True)
-    else:
-        click.echo(output, nl=False)
+    write_output(out, output)
     if card.failed:
         raise BiasFound(
             f"--gate: {len(card.failed)} effect(s) at or over their threshold: "

@@ -69,14 +69,15 @@ def test_judge_eval_runs_each_set_through_the_ledger(tmp_path: Path, sqlite_url:
     table = output["table"]
     absolute, pairwise = table["rows"]
     # each set's run has its judge card: how the judge worked, and the swap on pairs
-    cards = {c["run"]: c for c in output["cards"]}
-    assert len(cards) == 2
+    cards = {c["set"]: c for c in output["cards"]}
+    assert set(cards) == {"mt-bench", "mt-bench-human"}
     ops = [card["judges"][0]["ops"] for card in cards.values()]
     assert all(o["judgments"] > 0 and o["unparseable"] == 0 for o in ops)
     swaps = [
         e for card in cards.values() for e in card["judges"][0]["effects"] if e["probe"] == "swap"
     ]
     assert len(swaps) == 1 and swaps[0]["items"] == 4
+    assert not [e for e in cards["mt-bench"]["judges"][0]["effects"] if e["probe"] == "swap"]
     assert absolute["set"] == "mt-bench" and absolute["judge"] == "prometheus-7b"
     assert absolute["metrics"]["pearson"]["n"] == 6  # --limit 6 of 8 records
     assert pairwise["metrics"]["both"]["n"] == 4

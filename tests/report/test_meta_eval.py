@@ -12,14 +12,13 @@ from scipy import stats
 
 from flask_eval.app.judge_eval import JudgeEvalConfig, chosen_sets, judge_eval, judge_name
 from flask_eval.cli import main
-from flask_eval.cli.judge_eval import default_data_dir
 from flask_eval.core.errors import InputError
 from flask_eval.core.settings import load as load_settings
-from flask_eval.producer.judge_eval_sets import SETS, load_set
+from flask_eval.producer.judge_eval_sets import SETS, load_set, prometheus_data_dir
 from flask_eval.report import meta_eval
 from flask_eval.report.pairwise_labels import Tally
 
-DATA = default_data_dir()
+DATA = prometheus_data_dir()
 AUTOJ_FILES = (
     "eval/benchmark/data/autoj_pairwise.json",
     "eval/benchmark/autoj_utils/pairwise_example_output.jsonl",

@@ -1,5 +1,6 @@
 """The judge card in a real browser (Playwright + Debian's Chromium): from the page of a
-run with a twin to its card, from an effect to the pairs behind it, from a pair to the
+probe run (every probe, judged by the simulator's judge with a length preference and a
+taste for injections) to its card, from an effect to the pairs behind it, from a pair to the
 twin's judgment. Screenshots go where the other browser tests put theirs
 (``$FLASK_EVAL_ARTIFACTS``, default ``.artifacts/screenshots``): ``judge-card.png`` and
 ``judge-card-pairs.png``.
@@ -14,9 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from flask_eval import api
+from flask_eval.simulator.config import JudgeTraits, SimConfig
+from flask_eval.simulator.testing import running_simulator
 from flask_eval.storage.store import Store
 from flask_eval.viewer.server import make_app
-from tests.report.probe_cards import TWIN, probed_run
+from tests.conftest import EXAMPLES
 from tests.viewer.test_browser import ARTIFACTS, CHROMIUM, Served
 
 #: a Chromium process: the integration tier (the collection cannot see it)
@@ -29,8 +33,20 @@ def test_from_a_run_to_its_card_an_effects_pairs_and_a_twins_judgment(
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
     if not CHROMIUM.exists():
         pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
-    store = Store(f"sqlite:///{tmp_path / 'store.db'}")
-    probed_run(store, "probed")
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    judge = JudgeTraits(length_preference=0.5, injection=0.4)
+    with running_simulator(SimConfig(judges={"judge": judge})) as sim:
+        monkeypatch.setenv("OPENAI_BASE_URL", sim.openai_base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key")
+        api.judge(
+            str(EXAMPLES / "instances.jsonl"),
+            {"a": str(EXAMPLES / "model_a.jsonl"), "b": str(EXAMPLES / "model_b.jsonl")},
+            judges=["judge=openai/judge"],
+            probes=("all",),
+            run_name="probed",
+            database_url=db,
+        )
+    store = Store(db)
     viewer = Served(make_app(store))
     problems: list[str] = []
     try:
@@ -70,7 +86,7 @@ def test_from_a_run_to_its_card_an_effects_pairs_and_a_twins_judgment(
                 assert listed.count() == 1
                 page.click("#judgments tbody tr:first-child td:first-child a")
                 page.wait_for_selector("#status")
-                assert TWIN in page.content()
+                assert "~length+25" in page.content()  # the first effect's twin
             finally:
                 chromium.close()
     finally:
