@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from flask_eval.core.probes import is_twin
 from flask_eval.core.stored import StoredConfig
 from flask_eval.core.types import DOMAINS, sample_of
 from flask_eval.report.breakdown import Aggregation, Breakdown, KeyOrders, report_breakdown
@@ -144,5 +145,6 @@ def report_rows(store: Store, run: RunInfo) -> list[Row]:
 
 
 def config_models(config: StoredConfig) -> list[str]:
-    """Model names of a run's config, in the order the run was given them."""
-    return list(config.models)
+    """Model names of a run's config, in the order the run was given them (a probe's
+    twins are no models of their own: ``core.probes``)."""
+    return [m for m in config.models if not is_twin(m)]

@@ -14,6 +14,7 @@ from sqlalchemy import func, select, text
 
 from flask_eval.core.errors import Status
 from flask_eval.core.people import is_person
+from flask_eval.core.probes import PROBE_SEPARATOR
 from flask_eval.core.stored import StoredConfig
 from flask_eval.storage import tally
 from flask_eval.storage.models import (
@@ -171,14 +172,15 @@ def judge_costs(store: Store, run_id: int) -> list[dict[str, Any]]:
 
 
 def coverage(store: Store, run_id: int) -> dict[str, tuple[int, int]]:
-    """model -> (instances answered, instances in the run)."""
+    """model -> (instances answered, instances in the run); a probe's twins are no
+    models of their own (``core.probes``)."""
     with store.engine.connect() as conn:
         total = conn.execute(
             select(func.count()).select_from(INSTANCE).where(INS.run_id == run_id)
         ).scalar_one()
         rows = conn.execute(
             select(R.model, func.count())
-            .where(R.run_id == run_id)
+            .where(R.run_id == run_id, ~R.model.contains(PROBE_SEPARATOR, autoescape=True))
             .group_by(R.model)
             .order_by(R.model)
         ).all()
@@ -211,10 +213,13 @@ def runs_overview(store: Store) -> list[dict[str, Any]]:
             select(RN.id, RN.name, RN.created_at, RN.config).where(visible()).order_by(RN.id.desc())
         ).all()
         counts = tally.status_by_run(conn, [int(r[0]) for r in runs])
-        # models: those with responses (a pairwise baseline may only appear as model_b)
+        # models: those with responses (a pairwise baseline may only appear as model_b);
+        # a probe's twins are no models of their own
         answered: dict[int, int] = dict(
             conn.execute(
-                select(R.run_id, func.count(func.distinct(R.model))).group_by(R.run_id)
+                select(R.run_id, func.count(func.distinct(R.model)))
+                .where(~R.model.contains(PROBE_SEPARATOR, autoescape=True))
+                .group_by(R.run_id)
             ).all()
         )
         of_run = (  # PostgreSQL: the tally's judges (a run's rows are not read)

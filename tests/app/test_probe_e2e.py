@@ -78,6 +78,9 @@ def test_a_probe_run_through_workers_finds_the_credulous_judge(
     }  # fmt: skip
     report = json.loads(flask_eval("report", "probed", "--format", "json", env=env).stdout)
     assert {r["model"] for r in report["rows"]} == {"a", "b"}
+    assert "~" not in flask_eval("report", "probed", env=env).stdout  # leaderboard, coverage
+    (listed,) = [x for x in flask_eval("runs", env=env).stdout.splitlines() if "probed" in x]
+    assert listed.split()[3:5] == ["2", "2"]  # models, judges
     html = tmp_path / "html"
     flask_eval("report", "probed", "--format", "html", "--out", str(html), env=env)
     page = (html / "report.html").read_text()
