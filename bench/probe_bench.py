@@ -5,6 +5,7 @@ executor, the simulator over HTTP, the ledger, the card) must find them::
 
     PYTHONPATH=$PWD .venv/bin/python -m bench.probe_bench recover [--sample 1000]
     PYTHONPATH=$PWD .venv/bin/python -m bench.probe_bench null [--seeds 100] [--sample 100]
+        [--keep DIR]
 
 Data: FLASK's 1,740 instances (``../shared/flask-data``, or FLASK_EVAL_FLASK_DATA); two
 simulated models under test (level 3, families ``acme`` and ``zeta``) answer them through
@@ -19,8 +20,9 @@ simulated models under test (level 3, families ``acme`` and ``zeta``) answer the
   half-widths and whether each interval covers the configured value.
 - ``null``: two judges without any bias but with per-request jitter (sampling noise,
   0.6 points: a twin draws it anew, so every probe shows chance effects) on ``--seeds``
-  seeds (the simulator's and the sample's); the share of cards, per judge, with at
-  least one significant effect after the card's Holm correction.
+  seeds (the simulator's and the sample's); how many cards (absolute and pairwise runs)
+  show at least one significant effect after the card's Holm correction, for each judge
+  and for the card as a whole.
 """
 
 from __future__ import annotations
@@ -182,42 +184,67 @@ def recover(sample: int) -> list[dict[str, Any]]:
     return rows
 
 
-def null(seeds: int, sample: int) -> dict[str, Any]:
+def _judged(db: str) -> bool:
+    """Whether ``db`` holds both probe runs of a seed, every judgment done."""
+    if not Path(db.removeprefix("sqlite:///")).is_file():
+        return False
+    store = Store(db)
+    try:
+        runs = [store.find_run(name) for name in ("abs", "pw")]
+        return all(r is not None and not store.open_rows(r.id, limit=1) for r in runs)
+    finally:
+        store.close()
+
+
+def _seed_cards(db: str) -> list[Card]:
+    store = Store(db)
+    try:
+        return [load_card(store, name) for name in ("abs", "pw")]
+    finally:
+        store.close()
+
+
+def null(seeds: int, sample: int, keep: Path | None) -> dict[str, Any]:
+    """``seeds`` seeds of two unbiased judges with jitter; each seed's ledger kept in
+    ``keep`` when given (a seed judged there before is read again, not judged again)."""
     judges = {"j-acme": JudgeTraits(jitter=0.6, family="acme")}
     judges["j-zeta"] = JudgeTraits(jitter=0.6, family="zeta")
-    alarms = {j: 0 for j in judges}
-    alarms_pairwise = {j: 0 for j in judges}
-    tests = 0
+    alarms = {kind: {j: 0 for j in (*judges, "card")} for kind in ("absolute", "pairwise")}
+    tests = {"absolute": 0, "pairwise": 0}
     started = time.perf_counter()
-    with _workdir() as work:
-        config = SimConfig(generators=MODELS, model_families=FAMILIES)
-        with running_simulator(config) as sim:  # the answers judged on every seed
-            responses = _responses(work, sim.openai_base_url, f"sqlite:///{work / 'gen.db'}")
+    with _workdir() as scratch:
+        work = keep or scratch
+        work.mkdir(parents=True, exist_ok=True)
+        responses: dict[str, str] | None = None
         for seed in range(seeds):
-            config = SimConfig(judges=judges, seed=seed)
-            with running_simulator(config) as sim:
-                db = f"sqlite:///{work / f'null-{seed}.db'}"
-                _point_at(sim.openai_base_url)
-                card = _probe(
-                    db, responses, judges, run_name="abs", probes=("all",), sample=sample,
-                    seed=seed, families=_families(judges),
-                )  # fmt: skip
-                pw = _probe(
-                    db, responses, judges, run_name="pw", pairwise="all", sample=sample,
-                    seed=seed, probes=("swap", "style", "inject", "length"),
-                )  # fmt: skip
-            tests = max(tests, max(len(c.effects) for c in card.cards))
-            for c in card.cards:
-                alarms[c.judge] += any(e.significant for e in c.effects)
-            for c in pw.cards:
-                alarms_pairwise[c.judge] += any(e.significant for e in c.effects)
-            print(f"seed {seed}: absolute {alarms}, pairwise {alarms_pairwise}", flush=True)
+            db = f"sqlite:///{work / f'null-{seed}.db'}"
+            if not _judged(db):
+                if responses is None:  # the answers judged on every seed, made once
+                    config = SimConfig(generators=MODELS, model_families=FAMILIES)
+                    with running_simulator(config) as sim:
+                        gen = f"sqlite:///{scratch / 'gen.db'}"
+                        responses = _responses(scratch, sim.openai_base_url, gen)
+                with running_simulator(SimConfig(judges=judges, seed=seed)) as sim:
+                    _point_at(sim.openai_base_url)
+                    _probe(
+                        db, responses, judges, run_name="abs", probes=("all",), sample=sample,
+                        seed=seed, families=_families(judges),
+                    )  # fmt: skip
+                    _probe(
+                        db, responses, judges, run_name="pw", pairwise="all", sample=sample,
+                        seed=seed, probes=("swap", "style", "inject", "length"),
+                    )  # fmt: skip
+            for kind, card in zip(("absolute", "pairwise"), _seed_cards(db), strict=True):
+                tests[kind] = max(tests[kind], sum(len(c.effects) for c in card.cards))
+                for c in card.cards:
+                    alarms[kind][c.judge] += any(e.significant for e in c.effects)
+                alarms[kind]["card"] += any(e.significant for c in card.cards for e in c.effects)
+            print(f"seed {seed}: {alarms}", flush=True)
     return {
         "seeds": seeds,
         "sample": sample,
-        "effects_per_absolute_card": tests,
-        "cards_with_an_alarm_absolute": alarms,
-        "cards_with_an_alarm_pairwise": alarms_pairwise,
+        "effects_per_card": tests,
+        "cards_with_an_alarm": alarms,
         "seconds": round(time.perf_counter() - started),
     }
 
@@ -227,6 +254,9 @@ def main() -> None:
     parser.add_argument("what", choices=("recover", "null"))
     parser.add_argument("--sample", type=int, default=None)
     parser.add_argument("--seeds", type=int, default=100)
+    parser.add_argument(
+        "--keep", type=Path, default=None, help="null: keep each seed's ledger in this folder"
+    )
     args = parser.parse_args()
     if not (FLASK / EVALUATION_SET).is_file():
         raise SystemExit(f"FLASK's instances are not at {FLASK / EVALUATION_SET}")
@@ -243,7 +273,7 @@ def main() -> None:
                 f"{r['instances']} |"
             )
     else:
-        print(json.dumps(null(args.seeds, args.sample or 100), indent=2))
+        print(json.dumps(null(args.seeds, args.sample or 100, args.keep), indent=2))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """A probe run's judge card (pure): each judge's effects of the probes with intervals over
-instances, a multiplicity correction across the judge's tests, and the gate's verdicts.
+instances, a multiplicity correction across the card's tests, and the gate's verdicts.
 
 Every effect's unit is the instance: an instance's rows (its criteria, the models
 answering it) are correlated, instances are independent (``report.probe_stats``). The
@@ -25,9 +25,11 @@ effects (``Effect.probe``):
   own family's models less the other families' models, per instance (with two judges of
   two families, each one's excess is the other's: only their difference is seen).
 
-Every tested effect of a judge is one family: Holm's adjustment (family-wise error) or
-Benjamini-Hochberg's (``correction="bh"``); ``significant`` is the adjusted p-value below
-``alpha``. The gate (``--gate length=0.2,...``) names thresholds per probe name
+Every tested effect of the card, all judges together, is one family: Holm's adjustment
+(family-wise error) or Benjamini-Hochberg's (``correction="bh"``); ``significant`` is the
+adjusted p-value below ``alpha``. The card is one check (``card --gate``): its chance of
+a false alarm is at most ``alpha`` whatever the number of judges on it. The gate
+(``--gate length=0.2,...``) names thresholds per probe name
 (:data:`core.probes.PROBE_NAMES`): an effect fails when significant and its |estimate|
 reaches the threshold. ``length`` applies to the length variants and the slope,
 ``style`` and ``order`` to theirs, ``inject`` to the obeyed shares (and to a pairwise
@@ -40,7 +42,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -276,18 +278,36 @@ def _self(inputs: CardInputs, judge: str, confidence: float) -> tuple[list[_Raw]
     return [_Raw(SELF, SELF_EXCESS, excess, SELF, SELF)], notes
 
 
-def _effects(
-    judge: str, raws: Iterable[_Raw], alpha: float, correction: str, gate: Mapping[str, float]
-) -> tuple[Effect, ...]:
+def _ordered(raws: Iterable[_Raw]) -> list[_Raw]:
+    """A judge's effects in the card's order."""
     rank = {p: k for k, p in enumerate(ORDER_OF_PROBES)}
-    ordered = sorted(raws, key=lambda r: rank.get(r.probe, len(rank)))
+    return sorted(raws, key=lambda r: rank.get(r.probe, len(rank)))
+
+
+def _adjusted(per_judge: Sequence[Sequence[_Raw]], correction: str) -> list[dict[int, float]]:
+    """Each judge's adjusted p-values (by the effect's place in its list), corrected
+    across every tested effect of the card: the card is one family, so that a gate on it
+    raises a false alarm at most ``alpha`` of the time however many judges it has."""
     tested = [
-        k
-        for k, r in enumerate(ordered)
+        (j, k)
+        for j, raws in enumerate(per_judge)
+        for k, r in enumerate(raws)
         if r.estimate.p_value is not None and math.isfinite(r.estimate.p_value)
     ]
-    p_values = adjust([ordered[k].estimate.p_value or 0.0 for k in tested], correction)
-    adjusted = dict(zip(tested, p_values, strict=True))
+    p_values = adjust([per_judge[j][k].estimate.p_value or 0.0 for j, k in tested], correction)
+    out: list[dict[int, float]] = [{} for _ in per_judge]
+    for (j, k), p in zip(tested, p_values, strict=True):
+        out[j][k] = p
+    return out
+
+
+def _effects(
+    judge: str,
+    ordered: Sequence[_Raw],
+    adjusted: Mapping[int, float],
+    alpha: float,
+    gate: Mapping[str, float],
+) -> tuple[Effect, ...]:
     out = []
     for k, r in enumerate(ordered):
         e = r.estimate
@@ -341,19 +361,24 @@ def card_of(
     verdicts: dict[str, list[OrderedVerdicts]] = defaultdict(list)
     for v in inputs.verdicts:
         verdicts[v.judge].append(v)
-    cards = []
+    measured = []
     for judge in inputs.judges:
         raws = _absolute(twins[judge], inputs.top, confidence)
         pairwise, consistency, notes = _pairwise(verdicts[judge], confidence)
         own, self_notes = _self(inputs, judge, confidence)
-        cards.append(
-            JudgeCard(
-                judge=judge,
-                effects=_effects(judge, [*raws, *pairwise, *own], alpha, correction, thresholds),
-                consistency=consistency,
-                ops=next((o for o in inputs.ops if o.judge == judge), None),
-                people=next((p for p in inputs.people if p.judge == judge), None),
-                notes=(*notes, *self_notes),
-            )
+        measured.append((_ordered([*raws, *pairwise, *own]), consistency, (*notes, *self_notes)))
+    adjusted = _adjusted([raws for raws, _, _ in measured], correction)
+    cards = [
+        JudgeCard(
+            judge=judge,
+            effects=_effects(judge, raws, p_adj, alpha, thresholds),
+            consistency=consistency,
+            ops=next((o for o in inputs.ops if o.judge == judge), None),
+            people=next((p for p in inputs.people if p.judge == judge), None),
+            notes=notes,
         )
+        for judge, (raws, consistency, notes), p_adj in zip(
+            inputs.judges, measured, adjusted, strict=True
+        )
+    ]
     return Card(inputs.run, tuple(cards), confidence, alpha, correction, thresholds)

@@ -178,7 +178,7 @@ def card_html(card: Card, *, pairs_href: PairsHref | None = None) -> str:
     parts = [
         f"<div class='judge-cards' data-run='{_e(card.run)}'>",
         f"<p class='meta'>{level}% intervals; significant at α {fmt(card.alpha, 3)} after "
-        f"{_e(card.correction)} correction across each judge's effects"
+        f"{_e(card.correction)} correction across every effect of the card"
         + (f"; gate: {_e(gate)}" if gate else "")
         + ".</p>",
     ]

@@ -18,7 +18,7 @@ HEADER = ("probe", "measure", "estimate [CI]", "p", "p adj", "", "items", "insta
 RIGHT = (3, 4, 6, 7)
 SIGNIFICANT = "*"
 EXPLAIN = (
-    "*: significant after the correction across the judge's tests; items: the pairs "
+    "*: significant after the correction across the card's tests; items: the pairs "
     "behind an effect, instances: its independent units (the interval and p are over "
     "them); gate FAIL: significant and at least the threshold"
 )
@@ -122,8 +122,8 @@ def _judge(card: JudgeCard) -> list[str]:
 def _settings(card: Card) -> str:
     gate = ", ".join(f"{k}={v:g}" for k, v in card.gate.items()) or "none"
     return (
-        f"{card.confidence:.0%} intervals over instances; {card.correction} across each "
-        f"judge's tests, alpha {card.alpha:g}; gate: {gate}"
+        f"{card.confidence:.0%} intervals over instances; {card.correction} across every "
+        f"test of the card, alpha {card.alpha:g}; gate: {gate}"
     )
 
 

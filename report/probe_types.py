@@ -116,7 +116,7 @@ class Effect:
     pairs_key: tuple[str, str] = ("", "")
     gate: float | None = None
     fails: bool = False
-    #: ``p_value`` adjusted across the judge's tested effects (the card's correction);
+    #: ``p_value`` adjusted across every tested effect of the card (the card's correction);
     #: ``significant`` is this below the card's alpha (None: not tested)
     p_adjusted: float | None = None
 
