@@ -21,8 +21,8 @@ from flask_eval.producer.inputs import (
     load_inputs,
 )
 from flask_eval.producer.multifaceted import load_multifaceted
-from flask_eval.producer.parallel import load_all_responses
 from flask_eval.producer.pairwise_sets import PairLabel, load_pairwise_set
+from flask_eval.producer.parallel import load_all_responses
 from flask_eval.producer.prometheus_sets import load_prometheus_set
 from flask_eval.rubrics.criteria import load_criteria
 from flask_eval.rubrics.pairwise import PAIRWISE_OVERALL, overall_criterion
@@ -175,9 +175,7 @@ def _multifaceted(sources: Sources) -> Loaded:
     it carries and those of ``--responses`` (question_id: the instance id)."""
     assert sources.multifaceted is not None
     model = sources.models[0] if sources.models else None
-    instances, carried = load_multifaceted(
-        sources.multifaceted, model, reference=sources.reference
-    )
+    instances, carried = load_multifaceted(sources.multifaceted, model, reference=sources.reference)
     check_response_names([*((s.model, s.path) for s in carried), *sources.responses])
     ids = {i.id: i.id for i in instances}
     named = load_all_responses(sources.responses, ids) if sources.responses else ()

@@ -15,9 +15,7 @@ from tests.helpers import cli_env, flask_eval
 from tests.producer.test_multifaceted import record, write_lines
 
 
-def test_a_run_reports_janus_scores_overall_and_per_source(
-    tmp_path: Path, sqlite_url: str
-) -> None:
+def test_a_run_reports_janus_scores_overall_and_per_source(tmp_path: Path, sqlite_url: str) -> None:
     sources = ["mt-bench", "koala", "koala", "self-instruct", "mt-bench", "koala"]
     rows = [
         record(src, response=f"answer {k}", response_model_name="janus-7b")
@@ -39,9 +37,7 @@ def test_a_run_reports_janus_scores_overall_and_per_source(
         )
     st = json.loads(flask_eval("status", "mf", "--json", env=env).stdout)
     assert st["done"] == st["total"] == len(rows) * 4
-    judged = [
-        json.loads(line) for line in flask_eval("export", "mf", env=env).stdout.splitlines()
-    ]
+    judged = [json.loads(line) for line in flask_eval("export", "mf", env=env).stdout.splitlines()]
     per_instance: dict[str, list[float]] = defaultdict(list)
     for r in judged:
         per_instance[r["instance_id"]].append(float(r["score"]))

@@ -166,7 +166,8 @@ def test_missing_fields_and_rubrics_without_five_scores(tmp_path: Path) -> None:
     text = error_of(write_lines(tmp_path, [record(rubrics=[rubric("a"), short])]))
     assert "rubric 2" in text and "score 5" in text, text
     no_criteria = {"score_descriptions": rubric("c")["score_descriptions"]}
-    assert "'criteria' is missing" in error_of(write_lines(tmp_path, [record(rubrics=[no_criteria])]))
+    no_text = write_lines(tmp_path, [record(rubrics=[no_criteria])])
+    assert "'criteria' is missing" in error_of(no_text)
     row = record()
     del row["reference_answer"]  # reference-free: not needed
     (inst,), _ = load_multifaceted(write_lines(tmp_path, [row]), reference=False)
