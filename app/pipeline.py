@@ -133,6 +133,7 @@ def prepare(spec: RunSpec) -> Plan:
         src.biggen_llm_judge,
         src.models,
         reference,
+        src.multifaceted,
     )
     loaded = load_sources(sources)
     skillset = loaded.skillset

@@ -64,6 +64,8 @@ class SpecInputs:
     models: tuple[str, ...] = ()
     biggen: str | None = None
     biggen_llm_judge: bool = False
+    #: a Multifaceted Bench file (Janus): instances with several rubrics each
+    multifaceted: str | None = None
     prometheus_set: str | None = None
     pairwise_set: str | None = None
     rubrics: str | None = None

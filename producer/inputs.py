@@ -19,6 +19,7 @@ __all__ = [
     "MODEL_NAME_PATTERN",
     "Inputs",
     "check_model_name",
+    "check_response_names",
     "check_run_name",
     "load_inputs",
     "parse_responses_arg",
@@ -111,6 +112,23 @@ class Inputs:
         return result
 
 
+def check_response_names(responses: Sequence[tuple[str, str]]) -> None:
+    """Every ``(model, path)`` of ``--responses``: a valid model name, unique
+    case-insensitively; InputError naming the first problem."""
+    seen: dict[str, tuple[str, str]] = {}
+    for name, path in responses:
+        check_model_name(name)
+        key = name.casefold()
+        if key in seen:
+            first_name, first_path = seen[key]
+            raise InputError(
+                f"duplicate model name {clip(name)}: {first_name}={clip(first_path, 80)} and "
+                f"{name}={clip(path, 80)}; "
+                "give each responses file its own NAME"
+            )
+        seen[key] = (name, path)
+
+
 def load_inputs(
     instances_path: str,
     responses: Sequence[tuple[str, str]],
@@ -131,18 +149,7 @@ def load_inputs(
         raise InputError(
             "no responses files given; pass at least one NAME=PATH, e.g. gpt4=outputs/gpt4.jsonl"
         )
-    seen: dict[str, tuple[str, str]] = {}
-    for name, path in responses:
-        check_model_name(name)
-        key = name.casefold()
-        if key in seen:
-            first_name, first_path = seen[key]
-            raise InputError(
-                f"duplicate model name {clip(name)}: {first_name}={clip(first_path, 80)} and "
-                f"{name}={clip(path, 80)}; "
-                "give each responses file its own NAME"
-            )
-        seen[key] = (name, path)
+    check_response_names(responses)
     instances = tuple(
         load_instances(instances_path, known_skills, custom_criteria=custom, reference=reference)
     )

@@ -49,6 +49,13 @@ if TYPE_CHECKING:
     "for Prometheus evaluators (left out by default).",
 )
 @click.option(
+    "--multifaceted",
+    default=None,
+    metavar="FILE",
+    help="Janus's Multifaceted Bench (JSON Lines or JSON): instances with a system message "
+    "and several rubrics each; responses it carries or --responses NAME=PATH.",
+)
+@click.option(
     "--prometheus-set",
     default=None,
     metavar="FILE",
@@ -66,7 +73,8 @@ if TYPE_CHECKING:
     "models",
     multiple=True,
     metavar="NAME",
-    help="Name the model whose responses a --biggen or --prometheus-set file carries "
+    help="Name the model whose responses a --biggen, --multifaceted or --prometheus-set "
+    "file carries "
     "(default: its response_model_name, or the file's name); for --pairwise-set, give it "
     "twice: the first and the second response's model.",
 )
