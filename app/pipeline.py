@@ -163,6 +163,11 @@ def prepare(spec: RunSpec) -> Plan:
         raise InputError("--samples goes with absolute grading, not with --pairwise")
     probing: dict[str, Any] | None = None
     if spec.probing.probes or spec.probing.families:
+        if people is not None:
+            raise InputError(
+                "--probes with people (human/... entries): people rate a run's own "
+                "responses, not a probe's twins; probe the judges in a run of their own"
+            )
         inputs, pairs, probing = _probed(spec, inputs, pairs, machines)
     check_protocols(
         [*configs, *_as_judges(people)],

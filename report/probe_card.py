@@ -200,13 +200,12 @@ def _pairwise(
         advantage = instance_mean(first, [v.instance for v in original], confidence)
         out.append(_Raw(SWAP, ADVANTAGE, advantage, SWAP, SWAP))
         consistency = sum(v.a_first == v.a_second for v in original) / len(original)
-    base = {
-        (v.instance, v.criterion, v.model_a, v.model_b): (
-            float(v.a_first or 0) + float(v.a_second or 0)
-        )
-        / 2
-        for v in original
-    }
+    # each original comparison's mean result, for either model as a (b's is 1 - a's)
+    base: dict[tuple[str, str, str, str], float] = {}
+    for v in original:
+        mean = (float(v.a_first or 0) + float(v.a_second or 0)) / 2
+        base[(v.instance, v.criterion, v.model_a, v.model_b)] = mean
+        base[(v.instance, v.criterion, v.model_b, v.model_a)] = 1 - mean
     changes: dict[str, tuple[list[float], list[str]]] = defaultdict(lambda: ([], []))
     unmatched = 0
     for v in both:

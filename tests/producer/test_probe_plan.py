@@ -105,6 +105,15 @@ def test_a_probe_that_cannot_apply_is_refused_in_one_line(
     assert says in _one_line(exc)
 
 
+def test_people_are_not_asked_to_rate_twins(tmp_path: Path) -> None:
+    judges = tmp_path / "judges.yaml"
+    judges.write_text("- spec: openai/judge\n- spec: human/ann\n")
+    spec = _spec(judges=(), judges_files=(str(judges),), probes=("style",))
+    with pytest.raises(InputError) as exc:
+        pipeline.prepare(spec)
+    assert "people rate a run's own responses, not a probe's twins" in _one_line(exc)
+
+
 def test_all_leaves_out_what_cannot_apply_and_says_why() -> None:
     plan = pipeline.prepare(_spec(probes=("all",)))
     assert plan.probes is not None

@@ -167,6 +167,12 @@ def test_swap_advantage_consistency_and_pairwise_twins() -> None:
     assert effects["style"].estimate == pytest.approx(0.0)
     assert effects["style"].measure.startswith("result change")
     assert any("1 comparison(s)" in n for n in card.notes)
+    # a twin of model b is compared with the original from b's side (1 - a's result)
+    twin_of_b = OrderedVerdicts("J1", "inject-score", "i3", "c", "m-b", "m-a", 1, 1)
+    card = card_of(CardInputs("r", ("J1",), verdicts=(*verdicts, twin_of_b))).cards[0]
+    inject = next(e for e in card.effects if e.probe == "inject-score")
+    assert inject.estimate == pytest.approx(1 - 0.75)  # b's mean 1; its original's 1 - 0.25
+    assert not any("without their original" in n for n in card.notes)
 
 
 def test_self_preference_per_instance_own_less_other() -> None:
