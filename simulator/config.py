@@ -41,6 +41,8 @@ CACHE_PREFIXES = 100_000
 GENERATION_TOKENS = 120
 #: the ``SimConfig.judges`` key whose traits apply to every judge not named
 ANY_JUDGE = "*"
+#: the verdicts ``SimConfig.replay`` holds: the response shown first, second, or a tie
+REPLAY_VERDICTS = ("A", "B", "tie")
 #: characters a criterion named in ``SimConfig.skill_levels`` cannot hold (a generated
 #: response's signature lists them)
 _CRITERION_FORBIDDEN = frozenset(";()\n\r:")
@@ -115,6 +117,11 @@ class SimConfig:
       ``seed``, Gemini's ``generationConfig.seed``; ``reply`` sets it per request): mixed
       into the per-skill nudges and N/A draws, so a repeated judgment's later samples
       (``run --samples``) may differ from the first while the response's level does not.
+    - ``replay``: recorded pairwise verdicts, ``"A"``, ``"B"`` or ``"tie"``, keyed on the
+      responses a comparison shows in the order shown
+      (:func:`simulator.pairwise.replay_key`): a comparison found there gets that verdict
+      on every criterion, whatever the judge's traits (a judge replaying another's
+      recorded answers).
     """
 
     latency_ms: float = 0
@@ -149,6 +156,7 @@ class SimConfig:
     model_families: Mapping[str, str] = field(default_factory=dict, hash=False)
     request_seed: int | None = None
     usage: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    replay: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         if self.latency_ms < 0:
@@ -213,6 +221,7 @@ class SimConfig:
         if not isinstance(self.usage, Mapping):
             raise ValueError(f"usage must be a JSON object, got {self.usage!r}")
         object.__setattr__(self, "usage", MappingProxyType(dict(self.usage)))
+        self._check_replay()
 
     def _check_skill_levels(self) -> None:
         if not isinstance(self.skill_levels, Mapping):
@@ -269,6 +278,16 @@ class SimConfig:
                 )
             check_family(family, f"model_families[{model!r}]")
         object.__setattr__(self, "model_families", MappingProxyType(dict(self.model_families)))
+
+    def _check_replay(self) -> None:
+        if not isinstance(self.replay, Mapping):
+            raise ValueError(f"replay must be a mapping, got {self.replay!r}")
+        for key, verdict in self.replay.items():
+            if verdict not in REPLAY_VERDICTS:
+                raise ValueError(
+                    f"replay[{key!r}] must be one of {REPLAY_VERDICTS}, got {verdict!r}"
+                )
+        object.__setattr__(self, "replay", MappingProxyType(dict(self.replay)))
 
     def traits_of(self, judge: str) -> JudgeTraits:
         """The traits of the judge model ``judge``: its own, else those of ``"*"``, else

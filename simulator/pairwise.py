@@ -10,6 +10,8 @@ come from the last :func:`rubrics.protocol.criteria_line`, which follows the res
 
 The verdict on a criterion is deterministic:
 
+- a comparison in ``SimConfig.replay`` (:func:`replay_key` of its two responses in the
+  order shown) gets the recorded verdict on every criterion, before anything else;
 - each response gets a *strength* from its own text only: its 1-5 level as absolute
   grading computes it (``simulator.quality.criterion_level``: coverage of the reference
   plus a hash, or the level a generated response signs), nudged by -1/0/+1 per judge and
@@ -177,6 +179,14 @@ def _shown(pair: PairParts) -> tuple[str, str]:
     return quality.canonical(pair.response_a), quality.canonical(pair.response_b)
 
 
+def replay_key(first: str, second: str) -> str:
+    """The ``SimConfig.replay`` key of a comparison showing ``first`` then ``second``: a
+    stable hash of their canonical texts (``rubrics.probes.canonical``) in that order, so
+    a response has one key raw and as a rendered prompt shows it."""
+    joined = "\x1f".join((quality.canonical(first), quality.canonical(second)))
+    return hashlib.blake2b(joined.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
 def biased(pair: PairParts, criterion: str, model: str, config: SimConfig) -> bool:
     """Whether this judgment picks the first response regardless (``position_bias``),
     by a hash of the responses in the order shown."""
@@ -215,9 +225,14 @@ def injected_winner(pair: PairParts, model: str, config: SimConfig) -> str | Non
 
 
 def verdicts(pair: PairParts, prompt: str, model: str, config: SimConfig) -> dict[str, str]:
-    """Each criterion's verdict, ``"A"``, ``"B"`` or (our format only) ``"tie"``: to a
-    response whose injection the judge grants, else where the judge's position bias
-    sends it, else to the stronger response."""
+    """Each criterion's verdict, ``"A"``, ``"B"`` or (our format only) ``"tie"``: the
+    recorded one of a comparison in ``SimConfig.replay``, else to a response whose
+    injection the judge grants, else where the judge's position bias sends it, else to
+    the stronger response."""
+    if config.replay:
+        recorded = config.replay.get(replay_key(pair.response_a, pair.response_b))
+        if recorded is not None:
+            return dict.fromkeys(pair.criteria, recorded)
     out: dict[str, str] = {}
     granted = injected_winner(pair, model, config)
     for criterion in pair.criteria:

@@ -132,7 +132,10 @@ def running_simulator(config: SimConfig | None = None) -> Iterator[SimHandle]:
 
 
 def config_to_argv(config: SimConfig) -> list[str]:
-    """Command-line flags of ``python -m simulator`` reproducing ``config``."""
+    """Command-line flags of ``python -m simulator`` reproducing ``config`` (ValueError
+    for a ``replay`` table: it is served in-process only)."""
+    if config.replay:
+        raise ValueError("a replay table is served in-process only (running_simulator)")
     argv = [
         "--latency-ms",
         repr(float(config.latency_ms)),
