@@ -4,15 +4,20 @@ Each chosen set (producer/judge_eval_sets.py) is judged by a run of its own thro
 usual pipeline (the ledger, the answer cache and the budget as for ``run``), at
 prometheus-eval's settings (``eval/run_evaluate.py``): temperature 1.0 and at most 1024
 completion tokens per call, the Prometheus protocol, absolute sets asked 3 times per
-record (``--samples``), pairwise sets once per order of each comparison. A recorded judge
-(``recorded:NAME``, producer/judge_eval_replay.py) is read, not run. The figures are
-report/meta_eval.py's.
+record (``--samples``), pairwise sets once per order of each comparison. Recorded answers
+(``recorded:NAME``, producer/judge_eval_replay.py): ``recorded:auto-j-13b`` is a judge
+replaying Auto-J-13B's recorded verdicts (the in-process simulator's replay table, keyed
+on the responses shown) through a run of Auto-J's set like any judge's, in flask-eval's
+pairwise protocol (Auto-J's answers have ties; Prometheus' relative grading has none);
+``recorded:gpt-4``'s scores are read, not run. The figures are report/meta_eval.py's.
 """
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,6 +43,10 @@ from flask_eval.report.pairwise import Comparison
 from flask_eval.report.pairwise_labels import ALL_GROUPS, label_accuracy
 from flask_eval.report.probe_card import card_of
 from flask_eval.report.probe_types import Card
+from flask_eval.rubrics.pairwise import FlaskEvalPairwiseProtocol
+from flask_eval.simulator.config import SimConfig
+from flask_eval.simulator.pairwise import replay_key
+from flask_eval.simulator.testing import running_simulator
 from flask_eval.storage import analytics
 from flask_eval.storage.store import Store
 
@@ -47,6 +56,9 @@ TEMPERATURE = 1.0
 MAX_TOKENS = 1024
 ABSOLUTE_REPETITIONS = 3
 _NAME = re.compile(r"[^A-Za-z0-9._-]+")
+#: the protocol a model judge is asked in
+PROMETHEUS = "prometheus"
+_KEY_ENV = "OPENAI_API_KEY"
 
 
 @dataclass(frozen=True)
@@ -101,10 +113,10 @@ def judge_name(spec: str) -> tuple[str, str]:
     return (_NAME.sub("-", model).strip("-") or "judge"), spec
 
 
-def _judges_file(work_dir: Path, name: str, spec: str) -> str:
+def _judges_file(work_dir: Path, name: str, spec: str, protocol: str) -> str:
     path = work_dir / "judge.yaml"
     path.write_text(
-        f"- name: {name}\n  spec: {spec}\n  protocol: prometheus\n"
+        f"- name: {name}\n  spec: {spec}\n  protocol: {protocol}\n"
         f"  temperature: {TEMPERATURE}\n  max_tokens: {MAX_TOKENS}\n",
         encoding="utf-8",
     )
@@ -162,11 +174,16 @@ def _pairwise_result(loaded: LoadedSet, judge: str, records: Sequence[Comparison
 
 
 def _run(
-    loaded: LoadedSet, name: str, spec: str, config: JudgeEvalConfig, ctx: _Context
+    loaded: LoadedSet,
+    name: str,
+    spec: str,
+    config: JudgeEvalConfig,
+    ctx: _Context,
+    protocol: str = PROMETHEUS,
 ) -> list[SetResult]:
     absolute = loaded.info.kind == ABSOLUTE
     run_spec = RunSpec(
-        workers=Workers(judges_files=(_judges_file(ctx.work_dir, name, spec),)),
+        workers=Workers(judges_files=(_judges_file(ctx.work_dir, name, spec, protocol),)),
         inputs=SpecInputs(prometheus_set=loaded.run_path)
         if absolute
         else SpecInputs(pairwise_set=loaded.run_path),
@@ -194,17 +211,36 @@ def _run(
     return _absolute_result(loaded, name, scores, asked, config)
 
 
-def _replayed(loaded: LoadedSet, name: str, config: JudgeEvalConfig) -> list[SetResult]:
-    if name == replay.AUTOJ_13B:
-        records = replay.autoj_comparisons(
-            loaded,
-            replay.recorded_path(config.data_dir, config.files, replay.AUTOJ_OUTPUT),
-            replay.recorded_path(config.data_dir, config.files, replay.AUTOJ_EXCHANGE),
-            config.limit,
-        )
-        return [_pairwise_result(loaded, name, records)]
-    scores = replay.gpt4_scores(loaded, config.samples, config.limit)
-    return _absolute_result(loaded, name, scores, len(scores), config)
+@contextmanager
+def _api_key() -> Iterator[None]:
+    """OPENAI_API_KEY set for the calls to the local simulator when it is not set."""
+    if os.environ.get(_KEY_ENV):
+        yield
+        return
+    os.environ[_KEY_ENV] = "sk-replay-simulator"
+    try:
+        yield
+    finally:
+        os.environ.pop(_KEY_ENV, None)
+
+
+def _autoj_table(loaded: LoadedSet, config: JudgeEvalConfig) -> dict[str, str]:
+    """The simulator's replay table of Auto-J-13B's recorded verdicts on the set."""
+    shown = replay.autoj_shown(
+        loaded,
+        replay.recorded_path(config.data_dir, config.files, replay.AUTOJ_OUTPUT),
+        replay.recorded_path(config.data_dir, config.files, replay.AUTOJ_EXCHANGE),
+    )
+    return {replay_key(first, second): verdict for first, second, verdict in shown}
+
+
+def _replay_autoj(
+    loaded: LoadedSet, table: dict[str, str], config: JudgeEvalConfig, ctx: _Context
+) -> list[SetResult]:
+    """Auto-J's set judged by a run whose judge replays Auto-J-13B's recorded verdicts."""
+    with running_simulator(SimConfig(replay=table)) as sim, _api_key():
+        spec = f"openai/{replay.AUTOJ_13B}@{sim.openai_base_url}"
+        return _run(loaded, replay.AUTOJ_13B, spec, config, ctx, FlaskEvalPairwiseProtocol.name)
 
 
 @dataclass(frozen=True)
@@ -227,10 +263,9 @@ def judge_eval(
     cards: list[tuple[str, Card]] | None = None,
 ) -> list[SetResult]:
     """Every chosen set checked first (InputError: nothing written, the store not even
-    opened), then judged (or replayed) set by set: the table's rows
-    (:func:`report.meta_eval.table_data` makes the table of them); each set's name and
-    the judge card of its run are appended to ``cards`` (recorded answers have no run,
-    no card)."""
+    opened), then judged set by set: the table's rows (:func:`report.meta_eval.table_data`
+    makes the table of them); each set's name and the judge card of its run are appended
+    to ``cards`` (``recorded:gpt-4``'s scores are read: no run, no card)."""
     tell = say or (lambda _line: None)
     if config.limit is not None and config.limit < 1:
         raise InputError("--limit must be at least 1")
@@ -244,15 +279,22 @@ def judge_eval(
                 tell(f"judge-eval: {x.info.name}: no recorded answers of {recorded}; skipped")
         if not usable:
             raise InputError(f"recorded:{recorded} has answers for none of the chosen sets")
-        for x in usable:
-            rows += _replayed(x, recorded, config)
-        return rows
+        loaded = usable
+        if recorded == replay.GPT_4:
+            for x in loaded:
+                scores = replay.gpt4_scores(x, config.samples, config.limit)
+                rows += _absolute_result(x, recorded, scores, len(scores), config)
+            return rows
+    tables = [_autoj_table(x, config) if recorded else {} for x in loaded]
     name, spec = judge_name(config.spec)
     store = open_store()
     try:
         ctx = _Context(settings, store, work_dir, tell, cards if cards is not None else [])
-        for x in loaded:
-            rows += _run(x, name, spec, config, ctx)
+        for x, table in zip(loaded, tables, strict=True):
+            if recorded:
+                rows += _replay_autoj(x, table, config, ctx)
+            else:
+                rows += _run(x, name, spec, config, ctx)
     finally:
         store.close()
     return rows

@@ -1,10 +1,12 @@
-"""Recorded answers as the judge of ``judge-eval`` (``recorded:NAME``): no model is called.
+"""Recorded answers as the judge of ``judge-eval`` (``recorded:NAME``).
 
 - ``recorded:auto-j-13b``: Auto-J-13B's example predictions on Auto-J's pairwise set,
   shipped with prometheus-eval (``eval/benchmark/autoj_utils/pairwise_example_output.jsonl``
   for the listed order and ``pairwise_exchange_example_output.jsonl`` for the swapped one:
   JSON Lines of ``{"output": 0|1|2}``, line i for comparison i; in the swapped file 0
-  means the response shown first, i.e. ``response 2``, is better).
+  means the response shown first, i.e. ``response 2``, is better). :func:`autoj_shown`
+  gives each comparison as shown with its recorded verdict: a simulated judge replays
+  them through a run (app/judge_eval.py).
 - ``recorded:gpt-4``: GPT-4's own scores of MT-Bench and Vicuna Bench (``gpt4_score``,
   the three repetitions behind ``gpt4_feedback``), its first K repetitions (``--samples``)
   as the judge's: with K=3 it meets itself (1.0), with K=1 one run against the mean of
@@ -17,10 +19,9 @@ from pathlib import Path
 
 from flask_eval.core.errors import InputError
 from flask_eval.core.jsonl import read_json_lines
-from flask_eval.core.types import VERDICT_FIRST, VERDICT_SECOND, VERDICT_TIE
 from flask_eval.producer.judge_eval_sets import ABSOLUTE, AUTOJ, LoadedSet
-from flask_eval.producer.pairwise_sets import OVERALL
-from flask_eval.report.pairwise import Comparison
+from flask_eval.producer.pairwise_sets import load_autoj_pairwise
+from flask_eval.rubrics.protocol import VERDICT_A, VERDICT_B, VERDICT_TIE_WORD
 
 AUTOJ_13B, GPT_4 = "auto-j-13b", "gpt-4"
 RECORDED = (AUTOJ_13B, GPT_4)
@@ -31,7 +32,8 @@ RECORDED_FILES = {
     AUTOJ_OUTPUT: "eval/benchmark/autoj_utils/pairwise_example_output.jsonl",
     AUTOJ_EXCHANGE: "eval/benchmark/autoj_utils/pairwise_exchange_example_output.jsonl",
 }
-_BY_POSITION = {0: VERDICT_FIRST, 1: VERDICT_SECOND, 2: VERDICT_TIE}
+#: an output as the verdict by position: 0 the response shown first, 1 the second, 2 a tie
+_BY_POSITION = {0: VERDICT_A, 1: VERDICT_B, 2: VERDICT_TIE_WORD}
 
 
 def recorded_name(spec: str) -> str | None:
@@ -66,20 +68,18 @@ def _outputs(path: str, count: int) -> list[int]:
     return out
 
 
-def autoj_comparisons(
-    loaded: LoadedSet, output: str, exchange: str, limit: int | None = None
-) -> list[Comparison]:
-    """Both orders of every comparison of Auto-J's set, as the recorded judge answered."""
+def autoj_shown(loaded: LoadedSet, output: str, exchange: str) -> list[tuple[str, str, str]]:
+    """Both orders of every comparison of Auto-J's set as shown, (the response shown
+    first, the one shown second, the recorded verdict ``"A"``, ``"B"`` or ``"tie"``):
+    the listed order (``response 1`` first) from ``output``, the swapped one from
+    ``exchange``."""
     labels = loaded.labels
     listed, swapped = _outputs(output, len(labels)), _outputs(exchange, len(labels))
-    out: list[Comparison] = []
-    for lab, a, b in list(zip(labels, listed, swapped, strict=True))[:limit]:
-        out.append(
-            Comparison(lab.instance_id, lab.first, lab.second, OVERALL, AUTOJ_13B, _BY_POSITION[a])
-        )
-        out.append(
-            Comparison(lab.instance_id, lab.second, lab.first, OVERALL, AUTOJ_13B, _BY_POSITION[b])
-        )
+    first, second = load_autoj_pairwise(loaded.path).response_sets
+    out: list[tuple[str, str, str]] = []
+    for one, two, a, b in zip(first.responses, second.responses, listed, swapped, strict=True):
+        out.append((one.text, two.text, _BY_POSITION[a]))
+        out.append((two.text, one.text, _BY_POSITION[b]))
     return out
 
 

@@ -17,6 +17,9 @@ from flask_eval.core.settings import load as load_settings
 from flask_eval.producer.judge_eval_sets import SETS, load_set, prometheus_data_dir
 from flask_eval.report import meta_eval
 from flask_eval.report.pairwise_labels import Tally
+from flask_eval.report.probe_types import Card
+from flask_eval.storage.snapshots import fingerprint
+from flask_eval.storage.store import Store
 
 DATA = prometheus_data_dir()
 AUTOJ_FILES = (
@@ -37,7 +40,7 @@ def prompt(instruction: str, response: str) -> str:
 
 
 def no_store() -> None:
-    raise AssertionError("a recorded judge opens no store")
+    raise AssertionError("recorded:gpt-4 opens no store")
 
 
 def test_correlations_equal_scipy_and_intervals_hold_them() -> None:
@@ -160,15 +163,20 @@ def test_sets_default_to_the_files_found(tmp_path: Path) -> None:
         chosen_sets(JudgeEvalConfig("x/y", sets=("vicuna",), data_dir=tmp_path))
 
 
+@pytest.mark.e2e  # 2,784 calls to the in-process simulator: seconds
 @pytest.mark.skipif(
     not all((DATA / f).is_file() for f in AUTOJ_FILES), reason="Auto-J data not available"
 )
-def test_recorded_auto_j_13b_gives_the_published_figures(tmp_path: Path) -> None:
+def test_recorded_auto_j_13b_gives_the_published_figures(tmp_path: Path, sqlite_url: str) -> None:
+    # a judge replaying Auto-J-13B's recorded answers through a run: the figures come
+    # from the run's ledger
+    cards: list[tuple[str, Card]] = []
     rows = judge_eval(
         JudgeEvalConfig("recorded:auto-j-13b", sets=("autoj",), data_dir=DATA),
         load_settings(),
-        no_store,  # type: ignore[arg-type]
+        lambda: Store(sqlite_url),
         tmp_path,
+        cards=cards,
     )
     m = rows[0].metrics
     assert round(100 * (m["both"].value or 0), 2) == 54.96  # both orders, ties included
@@ -177,6 +185,14 @@ def test_recorded_auto_j_13b_gives_the_published_figures(tmp_path: Path) -> None
     data = meta_eval.table_data(rows)
     assert data["rows"][0]["metrics"]["both"]["value"] == m["both"].value
     assert "54.96" in meta_eval.render_text(rows)
+    assert [name for name, _ in cards] == ["autoj"]
+    store = Store(sqlite_url)
+    try:
+        run = store.find_run()
+        assert run is not None
+        assert fingerprint(store, run.id).counts == {"done": 2784}  # both orders of 1,392
+    finally:
+        store.close()
 
 
 @pytest.mark.skipif(
