@@ -51,9 +51,7 @@ def config(paths: list[str]) -> JudgeEvalConfig:
 
 
 def test_the_recorded_verdicts_are_judged_through_a_run(tmp_path: Path, sqlite_url: str) -> None:
-    rows = judge_eval(
-        config(files(tmp_path)), load_settings(), lambda: Store(sqlite_url), tmp_path
-    )
+    rows = judge_eval(config(files(tmp_path)), load_settings(), lambda: Store(sqlite_url), tmp_path)
     m = rows[0].metrics
     assert rows[0].judge == "auto-j-13b"
     assert m["listed"].value == pytest.approx(2 / 3) and m["listed"].n == 3
