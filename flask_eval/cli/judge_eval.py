@@ -89,7 +89,7 @@ def judge_eval_command(**flags: Any) -> None:
 
     SPEC is a judge (provider/model[@base-url], or NAME=SPEC), asked with the Prometheus
     protocol at prometheus-eval's settings, or recorded answers: recorded:auto-j-13b
-    (Auto-J's example predictions), recorded:gpt-4 (GPT-4's own scores)."""
+    (Auto-J's example predictions, replayed through a run), recorded:gpt-4 (GPT-4's own scores)."""
     from flask_eval.app.judge_eval import JudgeEvalConfig, judge_eval
     from flask_eval.core import settings as settings_mod
     from flask_eval.report.meta_eval import render_text, table_data
