@@ -161,6 +161,12 @@ def prepare(spec: RunSpec) -> Plan:
         raise InputError("--no-swap and --per-criterion go with --pairwise")
     if samples > 1 and pairwise is not None:
         raise InputError("--samples goes with absolute grading, not with --pairwise")
+    check_protocols(
+        [*configs, *_as_judges(people)],
+        mode,
+        pairwise=plan_config is not None,
+        shown=rubric_levels(skillset, inputs.instances),
+    )
     probing: dict[str, Any] | None = None
     if spec.probing.probes or spec.probing.families:
         if people is not None:
@@ -169,12 +175,6 @@ def prepare(spec: RunSpec) -> Plan:
                 "responses, not a probe's twins; probe the judges in a run of their own"
             )
         inputs, pairs, probing = _probed(spec, inputs, pairs, machines)
-    check_protocols(
-        [*configs, *_as_judges(people)],
-        mode,
-        pairwise=plan_config is not None,
-        shown=rubric_levels(skillset, inputs.instances),
-    )
     skills = codec.to_data(skillset)
     identities = [judge_identity(j) for j in configs]
     # the fingerprint reads every response again: computed when asked (a dry run named

@@ -24,7 +24,7 @@ from flask_eval.core.text import clip
 from flask_eval.core.types import JudgeConfig, Response, ResponseSet
 from flask_eval.producer.inputs import Inputs
 from flask_eval.rubrics import probes as transforms
-from flask_eval.rubrics.grading import DEFAULT_PROTOCOL
+from flask_eval.rubrics.grading import DEFAULT_PROTOCOL, protocol
 
 __all__ = ["ProbePlan", "parse_families", "plan_probes"]
 
@@ -115,6 +115,12 @@ def _twin(rs: ResponseSet, variant: str, injection: str) -> ResponseSet:
     return ResponseSet(name, f"{rs.path}#{variant}", responses)
 
 
+def _groups(judge: JudgeConfig, mode: str) -> bool:
+    """Whether ``judge``'s calls ask for two or more criteria at once (in ``mode``)."""
+    asked = protocol(judge.protocol or DEFAULT_PROTOCOL, mode).calls(["a", "b"])
+    return any(len(call) > 1 for call in asked)
+
+
 def _injection(judges: Sequence[JudgeConfig], pairwise: bool) -> str:
     """The claim of the top score in the dialect of each protocol the run's judges read
     (one line each, in the judges' order)."""
@@ -135,7 +141,9 @@ def plan_probes(
     explicit = tuple(named) != (ALL,)
     named = () if not explicit else named
     pairwise = pairs is not None
-    multi = mode == "instance" and any(len(i.skills) > 1 for i in inputs.instances)
+    multi = any(len(i.skills) > 1 for i in inputs.instances) and any(
+        _groups(j, mode) for j in judges
+    )
     variants, left = _variants(named or DEFAULT, explicit, pairwise, multi)
     judge_families = {j.name: families[j.name] for j in judges if j.name in families}
     if probes.SELF in (named or DEFAULT):

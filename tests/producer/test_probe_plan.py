@@ -114,6 +114,17 @@ def test_people_are_not_asked_to_rate_twins(tmp_path: Path) -> None:
     assert "people rate a run's own responses, not a probe's twins" in _one_line(exc)
 
 
+def test_the_order_probe_needs_a_judge_that_asks_for_several_criteria(tmp_path: Path) -> None:
+    judges = tmp_path / "judges.yaml"
+    judges.write_text("- spec: openai/judge\n  name: p\n  protocol: prometheus\n")
+    spec = _spec(judges=(), judges_files=(str(judges),), probes=("order",))
+    with pytest.raises(InputError) as exc:  # Prometheus' layout asks one rubric a call
+        pipeline.prepare(spec)
+    assert "--probes order: the criteria's order" in _one_line(exc)
+    spec = _spec(judges=(), judges_files=(str(judges),), probes=("all",))
+    assert "order" in (pipeline.prepare(spec).probes or {})["left_out"]
+
+
 def test_all_leaves_out_what_cannot_apply_and_says_why() -> None:
     plan = pipeline.prepare(_spec(probes=("all",)))
     assert plan.probes is not None
