@@ -100,7 +100,7 @@ def card_command(run_name: str, gate: str | None, fmt: str, out: str | None, **k
     try:
         thresholds = parse_gate(gate) if gate else None
     except ValueError as exc:
-        raise InputError(f"--gate: {exc}") from None
+        raise InputError(f"--gate: {str(exc).removeprefix('gate: ')}") from None
     store = open_store()
     try:
         card = load_card(
