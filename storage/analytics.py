@@ -34,12 +34,12 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from flask_eval.core.errors import Status
-from flask_eval.core.probes import PROBE_SEPARATOR
 from flask_eval.core.types import STATE_FAILED, STATE_NA, STATE_NONE, STATE_SCORED
 from flask_eval.storage.models import INSTANCE, INSTANCE_DOMAIN, JUDGMENT, RESPONSE
 from flask_eval.storage.pivot_copy import CellKeys, read_coded_parts
 from flask_eval.storage.pivots import POSTGRES_WORK_MEM, Pivot
 from flask_eval.storage.positions import call_scores, position_counts, positions_of_pivot
+from flask_eval.storage.predicates import model_not_twin
 from flask_eval.storage.store import Store
 
 J, INS, DOM = JUDGMENT.c, INSTANCE.c, INSTANCE_DOMAIN.c
@@ -341,8 +341,7 @@ def pairwise_rows(store: Store, run_id: int, *, twins: bool = False) -> Pairwise
             select(J.instance_id, J.model, J.model_b, J.criterion, J.judge, J.status, J.score)
             .where(J.run_id == run_id)
             .where(J.model_b != "")
-            .where(*(() if twins else (~J.model.contains(PROBE_SEPARATOR, autoescape=True),)))
-            .where(*(() if twins else (~J.model_b.contains(PROBE_SEPARATOR, autoescape=True),)))
+            .where(*(() if twins else (model_not_twin(J.model), model_not_twin(J.model_b))))
             # one order whatever order the rows finished in: the length-controlled win
             # rate's fit depends on the order of its rows
             .order_by(J.instance_id, J.model, J.model_b, J.criterion, J.judge)

@@ -11,6 +11,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from flask_eval.core.errors import Status
 from flask_eval.core.people import PREFIX
+from flask_eval.core.probes import PROBE_SEPARATOR
 from flask_eval.storage.models import DELETED_RUN, JUDGMENT, RUN
 
 J, RN, D = JUDGMENT.c, RUN.c, DELETED_RUN.c
@@ -21,6 +22,13 @@ def person(judge: Any) -> ColumnElement[bool]:
     the letter on both dialects: SQLite's LIKE ignores case, so a judge called
     ``Human/x`` would pass for one."""
     return func.substr(judge, 1, len(PREFIX)) == PREFIX
+
+
+def model_not_twin(model: Any) -> ColumnElement[bool]:
+    """The ledger's or responses' ``model`` column names no probe's twin
+    (``core.probes``: a twin's name holds ``~``, no model's does)."""
+    twin: ColumnElement[bool] = model.contains(PROBE_SEPARATOR, autoescape=True)
+    return ~twin
 
 
 def claimable(now: Any) -> ColumnElement[bool]:

@@ -14,7 +14,6 @@ from sqlalchemy import func, select, text
 
 from flask_eval.core.errors import Status
 from flask_eval.core.people import is_person
-from flask_eval.core.probes import PROBE_SEPARATOR
 from flask_eval.core.stored import StoredConfig
 from flask_eval.storage import tally
 from flask_eval.storage.models import (
@@ -27,7 +26,7 @@ from flask_eval.storage.models import (
     UNTRUSTED,
     utcnow,
 )
-from flask_eval.storage.predicates import claimable, person
+from flask_eval.storage.predicates import claimable, model_not_twin, person
 from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
 
@@ -180,7 +179,7 @@ def coverage(store: Store, run_id: int) -> dict[str, tuple[int, int]]:
         ).scalar_one()
         rows = conn.execute(
             select(R.model, func.count())
-            .where(R.run_id == run_id, ~R.model.contains(PROBE_SEPARATOR, autoescape=True))
+            .where(R.run_id == run_id, model_not_twin(R.model))
             .group_by(R.model)
             .order_by(R.model)
         ).all()
@@ -218,7 +217,7 @@ def runs_overview(store: Store) -> list[dict[str, Any]]:
         answered: dict[int, int] = dict(
             conn.execute(
                 select(R.run_id, func.count(func.distinct(R.model)))
-                .where(~R.model.contains(PROBE_SEPARATOR, autoescape=True))
+                .where(model_not_twin(R.model))
                 .group_by(R.run_id)
             ).all()
         )

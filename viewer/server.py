@@ -194,9 +194,8 @@ async def run_page(request: web.Request) -> web.Response:
         pairwise["criteria"][-1] if pairwise and pairwise["criteria"] else ""
     )
     instances = await _db(browse.first_instances, store, run, 1)
-    probed = any(is_twin(m) for m in result.overview.models) or any(
-        is_twin(m) for m in await _db(ledger.run_models, store, run.id)
-    )
+    # twins are no models of the overview's: its responses say whether it has any
+    probed = any(is_twin(m) for m in await _db(ledger.run_models, store, run.id))
     return page(
         request,
         "run.html",
