@@ -14,7 +14,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from flask_eval.core.conversations import Turn
 from flask_eval.core.errors import ConfigError
+from flask_eval.core.images import ImageRef
 from flask_eval.core.limits import MAX_JUDGE_SPEC
 from flask_eval.core.redact import looks_like_credential, redact, redact_known
 from flask_eval.core.text import clip, control_problem
@@ -103,16 +105,27 @@ class Instance:
     rubrics: Mapping[str, InstanceRubric] = field(default_factory=dict, hash=False)
     capability: str | None = None
     task: str | None = None
+    #: one turn of a conversation (``core.conversations``): its number (1-based; None: a
+    #: one-shot instruction), the conversation's id, and the user's earlier turns
+    turn: int | None = None
+    conversation: str | None = None
+    history: tuple[Turn, ...] = ()
+    #: the images the instruction carries, by digest (``core.images``)
+    images: tuple[ImageRef, ...] = ()
 
 
 @dataclass(frozen=True)
 class Response:
-    """One model's response to one instance (may be empty: empty responses are judged)."""
+    """One model's response to one instance (may be empty: empty responses are judged).
+
+    ``history`` holds the model's answers to a conversation's earlier turns (empty for a
+    one-shot instruction and for turn 1): ``text`` answers the instance's turn."""
 
     model: str
     instance_id: str
     text: str
     line: int = 0
+    history: tuple[str, ...] = ()
 
 
 class ResponseSource(Collection[Response]):

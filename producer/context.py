@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from flask_eval.core.conversations import Turn
+from flask_eval.core.images import Image
 from flask_eval.core.probes import reversed_criteria
 from flask_eval.core.stored import StoredConfig
 from flask_eval.core.types import InstanceRubric, JudgeConfig
@@ -18,6 +20,21 @@ from flask_eval.rubrics.kinds import JUDGMENT
 from flask_eval.rubrics.pairwise import pairwise_protocol
 from flask_eval.rubrics.prompt import Message
 from flask_eval.rubrics.skills import Skill, SkillSet
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """What a judge is shown besides one turn's texts: the turns before it (the user's,
+    the answers of the judged model and, pairwise, of the second) and the instruction's
+    images, bytes included."""
+
+    history: tuple[Turn, ...] = ()
+    answers: tuple[str, ...] = ()
+    answers_b: tuple[str, ...] = ()
+    images: tuple[Image, ...] = ()
+
+
+NO_CONVERSATION = Conversation()
 
 #: the ability an instance's own rubric is filed under when no global criterion has its name
 INSTANCE_ABILITY = "Instance rubric"
@@ -99,10 +116,15 @@ class RunContext:
         system_prompt: str = "",
         response_b: str | None = None,
         model: str = "",
+        conversation: Conversation = NO_CONVERSATION,
     ) -> Subject:
         """What a judge is shown of one response, or of two in a pairwise run (no
         reference in a reference-free run); ``model`` is the row's model (a judge probe's
-        ``order`` twin is shown its criteria the other way round: ``core.probes``)."""
+        ``order`` twin is shown its criteria the other way round: ``core.probes``);
+        ``conversation`` the turns before the judged one and the instruction's images."""
+        history = conversation.history
+        if not self.reference:
+            history = tuple(Turn(t.user) for t in history)
         return Subject(
             instruction=instruction,
             reference=reference if self.reference else "",
@@ -110,6 +132,10 @@ class RunContext:
             system_prompt=system_prompt,
             response_b=response_b if self.pairwise else None,
             reverse_criteria=reversed_criteria(model),
+            history=history,
+            answers=conversation.answers,
+            answers_b=conversation.answers_b if self.pairwise else (),
+            images=conversation.images,
         )
 
     def prompt(

@@ -23,6 +23,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from flask_eval.core.conversations import Turn
+from flask_eval.core.images import Image
 from flask_eval.rubrics.parse import Reading, read
 from flask_eval.rubrics.prompt import Message, reminder, render
 from flask_eval.rubrics.scale import FIVE_POINT, Scale
@@ -60,6 +62,19 @@ class Subject:
     #: show the criteria in the reverse of the protocol's order (a judge probe's ``order``
     #: twin, ``core.probes``): the same judgment asked with its criteria the other way round
     reverse_criteria: bool = False
+    #: a conversation's earlier turns (``core.conversations``): the user's (with their
+    #: references), the judged model's answers to them and, pairwise, the second model's;
+    #: empty for a one-shot instruction. The judged turn is ``len(history) + 1``.
+    history: tuple[Turn, ...] = ()
+    answers: tuple[str, ...] = ()
+    answers_b: tuple[str, ...] = ()
+    #: the images the instruction carries, bytes included (``core.images``)
+    images: tuple[Image, ...] = ()
+
+    @property
+    def turn(self) -> int:
+        """The number of the judged turn (1 for a one-shot instruction)."""
+        return len(self.history) + 1
 
 
 def shown(subject: Subject, criteria: Sequence[Criterion]) -> list[Criterion]:

@@ -10,17 +10,21 @@ sequence of text :class:`Part` s, and a part may end the shared prefix
 part of a call's messages is what the protocol expects every call with the same
 criteria to share (docs/design/caching.md).
 
-A message's text is its parts joined with nothing between them (:func:`text_of`), so a
-provider that takes plain text (OpenAI, Gemini), the answer cache key, token estimates
-and the simulator see exactly the text the protocol rendered, parts or not. A content
-that is a plain string is one part that ends no prefix (a reminder turn, a test's
-message).
+A part may be an image (:class:`ImagePart`): it has no text, and each provider sends it
+in its own format. A message's text is its parts joined with nothing between them
+(:func:`text_of`), so a provider that takes plain text (OpenAI, Gemini), the answer
+cache key, token estimates and the simulator see exactly the text the protocol rendered,
+parts or not. A content that is a plain string is one part that ends no prefix (a
+reminder turn, a test's message).
 """
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple, TypedDict
+
+from flask_eval.core.images import Image, ImageRef
 
 
 class Part(NamedTuple):
@@ -35,8 +39,20 @@ class Part(NamedTuple):
     ends_instance: bool = False
 
 
+class ImagePart(NamedTuple):
+    """An image in a message's content (its bytes with it). It has no text, ends no
+    prefix, and reads as "" wherever a message's text is taken (:func:`text_of`): each
+    provider sends it in its own format, and the answer cache keys it by digest
+    (:func:`image_digests`)."""
+
+    text: str = ""
+    ends_prefix: bool = False
+    ends_instance: bool = False
+    image: Image | None = None
+
+
 #: a message's content: its parts in order, or a plain string (one part, nothing shared)
-Content = str | tuple[Part, ...]
+Content = str | tuple[Part | ImagePart, ...]
 
 
 class Message(TypedDict):
@@ -57,7 +73,22 @@ def message(role: str, shared: str, rest: str = "", *, instance: str = "") -> Me
     return {"role": role, "content": tuple(parts)}
 
 
-def parts_of(message: Message) -> tuple[Part, ...]:
+def image_part(image: Image) -> ImagePart:
+    """A content part holding ``image``."""
+    return ImagePart(image=image)
+
+
+def images_of(message: Message) -> list[Image]:
+    """The images in ``message``'s content, in order."""
+    return [p.image for p in parts_of(message) if isinstance(p, ImagePart) and p.image]
+
+
+def image_digests(messages: Sequence[Message]) -> list[list[str]]:
+    """Each message's images by SHA-256 (empty lists for messages without any)."""
+    return [[image.ref.sha256 for image in images_of(m)] for m in messages]
+
+
+def parts_of(message: Message) -> tuple[Part | ImagePart, ...]:
     """The parts of ``message`` (a plain string is one part that ends no prefix)."""
     content = message["content"]
     return (Part(content),) if isinstance(content, str) else tuple(content)
@@ -76,14 +107,7 @@ def to_data(messages: Sequence[Message]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for m in messages:
         content = m["content"]
-        data: Any = (
-            content
-            if isinstance(content, str)
-            else [
-                {"text": p.text, "prefix": p.ends_prefix, "instance": p.ends_instance}
-                for p in content
-            ]
-        )
+        data: Any = content if isinstance(content, str) else [_part_data(p) for p in content]
         out.append({"role": m["role"], "content": data})
     return out
 
@@ -99,14 +123,32 @@ def from_data(data: Sequence[Mapping[str, Any]]) -> list[Message]:
             messages.append({"role": role, "content": content})
             continue
         if not isinstance(content, list) or not all(
-            isinstance(p, dict) and isinstance(p.get("text"), str) for p in content
+            isinstance(p, dict) and (isinstance(p.get("text"), str) or "image" in p)
+            for p in content
         ):
             raise ValueError("a message whose content is neither text nor parts")
-        parts = tuple(
-            Part(p["text"], bool(p.get("prefix")), bool(p.get("instance"))) for p in content
-        )
-        messages.append({"role": role, "content": parts})
+        messages.append({"role": role, "content": tuple(_part_of(p) for p in content)})
     return messages
+
+
+def _part_data(part: Part | ImagePart) -> dict[str, Any]:
+    if isinstance(part, ImagePart) and part.image is not None:
+        return {
+            "image": part.image.ref.to_data(),
+            "data": base64.b64encode(part.image.data).decode("ascii"),
+        }
+    return {"text": part.text, "prefix": part.ends_prefix, "instance": part.ends_instance}
+
+
+def _part_of(data: Mapping[str, Any]) -> Part | ImagePart:
+    if "image" in data:
+        try:
+            ref = ImageRef.from_data(data["image"])
+            raw = base64.b64decode(str(data["data"]), validate=True)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"an image part that does not read: {exc}") from None
+        return image_part(Image(ref, raw))
+    return Part(data["text"], bool(data.get("prefix")), bool(data.get("instance")))
 
 
 def plain(messages: Sequence[Message]) -> list[dict[str, str]]:

@@ -128,7 +128,7 @@ BASELINE = "0001_v1"
 #: the newest revision in storage/migrations/versions (tests/storage/test_migrations.py
 #: checks that it is alembic's head): a store already at it opens without importing
 #: alembic, which costs each process ~0.1 s of start-up
-HEAD = "0013_v13"
+HEAD = "0014_v14"
 #: PostgreSQL advisory lock held while the schema is created or migrated
 _SCHEMA_LOCK = 7_301_977_001
 

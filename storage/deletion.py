@@ -34,6 +34,7 @@ from flask_eval.storage.models import (
     CALL,
     CALL_TALLY,
     DELETED_RUN,
+    IMAGE,
     INSTANCE,
     INSTANCE_DOMAIN,
     JUDGE_HALT,
@@ -170,6 +171,7 @@ def finish(store: WorkerLedger, run_id: int) -> None:
             RESPONSE,
             INSTANCE_DOMAIN,
             INSTANCE,
+            IMAGE,
         ):
             conn.execute(delete(table).where(table.c.run_id == run_id))
         conn.execute(delete(RUN).where(RN.id == run_id))

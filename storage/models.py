@@ -1,5 +1,9 @@
 """SQLModel tables: runs, their inputs, the judgment ledger and every paid judge call.
 
+Schema version 14 adds conversations and images: an instance's ``turn``,
+``conversation``, ``history`` (the user's earlier turns) and ``images`` (digests), a
+response's ``history`` (the model's earlier answers), and the table ``image`` (each image
+of a run once, by SHA-256, with its bytes).
 Schema version 13 adds people's ratings (``rating_item``, ``rater``, ``rater_session``).
 Schema version 6 (``storage/migrations``; version 5 added the provider batches:
 ``batch``, ``batch_call``, ``lane_lease``; version 6 ``judgment.value``, what a generation or
@@ -17,7 +21,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import cast
 
-from sqlalchemy import Column, Index, Table, Text, UniqueConstraint, text
+from sqlalchemy import Column, Index, LargeBinary, Table, Text, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
 from flask_eval.core.errors import Status
@@ -64,6 +68,13 @@ class InstanceRow(SQLModel, table=True):
     rubrics: str = Field(default="{}", sa_column=Column(Text, nullable=False, server_default="{}"))
     capability: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     task: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    #: version 14: the turn of a conversation (NULL: a one-shot instruction), the
+    #: conversation's id, the user's earlier turns (JSON list of ``Turn.to_data()``) and
+    #: the instruction's images (JSON list of ``ImageRef.to_data()``)
+    turn: int | None = None
+    conversation: str | None = Field(default=None, max_length=MAX_INSTANCE_ID)
+    history: str = Field(default="[]", sa_column=Column(Text, nullable=False, server_default="[]"))
+    images: str = Field(default="[]", sa_column=Column(Text, nullable=False, server_default="[]"))
 
 
 class InstanceDomain(SQLModel, table=True):
@@ -79,6 +90,8 @@ class ResponseRow(SQLModel, table=True):
     model: str = Field(primary_key=True, max_length=MAX_MODEL_NAME)
     instance_id: str = Field(primary_key=True, max_length=MAX_INSTANCE_ID)
     text: str = Field(sa_column=Column(Text, nullable=False))
+    #: version 14: the model's answers to a conversation's earlier turns (JSON list)
+    history: str = Field(default="[]", sa_column=Column(Text, nullable=False, server_default="[]"))
 
 
 class Call(SQLModel, table=True):
@@ -389,6 +402,20 @@ class RaterSession(SQLModel, table=True):
     expires_at: datetime = Field(default_factory=utcnow)
 
 
+class ImageRow(SQLModel, table=True):
+    """An image of a run (version 14), once per SHA-256 of its bytes: its checked media
+    type, its size in pixels and bytes, and the bytes."""
+
+    __tablename__ = "image"
+    run_id: int = Field(primary_key=True)
+    sha256: str = Field(primary_key=True, max_length=HASH_HEX)
+    media_type: str = Field(max_length=32)
+    width: int
+    height: int
+    size: int
+    data: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+
+
 def _table(model: type[SQLModel]) -> Table:
     return cast(Table, model.__table__)  # type: ignore[attr-defined]
 
@@ -398,6 +425,7 @@ RUN = _table(Run)
 INSTANCE = _table(InstanceRow)
 INSTANCE_DOMAIN = _table(InstanceDomain)
 RESPONSE = _table(ResponseRow)
+IMAGE = _table(ImageRow)
 CALL = _table(Call)
 JUDGMENT = _table(Judgment)
 JUDGE_HALT = _table(JudgeHalt)

@@ -20,10 +20,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from flask_eval.core.errors import Status
+from flask_eval.core.images import Image
 from flask_eval.core.types import Instance, ResponseSet
 from flask_eval.rubrics.kind import NO_MODEL
-from flask_eval.storage.models import INSTANCE, INSTANCE_DOMAIN, JUDGMENT, RESPONSE
-from flask_eval.storage.records import instance_values
+from flask_eval.storage.models import IMAGE, INSTANCE, INSTANCE_DOMAIN, JUDGMENT, RESPONSE
+from flask_eval.storage.records import IMAGE_COLUMNS, answers_text, image_values, instance_values
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -158,6 +159,10 @@ _INSTANCE_COLUMNS = (
     "rubrics",
     "capability",
     "task",
+    "turn",
+    "conversation",
+    "history",
+    "images",
 )
 
 
@@ -171,6 +176,8 @@ class RunRows:
     judges: Sequence[str]
     pairs: Sequence[Pair] | None = None
     about_instances: bool = False
+    #: the bytes of the images the instances name (``core.images``), each once
+    images: Sequence[Image] = ()
 
 
 def insert_run_rows(
@@ -223,7 +230,20 @@ def insert_run_rows(
     store._bulk_load(
         conn,
         RESPONSE,
-        ("run_id", "model", "instance_id", "text"),
-        ((run_id, r.model, r.instance_id, r.text) for rs in response_sets for r in rs.responses),
+        ("run_id", "model", "instance_id", "text", "history"),
+        (
+            (run_id, r.model, r.instance_id, r.text, answers_text(r.history))
+            for rs in response_sets
+            for r in rs.responses
+        ),
+    )
+    store._bulk_load(
+        conn,
+        IMAGE,
+        IMAGE_COLUMNS,
+        (
+            image_values(run_id, image)
+            for image in {i.ref.sha256: i for i in made_of.images}.values()
+        ),
     )
     return range(before + 1, after + 1) if after - before == rows else None

@@ -55,7 +55,7 @@ CLAIM_CONTEXTS = f"""
     )
     SELECT c.id, c.run_id, c.model, c.model_b, c.instance_id, c.criterion, c.judge,
            i.instruction, i.answer, COALESCE(r.text, ''), i.system_prompt, i.rubrics, rb.text,
-           c.claims
+           i.history, i.images, r.history, rb.history, c.claims
     FROM claimed AS c
     JOIN instance AS i ON i.run_id = c.run_id AND i.instance_id = c.instance_id
     LEFT JOIN response AS r

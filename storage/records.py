@@ -10,7 +10,9 @@ from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from flask_eval.core.conversations import Turn
 from flask_eval.core.errors import Status
+from flask_eval.core.images import Image, ImageRef
 from flask_eval.core.redact import redact_known, secret_values
 from flask_eval.core.stored import StoredConfig
 from flask_eval.core.text import storable
@@ -37,6 +39,55 @@ def rubrics_of(text: str | None) -> Mapping[str, InstanceRubric]:
     return MappingProxyType({str(k): InstanceRubric.from_data(v) for k, v in data.items()})
 
 
+def history_text(history: Sequence[Turn]) -> str:
+    """A conversation's earlier user turns as the ledger keeps them (JSON list)."""
+    return json.dumps([t.to_data() for t in history], ensure_ascii=False)
+
+
+@functools.lru_cache(maxsize=4096)
+def history_of(text: str | None) -> tuple[Turn, ...]:
+    """The turns :func:`history_text` wrote (NULL or ``[]``: none)."""
+    if not text or text == "[]":
+        return ()
+    return tuple(Turn(str(t["user"]), str(t.get("reference") or "")) for t in json.loads(text))
+
+
+def answers_text(answers: Sequence[str]) -> str:
+    """A model's answers to a conversation's earlier turns as the ledger keeps them."""
+    return json.dumps(list(answers), ensure_ascii=False)
+
+
+@functools.lru_cache(maxsize=4096)
+def answers_of(text: str | None) -> tuple[str, ...]:
+    """The answers :func:`answers_text` wrote (NULL or ``[]``: none)."""
+    if not text or text == "[]":
+        return ()
+    return tuple(str(a) for a in json.loads(text))
+
+
+def images_text(images: Sequence[ImageRef]) -> str:
+    """An instance's images as the ledger keeps them (JSON list of digests and sizes)."""
+    return json.dumps([i.to_data() for i in images])
+
+
+@functools.lru_cache(maxsize=4096)
+def images_of(text: str | None) -> tuple[ImageRef, ...]:
+    """The images :func:`images_text` wrote (NULL or ``[]``: none)."""
+    if not text or text == "[]":
+        return ()
+    return tuple(ImageRef.from_data(i) for i in json.loads(text))
+
+
+#: the columns of an ``image`` row, in :func:`image_values` order
+IMAGE_COLUMNS = ("run_id", "sha256", "media_type", "width", "height", "size", "data")
+
+
+def image_values(run_id: int, image: Image) -> tuple[Any, ...]:
+    """The ``image`` row of ``image`` (:data:`IMAGE_COLUMNS`)."""
+    ref = image.ref
+    return (run_id, ref.sha256, ref.media_type, ref.width, ref.height, ref.size, image.data)
+
+
 def instance_values(run_id: int, instance: Instance) -> dict[str, Any]:
     """The ``instance`` row of ``instance`` (its domains go to ``instance_domain``)."""
     return {
@@ -50,6 +101,10 @@ def instance_values(run_id: int, instance: Instance) -> dict[str, Any]:
         "rubrics": rubrics_text(instance.rubrics),
         "capability": instance.capability,
         "task": instance.task,
+        "turn": instance.turn,
+        "conversation": instance.conversation,
+        "history": history_text(instance.history),
+        "images": images_text(instance.images),
     }
 
 
@@ -68,6 +123,10 @@ def instance_of(row: Mapping[Any, Any], domains: Sequence[str] = ()) -> Instance
         rubrics=dict(rubrics_of(row["rubrics"])),
         capability=None if row["capability"] is None else str(row["capability"]),
         task=None if row["task"] is None else str(row["task"]),
+        turn=None if row.get("turn") is None else int(row["turn"]),
+        conversation=None if row.get("conversation") is None else str(row["conversation"]),
+        history=history_of(row.get("history")),
+        images=images_of(row.get("images")),
     )
 
 
@@ -111,11 +170,18 @@ class JobContext:
     rubrics: Mapping[str, InstanceRubric] = field(default_factory=dict, hash=False)
     response_b: str = ""
     claims: int = 0
+    #: a conversation's earlier turns (``core.conversations``): the user's, and the
+    #: answers of ``model`` and of ``model_b`` to them; the instruction's images
+    history: tuple[Turn, ...] = ()
+    answers: tuple[str, ...] = ()
+    answers_b: tuple[str, ...] = ()
+    images: tuple[ImageRef, ...] = ()
 
     @classmethod
     def of_row(cls, row: Sequence[Any], claims: int = 0) -> JobContext:
         """From a claim's columns: the ten fields above, the system prompt, the rubrics'
-        JSON text, and (optionally) the second response's text (NULL: none)."""
+        JSON text, optionally the second response's text (NULL: none) and then the
+        instance's history and images and the two responses' histories (JSON texts)."""
         (
             id_,
             run_id,
@@ -131,9 +197,10 @@ class JobContext:
             rubrics,
             *rest,
         ) = row
-        if len(rest) > 1:
-            raise ValueError(f"a claim row has 12 or 13 columns, got {len(row)}")
+        if len(rest) not in (0, 1, 5):
+            raise ValueError(f"a claim row has 12, 13 or 17 columns, got {len(row)}")
         response_b = rest[0] if rest else None
+        history, images, answers, answers_b = rest[1:] if len(rest) == 5 else (None,) * 4
         return cls(
             id_,
             run_id,
@@ -149,6 +216,10 @@ class JobContext:
             rubrics_of(rubrics),
             str(response_b or ""),
             claims,
+            history_of(history),
+            answers_of(answers),
+            answers_of(answers_b),
+            images_of(images),
         )
 
     @property

@@ -60,6 +60,10 @@ CONTEXTS = (
         INS.system_prompt,
         INS.rubrics,
         RB.text,
+        INS.history,
+        INS.images,
+        R.history,
+        RB.history,
         J.claims,
     )
     .join(INSTANCE, and_(INS.run_id == J.run_id, INS.instance_id == J.instance_id))

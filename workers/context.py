@@ -9,7 +9,7 @@ from typing import Any
 
 from flask_eval.core.models import model_info
 from flask_eval.core.types import JudgeConfig
-from flask_eval.rubrics.messages import plain
+from flask_eval.rubrics.messages import image_digests, plain
 from flask_eval.workers.judge import GenerateConfig, Message
 
 
@@ -37,13 +37,17 @@ def cache_key(judge: str, messages: Sequence[Message], config: GenerateConfig) -
     """The identity of an answer: judge model, rendered prompt and sampling parameters
     (a later sample's seed among them: each sample is an answer of its own).
     The prompt is its plain text (``rubrics.messages.plain``): where a protocol marks its
-    shared prefix changes nothing the judge reads, so it does not change the key."""
+    shared prefix changes nothing the judge reads, so it does not change the key. A
+    prompt's images count by their SHA-256, message by message (``core.images``)."""
     payload: dict[str, Any] = {
         "judge": judge,
         "messages": plain(messages),
         "max_tokens": config.max_tokens,
         "temperature": config.temperature,
     }
+    digests = image_digests(messages)
+    if any(digests):  # absent otherwise: text-only prompts keep their keys
+        payload["images"] = digests
     if config.schema is not None:  # absent otherwise: free-text answers keep their keys
         payload["schema"] = config.schema
     if config.seed is not None:  # a later sample: absent for the first, whose key is as before

@@ -34,8 +34,9 @@ from flask_eval.core.errors import (
 from flask_eval.core.redact import redact
 from flask_eval.core.stored import StoredConfig
 from flask_eval.core.types import JudgeConfig
-from flask_eval.producer.context import RunContext
+from flask_eval.producer.context import Conversation, RunContext
 from flask_eval.rubrics.echo import template_of, template_text, without_echoes
+from flask_eval.storage.images import run_images
 from flask_eval.storage.records import CallRecord, JobContext, Outcome
 from flask_eval.storage.retry import is_transient
 from flask_eval.storage.store import Store
@@ -235,6 +236,12 @@ class Executor:
         self, groups: list[list[JobContext]], context: RunContext, summary: BatchSummary
     ) -> list[Call]:
         prepared = []
+        wanted = {i.sha256 for rows in groups for i in rows[0].images}
+        images = (
+            await asyncio.to_thread(run_images, self.store, groups[0][0].run_id, wanted)
+            if wanted
+            else {}
+        )
         unjudged: list[Outcome] = []  # one write for the batch, not one per call (each alone
         # waits out the write-behind window: 0.1 s a call, minutes for a halted judge)
         unjudged_rows: list[JobContext] = []
@@ -259,6 +266,11 @@ class Executor:
                 )
                 unjudged += failed(rows, JudgeError(reason, redact(str(exc))))
                 continue
+            missing = [i.sha256[:12] for i in first.images if i.sha256 not in images]
+            if missing:  # the ledger names an image it does not hold: never judged without it
+                detail = f"the run's ledger holds no image {', '.join(missing)}"
+                unjudged += failed(rows, JudgeError(FailureReason.INTERNAL, detail))
+                continue
             subject = context.subject(
                 first.instruction,
                 first.reference,
@@ -266,6 +278,12 @@ class Executor:
                 first.system_prompt,
                 first.response_b,
                 first.model,
+                Conversation(
+                    first.history,
+                    first.answers,
+                    first.answers_b,
+                    tuple(images[i.sha256] for i in first.images),
+                ),
             )
             messages, schema = context.prompt(first.judge, subject, criteria)
             generate = generate_config(config, self.config.timeout, schema)

@@ -244,7 +244,7 @@ def test_job_context_of_row_takes_the_old_and_the_new_claim_columns() -> None:
     )
     assert JobContext.of_row((*head, None)).response_b == ""
     assert JobContext.of_row((*head, "second")).response_b == "second"
-    with pytest.raises(ValueError, match="12 or 13 columns"):
+    with pytest.raises(ValueError, match="12, 13 or 17 columns"):
         JobContext.of_row((*head, "second", "extra"))
 
 

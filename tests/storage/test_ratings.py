@@ -361,8 +361,16 @@ def test_a_version_12_store_gets_the_tables_of_ratings(database_url: str) -> Non
     Store(database_url).close()
     store = Store(database_url)
     with store.engine.begin() as conn:
-        for table in ("rating_item", "rater", "rater_session"):
+        for table in ("rating_item", "rater", "rater_session", "image"):
             conn.exec_driver_sql(f"DROP TABLE {table}")
+        for table, column in (
+            ("instance", "turn"),
+            ("instance", "conversation"),
+            ("instance", "history"),
+            ("instance", "images"),
+            ("response", "history"),
+        ):  # version 14's
+            conn.exec_driver_sql(f"ALTER TABLE {table} DROP COLUMN {column}")
         from alembic import command
 
         command.stamp(_alembic_config(conn), "0012_v12")
@@ -373,7 +381,7 @@ def test_a_version_12_store_gets_the_tables_of_ratings(database_url: str) -> Non
     R.add_rater(store, "alice", "a" * 64, None, False)
     with store.engine.connect() as conn:
         version = conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar_one()
-    assert version == "0013_v13"
+    assert version == "0014_v14"
     store.close()
 
 

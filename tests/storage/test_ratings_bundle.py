@@ -67,6 +67,8 @@ def _filled(table: str, cols: list[str]) -> dict[str, object]:
             out[c] = "2026-12-06T00:00:00+00:00"
         elif c in ("claims", "asks", "requests"):
             out[c] = 0
+        elif c in ("history", "images"):
+            out[c] = "[]"
     return out
 
 
