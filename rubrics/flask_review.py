@@ -39,6 +39,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from flask_eval.rubrics import conversation
+from flask_eval.rubrics.conversation import exchanges
 from flask_eval.rubrics.grading import PROTOCOLS, Criterion, Protocol, Subject, shown
 from flask_eval.rubrics.messages import message
 from flask_eval.rubrics.parse import RATIONALE_LIMIT, Reading, rationale_sections, split_keys
@@ -126,8 +128,11 @@ def render(
     if subject.response_b is not None:
         raise ValueError("the flask protocol grades one response (absolute grading)")
 
+    history = exchanges(subject.history, subject.answers)
+
     def shown(text: str) -> str:
-        return neutralize(text, names).strip()
+        cleaned = neutralize(text, names)
+        return (conversation.neutralize(cleaned) if history else cleaned).strip()
 
     instruction = shown(subject.instruction) or "(The instruction is empty.)"
     if subject.system_prompt.strip():
@@ -145,7 +150,11 @@ def render(
     for skill in skills:
         parts += _skill_block(skill, names, scale)
     shared = "\n".join(parts) + "\n"  # the trained layout's static opening: shared
-    parts = [FLASK_INSTRUCTION, instruction, ""]
+    parts = []
+    if history:  # the earlier turns, before the judged turn's instruction
+        turns = conversation.labelled(history, subject.turn, shown, ("",), FLASK_REFERENCE[1:-1])
+        parts += [*turns, ""]
+    parts += [FLASK_INSTRUCTION, instruction, ""]
     if subject.reference.strip():
         parts += [FLASK_REFERENCE, shown(subject.reference), ""]
     parts += [

@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 
 from flask_eval.core.conversations import Turn
 from flask_eval.core.images import Image
+from flask_eval.rubrics.conversation import exchanges
 from flask_eval.rubrics.parse import Reading, read
 from flask_eval.rubrics.prompt import Message, reminder, render
 from flask_eval.rubrics.scale import FIVE_POINT, Scale
@@ -194,6 +195,7 @@ class FlaskEvalProtocol(Protocol):
             system_prompt=subject.system_prompt,
             scale=self.scale,
             answer=instructions(criteria, self.scale) if structured else None,
+            history=exchanges(subject.history, subject.answers),
         )
 
     def response_schema(self, criteria: Sequence[Criterion]) -> dict[str, Any] | None:

@@ -39,6 +39,7 @@ from typing import Any
 
 from flask_eval.core.types import VERDICT_FIRST, VERDICT_SECOND, VERDICT_TIE
 from flask_eval.rubrics import prompt as absolute
+from flask_eval.rubrics.conversation import cleaner, exchanges, section
 from flask_eval.rubrics.grading import RUBRIC_ANY, Criterion, Protocol, Subject
 from flask_eval.rubrics.messages import message
 from flask_eval.rubrics.parse import MarkerLine, Pairs, Reading
@@ -129,8 +130,13 @@ def render(subject: Subject, criteria: Sequence[Criterion]) -> list[Message]:
     if subject.response_b is None:
         raise ValueError("a pairwise comparison needs a second response (response_b)")
     names = absolute._check_skills(criteria)  # at least one, no duplicates
+    history = exchanges(subject.history, subject.answers, subject.answers_b)
+    clean = cleaner(neutralize) if history else neutralize
+    heading = "## Responses to compare"
+    if history:
+        heading += f" (the two assistants' answers to turn {subject.turn})"
     untrusted = [
-        "## Responses to compare",
+        heading,
         "",
         absolute.UNTRUSTED_POINTER.format(what="Both responses are"),
         "",
@@ -141,7 +147,7 @@ def render(subject: Subject, criteria: Sequence[Criterion]) -> list[Message]:
     ):
         if not text.strip():
             untrusted.append(f"Response {letter} is empty; judge it as an empty answer.")
-        untrusted += [start, neutralize(text).rstrip("\r\n"), end, ""]
+        untrusted += [start, clean(text).rstrip("\r\n"), end, ""]
     several = len(names) > 1
     layout = LayoutText(
         intro="Compare two responses written by AI assistants for the same instruction. For "
@@ -177,7 +183,8 @@ def render(subject: Subject, criteria: Sequence[Criterion]) -> list[Message]:
         criteria=[_criterion_block(i, c) for i, c in enumerate(criteria, start=1)],
         instructions=_instructions(names),
         last_line=criteria_line(names),
-        clean=neutralize,
+        clean=clean,
+        conversation=section(history, clean, (VERDICT_A, VERDICT_B)),
     )
     return [message("system", PAIRWISE_SYSTEM), message("user", shared, rest, instance=instance)]
 

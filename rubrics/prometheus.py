@@ -38,6 +38,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from flask_eval.rubrics import conversation
+from flask_eval.rubrics.conversation import exchanges
 from flask_eval.rubrics.grading import PROTOCOLS, Criterion, Protocol, Subject
 from flask_eval.rubrics.messages import message
 from flask_eval.rubrics.parse import RATIONALE_LIMIT, Reading, template_echo
@@ -187,12 +189,25 @@ def layout(
     and last ``###Feedback:``, every untrusted text passed through ``clean``. The shared
     prefix is what this trained order puts before the instance: the system prompt, the
     task description and its steps, and the instruction's heading (the rubric comes after
-    the response, so it is not shared)."""
+    the response, so it is not shared). A conversation's earlier turns
+    (``rubrics.conversation.labelled``: the judge's focus on the last turn, then each
+    turn's texts under ``[Turn n: User]``-like labels) open the instruction section,
+    whose judged instruction is then labelled ``[User instruction, turn k]``."""
+    pair = subject.response_b is not None
+    history = exchanges(subject.history, subject.answers, *([subject.answers_b] if pair else []))
+    if history:
+        clean = conversation.cleaner(clean)
     instruction = clean(subject.instruction).strip() or "(The instruction is empty.)"
+    label = INSTRUCTION_LABEL
+    if history:  # the earlier turns, then the judged turn's instruction under its label
+        label = f"{INSTRUCTION_LABEL[:-1]}, turn {subject.turn}]"
+        instruction = f"{label}\n{instruction}"
+        turns = conversation.labelled(history, subject.turn, clean, ("A", "B") if pair else ("",))
+        instruction = "\n".join(turns) + "\n\n" + instruction
     if subject.system_prompt.strip():
         instruction = (
             f"{SYSTEM_PROMPT_LABEL}\n{clean(subject.system_prompt).strip()}\n\n"
-            f"{INSTRUCTION_LABEL}\n{instruction}"
+            + (instruction if history else f"{label}\n{instruction}")
         )
     reference = clean(subject.reference).strip()
     # the trained order's static opening, up to the instruction's heading, is shared

@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from flask_eval.rubrics.conversation import Exchange, Section, cleaner, section
 from flask_eval.rubrics.messages import Message as Message  # re-exported: the protocols' type
 from flask_eval.rubrics.messages import message, text_of
 from flask_eval.rubrics.parse import SCORES_LINE
@@ -113,6 +114,7 @@ def skeleton(
     instructions: Sequence[str],
     last_line: str,
     clean: Callable[[str], str],
+    conversation: Section | None = None,
 ) -> tuple[str, str, str]:
     """The user message of our layouts, absolute and pairwise, as (shared prefix, the
     instance's prefix, rest).
@@ -157,8 +159,12 @@ def skeleton(
             clean(inputs.system_prompt).strip(),
             "",
         ]
+    heading = "## Instruction"
+    if conversation is not None:
+        rest += conversation.lines
+        heading += f" (turn {conversation.turn}, the one to grade)"
     rest += [
-        "## Instruction",
+        heading,
         "",
         clean(inputs.instruction).strip() or "(The instruction is empty.)",
         "",
@@ -192,18 +198,25 @@ def render(
     system_prompt: str = "",
     scale: Scale = FIVE_POINT,
     answer: Sequence[str] | None = None,
+    history: Sequence[Exchange] = (),
 ) -> list[Message]:
     """The chat messages asking a judge to score ``response`` on ``skills`` (one or more);
     ``system_prompt`` is what the assistant was told before the instruction, if anything.
     ``answer``: the output instructions (default: rationales, then the ``[SCORES]``
-    line; the structured form passes its own). The system message and the user
-    message up to the instance form the shared prefix (the module docstring)."""
+    line; the structured form passes its own). ``history``: a conversation's earlier
+    turns (``rubrics.conversation``), shown before the instruction, which is then the
+    judged turn. The system message and the user message up to the instance form the
+    shared prefix (the module docstring)."""
     names = _check_skills(skills)
     several = len(skills) > 1
-    untrusted = ["## Response to evaluate", "", UNTRUSTED_POINTER.format(what="The response is")]
+    clean = cleaner(neutralize) if history else neutralize
+    heading = "## Response to evaluate"
+    if history:
+        heading += f" (the assistant's answer to turn {len(history) + 1})"
+    untrusted = [heading, "", UNTRUSTED_POINTER.format(what="The response is")]
     if not response.strip():
         untrusted.append("The response is empty; score it as an empty answer.")
-    untrusted += [RESPONSE_START, neutralize(response).rstrip("\r\n"), RESPONSE_END, ""]
+    untrusted += [RESPONSE_START, clean(response).rstrip("\r\n"), RESPONSE_END, ""]
     layout = LayoutText(
         intro="Evaluate a response written by an AI assistant for an instruction. Score it "
         "on the skill"
@@ -237,7 +250,8 @@ def render(
         criteria=[_skill_block(i, skill, scale) for i, skill in enumerate(skills, start=1)],
         instructions=_output_instructions(skills, scale) if answer is None else answer,
         last_line=skills_line(names),
-        clean=neutralize,
+        clean=clean,
+        conversation=section(history, clean, ("",)),
     )
     return [
         message("system", system_prompt_for(scale)),
