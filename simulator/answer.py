@@ -17,7 +17,12 @@ level is its quality; a request to such a model is answered by it, not by the ju
 Each prompt is answered in the format it asks for: ours (a rationale per skill, then
 ``[SCORES] {...}``), Prometheus's (``Feedback: ... [RESULT] N``) or FLASK's (feedback per
 skill, then a Python dictionary); ``simulator.formats`` recognises the latter two layouts
-and finds their response, reference and criteria, so the scoring is the same for all.
+and finds their response, reference and criteria, so the scoring is the same for all;
+MT-Bench's (an explanation, then ``Rating: [[N]]`` on 1-10: twice the 1-5 level, or one
+less by a hash of the response). A prompt that grades turn k of a conversation
+(``rubrics.conversation.graded_turn``) is answered about the judged turn's response, and
+the answer opens with the line ``Grading turn: k``, so its rationale says which turn the
+judge was shown.
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ from flask_eval.rubrics.protocol import (
     requested_skills,
     scores_line,
 )
+
+from flask_eval.rubrics.conversation import graded_turn
 
 from . import annotate, formats, generate, pairwise
 from .config import SimConfig
@@ -196,6 +203,9 @@ def _garbage_answer(prompt: str, model: str, skills: list[str] | None, config: S
     return "\n\n".join(paragraphs)
 
 
+#: the line a judge's answer opens with when its prompt grades a turn of a conversation
+TURN_LINE = "Grading turn:"
+
 REFUSAL_TEXT = "I'm sorry, but I can't help with evaluating this request."
 
 
@@ -221,6 +231,13 @@ def make_answer(prompt: str, model: str, config: SimConfig, *, garbage: bool = F
     annotated = annotate.answer(prompt, model, config, garbage=garbage)
     if annotated is not None:
         return annotated
+    text = _judgment(prompt, model, config, garbage)
+    turn = graded_turn(prompt)
+    return text if turn is None else f"{TURN_LINE} {turn}\n\n{text}"
+
+
+def _judgment(prompt: str, model: str, config: SimConfig, garbage: bool) -> str:
+    """:func:`make_answer`'s judgment, in the format the prompt asks for."""
     layout = formats.parts(prompt)
     if layout is not None and config.answer_format == "auto":
         return _layout_answer(layout, prompt, model, config, garbage)
@@ -257,6 +274,9 @@ def _layout_answer(
     kind = garbage_kind(prompt, model, config) if garbage else None
     bad = 7 if stable_hash("oor", prompt) % 2 else 0
     quote = quoted(prompt) if config.quote_response else None
+    if layout.layout == "mt-bench":
+        level = overall_score(prompt, model, config)
+        return formats.mtbench_answer(ten_point(level, prompt), _RATIONALES[level], kind)
     if layout.layout == "prometheus":
         score = prometheus_score(prompt, model, config)
         if kind is not None:
@@ -267,6 +287,12 @@ def _layout_answer(
     if kind is not None or not scores:
         return formats.flask_garbage(kind or "prose", rationales, scores, bad)
     return formats.flask_answer(rationales, scores, quote)
+
+
+def ten_point(level: int, prompt: str) -> int:
+    """A 1-5 level on MT-Bench's 1-10 scale: 2 * level, or one less by a hash of the
+    judged response (so both halves of the scale are used, deterministically)."""
+    return 2 * level - stable_hash("ten", canonical(response_focus(prompt))) % 2
 
 
 def cut_off(text: str, prompt: str, max_tokens: int) -> str:

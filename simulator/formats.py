@@ -1,7 +1,8 @@
 """The other protocols' prompt layouts, as the simulated judge reads and answers them (pure).
 
 A prompt is in a layout when it opens with that layout's system prompt
-(:data:`rubrics.protocol.PROMETHEUS_SYSTEM`, :data:`rubrics.protocol.FLASK_SYSTEM`): the
+(:data:`rubrics.protocol.PROMETHEUS_SYSTEM`, :data:`rubrics.protocol.FLASK_SYSTEM`,
+:data:`rubrics.mtbench.SYSTEM`): the
 system prompt comes first in every dialect's concatenated prompt, and no untrusted text
 can precede it. Sections are found by their heading lines, first occurrence (the original
 request comes before any reminder turn, and the protocols neutralize headings inside
@@ -18,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from flask_eval.rubrics import mtbench
 from flask_eval.rubrics.protocol import (
     FLASK_REFERENCE,
     FLASK_RESPONSE,
@@ -32,7 +34,7 @@ from flask_eval.rubrics.protocol import (
     requested_keys,
 )
 
-Layout = Literal["prometheus", "flask"]
+Layout = Literal["prometheus", "flask", "mt-bench"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,8 @@ def detect(prompt: str) -> Layout | None:
         return "prometheus"
     if head.startswith(FLASK_SYSTEM):
         return "flask"
+    if head.startswith(mtbench.SYSTEM):
+        return "mt-bench"
     return None
 
 
@@ -79,6 +83,9 @@ def parts(prompt: str) -> Parts | None:
         return None
     lines = prompt.splitlines()
     criteria: tuple[str, ...]
+    if layout == "mt-bench":
+        response, reference = mtbench_parts(lines, "A")
+        return Parts(layout, prompt if response is None else response, reference, ())
     if layout == "prometheus":
         after = (PROMETHEUS_REFERENCE, PROMETHEUS_RUBRIC)
         response = _section(lines, PROMETHEUS_RESPONSE, after)
@@ -91,6 +98,48 @@ def parts(prompt: str) -> Parts | None:
         reference = _section(lines, FLASK_REFERENCE, (FLASK_RESPONSE,))
         criteria = tuple(requested_keys(prompt) or ())
     return Parts(layout, prompt if response is None else response, reference or None, criteria)
+
+
+def _last_section(lines: Sequence[str], heading: str, end: str) -> str | None:
+    """The lines after the last line that is ``heading`` before the first line ``end``."""
+    stripped = [line.strip() for line in lines]
+    if end not in stripped:
+        return None
+    stop = stripped.index(end)
+    starts = [i for i in range(stop) if stripped[i] == heading]
+    return "\n".join(lines[starts[-1] + 1 : stop]).strip() if starts else None
+
+
+def mtbench_parts(lines: Sequence[str], letter: str) -> tuple[str | None, str | None]:
+    """(assistant ``letter``'s judged answer, the judged turn's reference) of an MT-Bench
+    prompt, single or pairwise: turn 1's answer section, or the last answer of the
+    assistant's conversation (turn k > 1); None where absent."""
+    stripped = [line.strip() for line in lines]
+    one_shot = mtbench.ANSWER_START if letter == "A" and mtbench.ANSWER_START in stripped else ""
+    if one_shot:
+        response = _section(lines, mtbench.ANSWER_START, (mtbench.ANSWER_END,))
+    elif f"[The Start of Assistant {letter}'s Answer]" in stripped:
+        start = f"[The Start of Assistant {letter}'s Answer]"
+        response = _section(lines, start, (f"[The End of Assistant {letter}'s Answer]",))
+    else:
+        end = mtbench.conversation_end(letter)
+        response = _last_section(lines, f"### Assistant {letter}:", end)
+    reference = _section(lines, mtbench.REFERENCE_START, (mtbench.REFERENCE_END,))
+    if reference is None:
+        reference = _last_section(lines, mtbench.REFERENCE_LABEL, mtbench.REFERENCES_END)
+    return response, reference or None
+
+
+def mtbench_answer(score: int, feedback: str, garbage: str | None = None) -> str:
+    """An MT-Bench answer: an explanation, then ``Rating: [[N]]``; ``garbage``: ``prose``
+    (no rating), ``out_of_range`` (``[[11]]``) or ``truncated`` (cut inside the brackets)."""
+    if garbage == "prose":
+        return f"{feedback} I cannot settle on one rating."
+    if garbage == "out_of_range":
+        return f"{feedback} Rating: [[11]]"
+    if garbage == "truncated":
+        return f"{feedback} Rating: [["
+    return f"{feedback} Rating: [[{score}]]"
 
 
 # --- answers ---------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 A prompt is a pairwise comparison when it opens with one of the pairwise system prompts
 (:data:`rubrics.protocol.PAIRWISE_SYSTEM`, ours; :data:`rubrics.protocol.PROMETHEUS_REL_SYSTEM`,
-Prometheus 2's relative grading), as ``simulator.formats`` recognises the absolute layouts.
+Prometheus 2's relative grading; :data:`rubrics.mtbench_pair.SYSTEM`, MT-Bench's, answered
+``[[A]]``, ``[[B]]`` or ``[[C]]`` on its one criterion ``overall``), as ``simulator.formats`` recognises the absolute layouts.
 The two responses, the reference and the criteria are found by their delimiter lines and
 section headings, first occurrence (the original request precedes any reminder turn, and
 the protocols neutralize delimiters and headings inside untrusted texts); our criteria
@@ -28,7 +29,7 @@ The verdict on a criterion is deterministic:
 - with probability ``SimConfig.position_bias`` (a hash of the same) the judgment picks
   the response shown FIRST, whatever the strengths;
 - otherwise the stronger response wins; in our format the two tie when their strengths
-  differ by less than :data:`TIE_MARGIN`. Prometheus's format has no tie: exactly equal
+  differ by less than :data:`TIE_MARGIN` (MT-Bench's too). Prometheus's format has no tie: exactly equal
   strengths (identical responses) give the first response.
 """
 
@@ -58,10 +59,12 @@ from flask_eval.rubrics.protocol import (
     verdict_line,
 )
 
-from . import generate, quality
+from flask_eval.rubrics import mtbench, mtbench_pair
+
+from . import formats, generate, quality
 from .config import SimConfig
 
-PairLayout = Literal["pairwise", "prometheus-relative"]
+PairLayout = Literal["pairwise", "prometheus-relative", "mt-bench"]
 
 #: strengths closer than this tie (our format): within one level, about a third of pairs
 TIE_MARGIN = 0.05
@@ -72,6 +75,15 @@ _FEEDBACK = {
     VERDICT_A: "Response A meets this criterion better than Response B does.",
     VERDICT_B: "Response B meets this criterion better than Response A does.",
     VERDICT_TIE_WORD: "Both responses meet this criterion about equally well.",
+}
+
+
+#: MT-Bench's verdict markers, and its unreadable answers by ``garbage_kind``
+_MTBENCH_CHOICE = {VERDICT_A: "A", VERDICT_B: "B", VERDICT_TIE_WORD: "C"}
+_MTBENCH_GARBAGE = {
+    "prose": "Both answers have merits, so I will not pick one.",
+    "out_of_range": "[[D]]",
+    "truncated": "[[",
 }
 
 
@@ -95,6 +107,8 @@ def detect(prompt: str) -> PairLayout | None:
         return "pairwise"
     if head.startswith(PROMETHEUS_REL_SYSTEM):
         return "prometheus-relative"
+    if head.startswith(mtbench_pair.SYSTEM):
+        return "mt-bench"
     return None
 
 
@@ -118,7 +132,11 @@ def parts(prompt: str) -> PairParts | None:
     if layout is None:
         return None
     lines = prompt.splitlines()
-    if layout == "pairwise":
+    if layout == "mt-bench":  # one overall verdict: MT-Bench's prompt names no criterion
+        a, reference = formats.mtbench_parts(lines, "A")
+        b, _ = formats.mtbench_parts(lines, "B")
+        criteria: tuple[str, ...] = (mtbench.OVERALL,)
+    elif layout == "pairwise":
         a = _between(lines, RESPONSE_A_START, (RESPONSE_A_END,))
         b = _between(lines, RESPONSE_B_START, (RESPONSE_B_END,))
         # our reference section precedes the responses: read it from the text before them
@@ -253,7 +271,7 @@ def verdicts(pair: PairParts, prompt: str, model: str, config: SimConfig) -> dic
             b += jitter * quality.gaussian(
                 "jitter", str(config.seed), model, prompt, criterion, "b"
             )
-        if pair.layout == "pairwise" and abs(a - b) < TIE_MARGIN:
+        if pair.layout != "prometheus-relative" and abs(a - b) < TIE_MARGIN:
             out[criterion] = VERDICT_TIE_WORD
         else:
             out[criterion] = VERDICT_B if b > a else VERDICT_A
@@ -274,6 +292,10 @@ def make_answer(
         return "The two responses have different merits; I cannot say which is better."
     said = verdicts(pair, prompt, model, config)
     quote = f"{quality.QUOTE_OPENING}\n{pair.response_b}" if config.quote_response else None
+    if pair.layout == "mt-bench":
+        word = said[pair.criteria[0]]
+        body = _FEEDBACK[word] + (f"\n\n{quote}\n\n" if quote else " ")
+        return body + _MTBENCH_GARBAGE.get(kind or "", f"[[{_MTBENCH_CHOICE[word]}]]")
     if pair.layout == "prometheus-relative":
         letter = said[pair.criteria[0]]
         body = f"Feedback: {_FEEDBACK[letter]}" + (f"\n\n{quote}\n\n" if quote else " ")

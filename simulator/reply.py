@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from flask_eval.rubrics.conversation import graded_turn
+
 from .answer import REFUSAL_TEXT, cut_off, estimate_tokens, make_answer
 from .config import SimConfig
 from .models import thinking_tokens
@@ -22,6 +24,8 @@ class Reply:
 
     body: Any
     completion_tokens: int
+    #: the turn of a conversation the request asked to grade (None: a one-shot prompt)
+    turn: int | None = None
 
 
 def reply(
@@ -74,4 +78,4 @@ def reply(
         stop_reason=cfg.stop_reason,
         malformed=cfg.malformed,
     )
-    return Reply(served, completion_tokens)
+    return Reply(served, completion_tokens, graded_turn(parsed.prompt))

@@ -236,6 +236,7 @@ class Simulator(SimState):
         stats = self.stats
         stats.served += 1
         stats.refusals += refusal
+        stats.conversation_turns += answer.turn is not None
         if garbage:
             stats.garbage += 1
         stats.prompt_tokens += prompt_tokens

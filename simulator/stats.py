@@ -24,6 +24,8 @@ class Stats:
     max_in_flight: int = 0
     served: int = 0  # answers with a completion, which a provider bills
     refusals: int = 0
+    #: answers to prompts that grade turn 2 or later of a conversation
+    conversation_turns: int = 0
     html: int = 0
     unauthorized: int = 0
     #: time-weighted mean of the requests in flight, from the first request on
