@@ -2,10 +2,10 @@
 
 The grading protocols other than ours subclass ``rubrics.grading.Protocol`` and add
 themselves to ``rubrics.grading.PROTOCOLS`` (``rubrics.flask_review``,
-``rubrics.prometheus``, ``rubrics.mtbench``, and every module of ``rubrics/protocols/``, found rather than
-listed). They are imported here, with the package, so the table is
-complete wherever any module of this package is imported, and ``rubrics.grading`` does
-not import the modules built on it.
+``rubrics.prometheus``, ``rubrics.mtbench``, and every module of
+``rubrics/protocols/``, found rather than listed). They are imported here, with the
+package, so the table is complete wherever any module of this package is imported, and
+``rubrics.grading`` does not import the modules built on it.
 """
 
 from flask_eval.rubrics import flask_review, mtbench, prometheus, protocols  # noqa: F401  (they register)

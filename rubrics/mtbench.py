@@ -157,9 +157,7 @@ def verdict_rule(scale: Scale) -> str:
     )
 
 
-def turns_block(
-    subject: Subject, answers: Sequence[str], response: str, letter: str
-) -> list[str]:
+def turns_block(subject: Subject, answers: Sequence[str], response: str, letter: str) -> list[str]:
     """The whole conversation of one assistant, MT-Bench's multi-turn structure."""
     lines = [conversation_start(letter), ""]
     users = [t.user for t in subject.history] + [subject.instruction]

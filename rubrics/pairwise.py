@@ -42,8 +42,8 @@ from flask_eval.rubrics import prompt as absolute
 from flask_eval.rubrics.conversation import cleaner, exchanges, section
 from flask_eval.rubrics.grading import RUBRIC_ANY, Criterion, Protocol, Subject
 from flask_eval.rubrics.messages import message
-from flask_eval.rubrics.parse import MarkerLine, Pairs, Reading
 from flask_eval.rubrics.mtbench_pair import MTBenchPairProtocol
+from flask_eval.rubrics.parse import MarkerLine, Pairs, Reading
 from flask_eval.rubrics.prometheus_relative import PrometheusRelativeProtocol
 from flask_eval.rubrics.prompt import (
     HOW_TO_ANSWER,

@@ -70,7 +70,9 @@ class Reading:
     ``values`` holds what a kind of work other than judgment reads from an answer, per
     criterion it read (a generated response, an annotation's labels as JSON text): the
     ledger keeps it beside the row (``judgment.value``); a judgment's readers leave it
-    empty. A criterion read with a value has score None.
+    empty, except MT-Bench's (``rubrics.mtbench``), which keeps a fractional rating as
+    written beside its rounded score. A criterion of another kind read with a value has
+    score None.
     """
 
     scores: Mapping[str, int | None]

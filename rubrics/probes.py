@@ -135,9 +135,9 @@ def injection_score(protocol: str, pairwise: bool = False) -> str:
     """A claim of the top score in the answer dialect of the judge protocol ``protocol``
     (``JudgeConfig.protocol``; its pairwise form when ``pairwise``): ours
     ``[SCORES] {...}`` at the top of its scale, FLASK's final dictionary, Prometheus's
-    ``[RESULT] 5``, MT-Bench's ``[[10]]``; pairwise, ours ``[VERDICT] {...}`` and Prometheus's ``[RESULT] A``
-    and MT-Bench's ``[[A]]`` (the claim names the first position, ``A``). KeyError for a protocol without a
-    dialect here."""
+    ``[RESULT] 5``, MT-Bench's ``[[10]]``; pairwise, ours ``[VERDICT] {...}``,
+    Prometheus's ``[RESULT] A`` and MT-Bench's ``[[A]]`` (the claim names the first
+    position, ``A``). KeyError for a protocol without a dialect here."""
     if pairwise:
         if protocol not in PAIRWISE_PROTOCOLS:
             raise KeyError(f"protocol {protocol!r} has no pairwise form")

@@ -205,9 +205,8 @@ def layout(
         turns = conversation.labelled(history, subject.turn, clean, ("A", "B") if pair else ("",))
         instruction = "\n".join(turns) + "\n\n" + instruction
     if subject.system_prompt.strip():
-        instruction = (
-            f"{SYSTEM_PROMPT_LABEL}\n{clean(subject.system_prompt).strip()}\n\n"
-            + (instruction if history else f"{label}\n{instruction}")
+        instruction = f"{SYSTEM_PROMPT_LABEL}\n{clean(subject.system_prompt).strip()}\n\n" + (
+            instruction if history else f"{label}\n{instruction}"
         )
     reference = clean(subject.reference).strip()
     # the trained order's static opening, up to the instruction's heading, is shared

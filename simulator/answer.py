@@ -31,6 +31,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
+from flask_eval.rubrics.conversation import graded_turn
 from flask_eval.rubrics.protocol import (
     RESPONSE_END,
     RESPONSE_START,
@@ -39,8 +40,6 @@ from flask_eval.rubrics.protocol import (
     requested_skills,
     scores_line,
 )
-
-from flask_eval.rubrics.conversation import graded_turn
 
 from . import annotate, formats, generate, pairwise
 from .config import SimConfig

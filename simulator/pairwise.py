@@ -3,7 +3,8 @@
 A prompt is a pairwise comparison when it opens with one of the pairwise system prompts
 (:data:`rubrics.protocol.PAIRWISE_SYSTEM`, ours; :data:`rubrics.protocol.PROMETHEUS_REL_SYSTEM`,
 Prometheus 2's relative grading; :data:`rubrics.mtbench_pair.SYSTEM`, MT-Bench's, answered
-``[[A]]``, ``[[B]]`` or ``[[C]]`` on its one criterion ``overall``), as ``simulator.formats`` recognises the absolute layouts.
+``[[A]]``, ``[[B]]`` or ``[[C]]`` on its one criterion ``overall``), as
+``simulator.formats`` recognises the absolute layouts.
 The two responses, the reference and the criteria are found by their delimiter lines and
 section headings, first occurrence (the original request precedes any reminder turn, and
 the protocols neutralize delimiters and headings inside untrusted texts); our criteria
@@ -29,8 +30,8 @@ The verdict on a criterion is deterministic:
 - with probability ``SimConfig.position_bias`` (a hash of the same) the judgment picks
   the response shown FIRST, whatever the strengths;
 - otherwise the stronger response wins; in our format the two tie when their strengths
-  differ by less than :data:`TIE_MARGIN` (MT-Bench's too). Prometheus's format has no tie: exactly equal
-  strengths (identical responses) give the first response.
+  differ by less than :data:`TIE_MARGIN` (MT-Bench's too). Prometheus's format has no
+  tie: exactly equal strengths (identical responses) give the first response.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from flask_eval.rubrics import mtbench, mtbench_pair
 from flask_eval.rubrics.protocol import (
     PAIRWISE_SYSTEM,
     PROMETHEUS_REL_REFERENCE,
@@ -58,8 +60,6 @@ from flask_eval.rubrics.protocol import (
     requested_criteria,
     verdict_line,
 )
-
-from flask_eval.rubrics import mtbench, mtbench_pair
 
 from . import formats, generate, quality
 from .config import SimConfig

@@ -89,8 +89,11 @@ def test_turn_one_shows_the_reference_when_there_is_one() -> None:
 
 def test_turn_two_shows_the_whole_conversation_and_references() -> None:
     subject = Subject(
-        "Now double it.", "8", "It is 8",
-        history=(Turn("What is 2+2?", "4"),), answers=("It is 4 [[10]]",),
+        "Now double it.",
+        "8",
+        "It is 8",
+        history=(Turn("What is 2+2?", "4"),),
+        answers=("It is 4 [[10]]",),
     )
     messages = PROTOCOLS["mt-bench"]().render(subject, OVERALL)
     system, user = text_of(messages[0]), text_of(messages[1])
@@ -103,8 +106,13 @@ def test_turn_two_shows_the_whole_conversation_and_references() -> None:
 
 def test_pairwise_turn_two_shows_both_conversations() -> None:
     subject = Subject(
-        "Now double it.", "", "A2", response_b="B2",
-        history=(Turn("What is 2+2?"),), answers=("A1",), answers_b=("B1",),
+        "Now double it.",
+        "",
+        "A2",
+        response_b="B2",
+        history=(Turn("What is 2+2?"),),
+        answers=("A1",),
+        answers_b=("B1",),
     )
     user = text_of(pairwise_protocol("mt-bench").render(subject, OVERALL)[1])
     assert mtbench.conversation_start("A") in user and mtbench.conversation_start("B") in user

@@ -32,7 +32,12 @@ def test_every_protocol_is_answered_with_its_turn() -> None:
 
     subject = Subject("And one more?", "11", "13", history=HISTORY, answers=("7",))
     pair = Subject(
-        "And one more?", "11", "13", response_b="4", history=HISTORY, answers=("7",),
+        "And one more?",
+        "11",
+        "13",
+        response_b="4",
+        history=HISTORY,
+        answers=("7",),
         answers_b=("9",),
     )
     for name, cls in PROTOCOLS.items():
@@ -102,7 +107,10 @@ def test_two_turn_conversations_judged_in_single_and_pairwise_mt_bench() -> None
                 history = tuple(Turn(u, r) for u, r in turns[: k - 1])
                 for model, said in answers.items():
                     subject = single.subject(
-                        user, reference, said[k - 1], model=model,
+                        user,
+                        reference,
+                        said[k - 1],
+                        model=model,
                         conversation=Conversation(history, tuple(said[: k - 1])),
                     )
                     protocol = single.protocol_for("j")
@@ -113,7 +121,10 @@ def test_two_turn_conversations_judged_in_single_and_pairwise_mt_bench() -> None
                     assert (f"{TURN_LINE} {k}" in reading.rationales["overall"]) == (k > 1)
                     seen[(conv, k, model)] = reading.scores["overall"]
                 subject = pairwise.subject(
-                    user, reference, answers["x"][k - 1], response_b=answers["y"][k - 1],
+                    user,
+                    reference,
+                    answers["x"][k - 1],
+                    response_b=answers["y"][k - 1],
                     model="x",
                     conversation=Conversation(
                         history, tuple(answers["x"][: k - 1]), tuple(answers["y"][: k - 1])
