@@ -151,5 +151,7 @@ class RunContext:
         config = self.judges.get(judge)
         schema = protocol.response_schema(criteria) if config and config.structured else None
         if schema is not None:
-            return with_images(protocol.render_structured(subject, criteria), subject.images), schema
+            return with_images(
+                protocol.render_structured(subject, criteria), subject.images
+            ), schema
         return with_images(protocol.render(subject, criteria), subject.images), None

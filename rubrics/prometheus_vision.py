@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from flask_eval.rubrics.grading import PROTOCOLS, Criterion, Subject
-from flask_eval.rubrics.messages import Part, image_part, message, parts_of
+from flask_eval.rubrics.messages import ImagePart, Part, image_part, message, parts_of
 from flask_eval.rubrics.prometheus import (
     FEEDBACK_PLACEHOLDER,
     PrometheusProtocol,
@@ -111,8 +111,9 @@ def render(subject: Subject, criterion: Criterion, scale: Scale = FIVE_POINT) ->
         tail = tail[:-1]
     if not subject.images:
         return [message("user", shared.text, tail)]
-    content = (*(image_part(i) for i in subject.images), Part(shared.text + tail))
-    return [{"role": "user", "content": content}]
+    content: list[Part | ImagePart] = [image_part(i) for i in subject.images]
+    content.append(Part(shared.text + tail))
+    return [{"role": "user", "content": tuple(content)}]
 
 
 class PrometheusVisionProtocol(PrometheusProtocol):

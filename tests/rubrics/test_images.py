@@ -131,8 +131,6 @@ def test_with_images_after_a_prefix_that_ends_in_the_system_message() -> None:
 def test_with_images_leaves_a_rendering_that_holds_its_images_and_needs_a_user() -> None:
     own: list[Message] = [{"role": "user", "content": (image_part(JPEG),)}]
     assert with_images(own, [PNG]) == own  # the protocol placed them itself
-    assert with_images([{"role": "user", "content": "x"}], []) == [
-        {"role": "user", "content": "x"}
-    ]
+    assert with_images([{"role": "user", "content": "x"}], []) == [{"role": "user", "content": "x"}]
     with pytest.raises(ValueError, match="user message"):
         with_images([{"role": "system", "content": "x"}], [PNG])
