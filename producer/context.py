@@ -16,6 +16,7 @@ from flask_eval.core.stored import StoredConfig
 from flask_eval.core.types import InstanceRubric, JudgeConfig
 from flask_eval.rubrics import codec, kinds
 from flask_eval.rubrics.grading import DEFAULT_PROTOCOL, Criterion, Protocol, Subject, protocol
+from flask_eval.rubrics.images import with_images
 from flask_eval.rubrics.kinds import JUDGMENT
 from flask_eval.rubrics.pairwise import pairwise_protocol
 from flask_eval.rubrics.prompt import Message
@@ -143,10 +144,14 @@ class RunContext:
     ) -> tuple[list[Message], dict[str, Any] | None]:
         """The messages asking ``judge`` to judge ``subject`` on ``criteria``, and the JSON
         schema its answer must follow (None: free text): the one rendering of a call, for
-        the workers and for the estimates (whose cache lookups need the same keys)."""
+        the workers and for the estimates (whose cache lookups need the same keys).
+        The instruction's images are placed after the shared prefix, in the user message
+        (``rubrics.images.with_images``), whatever the protocol and its form."""
         protocol = self.protocol_for(judge)
         config = self.judges.get(judge)
         schema = protocol.response_schema(criteria) if config and config.structured else None
         if schema is not None:
-            return protocol.render_structured(subject, criteria), schema
-        return protocol.render(subject, criteria), None
+            return with_images(
+                protocol.render_structured(subject, criteria), subject.images
+            ), schema
+        return with_images(protocol.render(subject, criteria), subject.images), None

@@ -5,9 +5,11 @@ prompt tokens (:func:`tokens_of`) and which planned calls fit a token budget
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from flask_eval.rubrics.messages import text_of, to_data
+from flask_eval.core.images import ImageRef
+from flask_eval.rubrics.messages import images_of, text_of, to_data
 from flask_eval.storage.batch_rows import OpenCall
 from flask_eval.workers.calls import Call
 from flask_eval.workers.judge import GenerateConfig
@@ -28,8 +30,27 @@ def request_of(call: Call) -> dict[str, Any]:
 
 
 def tokens_of(call: Call) -> int:
-    """A parked call's prompt tokens, estimated (four characters a token)."""
-    return sum(len(text_of(m)) for m in call.messages) // 4 + 1
+    """A parked call's prompt tokens, estimated: four characters a token, and each image
+    its :func:`image_tokens` (a batch's token budget counts them, as the providers'
+    enqueued-token limits do)."""
+    text = sum(len(text_of(m)) for m in call.messages) // 4 + 1
+    return text + sum(image_tokens(i.ref) for m in call.messages for i in images_of(m))
+
+
+#: the longest side an image is scaled down to before its tokens are counted here
+IMAGE_LONG_SIDE = 1568
+#: the pixels of one image token here (Anthropic's rule, the highest count of the three
+#: providers' usual rules for an image of a megapixel or so)
+IMAGE_PIXELS_PER_TOKEN = 750
+
+
+def image_tokens(ref: ImageRef) -> int:
+    """An image's prompt tokens, estimated by Anthropic's rule: scaled to fit
+    :data:`IMAGE_LONG_SIDE` pixels, then one token per 750 pixels (a 1024 x 1024 image:
+    1,399; OpenAI's high detail counts 765 for it, Gemini 1,032)."""
+    scale = min(1.0, IMAGE_LONG_SIDE / max(ref.width, ref.height, 1))
+    pixels = round(ref.width * scale) * round(ref.height * scale)
+    return max(1, math.ceil(pixels / IMAGE_PIXELS_PER_TOKEN))
 
 
 def generate_of(data: dict[str, Any]) -> GenerateConfig:

@@ -152,6 +152,9 @@ class Judge(ABC):
     takes_temperature: ClassVar[bool] = True
     #: whether the provider can hold an answer to a JSON schema (``GenerateConfig.schema``)
     takes_schema: ClassVar[bool] = False
+    #: the media types of the images it reads (empty: none; a prompt with an image fails
+    #: as ``config``, never sent without it: ``workers.providers.images``)
+    image_types: ClassVar[tuple[str, ...]] = ()
     #: calls this judge allows in flight at once in one process (a default; workers may lower it)
     max_connections: int = 256
     #: attempts before a retryable error becomes a recorded failure

@@ -4,7 +4,8 @@ passes (live and batch, every provider) before it is stored and costed.
 A provider reports how many tokens it billed; a bug, a proxy or a hostile server may report
 counts no request of ours can have: none at all (an answer is never free), negative ones,
 ones that are not integers, more cached prompt tokens than prompt tokens, a prompt larger
-than the request (no tokenizer makes more tokens than the request has bytes), or more
+than the request (no tokenizer makes more tokens than the request has bytes, and no
+provider more tokens for an image than :func:`image_tokens_limit` allows), or more
 completion tokens than the request can be billed (its ``max_tokens``, which bounds
 reasoning tokens too; Gemini's thinking tokens go past it, up to its output limit). Such
 usage is never stored as given: the answer is kept, with the usage as given in the call's
@@ -19,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from flask_eval.rubrics.messages import from_data, text_of
+from flask_eval.rubrics.messages import from_data, images_of, text_of
 from flask_eval.rubrics.prompt import Message, estimate_tokens
 from flask_eval.workers.judge import JudgeOutput
 
@@ -35,6 +36,23 @@ COMPLETION_OVERHEAD = 16
 BEYOND_MAX_TOKENS = {"gemini": 65_536}
 #: how much of the usage as given a note keeps
 NOTE_LIMIT = 1000
+#: the most prompt tokens an image can be billed, whatever the provider and model: a
+#: floor for any image (OpenAI's patch rule reaches about 3,800 tokens for one image on
+#: its smallest models) plus a token per :data:`PIXELS_PER_TOKEN` pixels (each
+#: provider's rule counts fewer: Anthropic one per 750, OpenAI's 512-pixel tiles one per
+#: ~1,540, Gemini's 768-pixel tiles one per ~2,290, OpenAI's patches at the largest
+#: multiplier one per ~420)
+IMAGE_TOKENS_FLOOR = 4096
+PIXELS_PER_TOKEN = 400
+
+
+def image_tokens_limit(messages: Sequence[Message]) -> int:
+    """The most prompt tokens the images of ``messages`` can be billed (0: none)."""
+    return sum(
+        IMAGE_TOKENS_FLOOR + image.ref.width * image.ref.height // PIXELS_PER_TOKEN
+        for m in messages
+        for image in images_of(m)
+    )
 
 
 @dataclass(frozen=True)
@@ -66,10 +84,12 @@ class Request:
 
     def prompt_limit(self) -> int:
         """The most prompt tokens the request can be: one per byte of its text and schema,
-        plus what a provider adds around it."""
+        its images' bound (:func:`image_tokens_limit`), plus what a provider adds around
+        it."""
         size = sum(len(text_of(m).encode()) for m in self.messages)
         schema = len(json.dumps(self.schema).encode()) if self.schema else 0
-        return size + schema + PER_MESSAGE * len(self.messages) + PROMPT_OVERHEAD
+        images = image_tokens_limit(self.messages)
+        return size + schema + images + PER_MESSAGE * len(self.messages) + PROMPT_OVERHEAD
 
     def completion_limit(self) -> int:
         """The most completion tokens the request can be billed."""

@@ -19,6 +19,14 @@ the SDK's ``transform_schema`` first (the API takes a subset of JSON Schema: it 
 every object and moves bounds such as ``minimum`` into descriptions). A forced tool
 call would also carry a schema, but the model may still stray from it; the format
 option holds the answer to it.
+
+Images (docs/design/images.md): a user message that holds one is sent as content
+blocks in the prompt's order, each image an ``image`` block with a ``base64`` source
+(the SDK's ``ImageBlockParam``: ``{"type": "image", "source": {"type": "base64",
+"media_type", "data"}}``) and the text around it ``text`` blocks; the cache breakpoints
+stay where the text's prefixes end (the images come after the shared prefix, so its
+block, ``cache_control`` and all, is the one a prompt without images sends). A message
+without images is sent exactly as before.
 """
 
 from __future__ import annotations
@@ -29,8 +37,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from flask_eval.core.errors import ConfigError, CredentialsError, FailureReason, JudgeError
+from flask_eval.core.images import MEDIA_TYPES
 from flask_eval.core.types import JudgeSpec
-from flask_eval.rubrics.messages import parts_of, text_of
+from flask_eval.rubrics.messages import images_of, parts_of, text_of
 from flask_eval.workers.errors import RESET_HEADERS as STANDARD_RESETS
 from flask_eval.workers.errors import classify_common, describe, from_status, malformed, not_json
 from flask_eval.workers.judge_base import (
@@ -46,6 +55,7 @@ from flask_eval.workers.judge_base import (
     finish_of,
     usage_count,
 )
+from flask_eval.workers.providers.images import base64_of, check_images, runs
 from flask_eval.workers.providers.openai_judge import http_limits, tls_context
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -58,6 +68,7 @@ class AnthropicJudge(Judge):
     base_url_env = "ANTHROPIC_BASE_URL"
     takes_temperature = False  # the current SDK's messages.create has no temperature
     takes_schema = True
+    image_types = MEDIA_TYPES  # the SDK's Base64ImageSourceParam media types
 
     def __init__(self, spec: JudgeSpec, max_connections: int | None = None) -> None:
         super().__init__(spec, max_connections)
@@ -92,7 +103,9 @@ class AnthropicJudge(Judge):
             )
 
     def request_body(self, messages: Sequence[Message], config: GenerateConfig) -> dict[str, Any]:
-        """The Messages API body of a call (live, or one request of a message batch)."""
+        """The Messages API body of a call (live, or one request of a message batch); a
+        prompt with an image this judge cannot take fails as ``config``."""
+        check_images(self.spec.name, messages, self.image_types)
         return request_of(self.spec.model, messages, config)
 
     async def generate(self, messages: Sequence[Message], config: GenerateConfig) -> JudgeOutput:
@@ -160,7 +173,7 @@ def request_of(model: str, messages: Sequence[Message], config: GenerateConfig) 
         system_cuts += [offset + cut for cut in kept[i]]
         offset += len(text_of(messages[i])) + len(SYSTEM_SEPARATOR)
     chat = [
-        {"role": m["role"], "content": cached_blocks(text_of(m), kept[i])}
+        {"role": m["role"], "content": content_of(m, kept[i])}
         for i, m in enumerate(messages)
         if m["role"] != "system"
     ]
@@ -210,6 +223,32 @@ def cached_blocks(text: str, cuts: Sequence[int]) -> str | list[dict[str, Any]]:
     if start < len(text):
         blocks.append({"type": "text", "text": text[start:]})
     return blocks
+
+
+def content_of(message: Message, cuts: Sequence[int]) -> str | list[dict[str, Any]]:
+    """A chat message's ``content``: :func:`cached_blocks` of its text when it holds no
+    image; else its runs in order (``workers.providers.images.runs``), each stretch of
+    text as :func:`cached_blocks` cut where its own ``cuts`` fall (a cut at a stretch's
+    end marks its last block) and each image an ``image`` block."""
+    if not images_of(message):
+        return cached_blocks(text_of(message), cuts)
+    blocks: list[dict[str, Any]] = []
+    start = 0
+    for run in runs(message):
+        if not isinstance(run, str):
+            blocks.append(image_block(run.ref.media_type, base64_of(run)))
+            continue
+        end = start + len(run)
+        own = [cut - start for cut in cuts if start < cut <= end]
+        text = cached_blocks(run, own)
+        blocks += [{"type": "text", "text": text}] if isinstance(text, str) else text
+        start = end
+    return blocks
+
+
+def image_block(media_type: str, data: str) -> dict[str, Any]:
+    """An ``image`` content block of base64 ``data`` (the SDK's ``ImageBlockParam``)."""
+    return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}
 
 
 def output_config(schema: Mapping[str, Any]) -> dict[str, Any]:

@@ -46,9 +46,11 @@ from flask_eval.workers.batching import (
 from flask_eval.workers.errors import from_status, malformed
 from flask_eval.workers.judge_base import Judge, JudgeOutput
 from flask_eval.workers.providers.gemini_judge import GeminiJudge, output_of, request_of
+from flask_eval.workers.providers.images import check_images
 
 CLOCK_SLACK = timedelta(minutes=10)
 #: requests in one batch: an input file may hold 2 GB; a judge prompt is up to ~8 KB
+#: (a prompt's images add their bytes, in base64, to its line)
 MAX_REQUESTS = 50_000
 OPEN_STATES = (
     "JOB_STATE_PENDING",
@@ -115,14 +117,17 @@ def result_of(response: Any, max_tokens: int) -> JudgeOutput | JudgeError:
 
 def input_line(api_client: Any, request: BatchRequest) -> str:
     """One line of a batch's input file: ``{"key", "request"}``, the request in the REST
-    form the SDK sends an inlined one in (its own converter, ``_InlinedRequest_to_mldev``)."""
-    from google.genai import batches
+    form the SDK sends an inlined one in (its own converter, ``_InlinedRequest_to_mldev``,
+    then its own ``convert_to_dict`` and ``encode_unserializable_types``, as
+    ``batches.create`` does: an image's bytes become URL-safe base64, as in a live call)."""
+    from google.genai import _common, batches
 
     contents, config = request_of(request.messages, request.config)
     # per-call transport options: not part of a batched request
     config.http_options = config.automatic_function_calling = None
     config.automatic_continuation = None
     body = batches._InlinedRequest_to_mldev(api_client, {"contents": contents, "config": config})
+    body = _common.encode_unserializable_types(_common.convert_to_dict(body))
     return json.dumps({"key": key_of(request), "request": body["request"]}, ensure_ascii=False)
 
 
@@ -163,6 +168,8 @@ class GeminiBatch(BatchAPI):
 
     async def submit_batch(self, tag: str, requests: Sequence[BatchRequest]) -> BatchStatus:
         api_client = self._judge._client._api_client
+        for r in requests:  # an image Gemini cannot read: refused, nothing uploaded
+            check_images(self._judge.spec.name, r.messages, self._judge.image_types)
         lines = [input_line(api_client, r) for r in requests]
         data = io.BytesIO(("\n".join(lines) + "\n").encode("utf-8"))
         try:

@@ -19,6 +19,13 @@ Structured outputs (``GenerateConfig.schema``): ``response_mime_type`` applicati
 with ``response_json_schema``, which takes JSON Schema as it is (``response_schema``
 takes the API's older OpenAPI subset, without ``additionalProperties``); the answer is
 the candidate's text, the JSON object.
+
+Images (docs/design/images.md): a user message that holds one is sent as its parts in
+the prompt's order, each stretch of text a text part and each image an ``inline_data``
+part built by the SDK (``types.Part.from_bytes(data=..., mime_type=...)``; the SDK
+writes its bytes in URL-safe base64 on the wire). Gemini reads PNG, JPEG and WebP (not
+GIF: such a prompt fails as ``config``). A message without images is one text part, as
+before.
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ from urllib.parse import urlsplit
 from flask_eval.core.errors import ConfigError, CredentialsError, FailureReason, JudgeError
 from flask_eval.core.text import clip
 from flask_eval.core.types import JudgeSpec
-from flask_eval.rubrics.messages import text_of
+from flask_eval.rubrics.messages import images_of, text_of
 from flask_eval.workers.errors import classify_common, describe, from_status, malformed, not_json
 from flask_eval.workers.judge_base import (
     CUT_OFF,
@@ -47,6 +54,7 @@ from flask_eval.workers.judge_base import (
     Message,
     finish_of,
 )
+from flask_eval.workers.providers.images import check_images, runs
 from flask_eval.workers.providers.openai_judge import http_limits, tls_context
 
 if TYPE_CHECKING:
@@ -58,6 +66,9 @@ DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 API_VERSION = "v1beta"
 #: our variable first (the one every message names), then the SDK's other one
 KEY_ENVS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+#: the image types Gemini reads (ai.google.dev, "Image understanding": PNG, JPEG, WEBP,
+#: HEIC, HEIF; of ours, all but GIF)
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/webp")
 #: every ``FinishReason`` of the SDK (a test holds this table to it); any other is
 #: incomplete. Left out or unspecified (rare): read from the usage (``finish_of``).
 STOP_REASONS: Mapping[str, str] = {
@@ -110,6 +121,7 @@ class GeminiJudge(Judge):
     key_env = KEY_ENVS[0]
     base_url_env = "GOOGLE_GEMINI_BASE_URL"
     takes_schema = True
+    image_types = IMAGE_TYPES
 
     def __init__(self, spec: JudgeSpec, max_connections: int | None = None) -> None:
         super().__init__(spec, max_connections)
@@ -165,6 +177,7 @@ class GeminiJudge(Judge):
             )
 
     async def generate(self, messages: Sequence[Message], config: GenerateConfig) -> JudgeOutput:
+        check_images(self.spec.name, messages, self.image_types)
         contents, request = request_of(messages, config)
         _ANSWER.set(None)
         try:
@@ -204,15 +217,13 @@ def request_of(
 ) -> tuple[list[types.Content], types.GenerateContentConfig]:
     """Our messages as generateContent's: system messages become the system instruction,
     user and assistant turns the contents (roles ``user`` and ``model``), each message's
-    parts joined (Gemini caches a repeated prefix by itself: nothing marks it)."""
+    parts joined (Gemini caches a repeated prefix by itself: nothing marks it); a message
+    with images is its text and ``inline_data`` parts in order (:func:`parts_of`)."""
     from google.genai import types
 
     system = "\n\n".join(text_of(m) for m in messages if m["role"] == "system")
     contents = [
-        types.Content(
-            role="model" if m["role"] == "assistant" else "user",
-            parts=[types.Part(text=text_of(m))],
-        )
+        types.Content(role="model" if m["role"] == "assistant" else "user", parts=parts_of(m))
         for m in messages
         if m["role"] != "system"
     ]
@@ -229,6 +240,22 @@ def request_of(
         request.response_mime_type = "application/json"
         request.response_json_schema = dict(config.schema)
     return contents, request
+
+
+def parts_of(message: Message) -> list[types.Part]:
+    """A message's parts: its text as one part when it holds no image, else each stretch
+    of text a text part and each image an ``inline_data`` part (the SDK's own
+    ``Part.from_bytes``), in order."""
+    from google.genai import types
+
+    if not images_of(message):
+        return [types.Part(text=text_of(message))]
+    return [
+        types.Part(text=run)
+        if isinstance(run, str)
+        else types.Part.from_bytes(data=run.data, mime_type=run.ref.media_type)
+        for run in runs(message)
+    ]
 
 
 def output_of(

@@ -2,7 +2,8 @@
 
 Not offered to users: tests register it (``workers.judge.register_provider``, in
 tests/conftest.py). ``MemoryJudge.script`` may be replaced by a test with any function of
-the messages that returns an answer text (or a JudgeOutput) or raises a JudgeError.
+the messages that returns an answer text (or a JudgeOutput) or raises a JudgeError. It
+reads no images: a prompt with one fails as ``config`` before the script is asked.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable, Sequence
 from flask_eval.rubrics.messages import text_of
 from flask_eval.rubrics.protocol import requested_skills, scores_line
 from flask_eval.workers.judge_base import GenerateConfig, Judge, JudgeOutput, Message
+from flask_eval.workers.providers.images import check_images
 
 
 def default_answer(messages: Sequence[Message]) -> str:
@@ -33,6 +35,7 @@ class MemoryJudge(Judge):
     max_tokens_seen: list[int] = []  # noqa: RUF012  (a test probe, shared on purpose)
 
     async def generate(self, messages: Sequence[Message], config: GenerateConfig) -> JudgeOutput:
+        check_images(self.name, messages, self.image_types)  # it reads no image: refused
         type(self).calls += 1
         type(self).max_tokens_seen.append(config.max_tokens)
         await asyncio.sleep(0)  # a real judge's I/O lets other calls run meanwhile

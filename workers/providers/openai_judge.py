@@ -22,6 +22,18 @@ schema, and that base URL is asked that way from then on (per process: one refus
 unbilled request per worker). ``strict`` is true only for a schema OpenAI's strict mode
 takes (every object closed and all its properties required), which the protocols'
 schemas are; OpenAI answers a strict refusal in ``message.refusal``: a REFUSAL.
+
+Images (docs/design/images.md): a message that holds one is sent with ``content`` as a
+list of parts, as the SDK types it (``ChatCompletionContentPartTextParam`` and
+``ChatCompletionContentPartImageParam``): ``{"type": "text", "text"}`` for each stretch
+of text and ``{"type": "image_url", "image_url": {"url": "data:<media type>;base64,..."}}``
+for each image, in the order the prompt places them. An ``openai`` judge (OpenAI's API,
+or a server named by a base URL) is sent ``"detail": "high"``: the judge reads charts and
+text in images at full resolution, and its image tokens follow one documented rule
+(512-pixel tiles) that an estimate can count; ``auto`` would let the model choose per
+image. An OpenAI-compatible provider of the table (``compatible``) is sent no
+``detail``: its server's own default applies (vLLM and llama.cpp ignore the field, other
+APIs document only the URL). A message without images is a plain string, as before.
 """
 
 from __future__ import annotations
@@ -36,9 +48,10 @@ if TYPE_CHECKING:
     import ssl
 
 from flask_eval.core.errors import ConfigError, CredentialsError, FailureReason, JudgeError
+from flask_eval.core.images import MEDIA_TYPES
 from flask_eval.core.models import MAX_COMPLETION_TOKENS, MAX_TOKENS, model_info
 from flask_eval.core.types import JudgeSpec
-from flask_eval.rubrics.messages import plain
+from flask_eval.rubrics.messages import images_of, text_of
 from flask_eval.workers.errors import classify_common, describe, from_status, malformed, not_json
 from flask_eval.workers.judge_base import (
     CUT_OFF,
@@ -52,6 +65,7 @@ from flask_eval.workers.judge_base import (
     finish_of,
     usage_count,
 )
+from flask_eval.workers.providers.images import check_images, data_uri, runs
 
 #: the SDK's own default, passed explicitly: the SDK would take an empty OPENAI_BASE_URL
 #: (as docker compose sets it) as the base URL
@@ -65,6 +79,7 @@ SCHEMA_NAME = "judgment"
 class OpenAIJudge(Judge):
     key_env = "OPENAI_API_KEY"
     takes_schema = True
+    image_types = MEDIA_TYPES  # GIF: its first frame only (OpenAI's vision guide)
     #: where requests go unless the spec names a base URL (or ``base_url_env`` is set)
     default_base_url: ClassVar[str] = DEFAULT_BASE_URL
     base_url_env: ClassVar[str | None] = "OPENAI_BASE_URL"
@@ -148,10 +163,14 @@ class OpenAIJudge(Judge):
 
     def request_body(self, messages: Sequence[Message], config: GenerateConfig) -> dict[str, Any]:
         """The body of a chat completion request as :meth:`generate` first sends it: a
-        batch's request lines (workers/providers/openai_batch.py) are these."""
+        batch's request lines (workers/providers/openai_batch.py) are these. A prompt
+        with an image this judge cannot take fails as ``config`` (nothing is sent)."""
+        check_images(self.spec.name, messages, self.image_types)
+        detail = "high" if self.openai_models else None
         body: dict[str, Any] = {
             "model": self.spec.model,
-            "messages": plain(messages),  # parts joined: OpenAI caches a prefix by itself
+            # parts joined: OpenAI caches a prefix by itself
+            "messages": [chat_message(m, detail) for m in messages],
             self.limit_field(): config.max_tokens,
         }
         if config.temperature is not None and self.takes_temperature_now():
@@ -225,6 +244,24 @@ def compatible_judge(provider: str) -> type[OpenAIJudge]:
         "openai_models": False,
     }
     return type(f"{provider.title()}Judge", (OpenAIJudge,), attrs)
+
+
+def chat_message(message: Message, detail: str | None = None) -> dict[str, Any]:
+    """``message`` as the chat API takes it: its text as a string when it holds no image
+    (exactly ``rubrics.messages.plain``'s), else a list of text and ``image_url`` parts in
+    order, each image a ``data:`` URI (with ``detail`` when one is given)."""
+    if not images_of(message):
+        return {"role": message["role"], "content": text_of(message)}
+    content: list[dict[str, Any]] = []
+    for run in runs(message):
+        if isinstance(run, str):
+            content.append({"type": "text", "text": run})
+            continue
+        url: dict[str, str] = {"url": data_uri(run)}
+        if detail is not None:
+            url["detail"] = detail
+        content.append({"type": "image_url", "image_url": url})
+    return {"role": message["role"], "content": content}
 
 
 def response_format(schema: Mapping[str, Any], form: str) -> dict[str, Any]:
