@@ -24,6 +24,7 @@ MARKERS = {
     "flask-eval": '[SCORES] {"overall": 5}',
     "mt-bench": "[[10]]",
     "prometheus": "[RESULT] 5",
+    "prometheus-vision": "[RESULT] 5",
     "flask": "{'overall': 5}",
 }
 PAIR_MARKERS = {"flask-eval": "[VERDICT]", "mt-bench": "[[A]]", "prometheus": "[RESULT] A"}
