@@ -16,6 +16,9 @@ with the exact 1-based line of the first problem:
   instance's own rubric per skill (FLASK-Hard), in a form of
   :func:`producer.importing.parse_rubric` (``criteria`` ``""``: the skill's own).
   Any other field (``task``, ``domain_review``, ...) is ignored.
+
+  A record with ``turns`` is a conversation (MT-Bench's ``question.jsonl`` as it is, or
+  ours): one instance per turn, see :mod:`producer.conversations`.
 * :func:`producer.responses.load_responses` reads one model's responses: ``question_id``
   + ``text`` (validated here, its texts read again when needed).
 
@@ -36,7 +39,7 @@ from typing import Any
 from flask_eval.core.errors import InputError
 from flask_eval.core.jsonl import MAX_LINE_BYTES, read_json_lines
 from flask_eval.core.jsonl import json_type as _json_type
-from flask_eval.core.limits import MAX_INSTANCE_ID
+from flask_eval.core.limits import MAX_DOMAIN, MAX_INSTANCE_ID
 from flask_eval.core.text import clip, control_problem
 from flask_eval.core.types import (
     DIFFICULTY_LABELS,
@@ -44,7 +47,14 @@ from flask_eval.core.types import (
     Instance,
     InstanceRubric,
 )
-from flask_eval.producer.importing import RubricProblem, parse_rubric
+from flask_eval.producer.conversations import (
+    check_conversation_id,
+    expand,
+    inline_references,
+    is_conversation,
+    user_turns,
+)
+from flask_eval.producer.importing import RubricProblem, check_identifier, parse_rubric
 
 __all__ = ["MAX_LINE_BYTES", "load_instances", "read_json_lines"]
 
@@ -328,7 +338,13 @@ def load_instances(
     first_line: dict[str, int] = {}
     schema: _Schema | None = None
     schema_line = 0
+    names = _Names(known, listing, "criterion" if custom_criteria else "skill", order)
     for line, record in read_json_lines(path):
+        if is_conversation(record):
+            unjudged = not custom_criteria and not metadata
+            turns = _conversation(record, names, unjudged, path, line)
+            _add_turns(instances, first_line, turns, path, line)
+            continue
         this = _detect_schema(record, path, line)
         if schema is None:
             schema, schema_line = this, line
@@ -400,3 +416,97 @@ def load_instances(
             )
         )
     return instances
+
+
+# --------------------------------------------------------------------------- conversations
+
+
+@dataclass(frozen=True)
+class _Names:
+    """The criteria an instance may name, and those a conversation naming none is judged
+    on (every criterion of the run)."""
+
+    known: frozenset[str]
+    listing: str
+    noun: str
+    default: tuple[str, ...]
+
+
+def _one_of(record: dict[str, Any], keys: tuple[str, ...], path: str, line: int) -> str | None:
+    """The one of ``keys`` the record has (None: none); InputError when it has several."""
+    given = [key for key in keys if key in record]
+    if len(given) > 1:
+        raise InputError(f"fields {given[0]!r} and {given[1]!r} both given; give one", path, line)
+    return given[0] if given else None
+
+
+def _conversation(
+    record: dict[str, Any], names: _Names, unjudged: bool, path: str, line: int
+) -> list[Instance]:
+    """The instances of a conversation record, one per turn (``producer.conversations``);
+    ``unjudged``: a conversation naming no skills has none (instances to answer)."""
+    key = _one_of(record, ("id", "question_id"), path, line)
+    if key is None:
+        raise InputError(
+            "missing field 'id' (or MT-Bench's 'question_id'); a conversation needs an id "
+            "and its 'turns'",
+            path,
+            line,
+        )
+    conversation = _record_id(record[key], key, path, line)
+    turns = user_turns(record, path, line)
+    check_conversation_id(conversation, key, len(turns), path, line)
+    references = inline_references(record, len(turns), path, line)
+    named = _one_of(record, ("skills", "criteria"), path, line)
+    skills = (
+        _skills(record[named], named, names.known, names.listing, path, line, names.noun)
+        if named is not None
+        else ()
+        if unjudged
+        else names.default
+    )
+    category = record.get("category")
+    if category is not None:
+        try:
+            category = check_identifier(category, "field 'category'", MAX_DOMAIN)
+        except RubricProblem as exc:
+            raise InputError(str(exc), path, line) from None
+    template = Instance(
+        id=conversation,
+        instruction="",
+        answer="",
+        skills=skills,
+        domains=_domains(record.get("domain", []), "domain", path, line),
+        difficulty=_difficulty(record.get("difficulty", -1), "difficulty", path, line),
+        line=line,
+        system_prompt=_string(
+            record.get("system_prompt", ""), "system_prompt", path, line, allow_empty=True
+        ),
+        rubrics=_rubrics(record["rubrics"], skills, names.known, path, line)
+        if "rubrics" in record
+        else {},
+        capability=category,
+    )
+    return expand(template, turns, references)
+
+
+def _add_turns(
+    instances: list[Instance],
+    first_line: dict[str, int],
+    turns: list[Instance],
+    path: str,
+    line: int,
+) -> None:
+    """A conversation's turns added, each id unique among all instances of the file."""
+    for turn in turns:
+        previous = first_line.get(turn.id)
+        if previous is not None:
+            raise InputError(
+                f"conversation {clip(turn.conversation)}: the id of its turn {turn.turn}, "
+                f"{clip(turn.id)}, is already an instance id (line {previous}); instance "
+                "ids must be unique",
+                path,
+                line,
+            )
+        first_line[turn.id] = line
+    instances.extend(turns)
