@@ -44,20 +44,24 @@ from typing import Any
 from flask_eval.core.conversations import MAX_TURNS, Turn, turn_id
 from flask_eval.core.errors import InputError
 from flask_eval.core.jsonl import json_type, read_json_lines
-from flask_eval.core.limits import MAX_INSTANCE_ID
+from flask_eval.core.limits import MAX_DOMAIN, MAX_INSTANCE_ID
 from flask_eval.core.text import clip
 from flask_eval.core.types import Instance
+from flask_eval.producer.importing import RubricProblem, check_identifier
 
 __all__ = [
     "TurnIds",
+    "add_turns",
     "answer_turns",
     "attach_references",
+    "category",
     "check_conversation_id",
     "expand",
     "inline_references",
     "is_conversation",
     "is_conversation_answer",
     "load_reference_answers",
+    "one_of",
     "user_turns",
 ]
 
@@ -99,6 +103,25 @@ def _turn_list(value: object, key: str, path: str, line: int, *, allow_empty: bo
         if not allow_empty and not turn.strip():
             raise InputError(f"field {key!r}: turn {n} is empty", path, line)
     return value
+
+
+def one_of(record: Mapping[str, Any], keys: tuple[str, ...], path: str, line: int) -> str | None:
+    """The one of ``keys`` the record has (None: none); InputError when it has several."""
+    given = [key for key in keys if key in record]
+    if len(given) > 1:
+        raise InputError(f"fields {given[0]!r} and {given[1]!r} both given; give one", path, line)
+    return given[0] if given else None
+
+
+def category(record: Mapping[str, Any], path: str, line: int) -> str | None:
+    """A conversation's ``category`` (MT-Bench's), its instances' capability; None: none."""
+    value = record.get("category")
+    if value is None:
+        return None
+    try:
+        return check_identifier(value, "field 'category'", MAX_DOMAIN)
+    except RubricProblem as exc:
+        raise InputError(str(exc), path, line) from None
 
 
 def user_turns(record: Mapping[str, Any], path: str, line: int) -> tuple[str, ...]:
@@ -166,6 +189,29 @@ def expand(template: Instance, turns: Sequence[str], references: Sequence[str]) 
         )
         for k in range(1, len(turns) + 1)
     ]
+
+
+def add_turns(
+    instances: list[Instance],
+    first_line: dict[str, int],
+    turns: Sequence[Instance],
+    path: str,
+    line: int,
+) -> None:
+    """A conversation's turns (from ``line``) added to ``instances``, each id unique
+    among the file's instances (``first_line``: id -> its line)."""
+    for turn in turns:
+        previous = first_line.get(turn.id)
+        if previous is not None:
+            raise InputError(
+                f"conversation {clip(turn.conversation)}: the id of its turn {turn.turn}, "
+                f"{clip(turn.id)}, is already an instance id (line {previous}); instance "
+                "ids must be unique",
+                path,
+                line,
+            )
+        first_line[turn.id] = line
+    instances.extend(turns)
 
 
 class TurnIds(dict[str, str]):

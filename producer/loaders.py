@@ -39,7 +39,7 @@ from typing import Any
 from flask_eval.core.errors import InputError
 from flask_eval.core.jsonl import MAX_LINE_BYTES, read_json_lines
 from flask_eval.core.jsonl import json_type as _json_type
-from flask_eval.core.limits import MAX_DOMAIN, MAX_INSTANCE_ID
+from flask_eval.core.limits import MAX_INSTANCE_ID
 from flask_eval.core.text import clip, control_problem
 from flask_eval.core.types import (
     DIFFICULTY_LABELS,
@@ -48,13 +48,16 @@ from flask_eval.core.types import (
     InstanceRubric,
 )
 from flask_eval.producer.conversations import (
+    add_turns,
+    category,
     check_conversation_id,
     expand,
     inline_references,
     is_conversation,
+    one_of,
     user_turns,
 )
-from flask_eval.producer.importing import RubricProblem, check_identifier, parse_rubric
+from flask_eval.producer.importing import RubricProblem, parse_rubric
 
 __all__ = ["MAX_LINE_BYTES", "load_instances", "read_json_lines"]
 
@@ -343,7 +346,7 @@ def load_instances(
         if is_conversation(record):
             unjudged = not custom_criteria and not metadata
             turns = _conversation(record, names, unjudged, path, line)
-            _add_turns(instances, first_line, turns, path, line)
+            add_turns(instances, first_line, turns, path, line)
             continue
         this = _detect_schema(record, path, line)
         if schema is None:
@@ -432,20 +435,12 @@ class _Names:
     default: tuple[str, ...]
 
 
-def _one_of(record: dict[str, Any], keys: tuple[str, ...], path: str, line: int) -> str | None:
-    """The one of ``keys`` the record has (None: none); InputError when it has several."""
-    given = [key for key in keys if key in record]
-    if len(given) > 1:
-        raise InputError(f"fields {given[0]!r} and {given[1]!r} both given; give one", path, line)
-    return given[0] if given else None
-
-
 def _conversation(
     record: dict[str, Any], names: _Names, unjudged: bool, path: str, line: int
 ) -> list[Instance]:
     """The instances of a conversation record, one per turn (``producer.conversations``);
     ``unjudged``: a conversation naming no skills has none (instances to answer)."""
-    key = _one_of(record, ("id", "question_id"), path, line)
+    key = one_of(record, ("id", "question_id"), path, line)
     if key is None:
         raise InputError(
             "missing field 'id' (or MT-Bench's 'question_id'); a conversation needs an id "
@@ -457,7 +452,7 @@ def _conversation(
     turns = user_turns(record, path, line)
     check_conversation_id(conversation, key, len(turns), path, line)
     references = inline_references(record, len(turns), path, line)
-    named = _one_of(record, ("skills", "criteria"), path, line)
+    named = one_of(record, ("skills", "criteria"), path, line)
     skills = (
         _skills(record[named], named, names.known, names.listing, path, line, names.noun)
         if named is not None
@@ -465,12 +460,6 @@ def _conversation(
         if unjudged
         else names.default
     )
-    category = record.get("category")
-    if category is not None:
-        try:
-            category = check_identifier(category, "field 'category'", MAX_DOMAIN)
-        except RubricProblem as exc:
-            raise InputError(str(exc), path, line) from None
     template = Instance(
         id=conversation,
         instruction="",
@@ -485,28 +474,6 @@ def _conversation(
         rubrics=_rubrics(record["rubrics"], skills, names.known, path, line)
         if "rubrics" in record
         else {},
-        capability=category,
+        capability=category(record, path, line),
     )
     return expand(template, turns, references)
-
-
-def _add_turns(
-    instances: list[Instance],
-    first_line: dict[str, int],
-    turns: list[Instance],
-    path: str,
-    line: int,
-) -> None:
-    """A conversation's turns added, each id unique among all instances of the file."""
-    for turn in turns:
-        previous = first_line.get(turn.id)
-        if previous is not None:
-            raise InputError(
-                f"conversation {clip(turn.conversation)}: the id of its turn {turn.turn}, "
-                f"{clip(turn.id)}, is already an instance id (line {previous}); instance "
-                "ids must be unique",
-                path,
-                line,
-            )
-        first_line[turn.id] = line
-    instances.extend(turns)

@@ -57,6 +57,8 @@ def _read(record: dict[str, Any], path: str, line: int) -> tuple[str, str]:
 
 def _first_turn(instance_id: str) -> bool:
     """Whether ``instance_id`` may be the first turn of a conversation."""
+    if not instance_id.endswith(":t1"):  # most ids: no pattern matched
+        return False
     split = split_turn_id(instance_id)
     return split is not None and split[1] == 1
 
