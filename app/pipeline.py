@@ -33,7 +33,12 @@ from flask_eval.producer.estimate import (
     CallCosts,
     Estimator,
 )
-from flask_eval.producer.inputs import Inputs, check_run_name, parse_responses_arg
+from flask_eval.producer.inputs import (
+    Inputs,
+    check_run_name,
+    parse_responses_arg,
+    with_reference_answers,
+)
 from flask_eval.producer.judge_args import combine, combine_workers
 from flask_eval.producer.open_sample import sample_open_calls
 from flask_eval.producer.pairs import (
@@ -136,6 +141,10 @@ def prepare(spec: RunSpec) -> Plan:
         src.multifaceted,
     )
     loaded = load_sources(sources)
+    if src.reference_answers is not None:
+        loaded = replace(
+            loaded, inputs=with_reference_answers(loaded.inputs, src.reference_answers)
+        )
     skillset = loaded.skillset
     inputs = select(loaded.inputs, sampling.limit, sampling.sample, sampling.seed)
     if pairwise_set and pairwise is None:

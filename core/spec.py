@@ -72,6 +72,9 @@ class SpecInputs:
     criteria: str | None = None
     #: judges see the reference answers (``--no-reference``: False)
     reference: bool = True
+    #: conversations' reference answers by question_id (``--reference-answers``:
+    #: FastChat's model_answer JSON Lines, e.g. MT-Bench's ``reference_answer/gpt-4.jsonl``)
+    reference_answers: str | None = None
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from flask_eval.core.gcpause import paused_gc
 from flask_eval.core.limits import MAX_MODEL_NAME, MAX_RUN_NAME
 from flask_eval.core.text import clip, control_problem
 from flask_eval.core.types import Instance, ResponseSet
+from flask_eval.producer.conversations import TurnIds, load_reference_answers
 from flask_eval.producer.loaders import load_instances
 from flask_eval.producer.parallel import load_all_responses
 from flask_eval.rubrics.kind import NO_MODEL
@@ -23,6 +24,7 @@ __all__ = [
     "check_run_name",
     "load_inputs",
     "parse_responses_arg",
+    "with_reference_answers",
 ]
 
 #: A model name: 1-MAX_MODEL_NAME characters, letters, digits, '.', '_' or '-', not
@@ -153,7 +155,19 @@ def load_inputs(
     instances = tuple(
         load_instances(instances_path, known_skills, custom_criteria=custom, reference=reference)
     )
-    ids = {instance.id: instance.id for instance in instances}
+    ids: dict[str, str] = (
+        TurnIds(instances)  # the conversations' turns too, for their responses' lines
+        if any(instance.conversation is not None for instance in instances)
+        else {instance.id: instance.id for instance in instances}
+    )
     with paused_gc():  # millions of lines, no cycles (core.gcpause)
         response_sets = load_all_responses(responses, ids)
     return Inputs(instances=instances, response_sets=response_sets)
+
+
+def with_reference_answers(inputs: Inputs, path: str) -> Inputs:
+    """``inputs`` whose conversations named in the reference-answer file ``path``
+    (``--reference-answers``, FastChat's model_answer format) have its references as
+    their turns' reference answers (``producer.conversations.load_reference_answers``)."""
+    instances = load_reference_answers(path, inputs.instances)
+    return Inputs(instances, inputs.response_sets, inputs.about_instances)

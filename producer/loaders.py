@@ -16,6 +16,9 @@ with the exact 1-based line of the first problem:
   instance's own rubric per skill (FLASK-Hard), in a form of
   :func:`producer.importing.parse_rubric` (``criteria`` ``""``: the skill's own).
   Any other field (``task``, ``domain_review``, ...) is ignored.
+
+  A record with ``turns`` is a conversation (MT-Bench's ``question.jsonl`` as it is, or
+  ours): one instance per turn, see :mod:`producer.conversations`.
 * :func:`producer.responses.load_responses` reads one model's responses: ``question_id``
   + ``text`` (validated here, its texts read again when needed).
 
@@ -43,6 +46,16 @@ from flask_eval.core.types import (
     DOMAINS,
     Instance,
     InstanceRubric,
+)
+from flask_eval.producer.conversations import (
+    add_turns,
+    category,
+    check_conversation_id,
+    expand,
+    inline_references,
+    is_conversation,
+    one_of,
+    user_turns,
 )
 from flask_eval.producer.importing import RubricProblem, parse_rubric
 
@@ -328,7 +341,13 @@ def load_instances(
     first_line: dict[str, int] = {}
     schema: _Schema | None = None
     schema_line = 0
+    names = _Names(known, listing, "criterion" if custom_criteria else "skill", order)
     for line, record in read_json_lines(path):
+        if is_conversation(record):
+            unjudged = not custom_criteria and not metadata
+            turns = _conversation(record, names, unjudged, path, line)
+            add_turns(instances, first_line, turns, path, line)
+            continue
         this = _detect_schema(record, path, line)
         if schema is None:
             schema, schema_line = this, line
@@ -400,3 +419,61 @@ def load_instances(
             )
         )
     return instances
+
+
+# --------------------------------------------------------------------------- conversations
+
+
+@dataclass(frozen=True)
+class _Names:
+    """The criteria an instance may name, and those a conversation naming none is judged
+    on (every criterion of the run)."""
+
+    known: frozenset[str]
+    listing: str
+    noun: str
+    default: tuple[str, ...]
+
+
+def _conversation(
+    record: dict[str, Any], names: _Names, unjudged: bool, path: str, line: int
+) -> list[Instance]:
+    """The instances of a conversation record, one per turn (``producer.conversations``);
+    ``unjudged``: a conversation naming no skills has none (instances to answer)."""
+    key = one_of(record, ("id", "question_id"), path, line)
+    if key is None:
+        raise InputError(
+            "missing field 'id' (or MT-Bench's 'question_id'); a conversation needs an id "
+            "and its 'turns'",
+            path,
+            line,
+        )
+    conversation = _record_id(record[key], key, path, line)
+    turns = user_turns(record, path, line)
+    check_conversation_id(conversation, key, len(turns), path, line)
+    references = inline_references(record, len(turns), path, line)
+    named = one_of(record, ("skills", "criteria"), path, line)
+    skills = (
+        _skills(record[named], named, names.known, names.listing, path, line, names.noun)
+        if named is not None
+        else ()
+        if unjudged
+        else names.default
+    )
+    template = Instance(
+        id=conversation,
+        instruction="",
+        answer="",
+        skills=skills,
+        domains=_domains(record.get("domain", []), "domain", path, line),
+        difficulty=_difficulty(record.get("difficulty", -1), "difficulty", path, line),
+        line=line,
+        system_prompt=_string(
+            record.get("system_prompt", ""), "system_prompt", path, line, allow_empty=True
+        ),
+        rubrics=_rubrics(record["rubrics"], skills, names.known, path, line)
+        if "rubrics" in record
+        else {},
+        capability=category(record, path, line),
+    )
+    return expand(template, turns, references)

@@ -9,7 +9,12 @@ line, whenever they are iterated (to fingerprint the run, to write it), checking
 file still holds what was validated.
 
 A responses file is JSON Lines, one ``question_id`` + ``text`` per line (extra fields are
-ignored); every id must name an instance, at most once per file.
+ignored); every id must name an instance, at most once per file. A conversation
+(``producer.conversations``) is answered on one line, ``{"id"|"question_id": ..., "turns":
+[a1, a2]}`` or FastChat's ``model_answer`` line (``choices[0].turns``), with exactly one
+answer per turn of the conversation: it becomes one response per turn (instance id
+``core.conversations.turn_id(conv, k)``, text ``a_k``, history ``(a_1, ..., a_{k-1})``),
+and a turn is never answered on a line of its own (its history would be missing).
 """
 
 from __future__ import annotations
@@ -21,10 +26,12 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from flask_eval.core.conversations import split_turn_id, turn_id
 from flask_eval.core.errors import InputError
 from flask_eval.core.jsonl import read_json_lines
 from flask_eval.core.text import clip
 from flask_eval.core.types import Response, ResponseSet, ResponseSource
+from flask_eval.producer.conversations import answer_turns, is_conversation_answer
 from flask_eval.producer.loaders import _field, _record_id, _string
 
 __all__ = ["FileResponses", "load_responses", "only"]
@@ -46,6 +53,23 @@ def _read(record: dict[str, Any], path: str, line: int) -> tuple[str, str]:
     qid = _record_id(_field(record, "question_id", path, line, _HINT), "question_id", path, line)
     text = _string(_field(record, "text", path, line, _HINT), "text", path, line, allow_empty=True)
     return qid, text
+
+
+def _first_turn(instance_id: str) -> bool:
+    """Whether ``instance_id`` may be the first turn of a conversation."""
+    if not instance_id.endswith(":t1"):  # most ids: no pattern matched
+        return False
+    split = split_turn_id(instance_id)
+    return split is not None and split[1] == 1
+
+
+def _answers(record: dict[str, Any]) -> list[Any]:
+    """A validated conversation line's answers (KeyError, TypeError, IndexError if the
+    line no longer is one)."""
+    answers = record["turns"] if "turns" in record else record["choices"][0]["turns"]
+    if not isinstance(answers, list):
+        raise TypeError
+    return answers
 
 
 @dataclass(frozen=True, eq=False)
@@ -80,8 +104,8 @@ class FileResponses(ResponseSource):
         return isinstance(item, Response) and item in set(self)
 
     def __iter__(self) -> Iterator[Response]:
-        for line, qid, text in self._records(None):
-            yield Response(self.model, qid, text, line)
+        for line, qid, text, history in self._records(None):
+            yield Response(self.model, qid, text, line, history)
 
     def sizes(self) -> Iterator[tuple[str, int]]:
         """The kept responses' (instance id, length in characters), in file order, from
@@ -95,11 +119,12 @@ class FileResponses(ResponseSource):
     def texts(self, wanted: Collection[str]) -> dict[str, str]:
         """The texts of the kept responses to ``wanted`` (instance ids), read again with
         the checks of iteration; the other lines are not parsed."""
-        return {qid: text for _, qid, text in self._records(set(wanted))}
+        return {qid: text for _, qid, text, _ in self._records(set(wanted))}
 
-    def _records(self, wanted: set[str] | None) -> Iterator[tuple[int, str, str]]:
-        """(line, instance id, text) of the kept responses (and of ``wanted`` only, unless
-        None), in file order; InputError when the file changed since its validation."""
+    def _records(self, wanted: set[str] | None) -> Iterator[tuple[int, str, str, tuple[str, ...]]]:
+        """(line, instance id, text, earlier answers) of the kept responses (and of
+        ``wanted`` only, unless None), in file order (a conversation's line gives one per
+        turn); InputError when the file changed since its validation."""
         changed = InputError(_CHANGED, self.path)
         try:
             if _stamp(self.path) != self.stamp:
@@ -121,6 +146,11 @@ class FileResponses(ResponseSource):
                 want = next(expected, None)
                 if want is None:
                     raise InputError(_CHANGED, self.path, line)
+                if _first_turn(want):  # a conversation's answers on one line, maybe
+                    record = self._parse(raw, line)
+                    if "text" not in record:
+                        yield from self._turns(record, line, want, expected, wanted)
+                        continue
                 if keep is not None and want not in keep:
                     continue
                 if wanted is not None and want not in wanted:
@@ -133,9 +163,43 @@ class FileResponses(ResponseSource):
                 qid = question if isinstance(question, str) else str(question)
                 if want != qid or not isinstance(text, str):
                     raise InputError(_CHANGED, self.path, line)
-                yield line, qid, text
+                yield line, qid, text, ()
         if next(expected, None) is not None:
             raise changed
+
+    def _parse(self, raw: bytes, line: int) -> dict[str, Any]:
+        """A validated line's record; InputError if it no longer is one."""
+        try:
+            record, _ = _SCAN(raw.decode().removeprefix("\ufeff"), 0)
+        except (ValueError, StopIteration):
+            raise InputError(_CHANGED, self.path, line) from None
+        if not isinstance(record, dict):
+            raise InputError(_CHANGED, self.path, line)
+        return record
+
+    def _turns(
+        self,
+        record: dict[str, Any],
+        line: int,
+        first: str,
+        expected: Iterator[str],
+        wanted: set[str] | None,
+    ) -> Iterator[tuple[int, str, str, tuple[str, ...]]]:
+        """The kept responses of a validated conversation line (``first``: its turn 1's
+        id, the next ones taken from ``expected``), each with the answers before it."""
+        try:
+            answers = _answers(record)
+            question = record["question_id"] if "question_id" in record else record["id"]
+        except (KeyError, TypeError, IndexError):
+            raise InputError(_CHANGED, self.path, line) from None
+        conversation = question if isinstance(question, str) else str(question)
+        keep = self.keep
+        for k, text in enumerate(answers, 1):
+            want = first if k == 1 else next(expected, None)
+            if want != turn_id(conversation, k) or not isinstance(text, str):
+                raise InputError(_CHANGED, self.path, line)
+            if (keep is None or want in keep) and (wanted is None or want in wanted):
+                yield line, want, text, tuple(answers[: k - 1])
 
     def instance_ids(self) -> tuple[str, ...]:
         keep = self.keep
@@ -181,17 +245,33 @@ def load_responses(model: str, path: str, instance_ids: Collection[str]) -> Resp
         stamp = (-1, -1)  # read_json_lines says why the file cannot be read
     lengths = array("I")
     ignored: set[str] = set()
+    turns: Mapping[str, int] = getattr(instance_ids, "turns", {})
     for line, record in read_json_lines(path):
         qid, text = record.get("question_id"), record.get("text")
         if type(text) is str and (type(qid) is str or type(qid) is int):
             # the usual line: an instance's id (checked with the instances), once
             known = canonical.get(qid if type(qid) is str else str(qid))
-            if known is not None and known not in first_line:
+            if (
+                known is not None
+                and known not in first_line
+                and not (turns and _turn_of(known, turns))
+            ):
                 first_line[known] = line
                 ids.append(known)
                 lengths.append(len(text))
                 continue
+        if text is None and is_conversation_answer(record):
+            answered = _conversation(record, path, line, canonical, turns)
+            _check_new(answered.ids[0], first_line, path, line)
+            for iid, answer in zip(answered.ids, answered.answers, strict=True):
+                first_line[iid] = line
+                ids.append(iid)
+                lengths.append(len(answer))
+            if answered.unknown:
+                ignored.update(answered.ids)
+            continue
         qid, text = _read(record, path, line)
+        _check_not_turn(qid, canonical, turns, path, line)
         previous = first_line.get(qid)
         if previous is not None:
             raise InputError(
@@ -215,3 +295,106 @@ def load_responses(model: str, path: str, instance_ids: Collection[str]) -> Resp
     keep = frozenset(i for i in ids if i not in ignored) if ignored else None
     source = FileResponses(model, path, tuple(ids), stamp, keep, lengths, len(ignored))
     return ResponseSet(model, path, source)
+
+
+def _turn_of(instance_id: str, turns: Mapping[str, int]) -> bool:
+    """Whether ``instance_id`` is a turn of one of the conversations ``turns``."""
+    split = split_turn_id(instance_id)
+    return split is not None and 0 < split[1] <= turns.get(split[0], 0)
+
+
+def _check_not_turn(
+    qid: str, canonical: Mapping[str, str], turns: Mapping[str, int], path: str, line: int
+) -> None:
+    """InputError for a one-answer line (``text``) naming a conversation or one of its
+    turns: a conversation is answered on one line, every turn (the judge of turn k is
+    shown the model's answers to the turns before it)."""
+    if not turns:
+        return
+    if qid in canonical:
+        split = split_turn_id(qid)
+        if split is not None and _turn_of(qid, turns):
+            raise InputError(
+                f"instance {clip(qid)} is turn {split[1]} of conversation {clip(split[0])}; "
+                f"answer the conversation on one line: "
+                f'{{"question_id": {clip(split[0])}, "turns": [...]}}',
+                path,
+                line,
+            )
+    elif qid in turns:
+        raise InputError(
+            f"{clip(qid)} is a conversation of {turns[qid]} turn(s); give the model's answer "
+            "to each in 'turns' instead of 'text'",
+            path,
+            line,
+        )
+
+
+def _check_new(first: str, first_line: Mapping[str, int], path: str, line: int) -> None:
+    previous = first_line.get(first)
+    if previous is not None:
+        conversation = first.rpartition(":")[0]
+        raise InputError(
+            f"duplicate response for conversation {clip(conversation)} (first on line "
+            f"{previous}); keep one response per conversation",
+            path,
+            line,
+        )
+
+
+@dataclass(frozen=True)
+class _Answered:
+    """A conversation line: the ids of its turns' instances, the answers, and whether
+    the conversation is not in the instances file (its responses are ignored)."""
+
+    ids: tuple[str, ...]
+    answers: tuple[str, ...]
+    unknown: bool
+
+
+_CONVERSATION_HINT = (
+    "a conversation's response needs question_id (or id) and turns (or FastChat's choices)"
+)
+
+
+def _conversation(
+    record: dict[str, Any],
+    path: str,
+    line: int,
+    canonical: Mapping[str, str],
+    turns: Mapping[str, int],
+) -> _Answered:
+    """A line answering a conversation, checked against the conversation's turns."""
+    given = [key for key in ("question_id", "id") if key in record]
+    if len(given) > 1:
+        raise InputError("fields 'question_id' and 'id' both given; give one", path, line)
+    key = given[0] if given else "question_id"
+    conversation = _record_id(_field(record, key, path, line, _CONVERSATION_HINT), key, path, line)
+    answers = answer_turns(record, path, line)
+    count = turns.get(conversation)
+    if count is None:
+        if conversation in canonical:
+            raise InputError(
+                f"instance {clip(conversation)} is not a conversation; answer it with 'text'",
+                path,
+                line,
+            )
+        unknown = tuple(turn_id(conversation, k) for k in range(1, len(answers) + 1))
+        taken = next((i for i in unknown if i in canonical), None)
+        if taken is not None:
+            raise InputError(
+                f"{clip(conversation)} is not a conversation of the instances file, and "
+                f"{clip(taken)} is an instance of its own; answer that instance with 'text'",
+                path,
+                line,
+            )
+        return _Answered(unknown, answers, True)
+    if len(answers) != count:
+        raise InputError(
+            f"conversation {clip(conversation)} has {count} turn(s) in the instances file, "
+            f"this response gives {len(answers)} answer(s); give one answer per turn",
+            path,
+            line,
+        )
+    ids = tuple(canonical[turn_id(conversation, k)] for k in range(1, count + 1))
+    return _Answered(ids, answers, False)

@@ -82,6 +82,19 @@ def _resp(name: str, where_line: int | None, message: str, case_id: str | None =
     return BadCase(case_id or name, GOOD_INSTANCES, [GOOD_A, f"broken={path}"], where, message)
 
 
+#: good conversations (one ours, one MT-Bench's) and a model's good answers to them
+CONVERSATIONS = f"{BAD}/conversations.jsonl"
+CONVERSATION_ANSWERS = f"conv_model={BAD}/conversation_answers.jsonl"
+
+
+def _conv(name: str, where_line: int | None, message: str) -> BadCase:
+    """A broken responses file to conversations (as the second model), with good
+    conversations."""
+    path = f"{BAD}/{name}.jsonl"
+    where = path if where_line is None else f"{path}:{where_line}"
+    return BadCase(name, CONVERSATIONS, [CONVERSATION_ANSWERS, f"broken={path}"], where, message)
+
+
 CASES: list[BadCase] = [
     # --- instances files
     _inst("invalid_json", 2, "invalid JSON: Expecting ',' delimiter"),
@@ -186,6 +199,51 @@ CASES: list[BadCase] = [
     _resp("response_duplicate_key", 1, "key 'text' appears twice in the object"),
     _inst("difficulty_nan", 2, "field 'difficulty' must be a difficulty label or a level 1-5"),
     BadCase("instances_is_directory", BAD, [GOOD_A], BAD, "is a directory"),
+    # --- conversations (producer/conversations.py): instances with turns, their responses
+    _inst("conv_turns_not_list", 2, "field 'turns' must be a list of turns (strings), got string"),
+    _inst("conv_turn_not_string", 2, "field 'turns': turn 2 must be a string, got array"),
+    _inst("conv_empty_turns", 2, "field 'turns' is empty; a conversation has at least one turn"),
+    _inst("conv_empty_turn", 1, "field 'turns': turn 2 is empty"),
+    _inst("conv_too_many_turns", 2, "field 'turns' has 21 turns; a conversation has at most 20"),
+    _inst(
+        "conv_references_longer_than_turns",
+        2,
+        "field 'reference' has 3 references for 2 turn(s); give at most one per turn",
+    ),
+    _inst(
+        "conv_id_clash",
+        2,
+        "conversation '81': the id of its turn 1, '81:t1', is already an instance id (line 1)",
+    ),
+    _inst("conv_id_clash_later", 2, "duplicate instance id '81:t2' (first on line 1)"),
+    _inst("conv_duplicate_id", 2, "conversation 'c1': the id of its turn 1, 'c1:t1', is already"),
+    _inst("conv_unknown_skill", 1, "unknown skill 'Creativity'; valid skills: Logical Robustness"),
+    _conv(
+        "conv_response_more_turns",
+        2,
+        "conversation '81' has 2 turn(s) in the instances file, this response gives 3 answer(s)",
+    ),
+    _conv(
+        "conv_response_fewer_turns",
+        1,
+        "conversation 'c1' has 2 turn(s) in the instances file, this response gives 1 answer(s)",
+    ),
+    _conv(
+        "conv_response_fastchat_fewer_turns",
+        2,
+        "conversation '81' has 2 turn(s) in the instances file, this response gives 1 answer(s)",
+    ),
+    _conv("conv_response_turn_not_string", 1, "field 'turns': turn 2 must be a string, got number"),
+    _conv(
+        "conv_response_turn_answered_alone",
+        2,
+        "instance '81:t2' is turn 2 of conversation '81'; answer the conversation on one line",
+    ),
+    _conv(
+        "conv_response_text_for_conversation",
+        1,
+        "'81' is a conversation of 2 turn(s); give the model's answer to each in 'turns'",
+    ),
 ]
 
 
@@ -242,9 +300,35 @@ def _set(case_id: str, where: str, message: str, *args: str) -> BadCase:
     return BadCase(case_id, "", [], where, message, (*args, "--judge", JUDGE))
 
 
+def _references(name: str, line: int, message: str) -> BadCase:
+    """A broken ``--reference-answers FILE``, with good conversations and answers."""
+    path = f"{BAD}/{name}.jsonl"
+    args = ("--reference-answers", path, "--judge", JUDGE)
+    return BadCase(name, CONVERSATIONS, [CONVERSATION_ANSWERS], f"{path}:{line}", message, args)
+
+
 #: Cases that need more than instances and responses: flags, judges and rubric files,
 #: settings. Only run through the CLI (and their loaders' unit tests).
 CLI_CASES: list[BadCase] = [
+    # --- reference answers of conversations (--reference-answers FILE)
+    _references(
+        "conv_reference_unknown_question",
+        2,
+        "question_id '99' names no conversation of the instances",
+    ),
+    _references(
+        "conv_reference_wrong_turns",
+        1,
+        "conversation '81' has 2 turn(s), its reference answer gives 1",
+    ),
+    BadCase(
+        "conv_reference_without_conversations",
+        GOOD_INSTANCES,
+        [GOOD_A],
+        f"{BAD}/conv_reference_wrong_turns.jsonl",
+        "the instances hold no conversation (records with 'turns')",
+        ("--reference-answers", f"{BAD}/conv_reference_wrong_turns.jsonl", "--judge", JUDGE),
+    ),
     # --- judge specs on the command line
     _flag("unknown-provider", "unknown judge provider 'cohere'", "--judge", "cohere/command"),
     _flag("judge-without-model", "expected provider/model", "--judge", "openai"),

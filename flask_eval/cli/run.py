@@ -89,6 +89,13 @@ if TYPE_CHECKING:
     "--no-reference", is_flag=True, help="Reference-free: judges never see reference answers."
 )
 @click.option(
+    "--reference-answers",
+    default=None,
+    metavar="FILE",
+    help="Reference answers of conversations, one per turn, by question_id (FastChat's "
+    "model_answer JSON Lines, e.g. MT-Bench's reference_answer/gpt-4.jsonl).",
+)
+@click.option(
     "--pairwise",
     default=None,
     metavar="all|baseline:NAME",
