@@ -33,6 +33,8 @@ from flask_eval.producer.estimate import (
     CallCosts,
     Estimator,
 )
+from flask_eval.producer.image_plan import check_provider_limits
+from flask_eval.producer.images import DEFAULT_MAX_BYTES, ImageOptions, reading_images
 from flask_eval.producer.inputs import Inputs, check_run_name, parse_responses_arg
 from flask_eval.producer.judge_args import combine, combine_workers
 from flask_eval.producer.open_sample import sample_open_calls
@@ -53,7 +55,8 @@ from flask_eval.producer.prices import check_budget_prices, settle_prices
 from flask_eval.producer.probe_plan import parse_families, plan_probes
 from flask_eval.producer.samples import sampled
 from flask_eval.producer.select import select
-from flask_eval.producer.sources import Sources, load_sources
+from flask_eval.producer.perception_bench import perception_sources
+from flask_eval.producer.sources import Loaded, Sources, load_sources
 from flask_eval.rubrics import codec
 from flask_eval.rubrics.coverage import Shown, check_rubrics, rubric_levels
 from flask_eval.rubrics.grading import DEFAULT_PROTOCOL, protocol
@@ -135,7 +138,8 @@ def prepare(spec: RunSpec) -> Plan:
         reference,
         src.multifaceted,
     )
-    loaded = load_sources(sources)
+    with reading_images(image_options(spec)):
+        loaded = _load(sources, spec)
     skillset = loaded.skillset
     inputs = select(loaded.inputs, sampling.limit, sampling.sample, sampling.seed)
     if pairwise_set and pairwise is None:
@@ -161,6 +165,7 @@ def prepare(spec: RunSpec) -> Plan:
         raise InputError("--no-swap and --per-criterion go with --pairwise")
     if samples > 1 and pairwise is not None:
         raise InputError("--samples goes with absolute grading, not with --pairwise")
+    check_provider_limits(inputs.instances, configs, src.perception_bench or sources.path)
     check_protocols(
         [*configs, *_as_judges(people)],
         mode,
@@ -199,7 +204,7 @@ def prepare(spec: RunSpec) -> Plan:
         mode,
         name,
         digest,
-        sources.path,
+        src.perception_bench or sources.path,
         reference,
         plan_config,
         pairs,
@@ -207,6 +212,40 @@ def prepare(spec: RunSpec) -> Plan:
         people=people,
         probes=probing,
     )
+
+
+def image_options(spec: RunSpec) -> ImageOptions:
+    """How the run's images are read (``producer.images``): URLs fetched only with
+    ``--fetch-images`` and from ``--image-hosts``; the size limit."""
+    src = spec.inputs
+    if src.image_hosts and not src.fetch_images:
+        raise InputError("--image-hosts goes with --fetch-images")
+    if src.fetch_images and not src.image_hosts:
+        raise InputError(
+            "--fetch-images needs --image-hosts HOST,...: the hosts images are fetched from"
+        )
+    mb = src.max_image_mb
+    limit = DEFAULT_MAX_BYTES if mb is None else max(1, int(mb * (1 << 20)))
+    return ImageOptions(src.fetch_images, src.image_hosts, max_bytes=limit)
+
+
+def _load(sources: Sources, spec: RunSpec) -> Loaded:
+    """The run's inputs: a Perception-Bench file (``--perception-bench``), or the other
+    sources (``producer.sources``)."""
+    path = spec.inputs.perception_bench
+    if path is None:
+        return load_sources(sources)
+    if sources.path:
+        raise InputError(
+            "give exactly one of --instances, --biggen, --multifaceted, --prometheus-set, "
+            "--pairwise-set and --perception-bench"
+        )
+    if sources.rubrics or sources.criteria or sources.models:
+        raise InputError(
+            "--perception-bench FILE carries a rubric per instance and takes --responses "
+            "NAME=PATH: no --rubrics, --criteria or --model"
+        )
+    return perception_sources(path, sources.responses, sources.reference)
 
 
 def _probed(
