@@ -34,7 +34,7 @@ from flask_eval.producer.estimate import (
     Estimator,
 )
 from flask_eval.producer.image_plan import check_provider_limits
-from flask_eval.producer.images import DEFAULT_MAX_BYTES, ImageOptions, reading_images
+from flask_eval.producer.images import reading_images
 from flask_eval.producer.inputs import Inputs, check_run_name, parse_responses_arg
 from flask_eval.producer.judge_args import combine, combine_workers
 from flask_eval.producer.open_sample import sample_open_calls
@@ -44,6 +44,7 @@ from flask_eval.producer.pairs import (
     parse_pairwise_arg,
     plan_pairs,
 )
+from flask_eval.producer.perception_bench import image_options, load_run_sources
 from flask_eval.producer.plan import (
     MODES,
     Judging,
@@ -55,8 +56,7 @@ from flask_eval.producer.prices import check_budget_prices, settle_prices
 from flask_eval.producer.probe_plan import parse_families, plan_probes
 from flask_eval.producer.samples import sampled
 from flask_eval.producer.select import select
-from flask_eval.producer.perception_bench import perception_sources
-from flask_eval.producer.sources import Loaded, Sources, load_sources
+from flask_eval.producer.sources import Sources
 from flask_eval.rubrics import codec
 from flask_eval.rubrics.coverage import Shown, check_rubrics, rubric_levels
 from flask_eval.rubrics.grading import DEFAULT_PROTOCOL, protocol
@@ -139,7 +139,7 @@ def prepare(spec: RunSpec) -> Plan:
         src.multifaceted,
     )
     with reading_images(image_options(spec)):
-        loaded = _load(sources, spec)
+        loaded = load_run_sources(sources, spec.inputs.perception_bench)
     skillset = loaded.skillset
     inputs = select(loaded.inputs, sampling.limit, sampling.sample, sampling.seed)
     if pairwise_set and pairwise is None:
@@ -212,40 +212,6 @@ def prepare(spec: RunSpec) -> Plan:
         people=people,
         probes=probing,
     )
-
-
-def image_options(spec: RunSpec) -> ImageOptions:
-    """How the run's images are read (``producer.images``): URLs fetched only with
-    ``--fetch-images`` and from ``--image-hosts``; the size limit."""
-    src = spec.inputs
-    if src.image_hosts and not src.fetch_images:
-        raise InputError("--image-hosts goes with --fetch-images")
-    if src.fetch_images and not src.image_hosts:
-        raise InputError(
-            "--fetch-images needs --image-hosts HOST,...: the hosts images are fetched from"
-        )
-    mb = src.max_image_mb
-    limit = DEFAULT_MAX_BYTES if mb is None else max(1, int(mb * (1 << 20)))
-    return ImageOptions(src.fetch_images, src.image_hosts, max_bytes=limit)
-
-
-def _load(sources: Sources, spec: RunSpec) -> Loaded:
-    """The run's inputs: a Perception-Bench file (``--perception-bench``), or the other
-    sources (``producer.sources``)."""
-    path = spec.inputs.perception_bench
-    if path is None:
-        return load_sources(sources)
-    if sources.path:
-        raise InputError(
-            "give exactly one of --instances, --biggen, --multifaceted, --prometheus-set, "
-            "--pairwise-set and --perception-bench"
-        )
-    if sources.rubrics or sources.criteria or sources.models:
-        raise InputError(
-            "--perception-bench FILE carries a rubric per instance and takes --responses "
-            "NAME=PATH: no --rubrics, --criteria or --model"
-        )
-    return perception_sources(path, sources.responses, sources.reference)
 
 
 def _probed(

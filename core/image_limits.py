@@ -2,8 +2,8 @@
 
 One table, each limit with its published source and the day it was read; a run whose
 images a judge's provider would refuse is refused before anything is written
-(``producer.images.check_provider_limits``). Token rules are elsewhere
-(``core.image_tokens``). docs/design/images.md lists the same table.
+(``producer.image_plan.check_provider_limits``). How many tokens an image counts for is
+not here. docs/design/images.md lists the same table.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from urllib.parse import urljoin, urlsplit
 import httpx2
 
 from flask_eval.core.text import clip
-from flask_eval.producer.images import ImageOptions, ImageProblem
+from flask_eval.producer.image_rules import SVG_REFUSED, ImageOptions, ImageProblem
 
 __all__ = ["fetch_image"]
 
@@ -87,6 +87,8 @@ def _claimed(content_type: str | None) -> str | None:
     if not content_type:
         return None
     media = content_type.split(";")[0].strip().lower()
+    if media == "image/svg+xml":
+        raise ImageProblem(SVG_REFUSED)
     if media.startswith("image/") and media != "image/svg+xml":
         return "image/jpeg" if media == "image/jpg" else media
     if media in ("application/octet-stream", "binary/octet-stream", ""):
@@ -104,9 +106,7 @@ def fetch_image(url: str, options: ImageOptions) -> tuple[bytes, str | None]:
     if host not in allowed and host.strip("[]") not in allowed:
         raise ImageProblem(f"image URL {clip(url)}: host {clip(host)} is not in --image-hosts")
     address = _resolve(host.strip("[]"), port, allowed)
-    with httpx2.Client(
-        trust_env=False, follow_redirects=False, timeout=options.timeout
-    ) as client:
+    with httpx2.Client(trust_env=False, follow_redirects=False, timeout=options.timeout) as client:
         current = url
         for _ in range(MAX_REDIRECTS + 1):
             found = _get(client, current, address, options.max_bytes)

@@ -38,9 +38,21 @@ from flask_eval.core.files import open_input
 from flask_eval.core.images import MEDIA_TYPES, Image, ImageRef, ReadRef
 from flask_eval.core.jsonl import json_type
 from flask_eval.core.text import clip
+from flask_eval.producer.image_fetch import fetch_image
+from flask_eval.producer.image_rules import (
+    DEFAULT_MAX_BYTES,
+    MAX_IMAGES,
+    MAX_PIXELS,
+    SVG_REFUSED,
+    ImageOptions,
+    ImageProblem,
+)
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
+    "MAX_IMAGES",
+    "MAX_PIXELS",
+    "SVG_REFUSED",
     "ImageOptions",
     "ImageProblem",
     "identify",
@@ -50,13 +62,6 @@ __all__ = [
     "record_images",
 ]
 
-MIB = 1 << 20
-#: bytes per image, by default (``--max-image-mb``)
-DEFAULT_MAX_BYTES = 20 * MIB
-#: pixels per image: 8000 x 8000, the largest any provider's table takes
-MAX_PIXELS = 8000 * 8000
-#: images per instance
-MAX_IMAGES = 20
 #: Pillow's own guard, a second line behind the explicit check (it warns above this
 #: and raises above twice this; the warning is an error here)
 PILImage.MAX_IMAGE_PIXELS = min(PILImage.MAX_IMAGE_PIXELS or MAX_PIXELS, MAX_PIXELS)
@@ -73,23 +78,6 @@ _OTHER = (
     (b"\x00\x00\x01\x00", "ICO"),
     (b"8BPS", "PSD"),
 )
-
-
-class ImageProblem(Exception):
-    """A reference that does not give an acceptable image (a one-line message)."""
-
-
-@dataclass(frozen=True)
-class ImageOptions:
-    """How images are read: URLs fetched only with ``fetch`` and only from ``hosts``
-    (``--fetch-images``, ``--image-hosts``), and the limits."""
-
-    fetch: bool = False
-    hosts: tuple[str, ...] = ()
-    max_bytes: int = DEFAULT_MAX_BYTES
-    max_pixels: int = MAX_PIXELS
-    max_images: int = MAX_IMAGES
-    timeout: float = 10.0
 
 
 @dataclass
@@ -137,10 +125,7 @@ def _text_kind(data: bytes) -> str | None:
 def _refuse_other(data: bytes) -> ImageProblem:
     kind = _text_kind(data)
     if kind == "svg":
-        return ImageProblem(
-            "an SVG image is not accepted (XML that may carry scripts and links); "
-            "convert it to PNG"
-        )
+        return ImageProblem(SVG_REFUSED)
     if kind is not None:
         return ImageProblem(f"{kind}, not an image; accepted: PNG, JPEG, WebP, GIF")
     name = next((n for magic, n in _OTHER if data.startswith(magic)), None)
@@ -283,8 +268,6 @@ def read_image(ref: str, base: Path, options: ImageOptions | None = None) -> Rea
     if scheme == "data":
         return _data_uri(ref, opts)
     if scheme in ("http", "https"):
-        from flask_eval.producer.image_fetch import fetch_image
-
         data, claimed = fetch_image(ref, opts)
         try:
             return image_of(data, opts, claimed)

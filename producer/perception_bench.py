@@ -33,9 +33,16 @@ from flask_eval.core.errors import InputError
 from flask_eval.core.files import open_input
 from flask_eval.core.images import ImageRef
 from flask_eval.core.jsonl import read_json_lines
+from flask_eval.core.spec import RunSpec
 from flask_eval.core.text import clip
 from flask_eval.core.types import Instance
-from flask_eval.producer.images import ImageProblem, read_bytes, read_image
+from flask_eval.producer.images import (
+    DEFAULT_MAX_BYTES,
+    ImageOptions,
+    ImageProblem,
+    read_bytes,
+    read_image,
+)
 from flask_eval.producer.importing import (
     INSTANCE_CRITERION,
     MAX_DOCUMENT_BYTES,
@@ -47,9 +54,9 @@ from flask_eval.producer.importing import (
 )
 from flask_eval.producer.inputs import Inputs, check_response_names
 from flask_eval.producer.parallel import load_all_responses
-from flask_eval.producer.sources import Loaded, instance_rubric_skillset
+from flask_eval.producer.sources import Loaded, Sources, instance_rubric_skillset, load_sources
 
-__all__ = ["load_perception_bench", "perception_sources"]
+__all__ = ["image_options", "load_perception_bench", "load_run_sources", "perception_sources"]
 
 _WHAT = "a Perception-Bench file (JSON Lines, or a JSON list of records)"
 _SCORES = tuple(f"orig_score{n}_description" for n in range(1, 6))
@@ -107,7 +114,9 @@ def _image(record: Mapping[str, Any], base: Path) -> ImageRef:
         raise RubricProblem(f"field 'image': {exc}") from None
 
 
-def _instance(iid: str, record: Mapping[str, Any], line: int, base: Path, reference: bool) -> Instance:
+def _instance(
+    iid: str, record: Mapping[str, Any], line: int, base: Path, reference: bool
+) -> Instance:
     rubric = parse_rubric(
         {
             "criteria": _text(record, "orig_criteria"),
@@ -160,3 +169,36 @@ def perception_sources(
     check_response_names(responses)
     sets = load_all_responses(responses, {i.id: i.id for i in instances})
     return Loaded(Inputs(tuple(instances), tuple(sets)), instance_rubric_skillset())
+
+
+def image_options(spec: RunSpec) -> ImageOptions:
+    """How the run's images are read (``producer.images``): URLs fetched only with
+    ``--fetch-images`` and from ``--image-hosts``; the size limit."""
+    src = spec.inputs
+    if src.image_hosts and not src.fetch_images:
+        raise InputError("--image-hosts goes with --fetch-images")
+    if src.fetch_images and not src.image_hosts:
+        raise InputError(
+            "--fetch-images needs --image-hosts HOST,...: the hosts images are fetched from"
+        )
+    mb = src.max_image_mb
+    limit = DEFAULT_MAX_BYTES if mb is None else max(1, int(mb * (1 << 20)))
+    return ImageOptions(src.fetch_images, src.image_hosts, max_bytes=limit)
+
+
+def load_run_sources(sources: Sources, path: str | None) -> Loaded:
+    """The run's inputs: a Perception-Bench file (``--perception-bench``), or the other
+    sources (``producer.sources``); ``path``: the ``--perception-bench`` file."""
+    if path is None:
+        return load_sources(sources)
+    if sources.path:
+        raise InputError(
+            "give exactly one of --instances, --biggen, --multifaceted, --prometheus-set, "
+            "--pairwise-set and --perception-bench"
+        )
+    if sources.rubrics or sources.criteria or sources.models:
+        raise InputError(
+            "--perception-bench FILE carries a rubric per instance and takes --responses "
+            "NAME=PATH: no --rubrics, --criteria or --model"
+        )
+    return perception_sources(path, sources.responses, sources.reference)

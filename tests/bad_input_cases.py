@@ -194,10 +194,14 @@ CASES: list[BadCase] = [
     _inst("image_svg", 2, "an SVG image is not accepted (XML that may carry scripts"),
     _inst("image_svg_media_type", 2, "an SVG image is not accepted"),
     _inst("image_bomb", 2, "the image declares more pixels than the 64,000,000 allowed"),
-    _inst("image_url_fetch_off", 2, "given while fetching is off; --fetch-images with --image-hosts"),
+    _inst(
+        "image_url_fetch_off", 2, "given while fetching is off; --fetch-images with --image-hosts"
+    ),
     _inst("image_data_not_base64", 2, "the data: URI's data is not valid base64"),
     _inst("image_data_not_image", 2, "text, not an image"),
-    _inst("image_claim_mismatch", 2, "the image claims to be 'image/png' but its bytes are image/jpeg"),
+    _inst(
+        "image_claim_mismatch", 2, "the image claims to be 'image/png' but its bytes are image/jpeg"
+    ),
     _inst("image_not_a_list", 2, "field 'images' must be a list of image references"),
 ]
 
@@ -442,7 +446,12 @@ CLI_CASES: list[BadCase] = [
         "--fetch-images needs --image-hosts HOST,...",
         *("--judge", JUDGE, "--fetch-images"),
     ),
-    _flag("image-hosts-without-fetch", "--image-hosts goes with --fetch-images", "--image-hosts", "a.b"),
+    _flag(
+        "image-hosts-without-fetch",
+        "--image-hosts goes with --fetch-images",
+        "--image-hosts",
+        "a.b",
+    ),
     _flag("max-image-mb-zero", "'--max-image-mb': 0.0 is not in the range", "--max-image-mb", "0"),
     # --- budgets and waits
     _flag(

@@ -51,7 +51,10 @@ def shapes(counts: dict[str, int], size: int = 160, seed: int = 0) -> Image.Imag
         elif kind == "square":
             draw.rectangle(box, fill=(220, 50, 47))
         else:
-            draw.polygon([(x + cell // 2, y + m), (x + m, y + cell - m), (x + cell - m, y + cell - m)], fill=(133, 153, 0))
+            draw.polygon(
+                [(x + cell // 2, y + m), (x + m, y + cell - m), (x + cell - m, y + cell - m)],
+                fill=(133, 153, 0),
+            )
     return img
 
 
@@ -77,7 +80,9 @@ def png_header(width: int, height: int) -> bytes:
     and IEND: what a decompression bomb's header looks like, without its pixels."""
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
     idat = zlib.compress(b"\x00" * 16)
-    return b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", ihdr) + _chunk(b"IDAT", idat) + _chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", ihdr) + _chunk(b"IDAT", idat) + _chunk(b"IEND", b"")
+    )
 
 
 @dataclass(frozen=True)
@@ -103,7 +108,10 @@ def gallery(n: int, seed: int = 0) -> list[Made]:
             img, truth = bar_chart(values), f"bars {values}"
         elif kind == 1:
             counts = {"circle": rng.randint(1, 4), "square": rng.randint(0, 3)}
-            img, truth = shapes(counts, seed=k), f"{counts['circle']} circles, {counts['square']} squares"
+            img, truth = (
+                shapes(counts, seed=k),
+                f"{counts['circle']} circles, {counts['square']} squares",
+            )
         else:
             word = f"CODE-{rng.randint(1000, 9999)}"
             img, truth = text_image(word), word

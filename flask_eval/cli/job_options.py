@@ -75,7 +75,9 @@ def _source_options(f: F) -> F:
     return f
 
 
-def _split_hosts(_ctx: click.Context, _param: click.Parameter, value: str | None) -> tuple[str, ...]:
+def _split_hosts(
+    _ctx: click.Context, _param: click.Parameter, value: str | None
+) -> tuple[str, ...]:
     return tuple(h.strip() for h in (value or "").split(",") if h.strip())
 
 
