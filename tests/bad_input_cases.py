@@ -444,7 +444,7 @@ CLI_CASES: list[BadCase] = [
     _flag(
         "fetch-images-without-hosts",
         "--fetch-images needs --image-hosts HOST,...",
-        *("--judge", JUDGE, "--fetch-images"),
+        *("--fetch-images", "--judge", JUDGE),
     ),
     _flag(
         "image-hosts-without-fetch",
