@@ -33,6 +33,8 @@ from flask_eval.producer.estimate import (
     CallCosts,
     Estimator,
 )
+from flask_eval.producer.image_plan import check_provider_limits
+from flask_eval.producer.images import reading_images
 from flask_eval.producer.inputs import (
     Inputs,
     check_run_name,
@@ -47,6 +49,7 @@ from flask_eval.producer.pairs import (
     parse_pairwise_arg,
     plan_pairs,
 )
+from flask_eval.producer.perception_bench import image_options, load_run_sources
 from flask_eval.producer.plan import (
     MODES,
     Judging,
@@ -58,7 +61,7 @@ from flask_eval.producer.prices import check_budget_prices, settle_prices
 from flask_eval.producer.probe_plan import parse_families, plan_probes
 from flask_eval.producer.samples import sampled
 from flask_eval.producer.select import select
-from flask_eval.producer.sources import Sources, load_sources
+from flask_eval.producer.sources import Sources
 from flask_eval.rubrics import codec
 from flask_eval.rubrics.coverage import Shown, check_rubrics, rubric_levels
 from flask_eval.rubrics.grading import DEFAULT_PROTOCOL, protocol
@@ -140,7 +143,8 @@ def prepare(spec: RunSpec) -> Plan:
         reference,
         src.multifaceted,
     )
-    loaded = load_sources(sources)
+    with reading_images(image_options(spec)):
+        loaded = load_run_sources(sources, spec.inputs.perception_bench)
     if src.reference_answers is not None:
         loaded = replace(
             loaded, inputs=with_reference_answers(loaded.inputs, src.reference_answers)
@@ -170,6 +174,7 @@ def prepare(spec: RunSpec) -> Plan:
         raise InputError("--no-swap and --per-criterion go with --pairwise")
     if samples > 1 and pairwise is not None:
         raise InputError("--samples goes with absolute grading, not with --pairwise")
+    check_provider_limits(inputs.instances, configs, src.perception_bench or sources.path)
     check_protocols(
         [*configs, *_as_judges(people)],
         mode,
@@ -208,7 +213,7 @@ def prepare(spec: RunSpec) -> Plan:
         mode,
         name,
         digest,
-        sources.path,
+        src.perception_bench or sources.path,
         reference,
         plan_config,
         pairs,

@@ -9,7 +9,8 @@ an image is read and checked (``producer.images``) and what each provider is sen
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 #: the media types an image may have (what OpenAI, Anthropic and Gemini all take)
@@ -53,3 +54,32 @@ class Image:
 
     ref: ImageRef
     data: bytes = b""
+
+
+@dataclass(frozen=True, eq=False)
+class ReadRef(ImageRef):
+    """The :class:`ImageRef` of an image read in this process, its bytes attached: they
+    go wherever the instance goes (sampling, probes, custom criteria) until the run is
+    written (:func:`attached`). It equals and hashes as the plain reference."""
+
+    data: bytes = field(default=b"", repr=False)
+
+    def plain(self) -> ImageRef:
+        return ImageRef(self.sha256, self.media_type, self.width, self.height, self.size)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ImageRef):
+            return NotImplemented
+        return self.to_data() == other.to_data()
+
+    def __hash__(self) -> int:
+        return hash(self.plain())
+
+
+def attached(refs: Iterable[ImageRef]) -> list[Image]:
+    """The images whose bytes ``refs`` carry (:class:`ReadRef`), each digest once."""
+    found: dict[str, Image] = {}
+    for ref in refs:
+        if isinstance(ref, ReadRef) and ref.sha256 not in found:
+            found[ref.sha256] = Image(ref.plain(), ref.data)
+    return list(found.values())

@@ -75,6 +75,13 @@ class SpecInputs:
     #: conversations' reference answers by question_id (``--reference-answers``:
     #: FastChat's model_answer JSON Lines, e.g. MT-Bench's ``reference_answer/gpt-4.jsonl``)
     reference_answers: str | None = None
+    #: a Perception-Bench file (Prometheus-Vision): an image, an instruction and its rubric
+    perception_bench: str | None = None
+    #: image URLs are fetched (``--fetch-images``), only from these hosts (``--image-hosts``)
+    fetch_images: bool = False
+    image_hosts: tuple[str, ...] = ()
+    #: the largest image read, in MB of 2**20 bytes (None: ``producer.images``' default)
+    max_image_mb: float | None = None
 
 
 @dataclass(frozen=True)
@@ -335,6 +342,7 @@ def _check(spec: RunSpec) -> None:
     _at_least(s.samples, 1, ("sampling", "samples"), 20)
     _at_least(spec.budget.max_cost, 0, ("budget", "max_cost"), math.inf)
     _at_least(spec.options.in_flight, 1, ("options", "in_flight"), 100_000)
+    _at_least(spec.inputs.max_image_mb, 0.001, ("inputs", "max_image_mb"), 1024)
 
 
 def load_spec(path: str) -> RunSpec:

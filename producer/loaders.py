@@ -15,6 +15,9 @@ with the exact 1-based line of the first problem:
   field; see :mod:`rubrics.criteria` for ``custom_criteria``); ``rubrics``, the
   instance's own rubric per skill (FLASK-Hard), in a form of
   :func:`producer.importing.parse_rubric` (``criteria`` ``""``: the skill's own).
+  ``images``: the instruction's images, a list of references (paths relative to the
+  instances file's folder, ``data:`` URIs, URLs when fetching is on), read and checked
+  by :func:`producer.images.record_images`.
   Any other field (``task``, ``domain_review``, ...) is ignored.
 
   A record with ``turns`` is a conversation (MT-Bench's ``question.jsonl`` as it is, or
@@ -57,6 +60,7 @@ from flask_eval.producer.conversations import (
     one_of,
     user_turns,
 )
+from flask_eval.producer.images import record_images
 from flask_eval.producer.importing import RubricProblem, parse_rubric
 
 __all__ = ["MAX_LINE_BYTES", "load_instances", "read_json_lines"]
@@ -416,6 +420,7 @@ def load_instances(
                 line=line,
                 system_prompt=system_prompt,
                 rubrics=rubrics,
+                images=record_images(record, "images", path, line),
             )
         )
     return instances

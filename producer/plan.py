@@ -82,6 +82,7 @@ def fingerprint(inputs: Inputs, judges: Sequence[str], how: Judging) -> str:
             "rubrics": {k: v.to_data() for k, v in sorted(i.rubrics.items())},
             "capability": i.capability,
             "task": i.task,
+            "images": [r.sha256 for r in i.images],
         }
         item += [{k: v for k, v in extra.items() if v}] if any(extra.values()) else []
         feed(item)

@@ -23,6 +23,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
 from flask_eval.core.errors import RunConflictError, Status
+from flask_eval.core.images import attached
 from flask_eval.core.stored import StoredConfig
 from flask_eval.core.types import Instance, ResponseSet
 from flask_eval.rubrics import kinds
@@ -225,7 +226,8 @@ class Store(WorkerLedger):
             conn.execute(delete(DELETED_RUN).where(DELETED_RUN.c.run_id == run_id))
             # a kind whose rows are about an instance alone: no model, no response
             about_instances = kinds.of(config.kind).subject == ABOUT_INSTANCE
-            made_of = RunRows(instances, response_sets, judges, pairs, about_instances)
+            images = attached(r for i in instances for r in i.images)  # read: bytes held
+            made_of = RunRows(instances, response_sets, judges, pairs, about_instances, images)
             ledger = insert_run_rows(self, conn, run_id, made_of, now)
             if not isinstance(fingerprint, str):  # in the rows' transaction
                 fingerprint = fingerprint()

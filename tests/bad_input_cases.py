@@ -244,6 +244,23 @@ CASES: list[BadCase] = [
         1,
         "'81' is a conversation of 2 turn(s); give the model's answer to each in 'turns'",
     ),
+    # --- images (producer/images.py): read and checked before anything is written
+    _inst("image_missing_file", 2, "field 'images': image 'no_such_image.png': file not found"),
+    _inst("image_directory", 2, "field 'images': image '.': is a directory"),
+    _inst("image_text_file", 2, "text, not an image; accepted: PNG, JPEG, WebP, GIF"),
+    _inst("image_bmp", 2, "unsupported image type: a BMP image; accepted: PNG, JPEG, WebP, GIF"),
+    _inst("image_svg", 2, "an SVG image is not accepted (XML that may carry scripts"),
+    _inst("image_svg_media_type", 2, "an SVG image is not accepted"),
+    _inst("image_bomb", 2, "the image declares more pixels than the 64,000,000 allowed"),
+    _inst(
+        "image_url_fetch_off", 2, "given while fetching is off; --fetch-images with --image-hosts"
+    ),
+    _inst("image_data_not_base64", 2, "the data: URI's data is not valid base64"),
+    _inst("image_data_not_image", 2, "text, not an image"),
+    _inst(
+        "image_claim_mismatch", 2, "the image claims to be 'image/png' but its bytes are image/jpeg"
+    ),
+    _inst("image_not_a_list", 2, "field 'images' must be a list of image references"),
 ]
 
 
@@ -487,6 +504,39 @@ CLI_CASES: list[BadCase] = [
         "the two models of a pairwise set need two names, got 'gpt4'",
         *("--pairwise-set", AUTOJ, "--model", "gpt4", "--model", "GPT4"),
     ),
+    # --- images over a judge's provider limits (core/image_limits.py), at plan time
+    BadCase(
+        "image-over-anthropic-pixel-limit",
+        f"{BAD}/image_too_wide_for_anthropic.jsonl",
+        [GOOD_A],
+        f"{BAD}/image_too_wide_for_anthropic.jsonl:2",
+        "judge anthropic/claude-sonnet-4-5: image 1 (image/png, 8001x1, 103 bytes): over "
+        "anthropic's limit of 8000x8000 pixels",
+        ("--judge", "anthropic/claude-sonnet-4-5"),
+        (("ANTHROPIC_API_KEY", "sk-ant-test"),),
+    ),
+    BadCase(
+        "image-gif-for-gemini",
+        f"{BAD}/image_gif_for_gemini.jsonl",
+        [GOOD_A],
+        f"{BAD}/image_gif_for_gemini.jsonl:2",
+        "judge gemini/gemini-3-flash: image 1 (image/gif, 4x4, 48 bytes): gemini takes "
+        "image/png, image/jpeg, image/webp",
+        ("--judge", "gemini/gemini-3-flash"),
+        (("GEMINI_API_KEY", "test-key"),),
+    ),
+    _flag(
+        "fetch-images-without-hosts",
+        "--fetch-images needs --image-hosts HOST,...",
+        *("--fetch-images", "--judge", JUDGE),
+    ),
+    _flag(
+        "image-hosts-without-fetch",
+        "--image-hosts goes with --fetch-images",
+        "--image-hosts",
+        "a.b",
+    ),
+    _flag("max-image-mb-zero", "'--max-image-mb': 0.0 is not in the range", "--max-image-mb", "0"),
     # --- budgets and waits
     _flag(
         "max-cost-with-an-unpriced-judge",

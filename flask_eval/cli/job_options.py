@@ -75,6 +75,51 @@ def _source_options(f: F) -> F:
     return f
 
 
+def _split_hosts(
+    _ctx: click.Context, _param: click.Parameter, value: str | None
+) -> tuple[str, ...]:
+    return tuple(h.strip() for h in (value or "").split(",") if h.strip())
+
+
+def image_options(f: F) -> F:
+    """How a run reads its instances' images (``producer.images``): a Perception-Bench
+    file, fetching image URLs (off by default) and the size limit."""
+    for option in reversed(
+        (
+            click.option(
+                "--perception-bench",
+                default=None,
+                metavar="FILE",
+                help="Prometheus-Vision's Perception-Bench (JSON Lines or JSON): an image, "
+                "an instruction, its reference and rubric per record; --responses NAME=PATH.",
+            ),
+            click.option(
+                "--fetch-images",
+                is_flag=True,
+                help="Fetch image URLs of the instances (off: a URL is refused), only from "
+                "the hosts of --image-hosts.",
+            ),
+            click.option(
+                "--image-hosts",
+                default=None,
+                callback=_split_hosts,
+                metavar="HOST,...",
+                help="The hosts --fetch-images fetches from (exact names; a non-public "
+                "address only when named itself, e.g. 127.0.0.1).",
+            ),
+            click.option(
+                "--max-image-mb",
+                type=FiniteRange(min=0.001, max=1024),
+                default=None,
+                metavar="MB",
+                help="The largest image read, in MiB (default 20).",
+            ),
+        )
+    ):
+        f = option(f)
+    return f
+
+
 def _work_options(f: F) -> F:
     for option in reversed(
         (

@@ -23,6 +23,7 @@ from flask_eval.cli.common import (
     open_store,
 )
 from flask_eval.cli.dry_run import print_dry_run
+from flask_eval.cli.job_options import image_options
 from flask_eval.cli.wait import check_waiting, quiet_option, timeout_option, wait_and_finish
 from flask_eval.core import settings as settings_mod
 from flask_eval.core.errors import FailureReason, InputError
@@ -222,6 +223,7 @@ if TYPE_CHECKING:
     "is written or sent.",
 )
 @click.option("--no-wait", is_flag=True, help="Enqueue and return (needs a broker).")
+@image_options
 @timeout_option
 @quiet_option
 @handle_errors

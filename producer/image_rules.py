@@ -1,0 +1,37 @@
+"""What an image read for a run must be (``producer.images``) and how images are read:
+the options and the one error type."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MIB = 1 << 20
+#: bytes per image, by default (``--max-image-mb``)
+DEFAULT_MAX_BYTES = 20 * MIB
+#: pixels per image: 8000 x 8000, the largest any provider's table takes
+MAX_PIXELS = 8000 * 8000
+#: images per instance
+MAX_IMAGES = 20
+
+
+#: why an SVG is refused
+SVG_REFUSED = (
+    "an SVG image is not accepted (XML that may carry scripts and links); convert it to PNG"
+)
+
+
+class ImageProblem(Exception):
+    """A reference that does not give an acceptable image (a one-line message)."""
+
+
+@dataclass(frozen=True)
+class ImageOptions:
+    """How images are read: URLs fetched only with ``fetch`` and only from ``hosts``
+    (``--fetch-images``, ``--image-hosts``), and the limits."""
+
+    fetch: bool = False
+    hosts: tuple[str, ...] = ()
+    max_bytes: int = DEFAULT_MAX_BYTES
+    max_pixels: int = MAX_PIXELS
+    max_images: int = MAX_IMAGES
+    timeout: float = 10.0
