@@ -136,7 +136,9 @@ def seen(data: bytes, declared: str) -> SeenImage:
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):
         raise ImageRefused("too_large", "the image is larger than 8000x8000") from None
     except (UnidentifiedImageError, OSError, ValueError) as exc:
-        raise ImageRefused("decode", f"the image cannot be decoded ({type(exc).__name__})") from None
+        raise ImageRefused(
+            "decode", f"the image cannot be decoded ({type(exc).__name__})"
+        ) from None
     brightness = round(ImageStat.Stat(rgb.convert("L")).mean[0])
     colours = rgb.getcolors(MAX_COLOURS)
     return SeenImage(

@@ -214,7 +214,8 @@ def _images(dialect: Dialect, body: Mapping[str, Any], model: str) -> tuple[Seen
                         found.append(gemini_image(inline, model))
             except ImageRefused as exc:
                 message_text, code = refusal_message(dialect, exc, where)
-                raise BadRequest(message_text, where if dialect == "openai" else None, code)
+                param = where if dialect == "openai" else None
+                raise BadRequest(message_text, param, code) from None
     return tuple(found)
 
 

@@ -87,5 +87,7 @@ def test_a_run_without_images_says_nothing_of_them() -> None:
         data.response_sets,
     )
     context = RunContext(SKILLS, JUDGES, "instance")
-    table = format_estimates(Estimator.of_inputs(bare, context).summarize(planned_calls(bare, context)))
+    table = format_estimates(
+        Estimator.of_inputs(bare, context).summarize(planned_calls(bare, context))
+    )
     assert "images'" not in table

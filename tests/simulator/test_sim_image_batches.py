@@ -65,7 +65,9 @@ def test_an_openai_batch_of_image_requests() -> None:
     ]
     with running_simulator(SimConfig(seed=3)) as sim:
         client = openai.OpenAI(api_key="k", base_url=sim.openai_base_url, max_retries=0)
-        uploaded = client.files.create(file=("in.jsonl", "\n".join(lines).encode()), purpose="batch")
+        uploaded = client.files.create(
+            file=("in.jsonl", "\n".join(lines).encode()), purpose="batch"
+        )
         batch = client.batches.create(
             input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h"
         )

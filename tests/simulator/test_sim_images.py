@@ -132,7 +132,9 @@ def test_openai_sdk_image_arrives_byte_equal_and_is_billed_and_named(sim: SimHan
     assert text.startswith(f"Image 1: image/png 320x200 sha256 {digest[:8]}")
     assert set(scores(text)) == set(SKILLS)
     expected = estimate_tokens(PROMPT) + image_tokens("openai", "gpt-4o", 320, 200)
-    assert r.usage is not None and r.usage.prompt_tokens == expected == estimate_tokens(PROMPT) + 255
+    assert (
+        r.usage is not None and r.usage.prompt_tokens == expected == estimate_tokens(PROMPT) + 255
+    )
 
 
 def test_anthropic_sdk_image_arrives_byte_equal_and_is_billed_and_named(sim: SimHandle) -> None:
