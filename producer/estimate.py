@@ -103,8 +103,6 @@ class Estimate:
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    #: of ``prompt_tokens``: the images', by the judge's provider's rule (core/image_tokens.py)
-    image_tokens: int = 0
     #: USD of the calls made live, one by one
     cost: float = 0.0
     #: calls the answer cache answers (free; not in the tokens and cost)
@@ -133,6 +131,8 @@ class Estimate:
     prompt_margin: float = 0.0
     cost_margin: float = 0.0
     cached_margin: float = 0.0
+    #: of ``prompt_tokens``: the images', by the judge's provider's rule (core/image_tokens.py)
+    image_tokens: int = 0
 
     @property
     def unknown(self) -> bool:
