@@ -166,7 +166,7 @@ def _count_calls(sampler: CallSampler, inputs: Inputs, context: RunContext) -> N
     splits: dict[tuple[str, tuple[str, ...]], list[list[str]]] = {}
     for n, i in enumerate(instances):
         first[n] = len(table)
-        texts = CallTexts(i.instruction, i.answer, "", None, i.system_prompt, i.rubrics)
+        texts = CallTexts(i.instruction, i.answer, "", None, i.system_prompt, i.rubrics, i.images)
         for judge in context.judges:
             split = splits.get((judge, i.skills))
             if split is None:

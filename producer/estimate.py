@@ -31,6 +31,8 @@ from itertools import islice
 from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol
 
+from flask_eval.core.image_tokens import image_tokens
+from flask_eval.core.images import ImageRef
 from flask_eval.core.models import model_info
 from flask_eval.core.types import Instance, InstanceRubric, JudgeConfig
 from flask_eval.producer.context import RunContext
@@ -74,6 +76,7 @@ class CallTexts(NamedTuple):
     response_b: str | None = None
     system_prompt: str = ""
     rubrics: Mapping[str, InstanceRubric] = _NO_RUBRICS
+    images: tuple[ImageRef, ...] = ()
 
 
 class CallCosts(Protocol):
@@ -128,6 +131,8 @@ class Estimate:
     prompt_margin: float = 0.0
     cost_margin: float = 0.0
     cached_margin: float = 0.0
+    #: of ``prompt_tokens``: the images', by the judge's provider's rule (core/image_tokens.py)
+    image_tokens: int = 0
 
     @property
     def unknown(self) -> bool:
@@ -147,6 +152,8 @@ class CallEstimate:
     cost: float
     #: the call's rendered messages (what a prompt cache would see)
     messages: list[Message] = field(default_factory=list, compare=False, repr=False)
+    #: of ``prompt_tokens``: the instance's images'
+    image_tokens: int = 0
 
 
 class Estimator:
@@ -174,7 +181,7 @@ class Estimator:
             {i.id: (i.instruction, i.answer) for i in inputs.instances},
             {(r.model, r.instance_id): r.text for rs in inputs.response_sets for r in rs.responses},
             context,
-            {i.id: i for i in inputs.instances if i.rubrics or i.system_prompt},
+            {i.id: i for i in inputs.instances if i.rubrics or i.system_prompt or i.images},
             cache,
         )
 
@@ -182,7 +189,11 @@ class Estimator:
     def of_run(cls, store: Store, run: RunInfo, cache: AnswerCache | None = None) -> Estimator:
         """From the texts stored with the run (for `resume` and later runs)."""
         instances, responses = store.run_texts(run.id)
-        own = {i.id: i for i in store.instances(run.id).values() if i.rubrics or i.system_prompt}
+        own = {
+            i.id: i
+            for i in store.instances(run.id).values()
+            if i.rubrics or i.system_prompt or i.images
+        }
         return cls(instances, responses, RunContext.from_config(run.config), own, cache)
 
     def texts(self, call: PlannedCall) -> CallTexts:
@@ -197,6 +208,7 @@ class Estimator:
             self.responses.get((call.model_b, call.instance_id)) if call.model_b else None,
             own.system_prompt if own is not None else "",
             own.rubrics if own is not None else _NO_RUBRICS,
+            own.images if own is not None else (),
         )
 
     def render(self, call: PlannedCall) -> tuple[list[Message], Mapping[str, Any] | None, int]:
@@ -256,13 +268,16 @@ def estimate_each(
             if cache is not None
             else [False] * len(chunk)
         )
-        for (call, _), (messages, _, completion), hit in zip(chunk, rendered, hits, strict=True):
-            prompt = estimate_tokens(messages)
+        for (call, texts), (messages, _, completion), hit in zip(
+            chunk, rendered, hits, strict=True
+        ):
             judge = context.judges[call.judge]
+            pictures = images_tokens(judge, texts.images)
+            prompt = estimate_tokens(messages) + pictures
             # at the price the call will be paid: a batch judge's through its batch API
             # (what --max-cost reserves when it dispatches the call)
             cost = 0.0 if hit else judge.cost(prompt, completion, batch=judge.batch)
-            yield CallEstimate(call, prompt, completion, hit, cost, messages)
+            yield CallEstimate(call, prompt, completion, hit, cost, messages, pictures)
 
 
 def summarize_estimates(context: RunContext, ones: Iterable[CallEstimate]) -> list[Estimate]:
@@ -281,6 +296,7 @@ def summarize_estimates(context: RunContext, ones: Iterable[CallEstimate]) -> li
             est.cached += 1
             continue
         est.prompt_tokens += one.prompt_tokens
+        est.image_tokens += one.image_tokens
         est.completion_tokens += one.completion_tokens
         judge = context.judges[one.call.judge]
         est.cost += judge.cost(one.prompt_tokens, one.completion_tokens)  # live
@@ -302,6 +318,15 @@ def summarize_estimates(context: RunContext, ones: Iterable[CallEstimate]) -> li
             prefix,
         )
     return list(by_judge.values())
+
+
+def images_tokens(judge: JudgeConfig, images: Sequence[ImageRef]) -> int:
+    """The prompt tokens ``images`` cost a call of ``judge``, by its provider's rule
+    (``core.image_tokens``: OpenAI's at the default detail, auto)."""
+    if not images:
+        return 0
+    provider, _, model = judge.spec.partition("@")[0].partition("/")
+    return sum(image_tokens(provider, model, i.width, i.height) for i in images)
 
 
 def thinking(judge: JudgeConfig) -> int:

@@ -55,6 +55,7 @@ def format_estimates(estimates: Sequence[Estimate], worker: str = "judge") -> st
         jobs=sum(e.jobs for e in estimates),
         calls=sum(e.calls for e in estimates),
         prompt_tokens=sum(e.prompt_tokens for e in estimates),
+        image_tokens=sum(e.image_tokens for e in estimates),
         completion_tokens=sum(e.completion_tokens for e in estimates),
         cost=sum(e.cost for e in estimates),
         cached=sum(e.cached for e in estimates),
@@ -84,6 +85,13 @@ def format_estimates(estimates: Sequence[Estimate], worker: str = "judge") -> st
             "(docs/design/estimates.md), within +- the 95% margin; the +cache USD from the "
             "prefix the sample shares"
         )
+    if total.image_tokens:
+        lines += [
+            f"{e.judge}: {e.image_tokens:,} of its prompt tokens are images', by its "
+            "provider's image-token rule (docs/design/images.md)"
+            for e in [*estimates, total]
+            if e.image_tokens
+        ]
     unpriced = [e.judge for e in estimates if e.unknown]
     if unpriced:
         their = "their calls is" if len(unpriced) > 1 else "its calls is"

@@ -39,7 +39,7 @@ def sample_open_calls(store: Store, run: RunInfo, **options: int) -> CallSampler
     context = RunContext.from_config(run.config)
     sampler = CallSampler(context, **options)
     texts = {
-        i.id: CallTexts(i.instruction, i.answer, "", None, i.system_prompt, i.rubrics)
+        i.id: CallTexts(i.instruction, i.answer, "", None, i.system_prompt, i.rubrics, i.images)
         for i in store.instances(run.id).values()
     }
     base: dict[tuple[str, tuple[str, ...]], int] = {}  # the characters but the responses'

@@ -281,6 +281,7 @@ class CallSampler:
 
         prompt, prompt_var = total(o.prompt_tokens * p for o, p in zip(ones, paid, strict=True))
         completion, _ = total(o.completion_tokens * p for o, p in zip(ones, paid, strict=True))
+        pictures, _ = total(o.image_tokens * p for o, p in zip(ones, paid, strict=True))
         live, live_var = total(
             judge.cost(o.prompt_tokens, o.completion_tokens) * p
             for o, p in zip(ones, paid, strict=True)
@@ -296,6 +297,7 @@ class CallSampler:
         est.cached += round(group.seen - calls)
         est.prompt_tokens += round(prompt)
         est.completion_tokens += round(completion)
+        est.image_tokens += round(pictures)
         est.cost += live
         est.batch_cost += batch
         est.groups += 1

@@ -92,13 +92,14 @@ class BatchStore:
         items = []
         for custom_id, parsed, echo in requests:
             counts[custom_id] += 1
+            self.sim.saw(dialect, parsed, batch=True)
             garbage = cfg.garbage_rate > 0 and rng.random() < cfg.garbage_rate
             refusal = cfg.refusal_rate > 0 and rng.random() < cfg.refusal_rate
             items.append(
                 Item(
                     custom_id,
                     parsed,
-                    estimate_tokens(parsed.prompt),
+                    estimate_tokens(parsed.prompt) + parsed.image_tokens,
                     self._fails(dialect, parsed),
                     garbage,
                     refusal,

@@ -9,6 +9,7 @@ from typing import Any
 
 from flask_eval.rubrics.conversation import graded_turn
 
+from . import generate, images
 from .answer import REFUSAL_TEXT, cut_off, estimate_tokens, make_answer
 from .config import SimConfig
 from .models import thinking_tokens
@@ -44,12 +45,15 @@ def reply(
     ``cache`` the prompt tokens read from and written to the prompt cache."""
     if parsed.seed is not None:
         cfg = replace(cfg, request_seed=parsed.seed)
+    cfg = images.seeded(cfg, parsed.images)  # the judge's draws depend on what it saw
     text = (
         REFUSAL_TEXT if refusal else make_answer(parsed.prompt, parsed.model, cfg, garbage=garbage)
     )
     asked = parsed.structured
     if asked is not None and not (refusal or garbage):
         text = structured_answer(parsed.prompt, parsed.model, asked.schema, cfg)
+    elif not refusal and generate.instance_level(parsed.prompt, parsed.model, cfg) is None:
+        text = images.named(text, parsed.images)  # a judge names the images it saw
     completion_tokens = estimate_tokens(text)
     # a reasoning model thinks first: its thinking comes out of the budget before the answer
     thinking = 0 if refusal else thinking_tokens(dialect, parsed.model, completion_tokens)

@@ -159,7 +159,8 @@ class Simulator(SimState):
                 message = "API key not valid. Please pass a valid API key. (simulated)"
                 return self._error(dialect, 400, "auth", message)
             return self._error(dialect, 401, "auth", "Incorrect API key provided (simulated)")
-        prompt_tokens = estimate_tokens(parsed.prompt)
+        self.saw(dialect, parsed)
+        prompt_tokens = estimate_tokens(parsed.prompt) + parsed.image_tokens
         limited = self._check_limits(prompt_tokens)
         if limited is not None:
             return self._rate_limited(dialect, *limited)

@@ -12,6 +12,7 @@ from .config import SimConfig
 from .limits import SlidingWindow
 from .prompt_cache import PromptCache
 from .stats import InFlight, Stats
+from .wire import Dialect, ParsedRequest
 
 
 class SimState:
@@ -26,3 +27,16 @@ class SimState:
         self.flight = InFlight()
         self.slots = asyncio.Semaphore(config.slots) if config.slots is not None else None
         self.prompt_cache = PromptCache(config.cache_prefixes)
+
+    def saw(self, dialect: Dialect, parsed: ParsedRequest, batch: bool = False) -> None:
+        """Record the images of a request received (``GET /stats``: ``images``,
+        ``image_tokens``, ``seen_images``); ``batch``: it came in a batch."""
+        if not parsed.images:
+            return
+        record = {
+            "dialect": dialect,
+            "model": parsed.model,
+            "batch": batch,
+            "images": [image.to_data() for image in parsed.images],
+        }
+        self.stats.saw_images(record, len(parsed.images), parsed.image_tokens)

@@ -3,7 +3,11 @@ flight (pure, no I/O)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+#: the most requests with images :attr:`Stats.seen_images` lists (the counts go on)
+MAX_SEEN_REQUESTS = 10_000
 
 
 @dataclass
@@ -41,10 +45,28 @@ class Stats:
     #: wall-clock times (epoch seconds) of the first request and of the last answer sent
     first_request_at: float = 0.0
     last_answer_at: float = 0.0
+    #: images received (in requests that parsed, live or in a batch) and the prompt
+    #: tokens they bill by their provider's rule (``core.image_tokens``)
+    images: int = 0
+    image_tokens: int = 0
+    #: per request received with images (the first :data:`MAX_SEEN_REQUESTS`):
+    #: ``{"dialect", "model", "batch", "images": [{"sha256", "media_type", "width",
+    #: "height", "size", "brightness", "colours", "tokens"}, ...]}``
+    seen_images: list[dict[str, Any]] = field(default_factory=list)
+
+    def saw_images(self, record: dict[str, Any], count: int, tokens: int) -> None:
+        """Count a request's ``count`` images billing ``tokens`` and keep its record."""
+        self.images += count
+        self.image_tokens += tokens
+        if len(self.seen_images) < MAX_SEEN_REQUESTS:
+            self.seen_images.append(record)
 
     def reset(self) -> None:
         in_flight, serving = self.in_flight, self.serving
         for name in asdict(self):
+            if name == "seen_images":
+                self.seen_images = []
+                continue
             setattr(self, name, type(getattr(self, name))(0))
         self.in_flight = self.max_in_flight = in_flight
         self.serving = self.max_serving = serving

@@ -7,6 +7,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from .images import (
+    ImageRefused,
+    SeenImage,
+    anthropic_image,
+    gemini_image,
+    openai_image,
+    refusal_message,
+)
 from .models import Unsupported, check
 from .structured import Wanted, wanted
 
@@ -34,6 +42,13 @@ class ParsedRequest:
     breakpoints: tuple[int, ...] = ()
     #: the request's sampling seed (OpenAI ``seed``, Gemini ``generationConfig.seed``)
     seed: int | None = None
+    #: the request's images, in the order sent (simulator/images.py)
+    images: tuple[SeenImage, ...] = ()
+
+    @property
+    def image_tokens(self) -> int:
+        """The prompt tokens the images bill, by their provider's rule."""
+        return sum(image.tokens for image in self.images)
 
     @property
     def tool(self) -> str | None:
@@ -173,6 +188,46 @@ def _seed(body: Mapping[str, Any]) -> int | None:
     return value
 
 
+def _images(dialect: Dialect, body: Mapping[str, Any], model: str) -> tuple[SeenImage, ...]:
+    """Every image part of ``body``, decoded and checked (BadRequest, in the provider's
+    words, on the first one it refuses)."""
+    found: list[SeenImage] = []
+    key = "contents" if dialect == "gemini" else "messages"
+    for i, message in enumerate(body.get(key) or ()):
+        if not isinstance(message, Mapping):
+            continue
+        parts = message.get("parts" if dialect == "gemini" else "content")
+        if not isinstance(parts, list):
+            continue
+        for j, part in enumerate(parts):
+            if not isinstance(part, Mapping):
+                continue
+            where = _image_place(dialect, i, j)
+            try:
+                if dialect == "openai" and part.get("type") == "image_url":
+                    found.append(openai_image(part, model))
+                elif dialect == "anthropic" and part.get("type") == "image":
+                    found.append(anthropic_image(part, model))
+                elif dialect == "gemini":
+                    inline = part.get("inlineData", part.get("inline_data"))
+                    if inline is not None:
+                        found.append(gemini_image(inline, model))
+            except ImageRefused as exc:
+                message_text, code = refusal_message(dialect, exc, where)
+                param = where if dialect == "openai" else None
+                raise BadRequest(message_text, param, code) from None
+    return tuple(found)
+
+
+def _image_place(dialect: Dialect, i: int, j: int) -> str:
+    """Where an image part is, as its provider's errors say it."""
+    if dialect == "openai":
+        return f"messages[{i}].content[{j}].image_url"
+    if dialect == "anthropic":
+        return f"messages.{i}.content.{j}.image.source.base64"
+    return f"contents[{i}].parts[{j}].inline_data"
+
+
 def parse_request(dialect: Dialect, body: object, model: str | None = None) -> ParsedRequest:
     """Model, concatenated prompt text (system + all messages) and max tokens. ``model``:
     the model named in the URL path (Gemini), where the body does not name it."""
@@ -189,11 +244,16 @@ def parse_request(dialect: Dialect, body: object, model: str | None = None) -> P
     except ValueError as exc:
         raise BadRequest(str(exc)) from None
     if dialect == "gemini":
-        return replace(_parse_gemini(body, model), structured=asked)
+        parsed = _parse_gemini(body, model)
+        images = _images(dialect, body, parsed.model)
+        return replace(parsed, structured=asked, images=images)
     model = _model(body)
     if dialect == "anthropic":
         prompt, breakpoints = _anthropic_prompt(body)
-        return ParsedRequest(model, prompt, _max_tokens(body, "max_tokens"), asked, breakpoints)
+        images = _images(dialect, body, model)
+        max_tokens = _max_tokens(body, "max_tokens")
+        return ParsedRequest(model, prompt, max_tokens, asked, breakpoints, images=images)
     max_tokens = _max_tokens(body, "max_completion_tokens", "max_tokens")
     prompt = "\n".join(content_text(m.get("content")) for m in _messages(body))
-    return ParsedRequest(model, prompt, max_tokens, asked, seed=_seed(body))
+    images = _images(dialect, body, model)
+    return ParsedRequest(model, prompt, max_tokens, asked, seed=_seed(body), images=images)
