@@ -206,7 +206,7 @@ class Match:
     g2: str
 
 
-def _named(verdict: int | None, first: str) -> str:
+def named_winner(verdict: int | None, first: str) -> str:
     """A verdict of the order in which ``first`` (``"model_1"`` or ``"model_2"``) was
     shown first, as FastChat names the winner."""
     other = "model_2" if first == "model_1" else "model_1"
@@ -229,7 +229,15 @@ def matches(
         both = games.setdefault((iid, one, two, criterion, judge), [None, None])
         both[0 if first == one else 1] = verdict
     return [
-        Match(iid, one, two, criterion, judge, _named(g1, "model_1"), _named(g2, "model_2"))
+        Match(
+            iid,
+            one,
+            two,
+            criterion,
+            judge,
+            named_winner(g1, "model_1"),
+            named_winner(g2, "model_2"),
+        )
         for (iid, one, two, criterion, judge), (g1, g2) in games.items()
     ]
 
