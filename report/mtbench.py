@@ -45,6 +45,8 @@ WINNER_OF_VERDICT: Mapping[int, str] = {
 
 #: The per-turn key of the rows pooling every turn.
 ALL_TURNS = 0
+#: The dimensions of the section's CSV rows (:meth:`MTBench.rows`).
+SINGLE_DIMENSION, PAIR_DIMENSION = "mt_bench", "mt_bench_pairwise"
 
 RULE = (
     "MT-Bench as FastChat's show_result.py computes it, per judge: first and second turn "
@@ -147,6 +149,26 @@ class MTBench:
         """The turns the single scores have, in order."""
         return sorted({t for s in self.single for t in s.turns})
 
+    def rows(self) -> list[dict[str, Any]]:
+        """The section as rows of the report's CSV: dimension :data:`SINGLE_DIMENSION`
+        (key a turn, or ``average``; ``mean``, ``n`` scored, ``n_failed`` left out) and
+        :data:`PAIR_DIMENSION` (key a turn, or ``all``; ``mean`` = win_rate_adjusted, ``n``
+        matches, ``win``, ``tie`` and ``loss`` their shares)."""
+        out: list[dict[str, Any]] = []
+        for s in self.single:
+            for key, (mean, n) in [*((str(t), v) for t, v in sorted(s.turns.items()))]:
+                out.append(_row(s.model, s.judge, SINGLE_DIMENSION, key, mean, n))
+            out.append(
+                _row(s.model, s.judge, SINGLE_DIMENSION, "average", s.average, s.n)
+                | {"n_failed": s.n_excluded}
+            )
+        for p in self.pairwise:
+            key = "all" if p.turn == ALL_TURNS else str(p.turn)
+            row = _row(p.model, p.judge, PAIR_DIMENSION, key, p.win_rate_adjusted, p.matches)
+            tie = p.tie / p.matches if p.matches else None
+            out.append(row | {"win": p.win_rate, "tie": tie, "loss": p.loss_rate})
+        return out
+
     def as_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {}
         if self.single:
@@ -158,6 +180,21 @@ class MTBench:
         if self.notes:
             data["notes"] = list(self.notes)
         return data
+
+
+def _row(
+    model: str, judge: str, dimension: str, key: str, mean: float | None, n: int
+) -> dict[str, Any]:
+    return {
+        "model": model,
+        "judge": judge,
+        "dimension": dimension,
+        "key": key,
+        "mean": mean,
+        "n": n,
+        "n_na": 0,
+        "n_failed": 0,
+    }
 
 
 def _mean(values: np.ndarray) -> float | None:
