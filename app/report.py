@@ -15,6 +15,7 @@ from tqdm import tqdm
 from flask_eval.app.batches import duplicate_notes
 from flask_eval.app.calibration import CalibrationAsk, CalibrationInputs, calibration_parts
 from flask_eval.app.progress import cost_unknown, run_progress
+from flask_eval.app.report_mtbench import mtbench_section
 from flask_eval.app.report_people import people_section, people_verdicts
 from flask_eval.app.score_tables import (
     _run_tables,
@@ -266,7 +267,7 @@ def build_report(
             "score is the mean of its samples, and the agreement between judges is computed "
             "on those means; Self-consistency compares a judge's samples with each other"
         )
-    if table.capabilities:
+    if table.capabilities and not table.conversations:
         notes += llm_judge_notes(table.instances, judge_protocols(run.config))
     notes += duplicate_notes(store, run.id)
     pairwise, verdict_rows = (
@@ -275,6 +276,7 @@ def build_report(
         else (None, [])
     )
     lap("pairwise")
+    mtbench = mtbench_section(store, run, base)
     settings = PeopleSettings(
         replicates=replicates,
         seed=seed,
@@ -325,6 +327,7 @@ def build_report(
         people=people,
         calibration=calibrated,
         suggestions=suggested,
+        mtbench=mtbench,
     )
 
 

@@ -45,7 +45,7 @@ def _table(
         judges,
         state,
         score,
-        InstanceGroups(p.difficulty, p.domains, domain_order, p.capability, p.task),
+        InstanceGroups(p.difficulty, p.domains, domain_order, p.capability, p.task, p.turn),
     )
 
 
@@ -91,8 +91,10 @@ def run_table(store: Store, run: RunInfo) -> ScoreTable:
 
 def breakdown_for(table: ScoreTable, skillset: SkillSet) -> Breakdown:
     """The report's breakdowns of ``table``: FLASK's, plus BiGGen's overall and the
-    capability and task dimensions when its instances carry them. Criteria the skillset
-    does not know (an instance's own rubric, e.g. BiGGen's) have no ability."""
+    capability and task dimensions when its instances carry them, and the turn dimension
+    when they are turns of conversations (then capabilities are MT-Bench's categories,
+    without BiGGen's overall). Criteria the skillset does not know (an instance's own
+    rubric, e.g. BiGGen's) have no ability."""
     ability_of = {s.name: s.ability for s in skillset}
     orders = KeyOrders(
         skill=skillset.names,
@@ -106,6 +108,7 @@ def breakdown_for(table: ScoreTable, skillset: SkillSet) -> Breakdown:
         orders=orders,
         capabilities=bool(table.capabilities),
         tasks=bool(table.tasks),
+        turns=table.conversations,
         partial_abilities=any(s not in ability_of for s in table.skills),
     )
 

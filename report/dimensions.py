@@ -23,6 +23,7 @@ from flask_eval.report.metrics import (
     SKILL,
     SKILL_DIFFICULTY,
     TASK,
+    TURN,
 )
 from flask_eval.report.scores import IntArray, ScoreTable
 
@@ -66,6 +67,12 @@ def _task(table: ScoreTable) -> Attribute:
     return Attribute(table.tasks, code=table.task[table.instance])
 
 
+def _turn(table: ScoreTable) -> Attribute:
+    turn = table.turn[table.instance]
+    labels = tuple(str(t) for t in range(int(turn.max(initial=0)) + 1))  # code = turn
+    return Attribute(labels, code=np.where(turn > 0, turn, -1), numeric=True)
+
+
 #: The attributes a dimension can be made of, read off a table. A new kind of key is one
 #: more entry here.
 ATTRIBUTES: dict[str, Callable[[ScoreTable], Attribute]] = {
@@ -74,6 +81,7 @@ ATTRIBUTES: dict[str, Callable[[ScoreTable], Attribute]] = {
     "domain": _domain,
     "capability": _capability,
     "task": _task,
+    "turn": _turn,
 }
 
 
@@ -160,6 +168,7 @@ def report_breakdown(
     capabilities: bool = False,
     tasks: bool = False,
     partial_abilities: bool = False,
+    turns: bool = False,
 ) -> Breakdown:
     """FLASK's breakdowns (:func:`flask_breakdown`), and BiGGen Bench's when asked, their
     keys in ``orders``.
@@ -167,7 +176,10 @@ def report_breakdown(
     ``capabilities`` adds BiGGen's overall (the mean of the capability means, row
     ``("overall", "biggen")``) and the capability dimension; ``tasks`` the task
     dimension. ``partial_abilities``: criteria without an ability (an instance's own
-    rubric) count toward no ability instead of being an error.
+    rubric) count toward no ability instead of being an error. ``turns`` (instances that
+    are turns of conversations) adds the turn dimension after the overall, and keeps the
+    capability dimension (MT-Bench's categories) without BiGGen's overall, which is
+    BiGGen's rule, not MT-Bench's (FastChat pools every judgment).
     """
     orders = KeyOrders() if orders is None else orders
     dims = [
@@ -175,8 +187,12 @@ def report_breakdown(
         Dimension(SKILL, by=("skill",)),
         Dimension(ABILITY, by=("skill",), rename=ability_of, partial=partial_abilities),
     ]
+    if turns:
+        dims.insert(1, Dimension(TURN, by=("turn",)))
     if capabilities:
-        dims.insert(1, Dimension(BIGGEN_OVERALL, mean_of=CAPABILITY, label=OVERALL, key=BIGGEN_KEY))
+        if not turns:
+            biggen = Dimension(BIGGEN_OVERALL, mean_of=CAPABILITY, label=OVERALL, key=BIGGEN_KEY)
+            dims.insert(1, biggen)
         dims.append(Dimension(CAPABILITY, by=("capability",)))
     if tasks:
         dims.append(Dimension(TASK, by=("task",)))

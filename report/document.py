@@ -38,6 +38,7 @@ from flask_eval.rubrics.scale import FIVE_POINT, Scale
 if TYPE_CHECKING:
     from flask_eval.report.calibration import Calibration
     from flask_eval.report.calibration_suggest import Suggestion
+    from flask_eval.report.mtbench import MTBench
     from flask_eval.report.pairwise_report import PairwiseReport
     from flask_eval.report.people_data import PeopleReport
 
@@ -244,6 +245,9 @@ class Report:
     calibration: Calibration | None = None
     #: cells for people to label next (``report.calibration_suggest``; empty: not asked)
     suggestions: list[Suggestion] = field(default_factory=list)
+    #: MT-Bench's scores as FastChat computes them (``report.mtbench``), for a run whose
+    #: instances are turns of conversations (None: they are not)
+    mtbench: MTBench | None = None
 
     @property
     def in_progress(self) -> bool:
@@ -253,7 +257,8 @@ class Report:
     def as_dict(self) -> dict[str, Any]:
         """The JSON document; ``definitions`` only when there are any (BiGGen runs),
         ``self_consistency`` only for a run of repeated judgments, ``people`` only when
-        people rated items of the run; a report of a run has its progress
+        people rated items of the run, ``mtbench`` only for a run of conversations
+        (:meth:`report.mtbench.MTBench.as_dict`); a report of a run has its progress
         (:meth:`Progress.as_dict`) after ``run``."""
         data: dict[str, Any] = {
             "run": self.run,
@@ -282,13 +287,16 @@ class Report:
             data["calibration"] = self.calibration.as_dict()
         if self.suggestions:
             data["suggested_labels"] = [vars(s) for s in self.suggestions]
+        if self.mtbench is not None:
+            data["mtbench"] = self.mtbench.as_dict()
         return data
 
 
 def definitions(table: ScoreTable) -> list[dict[str, str]]:
     """The rows of a report on ``table`` that need saying what they are: BiGGen's overall
-    when instances carry capabilities."""
-    if not table.capabilities:
+    when instances carry capabilities (and are not turns of conversations, whose
+    capabilities are MT-Bench's categories: no BiGGen overall)."""
+    if not table.capabilities or table.conversations:
         return []
     return [
         {"dimension": OVERALL, "key": BIGGEN_KEY, "label": BIGGEN_LABEL, "definition": BIGGEN_RULE}

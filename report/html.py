@@ -36,6 +36,7 @@ from flask_eval.report.metrics import (
     OVERALL_KEY,
     SKILL,
     TASK,
+    TURN,
 )
 from flask_eval.report.people_render import ItemHref
 from flask_eval.report.people_render import html_section as people_section
@@ -282,8 +283,10 @@ def render(
     elif report.tasks:
         groups = [("tasks", "Tasks", _section_tables(report, TASK, report.tasks, "task"))]
     skill_figures = "" if report.capabilities else figures("radar")
+    turns = [("turns", "Turns", _section_tables(report, TURN, (), "turn"))]
     sections = [
         ("overall", "Overall", overall),
+        *(turns if any(r.dimension == TURN for r in report.rows) else []),
         (
             "skills",
             "Skills",
@@ -317,6 +320,10 @@ def render(
             sections = []
         figs = figures("winrate") + figures("ratings") + figures("position")
         sections.insert(0, ("pairwise", "Pairwise ranking", html_section(report.pairwise, figs)))
+    if report.mtbench is not None:
+        from flask_eval.report.mtbench_render import html_section as mtbench_html
+
+        sections.insert(1, ("mt-bench", "MT-Bench", mtbench_html(report.mtbench)))
     if report.people is not None:
         sections.append(("people", "People", people_section(report.people, level, item_href)))
     if report.calibration is not None:

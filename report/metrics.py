@@ -23,6 +23,9 @@ DIMENSIONS: tuple[str, ...] = (OVERALL, SKILL, ABILITY, DOMAIN, DIFFICULTY, SKIL
 #: BiGGen Bench's groups of instances: dimensions of a report whose instances carry them.
 CAPABILITY = "capability"
 TASK = "task"
+#: A conversation's turn (key ``"1"``, ``"2"``, ...): a dimension of a report whose
+#: instances are turns of conversations (MT-Bench's category is their capability).
+TURN = "turn"
 
 #: The key of the ``overall`` row that pools every judgment (FLASK's overall).
 OVERALL_KEY = "all"

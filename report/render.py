@@ -19,7 +19,10 @@ The row contract (JSON ``rows`` and CSV lines alike): each row is one (model, ju
 - ``skill``: one key per criterion (FLASK's skills, custom criteria, or an instance
   rubric's name: instances whose own rubrics share a name make one key);
 - ``ability``: FLASK's abilities (criteria without one are in no ability row);
-- ``capability``, ``task``: BiGGen Bench's groups (only when instances carry them);
+- ``capability``, ``task``: BiGGen Bench's groups (only when instances carry them;
+  MT-Bench's category is a capability);
+- ``turn`` (keys ``"1"``, ``"2"``, ...): a conversation's turn (only when instances are
+  turns of conversations);
 - ``domain``, ``difficulty`` (keys ``"1"``..``"5"``), ``skill_difficulty``
   (``"skill|level"``).
 
@@ -31,7 +34,10 @@ and the extra fields of its dimension, and a ``pairwise`` summary (models, ancho
 agreement, notes); :mod:`report.pairwise_report` defines them.
 
 The JSON document also has ``definitions`` when some row needs saying what it is (BiGGen's
-overall); the text header prints them.
+overall); the text header prints them. A run of conversations has an ``mtbench`` object
+(MT-Bench's scores as FastChat computes them, :mod:`report.mtbench`) and, in CSV, rows of
+dimensions ``mt_bench`` (key a turn or ``average``) and ``mt_bench_pairwise`` (key a turn
+or ``all``).
 
 A report of a run in progress (judgments pending or being judged: its figures are
 partial) says so in every format. JSON: ``"in_progress": true``, ``"pending"`` (judgments
@@ -126,13 +132,18 @@ def rows_csv(rows: Report | Sequence[Row]) -> str:
 
 def report_csv(report: Report) -> str:
     """All rows of a report as CSV: :func:`rows_csv`, or for a pairwise run every row
-    (absolute and pairwise dimensions) with the wider ``PAIRWISE_FIELDS``."""
-    if report.pairwise is None:
+    (absolute and pairwise dimensions) with the wider ``PAIRWISE_FIELDS``; a run of
+    conversations adds its MT-Bench rows (``report.mtbench.MTBench.rows``)."""
+    mtbench = report.mtbench.rows() if report.mtbench is not None else []
+    if report.pairwise is None and not mtbench:
         return rows_csv(report)
     from flask_eval.report.pairwise_report import PAIRWISE_FIELDS
 
-    plain_rows = [dict.fromkeys(PAIRWISE_FIELDS) | r.as_dict() for r in report.rows]
-    return csv_text(PAIRWISE_FIELDS, [*progress_rows(report), *plain_rows, *report.pairwise.rows()])
+    fields = PAIRWISE_FIELDS if report.pairwise is not None else FIELDS
+    plain_rows = [dict.fromkeys(fields) | r.as_dict() for r in report.rows]
+    pairwise = report.pairwise.rows() if report.pairwise is not None else []
+    extra = [dict.fromkeys(fields) | {k: v for k, v in r.items() if k in fields} for r in mtbench]
+    return csv_text(fields, [*progress_rows(report), *plain_rows, *pairwise, *extra])
 
 
 def comparisons_csv(comparisons: Sequence[Comparison]) -> str:

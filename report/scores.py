@@ -6,9 +6,10 @@ This is the contract between ``storage.analytics`` (which fills it with one ``GR
 query) and the statistics of ``report`` (means and bootstrap intervals through
 ``report.breakdown``, ensembles, agreement), which all work on whole columns at once.
 
-Instances carry their difficulty (0 = unknown), a domain membership matrix and their
-capability and task (BiGGen Bench's groups; -1 = none), so the report's breakdowns need
-no further query.
+Instances carry their difficulty (0 = unknown), a domain membership matrix, their
+capability and task (BiGGen Bench's groups, MT-Bench's category; -1 = none) and their turn
+of a conversation (0 = a one-shot instruction), so the report's breakdowns need no further
+query.
 """
 
 from __future__ import annotations
@@ -45,7 +46,9 @@ class ScoreTable:
     ``difficulty[i]`` is instance i's level (0 = unknown); ``domain_member[i, d]`` says
     whether instance i belongs to ``domains[d]``; ``capability[i]`` indexes
     ``capabilities`` and ``task[i]`` indexes ``tasks`` (-1: the instance has none; an
-    empty array, the default, means no instance has one).
+    empty array, the default, means no instance has one); ``turn[i]`` is instance i's turn
+    of a conversation, 1-based (0: a one-shot instruction; empty, the default: none has
+    one).
     """
 
     models: tuple[str, ...]
@@ -64,11 +67,16 @@ class ScoreTable:
     capability: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     tasks: tuple[str, ...] = ()
     task: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    turn: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     def __post_init__(self) -> None:
         for name in ("capability", "task"):
             if len(getattr(self, name)) == 0 and self.instances:
                 object.__setattr__(self, name, np.full(len(self.instances), -1, dtype=np.int64))
+        if len(self.turn) == 0 and self.instances:
+            object.__setattr__(self, "turn", np.zeros(len(self.instances), dtype=np.int64))
+        if self.turn.shape != (len(self.instances),) or int(self.turn.min(initial=0)) < 0:
+            raise ValueError("turn needs one entry >= 0 per instance (0: none)")
         cells, judges = len(self.model), len(self.judges)
         if not (len(self.instance) == len(self.skill) == cells):
             raise ValueError("model, instance and skill must have one entry per cell")
@@ -83,6 +91,11 @@ class ScoreTable:
         for codes, labels in ((self.capability, self.capabilities), (self.task, self.tasks)):
             if codes.shape != (len(self.instances),) or int(codes.max(initial=-1)) >= len(labels):
                 raise ValueError("capability and task need one code per instance (-1: none)")
+
+    @property
+    def conversations(self) -> bool:
+        """Whether the instances are turns of conversations (any has a turn)."""
+        return bool(len(self.turn)) and int(self.turn.max()) > 0
 
     @property
     def n_cells(self) -> int:
@@ -129,13 +142,16 @@ def _groups(
 class InstanceGroups:
     """What the report groups instances by, each keyed by instance id (missing or None:
     unknown): difficulty, domains (those of ``domain_order`` first, in its order), and
-    BiGGen Bench's capability and task."""
+    BiGGen Bench's capability and task (MT-Bench's category is a capability), and the turn
+    of a conversation."""
 
     difficulty: Mapping[str, int | None] = field(default_factory=dict)
     domains_of: Mapping[str, Sequence[str]] = field(default_factory=dict)
     domain_order: Sequence[str] = ()
     capability_of: Mapping[str, str | None] | None = None
     task_of: Mapping[str, str | None] | None = None
+    #: the turn of a conversation (None or missing: a one-shot instruction)
+    turn_of: Mapping[str, int | None] | None = None
 
 
 def build(
@@ -217,6 +233,8 @@ def build_coded(
     ordered_score[ordered_state != SCORED] = np.nan
     capabilities, capability = _groups(instances, capability_of or {})
     tasks, task = _groups(instances, task_of or {})
+    turn_of = groups.turn_of or {}
+    turns = np.array([turn_of.get(iid) or 0 for iid in instances], dtype=np.int64).reshape(-1)
     return ScoreTable(
         models=models,
         instances=instances,
@@ -234,4 +252,5 @@ def build_coded(
         capability=capability,
         tasks=tasks,
         task=task,
+        turn=turns,
     )

@@ -14,6 +14,8 @@
   interval excludes 0);
 - each judge's self-consistency, for a run of repeated judgments (``run --samples``);
 - the pairwise part of a pairwise run (``report.pairwise_render``);
+- MT-Bench's scores as FastChat computes them, for a run of conversations
+  (``report.mtbench_render``);
 - the People section when people rated items of the run (``report.people_render``: their
   means, their agreement with each other, each judge against them, the largest
   disagreements), and the notes;
@@ -223,6 +225,10 @@ def to_table(report: Report | Sequence[Row], details: bool = False) -> str:
         from flask_eval.report.pairwise_render import text as pairwise_text
 
         blocks.append(pairwise_text(report.pairwise, confidence_level(report)).rstrip("\n"))
+    if report.mtbench is not None:
+        from flask_eval.report.mtbench_render import text as mtbench_text
+
+        blocks.append("\n".join(mtbench_text(report.mtbench)).rstrip("\n"))
     if report.people is not None:
         from flask_eval.report.people_render import text as people_text
 

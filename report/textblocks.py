@@ -20,6 +20,7 @@ from flask_eval.report.metrics import (
     SKILL,
     SKILL_DIFFICULTY,
     TASK,
+    TURN,
     Row,
 )
 from flask_eval.report.textgrid import DEFAULT_WIDTH, MAX_KEY_WIDTH, clip, fmt, fmt_interval
@@ -27,6 +28,7 @@ from flask_eval.report.textgrid import DEFAULT_WIDTH, MAX_KEY_WIDTH, clip, fmt, 
 #: Sections of a (model, judge) detail block, in order: (dimension, title).
 SECTIONS: tuple[tuple[str, str], ...] = (
     (OVERALL, "Overall"),
+    (TURN, "Turns"),
     (ABILITY, "Abilities"),
     (SKILL, "Skills"),
     (CAPABILITY, "Capabilities"),

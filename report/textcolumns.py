@@ -20,6 +20,7 @@ from flask_eval.report.metrics import (
     OVERALL_KEY,
     SKILL,
     TASK,
+    TURN,
     Row,
 )
 from flask_eval.report.textblocks import SECTIONS, confidence_level
@@ -83,6 +84,7 @@ def breakdown_sections(report: Report, rows: Sequence[Row]) -> list[Section]:
         TASK: report.tasks,
         DOMAIN: report.domains,
         DIFFICULTY: (),
+        TURN: (),
     }
     for dimension, title in SECTIONS[1:]:
         mine = [r for r in rows if r.dimension == dimension]

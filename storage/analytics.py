@@ -16,7 +16,7 @@ score table); every sum, interval
 and agreement statistic is then computed on whole arrays. On SQLite the grouping follows
 the ``uq_judgment`` index (run_id, model, model_b, instance_id, criterion, judge) and
 needs no sort.
-Instance difficulty, capability, task and domains come from two small queries.
+Instance difficulty, capability, task, turn and domains come from two small queries.
 """
 
 from __future__ import annotations
@@ -179,7 +179,7 @@ def pivot(store: Store, run_id: int, judges: Sequence[str] = (), calls: bool = F
             read = _read_coded(stack, store, conn, run_id, names, calls)
         keys, codes, total, call_keys = read or _read_rows(conn, run_id, names, calls)
         facts = conn.execute(
-            select(INS.instance_id, INS.difficulty, INS.capability, INS.task).where(
+            select(INS.instance_id, INS.difficulty, INS.capability, INS.task, INS.turn).where(
                 INS.run_id == run_id
             )
         ).all()
@@ -197,7 +197,10 @@ def pivot(store: Store, run_id: int, judges: Sequence[str] = (), calls: bool = F
     difficulty = {str(r[0]): (int(r[1]) if r[1] is not None else None) for r in facts}
     capability = {str(r[0]): (str(r[2]) if r[2] is not None else None) for r in facts}
     task = {str(r[0]): (str(r[3]) if r[3] is not None else None) for r in facts}
-    return Pivot(keys, names, state, score, difficulty, domains, capability, task, call_keys)
+    turn: dict[str, int | None] = {str(r[0]): int(r[4]) for r in facts if r[4] is not None}
+    return Pivot(
+        keys, names, state, score, difficulty, domains, capability, task, call_keys, turn=turn
+    )
 
 
 @contextmanager
@@ -302,6 +305,14 @@ def _merge(
         block[[index[c] for c in chunk]] = codes
         blocks.append(block)
     return cells, np.concatenate(blocks, axis=1)
+
+
+def instance_turns(store: Store, run_id: int) -> dict[str, int]:
+    """Instance id -> its turn of a conversation, for the instances of the run that are
+    turns of one."""
+    stmt = select(INS.instance_id, INS.turn).where(INS.run_id == run_id, INS.turn.is_not(None))
+    with store.engine.connect() as conn:
+        return {str(iid): int(turn) for iid, turn in conn.execute(stmt)}
 
 
 def instance_tasks(store: Store, run_id: int) -> dict[str, str]:

@@ -34,6 +34,8 @@ class Pivot:
     task: dict[str, str | None] = field(default_factory=dict)
     #: (row ids, call hashes), each (cells, judges), when read (``pivot(calls=True)``)
     calls: tuple[np.ndarray, np.ndarray] | None = None
+    #: each instance's turn of a conversation (None: a one-shot instruction)
+    turn: dict[str, int | None] = field(default_factory=dict)
 
     @property
     def cells(self) -> list[tuple[str, str, str]]:

@@ -18,9 +18,18 @@ from flask_eval.core.errors import InputError
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["jsonl", "csv"]),
+    type=click.Choice(["jsonl", "csv", "fastchat"]),
     default=None,
-    help="Output format.  [default: jsonl]",
+    help="Output format; fastchat: one judge's judgments as FastChat's MT-Bench judgment "
+    "file (JSON Lines that its show_result.py reads).  [default: jsonl]",
+)
+@click.option(
+    "--judge",
+    "judge",
+    default=None,
+    metavar="NAME",
+    help="With --format fastchat: the judge whose judgments to write (needed when the run "
+    "has several: FastChat's show_result.py pools every line of a file).",
 )
 @click.option(
     "--bundle",
@@ -32,11 +41,15 @@ from flask_eval.core.errors import InputError
     "one file that `flask-eval import` loads into another store.",
 )
 @handle_errors
-def export(run_name: str | None, fmt: str | None, bundle_path: str | None) -> None:
+def export(
+    run_name: str | None, fmt: str | None, judge: str | None, bundle_path: str | None
+) -> None:
     """One row per judgment, with its rationale and the judge's raw output (latest run by
     default); or, with --bundle, the whole run as one portable file."""
     if bundle_path is not None and fmt is not None:
         raise InputError("--bundle writes a bundle: drop --format")
+    if judge is not None and fmt != "fastchat":
+        raise InputError("--judge goes with --format fastchat")
     store = open_store()
     info = find_run(store, run_name)
     if bundle_path is not None:
@@ -50,9 +63,12 @@ def export(run_name: str | None, fmt: str | None, bundle_path: str | None) -> No
             err=True,
         )
         return
-    from flask_eval.app.exporting import export_rows
+    from flask_eval.app.exporting import export_rows, fastchat_export
     from flask_eval.report import render
 
+    if fmt == "fastchat":
+        render.write_jsonl(sys.stdout, fastchat_export(store, info, judge).rows)
+        return
     export = export_rows(store, info)
     if fmt == "csv":
         render.write_csv(sys.stdout, export.fields, export.rows)
