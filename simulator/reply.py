@@ -41,7 +41,9 @@ def reply(
     if parsed.seed is not None:
         cfg = replace(cfg, request_seed=parsed.seed)
     text = (
-        REFUSAL_TEXT if refusal else make_answer(parsed.prompt, parsed.model, cfg, garbage=garbage)
+        REFUSAL_TEXT
+        if refusal
+        else make_answer(parsed.prompt, parsed.model, cfg, garbage=garbage, turns=parsed.turns)
     )
     asked = parsed.structured
     if asked is not None and not (refusal or garbage):
