@@ -39,6 +39,7 @@ from flask_eval.core.settings import Settings
 from flask_eval.core.types import Instance, JudgeConfig, Response, ResponseSet
 from flask_eval.producer.dispatch import Transport
 from flask_eval.producer.inputs import Inputs
+from flask_eval.producer.jobs import job_inputs
 from flask_eval.producer.plan import Judging, fingerprint
 from flask_eval.rubrics import kinds
 from flask_eval.rubrics.kind import NO_MODEL
@@ -86,17 +87,41 @@ def split_turns(plan: Plan) -> TurnPlan:
     first = tuple(i for i in instances if turn_of(i) == 1)
     later = tuple(tuple(i for i in instances if turn_of(i) == k) for k in range(2, last + 1))
     inputs = Inputs(first, (), about_instances=True)
-    return TurnPlan(
-        replace(plan, inputs=inputs, digest=_fingerprint(plan, inputs)), later, instances
+    digest = _fingerprint(inputs, plan.judges)
+    return TurnPlan(replace(plan, inputs=inputs, digest=digest), later, instances)
+
+
+def generation_plan(
+    instances: Sequence[Instance],
+    models: Sequence[JudgeConfig],
+    source: str,
+    run_name: str | None = None,
+) -> TurnPlan:
+    """The generation of ``instances`` (validated already: a conversation's turns each an
+    instance, ``core.conversations``) by ``models``, in rounds, as `generate` plans a
+    file's (``jobs.prepare_generation``): named ``run_name``, else after its fingerprint."""
+    criteria = kinds.kind(kinds.GENERATION).criteria({})
+    inputs = job_inputs(instances, criteria)
+    digest = _fingerprint(inputs, models)
+    plan = Plan(
+        inputs,
+        criteria,
+        tuple(models),
+        MODE,
+        run_name or f"gen-{digest[:10]}",
+        digest,
+        source,
+        kind=kinds.GENERATION,
     )
+    return split_turns(plan)
 
 
-def _fingerprint(plan: Plan, inputs: Inputs) -> str:
-    """A generation plan's fingerprint over ``inputs`` (``jobs.prepare_generation``'s)."""
+def _fingerprint(inputs: Inputs, models: Sequence[JudgeConfig]) -> str:
+    """A generation's fingerprint over ``inputs`` (``jobs.prepare_generation``'s)."""
     kind = kinds.kind(kinds.GENERATION)
-    skills = kind.fingerprinted(plan.kind_options) if kind.fingerprinted else []
-    how = Judging(MODE, skills, kind=kinds.GENERATION, kind_options=plan.kind_options)
-    return fingerprint(inputs, [judge_identity(j) for j in plan.judges], how)
+    skills = kind.fingerprinted({}) if kind.fingerprinted else []
+    how = Judging(MODE, skills, kind=kinds.GENERATION, kind_options={})
+    return fingerprint(inputs, [judge_identity(j) for j in models], how)
 
 
 def turn_plan(
@@ -116,10 +141,9 @@ def turn_plan(
     held = tuple(Response(NO_MODEL, i.id, "", history=answers[i.conversation or ""]) for i in todo)
     source = f"{turns.name}: the answers of {model.name} to turns 1-{k - 1}"
     inputs = Inputs(tuple(todo), (ResponseSet(NO_MODEL, source, held),), about_instances=True)
-    first = turns.first
-    plan = replace(first, judges=(model,), inputs=inputs)
-    digest = _fingerprint(plan, inputs)
-    return replace(plan, digest=digest, name=round_name(turns.name, k, model, held))
+    name = round_name(turns.name, k, model, held)
+    digest = _fingerprint(inputs, (model,))
+    return replace(turns.first, judges=(model,), inputs=inputs, digest=digest, name=name)
 
 
 def round_name(base: str, k: int, model: JudgeConfig, held: Sequence[Response]) -> str:
