@@ -100,10 +100,21 @@ def generation_plan(
     """The generation of ``instances`` (validated already: a conversation's turns each an
     instance, ``core.conversations``) by ``models``, in rounds, as `generate` plans a
     file's (``jobs.prepare_generation``): named ``run_name``, else after its fingerprint."""
+    return split_turns(whole_plan(instances, models, source, run_name))
+
+
+def whole_plan(
+    instances: Sequence[Instance],
+    models: Sequence[JudgeConfig],
+    source: str,
+    run_name: str | None = None,
+) -> Plan:
+    """:func:`generation_plan` before its split in rounds (``jobs.prepare_generation``'s
+    plan of the same instances and models)."""
     criteria = kinds.kind(kinds.GENERATION).criteria({})
     inputs = job_inputs(instances, criteria)
     digest = _fingerprint(inputs, models)
-    plan = Plan(
+    return Plan(
         inputs,
         criteria,
         tuple(models),
@@ -113,7 +124,6 @@ def generation_plan(
         source,
         kind=kinds.GENERATION,
     )
-    return split_turns(plan)
 
 
 def _fingerprint(inputs: Inputs, models: Sequence[JudgeConfig]) -> str:
