@@ -60,7 +60,8 @@ if TYPE_CHECKING:
     default="responses",
     show_default=True,
     metavar="DIR",
-    help="Where each model's responses go (FLASK's model-output JSON Lines).",
+    help="Where each model's responses go (FLASK's model-output JSON Lines; a "
+    "conversation as FastChat's model answer, its turns together).",
 )
 @_plan_options
 @_work_options
