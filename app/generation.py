@@ -9,7 +9,9 @@ are judged, so a partial answer is never silently judged as a whole one.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +41,11 @@ class Generated:
     prompt_tokens: int
     completion_tokens: int
     cost: float
+    #: a turn of a conversation (``core.conversations``): the conversation, the turn's
+    #: number and the model's own answers to the turns before it (what it was asked with)
+    conversation: str | None = None
+    turn: int | None = None
+    history: tuple[str, ...] = ()
 
     @property
     def cut_off(self) -> bool:
@@ -71,14 +78,17 @@ def response_sets(
     responses: dict[str, list[Generated]], instance_order: Sequence[str], source: str
 ) -> list[ResponseSet]:
     """The responses as a judging run's response sets (``source`` names where they come
-    from: the generation run), each in ``instance_order``."""
+    from: the generation run), each in ``instance_order``; a turn of a conversation
+    carries the model's answers to the turns before it (``Response.history``)."""
     rank = {iid: k for k, iid in enumerate(instance_order)}
     sets = []
     for model, items in responses.items():
         ordered = sorted(items, key=lambda g: rank.get(g.instance_id, len(rank)))
         sets.append(
             ResponseSet(
-                model, source, tuple(Response(model, g.instance_id, g.text) for g in ordered)
+                model,
+                source,
+                tuple(Response(model, g.instance_id, g.text, history=g.history) for g in ordered),
             )
         )
     return sets
@@ -113,7 +123,9 @@ def write_model_outputs(
     """Each model's responses as FLASK's model-output JSON Lines (``question_id``,
     ``text``), with what else this run knows of each (sampling settings, tokens, cost,
     ``finish`` and ``cut_off``: fields `run` ignores), one file per model: ``<model>.jsonl``
-    in ``out_dir``. Written to a temporary name first, so a file is whole or absent."""
+    in ``out_dir``. A conversation's turns are one record in FastChat's ``model_answer``
+    shape (:func:`conversation_record`), where its first turn's response would be.
+    Written to a temporary name first, so a file is whole or absent."""
     configs = {j.name: j for j in run.config.judges}
     priced = {name: c.price is not None for name, c in configs.items()}
     target = Path(out_dir)
@@ -123,26 +135,87 @@ def write_model_outputs(
     written: dict[str, Path] = {}
     for model, items in responses.items():
         settings = sampling(configs[model]) if model in configs else {}
+        known = priced.get(model, True)
         path = target / f"{model.replace('/', '_')}.jsonl"
         with replaced_whole(path) as handle:
-            for g in items:
-                record = {
-                    "question_id": flask_id(g.instance_id),
-                    "text": g.text,
-                    "model": model,
-                    "finish": g.finish,
-                    "cut_off": g.cut_off,
-                    "usage": {
-                        "prompt_tokens": g.prompt_tokens,
-                        "completion_tokens": g.completion_tokens,
-                        # a model without a price: its cost is unknown, not 0
-                        "cost": round(g.cost, 8) if priced.get(model, True) else None,
-                    },
-                    "sampling": settings,
-                }
+            for group in _records(items):
+                if group[0].conversation is None:
+                    record = _one_shot_record(group[0], model, known)
+                else:
+                    record = conversation_record(group, model, known)
+                record["sampling"] = settings
                 handle.write(json.dumps(record, ensure_ascii=False) + "\n")
         written[model] = path
     return written
+
+
+def _records(items: Sequence[Generated]) -> list[list[Generated]]:
+    """The responses of one model, one list per record: a one-shot response alone, a
+    conversation's turns together (in turn order, from the first, as far as they were
+    answered), where its first response comes."""
+    groups: list[list[Generated]] = []
+    turns: dict[str, list[Generated]] = {}
+    for g in items:
+        if g.conversation is None:
+            groups.append([g])
+        elif g.conversation in turns:
+            turns[g.conversation].append(g)
+        else:
+            turns[g.conversation] = [g]
+            groups.append(turns[g.conversation])
+    kept = [_answered(group) if group[0].conversation is not None else group for group in groups]
+    return [group for group in kept if group]
+
+
+def _answered(group: list[Generated]) -> list[Generated]:
+    """A conversation's turns in order, from turn 1 up to the first one missing."""
+    by_turn = {g.turn or 1: g for g in group}
+    kept: list[Generated] = []
+    while len(kept) + 1 in by_turn:
+        kept.append(by_turn[len(kept) + 1])
+    return kept
+
+
+def _usage(items: Sequence[Generated], priced: bool) -> dict[str, Any]:
+    return {
+        "prompt_tokens": sum(g.prompt_tokens for g in items),
+        "completion_tokens": sum(g.completion_tokens for g in items),
+        # a model without a price: its cost is unknown, not 0
+        "cost": round(sum(g.cost for g in items), 8) if priced else None,
+    }
+
+
+def _one_shot_record(g: Generated, model: str, priced: bool) -> dict[str, Any]:
+    return {
+        "question_id": flask_id(g.instance_id),
+        "text": g.text,
+        "model": model,
+        "finish": g.finish,
+        "cut_off": g.cut_off,
+        "usage": _usage([g], priced),
+    }
+
+
+def conversation_record(turns: Sequence[Generated], model: str, priced: bool) -> dict[str, Any]:
+    """A model's answers to a conversation's turns as FastChat's ``model_answer`` record
+    (``question_id``, ``answer_id``, ``model_id``, ``choices: [{index: 0, turns}]``,
+    ``tstamp``), with what else the ledger knows of them, turn by turn (``finish``,
+    ``cut_off``) and summed (``usage``). ``answer_id`` is a digest of the model and its
+    answers (FastChat's is random): the same answers, the same id."""
+    conversation = turns[0].conversation or turns[0].instance_id
+    texts = [g.text for g in turns]
+    digest = hashlib.sha256(json.dumps([model, conversation, texts]).encode()).hexdigest()
+    return {
+        "question_id": flask_id(conversation),
+        "answer_id": digest[:22],
+        "model_id": model,
+        "choices": [{"index": 0, "turns": texts}],
+        "tstamp": round(time.time(), 3),
+        "model": model,
+        "finish": [g.finish for g in turns],
+        "cut_off": [g.cut_off for g in turns],
+        "usage": _usage(turns, priced),
+    }
 
 
 def write_biggen_responses(

@@ -11,6 +11,11 @@ it: no wrapper, no delimiters, no neutralized markers (an instruction that conta
 ``[SCORES]`` is sent with ``[SCORES]`` in it). Only the instance's own system prompt, when
 it has one (BiGGen's instances do), goes before it as a system message. Every text the
 model writes is a response, even an empty one: judging it is the next run's work.
+
+A turn of a conversation (``core.conversations``) is asked as a chat: the earlier user
+turns, each followed by the model's own answer to it as an assistant message, then the
+turn. ``app.turns`` plans the turns in order, so that those answers exist when the turn
+is asked (docs/design/conversations.md).
 """
 
 from __future__ import annotations
@@ -85,11 +90,26 @@ class GenerationProtocol(Protocol):
         ends the shared prefix, then the instruction verbatim as the user message (one
         plain part: nothing in it is shared by other instances). ``subject.response``
         and ``subject.reference`` are not shown: the model writes the response, and a
-        reference answer would give it away."""
+        reference answer would give it away.
+
+        Turn k of a conversation is the chat so far, as the model lived it: each earlier
+        user turn (``subject.history``, without its reference) followed by the model's
+        own answer to it (``subject.answers``) as an assistant message, then turn k as
+        the last user message (MT-Bench's way: FastChat's ``gen_model_answer``). A turn
+        asked without the model's answers to every earlier turn is a planner's mistake:
+        ValueError, never a request with answers missing."""
         _check(criteria)
+        if len(subject.answers) != len(subject.history):
+            raise ValueError(
+                f"turn {subject.turn} of a conversation is asked with the model's own answers "
+                f"to its {len(subject.history)} earlier turns, got {len(subject.answers)}"
+            )
         messages: list[Message] = []
         if subject.system_prompt.strip():
             messages.append(message("system", subject.system_prompt))
+        for turn, answer in zip(subject.history, subject.answers, strict=True):
+            messages.append({"role": "user", "content": (Part(turn.user),)})
+            messages.append({"role": "assistant", "content": (Part(answer),)})
         messages.append({"role": "user", "content": (Part(subject.instruction),)})
         return messages
 

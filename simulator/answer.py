@@ -213,7 +213,14 @@ def quoted(prompt: str) -> str:
     return f"{QUOTE_OPENING}\n{response_focus(prompt)}"
 
 
-def make_answer(prompt: str, model: str, config: SimConfig, *, garbage: bool = False) -> str:
+def make_answer(
+    prompt: str,
+    model: str,
+    config: SimConfig,
+    *,
+    garbage: bool = False,
+    turns: Sequence[tuple[str, str]] = (),
+) -> str:
     """The judge's full answer text for a request whose messages concatenate to ``prompt``.
 
     A prompt in Prometheus's or FLASK's layout (``simulator.formats``), or a pairwise
@@ -223,8 +230,10 @@ def make_answer(prompt: str, model: str, config: SimConfig, *, garbage: bool = F
     Without one: a short feedback ending in ``[RESULT] N``.
     ``garbage=True`` yields an answer with no valid final line (prose only, an
     out-of-range score, or truncated JSON — chosen deterministically per request).
+    ``turns``: the request's messages as (role, text), which a model under test answers
+    as a conversation (``simulator.generate``).
     """
-    generated = generate.answer(prompt, model, config)
+    generated = generate.answer(prompt, model, config, turns)
     if generated is not None:
         return generated
     annotated = annotate.answer(prompt, model, config, garbage=garbage)

@@ -36,6 +36,14 @@ to 1..5; both are drawn from a hash of the seed, the model and the prompt. Model
 rank as configured on average over instances, not on every one of them: two models a
 level apart swap places on some instances, as real models do.
 
+**Conversations.** A request whose messages hold assistant turns is a turn of a
+conversation: the response says so right after its signature, with the turn's number (the
+user messages sent) and a digest of the assistant turns it was sent
+(:func:`conversation_note`, :func:`answers_digest`): ``(turn 2 of a conversation, after
+answers 3f2a9c01b2d4)``. A test reads it back (:func:`conversation_of`) to see that a
+model's turn-2 request carried that model's own turn-1 answer. The response is drawn from
+the whole conversation sent, so it depends on every earlier turn.
+
 The simulator's other behaviours apply to a model under test as to a judge (latency,
 errors, rate limits, refusals, ``max_tokens`` cut-offs) except ``garbage_rate``: a
 generated answer has no format to break, so it is generated whole.
@@ -185,6 +193,35 @@ def family_of(response: str) -> str | None:
     return found.group(3) if found else None
 
 
+#: how a turn of a conversation follows the signature (:func:`conversation_note`)
+CONVERSATION_NOTE = " (turn {turn} of a conversation, after answers {digest})"
+_NOTE_RE = re.compile(r"\(turn ([0-9]+) of a conversation, after answers ([0-9a-f]{12})\)")
+
+
+def answers_digest(answers: Sequence[str]) -> str:
+    """A digest of the assistant turns a request carried, in order (12 hex digits)."""
+    joined = "\x1e".join(answers).encode("utf-8", "surrogatepass")
+    return hashlib.sha256(joined).hexdigest()[:12]
+
+
+def conversation_note(turns: Sequence[tuple[str, str]]) -> str:
+    """What a response to a turn of a conversation says after its signature: the turn (the
+    user messages of ``turns``) and the digest of its assistant turns; "" for a request
+    without assistant turns."""
+    answers = [text for role, text in turns if role == "assistant"]
+    if not answers:
+        return ""
+    turn = sum(role == "user" for role, _ in turns)
+    return CONVERSATION_NOTE.format(turn=turn, digest=answers_digest(answers))
+
+
+def conversation_of(response: str) -> tuple[int, str] | None:
+    """(turn, digest of the earlier answers) a generated response says it answered,
+    None for a response to a one-shot request."""
+    found = _NOTE_RE.search(response[:400])
+    return (int(found.group(1)), found.group(2)) if found else None
+
+
 def _departure(prompt: str, model: str, configured: float, config: SimConfig) -> int:
     """The instance's level before clamping, as an integer (the module docstring)."""
     seed = str(config.seed)
@@ -240,9 +277,13 @@ def _pick(words: Sequence[str], *parts: str) -> tuple[str, str, str]:
     return picked[0], picked[1], picked[2]
 
 
-def answer(prompt: str, model: str, config: SimConfig) -> str | None:
+def answer(
+    prompt: str, model: str, config: SimConfig, turns: Sequence[tuple[str, str]] = ()
+) -> str | None:
     """``model``'s generated response to ``prompt`` (the request's messages joined), or
-    None when ``model`` is not in ``config.generators`` (the judge answers)."""
+    None when ``model`` is not in ``config.generators`` (the judge answers); ``turns``
+    (the messages as (role, text)) makes it a turn of a conversation when it holds
+    assistant turns (the module docstring)."""
     level = instance_level(prompt, model, config)
     if level is None:
         return None
@@ -255,7 +296,12 @@ def answer(prompt: str, model: str, config: SimConfig) -> str | None:
     topic = " ".join((_keywords(last) or words)[:4])
     skills = instance_skill_levels(prompt, model, config)
     family = config.model_families.get(model)
-    pieces = [signature(level, skills, family), " ", _OPENINGS[level].format(topic=topic)]
+    pieces = [
+        signature(level, skills, family),
+        conversation_note(turns),
+        " ",
+        _OPENINGS[level].format(topic=topic),
+    ]
     length = sum(map(len, pieces))
     i = 0
     while length < target_chars:

@@ -47,7 +47,9 @@ def reply(
         cfg = replace(cfg, request_seed=parsed.seed)
     cfg = images.seeded(cfg, parsed.images)  # the judge's draws depend on what it saw
     text = (
-        REFUSAL_TEXT if refusal else make_answer(parsed.prompt, parsed.model, cfg, garbage=garbage)
+        REFUSAL_TEXT
+        if refusal
+        else make_answer(parsed.prompt, parsed.model, cfg, garbage=garbage, turns=parsed.turns)
     )
     asked = parsed.structured
     if asked is not None and not (refusal or garbage):

@@ -44,6 +44,10 @@ class ParsedRequest:
     seed: int | None = None
     #: the request's images, in the order sent (simulator/images.py)
     images: tuple[SeenImage, ...] = ()
+    #: the request's messages in order, as (role, text): ``system``, ``user`` or
+    #: ``assistant`` whatever the wire calls them (Gemini's ``model`` is ``assistant``,
+    #: OpenAI's ``developer`` is ``system``)
+    turns: tuple[tuple[str, str], ...] = ()
 
     @property
     def image_tokens(self) -> int:
@@ -105,6 +109,16 @@ def _anthropic_prompt(body: Mapping[str, Any]) -> tuple[str, tuple[int, ...]]:
     return prompt, tuple(breakpoints)
 
 
+#: each wire's role names, as :attr:`ParsedRequest.turns` names them
+_ROLES = {"developer": "system", "model": "assistant"}
+
+
+def _role(role: object) -> str:
+    """A message's role as :attr:`ParsedRequest.turns` names it (none: ``user``)."""
+    name = role if isinstance(role, str) else "user"
+    return _ROLES.get(name, name)
+
+
 def _model(body: Mapping[str, Any]) -> str:
     model = body.get("model")
     if not isinstance(model, str) or not model:
@@ -158,13 +172,16 @@ def _parse_gemini(body: Mapping[str, Any], model: str | None) -> ParsedRequest:
     contents = body.get("contents")
     if not isinstance(contents, list) or not contents:
         raise BadRequest("* GenerateContentRequest.contents: contents is not specified")
-    parts: list[str] = []
+    turns: list[tuple[str, str]] = []
     system = _field(body, "systemInstruction", "system_instruction")
     if system is not None:
         text = _gemini_text(system, "systemInstruction")
         if text:
-            parts.append(text)
-    parts.extend(_gemini_text(c, f"contents[{i}]") for i, c in enumerate(contents))
+            turns.append(("system", text))
+    turns += [
+        (_role(c.get("role")), _gemini_text(c, f"contents[{i}]")) for i, c in enumerate(contents)
+    ]
+    parts = [text for _, text in turns]
     config = _field(body, "generationConfig", "generation_config") or {}
     if not isinstance(config, Mapping):
         raise BadRequest("generationConfig must be an object")
@@ -175,6 +192,7 @@ def _parse_gemini(body: Mapping[str, Any], model: str | None) -> ParsedRequest:
         prompt="\n".join(parts),
         max_tokens=max_tokens,
         seed=_seed(config),
+        turns=tuple(turns),
     )
 
 
@@ -251,9 +269,19 @@ def parse_request(dialect: Dialect, body: object, model: str | None = None) -> P
     if dialect == "anthropic":
         prompt, breakpoints = _anthropic_prompt(body)
         images = _images(dialect, body, model)
-        max_tokens = _max_tokens(body, "max_tokens")
-        return ParsedRequest(model, prompt, max_tokens, asked, breakpoints, images=images)
+        system = _marked_text(body.get("system"))[0]
+        turns = [("system", system)] if system else []
+        turns += [
+            (_role(m.get("role")), _marked_text(m.get("content"))[0]) for m in _messages(body)
+        ]
+        limit = _max_tokens(body, "max_tokens")
+        return ParsedRequest(
+            model, prompt, limit, asked, breakpoints, images=images, turns=tuple(turns)
+        )
     max_tokens = _max_tokens(body, "max_completion_tokens", "max_tokens")
-    prompt = "\n".join(content_text(m.get("content")) for m in _messages(body))
+    turns = [(_role(m.get("role")), content_text(m.get("content"))) for m in _messages(body)]
+    prompt = "\n".join(text for _, text in turns)
     images = _images(dialect, body, model)
-    return ParsedRequest(model, prompt, max_tokens, asked, seed=_seed(body), images=images)
+    return ParsedRequest(
+        model, prompt, max_tokens, asked, seed=_seed(body), images=images, turns=tuple(turns)
+    )

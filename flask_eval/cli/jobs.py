@@ -32,6 +32,7 @@ from flask_eval.core import settings as settings_mod
 
 if TYPE_CHECKING:
     from flask_eval.app.generation import Generated
+    from flask_eval.app.turns import TurnPlan
     from flask_eval.storage.records import RunInfo
     from flask_eval.storage.store import Store
 
@@ -59,7 +60,8 @@ if TYPE_CHECKING:
     default="responses",
     show_default=True,
     metavar="DIR",
-    help="Where each model's responses go (FLASK's model-output JSON Lines).",
+    help="Where each model's responses go (FLASK's model-output JSON Lines; a "
+    "conversation as FastChat's model answer, its turns together).",
 )
 @_plan_options
 @_work_options
@@ -67,8 +69,10 @@ if TYPE_CHECKING:
 def generate(**kw: Any) -> None:
     """The models under test answer the instances: one response per instance and model,
     with its sampling settings, tokens and cost, written as FLASK's model outputs (a
-    response cut off by its token limit is kept and marked `cut_off`)."""
-    from flask_eval.app import generation, jobs
+    response cut off by its token limit is kept and marked `cut_off`). A conversation is
+    answered turn by turn, each turn asked with the model's own earlier answers, and
+    written as FastChat's model answer (its turns in `choices[0].turns`)."""
+    from flask_eval.app import generation, jobs, turns
 
     settings = settings_mod.load()
     check_waiting(settings, False, kw["timeout"])
@@ -84,10 +88,15 @@ def generate(**kw: Any) -> None:
         print_dry_run(plan, settings)
         return
 
-    def read(store: Store, run: RunInfo) -> tuple[RunInfo, dict[str, list[Generated]]]:
-        return run, generation.generated(store, run)
+    rounds = turns.split_turns(plan)
+    if rounds.later:  # conversations: turn by turn
+        run, responses = _generate_turns(rounds, settings, kw)
+    else:
 
-    run, responses = _execute(plan, settings, "generate", kw, read)
+        def read(store: Store, run: RunInfo) -> tuple[RunInfo, dict[str, list[Generated]]]:
+            return run, generation.generated(store, run)
+
+        run, responses = _execute(plan, settings, "generate", kw, read)
     written = generation.write_model_outputs(responses, run, kw["out_dir"])
     cut = generation.cut_off_counts(responses)
     for model, path in written.items():
@@ -99,6 +108,29 @@ def generate(**kw: Any) -> None:
             responses, source.biggen, kw["out_dir"]
         ).items():
             click.echo(f"{model}: BiGGen Bench responses -> {path} (`run --biggen {path}`)")
+
+
+def _generate_turns(
+    rounds: TurnPlan, settings: settings_mod.Settings, kw: dict[str, Any]
+) -> tuple[RunInfo, dict[str, list[Generated]]]:
+    """A generation with conversations, round by round (app/turns.py): its first run and
+    each model's responses; StepIncomplete (exit code 1) when a turn failed, stayed
+    open or could not be asked."""
+    from flask_eval.app import steps, turns
+    from flask_eval.app.budget import check_budget
+    from flask_eval.storage.store import Store
+
+    check_budget(rounds.models, rounds.name, settings.database_url, kw["max_cost"])
+    store = Store(settings.database_url)
+    try:
+        dispatcher = steps.dispatcher_for(settings, store, rounds.models, kw["in_flight"])
+        work = steps.StepWork(
+            kw["max_cost"], progress=not kw["quiet"], timeout=kw["timeout"], say=_say(kw["quiet"])
+        )
+        done = turns.generate_turns(rounds, store, dispatcher, settings, work=work)
+    finally:
+        store.close()
+    return done.run, done.responses
 
 
 @click.command(cls=EnvHelp, env=ENV_RUN, short_help=SHORT_HELP["annotate"])
