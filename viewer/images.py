@@ -2,7 +2,7 @@
 shown beside its judgments (docs/design/viewer.md, "Images").
 
 An image is served from the store's ``image`` table, the bytes as they were checked when
-the run was made or imported (``producer.images``, ``app.bundle_images``), with their
+the run was made or imported (``app.bundle_images`` checks a bundle's), with their
 checked media type as ``Content-Type``, ``nosniff`` (a browser never guesses another
 type), ``inline`` with a file name, a CSP that lets the response run nothing and load
 nothing (``sandbox``: even opened on its own, it is an inert document), readable by this
