@@ -103,6 +103,25 @@ def test_images_travel_byte_equal_into_another_store(
     assert rows_of(again)[1] == rows  # the same rows again
 
 
+def test_images_travel_through_both_stores(
+    bundle: tuple[Store, Path], tmp_path: Path, database_url: str
+) -> None:
+    """Into SQLite or PostgreSQL and out again: the same image rows."""
+    _, path = bundle
+    target = Store(database_url)
+    try:
+        import_bundle(target, check_bundle(str(path)))
+        run = target.find_run("pictures")
+        assert run is not None
+        again = tmp_path / "again.bundle"
+        export_bundle(target, run, again)
+    finally:
+        target.close()
+    assert [r for r in rows_of(again)[1] if r[0] == "image"] == [
+        r for r in rows_of(path)[1] if r[0] == "image"
+    ]
+
+
 def _digests(store: Store, run_id: int) -> set[str]:
     with store.engine.connect() as conn:
         texts = conn.exec_driver_sql(
