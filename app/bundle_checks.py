@@ -12,7 +12,9 @@ a verdict of ``core.types.VERDICTS`` for a pairwise comparison, ``None`` (N/A) o
 for a kind of work that scores nothing; no score nor reason on an open row, no score on a
 failed one; counts, tokens, costs and latencies not negative; answers with a lowercase hex
 ``uid`` and a 64-hex ``cache_key``; a run configuration that is a JSON object naming its
-judges; and every instance, response and answer a row points at held by the bundle.
+judges; every image what its row says it is (``app.bundle_images``: its digest, its
+media type read from its bytes, its size, its pixels within a limit); and every image,
+instance, response and answer a row points at held by the bundle.
 
 A done judgment that cites an answer must be what its judge's protocol reads in that
 answer (``app.bundle_answers``): a score the answer does not give is refused.
@@ -31,7 +33,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from flask_eval.app.bundle_answers import Answers, BadAnswer, Rereading
+from flask_eval.app.bundle_images import BadImage, check_image, decoded
 from flask_eval.core.errors import FailureReason, Status
+from flask_eval.core.images import ImageRef
 from flask_eval.core.people import check_rater_name, is_person, rater_of
 from flask_eval.core.stored import StoredConfig
 from flask_eval.core.text import control_problem
@@ -40,7 +44,7 @@ from flask_eval.rubrics import kinds
 from flask_eval.rubrics.grading import DEFAULT_PROTOCOL, PROTOCOLS
 from flask_eval.rubrics.kind import NO_MODEL, RESPONSE
 from flask_eval.rubrics.scale import Scale
-from flask_eval.storage.bundle import TABLES, column_check
+from flask_eval.storage.bundle import OPTIONAL, TABLES, column_check
 from flask_eval.workers.judge import CONTEXT_FULL, CUT_OFF, FINISHED, INCOMPLETE, REFUSAL
 
 STATUSES = frozenset(s.value for s in Status)
@@ -66,6 +70,7 @@ _NOT_NEGATIVE = frozenset(
 #: the columns the checks read: a header without one of them is refused
 _READ = {
     "run": {"mode", "config"},
+    "image": {"sha256", "media_type", "width", "height", "size", "data"},
     "instance": {"instance_id"},
     "instance_domain": {"instance_id"},
     "response": {"model", "instance_id"},
@@ -102,11 +107,13 @@ class RowChecks:
     """Checks a bundle's rows one by one, in file order (:meth:`row` raises BadRow)."""
 
     def __init__(self, columns: Mapping[str, Any]) -> None:
-        if set(columns) != set(TABLES):
+        if not set(TABLES) - OPTIONAL <= set(columns) <= set(TABLES):
             raise BadRow(f"the header's tables are {sorted(columns)}, not {sorted(TABLES)}")
         self.columns: dict[str, list[str]] = {}
         self.checks: dict[str, list[Callable[[Any], str | None]]] = {}
         for name, table in TABLES.items():
+            if name not in columns:  # a bundle from before the table existed
+                continue
             cols = columns[name]
             if not isinstance(cols, list) or not all(isinstance(c, str) for c in cols):
                 raise BadRow(f"the header's columns of {name} are not a list of names")
@@ -121,6 +128,7 @@ class RowChecks:
         self.at = 0  # index in TABLES of the table being read
         self.kind = kinds.JUDGMENT
         self.scales: dict[str, Scale | None] = {}  # judge -> its scale (None: unknown)
+        self.images: dict[str, ImageRef] = {}  # digest -> the image the bundle holds
         self.instances: set[str] = set()
         self.own_rubrics: dict[str, frozenset[str]] = {}  # instance -> its own criteria
         self.responses: set[tuple[str, str]] = set()
@@ -136,7 +144,7 @@ class RowChecks:
         if not isinstance(data, list) or not data or not isinstance(data[0], str):
             raise BadRow("not a bundle row ([table, value, ...])")
         table, values = data[0], data[1:]
-        if table not in TABLES:
+        if table not in self.columns:
             raise BadRow(f"unknown table {table!r}")
         at = self.order.index(table)
         if at < self.at:
@@ -181,7 +189,43 @@ class RowChecks:
         if not self.scales and stored.people is None:
             raise BadRow("run.config names no judges and no people")
 
+    def _image(self, row: dict[str, Any]) -> None:
+        digest = row["sha256"]
+        try:
+            ref = ImageRef(digest, row["media_type"], row["width"], row["height"], row["size"])
+            check_image(ref, decoded(row["data"]))
+        except BadImage as exc:
+            raise BadRow(f"image {_show(digest)}: {exc}") from None
+        if digest in self.images:
+            raise BadRow(f"a second image {digest}")
+        self.images[digest] = ref
+
+    def _instance_images(self, instance: str, text: str) -> None:
+        """Each image an instance names is one the bundle holds, as the bundle holds it."""
+        for entry in _json(text, list, "instance.images"):
+            try:
+                ref = ImageRef.from_data(entry)
+            except (TypeError, ValueError, KeyError):
+                raise BadRow(
+                    f"instance.images holds an entry that is no image: {_show(entry)}"
+                ) from None
+            held = self.images.get(ref.sha256)
+            if held is None:
+                raise BadRow(
+                    f"instance {_show(instance)} names image {_show(ref.sha256)}, which the "
+                    "bundle does not hold"
+                )
+            if held != ref:
+                raise BadRow(
+                    f"instance {_show(instance)} names image {ref.sha256} as "
+                    f"{_show(entry)}, not as the bundle holds it"
+                )
+
     def _instance(self, row: dict[str, Any]) -> None:
+        if "images" in row:
+            self._instance_images(row["instance_id"], row["images"])
+        if "history" in row:
+            _json(row["history"], list, "instance.history")
         if "skills" in row:
             _json(row["skills"], list, "instance.skills")
         if "rubrics" in row:
@@ -195,6 +239,8 @@ class RowChecks:
 
     def _response(self, row: dict[str, Any]) -> None:
         self._known_instance("response", row["instance_id"])
+        if "history" in row:
+            _json(row["history"], list, "response.history")
         self.responses.add((row["model"], row["instance_id"]))
 
     def _call(self, row: dict[str, Any]) -> None:

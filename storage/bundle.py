@@ -7,6 +7,11 @@ it gives new ones. A paid answer (``call``) carries ``paid`` instead of its ``ru
 whether the exported run paid for it (its cost is the run's) or another run did (an
 answer the run found in the answer cache), so that the imported run's cost is the same.
 
+Images (``image``: each image of the run once, by digest) travel as base64 text, right
+after the run's row, so that the instances naming them come after them; bundles made
+before schema version 14 hold no such table and no instance's ``images``, and read as
+runs without images.
+
 People's rating items (``rating_item``) do not travel: an import makes them again from
 the run's people's rows (``storage.rating_plan.restore_items``); raters and their sessions
 belong to a store, not to a run.
@@ -18,6 +23,7 @@ writes everything in one transaction: a bundle loads whole or not at all.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import itertools
 import math
@@ -26,7 +32,18 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Boolean, DateTime, Float, Integer, String, Table, insert, or_, select
+from sqlalchemy import (
+    Boolean,
+    DateTime,
+    Float,
+    Integer,
+    LargeBinary,
+    String,
+    Table,
+    insert,
+    or_,
+    select,
+)
 from sqlalchemy.engine import Connection
 from sqlalchemy.types import TypeEngine
 
@@ -36,6 +53,7 @@ from flask_eval.core.stored import StoredConfig
 from flask_eval.core.text import text_problem
 from flask_eval.storage.models import (
     CALL,
+    IMAGE,
     INSTANCE,
     INSTANCE_DOMAIN,
     JUDGE_HALT,
@@ -49,10 +67,12 @@ from flask_eval.storage.store import Store
 
 J, C, RN = JUDGMENT.c, CALL.c, RUN.c
 
-#: the tables of a run, in the order a bundle holds them (``run`` first, answers before
-#: the judgments that point at them); provider batches are not moved (see the design note)
+#: the tables of a run, in the order a bundle holds them (``run`` first, images before the
+#: instances naming them, answers before the judgments that point at them); provider
+#: batches are not moved (see the design note)
 TABLES: dict[str, Table] = {
     "run": RUN,
+    "image": IMAGE,
     "instance": INSTANCE,
     "instance_domain": INSTANCE_DOMAIN,
     "response": RESPONSE,
@@ -62,6 +82,7 @@ TABLES: dict[str, Table] = {
 }
 #: the order each table's rows are read in (stable, so two exports of a run are alike)
 _ORDER = {
+    "image": ("sha256",),
     "instance": ("instance_id",),
     "instance_domain": ("instance_id", "domain"),
     "response": ("model", "instance_id"),
@@ -69,7 +90,11 @@ _ORDER = {
     "judgment": ("id",),
     "judge_halt": ("judge",),
 }
+#: the tables a bundle may lack: those of later schema versions (``image``: version 14)
+OPTIONAL = frozenset({"image"})
 CHUNK = 2_000
+#: rows of ``image`` read at once (each holds an image's bytes, up to megabytes)
+IMAGE_CHUNK = 4
 
 
 def bundle_columns() -> dict[str, list[str]]:
@@ -105,11 +130,15 @@ def export_rows(store: Store, run_id: int) -> Iterator[tuple[str, list[Any]]]:
                     stmt = select(*cols).where(table.c.run_id == run_id)
                 stmt = stmt.order_by(*(table.c[c] for c in _ORDER.get(name, ())))
                 dates = [i for i, c in enumerate(cols) if _is_datetime(c.type)]
-                for row in conn.execution_options(yield_per=CHUNK).execute(stmt):
+                blobs = [i for i, c in enumerate(cols) if isinstance(c.type, LargeBinary)]
+                chunk = IMAGE_CHUNK if blobs else CHUNK
+                for row in conn.execution_options(yield_per=chunk).execute(stmt):
                     values = list(row)
                     for i in dates:
                         if values[i] is not None:
                             values[i] = values[i].isoformat()
+                    for i in blobs:
+                        values[i] = base64.b64encode(bytes(values[i])).decode("ascii")
                     if name == "call":
                         values[-1] = bool(values[-1])
                     yield name, values
@@ -152,6 +181,9 @@ class _Decoder:
             raise InputError(f"bundle table {table.name} has unknown columns {unknown}")
         self.columns = columns
         self.dates = {c for c in columns if c in table.c and _is_datetime(table.c[c].type)}
+        self.blobs = {
+            c for c in columns if c in table.c and isinstance(table.c[c].type, LargeBinary)
+        }
 
     def row(self, values: list[Any]) -> dict[str, Any]:
         if len(values) != len(self.columns):
@@ -160,6 +192,8 @@ class _Decoder:
         for c in self.dates:
             if row[c] is not None:
                 row[c] = datetime.fromisoformat(row[c])
+        for c in self.blobs:
+            row[c] = base64.b64decode(row[c], validate=True)
         return row
 
 
@@ -174,14 +208,14 @@ def import_rows(
     error anywhere (a run called ``name`` exists, a row that does not fit, an exception
     of ``sections`` itself, such as a checksum found wrong at its end) writes nothing."""
     decoders = {t: _Decoder(TABLES[t], cols) for t, cols in columns.items() if t in TABLES}
-    if set(decoders) != set(TABLES):
+    if not set(TABLES) - OPTIONAL <= set(decoders) or set(decoders) != set(columns):
         raise InputError(f"a bundle holds the tables {sorted(TABLES)}, got {sorted(columns)}")
     done = Imported()
     remap: dict[str, str] = {}  # only answers copied under a new uid: none in a new store
     with store.engine.begin() as conn:
         seen: list[str] = []
         for table, rows in sections:
-            if table not in TABLES or table in seen or (not seen and table != "run"):
+            if table not in decoders or table in seen or (not seen and table != "run"):
                 raise InputError(f"bundle rows out of order: {table!r} after {seen}")
             seen.append(table)
             decoded = (decoders[table].row(v) for v in rows)
@@ -190,6 +224,8 @@ def import_rows(
                 n = 1
             elif table == "call":
                 n = _insert_calls(conn, done, name, decoded, remap)
+            elif table == "image":  # one at a time: an image may take megabytes
+                n = _insert_images(conn, done.run_id, decoded)
             else:
                 n = _insert_owned(store, conn, TABLES[table], done.run_id, decoded, remap)
             done.rows[table] = n
@@ -218,6 +254,8 @@ def _type_check(column: Any) -> Callable[[Any], str | None]:
     def check(value: Any) -> str | None:
         if value is None:
             return None if nullable else "is empty (null)"
+        if isinstance(kind, LargeBinary):  # bytes as base64 (checked by the table's checks)
+            return None if isinstance(value, str) else "is not base64 text"
         if isinstance(kind, Boolean):
             return None if isinstance(value, bool) else "is not true or false"
         if isinstance(kind, Integer):
@@ -257,6 +295,14 @@ def _insert_run(conn: Connection, name: str, rows: Iterator[dict[str, Any]]) -> 
     config = StoredConfig.from_text(run["config"]).without_queue()
     run.update(name=name, config=config.to_text())
     return int(conn.execute(insert(RUN).values(**run).returning(RN.id)).scalar_one())
+
+
+def _insert_images(conn: Connection, run_id: int, rows: Iterator[dict[str, Any]]) -> int:
+    """Insert the images one at a time: one may take megabytes."""
+    n = 0
+    for n, row in enumerate(rows, start=1):  # noqa: B007  # the count
+        conn.execute(insert(IMAGE).values(**row, run_id=run_id))
+    return n
 
 
 def _insert_calls(

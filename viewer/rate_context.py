@@ -43,7 +43,12 @@ __all__ = [
 HERE = Path(__file__).resolve().parent
 PREFIX = "/rate"
 #: the workspace's own static files (served with its headers)
-STATIC = {"rate.css": "text/css", "rate.js": "text/javascript", "rate.signin.js": "text/javascript"}
+STATIC = {
+    "rate.css": "text/css",
+    "rate.js": "text/javascript",
+    "rate.signin.js": "text/javascript",
+    "favicon.svg": "image/svg+xml",
+}
 _ITEM_ID = re.compile(r"[0-9]{1,18}")
 #: items whose first view is remembered per session when storage has no served_at
 FIRST_SEEN_KEPT = 10_000

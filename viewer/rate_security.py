@@ -39,10 +39,10 @@ __all__ = [
 SESSION_COOKIE = "flask_eval_rate"
 #: the cookie of the sign-in form's CSRF token (before a session exists: double submit)
 PRE_COOKIE = "flask_eval_rate_signin"
-#: the workspace's scripts and styles are its own files: nothing inline runs, nothing
-#: is loaded from elsewhere, no page may frame it, forms post to it only
+#: the workspace's scripts, styles and images are its own files: nothing inline runs,
+#: nothing is loaded from elsewhere, no page may frame it, forms post to it only
 CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
     "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
 HEADERS = {

@@ -4,7 +4,8 @@ an item cannot be judged.
 
 Routes (all under ``/rate``): ``GET /rate`` (progress), ``GET|POST /rate/signin``,
 ``POST /rate/signout``, ``GET /rate/next`` (claims the next item, redirects to it),
-``GET /rate/item/<id>``, ``POST /rate/item/<id>/submit|skip|flag``, ``GET
+``GET /rate/item/<id>``, ``GET /rate/item/<id>/images/<sha256>`` (the images of the
+item's instruction), ``POST /rate/item/<id>/submit|skip|flag``, ``GET
 /rate/static/<file>``. :func:`mount` adds them to an application (the viewer's, with
 ``flask-eval view --rate``); :func:`make_app` is the workspace alone (``flask-eval
 rate``). Pages are blind (no model, judge or run name anywhere a rater can see) and
@@ -20,8 +21,11 @@ from aiohttp import web
 
 from flask_eval.app import rating
 from flask_eval.app.rater_tokens import hash_token, same
+from flask_eval.core.errors import InputError
 from flask_eval.storage import ratings
+from flask_eval.storage.image_pages import instance_images
 from flask_eval.storage.store import Store
+from flask_eval.viewer import images
 from flask_eval.viewer import rate_security as sec
 from flask_eval.viewer.rate_context import (
     PREFIX,
@@ -158,6 +162,7 @@ async def _render_item(
         shown = await db(rating.build_page, ws.store, item)
     except rating.ItemGone:
         return ws.message(410, "Gone", "This item's run is no longer in the store.", who)
+    refs = await db(instance_images, ws.store, item.run_id, item.instance_id)
     return ws.page(
         "rate_item.html",
         status,
@@ -169,7 +174,33 @@ async def _render_item(
         problems=problems or {},
         NA=rating.NA,
         TIE=rating.TIE,
+        images=images.shown(
+            refs, lambda d: f"{PREFIX}/item/{item.id}/images/{d}", "the instruction"
+        ),
     )
+
+
+async def item_image(request: web.Request) -> web.Response:
+    """An image of the instruction of the rater's own item (blind: the path names the
+    item, not its run); 404 for an image the item's instruction does not carry."""
+    ws = workspace(request)
+    who = await signed_in(request)
+    if who is None:
+        raise web.HTTPForbidden(text="sign in first")
+    item = await own_item(request, who)
+    try:
+        digest = images.checked_digest(request.match_info["sha256"])
+    except InputError as exc:
+        raise web.HTTPBadRequest(text=exc.message) from None
+    refs = await db(instance_images, ws.store, item.run_id, item.instance_id)
+    if digest not in {r.sha256 for r in refs}:
+        raise web.HTTPNotFound(text="this item has no such image")
+    match = request.headers.get("If-None-Match")
+    try:
+        served: web.Response = await db(images.serve, ws.store, item.run_id, "", digest, match)
+    except images.ImageNotFound:
+        raise web.HTTPNotFound(text="this item has no such image") from None
+    return served
 
 
 def _already(ws: Workspace, who: Who, item: ratings.RatingItem) -> web.Response:
@@ -307,6 +338,7 @@ def mount(app: web.Application, store: Store, options: RateOptions) -> None:
     app.router.add_post(f"{PREFIX}/signout", signout)
     app.router.add_get(f"{PREFIX}/next", next_item, allow_head=False)  # it claims an item
     app.router.add_get(f"{PREFIX}/item/{{id}}", item_page)
+    app.router.add_get(f"{PREFIX}/item/{{id}}/images/{{sha256}}", item_image)
     app.router.add_post(f"{PREFIX}/item/{{id}}/submit", submit)
     app.router.add_post(f"{PREFIX}/item/{{id}}/skip", skip)
     app.router.add_post(f"{PREFIX}/item/{{id}}/flag", flag)

@@ -26,9 +26,11 @@ from flask_eval.core.redact import redact
 from flask_eval.report.probe_card_html import PAIR_KEYS, card_html, pairs_html
 from flask_eval.rubrics import kinds
 from flask_eval.storage import browse as ledger
+from flask_eval.storage.image_pages import instance_images
 from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
 from flask_eval.viewer import body as body_mod
+from flask_eval.viewer import images
 from flask_eval.viewer.body import card_url, judgments_url, leaderboard, pairs_url, run_url
 
 if TYPE_CHECKING:
@@ -131,10 +133,11 @@ def page(request: web.Request, template: str, status: int = 200, **context: Any)
 
 
 #: scripts from this origin only (no inline script runs, whatever a page holds); styles
-#: from this origin and inline (the figures' SVG attributes); nothing from elsewhere
+#: from this origin and inline (the figures' SVG attributes); images from this origin only
+#: (an instance's, ``viewer.images``; no ``data:`` URL); nothing from elsewhere
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
-    "img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; "
+    "img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'self'; "
     "frame-ancestors 'none'"
 )
 
@@ -153,7 +156,7 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
             if problem is not None:
                 raise InputError(problem)
         return await handler(request)
-    except browse.NotFound as exc:
+    except (browse.NotFound, images.ImageNotFound) as exc:
         return page(request, "error.html", 404, title="Not found", message=redact(str(exc)))
     except InputError as exc:
         return page(request, "error.html", 400, title="Bad request", message=redact(str(exc)))
@@ -254,7 +257,33 @@ async def judgment_page(request: web.Request) -> web.Response:
     except InputError:  # no judgment has that id
         raise browse.NotFound(f"run {run.name} has no judgment {raw!r}") from None
     detail = await _db(browse.judgment_detail, store, run, judgment)
-    return page(request, "judgment.html", title=f"{run.name}: judgment {raw}", run=run, d=detail)
+    shown = await _instance_images(request, run, str(detail.row["instance_id"]))
+    return page(
+        request,
+        "judgment.html",
+        title=f"{run.name}: judgment {raw}",
+        run=run,
+        d=detail,
+        images=shown,
+    )
+
+
+async def _instance_images(request: web.Request, run: RunInfo, instance: str) -> Any:
+    """The images of ``instance`` as a page shows them."""
+    refs = await _db(instance_images, request.app[STORE], run.id, instance)
+    return images.shown(refs, lambda d: images.image_url(run.name, d), f"instance {instance}")
+
+
+async def image(request: web.Request) -> web.Response:
+    """One image of a run, by digest (``viewer.images``): 400 for what is no digest, 404
+    for one the run does not hold."""
+    digest = images.checked_digest(request.match_info["sha256"])
+    run = await _run(request)
+    match = request.headers.get("If-None-Match")
+    served: web.Response = await _db(
+        images.serve, request.app[STORE], run.id, run.name, digest, match
+    )
+    return served
 
 
 async def compare_page(request: web.Request) -> web.Response:
@@ -275,6 +304,7 @@ async def compare_page(request: web.Request) -> web.Response:
     comparison = await _db(browse.compare, store, run, instance, [a, b])
     before, after = await _db(browse.neighbours, store, run, instance)
     apart = await _db(browse.disagreements, store, run, [a, b])
+    shown = await _instance_images(request, run, comparison.instance_id)
     return page(
         request,
         "compare.html",
@@ -287,6 +317,7 @@ async def compare_page(request: web.Request) -> web.Response:
         before=before,
         after=after,
         apart=apart,
+        images=shown,
     )
 
 
@@ -357,6 +388,7 @@ def make_app(
     app.router.add_get("/runs/{run}/judgments", judgments_page)
     app.router.add_get("/runs/{run}/judgments/{id}", judgment_page)
     app.router.add_get("/runs/{run}/compare", compare_page)
+    app.router.add_get("/runs/{run}/images/{sha256}", image)
     app.router.add_get("/runs/{run}/card", card_page)
     app.router.add_get("/runs/{run}/card/pairs", pairs_page)
     app.router.add_static("/static/", HERE / "static")

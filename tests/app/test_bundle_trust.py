@@ -19,6 +19,7 @@ import pytest
 
 from flask_eval.app.bundle import FORMAT, MAX_ROW_BYTES, check_bundle
 from flask_eval.core.errors import InputError
+from flask_eval.core.files import MIB
 from flask_eval.simulator.config import SimConfig
 from flask_eval.simulator.testing import SimHandle, running_simulator
 from flask_eval.storage.bundle import bundle_columns
@@ -97,7 +98,8 @@ def test_a_gigabyte_line_is_refused_in_one_line_under_a_memory_limit(tmp_path: P
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert (
         proc.stderr == f"error: {path}:2: line is longer than {MAX_ROW_BYTES} bytes "
-        "(16 MiB); no bundle flask-eval writes holds one: it was changed or damaged\n"
+        f"({MAX_ROW_BYTES // MIB} MiB); no bundle flask-eval writes holds one: "
+        "it was changed or damaged\n"
     )
     assert not (tmp_path / "target.db").exists()
 
