@@ -65,7 +65,7 @@ def pixels(data: bytes) -> tuple[int, int]:
 def _large(k: int) -> Made:
     """A chart of 5 bars, 798 x 560 px or so: several tiles or patches on every provider."""
     values = [(k + n) % 9 + 1 for n in range(5)]
-    fmt = FORMATS[k % 3]
+    fmt = FORMATS[(k // TWO_IMAGES + 1) % 3]
     data = encode(bar_chart(values, scale=60, width=150), fmt)
     return Made(f"large{k:02d}.{fmt.lower()}", data, MEDIA[fmt], f"bars {values}")
 
