@@ -55,7 +55,7 @@ _FLUSH = 1 << 18  # bytes handed to the compressor at once
 #: the longest line a bundle holds (its newline aside): the reader never reads more of a
 #: line, so that a small file expanding to a huge line cannot fill the memory. A row holds
 #: at most one input line's text (1 MiB, ``core.jsonl.MAX_LINE_BYTES``), one answer, or
-#: one image as base64 (``app.bundle_images.MAX_IMAGE_BYTES``, 20 MiB: 27 MiB of text).
+#: one image as base64 (``core.image_limits.MAX_IMAGE_BYTES``, 20 MiB: 27 MiB of text).
 MAX_ROW_BYTES = 32 * MIB
 _LONG = "no bundle flask-eval writes holds one: it was changed or damaged"
 

@@ -4,12 +4,12 @@
 An ``image`` row of a bundle holds the image's digest, media type, size in pixels and
 bytes, and its bytes as base64 text. Each is checked as an image read from a file is:
 the bytes are valid base64 whose SHA-256 is the row's digest and whose length is its
-size (at most :data:`MAX_IMAGE_BYTES`); the media type is one of
-``core.images.MEDIA_TYPES`` and is what the bytes are (Pillow reads their magic, among
-those formats only: an SVG, or a PNG labelled JPEG, is refused); the width and height
-are the image's own, at most :data:`MAX_PIXELS` in all (a small file declaring 50,000 x
-50,000 pixels, a decompression bomb, is refused before it is decoded); and the image
-decodes whole.
+size (at most ``core.image_limits.MAX_IMAGE_BYTES``, as for an image read for a run);
+the media type is one of ``core.images.MEDIA_TYPES`` and is what the bytes are (Pillow
+reads their magic, among those formats only: an SVG, or a PNG labelled JPEG, is
+refused); the width and height are the image's own, at most
+``core.image_limits.MAX_PIXELS`` in all (a small file declaring 50,000 x 50,000 pixels,
+a decompression bomb, is refused before it is decoded); and the image decodes whole.
 """
 
 from __future__ import annotations
@@ -26,12 +26,9 @@ from PIL import Image as Pillow
 from PIL import UnidentifiedImageError
 
 from flask_eval.core.files import MIB
+from flask_eval.core.image_limits import MAX_IMAGE_BYTES, MAX_PIXELS
 from flask_eval.core.images import MEDIA_TYPES, ImageRef
 
-#: the largest image a bundle carries, in bytes (the largest any provider takes inline)
-MAX_IMAGE_BYTES = 20 * MIB
-#: the most pixels an image may have (8000 x 8000: no provider takes a larger side)
-MAX_PIXELS = 8000 * 8000
 #: Pillow's format name of each media type
 FORMATS = {"image/png": "PNG", "image/jpeg": "JPEG", "image/webp": "WEBP", "image/gif": "GIF"}
 _HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -81,8 +78,10 @@ def _format(data: bytes) -> str:
     """The format the bytes' magic says (Pillow's name), among :data:`FORMATS` only."""
     for name in FORMATS.values():
         try:
-            with Pillow.open(io.BytesIO(data), formats=[name]):
-                return name
+            with warnings.catch_warnings():  # its size is checked next, once
+                warnings.simplefilter("ignore", Pillow.DecompressionBombWarning)
+                with Pillow.open(io.BytesIO(data), formats=[name]):
+                    return name
         except (UnidentifiedImageError, OSError, ValueError, SyntaxError):
             continue
         except Pillow.DecompressionBombError:

@@ -1,7 +1,11 @@
-"""What each provider accepts of an image: media types, bytes, pixels, images per request.
+"""What an image may be, and what each provider accepts of one: media types, bytes,
+pixels, images per request.
 
-One table, each limit with its published source and the day it was read; a run whose
-images a judge's provider would refuse is refused before anything is written
+:data:`MAX_IMAGE_BYTES` and :data:`MAX_PIXELS` bound every image flask-eval takes in, the
+same wherever it comes from: read for a run (``producer.images``; ``--max-image-mb``
+lowers or raises the bytes) or carried by a bundle (``app.bundle_images``). Then one
+table, each provider's limits with their published source and the day they were read; a
+run whose images a judge's provider would refuse is refused before anything is written
 (``producer.image_plan.check_provider_limits``). How many tokens an image counts for is
 not here. docs/design/images.md lists the same table.
 """
@@ -12,6 +16,15 @@ from dataclasses import dataclass
 
 MB = 1_000_000
 MIB = 1 << 20
+
+#: bytes an image may have: the default of ``--max-image-mb``, and the most a bundle's
+#: image holds (the largest any provider takes inline: OpenAI's 20 MB)
+MAX_IMAGE_BYTES = 20 * MIB
+#: the longest side any provider takes (Anthropic refuses more than 8000 x 8000)
+MAX_SIDE = 8000
+#: pixels an image may have, checked from its header before a pixel is decoded (a small
+#: file declaring 50,000 x 50,000 pixels is a decompression bomb)
+MAX_PIXELS = MAX_SIDE * MAX_SIDE
 
 
 @dataclass(frozen=True)
@@ -53,7 +66,7 @@ PROVIDER_LIMITS: dict[str, ProviderImageLimits] = {
         # bytes", counted on the base64 text); larger than 8000x8000 px is rejected; up
         # to 100 images per API request; 32 MB per request on the standard endpoints
         max_image_bytes=5 * MIB,
-        max_side=8000,
+        max_side=MAX_SIDE,
         max_images=100,
         max_request_bytes=32 * MB,
         base64_bytes=True,

@@ -5,11 +5,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-MIB = 1 << 20
-#: bytes per image, by default (``--max-image-mb``)
-DEFAULT_MAX_BYTES = 20 * MIB
-#: pixels per image: 8000 x 8000, the largest any provider's table takes
-MAX_PIXELS = 8000 * 8000
+from flask_eval.core.image_limits import MAX_IMAGE_BYTES, MAX_PIXELS
+
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "MAX_IMAGES",
+    "MAX_PIXELS",
+    "SVG_REFUSED",
+    "ImageOptions",
+    "ImageProblem",
+]
+
+#: bytes per image, by default (``--max-image-mb``): ``core.image_limits.MAX_IMAGE_BYTES``
+DEFAULT_MAX_BYTES = MAX_IMAGE_BYTES
 #: images per instance
 MAX_IMAGES = 20
 

@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from PIL import Image, ImageStat, UnidentifiedImageError
 
+from flask_eval.core.image_limits import MAX_PIXELS, MAX_SIDE
 from flask_eval.core.image_tokens import image_tokens
 
 from .config import SimConfig
@@ -36,9 +37,6 @@ from .config import SimConfig
 Dialect = Literal["openai", "anthropic", "gemini"]
 #: media type -> Pillow's format name
 FORMATS = {"image/png": "PNG", "image/jpeg": "JPEG", "image/webp": "WEBP", "image/gif": "GIF"}
-#: the most pixels an image may have (Anthropic refuses more than 8000 x 8000)
-MAX_PIXELS = 8000 * 8000
-MAX_SIDE = 8000
 #: distinct colours are counted up to this many
 MAX_COLOURS = 4096
 

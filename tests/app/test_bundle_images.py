@@ -22,8 +22,8 @@ import pytest
 from PIL import Image as Pillow
 
 from flask_eval.app.bundle import FORMAT, check_bundle, export_bundle, import_bundle
-from flask_eval.app.bundle_images import MAX_PIXELS
 from flask_eval.core.errors import InputError
+from flask_eval.core.image_limits import MAX_PIXELS
 from flask_eval.storage.images import run_images
 from flask_eval.storage.records import images_of
 from flask_eval.storage.store import Store
