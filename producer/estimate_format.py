@@ -87,11 +87,12 @@ def format_estimates(estimates: Sequence[Estimate], worker: str = "judge") -> st
         )
     if total.image_tokens:
         lines += [
-            f"{e.judge}: {e.image_tokens:,} of its prompt tokens are images', by its "
-            "provider's image-token rule (docs/design/images.md)"
-            for e in [*estimates, total]
+            f"{e.judge}: {e.image_tokens:,} prompt tokens are images' (its provider's "
+            "image-token rule, docs/design/images.md)"
+            for e in estimates
             if e.image_tokens
         ]
+        lines.append(f"total: {total.image_tokens:,} prompt tokens are images'")
     unpriced = [e.judge for e in estimates if e.unknown]
     if unpriced:
         their = "their calls is" if len(unpriced) > 1 else "its calls is"

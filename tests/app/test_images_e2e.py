@@ -54,7 +54,7 @@ BATCHED: dict[str, Judge] = {
     "gem-b": ("gemini", "gemini-2.0-flash", "gemini"),
 }
 BATCH_INSTANCES = 12
-_IMAGE_TOKENS = re.compile(r"^(\S+): ([\d,]+) of its prompt tokens are images'", re.M)
+_IMAGE_TOKENS = re.compile(r"^(\S+): ([\d,]+) prompt tokens are images'", re.M)
 
 
 def _spec(provider: str, model: str, sim: SimHandle) -> str:

@@ -76,8 +76,8 @@ def test_dry_run_counts_each_providers_image_tokens_per_judge() -> None:
         assert e.prompt_tokens - w.prompt_tokens == expected[e.judge]
     table = format_estimates(exact)
     for name, tokens in expected.items():
-        assert f"{name}: {tokens:,} of its prompt tokens are images'" in table
-    assert f"total: {sum(expected.values()):,} of its prompt tokens are images'" in table
+        assert f"{name}: {tokens:,} prompt tokens are images'" in table
+    assert f"total: {sum(expected.values()):,} prompt tokens are images'" in table
 
 
 def test_a_run_without_images_says_nothing_of_them() -> None:
