@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from flask_eval.app.conversation_records import conversation_record, grouped
 from flask_eval.app.generation import flask_id
 from flask_eval.app.jobs import check_kind, done_values, labelled
 from flask_eval.core.files import replaced_whole
@@ -96,11 +97,16 @@ def write_instances(
     ``answer``, ``skill``, ``domain``, ``difficulty`` as FLASK's level name), ready for
     `run`; with ``custom`` criteria as the skill labels, the skills go in ``criteria``
     (what `run --criteria` reads). An annotated instance also carries ``annotation``:
-    its annotators and the ties broken to combine them. Written whole or not at all;
-    returns the instances written that still lack a facet."""
+    its annotators and the ties broken to combine them. A conversation's turns are one
+    record (``app.conversation_records``: they are not annotated). Written whole or not
+    at all; returns the instances written that still lack a facet."""
     lacking = 0
     with replaced_whole(path) as handle:
-        for i in instances:
+        for i in grouped(instances):
+            if isinstance(i, list):  # a conversation: one record, as it was read
+                whole = conversation_record(i, "criteria" if custom else "skills")
+                handle.write(json.dumps(whole, ensure_ascii=False) + "\n")
+                continue
             lacking += not labelled(i)
             record: dict[str, Any] = {
                 "idx": flask_id(i.id),

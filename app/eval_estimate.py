@@ -22,6 +22,7 @@ from pathlib import Path
 from flask_eval.app import pipeline
 from flask_eval.app.annotation import write_instances
 from flask_eval.app.cache import LedgerCache
+from flask_eval.app.conversation_records import grouped
 from flask_eval.app.evaluate import EvalPlan
 from flask_eval.app.generation import flask_id
 from flask_eval.app.jobs import labelled
@@ -105,8 +106,9 @@ def _judging(plan: EvalPlan) -> pipeline.Plan:
     """The judging step's plan on stand-in responses and labels."""
     space = label_space_of(load_criteria(plan.criteria)) if plan.criteria else flask_label_space()
     skills = tuple(name for name, _ in space.skills[: space.top_skills])
-    instances = [
-        i if labelled(i) else replace(i, skills=i.skills or skills) for i in plan.instances
+    instances = [  # a conversation is not annotated: judged as it is
+        i if labelled(i) or i.conversation else replace(i, skills=i.skills or skills)
+        for i in plan.instances
     ]
     with tempfile.TemporaryDirectory(prefix="flask-eval-dry-run-") as tmp:
         path = Path(tmp)
@@ -116,7 +118,7 @@ def _judging(plan: EvalPlan) -> pipeline.Plan:
         responses = []
         for k, model in enumerate(plan.generation.judges):
             file = path / f"{k}.jsonl"
-            file.write_text("".join(_stand_in(i) for i in instances), encoding="utf-8")
+            file.write_text("".join(_stand_in(i) for i in grouped(instances)), encoding="utf-8")
             responses.append(f"{model.name}={file}")
         judged = pipeline.prepare(
             RunSpec(
@@ -136,6 +138,11 @@ def _judging(plan: EvalPlan) -> pipeline.Plan:
         return replace(judged, inputs=replace(inputs, response_sets=held))
 
 
-def _stand_in(instance: Instance) -> str:
+def _stand_in(instance: Instance | list[Instance]) -> str:
+    """A stand-in response line: to an instance, or to each turn of a conversation."""
     text = "lorem ipsum " * (GENERATION_COMPLETION_TOKENS // 3)  # ~4 characters a token
+    if isinstance(instance, list):
+        last = instance[-1]
+        turns = [text] * (last.turn or 1)
+        return json.dumps({"question_id": last.conversation, "turns": turns}) + "\n"
     return json.dumps({"question_id": flask_id(instance.id), "text": text}) + "\n"

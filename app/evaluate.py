@@ -7,8 +7,13 @@ after the evaluation and the step's fingerprint, so a second invocation with the
 inputs finds every run done and pays for nothing, and one with a model more makes new
 runs whose other calls the answer cache answers: only the new model's calls are paid.
 
+A conversation is generated turn by turn (app/turns.py: turn k asked with the model's own
+answers to the turns before it), not annotated (judged on the criteria its record names,
+else on every one), and judged turn by turn with the conversation up to it in view.
+
 What lands in ``out_dir``: ``responses/<model>.jsonl`` (FLASK's model outputs, with
-tokens, cost and cut-off marks), ``instances.jsonl`` (FLASK's schema, labels filled in)
+tokens, cost and cut-off marks; a conversation as FastChat's model answer),
+``instances.jsonl`` (FLASK's schema, labels filled in; a conversation as one record)
 and ``report.txt``: written also when the judging ends with work failed or pending (the
 exit code is then 1), the report of what is judged so far, which says that it is
 partial and how many judgments are pending.
@@ -21,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from flask_eval.app import annotation, generation, jobs, pipeline, steps
+from flask_eval.app import annotation, generation, jobs, pipeline, steps, turns
 from flask_eval.app.report import build_report
 from flask_eval.app.steps import Say, StepIncomplete, StepResult
 from flask_eval.core.errors import InputError
@@ -179,10 +184,19 @@ def evaluate(
         done.append(result)
         return result
 
-    gen = step(plan.generation, "generate")
-    responses = generation.generated(store, gen.run)
+    rounds = turns.split_turns(plan.generation)
+    if rounds.later:  # conversations: turn by turn, each with the model's own answers
+        work = steps.StepWork(max_cost, progress=progress, timeout=timeout, say=say)
+        made = turns.generate_turns(rounds, store, dispatcher, settings, work=work)
+        done += made.steps
+        gen_run, responses = made.run, made.responses
+    else:
+        gen_run = step(plan.generation, "generate").run
+        responses = generation.generated(store, gen_run)
     out = plan.out_dir
-    written = generation.write_model_outputs(responses, gen.run, str(out / "responses"))
+    # a conversation's answers as one record each: the judging step reads each turn's
+    # response with the model's earlier answers (Response.history)
+    written = generation.write_model_outputs(responses, gen_run, str(out / "responses"))
     for model, n in generation.cut_off_counts(responses).items():
         tell(
             f"generate: {n} responses of {model} were cut off by its token limit (kept, "

@@ -142,9 +142,10 @@ def prepare_annotation(
     sampling: Sampling = NO_SAMPLING,
 ) -> tuple[Plan | None, list[Instance]]:
     """The plan of an annotation run over the instances that lack metadata (all with
-    ``relabel``), and every instance of the source (those not annotated keep theirs); the
-    plan is None when none is to be labelled. ``criteria``: a criteria file whose
-    criteria are the skill labels instead of FLASK's 12 skills. Writes nothing."""
+    ``relabel``; a conversation's turns never), and every instance of the source (those
+    not annotated keep theirs); the plan is None when none is to be labelled.
+    ``criteria``: a criteria file whose criteria are the skill labels instead of FLASK's
+    12 skills. Writes nothing."""
     from flask_eval.rubrics.annotation import flask_label_space, label_space_of
 
     configs = _load_workers(annotators, annotators_files, kinds.kind(kinds.ANNOTATION).words.worker)
@@ -152,7 +153,9 @@ def prepare_annotation(
         check_run_name(run_name)
     instances = _selected(load_instance_source(source, criteria), sampling)
     space = label_space_of(load_criteria(criteria)) if criteria else flask_label_space()
-    todo = [i for i in instances if relabel or not labelled(i)]
+    # a conversation's turns are not labelled: one skill set per turn has no place in a
+    # conversation's record, and one without skills is judged on every criterion
+    todo = [i for i in instances if (relabel or not labelled(i)) and i.conversation is None]
     if not todo:
         return None, instances
     plan = _plan(

@@ -17,7 +17,13 @@ from flask_eval.core.gcpause import paused_gc
 from flask_eval.core.people import People
 from flask_eval.core.types import JudgeConfig
 from flask_eval.producer.context import RunContext
-from flask_eval.producer.estimate import AnswerCache, CallTexts, Estimator, planned_calls
+from flask_eval.producer.estimate import (
+    AnswerCache,
+    CallTexts,
+    Estimator,
+    instance_texts,
+    planned_calls,
+)
 from flask_eval.producer.inputs import Inputs
 from flask_eval.producer.pairs import planned_pairwise_rows
 from flask_eval.producer.plan import Judging, new_calls
@@ -141,8 +147,12 @@ class Plan:
         validation), and only the sampled responses are read again. ``options``: the
         sampler's (size, seed, budget)."""
         context = self.context()
-        if self.pairs is not None or self.kind != JUDGMENT:  # two responses, or another
-            # kind's texts: held in memory
+        if (
+            self.pairs is not None
+            or self.kind != JUDGMENT
+            or any(i.history for i in self.inputs.instances)
+        ):  # two responses, another kind's texts, or conversations (each response's
+            # earlier answers, which the counts by length do not know): held in memory
             return CallSampler.of_estimator(self.estimator(), self.planned_calls(), **options)
         sampler = CallSampler(context, **options)
         with paused_gc():  # millions of calls counted, no cycles (core.gcpause)
@@ -166,7 +176,7 @@ def _count_calls(sampler: CallSampler, inputs: Inputs, context: RunContext) -> N
     splits: dict[tuple[str, tuple[str, ...]], list[list[str]]] = {}
     for n, i in enumerate(instances):
         first[n] = len(table)
-        texts = CallTexts(i.instruction, i.answer, "", None, i.system_prompt, i.rubrics, i.images)
+        texts = instance_texts(i)
         for judge in context.judges:
             split = splits.get((judge, i.skills))
             if split is None:

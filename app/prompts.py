@@ -1,6 +1,7 @@
 """The exact prompt a judgment's judge was sent (docs/design/viewer.md): rendered from the
-stored inputs with the run's protocol, as ``workers.runner`` renders a call, and verified
-against the stored answer's cache key."""
+stored inputs with the run's protocol, as ``workers.runner`` renders a call (the
+conversation before the judged turn and the instruction's images included:
+``workers.subject.job_subject``), and verified against the stored answer's cache key."""
 
 from __future__ import annotations
 
@@ -10,17 +11,20 @@ from typing import Any
 from flask_eval.core.types import JudgeSpec
 from flask_eval.producer.context import RunContext
 from flask_eval.rubrics.grading import Criterion
-from flask_eval.rubrics.messages import Message, plain
+from flask_eval.rubrics.messages import Message, parts_of
 from flask_eval.storage import browse
+from flask_eval.storage.images import run_images
 from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
 from flask_eval.workers.context import cache_key, generate_config
+from flask_eval.workers.subject import job_subject
 
 
 @dataclass(frozen=True)
 class Prompt:
     """The messages a judge call was sent, as the executor renders them."""
 
+    #: role and text of each message; an image shows as a line naming it (:func:`shown`)
     messages: list[dict[str, str]]
     criteria: list[str]  # the criteria of that call, in its order
     schema: dict[str, Any] | None = None
@@ -46,6 +50,27 @@ def _groups(record: browse.JudgmentRecord, context: RunContext) -> list[list[int
     return out or [[int(record.row["id"])]]
 
 
+def shown(messages: list[Message]) -> list[dict[str, str]]:
+    """``messages`` as role and text, for reading: each image part (whose bytes the
+    judge was sent, in its provider's format) as a line of its own naming it, e.g.
+    ``[image: image/png, 640x480 px, 12,345 bytes, sha256 3f2a...]``."""
+    out = []
+    for m in messages:
+        text = []
+        for part in parts_of(m):
+            image = getattr(part, "image", None)
+            if image is None:
+                text.append(part.text)
+                continue
+            ref = image.ref
+            text.append(
+                f"\n[image: {ref.media_type}, {ref.width}x{ref.height} px, {ref.size:,} bytes, "
+                f"sha256 {ref.sha256}]\n"
+            )
+        out.append({"role": m["role"], "content": "".join(text)})
+    return out
+
+
 @dataclass(frozen=True)
 class _Call:
     messages: list[Message]
@@ -55,19 +80,18 @@ class _Call:
 
 
 def _render(store: Store, context: RunContext, ids: list[int]) -> _Call:
-    """A call of the rows ``ids`` as ``workers.runner`` renders it."""
+    """A call of the rows ``ids`` as ``workers.runner`` renders it: with the
+    conversation before its turn and its instruction's images (the run's stored bytes)."""
     rows = browse.job_contexts(store, ids)
     first = rows[0]
     criteria = [context.criterion(r.criterion, r.rubrics) for r in rows]
-    subject = context.subject(
-        first.instruction,
-        first.reference,
-        first.response,
-        first.system_prompt,
-        first.response_b,
-        first.model,
-    )
-    messages, schema = context.prompt(first.judge, subject, criteria)
+    wanted = {i.sha256 for i in first.images}
+    images = run_images(store, first.run_id, wanted) if wanted else {}
+    missing = wanted - set(images)
+    if missing:
+        shown = ", ".join(d[:12] for d in sorted(missing))
+        raise KeyError(f"the run's ledger holds no image {shown}")
+    messages, schema = context.prompt(first.judge, job_subject(context, first, images), criteria)
     return _Call(messages, schema, criteria, _key(context, first.judge, messages, schema))
 
 
@@ -112,16 +136,16 @@ def render_prompt(store: Store, run: RunInfo, record: browse.JudgmentRecord) -> 
     for call in rendered:
         if call.key == stored:
             return Prompt(
-                plain(call.messages), [c.name for c in call.criteria], call.schema, verified=True
+                shown(call.messages), [c.name for c in call.criteria], call.schema, verified=True
             )
     for call in rendered if stored else ():
         again = _reminded(store, context, judge, call)
         if again is not None and _key(context, judge, again, call.schema) == stored:
             return Prompt(
-                plain(again),
+                shown(again),
                 [c.name for c in call.criteria],
                 call.schema,
                 "its last messages are the judge's first answer and a format reminder",
                 verified=True,
             )
-    return Prompt(plain(rendered[0].messages), names, rendered[0].schema)
+    return Prompt(shown(rendered[0].messages), names, rendered[0].schema)

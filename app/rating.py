@@ -22,6 +22,7 @@ from flask_eval.core.types import VERDICT_FIRST, VERDICT_SECOND, VERDICT_TIE, In
 from flask_eval.producer.context import RunContext
 from flask_eval.rubrics.grading import RUBRIC_LEVELS, Criterion, Protocol, Subject
 from flask_eval.storage import ratings
+from flask_eval.storage.response_history import response_histories
 from flask_eval.storage.response_texts import response_texts
 from flask_eval.storage.store import Store
 
@@ -31,6 +32,7 @@ __all__ = [
     "NA",
     "TIE",
     "CriterionView",
+    "EarlierTurn",
     "FormError",
     "ItemGone",
     "Level",
@@ -103,12 +105,24 @@ class CriterionView:
 
 
 @dataclass(frozen=True)
+class EarlierTurn:
+    """A turn of the conversation before the one rated: the user's text, its reference
+    (empty where the judges are not shown references) and the answer of each response's
+    model to it, in the order the responses are shown (empty: none recorded)."""
+
+    user: str
+    reference: str
+    answers: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class RatingPage:
     """What one rating page shows (every text untrusted: templates escape it).
 
     ``system_prompt`` and ``reference`` are empty where the run's protocol does not show
     them to a judge (or the instance has none); ``responses`` holds one response, or two
-    in the order shown."""
+    in the order shown; ``earlier``: the turns of the conversation before the rated one
+    (none for a one-shot instruction), as a judge is shown them."""
 
     item_id: int
     instruction: str
@@ -116,6 +130,7 @@ class RatingPage:
     reference: str
     responses: tuple[str, ...]
     criteria: tuple[CriterionView, ...]
+    earlier: tuple[EarlierTurn, ...] = ()
 
     @property
     def pairwise(self) -> bool:
@@ -134,6 +149,20 @@ def build_page(store: Store, item: ratings.RatingItem) -> RatingPage:
     if pairwise and item.swapped:
         responses = responses[::-1]
     shows_system, shows_reference = _shows(protocol, context.reference, pairwise)
+    earlier: tuple[EarlierTurn, ...] = ()
+    if instance.history:  # a conversation's turn: the turns before it, each model's answers
+        answers = response_histories(store, item.run_id, keys)
+        of_each = [answers.get(k, ()) for k in keys]
+        if pairwise and item.swapped:
+            of_each = of_each[::-1]
+        earlier = tuple(
+            EarlierTurn(
+                t.user,
+                t.reference if shows_reference else "",
+                tuple(a[n] if n < len(a) else "" for a in of_each),
+            )
+            for n, t in enumerate(instance.history)
+        )
     return RatingPage(
         item_id=item.id,
         instruction=instance.instruction,
@@ -141,6 +170,7 @@ def build_page(store: Store, item: ratings.RatingItem) -> RatingPage:
         reference=instance.answer if shows_reference else "",
         responses=responses,
         criteria=_criteria(context, instance, protocol, item.criteria, pairwise),
+        earlier=earlier,
     )
 
 

@@ -33,7 +33,7 @@ from flask_eval.app import steps
 from flask_eval.app.generation import Generated, generated
 from flask_eval.app.jobs import MODE
 from flask_eval.app.pipeline import Plan, judge_identity
-from flask_eval.app.steps import StepIncomplete, StepWork
+from flask_eval.app.steps import StepIncomplete, StepResult, StepWork
 from flask_eval.core.limits import MAX_RUN_NAME
 from flask_eval.core.settings import Settings
 from flask_eval.core.types import Instance, JudgeConfig, Response, ResponseSet
@@ -172,11 +172,16 @@ class TurnsDone:
     """What a generation in rounds produced: its runs (round 1's first), each model's
     responses in the generation's instance order (a turn with the model's earlier
     answers), the turns not asked of each model (an earlier turn unanswered), the
-    calls dispatched and those the answer cache answered, and what was left incomplete."""
+    calls dispatched and those the answer cache answered, and what was left
+    incomplete; ``blank``: of the turns not asked, those whose model answered the turn
+    before with nothing (a conversation is not continued after an empty answer);
+    ``steps``: how each run that ended complete ended."""
 
     runs: list[RunInfo] = field(default_factory=list)
     responses: dict[str, list[Generated]] = field(default_factory=dict)
     not_asked: dict[str, int] = field(default_factory=dict)
+    blank: dict[str, int] = field(default_factory=dict)
+    steps: list[StepResult] = field(default_factory=list)
     dispatched: int = 0
     cached: int = 0
     incomplete: list[str] = field(default_factory=list)
@@ -207,8 +212,16 @@ def generate_turns(
     for k in range(1, turns.turns() + 1):
         plans = [turns.first]
         if k > 1:
-            made = (turn_plan(turns, k, m, _answers(answered[m.name], k)) for m in turns.models)
-            plans = [p for p in made if p is not None]
+            plans = []
+            for m in turns.models:
+                answers, blank = _answers(answered[m.name], k)
+                if blank:
+                    done.blank[m.name] = done.blank.get(m.name, 0) + sum(
+                        i.conversation in blank for i in turns.later[k - 2]
+                    )
+                made = turn_plan(turns, k, m, answers)
+                if made is not None:
+                    plans.append(made)
             for p in plans:
                 asked[p.judges[0].name] += len(p.inputs.instances)
         for run in _execute(plans, store, dispatcher, settings, work, verb, done):
@@ -230,9 +243,14 @@ def generate_turns(
             done.not_asked[model] = later - asked.get(model, 0)
     if done.not_asked:
         said = ", ".join(f"{m}: {n}" for m, n in done.not_asked.items())
-        done.incomplete.append(
-            f"{verb}: turns not generated, an earlier turn of theirs having no answer ({said})"
-        )
+        line = f"{verb}: turns not generated, an earlier turn of theirs having no answer ({said})"
+        if done.blank:
+            empty = ", ".join(f"{m}: {n}" for m, n in done.blank.items())
+            line += (
+                f"; of those, right after an empty answer, after which a conversation is "
+                f"not continued ({empty})"
+            )
+        done.incomplete.append(line)
     if done.incomplete:
         raise TurnsIncomplete("; ".join(done.incomplete), done)
     return done
@@ -247,16 +265,31 @@ class TurnsIncomplete(StepIncomplete):
         self.done = done
 
 
-def _answers(of_model: Mapping[tuple[str, int], Generated], k: int) -> dict[str, tuple[str, ...]]:
-    """Conversation -> the model's answers to its turns 1..k-1, where it has them all."""
+def _answers(
+    of_model: Mapping[tuple[str, int], Generated], k: int
+) -> tuple[dict[str, tuple[str, ...]], set[str]]:
+    """Conversation -> the model's answers to its turns 1..k-1, where it has them all
+    and none is blank; and the conversations whose answer to turn k-1 is blank (one
+    with an earlier blank answer was not asked turn k-1).
+
+    An empty (or blank) answer ends the conversation: turn k would show the model an
+    assistant turn with nothing in it, which Anthropic's API refuses outright, and no
+    stand-in text would be the model's own; the turn is not asked and is said as not
+    generated (docs/design/conversations.md)."""
     found: dict[str, tuple[str, ...]] = {}
+    blank: set[str] = set()
     for conversation, turn in of_model:
         if turn != 1:
             continue
         texts = [of_model.get((conversation, j)) for j in range(1, k)]
-        if all(t is not None for t in texts):
-            found[conversation] = tuple(t.text for t in texts if t is not None)
-    return found
+        if not all(t is not None for t in texts):
+            continue
+        answers = tuple(t.text for t in texts if t is not None)
+        if all(a.strip() for a in answers):
+            found[conversation] = answers
+        elif all(a.strip() for a in answers[:-1]):
+            blank.add(conversation)
+    return found, blank
 
 
 def _with_history(g: Generated, own: Mapping[tuple[str, int], str]) -> Generated:
@@ -289,6 +322,7 @@ def _execute(
                 plan, store, dispatcher, settings, verb=verb, work=replace(work, max_cost=left)
             )
             run, sent = result.run, result.dispatched
+            done.steps.append(result)
         except StepIncomplete as exc:
             found = store.find_run(plan.name)
             if found is None:

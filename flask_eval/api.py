@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from typing import Any, TypeVar
 
-from flask_eval.app import annotation, generation, jobs, pipeline, steps
+from flask_eval.app import annotation, generation, jobs, pipeline, steps, turns
 from flask_eval.app import evaluate as evaluate_use_case
 from flask_eval.app.budget import check_budget
 from flask_eval.app.cache import LedgerCache, existing_cache
@@ -196,8 +196,9 @@ def generate(
     **options: Any,
 ) -> Records:
     """The models under test answer the instances (``flask-eval generate``): one record
-    per response (model, instance_id, text, finish, cut_off, tokens, cost); ``options``:
-    :class:`GenerateOptions`."""
+    per response (model, instance_id, text, finish, cut_off, tokens, cost; a turn of a
+    conversation: its conversation, turn and the model's earlier answers, ``history``,
+    which it was asked with); ``options``: :class:`GenerateOptions`."""
     o = _options(GenerateOptions, options)
     source = jobs.InstanceSource(instances, o.biggen, o.prometheus_set, o.pairwise_set)
     plan = jobs.prepare_generation(
@@ -209,10 +210,23 @@ def generate(
     )
     if dry_run:
         return _estimates(plan, database_url)
+    work = _Work(o.in_flight, o.max_cost, timeout)
+    rounds = turns.split_turns(plan)
     with _session(database_url) as (settings, store):
-        run = _run(plan, settings, store, "generate", _Work(o.in_flight, o.max_cost, timeout))
-        produced = generation.generated(store, run)
-    return [{**asdict(g), "cut_off": g.cut_off} for items in produced.values() for g in items]
+        if rounds.later:  # conversations: turn by turn, each with the model's own answers
+            check_budget(rounds.models, rounds.name, settings.database_url, work.max_cost)
+            dispatcher = steps.dispatcher_for(settings, store, rounds.models, work.in_flight)
+            step = steps.StepWork(work.max_cost, timeout=work.timeout)
+            done = turns.generate_turns(rounds, store, dispatcher, settings, work=step)
+            produced = done.responses
+        else:
+            run = _run(plan, settings, store, "generate", work)
+            produced = generation.generated(store, run)
+    return [
+        {**asdict(g), "history": list(g.history), "cut_off": g.cut_off}
+        for items in produced.values()
+        for g in items
+    ]
 
 
 def annotate(

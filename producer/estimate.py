@@ -31,19 +31,22 @@ from itertools import islice
 from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol
 
+from flask_eval.core.conversations import Turn
 from flask_eval.core.image_tokens import image_tokens
 from flask_eval.core.images import ImageRef
 from flask_eval.core.models import model_info
 from flask_eval.core.types import Instance, InstanceRubric, JudgeConfig
-from flask_eval.producer.context import RunContext
+from flask_eval.producer.context import Conversation, RunContext
 from flask_eval.producer.inputs import Inputs
 from flask_eval.producer.prefix import CACHE_STEP as CACHE_STEP
 from flask_eval.producer.prefix import MIN_CACHED_PREFIX as MIN_CACHED_PREFIX
 from flask_eval.producer.prefix import PrefixGroup, as_rendered, cache_minimum
 from flask_eval.producer.prefix import shared_prefix_tokens as shared_prefix_tokens
 from flask_eval.rubrics.kind import NO_MODEL
+from flask_eval.rubrics.kinds import GENERATION
 from flask_eval.rubrics.prompt import Message, estimate_tokens
 from flask_eval.storage.records import PlannedCall, RunInfo
+from flask_eval.storage.response_history import response_histories
 from flask_eval.storage.store import Store
 
 #: calls rendered and looked up in the cache at a time (bounds the memory held)
@@ -65,10 +68,11 @@ def add_cache_cost(
 
 class CallTexts(NamedTuple):
     """What rendering one call needs of the inputs: the instance's instruction, reference
-    answer, system prompt and own rubrics, the response judged and, in a pairwise run, the
-    second one (:func:`render_texts`). Immutable; a named tuple rather than a frozen
-    dataclass, three times cheaper to make (one per planned call: 10 million on a big
-    plan)."""
+    answer, system prompt, own rubrics and images, the response judged and, in a pairwise
+    run, the second one, and a conversation's earlier turns: the user's (``history``) and
+    each model's answers to them (``answers``, ``answers_b``) (:func:`render_texts`).
+    Immutable; a named tuple rather than a frozen dataclass, three times cheaper to make
+    (one per planned call: 10 million on a big plan)."""
 
     instruction: str
     reference: str
@@ -77,6 +81,16 @@ class CallTexts(NamedTuple):
     system_prompt: str = ""
     rubrics: Mapping[str, InstanceRubric] = _NO_RUBRICS
     images: tuple[ImageRef, ...] = ()
+    history: tuple[Turn, ...] = ()
+    answers: tuple[str, ...] = ()
+    answers_b: tuple[str, ...] = ()
+
+
+def instance_texts(i: Instance) -> CallTexts:
+    """What rendering a call needs of instance ``i`` alone (no response yet)."""
+    return CallTexts(
+        i.instruction, i.answer, "", None, i.system_prompt, i.rubrics, i.images, i.history
+    )
 
 
 class CallCosts(Protocol):
@@ -166,12 +180,16 @@ class Estimator:
         context: RunContext,
         own: Mapping[str, Instance] | None = None,
         cache: AnswerCache | None = None,
+        histories: Mapping[tuple[str, str], tuple[str, ...]] | None = None,
     ) -> None:
         self.instances = instances  # id -> (instruction, reference)
         self.responses = responses  # (model, instance id) -> text
         self.context = context
-        self.own = own or {}  # id -> the instance, for its system prompt and own rubrics
+        # id -> the instance, for its system prompt, own rubrics, images and earlier turns
+        self.own = own or {}
         self.cache = cache
+        # (model, instance id) -> the model's earlier answers (a conversation's turn)
+        self.histories = histories or {}
 
     @classmethod
     def of_inputs(
@@ -181,34 +199,41 @@ class Estimator:
             {i.id: (i.instruction, i.answer) for i in inputs.instances},
             {(r.model, r.instance_id): r.text for rs in inputs.response_sets for r in rs.responses},
             context,
-            {i.id: i for i in inputs.instances if i.rubrics or i.system_prompt or i.images},
+            {i.id: i for i in inputs.instances if _own(i)},
             cache,
+            {
+                (r.model, r.instance_id): r.history
+                for rs in inputs.response_sets
+                for r in rs.responses
+                if r.history
+            },
         )
 
     @classmethod
     def of_run(cls, store: Store, run: RunInfo, cache: AnswerCache | None = None) -> Estimator:
         """From the texts stored with the run (for `resume` and later runs)."""
         instances, responses = store.run_texts(run.id)
-        own = {
-            i.id: i
-            for i in store.instances(run.id).values()
-            if i.rubrics or i.system_prompt or i.images
-        }
-        return cls(instances, responses, RunContext.from_config(run.config), own, cache)
+        own = {i.id: i for i in store.instances(run.id).values() if _own(i)}
+        context = RunContext.from_config(run.config)
+        return cls(instances, responses, context, own, cache, response_histories(store, run.id))
 
     def texts(self, call: PlannedCall) -> CallTexts:
         """What rendering ``call`` needs of the inputs."""
         instruction, reference = self.instances[call.instance_id]
         own = self.own.get(call.instance_id)
+        iid = call.instance_id
         return CallTexts(
             instruction,
             reference,
             # a row about an instance alone has no model and no response
-            self.responses[(call.model, call.instance_id)] if call.model != NO_MODEL else "",
-            self.responses.get((call.model_b, call.instance_id)) if call.model_b else None,
+            self.responses[(call.model, iid)] if call.model != NO_MODEL else "",
+            self.responses.get((call.model_b, iid)) if call.model_b else None,
             own.system_prompt if own is not None else "",
             own.rubrics if own is not None else _NO_RUBRICS,
             own.images if own is not None else (),
+            own.history if own is not None else (),
+            self.histories.get((call.model, iid), ()),
+            self.histories.get((call.model_b, iid), ()) if call.model_b else (),
         )
 
     def render(self, call: PlannedCall) -> tuple[list[Message], Mapping[str, Any] | None, int]:
@@ -234,8 +259,19 @@ def render_texts(
     context: RunContext, call: PlannedCall, texts: CallTexts
 ) -> tuple[list[Message], Mapping[str, Any] | None, int]:
     """``call``'s messages and JSON schema, as the workers send them, and the expected
-    completion tokens of its answer, from ``texts``."""
+    completion tokens of its answer, from ``texts``: a conversation's turn with the turns
+    before it (the images are counted apart: :func:`images_tokens`).
+
+    A generation's turn k (k >= 2) is estimated before the model's answers to the turns
+    before it exist (its round, app/turns.py, is planned after them): each missing answer
+    stands in as a text of the protocol's expected answer length."""
     criteria = [context.criterion(c, texts.rubrics) for c in call.criteria]
+    protocol = context.protocol_for(call.judge)
+    completion = protocol.completion_tokens(criteria)
+    answers = texts.answers
+    if context.kind == GENERATION and len(answers) < len(texts.history):
+        stand_in = "x" * (4 * completion)  # estimate_tokens: about 4 characters a token
+        answers = (*answers, *(stand_in,) * (len(texts.history) - len(answers)))
     subject = context.subject(
         texts.instruction,
         texts.reference,
@@ -243,9 +279,10 @@ def render_texts(
         texts.system_prompt,
         texts.response_b,
         call.model,
+        Conversation(texts.history, answers, texts.answers_b),
     )
     messages, schema = context.prompt(call.judge, subject, criteria)
-    return messages, schema, context.protocol_for(call.judge).completion_tokens(criteria)
+    return messages, schema, completion
 
 
 def estimate_each(
@@ -318,6 +355,11 @@ def summarize_estimates(context: RunContext, ones: Iterable[CallEstimate]) -> li
             prefix,
         )
     return list(by_judge.values())
+
+
+def _own(i: Instance) -> bool:
+    """Whether rendering a call of ``i`` needs more of it than its texts."""
+    return bool(i.rubrics or i.system_prompt or i.images or i.history)
 
 
 def images_tokens(judge: JudgeConfig, images: Sequence[ImageRef]) -> int:

@@ -13,10 +13,11 @@ from __future__ import annotations
 from itertools import islice
 
 from flask_eval.producer.context import RunContext
-from flask_eval.producer.estimate import CallTexts
+from flask_eval.producer.estimate import CallTexts, instance_texts
 from flask_eval.producer.plan import open_call_stream
 from flask_eval.producer.sampling import CallSampler
 from flask_eval.storage.records import PlannedCall, RunInfo
+from flask_eval.storage.response_history import response_histories
 from flask_eval.storage.response_texts import response_lengths, response_texts
 from flask_eval.storage.store import Store
 
@@ -38,10 +39,8 @@ def sample_open_calls(store: Store, run: RunInfo, **options: int) -> CallSampler
     the sampler's size, seed, budget); summarize it before asking its costs."""
     context = RunContext.from_config(run.config)
     sampler = CallSampler(context, **options)
-    texts = {
-        i.id: CallTexts(i.instruction, i.answer, "", None, i.system_prompt, i.rubrics, i.images)
-        for i in store.instances(run.id).values()
-    }
+    texts = {i.id: instance_texts(i) for i in store.instances(run.id).values()}
+    conversations = any(t.history for t in texts.values())
     base: dict[tuple[str, tuple[str, ...]], int] = {}  # the characters but the responses'
     calls = open_call_stream(store, run)
     while chunk := list(islice(calls, CHUNK)):
@@ -61,10 +60,17 @@ def sample_open_calls(store: Store, run: RunInfo, **options: int) -> CallSampler
                 sampler.take(key, call, own, chars)
     wanted = {k for call in sampler.sampled_calls() for k in _responses(call)}
     read = response_texts(store, run.id, wanted)
+    earlier = response_histories(store, run.id, wanted) if conversations else {}
 
     def filled(call: PlannedCall, own: CallTexts) -> CallTexts:
-        second = read.get((call.model_b, call.instance_id)) if call.model_b else None
-        return own._replace(response=read[(call.model, call.instance_id)], response_b=second)
+        iid = call.instance_id
+        second = read.get((call.model_b, iid)) if call.model_b else None
+        return own._replace(
+            response=read[(call.model, iid)],
+            response_b=second,
+            answers=earlier.get((call.model, iid), ()),
+            answers_b=earlier.get((call.model_b, iid), ()) if call.model_b else (),
+        )
 
     sampler.fill(filled)
     return sampler

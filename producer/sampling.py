@@ -119,6 +119,13 @@ class CallSampler:
             chars += len(texts.response_b)
         if texts.rubrics:
             chars += rubric_chars(texts.rubrics, criteria)
+        if texts.history:  # a conversation's earlier turns, and each model's answers
+            chars += sum(len(t.user) for t in texts.history)
+            if self._reference:
+                chars += sum(len(t.reference) for t in texts.history)
+            chars += sum(len(a) for a in texts.answers)
+            if self._pairwise:
+                chars += sum(len(a) for a in texts.answers_b)
         return chars
 
     def count(self, key: tuple[str, ...], chars: int) -> bool:

@@ -34,7 +34,7 @@ from flask_eval.core.errors import (
 from flask_eval.core.redact import redact
 from flask_eval.core.stored import StoredConfig
 from flask_eval.core.types import JudgeConfig
-from flask_eval.producer.context import Conversation, RunContext
+from flask_eval.producer.context import RunContext
 from flask_eval.rubrics.echo import template_of, template_text, without_echoes
 from flask_eval.storage.images import run_images
 from flask_eval.storage.records import CallRecord, JobContext, Outcome
@@ -54,6 +54,7 @@ from flask_eval.workers.leases import Leases
 from flask_eval.workers.limiter import Budget, Limiter, NullLimiter
 from flask_eval.workers.sender import Halted, Sender
 from flask_eval.workers.spool import Spool
+from flask_eval.workers.subject import job_subject
 from flask_eval.workers.writer import WriteBehind
 
 log = logging.getLogger("flask_eval.worker")
@@ -271,21 +272,13 @@ class Executor:
                 detail = f"the run's ledger holds no image {', '.join(missing)}"
                 unjudged += failed(rows, JudgeError(FailureReason.INTERNAL, detail))
                 continue
-            subject = context.subject(
-                first.instruction,
-                first.reference,
-                first.response,
-                first.system_prompt,
-                first.response_b,
-                first.model,
-                Conversation(
-                    first.history,
-                    first.answers,
-                    first.answers_b,
-                    tuple(images[i.sha256] for i in first.images),
-                ),
-            )
-            messages, schema = context.prompt(first.judge, subject, criteria)
+            subject = job_subject(context, first, images)
+            try:
+                messages, schema = context.prompt(first.judge, subject, criteria)
+            except (ValueError, KeyError) as exc:  # a call its protocol refuses to render
+                detail = f"the call's prompt cannot be rendered: {exc}"
+                unjudged += failed(rows, JudgeError(FailureReason.CONFIG, redact(detail)))
+                continue
             generate = generate_config(config, self.config.timeout, schema)
             key = cache_key(judge.name, messages, generate)
             prepared.append(Call(rows, config, judge, protocol, criteria, messages, generate, key))
