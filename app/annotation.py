@@ -6,6 +6,7 @@ and their agreement with given labels (`annotate --compare`).
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -15,6 +16,7 @@ from flask_eval.app.conversation_records import conversation_record, grouped
 from flask_eval.app.generation import flask_id
 from flask_eval.app.jobs import check_kind, done_values, labelled
 from flask_eval.core.files import replaced_whole
+from flask_eval.core.images import Image, attached
 from flask_eval.core.types import DIFFICULTY_LABELS, Instance
 from flask_eval.producer.loaders import load_instances
 from flask_eval.report.annotation import Combined, Labels, combine
@@ -86,6 +88,11 @@ def apply(instances: Sequence[Instance], labels: Mapping[str, Combined]) -> list
     return out
 
 
+def image_uri(image: Image) -> str:
+    """``image`` as a ``data:`` URI (what ``producer.images`` reads back, byte for byte)."""
+    return f"data:{image.ref.media_type};base64,{base64.b64encode(image.data).decode('ascii')}"
+
+
 def write_instances(
     instances: Iterable[Instance],
     path: str,
@@ -97,7 +104,8 @@ def write_instances(
     ``answer``, ``skill``, ``domain``, ``difficulty`` as FLASK's level name), ready for
     `run`; with ``custom`` criteria as the skill labels, the skills go in ``criteria``
     (what `run --criteria` reads). An annotated instance also carries ``annotation``:
-    its annotators and the ties broken to combine them. A conversation's turns are one
+    its annotators and the ties broken to combine them; its own rubrics and its images
+    (as ``data:`` URIs, the bytes read) go along. A conversation's turns are one
     record (``app.conversation_records``: they are not annotated). Written whole or not
     at all; returns the instances written that still lack a facet."""
     lacking = 0
@@ -118,6 +126,17 @@ def write_instances(
             }
             if i.system_prompt:
                 record["system_prompt"] = i.system_prompt
+            if i.rubrics:
+                record["rubrics"] = {
+                    name: {"criteria": r.criteria, **{str(k): v for k, v in r.scores.items()}}
+                    for name, r in i.rubrics.items()
+                }
+            if i.images:  # self-contained: the file may be read far from the images' folder
+                images = attached(i.images)
+                if len(images) != len(set(i.images)):  # never written without its images
+                    raise ValueError(f"instance {i.id}: its images' bytes were not read")
+                by_digest = {image.ref.sha256: image for image in images}
+                record["images"] = [image_uri(by_digest[ref.sha256]) for ref in i.images]
             c = labels.get(i.id)
             if c is not None:
                 record["annotation"] = {"annotators": list(annotators), "ties": list(c.ties)}
