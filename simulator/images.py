@@ -31,6 +31,7 @@ from PIL import Image, ImageStat, UnidentifiedImageError
 
 from flask_eval.core.image_limits import MAX_PIXELS, MAX_SIDE
 from flask_eval.core.image_tokens import image_tokens
+from flask_eval.core.images import ImageRef
 
 from .config import SimConfig
 
@@ -51,14 +52,10 @@ class ImageRefused(ValueError):
 
 
 @dataclass(frozen=True)
-class SeenImage:
-    """One image of a request as the judge saw it, and what it bills."""
+class SeenImage(ImageRef):
+    """One image of a request as the judge saw it (its digest, type and sizes as
+    ``core.images.ImageRef`` names them), and what it bills."""
 
-    sha256: str
-    media_type: str
-    width: int
-    height: int
-    size: int
     #: mean luminance, 0..255
     brightness: int
     #: distinct colours, counted up to :data:`MAX_COLOURS`
@@ -73,11 +70,7 @@ class SeenImage:
 
     def to_data(self) -> dict[str, Any]:
         return {
-            "sha256": self.sha256,
-            "media_type": self.media_type,
-            "width": self.width,
-            "height": self.height,
-            "size": self.size,
+            **super().to_data(),
             "brightness": self.brightness,
             "colours": self.colours,
             "tokens": self.tokens,
