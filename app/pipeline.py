@@ -57,6 +57,7 @@ from flask_eval.producer.plan import (
     fingerprint,
     run_config,
 )
+from flask_eval.producer.mtbench_judging import mtbench_judging
 from flask_eval.producer.prices import check_budget_prices, settle_prices
 from flask_eval.producer.probe_plan import parse_families, plan_probes
 from flask_eval.producer.samples import sampled
@@ -174,6 +175,13 @@ def prepare(spec: RunSpec) -> Plan:
         raise InputError("--no-swap and --per-criterion go with --pairwise")
     if samples > 1 and pairwise is not None:
         raise InputError("--samples goes with absolute grading, not with --pairwise")
+    inputs, skillset = mtbench_judging(
+        inputs,
+        skillset,
+        configs,
+        pairwise=pairs is not None,
+        own_criteria=bool(src.criteria or src.rubrics),
+    )
     check_provider_limits(inputs.instances, configs, src.perception_bench or sources.path)
     check_protocols(
         [*configs, *_as_judges(people)],
