@@ -42,6 +42,7 @@ from flask_eval.producer.inputs import (
     with_reference_answers,
 )
 from flask_eval.producer.judge_args import combine, combine_workers
+from flask_eval.producer.mtbench_judging import mtbench_judging
 from flask_eval.producer.open_sample import sample_open_calls
 from flask_eval.producer.pairs import (
     check_pairs_answered,
@@ -57,7 +58,6 @@ from flask_eval.producer.plan import (
     fingerprint,
     run_config,
 )
-from flask_eval.producer.mtbench_judging import mtbench_judging
 from flask_eval.producer.prices import check_budget_prices, settle_prices
 from flask_eval.producer.probe_plan import parse_families, plan_probes
 from flask_eval.producer.samples import sampled

@@ -58,7 +58,7 @@ def mtbench_judging(
         overall = overall_criterion()
         skillset = SkillSet((overall,))
         judged = tuple(replace(i, skills=(overall.name,), rubrics={}) for i in judged)
-    return Inputs(judged, inputs.response_sets), skillset
+    return replace(inputs, instances=judged), skillset
 
 
 def _without_reference(instance: Instance) -> Instance:

@@ -20,10 +20,10 @@ skill, then a Python dictionary); ``simulator.formats`` recognises the latter tw
 and finds their response, reference and criteria, so the scoring is the same for all;
 MT-Bench's (an explanation, then ``Rating: [[N]]`` on 1-10: twice the 1-5 level, or one
 less by a hash of the response; the explanation opens with :data:`REFERENCE_NOTE` when
-the prompt showed a reference answer, so a test can tell which prompts carried one). A prompt that grades turn k of a conversation
-(``rubrics.conversation.graded_turn``) is answered about the judged turn's response, and
-the answer opens with the line ``Grading turn: k``, so its rationale says which turn the
-judge was shown.
+the prompt showed a reference answer, so a test can tell which prompts carried one). A
+prompt that grades turn k of a conversation (``rubrics.conversation.graded_turn``) is
+answered about the judged turn's response, and the answer opens with the line
+``Grading turn: k``, so its rationale says which turn the judge was shown.
 """
 
 from __future__ import annotations
