@@ -3,20 +3,26 @@ the simulator over HTTP:
 
 1. `flask-eval generate`: three simulated models, one per provider (OpenAI, Anthropic,
    Gemini wire formats), answer MT-Bench's 80 two-turn questions (``question.jsonl`` as
-   it is); each turn-2 answer says (simulator/generate.py) that its request carried the
-   same model's own turn-1 answer; the FastChat model answers written load back.
+   it is): 480 calls; each turn-2 answer says (simulator/generate.py) that its request
+   carried the digest of the same model's own turn-1 answer; the FastChat model answers
+   written load back as the run's responses.
 2. `flask-eval run` with the `mt-bench` protocol and `--reference-answers`: all 160 turns
-   of the three models judged 1-10 by one judge; exactly the math, reasoning and coding
-   turns are judged with a reference (the simulated judge's explanation says when it was
-   shown one); a rerun makes no call.
-3. `--pairwise all` with the `mt-bench` protocol, both orders, on a subset of the
-   questions (the first 3 of each category: 24 conversations, 48 turns): done, with ties.
-4. The report's per-turn and per-category rows and its MT-Bench section; FastChat's own
-   ``show_result.py`` (tests/upstream/fastchat, unmodified) on `export --format fastchat`
-   gives the same per-model scores, to 1e-9.
-5. Batch judges on the three providers' batch APIs judge 10 conversations (both turns):
-   every judgment done through the batch lane, each turn-2 prompt carrying the
-   conversation (the judge's answer opens with ``Grading turn: 2``).
+   of the three models judged 1-10 by one judge on MT-Bench's one `overall` rating (480
+   calls, 240 of them turn 2); exactly the math, reasoning and coding turns (180 calls)
+   are judged with a reference (the simulated judge's explanation says when it was shown
+   one); a rerun makes no call.
+3. `--pairwise all` with the `mt-bench` protocol, every pair of models in both orders, on
+   all 160 turns (960 calls): done, with ties (``[[C]]``).
+4. The single run's report has per-turn and per-category (MT-Bench's 8 categories, as
+   capabilities) rows and its MT-Bench section, the pairwise run's MT-Bench section has
+   turn 1, turn 2 and both pooled; FastChat's own ``show_result.py``
+   (tests/upstream/fastchat, unmodified) on `export --format fastchat` gives the same
+   per-model scores, to 1e-9 (turn 1, turn 2 and Average; win, loss, tie and rates).
+5. Batch judges (`batch: true`) on the three providers' batch APIs judge 10
+   conversations (every 8th question, both turns) of the three models: 180 calls, every
+   one through its provider's batch API and submitted once; the turn-2 requests (90)
+   carried the conversation (the judge's answer opens with ``Grading turn: 2``, and the
+   simulator counts them in ``conversation_turns``).
 
 Skipped when MT-Bench's data (FLASK_EVAL_MTBENCH_DATA, default ../shared/mtbench-data)
 is absent.
