@@ -42,6 +42,7 @@ from flask_eval.producer.inputs import (
     with_reference_answers,
 )
 from flask_eval.producer.judge_args import combine, combine_workers
+from flask_eval.producer.mtbench_judging import mtbench_judging
 from flask_eval.producer.open_sample import sample_open_calls
 from flask_eval.producer.pairs import (
     check_pairs_answered,
@@ -174,6 +175,13 @@ def prepare(spec: RunSpec) -> Plan:
         raise InputError("--no-swap and --per-criterion go with --pairwise")
     if samples > 1 and pairwise is not None:
         raise InputError("--samples goes with absolute grading, not with --pairwise")
+    inputs, skillset = mtbench_judging(
+        inputs,
+        skillset,
+        configs,
+        pairwise=pairs is not None,
+        own_criteria=bool(src.criteria or src.rubrics),
+    )
     check_provider_limits(inputs.instances, configs, src.perception_bench or sources.path)
     check_protocols(
         [*configs, *_as_judges(people)],

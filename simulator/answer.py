@@ -19,10 +19,11 @@ Each prompt is answered in the format it asks for: ours (a rationale per skill, 
 skill, then a Python dictionary); ``simulator.formats`` recognises the latter two layouts
 and finds their response, reference and criteria, so the scoring is the same for all;
 MT-Bench's (an explanation, then ``Rating: [[N]]`` on 1-10: twice the 1-5 level, or one
-less by a hash of the response). A prompt that grades turn k of a conversation
-(``rubrics.conversation.graded_turn``) is answered about the judged turn's response, and
-the answer opens with the line ``Grading turn: k``, so its rationale says which turn the
-judge was shown.
+less by a hash of the response; the explanation opens with :data:`REFERENCE_NOTE` when
+the prompt showed a reference answer, so a test can tell which prompts carried one). A
+prompt that grades turn k of a conversation (``rubrics.conversation.graded_turn``) is
+answered about the judged turn's response, and the answer opens with the line
+``Grading turn: k``, so its rationale says which turn the judge was shown.
 """
 
 from __future__ import annotations
@@ -66,6 +67,8 @@ _RATIONALES = {
     5: "The response is excellent on this criterion; nothing material is missing.",
 }
 _NA_RATIONALE = "This criterion does not apply to the given instruction."
+#: how an MT-Bench rating's explanation opens when its prompt showed a reference answer
+REFERENCE_NOTE = "Compared with the reference answer:"
 
 
 def estimate_tokens(text: str) -> int:
@@ -284,7 +287,10 @@ def _layout_answer(
     quote = quoted(prompt) if config.quote_response else None
     if layout.layout == "mt-bench":
         level = overall_score(prompt, model, config)
-        return formats.mtbench_answer(ten_point(level, prompt), _RATIONALES[level], kind)
+        feedback = _RATIONALES[level]
+        if layout.reference is not None:
+            feedback = f"{REFERENCE_NOTE} {feedback}"
+        return formats.mtbench_answer(ten_point(level, prompt), feedback, kind)
     if layout.layout == "prometheus":
         score = prometheus_score(prompt, model, config)
         if kind is not None:

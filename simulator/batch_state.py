@@ -179,6 +179,7 @@ class SimBatch:
         stats = sim.stats
         stats.served += 1
         stats.refusals += item.refusal
+        stats.conversation_turns += answer.turn is not None
         stats.garbage += item.garbage
         stats.prompt_tokens += item.prompt_tokens
         stats.completion_tokens += answer.completion_tokens

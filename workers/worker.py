@@ -57,6 +57,10 @@ def run_one(
         metrics_url = f"http://{socket.gethostname()}:{metrics.port}/metrics"
     stats = events.WorkerStats()
     events.subscribe(stats)
+    # built before any thread starts: the executor imports the Redis client (its limiter)
+    # here, not in the batch lane's thread while the consumer imports it in this one (two
+    # threads importing a package's cyclic modules at once raise Python's _DeadlockError)
+    process_executor(in_flight)
     sweeper.start(settings, consumer)
     batch_lane_thread.start(settings, lambda: process_executor(in_flight))
     name = f"flask-eval-{os.getpid()}-{index}@{socket.gethostname()}"

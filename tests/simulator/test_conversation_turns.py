@@ -137,3 +137,54 @@ def test_two_turn_conversations_judged_in_single_and_pairwise_mt_bench() -> None
                 assert reading.complete and (f"{TURN_LINE} {k}" in answer) == (k > 1), answer
         assert sim.stats()["conversation_turns"] == 2 * 3  # turn 2: two singles, one pair
     assert all(score is not None and 1 <= score <= 10 for score in seen.values())
+
+
+def test_an_mt_bench_rating_says_when_its_prompt_showed_a_reference() -> None:
+    from flask_eval.rubrics.grading import Subject
+    from flask_eval.simulator.answer import REFERENCE_NOTE
+
+    protocol, overall = PROTOCOLS["mt-bench"](), [mtbench.overall_criterion()]
+    cases = {
+        Subject("Q", "the reference", "A"): True,
+        Subject("Q", "", "A"): False,
+        Subject("Next?", "11", "13", history=HISTORY, answers=("7",)): True,
+        Subject("Next?", "", "13", history=(Turn("Name a prime.", ""),), answers=("7",)): False,
+    }
+    for subject, shown in cases.items():
+        answer = make_answer(_prompt(protocol.render(subject, overall)), "j", CONFIG)
+        assert (REFERENCE_NOTE in answer) == shown, subject
+        assert protocol.read(answer, overall).complete
+
+
+def test_batched_answers_to_conversation_turns_are_counted() -> None:
+    """``/stats`` ``conversation_turns`` counts the turns graded in a batch as live ones."""
+    import asyncio
+
+    from flask_eval.rubrics.grading import Subject
+    from flask_eval.workers.batching import BatchRequest, batch_api
+    from flask_eval.workers.judge import GenerateConfig, create_judge
+    from tests.workers.test_batch_lane import sim_post
+
+    subject = Subject("And one more?", "11", "13", history=HISTORY, answers=("7",))
+    one_shot = Subject("Name a prime number.", "7", "7")
+    render = PROTOCOLS["mt-bench"]().render
+    requests = [
+        BatchRequest(uid, plain(render(s, [mtbench.overall_criterion()])), GenerateConfig())
+        for uid, s in (("t2", subject), ("t1", one_shot))
+    ]
+    with running_simulator(CONFIG) as sim:
+        sim_post(sim, "/batches/settings", {"delay_s": 0})
+
+        async def judged() -> None:
+            judge = create_judge(f"openai/sim-gpt@{sim.openai_base_url}")
+            try:
+                api = batch_api(judge)
+                status = await api.submit_batch("tag-turns", requests)
+                await api.poll_batch(status.batch_id)
+                await api.batch_results(status.batch_id)
+            finally:
+                await judge.aclose()
+
+        asyncio.run(judged())
+        stats = sim.stats()
+    assert stats["served"] == 2 and stats["conversation_turns"] == 1
