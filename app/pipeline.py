@@ -18,13 +18,15 @@ from flask_eval.app.budget import meter, prices_after, set_max_cost, update_judg
 from flask_eval.app.cache import LedgerCache
 from flask_eval.app.people import plan_people
 from flask_eval.app.plan import Plan as Plan  # re-exported: pipeline.Plan
+from flask_eval.app.protocol_checks import as_judges
+from flask_eval.app.protocol_checks import check_protocols as check_protocols  # re-exported
+from flask_eval.app.run_inputs import judged_inputs, load_run_inputs
 from flask_eval.app.wait_loop import wait as wait  # re-exported: pipeline.wait
 from flask_eval.app.waiting import (
     await_leases,
 )
-from flask_eval.core.errors import ConfigError, FailureReason, InputError
-from flask_eval.core.models import model_info
-from flask_eval.core.people import HUMAN_FIRST, Panel, People, is_person
+from flask_eval.core.errors import FailureReason, InputError
+from flask_eval.core.people import HUMAN_FIRST, Panel, People
 from flask_eval.core.settings import Settings
 from flask_eval.core.spec import RunSpec
 from flask_eval.core.types import JudgeConfig
@@ -33,16 +35,8 @@ from flask_eval.producer.estimate import (
     CallCosts,
     Estimator,
 )
-from flask_eval.producer.image_plan import check_provider_limits
-from flask_eval.producer.images import reading_images
-from flask_eval.producer.inputs import (
-    Inputs,
-    check_run_name,
-    parse_responses_arg,
-    with_reference_answers,
-)
+from flask_eval.producer.inputs import Inputs, check_run_name
 from flask_eval.producer.judge_args import combine, combine_workers
-from flask_eval.producer.mtbench_judging import mtbench_judging
 from flask_eval.producer.open_sample import sample_open_calls
 from flask_eval.producer.pairs import (
     check_pairs_answered,
@@ -50,7 +44,6 @@ from flask_eval.producer.pairs import (
     parse_pairwise_arg,
     plan_pairs,
 )
-from flask_eval.producer.perception_bench import image_options, load_run_sources
 from flask_eval.producer.plan import (
     MODES,
     Judging,
@@ -62,19 +55,17 @@ from flask_eval.producer.prices import check_budget_prices, settle_prices
 from flask_eval.producer.probe_plan import parse_families, plan_probes
 from flask_eval.producer.samples import sampled
 from flask_eval.producer.select import select
-from flask_eval.producer.sources import Sources
 from flask_eval.rubrics import codec
-from flask_eval.rubrics.coverage import Shown, check_rubrics, rubric_levels
-from flask_eval.rubrics.grading import DEFAULT_PROTOCOL, protocol
-from flask_eval.rubrics.pairwise import PAIRWISE_OVERALL, overall_criterion, pairwise_protocol
-from flask_eval.rubrics.skills import SkillSet, load_default
+from flask_eval.rubrics.coverage import rubric_levels
+from flask_eval.rubrics.pairwise import PAIRWISE_OVERALL, overall_criterion
+from flask_eval.rubrics.skills import SkillSet
 from flask_eval.storage import queries
 from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
 from flask_eval.workers.batching import check_batch_spec
 from flask_eval.workers.broker import transport_of
 from flask_eval.workers.inprocess import InProcessTransport
-from flask_eval.workers.judge import create_judge, judge_class, spec_of
+from flask_eval.workers.judge import create_judge, spec_of
 from flask_eval.workers.runner import executor_config
 
 
@@ -112,7 +103,7 @@ def prepare(spec: RunSpec) -> Plan:
     per item (:func:`sampled`)."""
     src, sampling, mode, run_name = spec.inputs, spec.sampling, spec.protocol.mode, spec.name
     judges, judges_files = spec.workers.judges, spec.workers.judges_files
-    instances, pairwise_set, reference = src.instances, src.pairwise_set, src.reference
+    pairwise_set, reference = src.pairwise_set, src.reference
     pw = spec.pairwise
     pairwise, swap, per_criterion = pw.against, pw.swap, pw.per_criterion
     samples = sampling.samples
@@ -128,28 +119,7 @@ def prepare(spec: RunSpec) -> Plan:
     people = _people(panels, spec)
     if run_name is not None:
         check_run_name(run_name)
-    named = [parse_responses_arg(a) for a in src.responses]
-    if not named and instances:
-        raise InputError("no responses given; add --responses NAME=PATH")
-    sources = Sources(
-        instances,
-        named,
-        src.biggen,
-        src.prometheus_set,
-        src.rubrics,
-        src.criteria,
-        pairwise_set,
-        src.biggen_llm_judge,
-        src.models,
-        reference,
-        src.multifaceted,
-    )
-    with reading_images(image_options(spec)):
-        loaded = load_run_sources(sources, spec.inputs.perception_bench)
-    if src.reference_answers is not None:
-        loaded = replace(
-            loaded, inputs=with_reference_answers(loaded.inputs, src.reference_answers)
-        )
+    loaded, where = load_run_inputs(spec)
     skillset = loaded.skillset
     inputs = select(loaded.inputs, sampling.limit, sampling.sample, sampling.seed)
     if pairwise_set and pairwise is None:
@@ -175,16 +145,11 @@ def prepare(spec: RunSpec) -> Plan:
         raise InputError("--no-swap and --per-criterion go with --pairwise")
     if samples > 1 and pairwise is not None:
         raise InputError("--samples goes with absolute grading, not with --pairwise")
-    inputs, skillset = mtbench_judging(
-        inputs,
-        skillset,
-        configs,
-        pairwise=pairs is not None,
-        own_criteria=bool(src.criteria or src.rubrics),
+    inputs, skillset = judged_inputs(
+        inputs, skillset, configs, spec, pairwise=pairs is not None, path=where
     )
-    check_provider_limits(inputs.instances, configs, src.perception_bench or sources.path)
     check_protocols(
-        [*configs, *_as_judges(people)],
+        [*configs, *as_judges(people)],
         mode,
         pairwise=plan_config is not None,
         shown=rubric_levels(skillset, inputs.instances),
@@ -221,7 +186,7 @@ def prepare(spec: RunSpec) -> Plan:
         mode,
         name,
         digest,
-        src.perception_bench or sources.path,
+        where,
         reference,
         plan_config,
         pairs,
@@ -262,48 +227,6 @@ def _people(panels: Sequence[Panel], spec: RunSpec) -> People | None:
             )
         return None
     return People(tuple(panels), order, spec.sampling.seed)
-
-
-def _as_judges(people: People | None) -> list[JudgeConfig]:
-    """The panels as the judges whose protocols they are asked in (to check them)."""
-    if people is None:
-        return []
-    return [JudgeConfig(p.name, p.judges[0], protocol=p.protocol) for p in people.panels]
-
-
-def check_protocols(
-    judges: Sequence[JudgeConfig], mode: str, pairwise: bool = False, shown: Sequence[Shown] = ()
-) -> None:
-    """ConfigError for a judge asked in a protocol that does not exist, or has no pairwise
-    form in a pairwise run, or whose scale a criterion's rubric in ``shown`` does not cover
-    (``rubrics.coverage``), or structured where its model has no structured outputs
-    (before anything is written)."""
-    make = pairwise_protocol if pairwise else protocol
-    for judge in judges:
-        try:
-            asked = make(judge.protocol or DEFAULT_PROTOCOL, mode)
-        except KeyError as exc:
-            raise ConfigError(f"judge {judge.name}: {exc.args[0]}") from None
-        check_rubrics(judge.name, asked, shown)
-        if not judge.structured or is_person(judge.spec):
-            continue
-        provider = judge.spec.partition("/")[0]
-        if not judge_class(provider).takes_schema:
-            raise ConfigError(
-                f"judge {judge.name}: structured: true, but provider {provider} "
-                "cannot hold an answer to a JSON schema"
-            )
-        model = model_info(judge.spec.partition("@")[0])
-        if model.family is not None and not model.structured:  # the table says no
-            raise ConfigError(
-                f"judge {judge.name}: structured: true, but model {model.id} "
-                "has no structured outputs (its API refuses a schema)"
-            )
-        if asked.response_schema(list(load_default())[:1]) is None:
-            raise ConfigError(
-                f"judge {judge.name}: structured: true, but protocol {asked.name} "
-                "has no structured form"
-            )
 
 
 def load_judges(specs: Sequence[str], files: Sequence[str]) -> list[JudgeConfig]:

@@ -22,11 +22,10 @@ from flask_eval.producer.estimate import (
     CallTexts,
     Estimator,
     instance_texts,
-    planned_calls,
 )
 from flask_eval.producer.inputs import Inputs
 from flask_eval.producer.pairs import planned_pairwise_rows
-from flask_eval.producer.plan import Judging, new_calls
+from flask_eval.producer.plan import Judging, new_calls, planned_calls
 from flask_eval.producer.sampling import CallSampler
 from flask_eval.rubrics import codec
 from flask_eval.rubrics.kinds import JUDGMENT

@@ -7,14 +7,15 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from tqdm import tqdm
 
 from flask_eval.app.batches import duplicate_notes
 from flask_eval.app.calibration import CalibrationAsk, CalibrationInputs, calibration_parts
-from flask_eval.app.progress import cost_unknown, run_progress
+from flask_eval.app.progress import run_progress
+from flask_eval.app.report_judges import judge_costs, judge_protocols, judge_settings
 from flask_eval.app.report_mtbench import mtbench_section
 from flask_eval.app.report_people import people_section, people_verdicts
 from flask_eval.app.score_tables import (
@@ -28,10 +29,8 @@ from flask_eval.app.score_tables import (
     task_capability,
 )
 from flask_eval.core.errors import InputError
-from flask_eval.core.models import model_info
 from flask_eval.core.people import is_person
-from flask_eval.core.redact import redact
-from flask_eval.core.stored import StoredConfig, StoredPairwise
+from flask_eval.core.stored import StoredPairwise
 from flask_eval.report import references
 from flask_eval.report.agreement import Agreement, agreement_rows
 from flask_eval.report.biggen import llm_judge_notes
@@ -43,8 +42,6 @@ from flask_eval.report.bootstrap import (
 )
 from flask_eval.report.breakdown import Aggregation
 from flask_eval.report.document import (
-    JudgeCost,
-    JudgeSettings,
     ReferenceMean,
     Report,
     definitions,
@@ -68,20 +65,8 @@ from flask_eval.rubrics.grading import protocols_scale
 from flask_eval.storage import analytics, queries
 from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
-from flask_eval.workers.judge import PROVIDERS, judge_class
 
 _T = TypeVar("_T")
-
-
-def _judge_costs(store: Store, run: RunInfo) -> list[JudgeCost]:
-    """Each judge's paid calls, a judge's samples summed into it."""
-    costs: dict[str, JudgeCost] = {}
-    unknown = cost_unknown(run.config)
-    for c in queries.judge_costs(store, run.id):
-        judge = judge_of(str(c["judge"]), run.config)
-        had = costs.get(judge, JudgeCost(judge, unpriced=unknown.get(judge, "")))
-        costs[judge] = replace(had, **{k: getattr(had, k) + c[k] for k in list(c)[1:]})
-    return list(costs.values())
 
 
 def _with_references(
@@ -95,39 +80,6 @@ def _with_references(
         if missed
     ]
     return table, notes
-
-
-def _takes_temperature(spec: str) -> bool:
-    provider = spec.split("/", 1)[0].strip()
-    return provider not in PROVIDERS or judge_class(provider).takes_temperature
-
-
-def judge_settings(config: StoredConfig) -> list[JudgeSettings]:
-    """How each judge of a run was sampled, from its config (bare names in older runs:
-    the defaults); unset values are the defaults a call uses, Anthropic specs have the
-    provider's default temperature; text is redacted."""
-    settings = []
-    for judge in config.every_judge():
-        if judge.sample or is_person(judge.name):  # a later sample: its judge is listed once
-            continue
-        name = judge_of(judge.name, config)
-        spec = judge.spec or name
-        max_tokens, temperature = judge.max_tokens, judge.temperature
-        model = model_info(spec.partition("@")[0])  # the defaults its calls were sent
-        if not _takes_temperature(spec):
-            temperature = None  # the provider's default applies
-        else:
-            given = None if temperature is None else float(temperature)
-            temperature = model.sampling_temperature(given)  # None: the model's own
-        settings.append(
-            JudgeSettings(
-                name=redact(name),
-                spec=redact(spec),
-                max_tokens=model.budget(None if max_tokens is None else int(max_tokens)),
-                temperature=temperature,
-            )
-        )
-    return settings
 
 
 @dataclass(frozen=True)
@@ -209,7 +161,7 @@ def build_report(
         del read  # the pivot's arrays: not held through the statistics once checked
         # the base table's instances: ensembles add judge columns, never instances
         weighing = aside.submit(_weights, len(base.instances), replicates, seed)
-        reads = aside.submit(lambda: (queries.coverage(store, run.id), _judge_costs(store, run)))
+        reads = aside.submit(lambda: (queries.coverage(store, run.id), judge_costs(store, run)))
         try:
             try:
                 table = add_ensembles(base, ensembles, ensemble_judges)
@@ -343,11 +295,6 @@ def _timed(timings: dict[str, float] | None, name: str, fn: Callable[..., _T], *
     if timings is not None:
         timings[name] = round(time.perf_counter() - started, 4)
     return out
-
-
-def judge_protocols(config: StoredConfig) -> dict[str, str | None]:
-    """Judge name -> the protocol its config names (None: the default one)."""
-    return {j.name: j.protocol for j in config.every_judge()}
 
 
 def pairwise_report(

@@ -381,25 +381,3 @@ def note_short_prefix(est: Estimate, group: PrefixGroup) -> None:
     """Remember on ``est`` a prefix ``group``'s calls share that the model won't cache."""
     if group.short_prefix > est.short_prefix:
         est.short_prefix, est.cache_minimum = group.short_prefix, group.minimum
-
-
-def planned_calls(
-    inputs: Inputs, context: RunContext, pairs: Sequence[tuple[str, str]] | None = None
-) -> list[PlannedCall]:
-    """Every call a fresh run would make, without touching the store (``pairs``: the
-    ordered model pairs of a pairwise run)."""
-    from flask_eval.producer.pairs import planned_pairwise_rows
-    from flask_eval.producer.plan import group_calls
-    from flask_eval.storage.records import OpenRow
-
-    if pairs is not None:
-        return group_calls(planned_pairwise_rows(inputs, pairs, list(context.judges)), context)
-    criteria_of = {i.id: i.skills for i in inputs.instances}
-    rows = [
-        OpenRow(0, model, "", instance_id, criterion, judge)
-        for judge in context.judges
-        for model, answered in inputs.subjects()
-        for instance_id in answered
-        for criterion in criteria_of[instance_id]
-    ]
-    return group_calls(rows, context)

@@ -28,9 +28,10 @@ with the exact 1-based line of the first problem:
 Skill names are not hard-coded: callers pass the rubric set's skill names.
 
 Lines are read by :func:`core.jsonl.read_json_lines` (regular files only, strict UTF-8
-and JSON, no NUL or lone surrogate in any string, each key once). Ids are checked here
-against :data:`core.limits.MAX_INSTANCE_ID`, the length of their column, so SQLite and
-PostgreSQL accept exactly the same inputs; every user value in a message is clipped.
+and JSON, no NUL or lone surrogate in any string, each key once), their fields by
+:mod:`producer.record_fields` (ids checked against :data:`core.limits.MAX_INSTANCE_ID`,
+the length of their column, so SQLite and PostgreSQL accept exactly the same inputs);
+every user value in a message is clipped.
 """
 
 from __future__ import annotations
@@ -41,15 +42,8 @@ from typing import Any
 
 from flask_eval.core.errors import InputError
 from flask_eval.core.jsonl import MAX_LINE_BYTES, read_json_lines
-from flask_eval.core.jsonl import json_type as _json_type
-from flask_eval.core.limits import MAX_INSTANCE_ID
-from flask_eval.core.text import clip, control_problem
-from flask_eval.core.types import (
-    DIFFICULTY_LABELS,
-    DOMAINS,
-    Instance,
-    InstanceRubric,
-)
+from flask_eval.core.text import clip
+from flask_eval.core.types import Instance
 from flask_eval.producer.conversations import (
     add_turns,
     category,
@@ -61,13 +55,16 @@ from flask_eval.producer.conversations import (
     user_turns,
 )
 from flask_eval.producer.images import record_images
-from flask_eval.producer.importing import RubricProblem, parse_rubric
+from flask_eval.producer.record_fields import (
+    difficulty_level,
+    domain_names,
+    instance_rubrics,
+    record_id,
+    skill_names,
+    string,
+)
 
 __all__ = ["MAX_LINE_BYTES", "load_instances", "read_json_lines"]
-
-_UNKNOWN = "-1"
-_DOMAIN_SET = frozenset(DOMAINS)
-_LEVELS = {label.casefold(): level for level, label in enumerate(DIFFICULTY_LABELS, start=1)}
 
 
 @dataclass(frozen=True)
@@ -100,172 +97,6 @@ _OLDER = _Schema(
     "domain_labeled",
     "difficulty_labeled",
 )
-
-
-# --------------------------------------------------------------------------- fields
-
-
-def _field(record: dict[str, Any], key: str, path: str, line: int, hint: str = "") -> Any:
-    try:
-        return record[key]
-    except KeyError:
-        suffix = f" ({hint})" if hint else ""
-        raise InputError(f"missing field {key!r}{suffix}", path, line) from None
-
-
-def _wrong_type(key: str, expected: str, value: object, path: str, line: int) -> InputError:
-    return InputError(f"field {key!r} must be {expected}, got {_json_type(value)}", path, line)
-
-
-def _record_id(value: object, key: str, path: str, line: int) -> str:
-    """An instance id as stored: checked here against the column's length, so both
-    databases accept exactly the same ids (SQLite would store any length)."""
-    too_long = False
-    if isinstance(value, int) and not isinstance(value, bool):
-        # a digit takes log2(10) < 4 bits: past 4 bits per allowed digit, skip str()
-        too_long = value.bit_length() > 4 * MAX_INSTANCE_ID
-        text = "" if too_long else str(value)
-    elif isinstance(value, str) and value.strip():
-        text = value
-    else:
-        raise _wrong_type(key, "an integer or a non-empty string", value, path, line)
-    if too_long or len(text) > MAX_INSTANCE_ID:
-        raise InputError(
-            f"field {key!r} is longer than {MAX_INSTANCE_ID} characters: {clip(value)}",
-            path,
-            line,
-        )
-    problem = control_problem(text)
-    if problem is not None:
-        raise InputError(f"field {key!r} {problem}", path, line)
-    return text
-
-
-def _string(value: object, key: str, path: str, line: int, *, allow_empty: bool) -> str:
-    if not isinstance(value, str):
-        raise _wrong_type(key, "a string", value, path, line)
-    if not allow_empty and not value.strip():
-        raise InputError(f"field {key!r} is empty", path, line)
-    return value
-
-
-def _did_you_mean(name: str, choices: Collection[str]) -> str:
-    folded = name.strip().casefold()
-    for choice in choices:
-        if choice.casefold() == folded:
-            return f" (did you mean {choice!r}?)"
-    return ""
-
-
-def _skills(
-    value: object,
-    key: str,
-    known: frozenset[str],
-    listing: str,
-    path: str,
-    line: int,
-    noun: str = "skill",
-) -> tuple[str, ...]:
-    plural = "criteria" if noun == "criterion" else f"{noun}s"
-    if not isinstance(value, list):
-        raise _wrong_type(key, f"a list of {noun} names", value, path, line)
-    if not value:
-        raise InputError(f"field {key!r} is empty; list the instance's {plural}", path, line)
-    seen: set[str] = set()
-    for name in value:
-        if not isinstance(name, str):
-            raise InputError(
-                f"field {key!r} must be a list of {noun} names (strings), found {_json_type(name)}",
-                path,
-                line,
-            )
-        if name not in known:
-            raise InputError(
-                f"unknown {noun} {clip(name)}{_did_you_mean(name, known)}; "
-                f"valid {plural}: {listing}",
-                path,
-                line,
-            )
-        if name in seen:
-            raise InputError(f"{noun} {clip(name)} is listed twice in field {key!r}", path, line)
-        seen.add(name)
-    return tuple(value)
-
-
-def _rubrics(
-    value: object, skills: tuple[str, ...], known: frozenset[str], path: str, line: int
-) -> dict[str, InstanceRubric]:
-    """The ``rubrics`` field: the instance's own rubric for some of its skills."""
-    if not isinstance(value, dict):
-        raise _wrong_type("rubrics", "an object mapping skill names to rubrics", value, path, line)
-    rubrics: dict[str, InstanceRubric] = {}
-    for name, rubric in value.items():
-        if name not in skills:
-            hint = _did_you_mean(name, known) if name not in known else ""
-            raise InputError(
-                f"field 'rubrics': {clip(name)} is not one of this instance's skills{hint} "
-                f"({', '.join(skills)})",
-                path,
-                line,
-            )
-        try:
-            rubrics[name] = parse_rubric(rubric, require_criteria=False)
-        except RubricProblem as exc:
-            raise InputError(f"field 'rubrics', skill {clip(name)}: {exc}", path, line) from None
-    return rubrics
-
-
-def _domains(value: object, key: str, path: str, line: int) -> tuple[str, ...]:
-    if not isinstance(value, list):
-        raise _wrong_type(key, "a list of domain names", value, path, line)
-    domains: list[str] = []
-    for name in value:
-        if name == -1 or name == _UNKNOWN:
-            continue  # FLASK's "unknown domain" marker
-        if not isinstance(name, str):
-            raise InputError(
-                f"field {key!r} must be a list of domain names (strings), found {_json_type(name)}",
-                path,
-                line,
-            )
-        if name not in _DOMAIN_SET:
-            raise InputError(
-                f"unknown domain {clip(name)}{_did_you_mean(name, DOMAINS)}; "
-                f'valid domains: {", ".join(DOMAINS)} (or "-1" for unknown)',
-                path,
-                line,
-            )
-        if name in domains:
-            raise InputError(f"domain {clip(name)} is listed twice in field {key!r}", path, line)
-        domains.append(name)
-    return tuple(domains)
-
-
-def _difficulty(value: object, key: str, path: str, line: int) -> int | None:
-    labels = ", ".join(repr(label) for label in DIFFICULTY_LABELS)
-    if isinstance(value, int) and not isinstance(value, bool):
-        if value == -1:
-            return None
-        if 1 <= value <= len(DIFFICULTY_LABELS):
-            return value
-        raise InputError(
-            f"difficulty level {value} is out of range; use 1-5, -1 for unknown, "
-            f"or a label: {labels}",
-            path,
-            line,
-        )
-    if isinstance(value, str):
-        if value.strip() == _UNKNOWN:
-            return None
-        level = _LEVELS.get(" ".join(value.split()).casefold())
-        if level is not None:
-            return level
-        raise InputError(
-            f"unknown difficulty label {clip(value)}; valid labels: {labels} (or -1 for unknown)",
-            path,
-            line,
-        )
-    raise _wrong_type(key, "a difficulty label or a level 1-5", value, path, line)
 
 
 # --------------------------------------------------------------------------- loaders
@@ -378,7 +209,7 @@ def load_instances(
             fields = ", ".join(repr(key) for key in missing)
             plural = "s" if len(missing) > 1 else ""
             raise InputError(f"missing field{plural} {fields} ({hint})", path, line)
-        instance_id = _record_id(record[this.id], this.id, path, line)
+        instance_id = record_id(record[this.id], this.id, path, line)
         previous = first_line.get(instance_id)
         if previous is not None:
             raise InputError(
@@ -388,27 +219,29 @@ def load_instances(
                 line,
             )
         first_line[instance_id] = line
-        instruction = _string(
+        instruction = string(
             record[this.instruction], this.instruction, path, line, allow_empty=False
         )
-        answer = _string(record.get(this.answer, ""), this.answer, path, line, allow_empty=True)
+        answer = string(record.get(this.answer, ""), this.answer, path, line, allow_empty=True)
         if "criteria" in record:
             noun = "criterion" if custom_criteria else "skill"
-            skills = _skills(record["criteria"], "criteria", known, listing, path, line, noun)
+            skills = skill_names(record["criteria"], "criteria", known, listing, path, line, noun)
         elif custom_criteria:
             skills = order
         elif not metadata and this.skills not in record:
             skills = ()
         else:
-            skills = _skills(record[this.skills], this.skills, known, listing, path, line)
-        system_prompt = _string(
+            skills = skill_names(record[this.skills], this.skills, known, listing, path, line)
+        system_prompt = string(
             record.get("system_prompt", ""), "system_prompt", path, line, allow_empty=True
         )
         rubrics = (
-            _rubrics(record["rubrics"], skills, known, path, line) if "rubrics" in record else {}
+            instance_rubrics(record["rubrics"], skills, known, path, line)
+            if "rubrics" in record
+            else {}
         )
-        domains = _domains(record.get(this.domains, []), this.domains, path, line)
-        difficulty = _difficulty(record.get(this.difficulty, -1), this.difficulty, path, line)
+        domains = domain_names(record.get(this.domains, []), this.domains, path, line)
+        difficulty = difficulty_level(record.get(this.difficulty, -1), this.difficulty, path, line)
         instances.append(
             Instance(
                 id=instance_id,
@@ -453,13 +286,13 @@ def _conversation(
             path,
             line,
         )
-    conversation = _record_id(record[key], key, path, line)
+    conversation = record_id(record[key], key, path, line)
     turns = user_turns(record, path, line)
     check_conversation_id(conversation, key, len(turns), path, line)
     references = inline_references(record, len(turns), path, line)
     named = one_of(record, ("skills", "criteria"), path, line)
     skills = (
-        _skills(record[named], named, names.known, names.listing, path, line, names.noun)
+        skill_names(record[named], named, names.known, names.listing, path, line, names.noun)
         if named is not None
         else ()
         if unjudged
@@ -470,13 +303,13 @@ def _conversation(
         instruction="",
         answer="",
         skills=skills,
-        domains=_domains(record.get("domain", []), "domain", path, line),
-        difficulty=_difficulty(record.get("difficulty", -1), "difficulty", path, line),
+        domains=domain_names(record.get("domain", []), "domain", path, line),
+        difficulty=difficulty_level(record.get("difficulty", -1), "difficulty", path, line),
         line=line,
-        system_prompt=_string(
+        system_prompt=string(
             record.get("system_prompt", ""), "system_prompt", path, line, allow_empty=True
         ),
-        rubrics=_rubrics(record["rubrics"], skills, names.known, path, line)
+        rubrics=instance_rubrics(record["rubrics"], skills, names.known, path, line)
         if "rubrics" in record
         else {},
         capability=category(record, path, line),

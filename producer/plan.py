@@ -1,5 +1,5 @@
 """Planning a run: its identity (fingerprint), name, stored configuration, and the judge
-calls its open ledger rows make."""
+calls its open ledger rows make (or a fresh run would make: :func:`planned_calls`)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from flask_eval.core.stored import STORED_VERSION, StoredConfig
 from flask_eval.core.types import JudgeConfig
 from flask_eval.producer.context import RunContext
 from flask_eval.producer.inputs import Inputs
+from flask_eval.producer.pairs import planned_pairwise_rows
 from flask_eval.rubrics.kind import NO_MODEL
 from flask_eval.rubrics.kinds import JUDGMENT
 from flask_eval.storage.planning import Subject
@@ -180,6 +181,24 @@ def group_calls(rows: Sequence[OpenRow], context: RunContext) -> list[PlannedCal
         for (judge, model, model_b, instance_id), ids in subjects.items()
         for call in calls.of(judge, model, model_b, instance_id, tuple(ids), list(ids.values()))
     ]
+
+
+def planned_calls(
+    inputs: Inputs, context: RunContext, pairs: Sequence[tuple[str, str]] | None = None
+) -> list[PlannedCall]:
+    """Every call a fresh run would make, without touching the store (``pairs``: the
+    ordered model pairs of a pairwise run)."""
+    if pairs is not None:
+        return group_calls(planned_pairwise_rows(inputs, pairs, list(context.judges)), context)
+    criteria_of = {i.id: i.skills for i in inputs.instances}
+    rows = [
+        OpenRow(0, model, "", instance_id, criterion, judge)
+        for judge in context.judges
+        for model, answered in inputs.subjects()
+        for instance_id in answered
+        for criterion in criteria_of[instance_id]
+    ]
+    return group_calls(rows, context)
 
 
 def new_calls(

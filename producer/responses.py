@@ -31,8 +31,14 @@ from flask_eval.core.errors import InputError
 from flask_eval.core.jsonl import read_json_lines
 from flask_eval.core.text import clip
 from flask_eval.core.types import Response, ResponseSet, ResponseSource
-from flask_eval.producer.conversations import answer_turns, is_conversation_answer
-from flask_eval.producer.loaders import _field, _record_id, _string
+from flask_eval.producer.conversations import is_conversation_answer
+from flask_eval.producer.record_fields import record_id, required, string
+from flask_eval.producer.response_turns import (
+    check_new_conversation,
+    check_not_turn,
+    conversation_answer,
+    turn_of,
+)
 
 __all__ = ["FileResponses", "load_responses", "only"]
 
@@ -50,8 +56,8 @@ def _stamp(path: str) -> tuple[int, int]:
 
 def _read(record: dict[str, Any], path: str, line: int) -> tuple[str, str]:
     """One line's (question id, text), checked; InputError naming the line."""
-    qid = _record_id(_field(record, "question_id", path, line, _HINT), "question_id", path, line)
-    text = _string(_field(record, "text", path, line, _HINT), "text", path, line, allow_empty=True)
+    qid = record_id(required(record, "question_id", path, line, _HINT), "question_id", path, line)
+    text = string(required(record, "text", path, line, _HINT), "text", path, line, allow_empty=True)
     return qid, text
 
 
@@ -254,15 +260,15 @@ def load_responses(model: str, path: str, instance_ids: Collection[str]) -> Resp
             if (
                 known is not None
                 and known not in first_line
-                and not (turns and _turn_of(known, turns))
+                and not (turns and turn_of(known, turns))
             ):
                 first_line[known] = line
                 ids.append(known)
                 lengths.append(len(text))
                 continue
         if text is None and is_conversation_answer(record):
-            answered = _conversation(record, path, line, canonical, turns)
-            _check_new(answered.ids[0], first_line, path, line)
+            answered = conversation_answer(record, path, line, canonical, turns)
+            check_new_conversation(answered.ids[0], first_line, path, line)
             for iid, answer in zip(answered.ids, answered.answers, strict=True):
                 first_line[iid] = line
                 ids.append(iid)
@@ -271,7 +277,7 @@ def load_responses(model: str, path: str, instance_ids: Collection[str]) -> Resp
                 ignored.update(answered.ids)
             continue
         qid, text = _read(record, path, line)
-        _check_not_turn(qid, canonical, turns, path, line)
+        check_not_turn(qid, canonical, turns, path, line)
         previous = first_line.get(qid)
         if previous is not None:
             raise InputError(
@@ -295,106 +301,3 @@ def load_responses(model: str, path: str, instance_ids: Collection[str]) -> Resp
     keep = frozenset(i for i in ids if i not in ignored) if ignored else None
     source = FileResponses(model, path, tuple(ids), stamp, keep, lengths, len(ignored))
     return ResponseSet(model, path, source)
-
-
-def _turn_of(instance_id: str, turns: Mapping[str, int]) -> bool:
-    """Whether ``instance_id`` is a turn of one of the conversations ``turns``."""
-    split = split_turn_id(instance_id)
-    return split is not None and 0 < split[1] <= turns.get(split[0], 0)
-
-
-def _check_not_turn(
-    qid: str, canonical: Mapping[str, str], turns: Mapping[str, int], path: str, line: int
-) -> None:
-    """InputError for a one-answer line (``text``) naming a conversation or one of its
-    turns: a conversation is answered on one line, every turn (the judge of turn k is
-    shown the model's answers to the turns before it)."""
-    if not turns:
-        return
-    if qid in canonical:
-        split = split_turn_id(qid)
-        if split is not None and _turn_of(qid, turns):
-            raise InputError(
-                f"instance {clip(qid)} is turn {split[1]} of conversation {clip(split[0])}; "
-                f"answer the conversation on one line: "
-                f'{{"question_id": {clip(split[0])}, "turns": [...]}}',
-                path,
-                line,
-            )
-    elif qid in turns:
-        raise InputError(
-            f"{clip(qid)} is a conversation of {turns[qid]} turn(s); give the model's answer "
-            "to each in 'turns' instead of 'text'",
-            path,
-            line,
-        )
-
-
-def _check_new(first: str, first_line: Mapping[str, int], path: str, line: int) -> None:
-    previous = first_line.get(first)
-    if previous is not None:
-        conversation = first.rpartition(":")[0]
-        raise InputError(
-            f"duplicate response for conversation {clip(conversation)} (first on line "
-            f"{previous}); keep one response per conversation",
-            path,
-            line,
-        )
-
-
-@dataclass(frozen=True)
-class _Answered:
-    """A conversation line: the ids of its turns' instances, the answers, and whether
-    the conversation is not in the instances file (its responses are ignored)."""
-
-    ids: tuple[str, ...]
-    answers: tuple[str, ...]
-    unknown: bool
-
-
-_CONVERSATION_HINT = (
-    "a conversation's response needs question_id (or id) and turns (or FastChat's choices)"
-)
-
-
-def _conversation(
-    record: dict[str, Any],
-    path: str,
-    line: int,
-    canonical: Mapping[str, str],
-    turns: Mapping[str, int],
-) -> _Answered:
-    """A line answering a conversation, checked against the conversation's turns."""
-    given = [key for key in ("question_id", "id") if key in record]
-    if len(given) > 1:
-        raise InputError("fields 'question_id' and 'id' both given; give one", path, line)
-    key = given[0] if given else "question_id"
-    conversation = _record_id(_field(record, key, path, line, _CONVERSATION_HINT), key, path, line)
-    answers = answer_turns(record, path, line)
-    count = turns.get(conversation)
-    if count is None:
-        if conversation in canonical:
-            raise InputError(
-                f"instance {clip(conversation)} is not a conversation; answer it with 'text'",
-                path,
-                line,
-            )
-        unknown = tuple(turn_id(conversation, k) for k in range(1, len(answers) + 1))
-        taken = next((i for i in unknown if i in canonical), None)
-        if taken is not None:
-            raise InputError(
-                f"{clip(conversation)} is not a conversation of the instances file, and "
-                f"{clip(taken)} is an instance of its own; answer that instance with 'text'",
-                path,
-                line,
-            )
-        return _Answered(unknown, answers, True)
-    if len(answers) != count:
-        raise InputError(
-            f"conversation {clip(conversation)} has {count} turn(s) in the instances file, "
-            f"this response gives {len(answers)} answer(s); give one answer per turn",
-            path,
-            line,
-        )
-    ids = tuple(canonical[turn_id(conversation, k)] for k in range(1, count + 1))
-    return _Answered(ids, answers, False)

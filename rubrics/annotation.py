@@ -39,9 +39,10 @@ from flask_eval.rubrics.labels import (
     flask_levels,
     label_space_of,
 )
+from flask_eval.rubrics.layout import HOW_TO_ANSWER, INPUTS_HEADING
 from flask_eval.rubrics.messages import message
 from flask_eval.rubrics.parse import Reading
-from flask_eval.rubrics.prompt import HOW_TO_ANSWER, INPUTS_HEADING, Message, reminder_frame
+from flask_eval.rubrics.prompt import Message, reminder_frame
 from flask_eval.rubrics.protocol import (
     ANNOTATION_HEADING,
     ANNOTATION_SYSTEM,

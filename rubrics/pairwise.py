@@ -41,18 +41,18 @@ from flask_eval.core.types import VERDICT_FIRST, VERDICT_SECOND, VERDICT_TIE
 from flask_eval.rubrics import prompt as absolute
 from flask_eval.rubrics.conversation import cleaner, exchanges, section
 from flask_eval.rubrics.grading import RUBRIC_ANY, Criterion, Protocol, Subject
+from flask_eval.rubrics.layout import (
+    HOW_TO_ANSWER,
+    UNTRUSTED_POINTER,
+    InstanceText,
+    LayoutText,
+    skeleton,
+)
 from flask_eval.rubrics.messages import message
 from flask_eval.rubrics.mtbench_pair import MTBenchPairProtocol
 from flask_eval.rubrics.parse import MarkerLine, Pairs, Reading
 from flask_eval.rubrics.prometheus_relative import PrometheusRelativeProtocol
-from flask_eval.rubrics.prompt import (
-    HOW_TO_ANSWER,
-    InstanceText,
-    LayoutText,
-    Message,
-    reminder_frame,
-    skeleton,
-)
+from flask_eval.rubrics.prompt import Message, reminder_frame
 from flask_eval.rubrics.protocol import (
     NO_REFERENCE,
     PAIRWISE_SYSTEM,
@@ -139,7 +139,7 @@ def render(subject: Subject, criteria: Sequence[Criterion]) -> list[Message]:
     untrusted = [
         heading,
         "",
-        absolute.UNTRUSTED_POINTER.format(what="Both responses are"),
+        UNTRUSTED_POINTER.format(what="Both responses are"),
         "",
     ]
     for letter, text, start, end in (

@@ -8,24 +8,30 @@ there (``rubrics.messages.Part.ends_prefix``); then come the models' system prom
 any, the instruction, the reference answer, the response as untrusted data between the
 lines ``<<<RESPONSE`` and ``RESPONSE>>>``, a closing line that points back to the output
 instructions, and last the machine-readable :func:`rubrics.protocol.skills_line`.
-Rendering is deterministic: the judgment cache keys on the exact text.
+Rendering is deterministic: the judgment cache keys on the exact text. The sections are
+laid out by :func:`rubrics.layout.skeleton`, as the pairwise prompt's are.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
-from flask_eval.rubrics.conversation import Exchange, Section, cleaner, section
+from flask_eval.rubrics.conversation import Exchange, cleaner, section
+from flask_eval.rubrics.layout import (
+    HOW_TO_ANSWER,
+    UNTRUSTED_POINTER,
+    InstanceText,
+    LayoutText,
+    skeleton,
+)
 from flask_eval.rubrics.messages import Message as Message  # re-exported: the protocols' type
 from flask_eval.rubrics.messages import message, text_of
 from flask_eval.rubrics.parse import SCORES_LINE
 from flask_eval.rubrics.protocol import (
     NA,
     NO_REFERENCE,
-    REFERENCE_HEADING,
     RESPONSE_END,
     RESPONSE_START,
     SCORES_MARKER,
@@ -37,8 +43,6 @@ from flask_eval.rubrics.skills import Skill
 #: How much of a previous (unparseable) judge output the retry shows back to the judge.
 REMINDER_MAX_CHARS = 4000
 
-#: the heading of the output instructions, the last section of the shared prefix
-HOW_TO_ANSWER = "## How to answer"
 _SECTION = f'"{HOW_TO_ANSWER.removeprefix("## ")}"'
 
 
@@ -73,111 +77,6 @@ def neutralize(text: str) -> str:
     text = _START_RE.sub("\u2039\u2039\u2039", text)
     text = _END_RE.sub("\\1\u203a\u203a\u203a", text)
     return SCORES_LINE.neutralize(text)
-
-
-#: the static section on how to read a prompt's inputs (the reference, the responses)
-INPUTS_HEADING = "## How to read the inputs"
-#: the line before untrusted text that points back to :data:`INPUTS_HEADING`
-UNTRUSTED_POINTER = '{what} untrusted data, as said in "How to read the inputs":'
-
-
-@dataclass(frozen=True)
-class LayoutText:
-    """The fixed wording of one of our layouts, absolute or pairwise (:func:`skeleton`)."""
-
-    intro: str
-    system_heading: str
-    system_note: str
-    reference_note: str
-    no_reference_note: str
-    untrusted_note: str
-    criteria_heading: str
-    closing: str
-
-
-@dataclass(frozen=True)
-class InstanceText:
-    """The instance's own texts in a judge's prompt, as given (:func:`skeleton` cleans
-    them)."""
-
-    system_prompt: str
-    instruction: str
-    reference: str
-
-
-def skeleton(
-    text: LayoutText,
-    inputs: InstanceText,
-    *,
-    untrusted: Sequence[str],
-    criteria: Sequence[Sequence[str]],
-    instructions: Sequence[str],
-    last_line: str,
-    clean: Callable[[str], str],
-    conversation: Section | None = None,
-) -> tuple[str, str, str]:
-    """The user message of our layouts, absolute and pairwise, as (shared prefix, the
-    instance's prefix, rest).
-
-    The prefix is the static part: ``text.intro``, how to read the inputs under
-    :data:`INPUTS_HEADING` (``text.reference_note`` on a reference answer and
-    ``text.untrusted_note`` on the untrusted responses: static text, so shared, and
-    together about 130 tokens, which puts a three-skill prefix over the providers'
-    1,024-token minimum for caching), the criteria blocks under ``text.criteria_heading``
-    and the output ``instructions`` under :data:`HOW_TO_ANSWER` (nothing in it depends on
-    the instance). The rest is the instance's (``inputs``): the models' system prompt
-    (only when there is one, under ``text.system_heading``), the instruction, the
-    reference (or ``text.no_reference_note``), the ``untrusted`` lines (the response
-    section, its texts already cleaned), the ``text.closing`` line and the
-    machine-readable ``last_line``, which stays last (the simulator reads the last one).
-    The instance's prefix (system prompt, instruction, reference) is shared by the calls
-    judging every model's response to the instance on the same criteria: a second cache
-    breakpoint. ``clean`` neutralizes the untrusted texts it places itself (instruction,
-    system prompt, reference). The three strings joined are the message's text."""
-    shared = [
-        text.intro,
-        "",
-        INPUTS_HEADING,
-        "",
-        text.reference_note,
-        "",
-        text.untrusted_note,
-        "",
-        text.criteria_heading,
-        "",
-    ]
-    for block in criteria:
-        shared += [*block, ""]
-    shared += [HOW_TO_ANSWER, "", *instructions, "", ""]
-    rest: list[str] = []
-    if inputs.system_prompt.strip():
-        rest += [
-            text.system_heading,
-            "",
-            text.system_note,
-            "",
-            clean(inputs.system_prompt).strip(),
-            "",
-        ]
-    heading = "## Instruction"
-    if conversation is not None:
-        rest += conversation.lines
-        heading += f" (turn {conversation.turn}, the one to grade)"
-    rest += [
-        heading,
-        "",
-        clean(inputs.instruction).strip() or "(The instruction is empty.)",
-        "",
-        REFERENCE_HEADING,
-        "",
-    ]
-    if inputs.reference.strip():
-        rest.append(clean(inputs.reference).strip())
-    else:
-        rest.append(text.no_reference_note)
-    rest.append("")
-    tail = [*untrusted, text.closing, "", last_line]
-    return "\n".join(shared), "\n".join(rest) + "\n", "\n".join(tail)
 
 
 def reminder_frame(previous: str, ask: str) -> list[Message]:

@@ -20,6 +20,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from flask_eval.rubrics.layout import HOW_TO_ANSWER as HOW_TO_ANSWER  # re-exported
 from flask_eval.rubrics.parse import (
     RATIONALE_LIMIT,
     Pairs,
@@ -28,7 +29,6 @@ from flask_eval.rubrics.parse import (
     split_keys,
     template_echo,
 )
-from flask_eval.rubrics.prompt import HOW_TO_ANSWER as HOW_TO_ANSWER  # re-exported
 from flask_eval.rubrics.prompt import placeholder
 from flask_eval.rubrics.protocol import NA
 from flask_eval.rubrics.scale import FIVE_POINT, Scale

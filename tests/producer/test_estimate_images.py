@@ -7,9 +7,10 @@ from flask_eval.core.image_tokens import image_tokens
 from flask_eval.core.images import ImageRef
 from flask_eval.core.types import Instance, JudgeConfig, Price, Response, ResponseSet
 from flask_eval.producer.context import RunContext
-from flask_eval.producer.estimate import Estimator, planned_calls
+from flask_eval.producer.estimate import Estimator
 from flask_eval.producer.estimate_format import format_estimates
 from flask_eval.producer.inputs import Inputs
+from flask_eval.producer.plan import planned_calls
 from flask_eval.producer.sampling import CallSampler
 from flask_eval.rubrics.skills import load_default
 

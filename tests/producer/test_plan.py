@@ -10,8 +10,7 @@ from flask_eval.core import settings as settings_mod
 from flask_eval.core.spec import run_spec
 from flask_eval.core.types import Price
 from flask_eval.producer.dispatch import MemoryTransport
-from flask_eval.producer.estimate import planned_calls
-from flask_eval.producer.plan import open_calls
+from flask_eval.producer.plan import open_calls, planned_calls
 from flask_eval.storage.store import Store
 from tests.conftest import EXAMPLES
 
