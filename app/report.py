@@ -16,7 +16,7 @@ from flask_eval.app.batches import duplicate_notes
 from flask_eval.app.calibration import CalibrationAsk, CalibrationInputs, calibration_parts
 from flask_eval.app.progress import run_progress
 from flask_eval.app.report_judges import judge_costs, judge_protocols, judge_settings
-from flask_eval.app.report_mtbench import mtbench_section
+from flask_eval.app.report_mtbench import conversation_groups, mtbench_section
 from flask_eval.app.report_people import people_section, people_verdicts
 from flask_eval.app.score_tables import (
     _run_tables,
@@ -328,6 +328,7 @@ def _pairwise_parts(
     instances = instances_of(records)
     weights = instance_weights(len(instances), replicates, seed)
     models = config_models(run.config)
+    turns, categories = conversation_groups(store, run.id)
     baseline = settings.baseline
     seen = {m for c in records for m in (c.first, c.second)}
     anchor = baseline if baseline is not None and baseline in seen else None
@@ -344,6 +345,8 @@ def _pairwise_parts(
             lengths=data.lengths,
             texts=store.run_texts(run.id)[1],  # lengths and markdown of the controlled figures
             failed={k: n for k, n in data.failed.items() if not is_person(k[0])},
+            turns=turns,
+            categories=categories,
         ),
         confidence=confidence,
         both_orders=settings.swap,

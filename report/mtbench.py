@@ -20,7 +20,9 @@ the winner; any other outcome (a tie in game 1, or the two orders disagreeing) i
 for both models. A match with an order failed or not judged (FastChat's ``"error"``) is
 left out. Per model: ``win_rate = win / (win + loss + tie)``, ``loss_rate = loss / (...)``
 and ``win_rate_adjusted = (win + tie / 2) / (...)``; the rows are shown for all turns
-pooled (FastChat's table) and per turn.
+pooled (FastChat's table), per turn and per MT-Bench category (the instance's
+capability), each model's counts over the turns, or over the categories, summing to its
+pooled counts (:mod:`report.pairwise_tally`).
 """
 
 from __future__ import annotations
@@ -33,7 +35,37 @@ import numpy as np
 
 from flask_eval.core.types import VERDICT_FIRST, VERDICT_SECOND, VERDICT_TIE
 from flask_eval.report.pairwise import Comparison
+from flask_eval.report.pairwise_tally import (
+    ALL_TURNS,
+    Outcome,
+    PairScore,
+    by_category,
+    by_turn,
+    tally,
+)
 from flask_eval.report.scores import SCORED, ScoreTable
+
+__all__ = [
+    "ALL_TURNS",
+    "PAIR_CATEGORY_DIMENSION",
+    "PAIR_DIMENSION",
+    "PAIR_RULE",
+    "RULE",
+    "SINGLE_DIMENSION",
+    "WINNER_OF_VERDICT",
+    "MTBench",
+    "Match",
+    "PairScore",
+    "PairSection",
+    "SingleScore",
+    "category_scores",
+    "matches",
+    "named_winner",
+    "outcomes",
+    "pair_scores",
+    "pairwise_section",
+    "single_scores",
+]
 
 #: What FastChat's judgment files call the outcome of one game, by our verdict (the
 #: model shown first wins, the second wins, a tie); anything else is ``"error"``.
@@ -43,10 +75,9 @@ WINNER_OF_VERDICT: Mapping[int, str] = {
     VERDICT_TIE: "tie",
 }
 
-#: The per-turn key of the rows pooling every turn.
-ALL_TURNS = 0
 #: The dimensions of the section's CSV rows (:meth:`MTBench.rows`).
 SINGLE_DIMENSION, PAIR_DIMENSION = "mt_bench", "mt_bench_pairwise"
+PAIR_CATEGORY_DIMENSION = "mt_bench_pairwise_category"
 
 RULE = (
     "MT-Bench as FastChat's show_result.py computes it, per judge: first and second turn "
@@ -91,57 +122,14 @@ class SingleScore:
         }
 
 
-@dataclass(frozen=True)
-class PairScore:
-    """One model's MT-Bench pairwise tally against every other model, for one judge, on
-    one turn (:data:`ALL_TURNS`: every turn pooled, FastChat's table)."""
-
-    judge: str
-    model: str
-    turn: int
-    win: int
-    loss: int
-    tie: int
-
-    @property
-    def matches(self) -> int:
-        return self.win + self.loss + self.tie
-
-    def _rate(self, count: float) -> float | None:
-        return count / self.matches if self.matches else None
-
-    @property
-    def win_rate(self) -> float | None:
-        return self._rate(self.win)
-
-    @property
-    def loss_rate(self) -> float | None:
-        return self._rate(self.loss)
-
-    @property
-    def win_rate_adjusted(self) -> float | None:
-        return self._rate(self.win + 0.5 * self.tie)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "judge": self.judge,
-            "model": self.model,
-            "turn": self.turn or "all",
-            "win": self.win,
-            "loss": self.loss,
-            "tie": self.tie,
-            "win_rate": self.win_rate,
-            "loss_rate": self.loss_rate,
-            "win_rate_adjusted": self.win_rate_adjusted,
-        }
-
-
 @dataclass
 class MTBench:
-    """The MT-Bench section of a report: single-answer scores and pairwise tallies."""
+    """The MT-Bench section of a report: single-answer scores and pairwise tallies (all
+    turns pooled and per turn in ``pairwise``, per category in ``pairwise_categories``)."""
 
     single: list[SingleScore] = field(default_factory=list)
     pairwise: list[PairScore] = field(default_factory=list)
+    pairwise_categories: list[PairScore] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -153,7 +141,8 @@ class MTBench:
         """The section as rows of the report's CSV: dimension :data:`SINGLE_DIMENSION`
         (key a turn, or ``average``; ``mean``, ``n`` scored, ``n_failed`` left out) and
         :data:`PAIR_DIMENSION` (key a turn, or ``all``; ``mean`` = win_rate_adjusted, ``n``
-        matches, ``win``, ``tie`` and ``loss`` their shares)."""
+        matches, ``win``, ``tie`` and ``loss`` their shares) and
+        :data:`PAIR_CATEGORY_DIMENSION` (key a category; the same fields)."""
         out: list[dict[str, Any]] = []
         for s in self.single:
             for key, (mean, n) in [*((str(t), v) for t, v in sorted(s.turns.items()))]:
@@ -162,11 +151,11 @@ class MTBench:
                 _row(s.model, s.judge, SINGLE_DIMENSION, "average", s.average, s.n)
                 | {"n_failed": s.n_excluded}
             )
-        for p in self.pairwise:
-            key = "all" if p.turn == ALL_TURNS else str(p.turn)
-            row = _row(p.model, p.judge, PAIR_DIMENSION, key, p.win_rate_adjusted, p.matches)
-            tie = p.tie / p.matches if p.matches else None
-            out.append(row | {"win": p.win_rate, "tie": tie, "loss": p.loss_rate})
+        for dimension, scores in (
+            (PAIR_DIMENSION, self.pairwise),
+            (PAIR_CATEGORY_DIMENSION, self.pairwise_categories),
+        ):
+            out += [p.row(dimension) for p in scores]
         return out
 
     def as_dict(self) -> dict[str, Any]:
@@ -176,6 +165,7 @@ class MTBench:
             data["definition"] = RULE
         if self.pairwise:
             data["pairwise"] = [p.as_dict() for p in self.pairwise]
+            data["pairwise_by_category"] = [p.as_dict() for p in self.pairwise_categories]
             data["pairwise_definition"] = PAIR_RULE
         if self.notes:
             data["notes"] = list(self.notes)
@@ -291,40 +281,54 @@ def _outcome(match: Match) -> tuple[str, str] | None:
     return match.model_2, match.model_1
 
 
+def outcomes(found: Iterable[Match]) -> list[Outcome]:
+    """The decided matches as outcomes of :func:`report.pairwise_tally.tally` (a match
+    with an order in error left out)."""
+    out: list[Outcome] = []
+    for match in found:
+        decided = _outcome(match)
+        if decided is not None:
+            out.append(
+                (match.judge, match.instance_id, match.model_1, match.model_2, decided[0] or None)
+            )
+    return out
+
+
 def pair_scores(
     found: Sequence[Match], turn_of: Mapping[str, int], models: Sequence[str] = ()
 ) -> list[PairScore]:
     """Per judge, model and turn (and all turns pooled: :data:`ALL_TURNS`), the wins,
     losses and ties of FastChat's pairwise-all table; judges in order of appearance,
     models in ``models``' order, then by name."""
-    tally: dict[tuple[str, int, str], list[int]] = {}
-    for match in found:
-        outcome = _outcome(match)
-        if outcome is None:
-            continue
-        for turn in (ALL_TURNS, turn_of.get(match.instance_id, 1)):
-            for model in (match.model_1, match.model_2):
-                counts = tally.setdefault((match.judge, turn, model), [0, 0, 0])
-                if outcome[0] == "":
-                    counts[2] += 1
-                else:
-                    counts[0 if model == outcome[0] else 1] += 1
-    judges = list(dict.fromkeys(m.judge for m in found))
-    rank = {m: k for k, m in enumerate(models)}
-    return [
-        PairScore(judge, model, turn, *tally[(judge, turn, model)])
-        for judge, turn, model in sorted(
-            tally, key=lambda k: (judges.index(k[0]), k[1], rank.get(k[2], len(rank)), k[2])
-        )
-    ]
+    return tally(outcomes(found), by_turn(turn_of), models)
+
+
+def category_scores(
+    found: Sequence[Match], category_of: Mapping[str, str], models: Sequence[str] = ()
+) -> list[PairScore]:
+    """:func:`pair_scores` per category of the instances (every turn) instead of per
+    turn; none when no instance has a category."""
+    return tally(outcomes(found), by_category(category_of), models) if category_of else []
+
+
+@dataclass
+class PairSection:
+    """MT-Bench's pairwise tallies of a run: by turn, by category, and the notes."""
+
+    by_turn: list[PairScore]
+    by_category: list[PairScore]
+    notes: list[str]
 
 
 def pairwise_section(
-    comparisons: Sequence[Comparison], turn_of: Mapping[str, int], models: Sequence[str] = ()
-) -> tuple[list[PairScore], list[str]]:
+    comparisons: Sequence[Comparison],
+    turn_of: Mapping[str, int],
+    models: Sequence[str] = (),
+    category_of: Mapping[str, str] | None = None,
+) -> PairSection:
     """MT-Bench's pairwise tallies of a run's judged comparisons (done verdicts only: an
-    order that failed or is unfinished is missing, FastChat's ``"error"``), and the notes
-    on what was left out."""
+    order that failed or is unfinished is missing, FastChat's ``"error"``) by turn and by
+    ``category_of`` (instance -> its category), and the notes on what was left out."""
     found = matches(
         ((c.instance_id, c.first, c.second, c.criterion, c.judge, c.verdict) for c in comparisons),
         models,
@@ -337,4 +341,8 @@ def pairwise_section(
             "judged and are left out, as FastChat's show_result.py leaves out a match with "
             "an order in error"
         )
-    return pair_scores(found, turn_of, models), notes
+    return PairSection(
+        pair_scores(found, turn_of, models),
+        category_scores(found, category_of or {}, models),
+        notes,
+    )

@@ -14,6 +14,7 @@ import html
 from flask_eval.report.pairwise import ALL_CRITERIA
 from flask_eval.report.pairwise_labels import ALL_GROUPS, Tally
 from flask_eval.report.pairwise_report import PAIRWISE_FIELDS, PairwiseReport
+from flask_eval.report.pairwise_tally import PairScore
 from flask_eval.report.serial import csv_text
 from flask_eval.report.textgrid import grid
 
@@ -67,6 +68,58 @@ def _matrix_lines(pw: PairwiseReport, judge: str) -> list[str]:
     ]
 
 
+_Column = tuple[bool, str]  # (a category, the key)
+
+
+def _breakdown(
+    pw: PairwiseReport, judge: str
+) -> tuple[list[_Column], dict[tuple[_Column, str], str]]:
+    """The columns of ``judge``'s breakdowns (every turn, each turn, each category) and
+    (column, model) -> the model's score there (win + tie/2), with its games."""
+    mine: list[PairScore] = [p for p in pw.breakdowns if p.judge == judge]
+    columns = list(dict.fromkeys((p.category is not None, p.key) for p in mine))
+    cells = {
+        ((p.category is not None, p.key), p.model): f"{_f(p.win_rate_adjusted, 3)} ({p.matches})"
+        for p in mine
+    }
+    return columns, cells
+
+
+def _column_title(column: _Column) -> str:
+    category, key = column
+    return key if category else "all turns" if key == "all" else f"turn {key}"
+
+
+def _breakdown_lines(pw: PairwiseReport, judge: str) -> list[str]:
+    columns, cells = _breakdown(pw, judge)
+    if not columns:
+        return []
+    rows = [("", "", [(m, m) for m in pw.models])]
+    heads = [[_column_title(k)] for k in columns]
+    return [
+        f"By turn and category | judge {judge} (score vs every other model: win + tie/2, "
+        "and games)",
+        *grid(rows, heads, lambda c, _dim, m: cells.get((columns[c], m), "-"), least=11),
+    ]
+
+
+def _breakdown_html(pw: PairwiseReport, judge: str) -> str:
+    columns, cells = _breakdown(pw, judge)
+    if not columns:
+        return ""
+    heads = "".join(f"<th>{_e(_column_title(k))}</th>" for k in columns)
+    out = [
+        f"<h3>By turn and category, judge {_e(judge)}</h3><p class='note'>Each model's "
+        "score against every other model (win + tie/2), and its games.</p><table "
+        f"class='breakdown'><tr><th class='key'>model</th>{heads}</tr>"
+    ]
+    for m in pw.models:
+        row = "".join(f"<td>{_e(cells.get((k, m), '-'))}</td>" for k in columns)
+        out.append(f"<tr><td class='key'>{_e(m)}</td>{row}</tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
 def _controlled_lines(pw: PairwiseReport, judge: str, width: int, level: int) -> list[str]:
     """Length-controlled win rate (AlpacaEval 2) and style-controlled rating (Arena-Hard)
     of each model, best style-controlled rating first."""
@@ -105,6 +158,7 @@ def text(pw: PairwiseReport, level: int = 95) -> str:
             )
         lines += _controlled_lines(pw, judge, width, level)
         lines += _matrix_lines(pw, judge)
+        lines += _breakdown_lines(pw, judge)
     lines += [
         "",
         "Position bias (consistency: the verdict survives the swap; first: the share of non-tie",
@@ -176,6 +230,7 @@ def html_section(pw: PairwiseReport, figures: str = "") -> str:
             cells = "".join(f"<td>{_f(matrix.get((a, b)))}</td>" for b in pw.models)
             out.append(f"<tr><td class='key'>{_e(a)}</td>{cells}</tr>")
         out.append("</table>")
+        out.append(_breakdown_html(pw, judge))
     out.append(
         "<h3>Position consistency</h3><table class='position'><tr>"
         "<th class='key'>judge</th><th class='key'>criterion</th><th>consistency</th>"

@@ -32,6 +32,10 @@ Rows (JSON ``rows``, CSV lines) keep the fields of :data:`report.row_fields.FIEL
 - ``style_controlled``: key = model: ``mean`` = its Arena-Hard style-controlled rating
   (anchor at 1000) with its interval; ``win_rate`` = the predicted win rate against the
   anchor with ``win_low`` / ``win_high``; ``n`` = games played (criteria pooled);
+- ``pairwise_turn`` and ``pairwise_category`` (a run of conversations): key = a turn
+  (``all``: every turn pooled) or a category, model = the model: ``mean`` = its score
+  (win + tie / 2) against every other model in that group, ``win``, ``tie``, ``loss``
+  rates, ``n`` games (:mod:`report.pairwise_tally`, criteria pooled);
 - ``pairwise_one_order``: as ``pairwise``, for the comparisons of a run planned in both
   orders that were judged in one order only (the other failed or is unfinished). They
   are left out of every other row (win rates, ratings, length bias), as FastChat leaves
@@ -60,45 +64,47 @@ from flask_eval.report.pairwise import (
 from flask_eval.report.pairwise_bias import LengthBin, Position, length_bias, position
 from flask_eval.report.pairwise_labels import JudgeAgreement, LabelAccuracy, judge_agreement
 from flask_eval.report.pairwise_ratings import Rating, fit_ratings
+from flask_eval.report.pairwise_rows import (
+    BY_CATEGORY,
+    BY_TURN,
+    DIMENSIONS,
+    LC_UNPENALIZED,
+    LENGTH_BIAS,
+    LENGTH_CONTROLLED,
+    ONE_ORDER,
+    PAIRWISE,
+    PAIRWISE_FIELDS,
+    POSITION,
+    RATING,
+    STYLE_CONTROLLED,
+    breakdown_row,
+    controlled_rows,
+    length_row,
+    pair_row,
+    position_row,
+    rating_row,
+)
 from flask_eval.report.pairwise_style import NOTE as CONTROLLED_NOTE
 from flask_eval.report.pairwise_style import Controlled, controlled
-from flask_eval.report.row_fields import FIELDS
+from flask_eval.report.pairwise_tally import PairScore, breakdown
 
-PAIRWISE, RATING, POSITION, LENGTH_BIAS = "pairwise", "rating", "position", "length_bias"
-ONE_ORDER = "pairwise_one_order"
-LENGTH_CONTROLLED, STYLE_CONTROLLED = "length_controlled", "style_controlled"
-LC_UNPENALIZED = "length_controlled_unpenalized"
-DIMENSIONS = (
-    PAIRWISE,
-    RATING,
-    POSITION,
-    LENGTH_BIAS,
-    ONE_ORDER,
-    LENGTH_CONTROLLED,
-    LC_UNPENALIZED,
-    STYLE_CONTROLLED,
-)
-PAIRWISE_FIELDS: tuple[str, ...] = (
-    *FIELDS,
-    "criterion",
-    "model_b",
-    "win",
-    "win_low",
-    "win_high",
-    "tie",
-    "tie_low",
-    "tie_high",
-    "loss",
-    "loss_low",
-    "loss_high",
-    "n_swapped",
-    "win_rate",
-    "anchor",
-    "first_preference",
-    "first_low",
-    "first_high",
-    "n_decisive",
-)
+__all__ = [
+    "BY_CATEGORY",
+    "BY_TURN",
+    "DIMENSIONS",
+    "LC_UNPENALIZED",
+    "LENGTH_BIAS",
+    "LENGTH_CONTROLLED",
+    "ONE_ORDER",
+    "PAIRWISE",
+    "PAIRWISE_FIELDS",
+    "POSITION",
+    "RATING",
+    "STYLE_CONTROLLED",
+    "PairwiseReport",
+    "PairwiseRunData",
+    "build",
+]
 
 
 @dataclass
@@ -122,17 +128,20 @@ class PairwiseReport:
     failed: dict[tuple[str, str, str, str], int] = field(default_factory=dict)
     #: length- and style-controlled figures per judge (when the responses' texts are known)
     controlled: list[Controlled] = field(default_factory=list)
+    #: each model's tally per turn and per category (a run of conversations)
+    breakdowns: list[PairScore] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     def rows(self) -> list[dict[str, Any]]:
         """Every row of the pairwise dimensions, each with all of :data:`PAIRWISE_FIELDS`."""
         return [
-            *(_pair_row(w, self.failed) for w in self.win_rates),
-            *(_rating_row(r) for r in self.ratings),
-            *(_position_row(p, self.failed) for p in self.positions),
-            *(_length_row(b) for b in self.length_bins),
-            *(_pair_row(w, self.failed, ONE_ORDER) for w in self.one_order),
-            *(row for c in self.controlled for row in _controlled_rows(c)),
+            *(pair_row(w, self.failed) for w in self.win_rates),
+            *(breakdown_row(p) for p in self.breakdowns),
+            *(rating_row(r) for r in self.ratings),
+            *(position_row(p, self.failed) for p in self.positions),
+            *(length_row(b) for b in self.length_bins),
+            *(pair_row(w, self.failed, ONE_ORDER) for w in self.one_order),
+            *(row for c in self.controlled for row in controlled_rows(c)),
         ]
 
     def summary(self) -> dict[str, Any]:
@@ -168,146 +177,6 @@ class PairwiseReport:
         return out
 
 
-def _blank() -> dict[str, Any]:
-    return dict.fromkeys(PAIRWISE_FIELDS) | {"n_na": 0, "n_failed": 0}
-
-
-def _ci(interval: tuple[float, float] | None) -> tuple[float | None, float | None]:
-    return (None, None) if interval is None else interval
-
-
-def _failed(
-    failed: Mapping[tuple[str, str, str, str], int],
-    judge: str,
-    crit: str,
-    pair: frozenset[str] | None = None,
-) -> int:
-    return sum(
-        n
-        for (j, first, second, c), n in failed.items()
-        if j == judge
-        and (crit == ALL_CRITERIA or c == crit)
-        and (pair is None or frozenset((first, second)) == pair)
-    )
-
-
-def _pair_row(
-    w: WinRate, failed: Mapping[tuple[str, str, str, str], int], dimension: str = PAIRWISE
-) -> dict[str, Any]:
-    row = _blank()
-    row.update(
-        model=w.model_a,
-        model_b=w.model_b,
-        judge=w.judge,
-        dimension=dimension,
-        key=f"{w.model_a} vs {w.model_b}",
-        criterion=w.criterion,
-        mean=w.score,
-        n=w.n,
-        n_swapped=w.n_swapped,
-        win=w.win,
-        tie=w.tie,
-        loss=w.loss,
-        n_failed=_failed(failed, w.judge, w.criterion, frozenset((w.model_a, w.model_b))),
-    )
-    row["ci_low"], row["ci_high"] = _ci(w.score_ci)
-    for name, interval in (("win", w.win_ci), ("tie", w.tie_ci), ("loss", w.loss_ci)):
-        row[f"{name}_low"], row[f"{name}_high"] = _ci(interval)
-    return row
-
-
-def _rating_row(r: Rating) -> dict[str, Any]:
-    row = _blank()
-    row.update(
-        model=r.model,
-        judge=r.judge,
-        dimension=RATING,
-        key=r.model,
-        criterion=r.criterion,
-        mean=r.rating,
-        n=r.games,
-        win_rate=r.win_rate,
-        anchor=r.anchor,
-    )
-    row["ci_low"], row["ci_high"] = _ci(r.ci)
-    row["win_low"], row["win_high"] = _ci(r.win_ci)
-    return row
-
-
-def _position_row(p: Position, failed: Mapping[tuple[str, str, str, str], int]) -> dict[str, Any]:
-    row = _blank()
-    row.update(
-        model="",
-        judge=p.judge,
-        dimension=POSITION,
-        key=p.judge,
-        criterion=p.criterion,
-        mean=p.consistency,
-        n=p.n_swapped,
-        first_preference=p.first_preference,
-        n_decisive=p.n_decisive,
-        n_failed=_failed(failed, p.judge, p.criterion),
-    )
-    row["ci_low"], row["ci_high"] = _ci(p.consistency_ci)
-    row["first_low"], row["first_high"] = _ci(p.first_preference_ci)
-    return row
-
-
-def _length_row(b: LengthBin) -> dict[str, Any]:
-    row = _blank()
-    row.update(
-        model="",
-        judge=b.judge,
-        dimension=LENGTH_BIAS,
-        key=b.key,
-        criterion=b.criterion,
-        mean=b.score,
-        n=b.n,
-        win=b.win,
-        tie=b.tie,
-        loss=b.loss,
-    )
-    row["ci_low"], row["ci_high"] = _ci(b.score_ci)
-    return row
-
-
-def _controlled_rows(c: Controlled) -> list[dict[str, Any]]:
-    lc, sc = _blank(), _blank()
-    lc.update(
-        model=c.model,
-        judge=c.judge,
-        dimension=LENGTH_CONTROLLED,
-        key=c.model,
-        criterion=ALL_CRITERIA,
-        mean=c.lc_win,
-        n=c.games_vs_anchor,
-        win_rate=c.raw_win,
-        anchor=c.anchor,
-    )
-    lc["ci_low"], lc["ci_high"] = _ci(c.lc_ci)
-    plain = {
-        **lc,
-        "dimension": LC_UNPENALIZED,
-        "mean": c.lc_win_unpenalized,
-        "ci_low": None,
-        "ci_high": None,
-    }
-    sc.update(
-        model=c.model,
-        judge=c.judge,
-        dimension=STYLE_CONTROLLED,
-        key=c.model,
-        criterion=ALL_CRITERIA,
-        mean=c.style_rating,
-        n=c.games,
-        win_rate=c.style_win,
-        anchor=c.anchor,
-    )
-    sc["ci_low"], sc["ci_high"] = _ci(c.style_ci)
-    sc["win_low"], sc["win_high"] = _ci(c.style_win_ci)
-    return [lc, plain, sc]
-
-
 # -- building --------------------------------------------------------------------------
 
 
@@ -316,12 +185,16 @@ class PairwiseRunData:
     """What a run's ledger holds beside its finished comparisons, each part optional:
     ``lengths`` ((model, instance) -> the response's length), ``texts`` ((model,
     instance) -> the response, for the length- and style-controlled figures of
-    :mod:`report.pairwise_style`) and ``failed`` ((judge, first, second, criterion) ->
-    failed judgments)."""
+    :mod:`report.pairwise_style`), ``failed`` ((judge, first, second, criterion) ->
+    failed judgments), and of a run of conversations ``turns`` (instance -> its turn)
+    and ``categories`` (instance -> its category), for the per-turn and per-category
+    breakdowns."""
 
     lengths: Mapping[tuple[str, str], int] | None = None
     texts: Mapping[tuple[str, str], str] | None = None
     failed: Mapping[tuple[str, str, str, str], int] | None = None
+    turns: Mapping[str, int] | None = None
+    categories: Mapping[str, str] | None = None
 
 
 def build(
@@ -362,6 +235,7 @@ def build(
         length_bins=length_bias(games, lengths or {}, instances, weights, confidence),
         agreement=judge_agreement(games),
         failed=dict(failed or {}),
+        breakdowns=breakdown(games, run_data.turns or {}, run_data.categories or {}, order),
     )
     rank = {j: i for i, j in enumerate(report.judges)}
     report.one_order.sort(key=lambda w: rank[w.judge])  # stable: the judge's own order kept
