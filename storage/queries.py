@@ -15,6 +15,7 @@ from sqlalchemy import func, select, text
 from flask_eval.core.errors import Status
 from flask_eval.core.people import is_person
 from flask_eval.core.stored import StoredConfig
+from flask_eval.rubrics.kind import NO_MODEL
 from flask_eval.storage import tally
 from flask_eval.storage.models import (
     CALL,
@@ -213,11 +214,12 @@ def runs_overview(store: Store) -> list[dict[str, Any]]:
         ).all()
         counts = tally.status_by_run(conn, [int(r[0]) for r in runs])
         # models: those with responses (a pairwise baseline may only appear as model_b);
-        # a probe's twins are no models of their own
+        # a probe's twins are no models of their own, nor is the stand-in holding a
+        # generation's earlier answers (``app.turns``: its model is ``''``)
         answered: dict[int, int] = dict(
             conn.execute(
                 select(R.run_id, func.count(func.distinct(R.model)))
-                .where(model_not_twin(R.model))
+                .where(model_not_twin(R.model), R.model != NO_MODEL)
                 .group_by(R.run_id)
             ).all()
         )

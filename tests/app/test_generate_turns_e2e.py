@@ -20,6 +20,7 @@ from flask_eval.core.types import Instance, JudgeConfig
 from flask_eval.simulator import generate as sim_generate
 from flask_eval.simulator.config import SimConfig
 from flask_eval.simulator.testing import SimHandle, running_simulator
+from flask_eval.storage import queries
 from flask_eval.storage.store import Store
 from tests.conftest import REPO
 
@@ -111,6 +112,11 @@ def test_three_models_answer_turn_two_after_their_own_turn_one(
         assert sim.stats()["requests"] == 3 * 6
         check_own_answers(done, 3)
         assert not done.not_asked and len(done.runs) == 1 + 3  # round 1, then one per model
+        store = Store(sqlite_url)  # a generation run evaluates no model of its own
+        try:
+            assert {r["models"] for r in queries.runs_overview(store)} == {0}
+        finally:
+            store.close()
         # the in-process hand-over carries each turn's earlier answers
         sets = generation.response_sets(done.responses, [i.id for i in instances], "conv")
         by_id = {r.instance_id: r for r in sets[0].responses}
