@@ -16,6 +16,7 @@ from flask_eval.report.people_table import split_people
 from flask_eval.report.probe_filter import without_twins
 from flask_eval.report.scores import InstanceGroups, ScoreTable, build_coded
 from flask_eval.rubrics import codec
+from flask_eval.rubrics.kind import NO_MODEL
 from flask_eval.rubrics.skills import SkillSet
 from flask_eval.storage import analytics
 from flask_eval.storage.records import RunInfo
@@ -149,5 +150,6 @@ def report_rows(store: Store, run: RunInfo) -> list[Row]:
 
 def config_models(config: StoredConfig) -> list[str]:
     """Model names of a run's config, in the order the run was given them (a probe's
-    twins are no models of their own: ``core.probes``)."""
-    return [m for m in config.models if not is_twin(m)]
+    twins are no models of their own: ``core.probes``; nor is the stand-in ``''`` that
+    holds a generation's earlier answers: ``app.turns``)."""
+    return [m for m in config.models if not is_twin(m) and m != NO_MODEL]
