@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from flask_eval.app.score_tables import config_models
 from flask_eval.core.people import is_person
-from flask_eval.report.mtbench import MTBench, pairwise_section, single_scores
+from flask_eval.report.mtbench import MTBench, pairwise_section, single_scores, with_exact
 from flask_eval.report.pairwise import Comparison
 from flask_eval.report.scores import ScoreTable
-from flask_eval.storage import analytics
+from flask_eval.storage import analytics, turn_rows
 from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
 
@@ -38,7 +38,8 @@ def mtbench_section(store: Store, run: RunInfo, table: ScoreTable) -> MTBench | 
     if not turn_of:
         return None
     models = config_models(run.config)
-    section = MTBench(single=single_scores(table, models))
+    exact = turn_rows.exact_ratings(store, run.id)  # ratings written with a fraction
+    section = MTBench(single=single_scores(with_exact(table, exact), models))
     if run.config.pairwise is not None:
         done = analytics.pairwise_rows(store, run.id).done
         records = [Comparison(*row) for row in done if not is_person(row[4])]

@@ -88,7 +88,7 @@ class Judged(Protocol):
     @property
     def status(self) -> str: ...
     @property
-    def score(self) -> int | None: ...
+    def score(self) -> float | None: ...
     @property
     def answer(self) -> str: ...
     @property
@@ -122,7 +122,10 @@ def single_records(rows: Iterable[Judged]) -> Iterator[dict[str, Any]]:
 
 def _winner(row: Judged | None, first: str) -> str:
     """The winner of a game in which ``first`` ("model_1" or "model_2") was shown first."""
-    return named_winner(row.score if row is not None and row.status == DONE else None, first)
+    judged = row is not None and row.status == DONE and row.score is not None
+    return named_winner(
+        int(row.score) if judged and row is not None and row.score is not None else None, first
+    )
 
 
 def pair_records(rows: Iterable[Judged], models: Sequence[str] = ()) -> list[dict[str, Any]]:

@@ -28,7 +28,7 @@ pooled counts (:mod:`report.pairwise_tally`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -189,6 +189,25 @@ def _row(
 
 def _mean(values: np.ndarray) -> float | None:
     return float(values.mean()) if len(values) else None
+
+
+def with_exact(table: ScoreTable, exact: Mapping[tuple[str, str, str, str], float]) -> ScoreTable:
+    """``table`` with the ratings written with a fraction as written (``exact``: by model,
+    instance, criterion and judge; ``rubrics.mtbench`` stores them rounded, the exact
+    rating beside), as FastChat averages them."""
+    if not exact:
+        return table
+    score = table.score.copy()
+    judge_of = {name: j for j, name in enumerate(table.judges)}
+    cell_of = {
+        (table.models[m], table.instances[i], table.skills[s]): c
+        for c, (m, i, s) in enumerate(zip(table.model, table.instance, table.skill, strict=True))
+    }
+    for (model, instance, criterion, judge), value in exact.items():
+        cell, j = cell_of.get((model, instance, criterion)), judge_of.get(judge)
+        if cell is not None and j is not None and table.state[cell, j] == SCORED:
+            score[cell, j] = value
+    return replace(table, score=score)
 
 
 def single_scores(table: ScoreTable, models: Sequence[str] = ()) -> list[SingleScore]:

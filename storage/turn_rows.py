@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 from sqlalchemy import and_, select
 
@@ -29,7 +30,9 @@ class TurnRow:
     criterion: str
     judge: str
     status: str
-    score: int | None
+    #: the score; a rating written with a fraction (MT-Bench's ``[[8.5]]``, kept exact in
+    #: the judgment's ``value``: ``rubrics.mtbench``) as written
+    score: float | None
     answer: str
     finished: float
 
@@ -40,6 +43,36 @@ def _seconds(stamp: datetime | None) -> float:
     if stamp.tzinfo is None:  # SQLite returns the stored UTC time without its zone
         stamp = stamp.replace(tzinfo=UTC)
     return stamp.timestamp()
+
+
+def exact_score(score: int | None, value: str | None) -> float | None:
+    """A judgment's score as its judge wrote it: ``value`` when it is the exact rating the
+    stored integer ``score`` rounds (halves up), else ``score``."""
+    if score is None:
+        return None
+    if value is not None:
+        try:
+            exact = Decimal(value)
+        except InvalidOperation:
+            return int(score)
+        if exact.is_finite() and exact.to_integral_value(ROUND_HALF_UP) == score:
+            return float(exact)
+    return int(score)
+
+
+def exact_ratings(store: Store, run_id: int) -> dict[tuple[str, str, str, str], float]:
+    """The run's absolute judgments whose rating was written with a fraction, by (model,
+    instance, criterion, judge): the rating as written (:func:`exact_score`)."""
+    stmt = select(J.model, J.instance_id, J.criterion, J.judge, J.score, J.value).where(
+        J.run_id == run_id, J.model_b == "", J.score.is_not(None), J.value.is_not(None)
+    )
+    out: dict[tuple[str, str, str, str], float] = {}
+    with store.engine.connect() as conn:
+        for model, iid, crit, judge, score, value in conn.execute(stmt):
+            exact = exact_score(int(score), str(value))
+            if exact is not None and exact != int(score):
+                out[str(model), str(iid), str(crit), str(judge)] = exact
+    return out
 
 
 def run_judges(store: Store, run_id: int) -> list[str]:
@@ -63,6 +96,7 @@ def turn_rows(store: Store, run_id: int, judge: str | None = None) -> Iterator[T
             J.judge,
             J.status,
             J.score,
+            J.value,
             C.raw,
             J.rationale,
             J.updated_at,
@@ -74,7 +108,7 @@ def turn_rows(store: Store, run_id: int, judge: str | None = None) -> Iterator[T
     )
     with store.engine.connect() as conn:
         for row in conn.execution_options(yield_per=2000).execute(stmt):
-            model, model_b, iid, turn, conv, crit, name, status, score, raw, why, at = row
+            model, model_b, iid, turn, conv, crit, name, status, score, value, raw, why, at = row
             yield TurnRow(
                 str(model),
                 str(model_b or ""),
@@ -84,7 +118,7 @@ def turn_rows(store: Store, run_id: int, judge: str | None = None) -> Iterator[T
                 str(crit),
                 str(name),
                 str(status),
-                None if score is None else int(score),
+                exact_score(score, value),
                 str(raw if raw is not None else why or ""),
                 _seconds(at),
             )

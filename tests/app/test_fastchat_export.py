@@ -86,6 +86,7 @@ def test_show_result_single_gives_the_reports_mt_bench_scores(tmp_path: Path) ->
         path = export_file(store, "single", judge, tmp_path / f"{judge}_single.jsonl")
         lines = [json.loads(line) for line in path.read_text().splitlines()]
         assert -1 in {r["score"] for r in lines}  # failed and N/A, as FastChat writes them
+        assert any(r["score"] % 1 == 0.5 for r in lines)  # ratings written with a fraction
         assert {r["judge"][0] for r in lines} == {judge}
         printed = tables(show_result("--mode", "single", "--input-file", str(path)))
         theirs = {

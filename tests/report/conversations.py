@@ -38,7 +38,8 @@ CONVERSATIONS = {
 
 @dataclass(frozen=True)
 class Judged:
-    """One finished judgment as the test's own record: (status, score)."""
+    """One finished judgment as the test's own record: (status, score, and the rating as
+    written when it has a fraction: ``exact``)."""
 
     model: str
     model_b: str
@@ -46,6 +47,12 @@ class Judged:
     judge: str
     status: str
     score: int | None
+    exact: float | None = None
+
+    @property
+    def written(self) -> float | None:
+        """The rating as the judge wrote it (what FastChat averages)."""
+        return self.exact if self.exact is not None else self.score
 
 
 def instances() -> list[Instance]:
@@ -134,6 +141,11 @@ def finish(store: Store, run: RunInfo, seed: int, *, pairwise: bool) -> list[Jud
                 turn2 = iid.endswith(":t2")
                 score = min(10, max(1, round(rng.gauss(8 - 2 * bias[model] - turn2, 2))))
                 status = "done"
-            conn.execute(update(JUDGMENT).where(j.id == rid).values(status=status, score=score))
-            judged.append(Judged(model, model_b, iid, judge, status, score))
+            value = None  # a rating written with a fraction: stored rounded, exact in value
+            if not pairwise and score is not None and score > 1 and rng.random() < 0.2:
+                value = f"{score - 0.5}"  # 7.5 is stored as 8 (halves up)
+            done = {"status": status, "score": score, "value": value}
+            conn.execute(update(JUDGMENT).where(j.id == rid).values(**done))
+            exact = None if value is None else float(value)
+            judged.append(Judged(model, model_b, iid, judge, status, score, exact))
     return judged

@@ -35,15 +35,18 @@ def test_turn_and_category_rows_and_mt_bench_single_scores(tmp_path: Path) -> No
     judged = conv.finish(store, run, seed=11, pairwise=False)
     report = build_report(store, run, replicates=20, progress=False)
     scores: dict[tuple[str, str, str, str], list[int]] = defaultdict(list)
+    written: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)  # FastChat's
     excluded: dict[tuple[str, str], int] = defaultdict(int)
     for j in judged:
-        if j.score is None:
+        if j.score is None or j.written is None:
             excluded[(j.model, j.judge)] += 1
             continue
         iid = j.instance_id
         category = conv.CONVERSATIONS[iid.partition(":")[0]]
         for key in ((TURN, str(turn_of(iid))), (CAPABILITY, category), (OVERALL, "all")):
             scores[(j.model, j.judge, *key)].append(j.score)
+            written[(j.model, j.judge, *key)].append(j.written)
+    assert any(j.exact is not None for j in judged)  # ratings written with a fraction
     rows = {(r.model, r.judge, r.dimension, r.key): r for r in report.rows}
     for key, values in scores.items():
         assert rows[key].mean == pytest.approx(sum(values) / len(values), abs=TOL)
@@ -60,9 +63,9 @@ def test_turn_and_category_rows_and_mt_bench_single_scores(tmp_path: Path) -> No
     apart = 0
     for s in section.single:
         for turn in (1, 2):
-            want = scores[(s.model, s.judge, TURN, str(turn))]
+            want = written[(s.model, s.judge, TURN, str(turn))]
             assert s.turn_mean(turn) == pytest.approx(sum(want) / len(want), abs=TOL)
-        pooled = scores[(s.model, s.judge, OVERALL, "all")]
+        pooled = written[(s.model, s.judge, OVERALL, "all")]
         assert s.average == pytest.approx(sum(pooled) / len(pooled), abs=TOL)
         assert (s.n, s.n_excluded) == (len(pooled), excluded[(s.model, s.judge)])
         mean_of_means = (s.turn_mean(1) or 0.0) / 2 + (s.turn_mean(2) or 0.0) / 2
