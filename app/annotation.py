@@ -6,7 +6,6 @@ and their agreement with given labels (`annotate --compare`).
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -16,7 +15,7 @@ from flask_eval.app.conversation_records import conversation_record, grouped
 from flask_eval.app.generation import flask_id
 from flask_eval.app.jobs import check_kind, done_values, labelled
 from flask_eval.core.files import replaced_whole
-from flask_eval.core.images import Image, attached
+from flask_eval.core.images import attached
 from flask_eval.core.types import DIFFICULTY_LABELS, Instance
 from flask_eval.producer.loaders import load_instances
 from flask_eval.report.annotation import Combined, Labels, combine
@@ -25,6 +24,7 @@ from flask_eval.rubrics.annotation import LabelSpace, options_label_space
 from flask_eval.rubrics.labels import flask_label_space
 from flask_eval.storage.records import RunInfo
 from flask_eval.storage.store import Store
+from flask_eval.workers.providers.images import data_uri
 
 
 def given_labels(store: Store, run: RunInfo) -> dict[str, dict[str, Labels]]:
@@ -88,11 +88,6 @@ def apply(instances: Sequence[Instance], labels: Mapping[str, Combined]) -> list
     return out
 
 
-def image_uri(image: Image) -> str:
-    """``image`` as a ``data:`` URI (what ``producer.images`` reads back, byte for byte)."""
-    return f"data:{image.ref.media_type};base64,{base64.b64encode(image.data).decode('ascii')}"
-
-
 def write_instances(
     instances: Iterable[Instance],
     path: str,
@@ -136,7 +131,7 @@ def write_instances(
                 if len(images) != len(set(i.images)):  # never written without its images
                     raise ValueError(f"instance {i.id}: its images' bytes were not read")
                 by_digest = {image.ref.sha256: image for image in images}
-                record["images"] = [image_uri(by_digest[ref.sha256]) for ref in i.images]
+                record["images"] = [data_uri(by_digest[ref.sha256]) for ref in i.images]
             c = labels.get(i.id)
             if c is not None:
                 record["annotation"] = {"annotators": list(annotators), "ties": list(c.ties)}
