@@ -14,9 +14,9 @@ import pytest
 
 from flask_eval.app import generation, steps
 from flask_eval.app.turns import TurnsDone, TurnsIncomplete, generate_turns, generation_plan
-from flask_eval.core.conversations import Turn, turn_id
 from flask_eval.core.settings import Settings
 from flask_eval.core.types import Instance, JudgeConfig
+from flask_eval.producer.conversations import expand
 from flask_eval.simulator import generate as sim_generate
 from flask_eval.simulator.config import SimConfig
 from flask_eval.simulator.testing import SimHandle, running_simulator
@@ -40,21 +40,8 @@ def _keys(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def conversation(cid: str, turns: list[str], system: str = "") -> list[Instance]:
     """The instances of one conversation, one per turn (as the loaders make them)."""
-    return [
-        Instance(
-            turn_id(cid, k),
-            text,
-            "",
-            (),
-            (),
-            None,
-            system_prompt=system,
-            turn=k,
-            conversation=cid,
-            history=tuple(Turn(t) for t in turns[: k - 1]),
-        )
-        for k, text in enumerate(turns, 1)
-    ]
+    template = Instance(cid, "", "", (), (), None, system_prompt=system)
+    return expand(template, turns, [""] * len(turns))
 
 
 def hand_made() -> list[Instance]:

@@ -14,9 +14,9 @@ import pytest
 from sqlalchemy import select
 
 from flask_eval.app.prompts import render_prompt
-from flask_eval.core.conversations import Turn, turn_id
 from flask_eval.core.images import MEDIA_TYPES
 from flask_eval.core.types import Instance, Response, ResponseSet
+from flask_eval.producer.conversations import expand
 from flask_eval.storage import browse
 from flask_eval.storage.models import JUDGMENT
 from flask_eval.storage.records import RunInfo
@@ -52,20 +52,7 @@ def judge_all(store: Store, run: RunInfo) -> None:
 def conversation_run(store: Store) -> RunInfo:
     names = SKILLS.names
     users, refs = ["Plan a trip to Hawaii.", "Rewrite it starting with A."], ["Maui.", "A trip."]
-    instances = [
-        Instance(
-            turn_id("81", k),
-            users[k - 1],
-            refs[k - 1],
-            (names[0], names[1]),
-            (),
-            None,
-            turn=k,
-            conversation="81",
-            history=tuple(Turn(u, r) for u, r in zip(users[: k - 1], refs[: k - 1], strict=True)),
-        )
-        for k in (1, 2)
-    ]
+    instances = expand(Instance("81", "", "", (names[0], names[1]), (), None), users, refs)
     sets = [
         ResponseSet(
             m,

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from flask_eval.app.generation import Generated, write_model_outputs
 from flask_eval.app.turns import round_name, split_turns, turn_plan, whole_plan
-from flask_eval.core.conversations import Turn, turn_id
 from flask_eval.core.limits import MAX_RUN_NAME
 from flask_eval.core.stored import StoredConfig
 from flask_eval.core.types import Instance, JudgeConfig
+from flask_eval.producer.conversations import expand
 from flask_eval.rubrics.kind import NO_MODEL
 from flask_eval.storage.records import RunInfo
 
@@ -19,20 +19,8 @@ MODELS = [JudgeConfig("a", "openai/a"), JudgeConfig("b", "openai/b")]
 
 
 def turns(cid: str, texts: list[str]) -> list[Instance]:
-    return [
-        Instance(
-            turn_id(cid, k),
-            text,
-            "",
-            (),
-            (),
-            None,
-            turn=k,
-            conversation=cid,
-            history=tuple(Turn(t) for t in texts[: k - 1]),
-        )
-        for k, text in enumerate(texts, 1)
-    ]
+    """The instances of one conversation, one per turn, as the loaders make them."""
+    return expand(Instance(cid, "", "", (), (), None), texts, [""] * len(texts))
 
 
 ONE_SHOT = Instance("7", "Say hi", "", (), (), None)

@@ -11,9 +11,9 @@ import pytest
 
 from flask_eval.app import steps
 from flask_eval.app.turns import TurnsIncomplete, generate_turns, generation_plan
-from flask_eval.core.conversations import Turn, turn_id
 from flask_eval.core.settings import Settings
 from flask_eval.core.types import Instance, JudgeConfig
+from flask_eval.producer.conversations import expand
 from flask_eval.rubrics.messages import text_of
 from flask_eval.storage.store import Store
 from flask_eval.workers.judge import Message
@@ -38,20 +38,8 @@ def _script() -> Iterator[None]:
 
 
 def conversation(cid: str, turns: list[str]) -> list[Instance]:
-    return [
-        Instance(
-            turn_id(cid, k),
-            text,
-            "",
-            (),
-            (),
-            None,
-            turn=k,
-            conversation=cid,
-            history=tuple(Turn(t) for t in turns[: k - 1]),
-        )
-        for k, text in enumerate(turns, 1)
-    ]
+    """The instances of one conversation, one per turn, as the loaders make them."""
+    return expand(Instance(cid, "", "", (), (), None), turns, [""] * len(turns))
 
 
 def test_an_empty_answer_ends_its_conversation(sqlite_url: str) -> None:
