@@ -14,7 +14,7 @@ demo: install
 lint:
 	scripts/lint
 
-# Two tiers (docs/design/testing.md): unit, in-process, about a minute; integration, real
+# Two tiers (docs/design/testing.md): unit, in-process, about two minutes on two cores; integration, real
 # Redis, RabbitMQ, PostgreSQL and processes (.ci/run starts the services). `make test`:
 # both, as .ci/run runs them (scripts/test). Parallel (pytest-xdist), 3 workers on 2 cores:
 # a third of the unit tier's time and most of the integration tier's is waiting; each
