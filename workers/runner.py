@@ -36,7 +36,6 @@ from flask_eval.core.stored import StoredConfig
 from flask_eval.core.types import JudgeConfig
 from flask_eval.producer.context import RunContext
 from flask_eval.rubrics.echo import template_of, template_text, without_echoes
-from flask_eval.storage.images import run_images
 from flask_eval.storage.records import CallRecord, JobContext, Outcome
 from flask_eval.storage.retry import is_transient
 from flask_eval.storage.store import Store
@@ -49,6 +48,7 @@ from flask_eval.workers.executor_config import ExecutorConfig as ExecutorConfig 
 from flask_eval.workers.executor_config import executor_config as executor_config  # re-exported
 from flask_eval.workers.feed import Ticket
 from flask_eval.workers.halts import HaltWatch
+from flask_eval.workers.image_cache import ImageCache
 from flask_eval.workers.judge import Judge
 from flask_eval.workers.leases import Leases
 from flask_eval.workers.limiter import Budget, Limiter, NullLimiter
@@ -91,6 +91,7 @@ class Executor:
         self.writer = WriteBehind(store, max_items=config.in_flight, spool=spool)
         self.batches = BatchLane(self)
         self._asker = Asker(store, self.sender, self._leases)
+        self._images = ImageCache(store)
 
     def judge(self, config: JudgeConfig) -> Judge:
         return self.sender.judge(config)
@@ -239,7 +240,7 @@ class Executor:
         prepared = []
         wanted = {i.sha256 for rows in groups for i in rows[0].images}
         images = (
-            await asyncio.to_thread(run_images, self.store, groups[0][0].run_id, wanted)
+            await asyncio.to_thread(self._images.images, groups[0][0].run_id, wanted)
             if wanted
             else {}
         )
