@@ -225,7 +225,17 @@ class RowChecks:
         if "images" in row:
             self._instance_images(row["instance_id"], row["images"])
         if "history" in row:
-            _json(row["history"], list, "instance.history")
+            turns = _json(row["history"], list, "instance.history")
+            if not all(
+                isinstance(t, dict)
+                and isinstance(t.get("user"), str)
+                and isinstance(t.get("reference", ""), str)
+                and set(t) <= {"user", "reference"}
+                for t in turns
+            ):
+                raise BadRow(
+                    "instance.history is not a list of earlier turns ({user, reference} texts)"
+                )
         if "skills" in row:
             _json(row["skills"], list, "instance.skills")
         if "rubrics" in row:
@@ -240,7 +250,9 @@ class RowChecks:
     def _response(self, row: dict[str, Any]) -> None:
         self._known_instance("response", row["instance_id"])
         if "history" in row:
-            _json(row["history"], list, "response.history")
+            answers = _json(row["history"], list, "response.history")
+            if not all(isinstance(a, str) for a in answers):
+                raise BadRow("response.history is not a list of earlier answers (texts)")
         self.responses.add((row["model"], row["instance_id"]))
 
     def _call(self, row: dict[str, Any]) -> None:

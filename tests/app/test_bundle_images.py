@@ -275,3 +275,27 @@ def test_pillow_reads_the_sample_images_as_their_types() -> None:
     for media_type, name in (("image/png", "PNG"), ("image/jpeg", "JPEG"), ("image/webp", "WEBP")):
         with Pillow.open(io.BytesIO(drawn(media_type, (5, 9)))) as picture:
             assert picture.format == name
+
+
+@pytest.mark.parametrize(
+    ("table", "history", "message"),
+    [
+        ("instance", "[1]", "instance.history is not a list of earlier turns"),
+        ("instance", '[{"user": 1}]', "instance.history is not a list of earlier turns"),
+        ("instance", '[{"user": "u", "answer": "x"}]', "instance.history is not a list of"),
+        ("response", '[{"text": "a"}]', "response.history is not a list of earlier answers"),
+    ],
+)
+def test_a_conversation_history_of_the_wrong_shape_is_refused(
+    bundle: tuple[Store, Path], tmp_path: Path, table: str, history: str, message: str
+) -> None:
+    """A forged bundle cannot hand a worker earlier turns it could not read."""
+    _, path = bundle
+
+    def forge(row: dict[str, Any]) -> None:
+        row["history"] = history
+
+    out = forged(path, tmp_path / "history.bundle", forge, table=table)
+    with pytest.raises(InputError, match=message) as caught:
+        check_bundle(str(out))
+    assert "\n" not in str(caught.value)
